@@ -1,0 +1,104 @@
+"""GroupRewardMethod plumbing: answers, duplicates, invalid rollouts, neutral groups, format reward."""
+
+import asyncio
+
+import pytest
+
+from trl_rankreward.judging.requests import JudgeFailure
+from trl_rankreward.rewards.answers import AnswerFormat, strip_thinking
+from trl_rankreward.rewards.base import (
+    Group,
+    GroupJudgingFailed,
+    GroupRewardMethod,
+    RankOutcome,
+    ScoreOutcome,
+)
+from trl_rankreward.rewards.ranking import rank_reward, tie_block_rewards
+
+
+class _NoJudge:
+    async def judge(self, request):  # never called by these methods
+        raise AssertionError
+
+
+class _LengthRank(GroupRewardMethod):
+    """Orders unique answers by length (a stand-in for a judge), one block each."""
+
+    async def score_group(self, group, candidates, *, epoch, step):
+        order = sorted(range(len(candidates.answers)), key=lambda u: len(candidates.answers[u]))
+        return RankOutcome([[u] for u in order])
+
+
+class _Failing(GroupRewardMethod):
+    async def score_group(self, group, candidates, *, epoch, step):
+        raise GroupJudgingFailed(JudgeFailure("invalid", "bad json", 3))
+
+
+def _group(completions):
+    return Group("q", "query?", [{"text": "correct", "weight": 2}], completions)
+
+
+def test_rank_reward_endpoints():
+    # Eq. 9 with G=8: q=0 -> -1, q=7 -> 1, q=3.5 -> 0
+    assert rank_reward(0, 8) == -1.0 and rank_reward(7, 8) == 1.0 and rank_reward(3.5, 8) == 0.0
+
+
+def test_tie_blocks_share_mean_position():
+    # G=4, blocks [[3], [0, 2], [1]]: positions 0, (1+2)/2=1.5, 3 -> -1, 0, 1 (step 2/3)
+    r = tie_block_rewards([[3], [0, 2], [1]], 4)
+    assert r == pytest.approx([0.0, 1.0, 0.0, -1.0])
+    with pytest.raises(ValueError, match="cover"):
+        tie_block_rewards([[0], [0]], 2)
+
+
+def test_invalid_below_valid_and_duplicates_share_a_place():
+    # completions: "bb" (len 2), "<think>x" (unclosed: invalid), "a" (len 1), "bb" (dup), "" (invalid)
+    g = _group(["bb", "<think>x", "a", "bb", ""])
+    (res,) = asyncio.run(_LengthRank(_NoJudge()).score([g], epoch=0, step=0))
+    # tie blocks: invalid [1, 4] -> positions 0,1 (mean 0.5); "a" [2] -> 2; "bb" [0, 3] -> 3,4 (mean 3.5)
+    # r = -1 + 2q/4: 0.5 -> -0.75, 2 -> 0, 3.5 -> 0.75
+    assert res.rewards == pytest.approx([0.75, -0.75, 0.0, 0.75, -0.75])
+    assert res.order == [1, 4, 2, 0, 3]
+    assert res.details["invalid"] == 2 and res.details["duplicates"] == 1
+    assert sum(res.rewards) == pytest.approx(0.0)
+
+
+def test_format_reward_added_with_lambda():
+    fmt = AnswerFormat(thinking=True)
+    g = _group(["<think>t</think>long answer", "no think block", "<think>t</think>ok"])
+    (res,) = asyncio.run(_LengthRank(_NoJudge(), lambda_fmt=0.2, answer_format=fmt).score([g], epoch=0, step=0))
+    # invalid: index 1 (no </think>) -> q=0 -> -1 + 0; "ok" q=1 -> 0 + 0.2; "long answer" q=2 -> 1 + 0.2
+    assert res.rewards == pytest.approx([1.2, -1.0, 0.2])
+
+
+def test_failed_group_is_neutral_and_counted():
+    method = _Failing(_NoJudge(), lambda_fmt=0.5)
+    results = asyncio.run(method.score([_group(["a", "b"]), _group(["c", "d", "e"])], epoch=0, step=0))
+    assert [r.rewards for r in results] == [[0.0, 0.0], [0.0, 0.0, 0.0]]
+    assert all(r.neutral for r in results)
+    assert method.step_metrics(results)["reward/neutral_groups"] == 2.0
+
+
+def test_score_outcome_invalid_reward():
+    class _Score(GroupRewardMethod):
+        async def score_group(self, group, candidates, *, epoch, step):
+            return ScoreOutcome([len(a) / 10 for a in candidates.answers], invalid_reward=-1.0)
+
+    (res,) = asyncio.run(_Score(_NoJudge()).score([_group(["abc", "", "abc", "a"])], epoch=0, step=0))
+    assert res.rewards == pytest.approx([0.3, -1.0, 0.3, 0.1])
+    assert res.order == [1, 3, 0, 2]
+
+
+def test_strip_thinking_variants():
+    assert strip_thinking("<think>a</think>\n answer ") == "answer"
+    assert strip_thinking("reasoning only</think>final") == "final"
+    assert AnswerFormat().final_answer("<think>never closed") is None
+
+
+def test_group_validation_messages():
+    with pytest.raises(ValueError, match="no completions"):
+        Group("q", "x", [], [])
+    with pytest.raises(ValueError, match="query_id"):
+        Group("", "x", [], ["a"])
+    with pytest.raises(ValueError, match="unknown keys"):
+        Group("q", "x", [{"text": "t", "score": 1}], ["a"])

@@ -1,0 +1,1 @@
+"""Subcommands of the `trl-rankreward` CLI (see `trl_rankreward.cli`)."""

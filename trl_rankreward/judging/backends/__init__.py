@@ -1,0 +1,1 @@
+"""Chat backends for `LLMJudge`: an OpenAI-compatible server, or an in-process model."""

@@ -1,0 +1,278 @@
+"""Typed judge requests, their verdicts, and the failure value.
+
+Every request holds texts in *canonical* order. A judge that shows them to a model
+chooses the display order itself (deterministically, from `query_id`, `step` and the
+texts) and maps the answer back, so callers never see display positions.
+
+Verdicts, in canonical terms:
+
+| request                 | verdict                                                     |
+|-------------------------|-------------------------------------------------------------|
+| `CoarseRequest`         | `int` insertion position in `0..len(anchors)`               |
+| `ListwiseRequest`       | `list[int]`, candidate indices worst -> best                |
+| `PairwiseRequest`       | `"A"`, `"B"` or `"TIE"` (A is `request.a`)                  |
+| `RubricPairwiseRequest` | `list` of `"A"/"B"/"TIE"`, one per judged rubric            |
+| `PointwiseRequest`      | `float` in `[0, 10]`                                        |
+| `MetaJudgeRequest`      | `bool`, rationale consistent with the golden rationale      |
+| `BufferSelectRequest`   | `list[int]`, chosen pool indices (see the request)          |
+
+A judge that cannot answer raises `JudgeError` or returns a `JudgeFailure`; callers use
+`judging.protocol.ask` to receive both as a `JudgeFailure` value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Sequence, Union
+
+Winner = Literal["A", "B", "TIE"]
+WINNERS: tuple[str, ...] = ("A", "B", "TIE")
+DisplayOrder = Literal["auto", "ab", "ba"]
+FailureKind = Literal["transport", "timeout", "invalid", "error"]
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """One query-specific judging criterion with its importance weight (> 0)."""
+
+    text: str
+    weight: float = 1.0
+
+    def __post_init__(self):
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError(f"Rubric text must be a non-empty string, got {self.text!r}")
+        if not (isinstance(self.weight, (int, float)) and self.weight > 0):
+            raise ValueError(f"Rubric weight must be a positive number, got {self.weight!r} for {self.text!r}")
+
+    @classmethod
+    def coerce(cls, value) -> "Rubric":
+        """Accept a `Rubric`, a `{"text", "weight"}` mapping (dataset rows) or a bare string."""
+        if isinstance(value, Rubric):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, dict):
+            unknown = set(value) - {"text", "weight"}
+            if unknown:
+                raise ValueError(f"Rubric mapping has unknown keys {sorted(unknown)}; expected 'text' and 'weight'")
+            return cls(value.get("text", ""), float(value.get("weight", 1.0)))
+        raise TypeError(f"Cannot make a Rubric from {type(value).__name__}: {value!r}")
+
+
+def _rubrics(values) -> tuple[Rubric, ...]:
+    return tuple(Rubric.coerce(v) for v in (values or ()))
+
+
+def _texts(name: str, values: Sequence[str], minimum: int) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a list of strings, got a single string")
+    values = tuple(values)
+    if len(values) < minimum:
+        raise ValueError(f"{name} needs at least {minimum} item(s), got {len(values)}")
+    for v in values:
+        if not isinstance(v, str):
+            raise TypeError(f"{name} must contain strings, got {type(v).__name__}")
+    return values
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Request:
+    """Fields shared by every request: what is judged, and the key for display shuffling."""
+
+    query: str
+    rubrics: tuple[Rubric, ...] = ()
+    query_id: str = ""
+    step: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.query, str):
+            raise TypeError(f"query must be a string, got {type(self.query).__name__}")
+        object.__setattr__(self, "rubrics", _rubrics(self.rubrics))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoarseRequest(_Request):
+    """Where does `candidate` fall among `anchors` (ordered worst -> best)? Verdict: 0..K."""
+
+    anchors: tuple[str, ...]
+    candidate: str
+    show_anchor_text: bool = True  # False: the paper's order-only control (Appendix H)
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "anchors", _texts("CoarseRequest.anchors", self.anchors, 1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListwiseRequest(_Request):
+    """Order `candidates` worst -> best. Verdict: a permutation of `range(len(candidates))`."""
+
+    candidates: tuple[str, ...]
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "candidates", _texts("ListwiseRequest.candidates", self.candidates, 2))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairwiseRequest(_Request):
+    """Which of `a` and `b` is better overall under the rubrics? Verdict: "A", "B" or "TIE".
+
+    `display` forces the order shown to a model ("ab" or "ba"); "auto" lets the judge
+    pick it from the deterministic hash. Both-order judging sends one request of each.
+    """
+
+    a: str
+    b: str
+    display: DisplayOrder = "auto"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RubricPairwiseRequest(_Request):
+    """Which of `a` and `b` is better under each rubric?
+
+    `rubric_index=None` is the implicit protocol (all rubrics in one call, one verdict per
+    rubric); an integer is the explicit protocol (only that rubric, a one-element list).
+    """
+
+    a: str
+    b: str
+    rubric_index: int | None = None
+    display: DisplayOrder = "auto"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.rubrics:
+            raise ValueError("RubricPairwiseRequest needs at least one rubric")
+        if self.rubric_index is not None and not (0 <= self.rubric_index < len(self.rubrics)):
+            raise ValueError(f"rubric_index {self.rubric_index} is out of range for {len(self.rubrics)} rubrics")
+
+    @property
+    def judged_rubrics(self) -> tuple[Rubric, ...]:
+        return self.rubrics if self.rubric_index is None else (self.rubrics[self.rubric_index],)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PointwiseRequest(_Request):
+    """Score `response` from 0 to 10 under all rubrics (holistic) or one (`rubric_index`)."""
+
+    response: str
+    rubric_index: int | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.rubric_index is not None and not (0 <= self.rubric_index < len(self.rubrics)):
+            raise ValueError(f"rubric_index {self.rubric_index} is out of range for {len(self.rubrics)} rubrics")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetaJudgeRequest(_Request):
+    """Does a GenRM's `rationale` identify the key discriminators of `golden_rationale`?
+
+    R-Align (papers/r-align.txt, Section 3.2). Verdict: True when consistent.
+    """
+
+    response_a: str
+    response_b: str
+    label: Literal["A", "B"]
+    golden_rationale: str
+    rationale: str
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.label not in ("A", "B"):
+            raise ValueError(f"MetaJudgeRequest.label must be 'A' or 'B', got {self.label!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BufferSelectRequest(_Request):
+    """Choose the next fixed-size anchor buffer (RankBuffer's LLM manager, Appendix G).
+
+    `anchors` are the current anchors worst -> best; `rollouts` the ranked candidates that
+    may be added (worst -> best); `lookahead` unranked context that may not be selected.
+    Verdict: sorted indices into `anchors + rollouts`, exactly `size` of them.
+    """
+
+    anchors: tuple[str, ...]
+    rollouts: tuple[str, ...]
+    size: int
+    lookahead: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "anchors", _texts("BufferSelectRequest.anchors", self.anchors, 0))
+        object.__setattr__(self, "rollouts", _texts("BufferSelectRequest.rollouts", self.rollouts, 0))
+        object.__setattr__(self, "lookahead", _texts("BufferSelectRequest.lookahead", self.lookahead, 0))
+        if not (0 < self.size <= len(self.anchors) + len(self.rollouts)):
+            raise ValueError(
+                f"BufferSelectRequest.size={self.size} must be in 1..{len(self.anchors) + len(self.rollouts)} "
+                "(anchors + rollouts)"
+            )
+
+
+JudgeRequest = Union[
+    CoarseRequest,
+    ListwiseRequest,
+    PairwiseRequest,
+    RubricPairwiseRequest,
+    PointwiseRequest,
+    MetaJudgeRequest,
+    BufferSelectRequest,
+]
+
+
+@dataclass(frozen=True)
+class JudgeFailure:
+    """A request the judge could not answer after all attempts. Never a made-up verdict."""
+
+    kind: FailureKind
+    message: str
+    attempts: int = 1
+
+    def __bool__(self) -> bool:  # a failure is falsy, so `if not verdict` style checks are safe
+        return False
+
+
+class JudgeError(RuntimeError):
+    """Raised by judges that signal failure by exception; `kind` as in `JudgeFailure`."""
+
+    def __init__(self, message: str, kind: FailureKind = "error", attempts: int = 1):
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+
+    def as_failure(self) -> JudgeFailure:
+        return JudgeFailure(self.kind, str(self), self.attempts)
+
+
+def request_kind(request) -> str:
+    """Short name used in ledgers and templates: 'coarse', 'listwise', ..."""
+    return _KINDS[type(request)]
+
+
+_KINDS = {
+    CoarseRequest: "coarse",
+    ListwiseRequest: "listwise",
+    PairwiseRequest: "pairwise",
+    RubricPairwiseRequest: "rubric_pairwise",
+    PointwiseRequest: "pointwise",
+    MetaJudgeRequest: "meta",
+    BufferSelectRequest: "buffer_select",
+}
+
+__all__ = [
+    "Rubric",
+    "Winner",
+    "WINNERS",
+    "CoarseRequest",
+    "ListwiseRequest",
+    "PairwiseRequest",
+    "RubricPairwiseRequest",
+    "PointwiseRequest",
+    "MetaJudgeRequest",
+    "BufferSelectRequest",
+    "JudgeRequest",
+    "JudgeFailure",
+    "JudgeError",
+    "request_kind",
+]

@@ -1,0 +1,227 @@
+"""`Group`, `GroupResult` and `GroupRewardMethod`: the contract every reward method keeps.
+
+A method sees whole groups. The base class does the parts every method shares:
+
+1. final-answer extraction (judges see answers without thinking; rollouts without a valid
+   answer are never sent to the judge) and de-duplication (identical answers in a group
+   are judged once and share a place);
+2. concurrency: all groups of a step are scored at once with `asyncio.gather`, so a
+   method's sequential judge rounds per step equal its rounds per group;
+3. the failure policy: a subclass raises `GroupJudgingFailed` when a required call failed
+   after the judge's retries, and the group gets a neutral reward (all zeros, hence zero
+   advantage), counted in `reward/neutral_groups`. A failure never becomes a made-up verdict;
+4. the format reward: `reward = semantic + lambda_fmt * format_reward(completion)`.
+
+Subclasses implement `score_group(group, candidates, *, epoch, step)` and return a
+`RankOutcome` (tie blocks over unique answers -> rank rewards in [-1, 1]) or a
+`ScoreOutcome` (one semantic reward per unique answer).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..judging.protocol import Judge, is_failure
+from ..judging.requests import JudgeFailure, Rubric
+from .answers import AnswerFormat
+from .ranking import flatten, tie_block_rewards
+
+
+@dataclass(frozen=True)
+class Group:
+    """The G completions of one query, with what the judge needs to compare them.
+
+    `references` are ranked reference responses, best first (e.g. Nectar's seven answers).
+    """
+
+    query_id: str
+    query: str
+    rubrics: tuple[Rubric, ...]
+    completions: tuple[str, ...]
+    references: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.query_id, str) or not self.query_id:
+            raise ValueError(f"Group.query_id must be a non-empty string, got {self.query_id!r}")
+        object.__setattr__(self, "rubrics", tuple(Rubric.coerce(r) for r in (self.rubrics or ())))
+        if isinstance(self.completions, str):
+            raise TypeError("Group.completions must be a list of strings, got a single string")
+        object.__setattr__(self, "completions", tuple(self.completions))
+        if not self.completions:
+            raise ValueError(f"Group {self.query_id!r} has no completions")
+        if self.references is not None:
+            object.__setattr__(self, "references", tuple(self.references))
+
+    @property
+    def size(self) -> int:
+        return len(self.completions)
+
+
+@dataclass
+class GroupResult:
+    """One reward per completion (same order as `Group.completions`).
+
+    `order` lists completion indices worst -> best where the method has an order;
+    `neutral` marks a group whose judging failed (all rewards zero); `details` holds
+    per-group numbers for logging (method-specific, documented in docs/metrics.md).
+    """
+
+    rewards: list[float]
+    order: list[int] | None = None
+    neutral: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Candidates:
+    """The unique valid final answers of a group and where each came from.
+
+    `answers[u]` is shown to the judge; `members[u]` are the completion indices with that
+    answer; `invalid` are completion indices without a valid answer.
+    """
+
+    answers: list[str]
+    members: list[list[int]]
+    invalid: list[int]
+    size: int
+
+    @classmethod
+    def from_group(cls, group: Group, answer_format: AnswerFormat) -> "Candidates":
+        index: dict[str, int] = {}
+        answers, members, invalid = [], [], []
+        for i, completion in enumerate(group.completions):
+            answer = answer_format.final_answer(completion)
+            if answer is None:
+                invalid.append(i)
+            elif answer in index:
+                members[index[answer]].append(i)
+            else:
+                index[answer] = len(answers)
+                answers.append(answer)
+                members.append([i])
+        return cls(answers, members, invalid, group.size)
+
+
+@dataclass
+class RankOutcome:
+    """Tie blocks over unique-answer indices, worst -> best. Invalid rollouts go below all."""
+
+    blocks: list[list[int]]
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def expand(self, c: Candidates) -> tuple[list[float], list[int]]:
+        full = [list(c.invalid)] if c.invalid else []
+        full += [[i for u in block for i in c.members[u]] for block in self.blocks]
+        return tie_block_rewards(full, c.size), flatten(full)
+
+
+@dataclass
+class ScoreOutcome:
+    """One semantic reward per unique answer; invalid rollouts get `invalid_reward`."""
+
+    values: list[float]
+    invalid_reward: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def expand(self, c: Candidates) -> tuple[list[float], list[int]]:
+        rewards = [self.invalid_reward] * c.size
+        for value, members in zip(self.values, c.members):
+            for i in members:
+                rewards[i] = float(value)
+        return rewards, sorted(range(c.size), key=lambda i: rewards[i])
+
+
+class GroupJudgingFailed(RuntimeError):
+    """Raised by a method when a call it needs failed after retries: the group goes neutral."""
+
+    def __init__(self, failure: JudgeFailure | str):
+        message = failure.message if isinstance(failure, JudgeFailure) else str(failure)
+        super().__init__(message)
+        self.kind = failure.kind if isinstance(failure, JudgeFailure) else "error"
+
+
+def require(verdicts: Sequence[Any]) -> list[Any]:
+    """Return `verdicts` unchanged, or raise `GroupJudgingFailed` for the first failure."""
+    for v in verdicts:
+        if is_failure(v):
+            raise GroupJudgingFailed(v)
+    return list(verdicts)
+
+
+class GroupRewardMethod(abc.ABC):
+    """Base of every group reward method (see the module docstring for what it handles).
+
+    Args:
+        judge: any object with `async judge(request)` (see `judging.protocol.Judge`).
+        lambda_fmt: weight of the format reward added to every non-neutral reward.
+        answer_format: how final answers are extracted and the format judged.
+        format_reward: replaces `answer_format.format_reward` (any `str -> float`).
+    """
+
+    #: short name used by `JudgeRewardGRPOTrainer` and the benchmark
+    name: str = "base"
+
+    def __init__(
+        self,
+        judge: Judge,
+        *,
+        lambda_fmt: float = 0.0,
+        answer_format: AnswerFormat | None = None,
+        format_reward: Callable[[str], float] | None = None,
+    ):
+        if not hasattr(judge, "judge"):
+            raise TypeError(f"judge must have an async `judge(request)` method, got {type(judge).__name__}")
+        self.judge = judge
+        self.lambda_fmt = float(lambda_fmt)
+        self.answer_format = answer_format or AnswerFormat()
+        self.format_reward = format_reward or self.answer_format.format_reward
+
+    @abc.abstractmethod
+    async def score_group(
+        self, group: Group, candidates: Candidates, *, epoch: int, step: int
+    ) -> RankOutcome | ScoreOutcome:
+        """Judge one group's unique valid answers. Raise `GroupJudgingFailed` on failure."""
+
+    async def score(self, groups: Sequence[Group], *, epoch: int, step: int) -> list[GroupResult]:
+        """Score all groups of a step concurrently; one `GroupResult` per group, same order."""
+        return list(await asyncio.gather(*(self._score_one(g, epoch=epoch, step=step) for g in groups)))
+
+    async def _score_one(self, group: Group, *, epoch: int, step: int) -> GroupResult:
+        candidates = Candidates.from_group(group, self.answer_format)
+        try:
+            outcome = await self.score_group(group, candidates, epoch=epoch, step=step)
+        except GroupJudgingFailed as exc:
+            return GroupResult([0.0] * group.size, neutral=True, details={"failure": str(exc), "failure_kind": exc.kind})
+        semantic, order = outcome.expand(candidates)
+        rewards = semantic
+        if self.lambda_fmt:
+            rewards = [r + self.lambda_fmt * float(self.format_reward(c)) for r, c in zip(semantic, group.completions)]
+        details = dict(outcome.details)
+        details.setdefault("invalid", len(candidates.invalid))
+        details.setdefault("duplicates", group.size - len(candidates.invalid) - len(candidates.answers))
+        return GroupResult(rewards, order=order, details=details)
+
+    def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
+        """Metrics for one step's results (merged into the trainer's logs). Extend in subclasses."""
+        n = max(len(results), 1)
+        return {
+            "reward/neutral_groups": float(sum(r.neutral for r in results)),
+            "reward/invalid_rollouts": float(sum(r.details.get("invalid", 0) for r in results)),
+            "reward/duplicate_rollouts_mean": sum(r.details.get("duplicates", 0) for r in results) / n,
+        }
+
+    @property
+    def judges(self) -> list[Judge]:
+        """Every judge this method calls (their ledgers are logged)."""
+        return [self.judge]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain JSON-able state saved with every checkpoint (stateless methods: empty)."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state:
+            raise ValueError(f"{type(self).__name__} is stateless but got state with keys {sorted(state)}")
