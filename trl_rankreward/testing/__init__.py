@@ -1,0 +1,18 @@
+"""Deterministic fakes and tiny offline models for tests, examples and benchmarks.
+
+`SimulatedJudge` answers from a known latent quality (seeded noise and biases);
+`build_tiny_model` writes a random-weight chat model with a tokenizer trained on the spot.
+Nothing here downloads anything.
+"""
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "SimulatedJudge": ".simulated_judge",
+    "build_tiny_model": ".tiny_models",
+    "train_tiny_tokenizer": ".tiny_models",
+    "serve_transformers": ".server",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
