@@ -15,8 +15,8 @@ inside it are neutralized so it cannot close its block and speak as the prompt.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .requests import (
     BufferSelectRequest,

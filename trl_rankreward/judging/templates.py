@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:-1)?)\}")
 
@@ -334,7 +335,7 @@ class JudgeTemplates:
                 _check(f.name, value)
 
     @classmethod
-    def from_dict(cls, overrides: Mapping[str, Any]) -> "JudgeTemplates":
+    def from_dict(cls, overrides: Mapping[str, Any]) -> JudgeTemplates:
         """Defaults with the templates in `overrides` replaced; unknown names raise."""
         if not isinstance(overrides, Mapping):
             raise TypeError(f"Template overrides must be a mapping of name -> template, got {type(overrides).__name__}")
@@ -345,7 +346,7 @@ class JudgeTemplates:
         return cls(**dict(overrides))
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "JudgeTemplates":
+    def from_yaml(cls, path: str | Path) -> JudgeTemplates:
         """Read overrides from a YAML mapping `name: template` (block scalars `|` keep line breaks)."""
         import yaml
 
