@@ -1,6 +1,7 @@
 """OpenAICompatibleBackend against a scripted local HTTP server: retries, usage, round-robin, key hygiene."""
 
 import asyncio
+import gc
 import json
 import threading
 import time
@@ -142,6 +143,8 @@ def test_round_robin_over_base_urls_and_a_new_event_loop_per_call(server_factory
     asyncio.run(four())
     asyncio.run(four())  # trainers call asyncio.run per step: clients are made per loop
     assert (len(first.requests), len(second.requests)) == (4, 4)
+    gc.collect()
+    assert len(backend._loops) == 0  # clients of finished loops are not kept
 
 
 def test_response_format_is_forwarded(server_factory):

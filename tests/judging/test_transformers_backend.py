@@ -1,6 +1,7 @@
 """TransformersBackend: batching of concurrent requests and real token counts, with a tiny model."""
 
 import asyncio
+import gc
 
 import pytest
 
@@ -29,6 +30,8 @@ def test_concurrent_requests_are_batched_and_tokens_counted(backend):
     finally:
         del backend._generate
     assert batches == [2, 2, 1]  # 5 requests, at most 2 per batch
+    gc.collect()
+    assert len(backend._queues) == 0  # nothing keeps the finished event loop alive
     for m, c in zip(messages, completions, strict=True):
         # Prompt tokens are the unpadded chat-template length, despite left padding in the batch.
         expected = len(backend.tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=True)["input_ids"])
