@@ -75,6 +75,6 @@ def test_arena_single_order_option_and_failure():
     (res,) = asyncio.run(ArenaReward(judge, both_orders=False).score([group], epoch=0, step=0))
     assert len(judge.requests) == 6 == res.details["requests"]
     assert all(r.display == "auto" for r in judge.requests)
-    failing = OracleJudge({"c0": 2, "c1": 3, "c2": 0, "c3": 1}, fail_when=lambda r: r.display == "ba")
+    failing = OracleJudge({"c0": 2, "c1": 3, "c2": 0, "c3": 1}, fail=lambda r: r.display == "ba")
     (res,) = asyncio.run(ArenaReward(failing).score([group], epoch=0, step=0))
     assert res.neutral and res.rewards == [0.0] * 4

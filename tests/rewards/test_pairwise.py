@@ -133,6 +133,6 @@ def test_pairwise_rank_single_valid_answer_gets_zero():
 
 @pytest.mark.parametrize("cls", [PairwiseWinRateReward, PairwiseRankReward])
 def test_failed_pair_makes_group_neutral(cls):
-    judge = OracleJudge({"a": 3, "b": 2, "c": 1}, fail_when=lambda r: "c" in (r.a, r.b))
+    judge = OracleJudge({"a": 3, "b": 2, "c": 1}, fail=lambda r: "c" in (r.a, r.b))
     (res,) = asyncio.run(cls(judge).score([Group("q", "Q?", RUBRICS, ["a", "b", "c"])], epoch=0, step=0))
     assert res.neutral and res.rewards == [0.0, 0.0, 0.0]

@@ -70,14 +70,14 @@ def test_gdpo_needs_rubrics():
 
 @pytest.mark.parametrize("cls", [PointwiseRubricReward, GDPOReward])
 def test_failed_request_makes_group_neutral(cls):
-    judge = OracleJudge({"a": 7.0, "b": 3.0}, fail_when=lambda r: r.response == "b")
+    judge = OracleJudge({"a": 7.0, "b": 3.0}, fail=lambda r: r.response == "b")
     (res,) = asyncio.run(cls(judge, lambda_fmt=0.2).score([Group("q", "Q?", RUBRICS, ["a", "b"])], epoch=0, step=0))
     assert res.neutral and res.rewards == [0.0, 0.0]
 
 
 def test_out_of_range_verdict_is_a_failure_not_a_reward():
     class _Broken(OracleJudge):
-        def verdict(self, request):
+        def _answer(self, request):
             return 11.0
 
     (res,) = asyncio.run(PointwiseRubricReward(_Broken({})).score([Group("q", "Q?", RUBRICS, ["a"])], epoch=0, step=0))

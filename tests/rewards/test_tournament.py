@@ -96,7 +96,7 @@ def test_tournament_five_answers_use_byes():
 
 
 def test_tournament_failure_is_neutral_and_bad_brackets_rejected():
-    judge = OracleJudge({t: i for i, t in enumerate(EIGHT)}, fail_when=lambda r: "t7" in (r.a, r.b))
+    judge = OracleJudge({t: i for i, t in enumerate(EIGHT)}, fail=lambda r: "t7" in (r.a, r.b))
     (res,) = asyncio.run(TournamentReward(judge).score([Group("q", "Q?", RUBRICS, EIGHT)], epoch=0, step=0))
     assert res.neutral and res.rewards == [0.0] * 8
     with pytest.raises(ValueError, match="brackets"):
