@@ -85,7 +85,7 @@ class EmbeddingJudge(QualityJudge):
         self._references: dict[str, tuple[str, ...]] = {}
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._model = None
-        self._lock = threading.Lock()  # one encode at a time; the model is not shared across threads
+        self._lock = threading.Lock()  # one encode at a time per judge; guards the cache too
 
     # ----- references -------------------------------------------------------------------
     def set_references(self, query_id: str, references_best_first: Sequence[str]) -> None:
@@ -151,12 +151,23 @@ class EmbeddingJudge(QualityJudge):
 
     def _load_model(self):
         if self._model is None:
+            self._model = _shared_model(str(self.model_path or bundled_model_path()), self.device)
+        return self._model
+
+
+_MODELS: dict[tuple[str, str], object] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _shared_model(path: str, device: str):
+    """One loaded SentenceTransformer per (path, device) in the process, shared by all judges."""
+    with _MODELS_LOCK:
+        if (path, device) not in _MODELS:
             from sentence_transformers import SentenceTransformer
 
-            path = self.model_path or bundled_model_path()
             # local_files_only: the per-call form of HF_HUB_OFFLINE=1, without changing the process environment
-            self._model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
-        return self._model
+            _MODELS[path, device] = SentenceTransformer(path, device=device, local_files_only=True)
+        return _MODELS[path, device]
 
 
 __all__ = ["EmbeddingJudge", "bundled_model_path"]
