@@ -378,3 +378,14 @@ def test_state_with_other_settings_is_refused():
         RankBufferReward(OracleJudge(QUALITY), inactivity_epochs=2).load_state_dict(a.state_dict())
     with pytest.raises(ValueError, match="Not a RankBufferReward state"):
         a.load_state_dict({})
+
+
+# ----------------------------------------------------------------- judge rounds
+@pytest.mark.parametrize("manager, rounds", [(None, 2), ("llm", 3)])
+def test_a_step_takes_two_judge_rounds(manager, rounds):
+    # coarse calls of all groups in one round, then all fine calls (+ the manager's round)
+    judge = OracleJudge(QUALITY, gated=True)
+    method = RankBufferReward(judge, k0=4, manager=manager)
+    groups = [_group(), _group(["c3", "c5", "c7", "c1"], qid="q2")]
+    asyncio.run(judge.run_in_rounds(method.score(groups, epoch=0, step=0)))
+    assert judge.rounds == rounds
