@@ -102,6 +102,14 @@ def test_buffer_select_is_evenly_spaced_by_quality(judge):
     assert ask(judge, BufferSelectRequest, size=5, **req) == [0, 1, 2, 3, 4]
 
 
+def test_buffer_select_rounds_half_up_like_select_k0():
+    # 6 items of quality 0..5 in canonical order; size 5 takes rank i * 5/4 rounded half up:
+    # 0, 1.25, 2.5, 3.75, 5 -> 0, 1, 3, 4, 5 (Python's round-half-even would pick 2 for 2.5)
+    texts = [f"t{i}" for i in range(6)]
+    judge = SimulatedJudge({t: float(i) for i, t in enumerate(texts)}, token_counter=ApproxCounter())
+    assert ask(judge, BufferSelectRequest, anchors=texts[:2], rollouts=texts[2:], size=5) == [0, 1, 3, 4, 5]
+
+
 def test_length_bias_adds_per_100_chars():
     long, short = "l" * 300, "s" * 100
     judge = SimulatedJudge({long: 1.0, short: 2.0}, length_bias=0.6, token_counter=ApproxCounter())

@@ -149,14 +149,16 @@ def order_by_quality(qualities: Sequence[float]) -> list[int]:
 def evenly_spaced_selection(qualities: Sequence[float], size: int) -> list[int]:
     """`size` indices spread evenly over the quality order (always the worst and best), sorted.
 
-    Rank positions `round(i * (n - 1) / (size - 1))` of the worst -> best order, i = 0..size-1;
-    they are distinct because the step is >= 1 when size <= n. `size == 1` keeps the best.
+    Rank positions `round_half_up(i * (n - 1) / (size - 1))` of the worst -> best order,
+    i = 0..size-1: RankBuffer's Select_K0 rule (Sec. 3.2), as `rewards.anchor_buffer` applies
+    it. They are distinct because the step is >= 1 when size <= n; `size == 1` keeps the best.
     """
     order = order_by_quality(qualities)
     n = len(order)
     if size == 1:
         return [order[-1]]
-    return sorted(order[round(i * (n - 1) / (size - 1))] for i in range(size))
+    # integer round-half-up: floor((2 * i * (n - 1) + (size - 1)) / (2 * (size - 1)))
+    return sorted(order[(2 * i * (n - 1) + size - 1) // (2 * (size - 1))] for i in range(size))
 
 
 def _answer_json(request, verdict) -> dict:
