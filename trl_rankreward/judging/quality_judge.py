@@ -41,6 +41,7 @@ from .requests import (
     RubricPairwiseRequest,
     request_kind,
 )
+from .subsample import select_endpoints
 from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
 
 
@@ -149,16 +150,9 @@ def order_by_quality(qualities: Sequence[float]) -> list[int]:
 def evenly_spaced_selection(qualities: Sequence[float], size: int) -> list[int]:
     """`size` indices spread evenly over the quality order (always the worst and best), sorted.
 
-    Rank positions `round_half_up(i * (n - 1) / (size - 1))` of the worst -> best order,
-    i = 0..size-1: RankBuffer's Select_K0 rule (Sec. 3.2), as `rewards.anchor_buffer` applies
-    it. They are distinct because the step is >= 1 when size <= n; `size == 1` keeps the best.
+    RankBuffer's Select_K0 rule (Sec. 3.2) applied to the worst -> best order.
     """
-    order = order_by_quality(qualities)
-    n = len(order)
-    if size == 1:
-        return [order[-1]]
-    # integer round-half-up: floor((2 * i * (n - 1) + (size - 1)) / (2 * (size - 1)))
-    return sorted(order[(2 * i * (n - 1) + size - 1) // (2 * (size - 1))] for i in range(size))
+    return sorted(select_endpoints(order_by_quality(qualities), size))
 
 
 def _answer_json(request, verdict) -> dict:

@@ -43,7 +43,8 @@ from typing import Any
 from ..judging.protocol import Judge, ask, is_failure
 from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
 from ..judging.seeding import seeded_rng, text_id
-from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, select_endpoints, update_buffer
+from ..judging.subsample import select_endpoints
+from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, update_buffer
 from .anchor_store import InMemoryAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, RankOutcome, require
