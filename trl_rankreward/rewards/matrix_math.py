@@ -28,10 +28,16 @@ VANISHED_DISTANCE = 1e-12
 PINV_RTOL = 1e-10
 
 
-def _choice(name: str, value: str, options) -> str:
+def check_choice(name: str, value: str, options) -> str:
     if value not in options:
         raise ValueError(f"{name}={value!r} is not supported; choose one of {sorted(options)}")
     return value
+
+
+def _check_fraction(name: str, value: float, *, allow_zero: bool) -> float:
+    if not ((value >= 0.0 if allow_zero else value > 0.0) and value <= 1.0):
+        raise ValueError(f"{name} must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {value!r}")
+    return float(value)
 
 
 def _check_matrix(M) -> np.ndarray:
@@ -148,8 +154,7 @@ def svd_weights(M, variance: float = 0.85) -> np.ndarray:
     `variance` of the total; a_k proportional to sum_{j<=m} lambda_j v_kj^2. Constant columns
     get 0; an entirely constant matrix gives uniform weights.
     """
-    if not 0.0 < variance <= 1.0:
-        raise ValueError(f"svd variance must be in (0, 1], got {variance}")
+    _check_fraction("svd variance", variance, allow_zero=False)
     M = _check_matrix(M)
     nonconstant = M.max(axis=0) - M.min(axis=0) > CONSTANT_TOL
     a = np.zeros(M.shape[1])
@@ -219,15 +224,14 @@ def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
     - "additive": w = (1 - mixture_alpha) p + mixture_alpha a (Sec. 4.5, Table 4);
     - "multiplicative": w proportional to a_k p_k (Sec. 4.5, Table 4).
     """
-    _choice("fusion", fusion, FUSIONS)
+    check_choice("fusion", fusion, FUSIONS)
     a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
     if fusion == "game":
         return Fusion(*game_combination(a, p))
     if fusion == "prior_only":
         return Fusion(p.copy(), 0.0, 1.0)
     if fusion == "additive":
-        if not 0.0 <= mixture_alpha <= 1.0:
-            raise ValueError(f"mixture_alpha must be in [0, 1], got {mixture_alpha}")
+        _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True)
         return Fusion((1.0 - mixture_alpha) * p + mixture_alpha * a, float(mixture_alpha), 1.0 - mixture_alpha)
     return Fusion(_normalized(a * p), None, None)
 
@@ -270,8 +274,8 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
     invariant to rescaling columns, so w then matters only through which w_k are zero).
     r_i = D-_i / (D+_i + D-_i), and 1/2 when both distances vanish.
     """
-    _choice("ideals", ideals, IDEALS)
-    _choice("distance", distance, DISTANCES)
+    check_choice("ideals", ideals, IDEALS)
+    check_choice("distance", distance, DISTANCES)
     M = _check_matrix(M)
     w = np.asarray(w, dtype=float)
     if w.shape != (M.shape[1],):
@@ -303,6 +307,27 @@ AGGREGATIONS = ("topsis", "weighted_sum")
 
 
 # --- the whole pipeline for one group ------------------------------------------------------
+
+
+def reward_options(*, extractor, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance) -> dict:
+    """Check every option of `matrix_reward` (names and ranges); return them as its keyword arguments."""
+    for name, value, options in (
+        ("extractor", extractor, EXTRACTORS),
+        ("fusion", fusion, FUSIONS),
+        ("ideals", ideals, IDEALS),
+        ("distance", distance, DISTANCES),
+        ("aggregation", aggregation, AGGREGATIONS),
+    ):
+        check_choice(name, value, options)
+    return {
+        "extractor": extractor,
+        "fusion": fusion,
+        "mixture_alpha": _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True),
+        "ideals": ideals,
+        "distance": distance,
+        "aggregation": aggregation,
+        "svd_variance": _check_fraction("svd_variance", svd_variance, allow_zero=False),
+    }
 
 
 @dataclass(frozen=True)
@@ -337,8 +362,15 @@ def matrix_reward(
     Defaults are the paper's method; the other options are its ablations (see `fuse`,
     `topsis_closeness`, App. F extractors, and aggregation="weighted_sum" of Sec. 4.4).
     """
-    _choice("extractor", extractor, EXTRACTORS)
-    _choice("aggregation", aggregation, AGGREGATIONS)
+    reward_options(
+        extractor=extractor,
+        fusion=fusion,
+        mixture_alpha=mixture_alpha,
+        ideals=ideals,
+        distance=distance,
+        aggregation=aggregation,
+        svd_variance=svd_variance,
+    )
     M = _check_matrix(M)
     p = prior_weights(points)
     if p.size != M.shape[1]:
