@@ -12,8 +12,8 @@ Choices the paper leaves open, decided here:
   answer's reward. Comparing an answer with its own copy would be a free tie that pulls
   win rates toward 1/2.
 - Invalid rollouts (no final answer) are never judged and get quality reward 0, the lowest
-  closeness, below every judged answer's expected reward; `lambda_fmt` then adds nothing
-  for them since their format reward is 0.
+  closeness. The worst judged answer can reach 0 too (it is the negative ideal); what
+  separates them is the format term lambda_fmt * f_i of Eq. 8 (f_i = 0 for invalid).
 - Fewer than two unique answers: nothing to compare, no judge call; each gets 1/2, the
   closeness the paper assigns when both distances vanish.
 - "pointwise" protocol (Sec. 4.2, "pointwise + MatrixReward"): the paper says only that
