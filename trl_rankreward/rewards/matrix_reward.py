@@ -73,7 +73,7 @@ class MatrixReward(GroupRewardMethod):
     matrix_weights a, prior p, column_spread (max - min of each M column), unique_answers.
     """
 
-    name = "matrix_reward"
+    name = "matrix"
 
     def __init__(
         self,
