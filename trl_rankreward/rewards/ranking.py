@@ -7,7 +7,7 @@ blocks*: a list of blocks worst -> best, each block a list of indices that share
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def rank_reward(position: float, group_size: int) -> float:
