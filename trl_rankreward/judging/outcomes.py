@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from typing import Sequence
 
 from .protocol import Judge, ask, is_failure
 from .requests import JudgeFailure, PairwiseRequest, RubricPairwiseRequest

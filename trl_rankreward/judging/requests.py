@@ -22,9 +22,8 @@ A judge that cannot answer raises `JudgeError` or returns a `JudgeFailure`; call
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal, Sequence, Union
 
 Winner = Literal["A", "B", "TIE"]
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
@@ -46,7 +45,7 @@ class Rubric:
             raise ValueError(f"Rubric weight must be a positive number, got {self.weight!r} for {self.text!r}")
 
     @classmethod
-    def coerce(cls, value) -> Rubric:
+    def coerce(cls, value) -> "Rubric":
         """Accept a `Rubric`, a `{"text", "weight"}` mapping (dataset rows) or a bare string."""
         if isinstance(value, Rubric):
             return value

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from ..judging.protocol import Judge, is_failure
 from ..judging.requests import JudgeFailure, Rubric
@@ -90,7 +89,7 @@ class Candidates:
     size: int
 
     @classmethod
-    def from_group(cls, group: Group, answer_format: AnswerFormat) -> Candidates:
+    def from_group(cls, group: Group, answer_format: AnswerFormat) -> "Candidates":
         index: dict[str, int] = {}
         answers, members, invalid = [], [], []
         for i, completion in enumerate(group.completions):

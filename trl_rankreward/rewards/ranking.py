@@ -7,7 +7,7 @@ blocks*: a list of blocks worst -> best, each block a list of indices that share
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Sequence
 
 
 def rank_reward(position: float, group_size: int) -> float:
