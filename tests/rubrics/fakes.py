@@ -50,4 +50,4 @@ class ScriptedBackend:
             self.in_flight -= 1
         if isinstance(text, Exception):
             raise text
-        return FakeCompletion(text, prompt_tokens=10, completion_tokens=len(text) // 4)
+        return Completion(text, prompt_tokens=10, completion_tokens=len(text) // 4)
