@@ -6,15 +6,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class FakeCompletion:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    latency_s: float = 0.0
+from trl_rankreward.judging.backends.base import Completion
 
 
 def valid_rubrics(n: int = 3, top: int = 5) -> str:
