@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
+
 from trl_rankreward.judging.backends.base import Completion
 
 
