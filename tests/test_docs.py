@@ -81,3 +81,27 @@ def test_runnable_block_runs(ident, code, tmp_path, monkeypatch):
     namespace = {"__name__": "__doc_example__"}
     linecache.cache[ident] = (len(code), None, code.splitlines(True), ident)  # tracebacks show the doc's lines
     exec(compile(code, ident, "exec"), namespace)  # noqa: S102 - our own documentation
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_relative_links_resolve():
+    # [text](page.md), [text](page.md#anchor) and [text](#anchor) must point at a page and heading that exist.
+    broken = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path) if path else page
+            if not linked.is_file():
+                broken.append(f"{page.name}: {target} (no such file)")
+                continue
+            headings = re.findall(r"^#+ (.+)$", linked.read_text(encoding="utf-8"), re.MULTILINE)
+            if anchor and anchor not in {_anchor(h) for h in headings}:
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken
