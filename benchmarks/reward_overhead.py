@@ -33,6 +33,7 @@ import time
 from _world import GROUPING, references, rows_to_groups, trainer_rows, world_quality
 
 from trl_rankreward.judging.rendering import render_messages
+from trl_rankreward.judging.templates import JudgeTemplates
 from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method
 from trl_rankreward.testing import OracleJudge
@@ -51,6 +52,7 @@ def run_method(name: str, args, tmpdir: str) -> dict[str, float]:
     qids = [f"q{i}" for i in range(args.queries_per_step * args.steps_per_epoch)]
     refs = {q: references(q, rng) for q in qids}
     judge = OracleJudge(world_quality)
+    templates = JudgeTemplates()  # built (and validated) once, as LLMJudge does
     method = build(name, judge, f"{tmpdir}/{name}.sqlite")
     parts: dict[str, list[float]] = {k: [] for k in ("rows", "group", "score", "metrics", "render")}
     calls: list[int] = []
@@ -71,7 +73,7 @@ def run_method(name: str, args, tmpdir: str) -> dict[str, float]:
             metrics.update((judge.ledger.snapshot() - before).metrics())
             t4 = time.perf_counter()
             for request in judge.requests:
-                render_messages(request)
+                render_messages(request, templates)
             t5 = time.perf_counter()
             if epoch >= 1:  # steady state
                 for key, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
