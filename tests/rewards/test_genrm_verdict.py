@@ -77,3 +77,22 @@ def test_messages_show_pair_in_display_order():
     assert user.index("second text") < user.index("first text")
     assert "[Response A]\nsecond text\n[End of Response A]" in user
     assert "\\boxed{A}" in user and "\\boxed{B}" in user
+
+
+def test_genrm_row_from_pairwise_schema():
+    from trl_rankreward.rewards.genrm_verdict import genrm_row
+
+    row = {
+        "prompt": [{"role": "user", "content": "Hi?"}],
+        "response_a": "ra",
+        "response_b": "rb",
+        "label": "B",
+        "pair_id": "p1",
+    }
+    out = genrm_row(row, seed=0)
+    order = display_order(0, "p1")
+    assert out["display_order"] == order and out["pair_prompt"] == "Hi?"
+    assert out["display_label"] == ("B" if order == "ab" else "A")
+    assert "Hi?" in out["prompt"][-1]["content"]
+    with pytest.raises(ValueError, match="missing"):
+        genrm_row({"prompt": "x"}, seed=0)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from ..data.conversation import query_text
 from ..judging.seeding import stable_seed, text_id
 from .answers import strip_thinking
 
@@ -162,6 +163,35 @@ def genrm_messages(
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
 
 
+def prompt_text(prompt) -> str:
+    """A pair's prompt as one text: a string as it is, chat messages via `data.conversation.query_text`."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):
+        return query_text(prompt)
+    raise TypeError(f"A pair's prompt must be a string or a list of chat messages, got {prompt!r:.120}")
+
+
+def genrm_row(row: dict, seed: int) -> dict:
+    """GenRM training/eval columns for one pairwise row (schema of `data.preferences`).
+
+    Returns `prompt` (the GenRM chat messages, pair shown in display order), `pair_prompt`
+    (the pair's own prompt as text), `display_order` ("ab"/"ba") and `display_label` (the
+    label as the GenRM sees it). The canonical `label` stays in its own column.
+    """
+    missing = {"prompt", "response_a", "response_b", "label"} - set(row)
+    if missing:
+        raise ValueError(f"A pairwise row needs prompt, response_a, response_b, label; missing {sorted(missing)}")
+    text = prompt_text(row["prompt"])
+    order = display_order(seed, pair_key(text, row["response_a"], row["response_b"], row.get("pair_id")))
+    return {
+        "prompt": genrm_messages(text, row["response_a"], row["response_b"], order),
+        "pair_prompt": text,
+        "display_order": order,
+        "display_label": to_display(row["label"], order),
+    }
+
+
 __all__ = [
     "GENRM_PROMPT",
     "GENRM_SYSTEM",
@@ -170,8 +200,10 @@ __all__ = [
     "display_order",
     "displayed_pair",
     "genrm_messages",
+    "genrm_row",
     "pair_key",
     "parse_verdict",
+    "prompt_text",
     "to_canonical",
     "to_display",
     "visible_text",
