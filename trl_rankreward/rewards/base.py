@@ -89,7 +89,7 @@ class Candidates:
     size: int
 
     @classmethod
-    def from_group(cls, group: Group, answer_format: AnswerFormat) -> "Candidates":
+    def from_group(cls, group: Group, answer_format: AnswerFormat) -> Candidates:
         index: dict[str, int] = {}
         answers, members, invalid = [], [], []
         for i, completion in enumerate(group.completions):

@@ -33,7 +33,13 @@ def reward_method_class(name: str) -> type[GroupRewardMethod]:
     if name not in _METHODS:
         raise ValueError(f"Unknown reward method {name!r}; expected one of {', '.join(REWARD_METHODS)}")
     module, cls = _METHODS[name]
-    return getattr(importlib.import_module(module, __package__), cls)
+    full = __package__ + module
+    try:
+        return getattr(importlib.import_module(full), cls)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
+            raise
+        raise ImportError(f"Reward method {name!r} needs module {full}, which this installation lacks") from exc
 
 
 def make_reward_method(name: str, judge, **kwargs) -> GroupRewardMethod:

@@ -1,119 +1,133 @@
-"""`OracleJudge`: a noiseless judge that answers from a known quality, for exact-value tests.
+"""`OracleJudge`: a noiseless judge that answers from a known quality, for hand-computed tests.
 
-Unlike `SimulatedJudge` (noise, biases, token ledger), it answers every request by comparing
-fixed qualities, records each request, can be told to fail, and can count a method's
-sequential judge rounds exactly (`run_in_rounds`).
+Unlike `SimulatedJudge` (noise, biases, token costs), every verdict follows from the
+quality table alone, so a test's expected buffers and rewards can be derived on paper:
 
-Verdicts (q = quality of a text; rubric k uses `rubric_quality(text, k)` when given):
-- `PairwiseRequest`: "A" if q(a) > q(b), "B" if lower, "TIE" if equal.
-- `RubricPairwiseRequest`: the same per judged rubric.
-- `PointwiseRequest`: q(response) (or rubric k's), clipped to [0, 10].
-- `CoarseRequest`: the number of anchors with quality strictly below the candidate's.
-- `ListwiseRequest`: candidate indices sorted by quality, worst -> best (stable).
+- `CoarseRequest`: the number of anchors strictly worse than the candidate (ties go below
+  the anchor), which is the insertion position when the anchors are sorted.
+- `ListwiseRequest`: candidates by quality, worst -> best (ties keep the given order).
+- `PairwiseRequest`: "A", "B" or "TIE" by quality.
+- `RubricPairwiseRequest`: the same per judged rubric, by rubric quality.
+- `PointwiseRequest`: the quality (or the rubric's quality) clipped to [0, 10].
+- `BufferSelectRequest`: `select` (a callable `(request) -> indices`) when given, else the
+  endpoint-preserving uniform subsample of the pool sorted by quality.
+
+Rubric k's quality comes from `rubric_quality` (a `{text: [one value per rubric]}` dict or a
+callable `(query_id, text, k) -> float`), and defaults to the overall quality.
+
+`fail` makes chosen requests fail: a callable `(request) -> bool`; the failure is returned
+as a `JudgeFailure`, as a judge whose retries ran out would. `requests` lists every request
+received, `counts` counts them by kind, and `ledger` records them as parsed calls.
+
+Sequential judge rounds: with `gated=True` every call waits until `release()`;
+`run_in_rounds(coro)` releases the held calls only when nothing else can run, so
+`rounds` counts the sequential judge rounds the awaited method needed, exactly.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..judging.ledger import JudgeLedger
 from ..judging.requests import (
+    BufferSelectRequest,
     CoarseRequest,
     JudgeFailure,
     ListwiseRequest,
     PairwiseRequest,
     PointwiseRequest,
     RubricPairwiseRequest,
+    request_kind,
 )
-
-
-def _lookup(table: Callable | Mapping, *args) -> Any:
-    if callable(table):
-        return table(*args)
-    try:
-        return table[args[0]]
-    except KeyError:
-        raise KeyError(f"OracleJudge has no quality for text {args[0]!r}; add it to the quality table") from None
+from ..judging.subsample import select_endpoints
 
 
 class OracleJudge:
-    """Deterministic judge from latent qualities.
-
-    Args:
-        quality: `text -> float` or a `{text: float}` mapping.
-        rubric_quality: `(text, rubric_index) -> float` or `{text: [one value per rubric]}`;
-            defaults to `quality` for every rubric.
-        fail_when: `request -> bool`; matching requests get a `JudgeFailure` ("invalid").
-        gated: hold every call until `release()` (used by `run_in_rounds`).
-
-    `requests` lists every request received, in arrival order.
-    """
+    """Answers from `quality`: a `{text: float}` dict or a callable `(query_id, text) -> float`."""
 
     def __init__(
         self,
-        quality: Callable[[str], float] | Mapping[str, float],
+        quality: dict[str, float] | Callable[[str, str], float],
         *,
-        rubric_quality: Callable[[str, int], float] | Mapping[str, Sequence[float]] | None = None,
-        fail_when: Callable[[Any], bool] | None = None,
+        rubric_quality: dict[str, Sequence[float]] | Callable[[str, str, int], float] | None = None,
+        fail: Callable[[Any], bool] | None = None,
+        select: Callable[[BufferSelectRequest], Any] | None = None,
         gated: bool = False,
     ):
-        self.quality = quality
-        self.rubric_quality = rubric_quality
-        self.fail_when = fail_when
+        self._quality = quality
+        self._rubric_quality = rubric_quality
+        self._fail = fail
+        self._select = select
         self.gated = gated
         self.requests: list[Any] = []
+        self.counts: Counter[str] = Counter()
+        self.ledger = JudgeLedger()
         self.rounds = 0
-        self._pending: list[asyncio.Future] = []
+        self._held: list[asyncio.Future] = []
 
-    def q(self, text: str, rubric_index: int | None = None) -> float:
-        if rubric_index is None or self.rubric_quality is None:
-            return float(_lookup(self.quality, text))
-        if callable(self.rubric_quality):
-            return float(self.rubric_quality(text, rubric_index))
-        return float(_lookup(self.rubric_quality, text)[rubric_index])
+    def quality(self, query_id: str, text: str, rubric_index: int | None = None) -> float:
+        if rubric_index is not None and self._rubric_quality is not None:
+            if callable(self._rubric_quality):
+                return float(self._rubric_quality(query_id, text, rubric_index))
+            return float(_lookup(self._rubric_quality, text)[rubric_index])
+        if callable(self._quality):
+            return float(self._quality(query_id, text))
+        return float(_lookup(self._quality, text))
 
-    async def judge(self, request):
+    async def judge(self, request) -> Any:
+        kind = request_kind(request)
         self.requests.append(request)
+        self.counts[kind] += 1
         if self.gated:
             gate = asyncio.get_running_loop().create_future()
-            self._pending.append(gate)
+            self._held.append(gate)
             await gate
-        if self.fail_when is not None and self.fail_when(request):
-            return JudgeFailure("invalid", "OracleJudge told to fail this request")
-        return self.verdict(request)
+        if self._fail is not None and self._fail(request):
+            self.ledger.record(request_kind=kind, parsed=False, failure="invalid")
+            return JudgeFailure("invalid", f"OracleJudge was told to fail this {kind} request", attempts=1)
+        self.ledger.record(request_kind=kind, parsed=True)
+        return self._answer(request)
 
-    def verdict(self, request):
-        if isinstance(request, PairwiseRequest):
-            return self._winner(request.a, request.b, None)
-        if isinstance(request, RubricPairwiseRequest):
-            indices = range(len(request.rubrics)) if request.rubric_index is None else [request.rubric_index]
-            return [self._winner(request.a, request.b, k) for k in indices]
-        if isinstance(request, PointwiseRequest):
-            return min(10.0, max(0.0, self.q(request.response, request.rubric_index)))
+    def _answer(self, request) -> Any:
+        def q(text: str, rubric_index: int | None = None) -> float:
+            return self.quality(request.query_id, text, rubric_index)
+
         if isinstance(request, CoarseRequest):
-            return sum(self.q(a) < self.q(request.candidate) for a in request.anchors)
+            c = q(request.candidate)
+            return sum(q(a) < c for a in request.anchors)
         if isinstance(request, ListwiseRequest):
-            return sorted(range(len(request.candidates)), key=lambda i: self.q(request.candidates[i]))
-        raise TypeError(f"OracleJudge cannot answer {type(request).__name__}")
-
-    def _winner(self, a: str, b: str, rubric_index: int | None) -> str:
-        qa, qb = self.q(a, rubric_index), self.q(b, rubric_index)
-        return "A" if qa > qb else "B" if qa < qb else "TIE"
+            return sorted(range(len(request.candidates)), key=lambda i: q(request.candidates[i]))
+        if isinstance(request, PairwiseRequest):
+            return _winner(q(request.a), q(request.b))
+        if isinstance(request, RubricPairwiseRequest):
+            ks = range(len(request.rubrics)) if request.rubric_index is None else [request.rubric_index]
+            return [_winner(q(request.a, k), q(request.b, k)) for k in ks]
+        if isinstance(request, PointwiseRequest):
+            return min(max(q(request.response, request.rubric_index), 0.0), 10.0)
+        if isinstance(request, BufferSelectRequest):
+            if self._select is not None:
+                return self._select(request)
+            pool = list(request.anchors) + list(request.rollouts)
+            by_quality = sorted(range(len(pool)), key=lambda i: q(pool[i]))
+            return sorted(select_endpoints(by_quality, request.size))
+        raise TypeError(f"OracleJudge does not answer {type(request).__name__}")
 
     def release(self) -> int:
         """Answer every held call at once (one judge round); returns how many were released."""
-        pending, self._pending = self._pending, []
-        for gate in pending:
+        held, self._held = self._held, []
+        for gate in held:
             gate.set_result(None)
-        self.rounds += bool(pending)
-        return len(pending)
+        self.rounds += bool(held)
+        return len(held)
 
     async def run_in_rounds(self, coro, *, settle_ticks: int = 50):
-        """Await `coro` with this (gated) judge, releasing held calls only once nothing else can run.
+        """Await `coro`, releasing held calls only once nothing else can run; returns its result.
 
-        Every release is one sequential judge round, so afterwards `self.rounds` is the
-        number of rounds the awaited method needed. Returns the coroutine's result.
+        Each release is one sequential judge round, so afterwards `rounds` is the number of
+        rounds the awaited method needed (nothing here does real I/O, so settling is exact).
         """
         if not self.gated:
             raise ValueError("run_in_rounds needs OracleJudge(..., gated=True)")
@@ -125,3 +139,14 @@ class OracleJudge:
                     break
             self.release()
         return task.result()
+
+
+def _winner(a: float, b: float) -> str:
+    return "A" if a > b else "B" if b > a else "TIE"
+
+
+def _lookup(table: dict, text: str) -> Any:
+    try:
+        return table[text]
+    except KeyError:
+        raise KeyError(f"OracleJudge has no quality for text {text!r}; add it to the quality table") from None
