@@ -28,7 +28,7 @@ class LedgerSnapshot:
     failures: dict[str, int] = field(default_factory=dict)
     parsed_by_kind: dict[str, int] = field(default_factory=dict)
 
-    def __sub__(self, other: "LedgerSnapshot") -> "LedgerSnapshot":
+    def __sub__(self, other: LedgerSnapshot) -> LedgerSnapshot:
         return LedgerSnapshot(
             calls=self.calls - other.calls,
             parsed=self.parsed - other.parsed,
@@ -38,7 +38,7 @@ class LedgerSnapshot:
             parsed_by_kind=_diff(self.parsed_by_kind, other.parsed_by_kind),
         )
 
-    def __add__(self, other: "LedgerSnapshot") -> "LedgerSnapshot":
+    def __add__(self, other: LedgerSnapshot) -> LedgerSnapshot:
         return LedgerSnapshot(
             calls=self.calls + other.calls,
             parsed=self.parsed + other.parsed,

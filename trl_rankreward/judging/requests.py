@@ -45,7 +45,7 @@ class Rubric:
             raise ValueError(f"Rubric weight must be a positive number, got {self.weight!r} for {self.text!r}")
 
     @classmethod
-    def coerce(cls, value) -> "Rubric":
+    def coerce(cls, value) -> Rubric:
         """Accept a `Rubric`, a `{"text", "weight"}` mapping (dataset rows) or a bare string."""
         if isinstance(value, Rubric):
             return value

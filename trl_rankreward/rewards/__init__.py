@@ -33,6 +33,7 @@ _EXPORTS = {
     "ArenaReward": ".arena",
     "GenRMPairwiseReward": ".genrm_reward",
     "make_reward_method": ".registry",
+    "REWARD_METHODS": ".registry",
 }
 
 __all__ = sorted(_EXPORTS)

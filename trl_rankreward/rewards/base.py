@@ -89,7 +89,7 @@ class Candidates:
     size: int
 
     @classmethod
-    def from_group(cls, group: Group, answer_format: AnswerFormat) -> "Candidates":
+    def from_group(cls, group: Group, answer_format: AnswerFormat) -> Candidates:
         index: dict[str, int] = {}
         answers, members, invalid = [], [], []
         for i, completion in enumerate(group.completions):
@@ -194,7 +194,9 @@ class GroupRewardMethod(abc.ABC):
         try:
             outcome = await self.score_group(group, candidates, epoch=epoch, step=step)
         except GroupJudgingFailed as exc:
-            return GroupResult([0.0] * group.size, neutral=True, details={"failure": str(exc), "failure_kind": exc.kind})
+            return GroupResult(
+                [0.0] * group.size, neutral=True, details={"failure": str(exc), "failure_kind": exc.kind}
+            )
         semantic, order = outcome.expand(candidates)
         rewards = semantic
         if self.lambda_fmt:

@@ -9,6 +9,7 @@ from .._lazy import lazy_exports
 
 _EXPORTS = {
     "SimulatedJudge": ".simulated_judge",
+    "OracleJudge": ".oracle_judge",
     "build_tiny_model": ".tiny_models",
     "train_tiny_tokenizer": ".tiny_models",
     "serve_transformers": ".server",

@@ -1,0 +1,466 @@
+"""RankBuffer: ranking rewards from a per-query buffer of ordered anchors (papers/rankbuffer.txt).
+
+Per group (Algorithm 1, Appendix A):
+
+1. The query's buffer is initialized on first sight: Nectar (Select_K0 of the group's
+   references, worst -> best) or bootstrap (listwise ranking of this first group, whose
+   rewards come from that ranking and which gets no maintenance; Sec. 3.2).
+2. Coarse ranking (Eq. 6): one independent `CoarseRequest` per unique valid answer, all at
+   once, gives its insertion position 0..K and so its bucket C_p (Eq. 7).
+3. Fine ranking (Eq. 8): one `ListwiseRequest` per bucket of >= 2 answers, all at once.
+   The complete order is the buckets' concatenation; rewards by Eq. 9-10 (base class).
+4. Maintenance: Algorithm 2 (`anchor_buffer.update_buffer`), or the LLM manager (Appendix G).
+
+So a group costs two judge rounds (coarse, fine), plus one for the LLM manager. Groups of
+one step are judged concurrently; groups of the same query in one step run one after the
+other, since each sees the buffer the previous one left.
+
+Buckets hold unique answers: identical rollouts are judged once (one coarse call) and
+share a place, and a bucket's size (for fine ranking, refinement and activity) counts
+distinct answers. Invalid rollouts are never judged and lie in no bucket, so a group
+without valid answers still counts as an inactive observation (Eq. 14: no interval got a rollout).
+
+Failure policy: if a coarse or fine call (or the bootstrap ranking) fails after the
+judge's retries, the group is neutral and nothing about the query changes: no
+initialization, no maintenance. An LLM manager failure or invalid selection leaves the
+buffer unchanged but keeps the group's rewards (the ranking itself succeeded).
+
+Per-group `details`: `bucket_sizes`, `coarse_position_mean` (position / K averaged over
+valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` and
+`anchors_pruned` ({source: count}), `bootstrap`, `maintained`, and for the manager
+`manager_calls`, `manager_invalid`. `step_metrics` turns them into `buffer/...` and
+`rank/...` metrics (documented there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..judging.protocol import Judge, ask, is_failure
+from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
+from ..judging.seeding import seeded_rng, text_id
+from ..judging.subsample import select_endpoints
+from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, update_buffer
+from .anchor_store import InMemoryAnchorStore
+from .answers import AnswerFormat
+from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, RankOutcome, require
+
+INITS = ("nectar", "bootstrap")
+#: dynamic = the paper's RankBuffer; static = RankBuffer* (maintained only in the epoch the
+#: buffer was created, then frozen: Sec. 4.3); coarse_only and order_only are the Sec. 4.5
+#: ablations of dynamic RankBuffer (no fine ranking / coarse prompt without anchor texts).
+VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
+MANAGERS = (None, "llm", "llm_lookahead")
+_STATE_FORMAT = "trl_rankreward.rank_buffer/1"
+
+
+@dataclass(frozen=True)
+class AnchorView:
+    """An anchor as `RankBufferReward.anchors()` shows it: with its text."""
+
+    text: str
+    source: str
+    created_epoch: int
+    inactive_epochs: int
+    text_key: str
+
+
+@dataclass
+class _Ranking:
+    """One group's coarse-to-fine result over unique-answer indices."""
+
+    positions: list[int]
+    buckets: list[list[int]]  # sigma_p, p = 0..K, worst -> best
+    fine_calls: int
+
+
+class RankBufferReward(GroupRewardMethod):
+    """RankBuffer rank rewards (papers/rankbuffer.txt, Sec. 3, Algorithms 1-2, Appendices G-H).
+
+    Args:
+        judge: answers `CoarseRequest` and `ListwiseRequest`.
+        k0: initial buffer size K0 (Select_K0, Appendix H); also the fixed size the LLM manager keeps.
+        init: "nectar" (anchors from `Group.references`, best first) or "bootstrap".
+        inactivity_epochs: H, epochs without a rollout next to an internal anchor before it is pruned.
+        variant: one of `VARIANTS` (see there).
+        manager: None (Algorithm 2), "llm" or "llm_lookahead" (Appendix G, `BufferSelectRequest`).
+        manager_judge: judge for the manager's requests (default: `judge`).
+        lambda_fmt, answer_format, format_reward: as in `GroupRewardMethod`.
+        anchor_store: where anchor texts live (default: `InMemoryAnchorStore()`); with a
+            persistent store (`SQLiteAnchorStore`) `state_dict()` holds keys only.
+        seed: seeds the within-bucket order used for maintenance by coarse_only, which has no fine ranking.
+    """
+
+    name = "rank_buffer"
+
+    def __init__(
+        self,
+        judge: Judge,
+        *,
+        k0: int = 4,
+        init: str = "nectar",
+        inactivity_epochs: int = 3,
+        variant: str = "dynamic",
+        manager: str | None = None,
+        manager_judge: Judge | None = None,
+        lambda_fmt: float = 0.0,
+        answer_format: AnswerFormat | None = None,
+        format_reward: Callable[[str], float] | None = None,
+        anchor_store=None,
+        seed: int = 0,
+    ):
+        super().__init__(judge, lambda_fmt=lambda_fmt, answer_format=answer_format, format_reward=format_reward)
+        if not (isinstance(k0, int) and k0 >= 2):
+            raise ValueError(f"k0 must be an integer >= 2 (the paper uses 2, 4, 7), got {k0!r}")
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {init!r}")
+        if not (isinstance(inactivity_epochs, int) and inactivity_epochs >= 1):
+            raise ValueError(f"inactivity_epochs (H) must be an integer >= 1, got {inactivity_epochs!r}")
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        if manager not in MANAGERS:
+            raise ValueError(f"manager must be one of {MANAGERS}, got {manager!r}")
+        if manager is not None and variant == "static":
+            raise ValueError(f"manager={manager!r} maintains the buffer, variant='static' freezes it; pick one")
+        if manager is None and manager_judge is not None:
+            raise ValueError("manager_judge is given but manager is None; set manager='llm' or 'llm_lookahead'")
+        self.k0 = k0
+        self.init = init
+        self.inactivity_epochs = inactivity_epochs
+        self.variant = variant
+        self.manager = manager
+        self.manager_judge = manager_judge or judge
+        self.store = anchor_store if anchor_store is not None else InMemoryAnchorStore()
+        self.seed = seed
+        self._buffers = BufferTable()
+        self._pending: dict[str, dict[str, Any]] = {}  # llm_lookahead: last ranked group per query
+
+    # ------------------------------------------------------------------ public views
+    def anchors(self, query_id: str) -> list[AnchorView]:
+        """The buffer of `query_id` worst -> best (empty before it is initialized)."""
+        buffer = self._buffers.get(query_id)
+        if buffer is None:
+            return []
+        return [
+            AnchorView(self.store.get(a.text_key), a.source, a.created_epoch, a.inactive_epochs, a.text_key)
+            for a in buffer.anchors
+        ]
+
+    def buffer(self, query_id: str) -> AnchorBuffer | None:
+        """The raw buffer structure of `query_id` (keys, epoch markers), or None."""
+        return self._buffers.get(query_id)
+
+    @property
+    def judges(self) -> list[Judge]:
+        return [self.judge] if self.manager_judge is self.judge else [self.judge, self.manager_judge]
+
+    # ------------------------------------------------------------------ scoring
+    async def score(self, groups: Sequence[Group], *, epoch: int, step: int) -> list[GroupResult]:
+        """All queries concurrently; groups of one query in turn (each sees the updated buffer)."""
+        chains: dict[str, list[int]] = {}
+        for i, g in enumerate(groups):
+            chains.setdefault(g.query_id, []).append(i)
+        results: list[GroupResult | None] = [None] * len(groups)
+
+        async def run_chain(indices: list[int]) -> None:
+            for i in indices:
+                results[i] = await self._score_one(groups[i], epoch=epoch, step=step)
+
+        await asyncio.gather(*(run_chain(ix) for ix in chains.values()))
+        return results  # type: ignore[return-value]
+
+    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
+        qid, answers = group.query_id, candidates.answers
+        old = self._buffers.get(qid)
+        if old is None and self.init == "bootstrap":
+            return await self._bootstrap(group, candidates, epoch=epoch, step=step)
+        initial: tuple[Anchor, ...] = ()
+        if old is None:
+            old = self._nectar_buffer(group, epoch)
+            initial = old.anchors
+        details: dict[str, Any] = {"bootstrap": False}
+        keys = [text_id(a) for a in answers]
+        texts = dict(zip(keys, answers, strict=True))
+
+        ranking_buffer = old  # look-ahead: the manager's delayed update comes before ranking
+        pending = self._pending.get(qid)
+        if self.manager == "llm_lookahead" and pending is not None and pending["epoch"] != epoch:
+            ranking_buffer = await self._manage(group, old, pending["buckets"], answers, epoch, step, details)
+        ranking = await self._rank(group, ranking_buffer, answers, step=step)
+        key_buckets = [[keys[u] for u in bucket] for bucket in ranking.buckets]
+
+        new, added, pruned = ranking_buffer, (), ()
+        if self.manager == "llm":
+            new = await self._manage(group, old, key_buckets, (), epoch, step, details, texts)
+        elif self.manager is None and (self.variant != "static" or epoch == old.created_epoch):
+            update = update_buffer(old, key_buckets, epoch, self.inactivity_epochs)
+            new, added, pruned = update.buffer, update.added, update.pruned
+        if self.manager is not None:  # the manager keeps Anchor objects as they are
+            added = tuple(a for a in new.anchors if all(a is not b for b in old.anchors))
+            pruned = tuple(a for a in old.anchors if all(a is not b for b in new.anchors))
+
+        # Commit (no await from here on): texts of new anchors first, then the structure.
+        for anchor in added:
+            if anchor.text_key in texts:  # look-ahead picks come from stored pending groups
+                self.store.put(texts[anchor.text_key])
+        if self.manager == "llm_lookahead":
+            for key in keys:
+                self.store.put(texts[key])
+            self._pending[qid] = {"epoch": epoch, "buckets": key_buckets}
+        self._buffers.set(qid, new)
+
+        K, valid = ranking_buffer.size, [len(m) for m in candidates.members]
+        if valid:  # position / K averaged over valid rollouts (duplicates count once each)
+            positions = zip(valid, ranking.positions, strict=True)
+            details["coarse_position_mean"] = sum(n * p / K for n, p in positions) / sum(valid)
+        details.update(
+            maintained=new is not old,
+            bucket_sizes=[len(b) for b in ranking.buckets],
+            coarse_calls=len(answers),
+            fine_calls=ranking.fine_calls,
+            buffer_size=new.size,
+            anchors_added=dict(Counter(a.source for a in initial + tuple(added))),
+            anchors_pruned=dict(Counter(a.source for a in pruned)),
+        )
+        if self.variant == "coarse_only":
+            return RankOutcome([b for b in ranking.buckets if b], details)
+        return RankOutcome([[u] for b in ranking.buckets for u in b], details)
+
+    def _nectar_buffer(self, group: Group, epoch: int) -> AnchorBuffer:
+        """Algorithm 1, lines 5-7: Select_K0 of the references, worst -> best."""
+        if not group.references:
+            raise ValueError(
+                f"RankBuffer init='nectar' needs ranked references for query {group.query_id!r} "
+                "(dataset column `references`, best first), but the group has none; "
+                "add references or use init='bootstrap'"
+            )
+        texts = select_endpoints(list(reversed(group.references)), self.k0)
+        keys = [self.store.put(t) for t in texts]
+        return AnchorBuffer.initial(keys, "nectar", epoch)
+
+    async def _bootstrap(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
+        """Algorithm 1, lines 9-12: rank the first group listwise; its rewards come from that
+        ranking and Select_K0 of it becomes the buffer; no maintenance on this group."""
+        answers = candidates.answers
+        order = list(range(len(answers)))
+        if len(answers) >= 2:
+            (verdict,) = require([await ask(self.judge, self._listwise(group, answers, step))])
+            order = check_order(verdict, len(answers))
+        details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": int(len(answers) >= 2)}
+        if answers:  # a group of only invalid rollouts cannot seed a buffer; the next one will
+            keys = [self.store.put(answers[u]) for u in select_endpoints(order, self.k0)]
+            buffer = AnchorBuffer.initial(keys, "bootstrap", epoch)
+            self._buffers.set(group.query_id, buffer)
+            details.update(buffer_size=buffer.size, anchors_added={"bootstrap": buffer.size})
+        return RankOutcome([[u] for u in order], details)
+
+    # ------------------------------------------------------------------ judge rounds
+    def _listwise(self, group: Group, texts: Sequence[str], step: int) -> ListwiseRequest:
+        return ListwiseRequest(
+            query=group.query, rubrics=group.rubrics, query_id=group.query_id, step=step, candidates=tuple(texts)
+        )
+
+    async def _rank(self, group: Group, buffer: AnchorBuffer, answers: list[str], *, step: int) -> _Ranking:
+        """Coarse round (one call per answer), then fine round (one per bucket of >= 2)."""
+        anchors = tuple(self.store.get(k) for k in buffer.keys)
+        K = len(anchors)
+        coarse = [
+            CoarseRequest(
+                query=group.query,
+                rubrics=group.rubrics,
+                query_id=group.query_id,
+                step=step,
+                anchors=anchors,
+                candidate=answer,
+                show_anchor_text=self.variant != "order_only",
+            )
+            for answer in answers
+        ]
+        positions = [check_position(v, K) for v in require(await _gather(self.judge, coarse))]
+        buckets: list[list[int]] = [[] for _ in range(K + 1)]
+        for u, p in enumerate(positions):
+            buckets[p].append(u)
+        to_rank = [p for p, b in enumerate(buckets) if len(b) >= 2]
+        if self.variant == "coarse_only":
+            for p in to_rank:  # no fine information: a seeded order picks maintenance anchors
+                seeded_rng(self.seed, group.query_id, step, p).shuffle(buckets[p])
+            return _Ranking(positions, buckets, 0)
+        requests = [self._listwise(group, [answers[u] for u in buckets[p]], step) for p in to_rank]
+        for p, verdict in zip(to_rank, require(await _gather(self.judge, requests)), strict=True):
+            buckets[p] = [buckets[p][j] for j in check_order(verdict, len(buckets[p]))]
+        return _Ranking(positions, buckets, len(to_rank))
+
+    async def _manage(
+        self,
+        group: Group,
+        buffer: AnchorBuffer,
+        key_buckets: list[list[str]],
+        lookahead: Sequence[str],
+        epoch: int,
+        step: int,
+        details: dict[str, Any],
+        texts: dict[str, str] | None = None,
+    ) -> AnchorBuffer:
+        """Appendix G: the manager picks `k0` of old anchors + ranked rollouts; the picks are
+        sorted by the combined order C_0, a_1, C_1, ..., a_K, C_K. Invalid: buffer unchanged."""
+        texts = texts or {}  # this group's answers; anchors and look-ahead groups are in the store
+        get = lambda k: texts[k] if k in texts else self.store.get(k)  # noqa: E731
+        rollouts = [k for bucket in key_buckets for k in bucket]
+        pool = buffer.keys + rollouts
+        size = min(self.k0, len(pool))
+        request = BufferSelectRequest(
+            query=group.query,
+            rubrics=group.rubrics,
+            query_id=group.query_id,
+            step=step,
+            anchors=tuple(get(k) for k in buffer.keys),
+            rollouts=tuple(get(k) for k in rollouts),
+            size=size,
+            lookahead=tuple(lookahead),
+        )
+        verdict = await ask(self.manager_judge, request)
+        details["manager_calls"] = 1
+        chosen = _check_selection(verdict, len(pool), size)
+        details["manager_invalid"] = int(chosen is None)
+        if chosen is None:
+            return buffer
+        K = buffer.size
+        combined: list[tuple[int, Anchor]] = []  # (pool index, anchor) in combined order
+        r = K
+        for p, bucket in enumerate(key_buckets):
+            for key in bucket:
+                combined.append((r, Anchor(key, "llm", epoch)))
+                r += 1
+            if p < K:
+                combined.append((p, buffer.anchors[p]))
+        kept = tuple(a for i, a in combined if i in chosen)
+        return AnchorBuffer(kept, buffer.created_epoch, buffer.observed_epoch, buffer.left_epoch, buffer.right_epoch)
+
+    # ------------------------------------------------------------------ metrics
+    def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
+        """Base metrics plus (docs/metrics.md):
+
+        - `buffer/count`, `buffer/size_mean`, `buffer/size_max`, `buffer/anchors_<source>`:
+          over all buffers after this step;
+        - `buffer/added_<source>`, `buffer/pruned_<source>`: anchors added / pruned this step;
+        - `rank/coarse_position_mean`: mean normalized coarse position (position / K) over
+          this step's ranked groups, the policy's progress against its own buffers;
+        - `rank/coarse_calls_mean`, `rank/fine_calls_mean`: per judged group;
+        - `rank/bucket_size_hist_<n>`: number of buckets holding n >= 1 answers;
+        - `rank/bootstrap_groups`, `buffer/manager_invalid`.
+        """
+        out = super().step_metrics(results)
+        out.update(self._buffers.stats())
+        judged = [r.details for r in results if not r.neutral]
+        added, pruned, hist = Counter(), Counter(), Counter()
+        for d in judged:
+            added.update(d.get("anchors_added", {}))
+            pruned.update(d.get("anchors_pruned", {}))
+            hist.update(n for n in d.get("bucket_sizes", ()) if n > 0)
+        for source in SOURCES:
+            out[f"buffer/added_{source}"] = float(added[source])
+            out[f"buffer/pruned_{source}"] = float(pruned[source])
+        for n, count in sorted(hist.items()):
+            out[f"rank/bucket_size_hist_{n}"] = float(count)
+        placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
+        if placed:
+            out["rank/coarse_position_mean"] = sum(placed) / len(placed)
+        ranked = [d for d in judged if "coarse_calls" in d]
+        if ranked:
+            out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
+            out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
+        out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
+        out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
+        return out
+
+    # ------------------------------------------------------------------ state
+    def _config(self) -> dict[str, Any]:
+        return {"k0": self.k0, "init": self.init, "inactivity_epochs": self.inactivity_epochs,
+                "variant": self.variant, "manager": self.manager}  # fmt: skip
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain JSON-able state: config, buffer structures (keys, counters, epoch markers),
+        look-ahead groups, and, for a non-persistent store, the referenced texts."""
+        buffers = {qid: b.to_state() for qid, b in self._buffers.items()}
+        state: dict[str, Any] = {
+            "format": _STATE_FORMAT,
+            "config": self._config(),
+            "buffers": buffers,
+            "pending": {qid: dict(p) for qid, p in self._pending.items()},
+        }
+        if not getattr(self.store, "persistent", False):
+            state["texts"] = self.store.texts(sorted(self._referenced_keys(buffers, state["pending"])))
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore `state_dict()` output exactly; checks the config and that every key's text exists."""
+        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+            got = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"Not a RankBufferReward state: expected format {_STATE_FORMAT!r}, got {got!r}")
+        differ = {k: (v, state["config"].get(k)) for k, v in self._config().items() if state["config"].get(k) != v}
+        if differ:
+            raise ValueError(
+                f"RankBuffer state was saved with other settings {{field: (now, saved)}} = {differ}; "
+                "construct RankBufferReward with the saved settings to resume"
+            )
+        for text in state.get("texts", {}).values():
+            self.store.put(text)
+        missing = self.store.missing(self._referenced_keys(state["buffers"], state["pending"]))
+        if missing:
+            raise ValueError(
+                f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
+                f"(first: {missing[0]}); pass the anchor_store the run used (e.g. its SQLite file)"
+            )
+        table = BufferTable()
+        for qid, b in state["buffers"].items():
+            table.set(qid, AnchorBuffer.from_state(b))
+        self._buffers = table
+        self._pending = {qid: {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
+                         for qid, p in state["pending"].items()}  # fmt: skip
+
+    @staticmethod
+    def _referenced_keys(buffers: dict[str, Any], pending: dict[str, Any]) -> set[str]:
+        keys = {row[0] for b in buffers.values() for row in b["anchors"]}
+        keys.update(k for p in pending.values() for bucket in p["buckets"] for k in bucket)
+        return keys
+
+
+async def _gather(judge: Judge, requests: Sequence[Any]) -> list[Any]:
+    return list(await asyncio.gather(*(ask(judge, r) for r in requests)))
+
+
+def _invalid(message: str) -> GroupJudgingFailed:
+    return GroupJudgingFailed(JudgeFailure("invalid", message))
+
+
+def check_position(verdict: Any, K: int) -> int:
+    """A coarse verdict must be an integer position in 0..K (Eq. 6)."""
+    if isinstance(verdict, bool) or not isinstance(verdict, int) or not 0 <= verdict <= K:
+        raise _invalid(f"Judge returned coarse position {verdict!r} for {K} anchors; expected an integer in 0..{K}")
+    return verdict
+
+
+def check_order(verdict: Any, n: int) -> list[int]:
+    """A listwise verdict must be a permutation of range(n), worst -> best (Eq. 8)."""
+    ints = isinstance(verdict, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in verdict)
+    if not ints or sorted(verdict) != list(range(n)):
+        raise _invalid(
+            f"Judge returned order {verdict!r} for {n} candidates; expected a permutation of {list(range(n))}"
+        )
+    return list(verdict)
+
+
+def _check_selection(verdict: Any, pool: int, size: int) -> set[int] | None:
+    """The manager's pick: `size` distinct indices into anchors + rollouts; else None (invalid)."""
+    if is_failure(verdict) or not isinstance(verdict, (list, tuple)):
+        return None
+    if any(isinstance(i, bool) or not isinstance(i, int) for i in verdict):
+        return None
+    chosen = set(verdict)
+    if len(chosen) != size or len(verdict) != size or not all(0 <= i < pool for i in chosen):
+        return None
+    return chosen
