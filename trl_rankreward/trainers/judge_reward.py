@@ -47,6 +47,7 @@ REWARD_METHODS = (
     "arena",
     "rank_buffer",
     "matrix",
+    "genrm",
 )
 METHOD_STATE_NAME = "reward_method_state.json"
 JUDGE_USAGE_NAME = "judge_usage.json"
