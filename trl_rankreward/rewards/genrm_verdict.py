@@ -141,6 +141,15 @@ def to_canonical(label: str, order: Order) -> Label:
     return to_display(label, order)
 
 
+_MARKER = re.compile(r"\[(\s*(?:End of\s+)?(?:User Prompt|Response [AB])\s*)\]", re.IGNORECASE)
+
+
+def _as_data(text: str) -> str:
+    """Neutralize copies of our section markers inside a text (`[End of Response A]` -> `(End of Response A)`),
+    so a response cannot close its own section and pose as the instructions or the other response."""
+    return _MARKER.sub(r"(\1)", text)
+
+
 def displayed_pair(response_a: str, response_b: str, order: Order) -> tuple[str, str]:
     """(first shown, second shown) under `order`."""
     if order not in ("ab", "ba"):
@@ -159,7 +168,7 @@ def genrm_messages(
 ) -> list[dict[str, str]]:
     """Chat messages asking the GenRM about the pair, shown in `order`."""
     first, second = displayed_pair(response_a, response_b, order)
-    user = template.format(prompt=prompt, response_a=first, response_b=second)
+    user = template.format(prompt=_as_data(prompt), response_a=_as_data(first), response_b=_as_data(second))
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
 
 
