@@ -102,8 +102,6 @@ def test_epoch_index_follows_passes_over_the_dataset(tiny_model_dir, tiny_datase
 def test_config_cross_field_errors_name_both_fields(tmp_path):
     with pytest.raises(ValueError, match="judge_base_urls.*judge_model"):
         cpu_config(tmp_path, judge_base_urls=["http://localhost:8000/v1"])
-    with pytest.raises(ValueError, match="judge_templates.*judge_base_urls"):
-        cpu_config(tmp_path, judge_templates="t.yaml")
     with pytest.raises(ValueError, match="reward_method_kwargs.*lambda_fmt"):
         cpu_config(tmp_path, reward_method_kwargs={"lambda_fmt": 0.5})
     with pytest.raises(ValueError, match="reward_method='nope'"):
