@@ -31,24 +31,13 @@ from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in
 
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
+from ..rewards.registry import REWARD_METHODS, make_reward_method
 from .grouping import reward_row, rows_to_groups
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
 from .sampling import EpochSeededRepeatSampler
 
 logger = logging.get_logger(__name__)
 
-REWARD_METHODS = (
-    "pointwise",
-    "gdpo",
-    "rrc_scr",
-    "rrc_agr",
-    "pairwise_rank",
-    "tournament",
-    "arena",
-    "rank_buffer",
-    "matrix",
-    "genrm",
-)
 METHOD_STATE_NAME = "reward_method_state.json"
 JUDGE_USAGE_NAME = "judge_usage.json"
 
@@ -89,7 +78,11 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         default=3, metadata={"help": "Attempts per judge request (failed or invalid answers are retried)."}
     )
     judge_templates: str | None = field(
-        default=None, metadata={"help": "YAML file overriding judge prompt templates (LLM judge only)."}
+        default=None,
+        metadata={
+            "help": "YAML file overriding judge prompt templates (the embedded judge uses them to count the tokens "
+            "an LLM judge would read)."
+        },
     )
     judge_seed: int = field(default=0, metadata={"help": "Seed of the judge's display-order shuffles."})
     lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
@@ -116,11 +109,6 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 f"judge_base_urls={self.judge_base_urls} needs judge_model, the model name the server serves "
                 "(e.g. judge_model=Qwen/Qwen3-30B-A3B-Instruct-2507)"
             )
-        if self.judge_templates and not self.judge_base_urls:
-            raise ValueError(
-                f"judge_templates={self.judge_templates!r} only applies to an LLM judge, but judge_base_urls is "
-                "empty (the embedded judge has no prompts); set judge_base_urls or drop judge_templates"
-            )
         for name in ("judge_max_concurrency", "judge_max_attempts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -138,13 +126,15 @@ class JudgeRewardGRPOConfig(GRPOConfig):
 
 def build_judge(args: JudgeRewardGRPOConfig):
     """The judge the config describes: `LLMJudge` over OpenAI-compatible servers, or `EmbeddingJudge`."""
+    from ..judging.templates import JudgeTemplates
+
+    templates = JudgeTemplates.from_yaml(args.judge_templates) if args.judge_templates else None
     if not args.judge_base_urls:
         from ..judging.embedding_judge import EmbeddingJudge
 
-        return EmbeddingJudge(args.judge_model, seed=args.judge_seed)
+        return EmbeddingJudge(args.judge_model, seed=args.judge_seed, templates=templates)
     from ..judging.backends.openai_compatible import OpenAICompatibleBackend
     from ..judging.llm_judge import LLMJudge
-    from ..judging.templates import JudgeTemplates
 
     backend = OpenAICompatibleBackend(
         args.judge_base_urls,
@@ -153,7 +143,6 @@ def build_judge(args: JudgeRewardGRPOConfig):
         max_concurrency=args.judge_max_concurrency,
         timeout_s=args.judge_timeout_s,
     )
-    templates = JudgeTemplates.from_yaml(args.judge_templates) if args.judge_templates else None
     return LLMJudge(backend, templates, seed=args.judge_seed, max_attempts=args.judge_max_attempts)
 
 
@@ -178,8 +167,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         judge=None,
         **kwargs,
     ):
-        if args is None or not isinstance(args, JudgeRewardGRPOConfig):
-            raise TypeError(f"{type(self).__name__} needs args={self._config_class().__name__}(...), got {args!r}")
+        if not isinstance(args, self._config_class()):
+            raise TypeError(
+                f"{type(self).__name__} needs args={self._config_class().__name__}(...), got {type(args).__name__}"
+            )
         if "reward_funcs" in kwargs:
             raise TypeError("reward_funcs is set by the trainer from the reward method; pass reward_method= instead")
         name = reward_method.name if reward_method is not None else args.reward_method
@@ -196,8 +187,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
 
     def _build_reward_method(self, judge) -> GroupRewardMethod:
         """Config -> method. Subclasses override this (and nothing else) for their method."""
-        from ..rewards.registry import make_reward_method
-
         args = self.args
         return make_reward_method(
             args.reward_method,
