@@ -65,6 +65,9 @@ def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig) -
     trainer.save_model(training_args.output_dir)
 
 
+def make_parser() -> TrlParser:
+    return TrlParser((RAlignScriptArguments, RAlignGenRMConfig))
+
+
 if __name__ == "__main__":
-    parser = TrlParser((RAlignScriptArguments, RAlignGenRMConfig))
-    main(*parser.parse_args_and_config())
+    main(*make_parser().parse_args_and_config())
