@@ -3,7 +3,7 @@
     accelerate launch --num_processes 1 --cpu examples/train_baseline.py \
         --config examples/configs/baseline_cpu.yaml --method tournament
 
-`--method` (the config's `reward_method`) is one of: pointwise, gdpo, rrc_scr, rrc_agr,
+`--method` (overriding the config's `reward_method`) is one of: pointwise, gdpo, rrc_scr, rrc_agr,
 pairwise_rank, tournament, arena (docs/methods.md). RankBuffer and MatrixReward have their
 own scripts (train_rankbuffer.py, train_matrixreward.py). Method options go in
 `reward_method_kwargs` (e.g. `--reward_method_kwargs '{"brackets": 3}'`).
@@ -37,29 +37,34 @@ BASELINES = ("pointwise", "gdpo", "rrc_scr", "rrc_agr", "pairwise_rank", "tourna
 
 
 @dataclass
-class BaselineGRPOConfig(JudgeRewardGRPOConfig):
-    """`JudgeRewardGRPOConfig` whose `reward_method` is a baseline, also settable as `--method`."""
+class BaselineScriptArguments(TrainScriptArguments):
+    """The shared script arguments plus `--method`, the baseline to train."""
 
-    reward_method: str = field(
-        default="pointwise",
-        metadata={"help": "Baseline reward method by name.", "choices": list(BASELINES), "aliases": ["--method"]},
+    method: str | None = field(
+        default=None,
+        metadata={"help": "Baseline reward method; overrides the config's reward_method.", "choices": list(BASELINES)},
     )
 
-    def __post_init__(self):
-        super().__post_init__()
-        if self.reward_method not in BASELINES:
-            raise ValueError(
-                f"train_baseline.py trains the baselines {list(BASELINES)}, got reward_method={self.reward_method!r}; "
-                "use train_rankbuffer.py for 'rank_buffer' and train_matrixreward.py for 'matrix'"
-            )
+
+def select_method(script_args: BaselineScriptArguments, training_args: JudgeRewardGRPOConfig) -> None:
+    """`--method` sets `reward_method` (a registry name, so the config's own check still holds); baselines only."""
+    if script_args.method is not None:
+        training_args.reward_method = script_args.method
+    if training_args.reward_method not in BASELINES:
+        raise ValueError(
+            f"train_baseline.py trains the baselines {list(BASELINES)}, got reward_method="
+            f"{training_args.reward_method!r}; use train_rankbuffer.py for 'rank_buffer' and train_matrixreward.py "
+            "for 'matrix'"
+        )
 
 
 def main(script_args, training_args, model_args):
+    select_method(script_args, training_args)
     return train(JudgeRewardGRPOTrainer, script_args, training_args, model_args)
 
 
 def make_parser() -> TrlParser:
-    return TrlParser((TrainScriptArguments, BaselineGRPOConfig, ModelConfig))
+    return TrlParser((BaselineScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
 
 
 if __name__ == "__main__":
