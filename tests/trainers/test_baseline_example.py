@@ -2,9 +2,10 @@
 
 import pytest
 
-from tests.trainers.test_examples import BASELINES, ROOT, load_example, parse
+from tests.trainers.test_examples import ROOT, load_example, parse
 
 CONFIGS = ROOT / "examples" / "configs"
+BASELINES = ("pointwise", "gdpo", "rrc_scr", "rrc_agr", "pairwise_rank", "tournament", "arena")
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,7 @@ def test_method_options_pass_through(tiny_model_dir, quickstart_data, tmp_path):
 @pytest.mark.parametrize("method", ["matrix", "rank_buffer"])
 def test_dedicated_methods_point_to_their_scripts(method):
     example = load_example("train_baseline")
+    assert example.BASELINES == BASELINES
     with pytest.raises(SystemExit):  # argparse rejects a name outside the --method choices
         example.make_parser().parse_args_and_config(
             ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", method]

@@ -134,6 +134,7 @@ def test_wandb_offline_run_files_hold_judge_metrics(tiny_model_dir, tiny_dataset
     import wandb
 
     wandb.finish()
+    wandb.teardown()  # stops W&B's writer process, so the run file is complete on disk
     runs = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
     assert len(runs) == 1, f"expected one offline W&B run under {tmp_path}, found {runs}"
     # The offline run file is a record log of protobuf messages; history keys are stored as plain UTF-8.
@@ -148,3 +149,18 @@ def test_wandb_offline_run_files_hold_judge_metrics(tiny_model_dir, tiny_dataset
         "reward/neutral_groups",
     ):
         assert f"train/{key}".encode() in data, f"train/{key} not in {runs[0]}"
+
+
+@pytest.mark.parametrize("name", ["pointwise", "tournament"])
+def test_method_built_by_name_from_config(name, tiny_model_dir, tiny_dataset, tmp_path):
+    from trl_rankreward.testing import SimulatedJudge
+
+    args = cpu_config(tmp_path / "out", max_steps=1, reward_method=name, lambda_fmt=0.2)
+    dataset = load_dataset("json", data_files=tiny_dataset, split="train")
+    trainer = JudgeRewardGRPOTrainer(
+        tiny_model_dir, args=args, train_dataset=dataset, judge=SimulatedJudge(lambda q, t: float(len(set(t))))
+    )
+    trainer.train()
+    assert trainer.reward_method.name == name and trainer.reward_method.lambda_fmt == 0.2
+    logged = [e for e in trainer.state.log_history if "judge/calls" in e]
+    assert logged and logged[0]["judge/calls"] > 0 and f"rewards/{name}/mean" in logged[0]
