@@ -26,3 +26,7 @@ print(f"rank/coarse_position_mean over {len(values)} steps: first {n} steps {sum
 print(f"Results: model and checkpoints in {os.path.abspath(out)} (anchors in anchors.sqlite, buffers in "
       f"checkpoint-*/reward_method_state.json, per-step metrics in checkpoint-*/trainer_state.json)")
 PY
+
+# The buffers the run built: statistics and a PNG of anchor sources (the paper's Figure 6).
+last=$(ls -d outputs/rankbuffer-quickstart/checkpoint-* | sort -t- -k3 -n | tail -1)
+trl-rankreward buffer-report "$last" --output outputs/rankbuffer-quickstart/buffer_report.png
