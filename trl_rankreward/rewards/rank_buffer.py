@@ -305,7 +305,8 @@ class RankBufferReward(GroupRewardMethod):
     ) -> AnchorBuffer:
         """Appendix G: the manager picks `k0` of old anchors + ranked rollouts; the picks are
         sorted by the combined order C_0, a_1, C_1, ..., a_K, C_K. Invalid: buffer unchanged."""
-        get = (lambda k: texts[k]) if texts is not None else self.store.get
+        texts = texts or {}  # this group's answers; anchors and look-ahead groups are in the store
+        get = lambda k: texts[k] if k in texts else self.store.get(k)  # noqa: E731
         rollouts = [k for bucket in key_buckets for k in bucket]
         pool = buffer.keys + rollouts
         size = min(self.k0, len(pool))

@@ -1,0 +1,391 @@
+"""RankBufferReward end to end with a noiseless OracleJudge (papers/rankbuffer.txt, Sec. 3).
+
+The main scenario, used by several tests (qualities are the oracle's truth):
+
+Nectar references best first n1..n7 with quality 8 - i (n1 = 7 ... n7 = 1); K0 = 4 keeps
+ranks (7, 5, 3, 1), so the buffer worst -> best is n7(1) n5(3) n3(5) n1(7).
+
+Group (G = 8):   idx  0      1     2    3     4          5      6     7
+                 text c0     c1    ""   c3    c1 (dup)   c5     c6    c7
+                 q    0.5    2     -    4     2          2.5    8     1.5
+Coarse position = number of anchors below: c0 0, c1 1, c3 2, c5 1, c6 4, c7 1.
+"" is invalid (not judged); c1 is judged once. Coarse calls = 6 unique valid answers.
+Buckets: C0 [c0], C1 [c1 c5 c7], C2 [c3], C3 [], C4 [c6] -> one fine call (C1),
+giving c7 c1 c5. Complete order: "" | c0 | c7 | c1 c1 | c5 | c3 | c6, so positions
+q = 0, 1, 2, (3+4)/2, 5, 6, 7 and r = -1 + 2q/7.
+"""
+
+import asyncio
+import json
+
+import pytest
+
+from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
+from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
+from trl_rankreward.rewards.base import Group
+from trl_rankreward.rewards.rank_buffer import RankBufferReward
+from trl_rankreward.testing import OracleJudge
+
+REFS = [f"n{i}" for i in range(1, 8)]  # best first
+QUALITY = {f"n{i}": 8 - i for i in range(1, 8)}
+QUALITY.update(c0=0.5, c1=2, c3=4, c5=2.5, c6=8, c7=1.5)
+COMPLETIONS = ["c0", "c1", "", "c3", "c1", "c5", "c6", "c7"]
+# r = -1 + 2q/7 for q = 1, 3.5, 0, 6, 3.5, 5, 7, 2
+EXPECTED_REWARDS = [-5 / 7, 0.0, -1.0, 5 / 7, 0.0, 3 / 7, 1.0, -3 / 7]
+EXPECTED_ORDER = [2, 0, 7, 1, 4, 5, 3, 6]
+RUBRICS = [{"text": "Answers the question", "weight": 3}]
+
+
+def _group(completions=COMPLETIONS, qid="q", references=REFS):
+    return Group(qid, "What?", RUBRICS, completions, references=references)
+
+
+def _score(method, groups, epoch=0, step=0):
+    return asyncio.run(method.score(groups, epoch=epoch, step=step))
+
+
+def _texts(method, qid="q"):
+    return [a.text for a in method.anchors(qid)]
+
+
+def _of(judge, cls):
+    return [r for r in judge.requests if isinstance(r, cls)]
+
+
+# ----------------------------------------------------------------- the main scenario
+def test_nectar_dynamic_scenario_rewards_buffer_and_calls():
+    judge = OracleJudge(QUALITY)
+    method = RankBufferReward(judge, k0=4, lambda_fmt=0.2)
+    (res,) = _score(method, [_group()])
+    # format reward 1 for every valid rollout, 0 for the empty one: +0.2 except index 2
+    assert res.rewards == pytest.approx([r + (0.0 if i == 2 else 0.2) for i, r in enumerate(EXPECTED_REWARDS)])
+    assert res.order == EXPECTED_ORDER
+    assert judge.counts == {"coarse": 6, "listwise": 1}  # coarse = unique valid answers, fine = buckets >= 2
+    (fine,) = _of(judge, ListwiseRequest)
+    assert fine.candidates == ("c1", "c5", "c7")  # bucket 1 in group order
+    assert all(r.anchors == ("n7", "n5", "n3", "n1") for r in _of(judge, CoarseRequest))
+    # Algorithm 2, epoch 0: left c0 (sigma_0[1]), right c6 (sigma_4[1]), refine C1 (size 3):
+    # ceil(3/2) = 2 -> sigma_1[2] = c1 between n7 and n5; a2 = n5 and a3 = n3 are active.
+    assert _texts(method) == ["c0", "n7", "c1", "n5", "n3", "n1", "c6"]
+    assert [a.source for a in method.anchors("q")] == [
+        "left",
+        "nectar",
+        "refine",
+        "nectar",
+        "nectar",
+        "nectar",
+        "right",
+    ]
+    d = res.details
+    assert d["bucket_sizes"] == [1, 3, 1, 0, 1]
+    # positions / K over the 7 valid rollouts: (0 + 2*1 + 2 + 1 + 4 + 1) / 4 / 7 = 2.5 / 7
+    assert d["coarse_position_mean"] == pytest.approx(2.5 / 7)
+    assert (d["coarse_calls"], d["fine_calls"], d["buffer_size"]) == (6, 1, 7)
+    assert d["anchors_added"] == {"nectar": 4, "left": 1, "right": 1, "refine": 1}
+    assert d["anchors_pruned"] == {}
+
+
+def test_step_metrics():
+    method = RankBufferReward(OracleJudge(QUALITY), k0=4)
+    results = _score(method, [_group(), _group(["c3", "c6"], qid="q2")])
+    m = method.step_metrics(results)
+    # q: 7 anchors (above). q2: c3 -> 2, c6 -> 4, singletons; right expansion adds c6: 5 anchors.
+    assert m["buffer/count"] == 2 and m["buffer/size_mean"] == 6 and m["buffer/size_max"] == 7
+    assert m["buffer/anchors_nectar"] == 8 and m["buffer/anchors_right"] == 2 and m["buffer/anchors_refine"] == 1
+    assert m["buffer/added_right"] == 2 and m["buffer/added_nectar"] == 8 and m["buffer/pruned_nectar"] == 0
+    # q2 mean position (2 + 4) / 4 / 2 = 0.75; step mean (2.5/7 + 0.75) / 2
+    assert m["rank/coarse_position_mean"] == pytest.approx((2.5 / 7 + 0.75) / 2)
+    assert m["rank/coarse_calls_mean"] == 4 and m["rank/fine_calls_mean"] == 0.5
+    # buckets with >= 1 answer: q has sizes 1, 3, 1, 1; q2 has 1, 1
+    assert m["rank/bucket_size_hist_1"] == 5 and m["rank/bucket_size_hist_3"] == 1
+    assert "rank/bucket_size_hist_2" not in m
+    assert m["reward/invalid_rollouts"] == 1 and m["reward/neutral_groups"] == 0
+
+
+def test_groups_of_one_query_in_one_step_run_in_turn():
+    judge = OracleJudge(QUALITY)
+    method = RankBufferReward(judge, k0=4)
+    _score(method, [_group(), _group(["c3", "c5"])])
+    # the second group's coarse calls see the 7-anchor buffer the first group left
+    sizes = [len(r.anchors) for r in _of(judge, CoarseRequest)]
+    assert sizes == [4] * 6 + [7] * 2
+
+
+# ----------------------------------------------------------------- initializations
+@pytest.mark.parametrize("k0, ranks", [(2, [7, 1]), (4, [7, 5, 3, 1]), (7, [7, 6, 5, 4, 3, 2, 1])])
+def test_nectar_init_subsets(k0, ranks):
+    method = RankBufferReward(OracleJudge(QUALITY), k0=k0)
+    _score(method, [_group()])
+    nectar = [a.text for a in method.anchors("q") if a.source == "nectar"]
+    assert nectar == [f"n{r}" for r in ranks]
+
+
+def test_nectar_init_without_references_is_a_clear_error():
+    method = RankBufferReward(OracleJudge(QUALITY))
+    with pytest.raises(ValueError, match="init='nectar' needs ranked references.*init='bootstrap'"):
+        _score(method, [_group(references=None)])
+
+
+# bootstrap group: b_i has quality Q[i]; worst -> best is b3 b6 b1 b4 b7 b0 b5 b2
+BOOT_Q = [5, 2, 7, 0, 3, 6, 1, 4]
+BOOT = [f"b{i}" for i in range(8)]
+
+
+@pytest.mark.parametrize(
+    "k0, anchors",
+    [
+        (2, ["b3", "b2"]),  # positions (1, 8)
+        (4, ["b3", "b1", "b0", "b2"]),  # positions (1, 3, 6, 8)
+        (7, ["b3", "b6", "b1", "b7", "b0", "b5", "b2"]),  # positions (1, 2, 3, 5, 6, 7, 8)
+    ],
+)
+def test_bootstrap_init_subsets_rewards_and_no_maintenance(k0, anchors):
+    judge = OracleJudge(dict(zip(BOOT, BOOT_Q, strict=True)))
+    method = RankBufferReward(judge, k0=k0, init="bootstrap")
+    (res,) = _score(method, [_group(BOOT, references=None)])
+    assert judge.counts == {"listwise": 1}  # no coarse calls on the bootstrap group
+    # the quality IS the zero-based position here, so r = -1 + 2 * quality / 7
+    assert res.rewards == pytest.approx([-1 + 2 * q / 7 for q in BOOT_Q])
+    assert _texts(method) == anchors and {a.source for a in method.anchors("q")} == {"bootstrap"}
+    buf = method.buffer("q")  # markers untouched: no Algorithm 2 on this group
+    assert (buf.observed_epoch, buf.left_epoch, buf.right_epoch) == (None, None, None)
+    assert res.details["bootstrap"] and res.details["anchors_added"] == {"bootstrap": len(anchors)}
+
+
+def test_bootstrap_then_coarse_to_fine_in_the_same_epoch():
+    quality = dict(zip(BOOT, BOOT_Q, strict=True)) | {"low": -1, "mid": 1.5}
+    judge = OracleJudge(quality)
+    method = RankBufferReward(judge, k0=4, init="bootstrap")
+    _score(method, [_group(BOOT, references=None)])
+    (res,) = _score(method, [_group(["mid", "low"], references=None)], step=1)
+    # anchors b3(0) b1(2) b0(5) b2(7): mid -> 1, low -> 0; left expansion adds "low" (markers
+    # were fresh); a2 = b1 (buckets 1, 2) is active, a3 = b0 (buckets 2, 3) inactive -> h = 1
+    assert judge.counts == {"listwise": 1, "coarse": 2}
+    assert res.rewards == pytest.approx([1.0, -1.0])
+    assert _texts(method) == ["low", "b3", "b1", "b0", "b2"]
+    assert [a.inactive_epochs for a in method.anchors("q")] == [0, 0, 0, 1, 0]
+
+
+def test_bootstrap_with_only_invalid_rollouts_waits_for_the_next_group():
+    method = RankBufferReward(OracleJudge({}), init="bootstrap")
+    (res,) = _score(method, [_group(["", "  "], references=None)])
+    assert res.rewards == [0.0, 0.0] and not res.neutral
+    assert method.buffer("q") is None
+
+
+# ----------------------------------------------------------------- variants
+def test_coarse_only_shares_the_average_rank_without_fine_calls():
+    judge = OracleJudge(QUALITY)
+    method = RankBufferReward(judge, k0=4, variant="coarse_only")
+    (res,) = _score(method, [_group()])
+    assert judge.counts == {"coarse": 6}
+    # blocks: "" | c0 | {c1 c1 c5 c7} | c3 | c6 -> q = 0, 1, (2+3+4+5)/4 = 3.5, 6, 7
+    assert res.rewards == pytest.approx([-5 / 7, 0.0, -1.0, 5 / 7, 0.0, 0.0, 1.0, 0.0])
+    # maintenance still runs; the refinement anchor is one of bucket 1's answers
+    texts = _texts(method)
+    assert texts[0] == "c0" and texts[-1] == "c6" and texts[2] in {"c1", "c5", "c7"}
+    assert method.anchors("q")[2].source == "refine"
+
+
+def test_order_only_hides_anchor_text_in_coarse_requests():
+    judge = OracleJudge(QUALITY)
+    method = RankBufferReward(judge, k0=4, variant="order_only")
+    (res,) = _score(method, [_group()])
+    assert all(not r.show_anchor_text for r in _of(judge, CoarseRequest))
+    assert judge.counts == {"coarse": 6, "listwise": 1}
+    assert res.rewards == pytest.approx(EXPECTED_REWARDS)
+
+
+def test_static_buffer_is_frozen_after_its_first_epoch():
+    judge = OracleJudge(QUALITY)
+    method = RankBufferReward(judge, k0=4, variant="static")
+    _score(method, [_group()], epoch=0)
+    after_epoch0 = _texts(method)
+    assert after_epoch0 == ["c0", "n7", "c1", "n5", "n3", "n1", "c6"]  # maintained in epoch 0
+    (res,) = _score(method, [_group(["c0", "c1", "c3", "c5", "c6", "c7"])], epoch=1, step=1)
+    assert _texts(method) == after_epoch0 and not res.details["maintained"]
+    assert res.details["anchors_added"] == {}
+
+
+def test_dynamic_prunes_an_inactive_anchor_after_H_epochs():
+    judge = OracleJudge(QUALITY | {"top": 9})
+    method = RankBufferReward(judge, k0=4, inactivity_epochs=2)
+    # Only "top" (above n1) each epoch. Epoch 0: right adds top; n5, n3 inactive (h = 1).
+    # Epoch 1: top lies between n1 and top(anchor): position 4 of 5, bucket 4 is next to
+    # a4 = n1 -> n1 active; n5, n3 reach h = 2 = H -> pruned.
+    _score(method, [_group(["top"])], epoch=0)
+    assert _texts(method) == ["n7", "n5", "n3", "n1", "top"]
+    (res,) = _score(method, [_group(["top"])], epoch=1, step=1)
+    assert _texts(method) == ["n7", "n1", "top"]
+    assert res.details["anchors_pruned"] == {"nectar": 2}
+
+
+# ----------------------------------------------------------------- failure policy
+def test_failed_coarse_call_makes_the_group_neutral_and_leaves_no_buffer():
+    judge = OracleJudge(QUALITY, fail=lambda r: isinstance(r, CoarseRequest) and r.candidate == "c5")
+    method = RankBufferReward(judge, k0=4, lambda_fmt=0.2)
+    (res,) = _score(method, [_group()])
+    assert res.neutral and res.rewards == [0.0] * 8
+    assert method.buffer("q") is None  # not even initialized
+    assert judge.counts["listwise"] == 0  # the fine round never started
+    assert method.step_metrics([res])["reward/neutral_groups"] == 1
+
+
+def test_failed_fine_call_leaves_the_buffer_unchanged():
+    fail = {"on": False}
+    judge = OracleJudge(QUALITY, fail=lambda r: fail["on"] and isinstance(r, ListwiseRequest))
+    method = RankBufferReward(judge, k0=4)
+    _score(method, [_group()])
+    before = json.dumps(method.state_dict(), sort_keys=True)
+    fail["on"] = True
+    (res,) = _score(method, [_group()], epoch=1, step=1)
+    assert res.neutral and json.dumps(method.state_dict(), sort_keys=True) == before
+
+
+def test_invalid_verdict_is_a_failure_not_a_guess():
+    class _OutOfRange(OracleJudge):
+        def _answer(self, request):
+            return 9 if isinstance(request, CoarseRequest) else super()._answer(request)
+
+    method = RankBufferReward(_OutOfRange(QUALITY))
+    (res,) = _score(method, [_group()])
+    assert res.neutral and "expected an integer in 0..4" in res.details["failure"]
+    assert res.details["failure_kind"] == "invalid"
+
+
+def test_failed_bootstrap_ranking_is_neutral_and_retried_next_time():
+    judge = OracleJudge(dict(zip(BOOT, BOOT_Q, strict=True)), fail=lambda r: r.step == 0)
+    method = RankBufferReward(judge, init="bootstrap")
+    (res,) = _score(method, [_group(BOOT, references=None)], step=0)
+    assert res.neutral and method.buffer("q") is None
+    (res,) = _score(method, [_group(BOOT, references=None)], step=1)
+    assert res.details["bootstrap"] and _texts(method) == ["b3", "b1", "b0", "b2"]
+
+
+# ----------------------------------------------------------------- LLM buffer manager
+# pool for the main scenario: anchors n7 n5 n3 n1 (0-3), then rollouts worst -> best
+# c0 c7 c1 c5 c3 c6 (4-9). Combined order: c0 n7 c7 c1 c5 n5 c3 n3 n1 c6.
+def test_llm_manager_selects_and_sorts_by_the_combined_order():
+    judge = OracleJudge(QUALITY, select=lambda r: [9, 1, 3, 4])
+    method = RankBufferReward(judge, k0=4, manager="llm")
+    (res,) = _score(method, [_group()])
+    (req,) = _of(judge, BufferSelectRequest)
+    assert req.anchors == ("n7", "n5", "n3", "n1") and req.rollouts == ("c0", "c7", "c1", "c5", "c3", "c6")
+    assert req.size == 4 and req.lookahead == ()
+    assert _texts(method) == ["c0", "n5", "n1", "c6"]
+    assert [a.source for a in method.anchors("q")] == ["llm", "nectar", "nectar", "llm"]
+    assert res.rewards == pytest.approx(EXPECTED_REWARDS)
+    assert res.details["anchors_added"] == {"nectar": 4, "llm": 2}
+    assert res.details["anchors_pruned"] == {"nectar": 2}
+
+
+@pytest.mark.parametrize("answer", [[1, 2, 3], [1, 1, 2, 3], [0, 1, 2, 10], "0,1,2,3", None])
+def test_invalid_manager_answer_leaves_the_buffer_unchanged(answer):
+    fail = (lambda r: isinstance(r, BufferSelectRequest)) if answer is None else None
+    judge = OracleJudge(QUALITY, select=lambda r: answer, fail=fail)
+    method = RankBufferReward(judge, k0=4, manager="llm")
+    (res,) = _score(method, [_group()])
+    assert _texts(method) == ["n7", "n5", "n3", "n1"]
+    assert not res.neutral and res.rewards == pytest.approx(EXPECTED_REWARDS)
+    assert res.details["manager_invalid"] == 1
+    assert method.step_metrics([res])["buffer/manager_invalid"] == 1
+
+
+def test_llm_lookahead_updates_when_the_query_returns_next_epoch():
+    judge = OracleJudge(QUALITY | {"d1": 3.5, "d2": 9}, select=lambda r: [9, 1, 3, 4])
+    method = RankBufferReward(judge, k0=4, manager="llm_lookahead")
+    _score(method, [_group()], epoch=0)
+    assert judge.counts["buffer_select"] == 0 and _texts(method) == ["n7", "n5", "n3", "n1"]
+    _score(method, [_group(["d1"])], epoch=0, step=1)  # same epoch: still no update
+    assert judge.counts["buffer_select"] == 0
+    n_before = len(judge.requests)
+    (res,) = _score(method, [_group(["d1", "d2"])], epoch=1, step=2)
+    first = judge.requests[n_before]
+    # the pending group is the last ranked one of epoch 0: ["d1"] (bucket 2 of n7 n5 n3 n1)
+    assert isinstance(first, BufferSelectRequest)
+    assert first.rollouts == ("d1",) and first.lookahead == ("d1", "d2") and first.size == 4
+    # pool n7 n5 n3 n1 d1; the selection [9, 1, 3, 4] is invalid (index 9) -> unchanged
+    assert res.details["manager_invalid"] == 1 and _texts(method) == ["n7", "n5", "n3", "n1"]
+
+
+def test_llm_lookahead_ranks_with_the_updated_buffer():
+    judge = OracleJudge(QUALITY | {"d1": 3.5, "d2": 9}, select=lambda r: [9, 1, 3, 4])
+    method = RankBufferReward(judge, k0=4, manager="llm_lookahead")
+    _score(method, [_group()], epoch=0)
+    n_before = len(judge.requests)
+    (res,) = _score(method, [_group(["d1", "d2"])], epoch=1, step=1)
+    # manager picks c0 n5 n1 c6 from epoch 0's pool; d1 (3.5) -> 2, d2 (9) -> 4 against them
+    assert _texts(method) == ["c0", "n5", "n1", "c6"]
+    coarse = [r for r in judge.requests[n_before:] if isinstance(r, CoarseRequest)]
+    assert all(r.anchors == ("c0", "n5", "n1", "c6") for r in coarse)
+    assert res.details["bucket_sizes"] == [0, 0, 1, 0, 1]
+
+
+def test_config_errors_name_the_fields():
+    j = OracleJudge({})
+    with pytest.raises(ValueError, match="variant must be one of"):
+        RankBufferReward(j, variant="frozen")
+    with pytest.raises(ValueError, match="manager='llm'.*variant='static'"):
+        RankBufferReward(j, manager="llm", variant="static")
+    with pytest.raises(ValueError, match="k0 must be"):
+        RankBufferReward(j, k0=1)
+    with pytest.raises(ValueError, match="init must be"):
+        RankBufferReward(j, init="random")
+
+
+# ----------------------------------------------------------------- state
+def _two_epochs(method):
+    _score(method, [_group(), _group(["c3", "c6"], qid="q2")], epoch=0, step=0)
+    _score(method, [_group(["c0", "c5", "c6", "c7"]), _group(["c1"], qid="q2")], epoch=1, step=1)
+
+
+@pytest.mark.parametrize("manager", [None, "llm_lookahead"])
+def test_state_round_trip_in_memory(manager):
+    kw = {"k0": 4, "manager": manager}
+    a = RankBufferReward(OracleJudge(QUALITY), **kw)
+    _two_epochs(a)
+    state = json.loads(json.dumps(a.state_dict()))
+    assert "texts" in state
+    b = RankBufferReward(OracleJudge(QUALITY), **kw)
+    b.load_state_dict(state)
+    assert b.state_dict() == a.state_dict()
+    assert [vars(x) for x in b.anchors("q")] == [vars(x) for x in a.anchors("q")]
+    # the next step is the same for the original and the restored method
+    nxt = [_group(["c3", "c5", "c6"]), _group(["c0", "c7"], qid="q2")]
+    ra, rb = _score(a, nxt, epoch=2, step=2), _score(b, nxt, epoch=2, step=2)
+    assert [r.rewards for r in ra] == [r.rewards for r in rb]
+    assert b.state_dict() == a.state_dict()
+
+
+def test_state_with_sqlite_store_holds_keys_only(tmp_path):
+    path = tmp_path / "anchors.sqlite"
+    a = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path))
+    _two_epochs(a)
+    state = json.loads(json.dumps(a.state_dict()))
+    assert "texts" not in state and "n7" not in json.dumps(state)
+    b = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path))
+    b.load_state_dict(state)
+    assert b.state_dict() == a.state_dict() and _texts(b) == _texts(a)
+    c = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "other.sqlite"))
+    with pytest.raises(ValueError, match="not in the anchor store.*anchor_store the run used"):
+        c.load_state_dict(state)
+
+
+def test_state_with_other_settings_is_refused():
+    a = RankBufferReward(OracleJudge(QUALITY))
+    _score(a, [_group()])
+    with pytest.raises(ValueError, match="inactivity_epochs"):
+        RankBufferReward(OracleJudge(QUALITY), inactivity_epochs=2).load_state_dict(a.state_dict())
+    with pytest.raises(ValueError, match="Not a RankBufferReward state"):
+        a.load_state_dict({})
+
+
+# ----------------------------------------------------------------- judge rounds
+@pytest.mark.parametrize("manager, rounds", [(None, 2), ("llm", 3)])
+def test_a_step_takes_two_judge_rounds(manager, rounds):
+    # coarse calls of all groups in one round, then all fine calls (+ the manager's round)
+    judge = OracleJudge(QUALITY, gated=True)
+    method = RankBufferReward(judge, k0=4, manager=manager)
+    groups = [_group(), _group(["c3", "c5", "c7", "c1"], qid="q2")]
+    asyncio.run(judge.run_in_rounds(method.score(groups, epoch=0, step=0)))
+    assert judge.rounds == rounds

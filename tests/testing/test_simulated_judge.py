@@ -1,0 +1,214 @@
+"""SimulatedJudge: exact verdicts at noise 0, determinism, biases, failures, ledger."""
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from trl_rankreward.judging.rendering import render_messages
+from trl_rankreward.judging.requests import (
+    BufferSelectRequest,
+    CoarseRequest,
+    JudgeFailure,
+    ListwiseRequest,
+    MetaJudgeRequest,
+    PairwiseRequest,
+    PointwiseRequest,
+    RubricPairwiseRequest,
+)
+from trl_rankreward.judging.tokens import ApproxCounter, count_message_tokens
+from trl_rankreward.testing.simulated_judge import SimulatedJudge, display_positions
+
+RUBRICS = ("correct", "clear", "concise")
+QUALITY = {"a0": 1.0, "a1": 3.0, "a2": 5.0, "c4": 4.0, "c3": 3.0, "x": 2.0, "y": 0.0, "z": 1.0, "hi": 7.5}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def ask(judge, cls, **fields):
+    fields.setdefault("query", "Q")
+    fields.setdefault("query_id", "q")
+    return run(judge.judge(cls(**fields)))
+
+
+@pytest.fixture
+def judge():
+    return SimulatedJudge(QUALITY, token_counter=ApproxCounter())
+
+
+def test_coarse_position_counts_anchors_of_lower_quality(judge):
+    # anchors qualities [1, 3, 5]: candidate 4 beats 1 and 3 -> 2; candidate 3 ties anchor 3 -> only 1 is lower -> 1
+    assert ask(judge, CoarseRequest, anchors=["a0", "a1", "a2"], candidate="c4") == 2
+    assert ask(judge, CoarseRequest, anchors=["a0", "a1", "a2"], candidate="c3") == 1
+    # out-of-order anchors [5, 1, 3] are counted, not bisected: 1 and 3 are below 4 -> 2
+    assert ask(judge, CoarseRequest, anchors=["a2", "a0", "a1"], candidate="c4") == 2
+    assert ask(judge, CoarseRequest, anchors=["a0", "a1", "a2"], candidate="hi") == 3
+
+
+def test_listwise_order_is_worst_to_best(judge):
+    # qualities x=2, y=0, z=1 -> worst y (1), z (2), best x (0)
+    assert ask(judge, ListwiseRequest, candidates=["x", "y", "z"]) == [1, 2, 0]
+
+
+def test_pairwise_verdicts_and_exact_tie(judge):
+    assert ask(judge, PairwiseRequest, a="a2", b="a0") == "A"
+    assert ask(judge, PairwiseRequest, a="a0", b="a2") == "B"
+    assert ask(judge, PairwiseRequest, a="a1", b="c3") == "TIE"  # both 3.0, tie_margin 0
+
+
+def test_tie_margin():
+    judge = SimulatedJudge(QUALITY, tie_margin=1.0, token_counter=ApproxCounter())
+    assert ask(judge, PairwiseRequest, a="c4", b="a1") == "TIE"  # |4 - 3| <= 1
+    assert ask(judge, PairwiseRequest, a="a2", b="a1") == "A"  # |5 - 3| > 1
+
+
+def test_rubric_pairwise_uses_per_rubric_quality():
+    per_rubric = {("a", 0): 2, ("b", 0): 1, ("a", 1): 0, ("b", 1): 1, ("a", 2): 1, ("b", 2): 1}
+    judge = SimulatedJudge(
+        {"a": 0.0, "b": 0.0},
+        rubric_quality=lambda qid, text, r: per_rubric[text, r],
+        token_counter=ApproxCounter(),
+    )
+    # rubric 0: a 2 > b 1 -> A; rubric 1: a 0 < b 1 -> B; rubric 2: 1 == 1 -> TIE
+    assert ask(judge, RubricPairwiseRequest, rubrics=RUBRICS, a="a", b="b") == ["A", "B", "TIE"]
+    assert ask(judge, RubricPairwiseRequest, rubrics=RUBRICS, a="a", b="b", rubric_index=1) == ["B"]
+    # without rubric_quality every rubric uses the holistic quality: 0 == 0 -> TIE each
+    plain = SimulatedJudge({"a": 0.0, "b": 0.0}, token_counter=ApproxCounter())
+    assert ask(plain, RubricPairwiseRequest, rubrics=RUBRICS, a="a", b="b") == ["TIE"] * 3
+
+
+def test_pointwise_is_quality_clipped_to_0_10():
+    judge = SimulatedJudge({"hi": 7.5, "huge": 12.0, "neg": -1.0}, rubric_quality=lambda q, t, r: 2.0 + r)
+    judge.token_counter = ApproxCounter()
+    assert ask(judge, PointwiseRequest, response="hi") == 7.5
+    assert ask(judge, PointwiseRequest, response="huge") == 10.0
+    assert ask(judge, PointwiseRequest, response="neg") == 0.0
+    assert ask(judge, PointwiseRequest, response="hi", rubrics=RUBRICS, rubric_index=2) == 4.0  # 2 + 2
+
+
+def test_meta_judge_thresholds_the_rationale_quality(judge):
+    fields = dict(response_a="x", response_b="y", label="A", golden_rationale="g")
+    assert ask(judge, MetaJudgeRequest, rationale="hi", **fields) is True  # 7.5 >= 5
+    assert ask(judge, MetaJudgeRequest, rationale="c4", **fields) is False  # 4 < 5
+
+
+def test_buffer_select_is_evenly_spaced_by_quality(judge):
+    # pool [a2=5, a0=1, x=2, a1=3, y=0]; worst->best order: y(4), a0(1), x(2), a1(3), a2(0)
+    # size 3 takes rank positions 0, 2, 4 -> y, x, a2 -> sorted indices [0, 2, 4]
+    req = dict(anchors=["a2", "a0"], rollouts=["x", "a1", "y"])
+    assert ask(judge, BufferSelectRequest, size=3, **req) == [0, 2, 4]
+    assert ask(judge, BufferSelectRequest, size=1, **req) == [0]  # the best
+    assert ask(judge, BufferSelectRequest, size=5, **req) == [0, 1, 2, 3, 4]
+
+
+def test_length_bias_adds_per_100_chars():
+    long, short = "l" * 300, "s" * 100
+    judge = SimulatedJudge({long: 1.0, short: 2.0}, length_bias=0.6, token_counter=ApproxCounter())
+    # long: 1 + 0.6 * 3 = 2.8 > short: 2 + 0.6 * 1 = 2.6
+    assert ask(judge, PairwiseRequest, a=short, b=long) == "B"
+
+
+def test_callable_quality_gets_query_id():
+    judge = SimulatedJudge(lambda qid, text: len(text) if qid == "q" else -len(text), token_counter=ApproxCounter())
+    assert ask(judge, PairwiseRequest, a="aa", b="b") == "A"
+    assert ask(judge, PairwiseRequest, a="aa", b="b", query_id="other") == "B"
+
+
+def _noisy_requests():
+    return [PairwiseRequest(query="Q", query_id=f"q{i}", a="x", b="y") for i in range(40)]
+
+
+def _verdicts(judge, requests):
+    async def go():
+        return [await judge.judge(r) for r in requests]
+
+    return run(go())
+
+
+def test_same_seed_same_answers_and_repeats_draw_fresh_noise():
+    quality = {"x": 0.0, "y": 0.0}
+    requests = _noisy_requests()
+    first = _verdicts(SimulatedJudge(quality, noise=1.0, seed=3, token_counter=ApproxCounter()), requests)
+    second = _verdicts(SimulatedJudge(quality, noise=1.0, seed=3, token_counter=ApproxCounter()), requests)
+    other = _verdicts(SimulatedJudge(quality, noise=1.0, seed=4, token_counter=ApproxCounter()), requests)
+    assert first == second
+    assert first != other
+    assert set(first) == {"A", "B"}  # equal qualities + noise: both outcomes occur
+    # the same request asked 40 times by one judge gets fresh noise each time
+    repeated = _verdicts(SimulatedJudge(quality, noise=1.0, seed=3, token_counter=ApproxCounter()), requests[:1] * 40)
+    assert set(repeated) == {"A", "B"}
+
+
+def _share_of_a_wins(judge, display, n=400):
+    requests = [PairwiseRequest(query="Q", query_id=f"q{i}", a="x", b="y", display=display) for i in range(n)]
+    return sum(v == "A" for v in _verdicts(judge, requests)) / n
+
+
+def test_position_bias_favors_the_first_shown_response():
+    quality = {"x": 0.0, "y": 0.0}
+    biased = SimulatedJudge(quality, noise=1.0, position_bias=1.0, seed=0, token_counter=ApproxCounter())
+    # A shown first: A wins iff 1 + (e_a - e_b) > 0 with e_a - e_b ~ N(0, 2): P = Phi(1 / sqrt(2)) = 0.76;
+    # shown second: 0.24. Binomial sd over 400 requests is 0.021, so +-0.08 is almost 4 sd.
+    assert _share_of_a_wins(biased, "ab") == pytest.approx(0.76, abs=0.08)
+    assert _share_of_a_wins(biased, "ba") == pytest.approx(0.24, abs=0.08)
+    fair = SimulatedJudge(quality, noise=1.0, seed=0, token_counter=ApproxCounter())
+    assert _share_of_a_wins(fair, "ab") == pytest.approx(0.5, abs=0.08)
+
+
+def test_listwise_position_bias_ranks_the_first_shown_best_on_equal_qualities():
+    texts = ["p", "q", "r", "s"]
+    judge = SimulatedJudge(dict.fromkeys(texts, 0.0), position_bias=1.0, token_counter=ApproxCounter())
+    req = ListwiseRequest(query="Q", query_id="q", candidates=texts)
+    positions = display_positions(req, seed=0)
+    assert sorted(positions) == [0, 1, 2, 3]
+    # bonus 1 - d/3 by display position d: the order worst->best is by decreasing display position
+    expected = sorted(range(4), key=lambda i: -positions[i])
+    assert run(judge.judge(req)) == expected
+
+
+def test_fail_rate_returns_invalid_failures_and_counts_them():
+    always = SimulatedJudge({"x": 1.0, "y": 0.0}, fail_rate=1.0, token_counter=ApproxCounter())
+    verdict = ask(always, PairwiseRequest, a="x", b="y")
+    assert isinstance(verdict, JudgeFailure) and verdict.kind == "invalid"
+    assert always.ledger.failures == {"invalid": 1} and always.ledger.parsed == 0
+
+    sometimes = SimulatedJudge({"x": 1.0, "y": 0.0}, fail_rate=0.3, seed=1, token_counter=ApproxCounter())
+    verdicts = _verdicts(sometimes, [PairwiseRequest(query="Q", query_id=f"q{i}", a="x", b="y") for i in range(1000)])
+    failed = sum(isinstance(v, JudgeFailure) for v in verdicts)
+    # Binomial(1000, 0.3): mean 300, sd 14.5
+    assert 240 <= failed <= 360
+    assert all(v == "A" for v in verdicts if not isinstance(v, JudgeFailure))  # no made-up verdicts
+    assert sometimes.ledger.failures == {"invalid": failed}
+    assert sometimes.ledger.parsed == 1000 - failed
+
+
+def test_ledger_counts_rendered_prompt_tokens(judge):
+    req = CoarseRequest(query="Q", query_id="q", anchors=["a0", "a1"], candidate="c4")
+    ask(judge, CoarseRequest, anchors=["a0", "a1"], candidate="c4")
+    counter = judge.token_counter
+    assert judge.ledger.calls == 1 and judge.ledger.parsed == 1
+    assert judge.ledger.prompt_tokens == count_message_tokens(counter, render_messages(req, seed=0))
+    assert judge.ledger.completion_tokens == counter.count('{"position": 2}')  # ceil(15 / 4) = 4
+
+
+def test_display_order_is_forced_or_seeded():
+    req = PairwiseRequest(query="Q", query_id="q", a="x", b="y")
+    assert display_positions(dataclasses.replace(req, display="ab"), 0) == [0, 1]
+    assert display_positions(dataclasses.replace(req, display="ba"), 0) == [1, 0]
+    autos = {tuple(display_positions(dataclasses.replace(req, query_id=f"q{i}"), 0)) for i in range(20)}
+    assert autos == {(0, 1), (1, 0)}
+    assert display_positions(req, 0) == display_positions(req, 0)
+
+
+def test_bad_configuration_is_rejected():
+    with pytest.raises(ValueError, match="noise"):
+        SimulatedJudge({}, noise=-1)
+    with pytest.raises(ValueError, match="fail_rate"):
+        SimulatedJudge({}, fail_rate=1.5)
+    with pytest.raises(TypeError, match="quality"):
+        SimulatedJudge(3)
+    judge = SimulatedJudge({"x": 1.0}, token_counter=ApproxCounter())
+    with pytest.raises(LookupError, match="no entry"):
+        ask(judge, PairwiseRequest, a="x", b="missing")

@@ -1,0 +1,45 @@
+"""What `LLMJudge` needs from a chat model: `async complete(messages, ...) -> Completion`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+BackendFailure = Literal["transport", "timeout", "http"]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One chat completion: the text and what it cost (the server's `usage` numbers)."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+class BackendError(RuntimeError):
+    """A completion that could not be obtained, after the backend's own retries.
+
+    `kind`: "transport" (connection refused/reset), "timeout", or "http" (an error status,
+    given in `status`).
+    """
+
+    def __init__(self, message: str, *, kind: BackendFailure = "transport", status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """Anything that completes a chat: `OpenAICompatibleBackend`, `TransformersBackend`, a test fake."""
+
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        response_format: dict | None = None,
+    ) -> Completion: ...

@@ -1,0 +1,216 @@
+"""`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
+OpenAI-compatible server, through `openai.AsyncOpenAI`.
+
+One client per base URL, used round-robin (a retry moves on to the next URL); at most
+`max_concurrency` requests in flight; each request has a timeout; connection errors,
+timeouts, 429 and 5xx are retried with exponential backoff, other 4xx are not. Token
+counts are the server's `usage` numbers.
+
+Clients and the concurrency bound belong to an event loop, and trainers call
+`asyncio.run` once per step, so they are created lazily for each running loop.
+The API key is read from the environment variable `api_key_env` ("EMPTY" when unset, which
+local servers accept); it never appears in reprs, logs or error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import weakref
+from dataclasses import dataclass
+
+import openai
+
+from .base import BackendError, Completion
+
+logger = logging.getLogger(__name__)
+
+_START_CHECK_TIMEOUT_S = 5.0
+
+
+@dataclass
+class _LoopState:
+    clients: list[openai.AsyncOpenAI]
+    semaphore: asyncio.Semaphore
+
+
+class OpenAICompatibleBackend:
+    """Chat backend for one or several OpenAI-compatible servers serving `model`.
+
+    Args:
+        base_urls: a URL or a list, e.g. "http://localhost:8000/v1" (a URL without a path gets "/v1").
+        model: the served model name (for `transformers serve`, the path it was started with).
+        api_key_env: environment variable holding the API key.
+        max_concurrency: requests in flight at once, over all URLs.
+        timeout_s: timeout of one HTTP request.
+        max_retries: retries after the first try for retryable failures (total tries = 1 + max_retries).
+        check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not answer.
+        backoff_s: first retry delay; it doubles with every retry.
+    """
+
+    def __init__(
+        self,
+        base_urls: str | list[str],
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_concurrency: int = 64,
+        timeout_s: float = 120,
+        max_retries: int = 3,
+        check_on_start: bool = True,
+        backoff_s: float = 0.5,
+    ):
+        urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
+        if not urls:
+            raise ValueError("OpenAICompatibleBackend needs at least one base URL, got an empty list")
+        if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0 or backoff_s < 0:
+            raise ValueError(
+                f"Expected max_concurrency >= 1, max_retries >= 0, timeout_s > 0, backoff_s >= 0; got "
+                f"{max_concurrency}, {max_retries}, {timeout_s}, {backoff_s}"
+            )
+        self.base_urls = [normalize_base_url(u) for u in urls]
+        self.model = model
+        self.api_key_env = api_key_env
+        self.max_concurrency = max_concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self._next_url = itertools.count()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        if check_on_start:
+            for url in self.base_urls:
+                check_server(url, self._api_key(), model=model, timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s))
+
+    def _api_key(self) -> str:
+        return os.environ.get(self.api_key_env) or "EMPTY"
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            key = self._api_key()
+            clients = [
+                openai.AsyncOpenAI(base_url=u, api_key=key, timeout=self.timeout_s, max_retries=0)
+                for u in self.base_urls
+            ]
+            state = self._loops[loop] = _LoopState(clients, asyncio.Semaphore(self.max_concurrency))
+        return state
+
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        response_format: dict | None = None,
+    ) -> Completion:
+        """One chat completion; raises `BackendError` once the retries are spent."""
+        state = self._state()
+        extra = {"response_format": response_format} if response_format is not None else {}
+        start, attempt = time.perf_counter(), 0
+        while True:
+            index = next(self._next_url) % len(self.base_urls)
+            try:
+                async with state.semaphore:
+                    response = await state.clients[index].chat.completions.create(
+                        model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, **extra
+                    )
+            except openai.OpenAIError as exc:
+                error = _backend_error(exc, self.base_urls[index])
+                if not _retryable(error) or attempt >= self.max_retries:
+                    raise error from exc
+                logger.debug("Retrying judge request after %s", error)
+                await asyncio.sleep(self.backoff_s * 2**attempt)
+                attempt += 1
+                continue
+            return _completion(response, time.perf_counter() - start)
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAICompatibleBackend(base_urls={self.base_urls!r}, model={self.model!r}, "
+            f"max_concurrency={self.max_concurrency}, timeout_s={self.timeout_s}, max_retries={self.max_retries})"
+        )
+
+
+def normalize_base_url(url: str) -> str:
+    """Strip the trailing slash; a bare `http://host:port` gets the usual `/v1`."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ValueError(f"Judge base URL must start with http:// or https://, got {url!r}")
+    url = url.rstrip("/")
+    if urllib.parse.urlsplit(url).path in ("", "/"):
+        url += "/v1"
+    return url
+
+
+def check_server(base_url: str, api_key: str, *, model: str | None = None, timeout_s: float = 5.0) -> list[str]:
+    """GET `<base_url>/models` synchronously; raise `BackendError` naming the URL if it does not answer.
+
+    Returns the served model ids. A `model` missing from them is logged as a warning only,
+    since some gateways do not list every model they route.
+    """
+    url = f"{base_url}/models"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            body = json.loads(response.read().decode("utf-8") or "{}")
+    except urllib.error.HTTPError as exc:
+        hint = " (check the API key environment variable)" if exc.code in (401, 403) else ""
+        raise BackendError(
+            f"Judge server check failed: GET {url} returned HTTP {exc.code}{hint}", kind="http", status=exc.code
+        ) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        kind = "timeout" if isinstance(reason, TimeoutError) else "transport"
+        raise BackendError(
+            f"Judge server at {base_url} does not answer (GET {url} within {timeout_s:g}s: {reason}). "
+            "Start the server, or fix the base URL.",
+            kind=kind,
+        ) from None
+    ids = [m.get("id") for m in body.get("data", []) if isinstance(m, dict)] if isinstance(body, dict) else []
+    if model is not None and ids and model not in ids:
+        logger.warning("Model %r is not among the models served at %s: %s", model, base_url, ids)
+    return ids
+
+
+def _backend_error(exc: openai.OpenAIError, url: str) -> BackendError:
+    if isinstance(exc, openai.APITimeoutError):
+        return BackendError(f"Judge request to {url} timed out", kind="timeout")
+    if isinstance(exc, openai.APIConnectionError):
+        return BackendError(f"Cannot reach judge server {url}: {exc}", kind="transport")
+    if isinstance(exc, openai.APIStatusError):
+        return BackendError(
+            f"Judge server {url} returned HTTP {exc.status_code}: {_short(exc.message)}",
+            kind="http",
+            status=exc.status_code,
+        )
+    return BackendError(f"Judge request to {url} failed: {type(exc).__name__}: {_short(str(exc))}", kind="transport")
+
+
+def _retryable(error: BackendError) -> bool:
+    if error.kind != "http":
+        return True
+    return error.status == 429 or (error.status is not None and error.status >= 500)
+
+
+def _completion(response, latency_s: float) -> Completion:
+    text = ""
+    if response.choices:
+        text = response.choices[0].message.content or ""
+    usage = response.usage
+    return Completion(
+        text=text,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        latency_s=latency_s,
+    )
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,154 @@
+"""`TransformersBackend`: a chat model run in this process (a small judge on the training GPU).
+
+Requests that arrive together (e.g. from `asyncio.gather`) are batched, up to
+`max_batch_size` with the same sampling settings, and generated in one worker thread so the
+event loop stays free. Prompts use the tokenizer's chat template; token counts are the
+real prompt and generated lengths. torch and transformers are imported inside, on first
+use, so `judging` stays importable without them. `response_format` is ignored (answers are
+validated by `LLMJudge` either way). Sampling (`temperature > 0`) uses torch's global RNG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .base import Completion
+
+
+@dataclass(eq=False)  # compared by identity: equal requests are distinct calls
+class _Pending:
+    messages: list[dict]
+    temperature: float
+    max_tokens: int
+    future: asyncio.Future
+
+
+@dataclass
+class _LoopQueue:
+    pending: list[_Pending] = field(default_factory=list)
+    worker: asyncio.Task | None = None
+
+
+class TransformersBackend:
+    """Chat backend that generates with a local `transformers` causal LM.
+
+    Args:
+        model_or_path: a loaded model, or a path / Hub id for `AutoModelForCausalLM.from_pretrained`.
+        tokenizer: its tokenizer (with a chat template); loaded from the path when None.
+        device: where to run ("cpu", "cuda:0"); default: the model's device, or cuda when available.
+        max_batch_size: most prompts generated together.
+    """
+
+    def __init__(self, model_or_path, tokenizer=None, *, device=None, max_batch_size: int = 8):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if isinstance(model_or_path, str) or hasattr(model_or_path, "__fspath__"):
+            name = str(model_or_path)
+            model = AutoModelForCausalLM.from_pretrained(name)
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(name)
+            if device is None:
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+        else:
+            model = model_or_path
+            if tokenizer is None:
+                raise ValueError("TransformersBackend got a model object without a tokenizer; pass tokenizer=")
+        if device is not None:
+            model = model.to(device)
+        if tokenizer.chat_template is None:
+            raise ValueError("The judge tokenizer has no chat template; set tokenizer.chat_template first")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.max_batch_size = max_batch_size
+        self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self._stop_ids = _stop_ids(model, tokenizer)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-generate")
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopQueue] = weakref.WeakKeyDictionary()
+
+    async def complete(
+        self,
+        messages: list[dict],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        response_format: dict | None = None,
+    ) -> Completion:
+        loop = asyncio.get_running_loop()
+        queue = self._queues.setdefault(loop, _LoopQueue())
+        item = _Pending(messages, temperature, max_tokens, loop.create_future())
+        queue.pending.append(item)
+        if queue.worker is None or queue.worker.done():
+            queue.worker = loop.create_task(self._drain(queue))
+        return await item.future
+
+    async def _drain(self, queue: _LoopQueue) -> None:
+        """Generate batches until nothing is pending; a batch shares temperature and max_tokens."""
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(0)  # let the other coroutines of a gather() enqueue first
+        while queue.pending:
+            first = queue.pending[0]
+            batch = [p for p in queue.pending if (p.temperature, p.max_tokens) == (first.temperature, first.max_tokens)]
+            batch = batch[: self.max_batch_size]
+            queue.pending = [p for p in queue.pending if p not in batch]
+            try:
+                results = await loop.run_in_executor(self._executor, self._generate, batch)
+            except Exception as exc:  # hand the error to every waiting caller
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(exc)
+                continue
+            for p, result in zip(batch, results, strict=True):
+                if not p.future.done():
+                    p.future.set_result(result)
+
+    def _generate(self, batch: list[_Pending]) -> list[Completion]:
+        import torch
+
+        start = time.perf_counter()
+        prompts = [
+            self.tokenizer.apply_chat_template(p.messages, tokenize=False, add_generation_prompt=True) for p in batch
+        ]
+        self.tokenizer.padding_side = "left"
+        inputs = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        inputs = inputs.to(self.model.device)
+        temperature = batch[0].temperature
+        sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        with torch.no_grad():
+            output = self.model.generate(
+                **inputs, max_new_tokens=batch[0].max_tokens, pad_token_id=self._pad_id, **sampling
+            )
+        generated = output[:, inputs["input_ids"].shape[1] :].tolist()
+        prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        latency = time.perf_counter() - start
+        completions = []
+        for tokens, prompt_tokens in zip(generated, prompt_lengths, strict=True):
+            answer, used = _until_stop(tokens, self._stop_ids)
+            text = self.tokenizer.decode(answer, skip_special_tokens=False)
+            completions.append(Completion(text, int(prompt_tokens), used, latency))
+        return completions
+
+    def __repr__(self) -> str:
+        name = getattr(self.model.config, "_name_or_path", type(self.model).__name__)
+        return f"TransformersBackend({name!r}, device={str(self.model.device)!r}, max_batch_size={self.max_batch_size})"
+
+
+def _stop_ids(model, tokenizer) -> set[int]:
+    ids = model.generation_config.eos_token_id
+    ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return ids
+
+
+def _until_stop(tokens: list[int], stop_ids: set[int]) -> tuple[list[int], int]:
+    """Tokens before the first stop token, and how many were generated (the stop token included)."""
+    for i, token in enumerate(tokens):
+        if token in stop_ids:
+            return tokens[:i], i + 1
+    return tokens, len(tokens)

@@ -1,0 +1,260 @@
+"""Parse a judge model's answer, validate it against the request, map it to canonical terms.
+
+The answer is the last valid JSON object in the text after `<think>` blocks are removed
+(```json fences and prose around it are tolerated; extra keys are ignored). Anything that
+does not match the request exactly (a position out of range, an order that is not a
+permutation of the shown IDs, a wrong key, a float position) raises `InvalidAnswer`, which
+`LLMJudge` counts and retries. Answer keys per request kind:
+
+| request                       | JSON answer                                              |
+|-------------------------------|----------------------------------------------------------|
+| CoarseRequest                 | `{"position": int 0..K}`                                 |
+| ListwiseRequest               | `{"order": [shown IDs, worst -> best]}`                  |
+| PairwiseRequest               | `{"winner": "A" / "B" / "TIE"}`                          |
+| RubricPairwiseRequest         | explicit: `{"winner": ...}`; implicit: `{"winners": [K]}`|
+| PointwiseRequest              | `{"score": number 0..10}`                                |
+| MetaJudgeRequest              | `{"consistent": true / false}`                           |
+| BufferSelectRequest           | `{"keep_anchor_ids": [...], "add_rollout_ids": [...]}`   |
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .rendering import Rendered
+from .requests import (
+    WINNERS,
+    BufferSelectRequest,
+    CoarseRequest,
+    ListwiseRequest,
+    MetaJudgeRequest,
+    PairwiseRequest,
+    PointwiseRequest,
+    RubricPairwiseRequest,
+)
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_THINK_CLOSE = "</think>"
+_SWAP = {"A": "B", "B": "A", "TIE": "TIE"}
+_EXCERPT = 200
+
+
+class InvalidAnswer(ValueError):
+    """The judge's answer cannot be used for this request; the message says why."""
+
+
+def strip_think(text: str) -> str:
+    """Remove `<think>...</think>` blocks and everything before a stray `</think>`."""
+    text = _THINK_BLOCK.sub("", text)
+    if _THINK_CLOSE in text:  # chat templates that open the block in the prompt leave only the close
+        text = text.rsplit(_THINK_CLOSE, 1)[1]
+    return text
+
+
+def last_json_object(text: str) -> dict | None:
+    """The last top-level JSON object in `text` that parses, or None."""
+    decoder = json.JSONDecoder()
+    found, i = None, text.find("{")
+    while i != -1:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict):
+            found = value
+        i = text.find("{", end)
+    return found
+
+
+def parse_answer(text: str, request, rendered: Rendered) -> Any:
+    """The canonical verdict for `request` from the judge's answer `text`; raises `InvalidAnswer`."""
+    answer = last_json_object(strip_think(text or ""))
+    if answer is None:
+        excerpt = (text or "")[:_EXCERPT]
+        raise InvalidAnswer(f"Judge answer holds no JSON object; expected {_EXPECTED[type(request)]}, got {excerpt!r}")
+    return _VALIDATORS[type(request)](answer, request, rendered)
+
+
+# ---- field checks -------------------------------------------------------------------------
+
+
+def _field(answer: dict, key: str, request) -> Any:
+    if key not in answer:
+        raise InvalidAnswer(
+            f"Judge answer has no {key!r} key (keys: {sorted(answer)}); expected {_EXPECTED[type(request)]}"
+        )
+    return answer[key]
+
+
+def _integer(value: Any, what: str) -> int:
+    """An int, or a float with an integral value; never a bool or a string."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidAnswer(f"Judge returned {what} {value!r}; expected an integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise InvalidAnswer(f"Judge returned {what} {value!r}; expected an integer, not a fraction")
+    return int(value)
+
+
+def _winner(value: Any, what: str) -> str:
+    if not isinstance(value, str) or value.strip().upper() not in WINNERS:
+        raise InvalidAnswer(f"Judge returned {what} {value!r}; expected one of 'A', 'B', 'TIE'")
+    return value.strip().upper()
+
+
+def _id_list(value: Any, what: str) -> list:
+    if not isinstance(value, list):
+        raise InvalidAnswer(f"Judge returned {what} {value!r}; expected a JSON array")
+    return value
+
+
+# ---- one validator per request type -------------------------------------------------------
+
+
+def _coarse(answer: dict, request: CoarseRequest, rendered: Rendered) -> int:
+    k = len(request.anchors)
+    position = _integer(_field(answer, "position", request), "position")
+    if not 0 <= position <= k:
+        raise InvalidAnswer(f"Judge returned position {position} for {k} anchors; expected an integer in 0..{k}")
+    return position
+
+
+def _listwise(answer: dict, request: ListwiseRequest, rendered: Rendered) -> list[int]:
+    n = len(request.candidates)
+    raw = _id_list(_field(answer, "order", request), "order")
+    order = [_integer(v, "order entry") for v in raw]
+    if sorted(order) != list(range(n)):
+        raise InvalidAnswer(
+            f"Judge returned order {order} for {n} candidates; expected a permutation of {list(range(n))}"
+        )
+    return [rendered.display[i] for i in order]
+
+
+def _pairwise(answer: dict, request: PairwiseRequest, rendered: Rendered) -> str:
+    winner = _winner(_field(answer, "winner", request), "winner")
+    return _SWAP[winner] if rendered.swapped else winner
+
+
+def _rubric_pairwise(answer: dict, request: RubricPairwiseRequest, rendered: Rendered) -> list[str]:
+    if request.rubric_index is not None:
+        winners = [_winner(_field(answer, "winner", request), "winner")]
+    else:
+        k = len(request.rubrics)
+        raw = _id_list(_field(answer, "winners", request), "winners")
+        if len(raw) != k:
+            raise InvalidAnswer(f"Judge returned {len(raw)} winners for {k} rubrics; expected exactly {k} entries")
+        winners = [_winner(v, f"winners[{i}]") for i, v in enumerate(raw)]
+    return [_SWAP[w] for w in winners] if rendered.swapped else winners
+
+
+def _pointwise(answer: dict, request: PointwiseRequest, rendered: Rendered) -> float:
+    score = _field(answer, "score", request)
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise InvalidAnswer(f"Judge returned score {score!r}; expected a number from 0 through 10")
+    if not 0 <= score <= 10:
+        raise InvalidAnswer(f"Judge returned score {score!r}; expected a number from 0 through 10")
+    return float(score)
+
+
+def _meta(answer: dict, request: MetaJudgeRequest, rendered: Rendered) -> bool:
+    verdict = _field(answer, "consistent", request)
+    if not isinstance(verdict, bool):
+        raise InvalidAnswer(f"Judge returned consistent={verdict!r}; expected JSON true or false")
+    return verdict
+
+
+def _buffer_select(answer: dict, request: BufferSelectRequest, rendered: Rendered) -> list[int]:
+    k, r = len(request.anchors), len(request.rollouts)
+    keep = [
+        _buffer_id(v, "A", k, request) for v in _id_list(_field(answer, "keep_anchor_ids", request), "keep_anchor_ids")
+    ]
+    add = [
+        _buffer_id(v, "R", r, request) for v in _id_list(_field(answer, "add_rollout_ids", request), "add_rollout_ids")
+    ]
+    chosen = keep + [k + j for j in add]
+    if len(set(chosen)) != len(chosen):
+        raise InvalidAnswer(f"Judge selected an ID twice (anchors {keep}, rollouts {add}); IDs must be distinct")
+    if len(chosen) != request.size:
+        raise InvalidAnswer(
+            f"Judge selected {len(chosen)} IDs (anchors {keep}, rollouts {add}); expected exactly {request.size} in total"
+        )
+    return sorted(chosen)
+
+
+def _buffer_id(value: Any, prefix: str, count: int, request: BufferSelectRequest) -> int:
+    """`3`, `"3"` or `"R3"` -> 3 for the list with IDs `[R0]..`; look-ahead `[L..]` IDs are refused."""
+    if isinstance(value, str):
+        text = value.strip().strip("[]").upper()
+        if text.startswith("L") and request.lookahead:
+            raise InvalidAnswer(f"Judge selected look-ahead rollout {value!r}; look-ahead rollouts may not be selected")
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+        if not text.isdigit():
+            raise InvalidAnswer(f"Judge returned ID {value!r}; expected an integer ID of the form {prefix}<n>")
+        value = int(text)
+    index = _integer(value, f"{prefix} ID")
+    if not 0 <= index < count:
+        raise InvalidAnswer(
+            f"Judge returned ID {prefix}{index}; expected one of {prefix}0..{prefix}{count - 1}"
+            if count
+            else f"Judge returned ID {prefix}{index}, but there are no {prefix} entries to select"
+        )
+    return index
+
+
+_VALIDATORS = {
+    CoarseRequest: _coarse,
+    ListwiseRequest: _listwise,
+    PairwiseRequest: _pairwise,
+    RubricPairwiseRequest: _rubric_pairwise,
+    PointwiseRequest: _pointwise,
+    MetaJudgeRequest: _meta,
+    BufferSelectRequest: _buffer_select,
+}
+
+_EXPECTED = {
+    CoarseRequest: '{"position": <integer 0..K>}',
+    ListwiseRequest: '{"order": [candidate IDs, worst to best]}',
+    PairwiseRequest: '{"winner": "A" | "B" | "TIE"}',
+    RubricPairwiseRequest: '{"winner": ...} (one rubric) or {"winners": [one per rubric]}',
+    PointwiseRequest: '{"score": <number 0..10>}',
+    MetaJudgeRequest: '{"consistent": true | false}',
+    BufferSelectRequest: '{"keep_anchor_ids": [...], "add_rollout_ids": [...]}',
+}
+
+
+# ---- structured output ----------------------------------------------------------------------
+
+
+def answer_schema(request) -> dict:
+    """OpenAI `response_format` with a JSON schema for this request's answer (structured output)."""
+    props = _schema_properties(request)
+    schema = {"type": "object", "properties": props, "required": sorted(props)}
+    name = type(request).__name__.removesuffix("Request").lower() + "_verdict"
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+
+
+def _schema_properties(request) -> dict:
+    winner = {"type": "string", "enum": list(WINNERS)}
+    if isinstance(request, CoarseRequest):
+        return {"position": {"type": "integer", "minimum": 0, "maximum": len(request.anchors)}}
+    if isinstance(request, ListwiseRequest):
+        n = len(request.candidates)
+        ids = {"type": "integer", "minimum": 0, "maximum": n - 1}
+        return {"order": {"type": "array", "items": ids, "minItems": n, "maxItems": n, "uniqueItems": True}}
+    if isinstance(request, PairwiseRequest) or (
+        isinstance(request, RubricPairwiseRequest) and request.rubric_index is not None
+    ):
+        return {"winner": winner}
+    if isinstance(request, RubricPairwiseRequest):
+        k = len(request.rubrics)
+        return {"winners": {"type": "array", "items": winner, "minItems": k, "maxItems": k}}
+    if isinstance(request, PointwiseRequest):
+        return {"score": {"type": "number", "minimum": 0, "maximum": 10}}
+    if isinstance(request, MetaJudgeRequest):
+        return {"consistent": {"type": "boolean"}}
+    ids = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+    return {"keep_anchor_ids": ids, "add_rollout_ids": ids}

@@ -1,0 +1,166 @@
+"""`SimulatedJudge`: a judge with a known latent quality, seeded noise and biases.
+
+For tests and the reward-method benchmark: the true ranking is known, so a method's
+agreement with it can be measured. A text's perceived quality in one call is (Thurstone
+Case V model)
+
+    q(text) + length_bias * len(text) / 100 + position_bias * b(display position) + N(0, noise^2)
+
+where `q` is the latent quality (`quality(query_id, text)`, a `{text: quality}` dict, or
+`rubric_quality(query_id, text, rubric_index)` for per-rubric requests), and `b` is 1 for
+the first text shown and falls linearly to 0 for the last (pairwise: the displayed-first
+response gets the whole bias; listwise: by display position). Coarse, pointwise, meta and
+buffer-select requests have no position bias. Verdicts then follow
+`judging.quality_judge.QualityJudge`; pointwise scores are the perceived quality clipped
+to [0, 10], and a meta-judge answer is `q(rationale) >= meta_threshold`.
+
+Deterministic: the noise of a call is drawn from `seeded_rng(seed, request, n)` where `n`
+counts earlier identical requests, so the same sequence of requests gets the same answers
+in any process, and repeating a request draws fresh noise. With probability `fail_rate` a
+call fails as an invalid answer (`JudgeFailure(kind="invalid")`), to exercise failure policies.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+
+from ..judging.quality_judge import QualityJudge
+from ..judging.requests import (
+    JudgeFailure,
+    ListwiseRequest,
+    PairwiseRequest,
+    RubricPairwiseRequest,
+    request_kind,
+)
+from ..judging.seeding import seeded_rng, stable_seed, text_id
+from ..judging.tokens import TokenCounter
+
+QualityFn = Callable[[str, str], float]
+RubricQualityFn = Callable[[str, str, int], float]
+
+
+class SimulatedJudge(QualityJudge):
+    """Answers every request type from a latent quality (module docstring for the model)."""
+
+    def __init__(
+        self,
+        quality: QualityFn | Mapping[str, float],
+        *,
+        noise: float = 0.0,
+        position_bias: float = 0.0,
+        length_bias: float = 0.0,
+        seed: int = 0,
+        token_counter: TokenCounter | str | None = None,
+        templates=None,
+        rubric_quality: RubricQualityFn | None = None,
+        fail_rate: float = 0.0,
+        tie_margin: float = 0.0,
+        meta_threshold: float = 5.0,
+    ):
+        super().__init__(
+            token_counter=token_counter,
+            templates=templates,
+            seed=seed,
+            tie_margin=tie_margin,
+            pointwise_range=(0.0, 10.0),
+            meta_threshold=meta_threshold,
+        )
+        if noise < 0:
+            raise ValueError(f"noise is a standard deviation and must be >= 0, got {noise!r}")
+        if not 0.0 <= fail_rate <= 1.0:
+            raise ValueError(f"fail_rate is a probability and must be in [0, 1], got {fail_rate!r}")
+        self._quality = _quality_fn(quality)
+        self.rubric_quality = rubric_quality
+        self.noise = float(noise)
+        self.position_bias = float(position_bias)
+        self.length_bias = float(length_bias)
+        self.fail_rate = float(fail_rate)
+        self._seen: Counter[tuple] = Counter()  # draws per (purpose, request, rubric) so far
+
+    async def judge(self, request):
+        if self.fail_rate and self._rng("fail", request, None).random() < self.fail_rate:
+            self.ledger.record(
+                request_kind=request_kind(request),
+                parsed=False,
+                prompt_tokens=self.prompt_tokens(request),
+                failure="invalid",
+            )
+            return JudgeFailure("invalid", "SimulatedJudge: simulated invalid answer (fail_rate)")
+        return await super().judge(request)
+
+    async def qualities(self, request, texts: Sequence[str], rubric_index: int | None = None) -> list[float]:
+        rng = self._rng("noise", request, rubric_index)
+        bias = self._position_bonus(request, len(texts))
+        out = []
+        for i, text in enumerate(texts):
+            q = self.latent(request.query_id, text, rubric_index)
+            q += self.length_bias * len(text) / 100 + bias[i]
+            out.append(q + (rng.gauss(0.0, self.noise) if self.noise else 0.0))
+        return out
+
+    def latent(self, query_id: str, text: str, rubric_index: int | None = None) -> float:
+        """The noise- and bias-free quality of `text` (per rubric when `rubric_quality` is given)."""
+        if rubric_index is not None and self.rubric_quality is not None:
+            return float(self.rubric_quality(query_id, text, rubric_index))
+        return float(self._quality(query_id, text))
+
+    def _rng(self, purpose: str, request, rubric_index: int | None):
+        key = (purpose, stable_seed(repr(request)), rubric_index)
+        n = self._seen[key]
+        self._seen[key] += 1
+        return seeded_rng(self.seed, *key, n)
+
+    def _position_bonus(self, request, n: int) -> list[float]:
+        """Bias per canonical text: `position_bias * (n - 1 - d) / (n - 1)` for display position d."""
+        positions = display_positions(request, self.seed)
+        if positions is None or not self.position_bias:
+            return [0.0] * n
+        return [self.position_bias * (n - 1 - d) / (n - 1) for d in positions]
+
+
+def display_positions(request, seed: int) -> list[int] | None:
+    """Display position of each canonical text of a pairwise or listwise request, else None.
+
+    Pairwise: `display` "ab"/"ba" when forced; "auto" flips a coin seeded by (seed, query id,
+    step, text ids). Listwise: a shuffle seeded the same way.
+    """
+    if isinstance(request, (PairwiseRequest, RubricPairwiseRequest)):
+        display = request.display
+        if display == "auto":
+            display = "ab" if _display_rng(request, seed, (request.a, request.b)).random() < 0.5 else "ba"
+        return [0, 1] if display == "ab" else [1, 0]
+    if isinstance(request, ListwiseRequest):
+        shown = list(range(len(request.candidates)))
+        _display_rng(request, seed, request.candidates).shuffle(shown)  # shown[d] = canonical index at d
+        positions = [0] * len(shown)
+        for d, i in enumerate(shown):
+            positions[i] = d
+        return positions
+    return None
+
+
+def _display_rng(request, seed: int, texts: Sequence[str]):
+    return seeded_rng(seed, "display", request.query_id, request.step, *(text_id(t) for t in texts))
+
+
+def _quality_fn(quality: QualityFn | Mapping[str, float]) -> QualityFn:
+    if isinstance(quality, Mapping):
+        table = dict(quality)
+
+        def lookup(query_id: str, text: str) -> float:
+            try:
+                return table[text]
+            except KeyError:
+                raise LookupError(
+                    f"SimulatedJudge quality dict has no entry for text {text[:80]!r} (query {query_id!r}); "
+                    "add it or pass a quality(query_id, text) function"
+                ) from None
+
+        return lookup
+    if not callable(quality):
+        raise TypeError(f"quality must be a callable (query_id, text) -> float or a dict, got {type(quality).__name__}")
+    return quality
+
+
+__all__ = ["SimulatedJudge", "display_positions"]
