@@ -1,0 +1,350 @@
+"""MatrixReward math: win-rate matrix, rubric weights, weight fusion, ideal-point reward.
+
+Pure, vectorized numpy over one group (papers/matrixreward.txt). Shapes: G rollouts
+(unique answers), K rubrics; `M` is the G x K win-rate matrix (Sec. 3.1, Eq. 2), `a`
+matrix-derived weights, `p` prior weights, `w` combined weights (all length K, sum 1).
+
+Reading order: matrix (Eq. 1-2) -> extractors (CRITIC Eq. 3; entropy and SVD, App. F)
+-> fusion (game-theoretic Eq. 4-5; prior-only, additive and multiplicative, Sec. 4.3-4.5)
+-> reward (TOPSIS closeness Eq. 6-7 with its ideal and distance variants; weighted
+aggregation, Sec. 4.4) -> `matrix_reward`, the whole pipeline for one group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+#: a column whose max - min is at most this is constant (win rates are exact multiples of 1/(4(G-1)))
+CONSTANT_TOL = 1e-12
+#: |det H| at or below this makes the game combination fall back (Sec. 3.2, after Eq. 5)
+SINGULAR_DET = 1e-12
+#: both TOPSIS distances at or below this count as vanished: closeness 1/2 (Sec. 3.3)
+VANISHED_DISTANCE = 1e-12
+#: covariance eigenvalues below this fraction of the largest are dropped in the Mahalanobis pseudo-inverse
+PINV_RTOL = 1e-10
+
+
+def _choice(name: str, value: str, options) -> str:
+    if value not in options:
+        raise ValueError(f"{name}={value!r} is not supported; choose one of {sorted(options)}")
+    return value
+
+
+def _check_matrix(M) -> np.ndarray:
+    M = np.asarray(M, dtype=float)
+    if M.ndim != 2 or M.shape[0] < 1 or M.shape[1] < 1:
+        raise ValueError(f"Expected a G x K matrix with G, K >= 1, got shape {M.shape}")
+    if not np.all(np.isfinite(M)) or M.min() < 0.0 or M.max() > 1.0:
+        raise ValueError("Win-rate matrix entries must be finite and in [0, 1]; rescale scores before calling")
+    return M
+
+
+def _normalized(d: np.ndarray) -> np.ndarray:
+    """d / sum(d), or uniform weights when every d_k is zero (Eq. 3; App. F)."""
+    total = d.sum()
+    return d / total if total > 0 else np.full(d.shape, 1.0 / d.size)
+
+
+# --- Sec. 3.1: the rollout-by-rubric win-rate matrix ------------------------------------
+
+
+def pair_indices(G: int) -> tuple[np.ndarray, np.ndarray]:
+    """The C(G,2) unordered pairs (i < j) in row-major order: (0,1), (0,2), ..., (1,2), ...
+
+    This is `itertools.combinations(range(G), 2)` order; `win_rate_matrix` expects it.
+    """
+    return np.triu_indices(G, k=1)
+
+
+def win_rate_matrix(outcomes, G: int, K: int) -> np.ndarray:
+    """M (G x K) from pairwise outcomes (Eq. 1-2, Algorithm 1 lines 4-11).
+
+    Args:
+        outcomes: shape (C(G,2), K); row t is pair `pair_indices(G)[t] = (i, j)` and holds
+            z_ijk, the score of i against j under rubric k: 1 win, 0 loss, 1/2 tie (or the
+            average of both display orders: a multiple of 1/4). j receives 1 - z_ijk.
+        G: rollouts (>= 2); K: rubrics (>= 1).
+
+    Returns M with M_ik = sum_{j != i} z_ijk / (G - 1) in [0, 1]; each column sums to G/2.
+    """
+    if G < 2 or K < 1:
+        raise ValueError(f"A win-rate matrix needs G >= 2 rollouts and K >= 1 rubrics, got G={G}, K={K}")
+    z = np.asarray(outcomes, dtype=float)
+    pairs = G * (G - 1) // 2
+    if z.shape != (pairs, K):
+        raise ValueError(f"Expected outcomes of shape (C({G},2)={pairs}, {K}), got {z.shape}")
+    if not np.all(np.isfinite(z)) or z.min() < 0.0 or z.max() > 1.0:
+        raise ValueError("Pairwise outcomes must be in [0, 1] (1 win, 1/2 tie, 0 loss)")
+    i, j = pair_indices(G)
+    wins = np.zeros((G, K))
+    np.add.at(wins, i, z)
+    np.add.at(wins, j, 1.0 - z)
+    return wins / (G - 1)
+
+
+def column_spread(M) -> np.ndarray:
+    """max - min of each column of M (shape (K,)): how strongly each rubric separates the group."""
+    return np.ptp(_check_matrix(M), axis=0)
+
+
+# --- Sec. 3.2 and App. F: matrix-derived weights a (shape (K,), sum 1) --------------------
+
+
+def _minmax(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Min-max normalize each nonconstant column; constant columns become zeros. Returns (U, nonconstant)."""
+    low, span = M.min(axis=0), np.ptp(M, axis=0)
+    nonconstant = span > CONSTANT_TOL
+    U = np.divide(M - low, span, out=np.zeros_like(M), where=nonconstant)
+    return U, nonconstant
+
+
+def critic_weights(M) -> np.ndarray:
+    """CRITIC weights a (Sec. 3.2, Eq. 3; Diakoulaki et al. 1995).
+
+    U = column-wise min-max normalized M (constant column -> zeros); sigma_k = population
+    std of U_.k; rho_kl = Pearson correlation of U_.k and U_.l (0 when either is constant);
+    d_k = sigma_k * sum_{l != k} (1 - rho_kl); a = d / sum(d), uniform if every d_k = 0.
+    """
+    U, nonconstant = _minmax(_check_matrix(M))
+    centered = U - U.mean(axis=0)
+    sigma = np.sqrt((centered**2).mean(axis=0))
+    cov = centered.T @ centered / U.shape[0]
+    scale = np.outer(sigma, sigma)
+    both = np.outer(nonconstant, nonconstant)
+    rho = np.divide(cov, scale, out=np.zeros_like(cov), where=both)
+    np.fill_diagonal(rho, 1.0)  # l = k is excluded from the sum: 1 - rho_kk = 0
+    d = sigma * (1.0 - rho).sum(axis=1)
+    return _normalized(d)
+
+
+def entropy_weights(M) -> np.ndarray:
+    """Entropy weights (App. F): a_k proportional to 1 - e_k.
+
+    q_ik = U_ik / sum_j U_jk on the min-max normalized nonconstant columns;
+    e_k = -sum_{q_ik > 0} q_ik log q_ik / log G. Constant columns get 0; an entirely
+    constant matrix gives uniform weights.
+    """
+    M = _check_matrix(M)
+    G = M.shape[0]
+    U, nonconstant = _minmax(M)
+    if not nonconstant.any():
+        return np.full(M.shape[1], 1.0 / M.shape[1])
+    q = U / np.where(nonconstant, U.sum(axis=0), 1.0)
+    plogq = np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)
+    e = -plogq.sum(axis=0) / np.log(G)
+    return _normalized(np.where(nonconstant, 1.0 - e, 0.0))
+
+
+def svd_weights(M, variance: float = 0.85) -> np.ndarray:
+    """SVD / principal-component weights (App. F).
+
+    Z = nonconstant columns of M standardized (population std), eigenpairs (lambda_j, v_j)
+    of Z^T Z / G in descending order; keep the fewest m components whose eigenvalues reach
+    `variance` of the total; a_k proportional to sum_{j<=m} lambda_j v_kj^2. Constant columns
+    get 0; an entirely constant matrix gives uniform weights.
+    """
+    if not 0.0 < variance <= 1.0:
+        raise ValueError(f"svd variance must be in (0, 1], got {variance}")
+    M = _check_matrix(M)
+    nonconstant = np.ptp(M, axis=0) > CONSTANT_TOL
+    a = np.zeros(M.shape[1])
+    if not nonconstant.any():
+        return np.full(M.shape[1], 1.0 / M.shape[1])
+    X = M[:, nonconstant]
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    lam, vecs = np.linalg.eigh(Z.T @ Z / M.shape[0])
+    lam, vecs = np.clip(lam[::-1], 0.0, None), vecs[:, ::-1]
+    explained = np.cumsum(lam) / lam.sum()
+    m = int(np.searchsorted(explained, variance - 1e-12)) + 1  # fewest components reaching `variance`
+    a[nonconstant] = (vecs[:, :m] ** 2 * lam[:m]).sum(axis=1)
+    return _normalized(a)
+
+
+EXTRACTORS = {"critic": critic_weights, "entropy": entropy_weights, "svd": svd_weights}
+
+
+def prior_weights(points) -> np.ndarray:
+    """p_k = t_k / sum_l t_l from the rubrics' stored importance points (Sec. 3.2)."""
+    t = np.asarray(points, dtype=float)
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or t.min() <= 0:
+        raise ValueError(f"Rubric weights must be a non-empty list of positive numbers, got {list(t)}")
+    return t / t.sum()
+
+
+# --- Sec. 3.2 and 4.5: fusing a with the prior p ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Combined weights `w` and the coefficients on (a, p); None where a rule has none."""
+
+    w: np.ndarray
+    alpha: float | None
+    beta: float | None
+    fallback: bool = False
+
+
+def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
+    """Game-theoretic least-squares combination (Sec. 3.2, Eq. 4-5; Huang et al. 2023).
+
+    Solve H [u v]^T = [a.a, p.p]^T with H = [[a.a, a.p], [p.a, p.p]];
+    (alpha, beta) = (|u|, |v|) / (|u| + |v|); w = alpha a + beta p. When |det H| <= 1e-12
+    or the solution is not finite: w = sqrt(a p) / sum sqrt(a p), coefficients (0.5, 0.5),
+    fallback True. Returns (w, alpha, beta, fallback).
+    """
+    a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
+    if a.shape != p.shape or a.ndim != 1:
+        raise ValueError(f"a and p must be vectors of one length, got shapes {a.shape} and {p.shape}")
+    aa, ap, pp = a @ a, a @ p, p @ p
+    det = aa * pp - ap * ap
+    if np.isfinite(det) and abs(det) > SINGULAR_DET:
+        u, v = (aa * pp - ap * pp) / det, (aa * pp - ap * aa) / det  # Cramer's rule on Eq. 4
+        if np.isfinite(u) and np.isfinite(v) and abs(u) + abs(v) > 0:
+            alpha, beta = abs(u) / (abs(u) + abs(v)), abs(v) / (abs(u) + abs(v))
+            return alpha * a + beta * p, float(alpha), float(beta), False
+    g = np.sqrt(a * p)
+    return _normalized(g), 0.5, 0.5, True
+
+
+def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
+    """Combine matrix weights a with prior p.
+
+    - "game": Eq. 4-5 (`game_combination`), the paper's method;
+    - "prior_only": w = p, the "Prior" row of Table 2 (Sec. 4.3);
+    - "additive": w = (1 - mixture_alpha) p + mixture_alpha a (Sec. 4.5, Table 4);
+    - "multiplicative": w proportional to a_k p_k (Sec. 4.5, Table 4).
+    """
+    _choice("fusion", fusion, FUSIONS)
+    a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
+    if fusion == "game":
+        return Fusion(*game_combination(a, p))
+    if fusion == "prior_only":
+        return Fusion(p.copy(), 0.0, 1.0)
+    if fusion == "additive":
+        if not 0.0 <= mixture_alpha <= 1.0:
+            raise ValueError(f"mixture_alpha must be in [0, 1], got {mixture_alpha}")
+        return Fusion((1.0 - mixture_alpha) * p + mixture_alpha * a, float(mixture_alpha), 1.0 - mixture_alpha)
+    return Fusion(_normalized(a * p), None, None)
+
+
+FUSIONS = ("game", "prior_only", "additive", "multiplicative")
+
+
+# --- Sec. 3.3 and 4.4: from weighted profiles to a reward in [0, 1] -----------------------
+
+
+def _column_normalized(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """N = M / L with L_k the Euclidean norm of column k; zero column -> 0 (Eq. 6). Returns (N, 1/L)."""
+    L = np.sqrt((M**2).sum(axis=0))
+    inv = np.divide(1.0, L, out=np.zeros_like(L), where=L > 0)
+    return M * inv, inv
+
+
+def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """sqrt(d S^+ d^T) per row of diff, S the population covariance of the profiles V (K x K).
+
+    S is often singular (G <= K, constant or collinear columns), so S^+ is the
+    eigen-decomposition pseudo-inverse without eigenvalues below PINV_RTOL * the largest.
+    """
+    centered = V - V.mean(axis=0)
+    lam, vecs = np.linalg.eigh(centered.T @ centered / V.shape[0])
+    keep = lam > PINV_RTOL * max(lam.max(), 0.0)
+    if not keep.any():
+        return np.zeros(diff.shape[0])
+    proj = diff @ vecs[:, keep]
+    return np.sqrt((proj**2 / lam[keep]).sum(axis=1))
+
+
+def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclidean") -> np.ndarray:
+    """Relative closeness to the ideal profiles (Sec. 3.3, Eq. 6-7; Hwang and Yoon): shape (G,).
+
+    v_ik = w_k N_ik. Ideals: "observed" (the paper's method) v+ = column max, v- = column
+    min of v; "theoretical" (Sec. 4.4) v+ = w_k / L_k (the weighted profile of a rollout
+    that wins everything, M_ik = 1) and v- = 0. Distance: "euclidean" (the method) or
+    "mahalanobis" (Sec. 4.4: same ideals, covariance of the profiles; whitening makes it
+    invariant to rescaling columns, so w then matters only through which w_k are zero).
+    r_i = D-_i / (D+_i + D-_i), and 1/2 when both distances vanish.
+    """
+    _choice("ideals", ideals, IDEALS)
+    _choice("distance", distance, DISTANCES)
+    M = _check_matrix(M)
+    w = np.asarray(w, dtype=float)
+    if w.shape != (M.shape[1],):
+        raise ValueError(f"Expected {M.shape[1]} weights for a {M.shape} matrix, got shape {w.shape}")
+    N, inv_norm = _column_normalized(M)
+    V = N * w
+    if ideals == "observed":
+        v_pos, v_neg = V.max(axis=0), V.min(axis=0)
+    else:
+        v_pos, v_neg = w * inv_norm, np.zeros_like(w)
+    if distance == "euclidean":
+        d_pos, d_neg = np.linalg.norm(V - v_pos, axis=1), np.linalg.norm(V - v_neg, axis=1)
+    else:
+        d_pos, d_neg = _mahalanobis(V - v_pos, V), _mahalanobis(V - v_neg, V)
+    total = d_pos + d_neg
+    return np.where(total > VANISHED_DISTANCE, d_neg / np.where(total > 0, total, 1.0), 0.5)
+
+
+def weighted_aggregation(M, w) -> np.ndarray:
+    """r_i = sum_k w_k M_ik: the weighted average of raw win rates (Sec. 4.4, Table 3)."""
+    M = _check_matrix(M)
+    return M @ np.asarray(w, dtype=float)
+
+
+IDEALS = ("observed", "theoretical")
+DISTANCES = ("euclidean", "mahalanobis")
+AGGREGATIONS = ("topsis", "weighted_sum")
+
+
+# --- the whole pipeline for one group ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatrixRewardResult:
+    """Quality rewards (G,) and the intermediate quantities worth logging."""
+
+    rewards: np.ndarray
+    weights: np.ndarray
+    matrix_weights: np.ndarray
+    prior: np.ndarray
+    alpha: float | None
+    beta: float | None
+    fallback: bool
+    column_spread: np.ndarray
+
+
+def matrix_reward(
+    M,
+    points,
+    *,
+    extractor: str = "critic",
+    fusion: str = "game",
+    mixture_alpha: float = 0.5,
+    ideals: str = "observed",
+    distance: str = "euclidean",
+    aggregation: str = "topsis",
+    svd_variance: float = 0.85,
+) -> MatrixRewardResult:
+    """Algorithm 1 lines 12-28 for one group: weights from M and rubric points, then r^qual.
+
+    `points` are the rubrics' stored importance weights t_k (normalized to p here).
+    Defaults are the paper's method; the other options are its ablations (see `fuse`,
+    `topsis_closeness`, App. F extractors, and aggregation="weighted_sum" of Sec. 4.4).
+    """
+    _choice("extractor", extractor, EXTRACTORS)
+    _choice("aggregation", aggregation, AGGREGATIONS)
+    M = _check_matrix(M)
+    p = prior_weights(points)
+    if p.size != M.shape[1]:
+        raise ValueError(f"Got {p.size} rubric weights for a matrix with {M.shape[1]} rubric columns")
+    extract = partial(svd_weights, variance=svd_variance) if extractor == "svd" else EXTRACTORS[extractor]
+    a = extract(M)
+    fused = fuse(a, p, fusion, mixture_alpha)
+    if aggregation == "topsis":
+        rewards = topsis_closeness(M, fused.w, ideals=ideals, distance=distance)
+    else:
+        rewards = weighted_aggregation(M, fused.w)
+    return MatrixRewardResult(rewards, fused.w, a, p, fused.alpha, fused.beta, fused.fallback, np.ptp(M, axis=0))

@@ -1,0 +1,240 @@
+"""MatrixReward: a reward from the rollout-by-rubric win-rate matrix (papers/matrixreward.txt).
+
+Per group: judge every unordered pair of unique answers under each rubric (Sec. 3.1),
+fill the win-rate matrix M, derive rubric weights from M and fuse them with the rubrics'
+prior weights (Sec. 3.2), and reward each answer by its closeness to the observed ideal
+profiles (Sec. 3.3). The math lives in `matrix_math`; this module asks the judge.
+
+Choices the paper leaves open, decided here:
+
+- Duplicates: identical final answers are judged once (the base class groups them), and
+  M is built over the U unique answers with 1/(U-1) normalization; every copy gets its
+  answer's reward. Comparing an answer with its own copy would be a free tie that pulls
+  win rates toward 1/2.
+- Invalid rollouts (no final answer) are never judged and get quality reward 0, the lowest
+  closeness, below every judged answer's expected reward; `lambda_fmt` then adds nothing
+  for them since their format reward is 0.
+- Fewer than two unique answers: nothing to compare, no judge call; each gets 1/2, the
+  closeness the paper assigns when both distances vanish.
+- "pointwise" protocol (Sec. 4.2, "pointwise + MatrixReward"): the paper says only that
+  the matrix comes from independent absolute scores per rollout and rubric; we use
+  M_ik = s_ik / 10 with s_ik the 0-10 `PointwiseRequest(rubric_index=k)` score, so the
+  matrix holds absolute scores on the win-rate scale [0, 1] (no pairwise comparison).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..judging.outcomes import ask_pair
+from ..judging.protocol import Judge, ask, is_failure
+from ..judging.requests import JudgeFailure, PointwiseRequest, RubricPairwiseRequest
+from .answers import AnswerFormat
+from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, ScoreOutcome, require
+from .matrix_math import (
+    AGGREGATIONS,
+    DISTANCES,
+    EXTRACTORS,
+    FUSIONS,
+    IDEALS,
+    _choice,
+    matrix_reward,
+    pair_indices,
+    win_rate_matrix,
+)
+
+PROTOCOLS = ("explicit", "implicit", "pointwise")
+#: quality reward of a rollout without a valid final answer (never judged)
+INVALID_REWARD = 0.0
+#: quality reward when a group has fewer than two unique answers (nothing to compare)
+LONE_ANSWER_REWARD = 0.5
+
+
+class MatrixReward(GroupRewardMethod):
+    """MatrixReward (papers/matrixreward.txt, Algorithm 1); rewards r^qual in [0, 1] + lambda_fmt * f.
+
+    Args:
+        judge: answers `RubricPairwiseRequest` (pairwise protocols) or `PointwiseRequest`.
+        protocol: "explicit" (Sec. 3.1, App. A.2): one request per pair and rubric,
+            K * C(U, 2) requests; "implicit" (Sec. 3.1, App. A.3): all K verdicts in one
+            request per pair, C(U, 2) requests; "pointwise" (Sec. 4.2): K * U independent
+            0-10 scores, M_ik = score / 10 (see the module docstring).
+        both_orders: judge each pair in both display orders and average the identity-aligned
+            outcomes (Sec. 3.1, App. A.2); doubles the requests. Pairwise protocols only.
+        extractor: matrix-derived weights: "critic" (Sec. 3.2, Eq. 3), "entropy" or "svd"
+            (Sec. 4.3, App. F).
+        fusion: "game" (Sec. 3.2, Eq. 4-5), "prior_only" (w = p, Table 2), "additive"
+            (w = (1 - mixture_alpha) p + mixture_alpha a) or "multiplicative" (w ~ a p)
+            (Sec. 4.5, Table 4).
+        mixture_alpha: coefficient of the additive fusion (the paper tries 0.1 to 0.5).
+        ideals: "observed" column extrema (Sec. 3.3) or "theoretical" weighted upper bound
+            and zero (Sec. 4.4).
+        distance: "euclidean" (Eq. 7) or "mahalanobis" (Sec. 4.4).
+        aggregation: "topsis" closeness (Eq. 7) or "weighted_sum" of win rates (Sec. 4.4).
+        svd_variance: variance share the SVD extractor keeps (App. F: 0.85).
+        lambda_fmt, answer_format, format_reward: as in `GroupRewardMethod` (Eq. 8).
+
+    Per-group `details`: alpha, beta (None for multiplicative fusion), fallback, weights w,
+    matrix_weights a, prior p, column_spread (max - min of each M column), unique_answers.
+    """
+
+    name = "matrix_reward"
+
+    def __init__(
+        self,
+        judge: Judge,
+        *,
+        protocol: str = "explicit",
+        both_orders: bool = False,
+        extractor: str = "critic",
+        fusion: str = "game",
+        mixture_alpha: float = 0.5,
+        ideals: str = "observed",
+        distance: str = "euclidean",
+        aggregation: str = "topsis",
+        svd_variance: float = 0.85,
+        lambda_fmt: float = 0.0,
+        answer_format: AnswerFormat | None = None,
+        format_reward: Callable[[str], float] | None = None,
+    ):
+        super().__init__(judge, lambda_fmt=lambda_fmt, answer_format=answer_format, format_reward=format_reward)
+        self.protocol = _choice("protocol", protocol, PROTOCOLS)
+        if both_orders and protocol == "pointwise":
+            raise ValueError("both_orders=True needs a pairwise protocol; the 'pointwise' protocol shows one answer")
+        if not 0.0 <= mixture_alpha <= 1.0:
+            raise ValueError(f"mixture_alpha must be in [0, 1], got {mixture_alpha}")
+        if not 0.0 < svd_variance <= 1.0:
+            raise ValueError(f"svd_variance must be in (0, 1], got {svd_variance}")
+        self.both_orders = bool(both_orders)
+        self.options = {
+            "extractor": _choice("extractor", extractor, EXTRACTORS),
+            "fusion": _choice("fusion", fusion, FUSIONS),
+            "mixture_alpha": float(mixture_alpha),
+            "ideals": _choice("ideals", ideals, IDEALS),
+            "distance": _choice("distance", distance, DISTANCES),
+            "aggregation": _choice("aggregation", aggregation, AGGREGATIONS),
+            "svd_variance": float(svd_variance),
+        }
+
+    # --- judging: the matrix M over unique answers (Sec. 3.1) ------------------------------
+
+    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
+        if not group.rubrics:
+            raise ValueError(f"MatrixReward needs rubrics, but group {group.query_id!r} has none")
+        answers = candidates.answers
+        details: dict[str, Any] = {"unique_answers": len(answers)}
+        if len(answers) < 2:
+            return ScoreOutcome([LONE_ANSWER_REWARD] * len(answers), INVALID_REWARD, details)
+        if self.protocol == "pointwise":
+            M = await self._pointwise_matrix(group, answers, step)
+        else:
+            M = await self._pairwise_matrix(group, answers, step)
+        result = matrix_reward(M, [r.weight for r in group.rubrics], **self.options)
+        details.update(
+            alpha=result.alpha,
+            beta=result.beta,
+            fallback=result.fallback,
+            weights=result.weights.tolist(),
+            matrix_weights=result.matrix_weights.tolist(),
+            prior=result.prior.tolist(),
+            column_spread=result.column_spread.tolist(),
+        )
+        return ScoreOutcome(result.rewards.tolist(), INVALID_REWARD, details)
+
+    async def _pairwise_matrix(self, group: Group, answers: list[str], step: int) -> np.ndarray:
+        """Explicit: one request per (pair, rubric); implicit: one per pair. Pairs i < j, row-major."""
+        K, U = len(group.rubrics), len(answers)
+        rubric_indices: Sequence[int | None] = range(K) if self.protocol == "explicit" else [None]
+        requests = [
+            RubricPairwiseRequest(
+                query=group.query,
+                rubrics=group.rubrics,
+                query_id=group.query_id,
+                step=step,
+                a=answers[i],
+                b=answers[j],
+                rubric_index=k,
+            )
+            for i, j in zip(*pair_indices(U), strict=True)
+            for k in rubric_indices
+        ]
+        scores = require(await asyncio.gather(*(self._compare(r) for r in requests)))
+        return win_rate_matrix(np.asarray(scores, dtype=float).reshape(-1, K), U, K)
+
+    async def _compare(self, request: RubricPairwiseRequest) -> list[float] | JudgeFailure:
+        """Scores of `request.a` per judged rubric, or a failure (a malformed verdict is an invalid answer)."""
+        try:
+            scores = await ask_pair(self.judge, request, both_orders=self.both_orders)
+        except (TypeError, ValueError) as exc:
+            return JudgeFailure("invalid", f"malformed rubric-pairwise verdict: {exc}")
+        if is_failure(scores):
+            return scores
+        expected = len(request.judged_rubrics)
+        if not isinstance(scores, list) or len(scores) != expected:
+            return JudgeFailure(
+                "invalid", f"rubric-pairwise verdict should hold {expected} winner(s), one per judged rubric"
+            )
+        return scores
+
+    async def _pointwise_matrix(self, group: Group, answers: list[str], step: int) -> np.ndarray:
+        """K * U independent 0-10 scores; M_ik = s_ik / 10 (module docstring)."""
+        K = len(group.rubrics)
+        requests = [
+            PointwiseRequest(
+                query=group.query,
+                rubrics=group.rubrics,
+                query_id=group.query_id,
+                step=step,
+                response=answer,
+                rubric_index=k,
+            )
+            for answer in answers
+            for k in range(K)
+        ]
+        verdicts = require(await asyncio.gather(*(ask(self.judge, r) for r in requests)))
+        for v in verdicts:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 10.0:
+                raise GroupJudgingFailed(
+                    JudgeFailure("invalid", f"pointwise score must be a number in [0, 10], got {v!r}")
+                )
+        return np.asarray(verdicts, dtype=float).reshape(len(answers), K) / 10.0
+
+    # --- logging --------------------------------------------------------------------------
+
+    def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
+        """Adds, over groups with a matrix (neutral and < 2-answer groups excluded):
+
+        matrix/alpha, matrix/beta: mean fusion coefficients (groups whose fusion has them);
+        matrix/fallbacks: groups where the game combination fell back (Sec. 3.2);
+        matrix/weight_max, matrix/weight_min: mean of the largest / smallest rubric weight;
+        matrix/weight_prior_shift: mean total-variation distance 0.5 * |w - p|_1, how far
+            the data moved the weights from the prior (rubric counts and order vary by
+            query, so a per-index mean weight would not mean anything);
+        matrix/column_spread: mean over groups and rubrics of max - min of M's columns.
+        """
+        metrics = super().step_metrics(results)
+        scored = [r.details for r in results if not r.neutral and "weights" in r.details]
+        metrics["matrix/fallbacks"] = float(sum(d["fallback"] for d in scored))
+        if not scored:
+            return metrics
+        with_coefficients = [d for d in scored if d["alpha"] is not None]
+        if with_coefficients:
+            metrics["matrix/alpha"] = _mean(d["alpha"] for d in with_coefficients)
+            metrics["matrix/beta"] = _mean(d["beta"] for d in with_coefficients)
+        metrics["matrix/weight_max"] = _mean(max(d["weights"]) for d in scored)
+        metrics["matrix/weight_min"] = _mean(min(d["weights"]) for d in scored)
+        metrics["matrix/weight_prior_shift"] = _mean(
+            0.5 * sum(abs(w - p) for w, p in zip(d["weights"], d["prior"], strict=True)) for d in scored
+        )
+        metrics["matrix/column_spread"] = _mean(_mean(d["column_spread"]) for d in scored)
+        return metrics
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return math.fsum(values) / len(values)
