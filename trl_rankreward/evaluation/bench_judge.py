@@ -67,18 +67,18 @@ class BenchJudge(SimulatedJudge):
     async def judge(self, request):
         issued = asyncio.get_running_loop().time() - self._step_start
         await asyncio.sleep(1.0)
-        before, self._prompt = self.ledger.snapshot(), ()
+        before, self._prompt = _counters(self.ledger), ()
         verdict = await super().judge(request)  # renders, answers and records without suspending
-        entry = self.ledger.snapshot() - before
-        if entry.calls != 1:
-            raise RuntimeError(f"BenchJudge expected exactly one ledger entry for this call, found {entry.calls}")
+        calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _counters(self.ledger)))
+        if calls != 1:
+            raise RuntimeError(f"BenchJudge expected exactly one ledger entry for this call, found {calls}")
         self.records.append(
             CallRecord(
                 query_id=request.query_id,
                 round=round(issued) + 1,
-                parsed=entry.parsed == 1,
-                prompt_tokens=entry.prompt_tokens,
-                completion_tokens=entry.completion_tokens,
+                parsed=parsed == 1,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
                 prompt=self._prompt,
             )
         )
@@ -91,6 +91,10 @@ class BenchJudge(SimulatedJudge):
     def pointwise_score(self, quality: float) -> float:
         score = super().pointwise_score(quality)
         return float(round(score)) if self.integer_scores else score
+
+
+def _counters(ledger) -> tuple[int, int, int, int]:
+    return ledger.calls, ledger.parsed, ledger.prompt_tokens, ledger.completion_tokens
 
 
 __all__ = ["BenchJudge", "CallRecord"]

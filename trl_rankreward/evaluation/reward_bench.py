@@ -21,9 +21,11 @@ and costs it in its ledger with a real tokenizer. Per method, per group:
 from __future__ import annotations
 
 import math
+import multiprocessing
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,7 +90,8 @@ class RewardBenchConfig:
     epochs: int = field(default=4, metadata=_help("Number of epochs E (each query is seen once per epoch)."))
     group_size: int = field(default=8, metadata=_help("Rollouts per group G."))
     queries_per_step: int = field(default=20, metadata=_help("Groups per training step (the paper: 20)."))
-    response_tokens: int = field(default=300, metadata=_help("Mean response length in tokens (60%%-140%%)."))
+    response_tokens: int = field(default=500, metadata=_help("Mean rollout length in tokens (each 0.6x-1.4x of it)."))
+    reference_tokens: int = field(default=300, metadata=_help("Mean reference (Nectar) length in tokens."))
     improvement: float = field(default=0.75, metadata=_help("Rise of mean rollout quality per epoch (0-10 scale)."))
     spread: float = field(default=1.0, metadata=_help("Standard deviation of rollout quality within a group."))
     rubric_spread: float = field(default=0.5, metadata=_help("Standard deviation of per-rubric deviations."))
@@ -137,6 +140,7 @@ class MethodResult:
     neutral: int = 0
     ledger_tokens: int = 0
     elapsed_s: float = 0.0
+    cpu_s: float = 0.0
 
     def row(self) -> dict[str, Any]:
         g, s = max(self.groups, 1), max(self.steps, 1)
@@ -158,6 +162,7 @@ class MethodResult:
             "neutral_groups": self.neutral,
             "groups": self.groups,
             "run_s": self.elapsed_s,
+            "cpu_s": self.cpu_s,
         }
 
 
@@ -193,44 +198,108 @@ def group_fidelity(rewards: Sequence[float], truth: Sequence[float]) -> tuple[fl
 def run_benchmark(
     config: RewardBenchConfig,
     *,
+    workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
     on_skip: Callable[[str], None] | None = None,
 ) -> list[MethodResult]:
-    """Run every selected method on the simulated run; skipped methods are reported to `on_skip`."""
-    sim = SimulatedRun(
-        queries=config.queries,
-        group_size=config.group_size,
-        response_tokens=config.response_tokens,
-        improvement=config.improvement,
-        spread=config.spread,
-        rubric_spread=config.rubric_spread,
+    """Run every selected method on the simulated run, in `workers` processes.
+
+    `on_progress(n)` hears of every n groups scored; methods that cannot be built here
+    (module not installed, options it does not take) are left out and told to `on_skip`.
+    Results do not depend on `workers`: every method has its own seeded judge.
+    """
+    methods = selected_methods(config.methods)
+    if workers > 1 and len(methods) > 1:
+        outcomes = _run_parallel(config, methods, workers, on_progress)
+    else:
+        outcomes = [run_method(config, m, on_progress) for m in methods]
+    results = []
+    for method, outcome in zip(methods, outcomes):
+        if isinstance(outcome, MethodResult):
+            results.append(outcome)
+        elif on_skip:
+            on_skip(f"skipped {method.label}: {outcome}")
+    return results
+
+
+def run_method(
+    config: RewardBenchConfig, method: BenchMethod, on_progress: Callable[[int], None] | None = None
+) -> MethodResult | str:
+    """One method's run; a string saying why when the method cannot be built."""
+    sim, tokenizer = _setting(config)
+    judge = BenchJudge(
+        sim.quality,
+        tokenizer=tokenizer,
+        integer_scores=config.integer_scores,
+        rubric_quality=sim.rubric_quality,
+        noise=config.noise,
+        position_bias=config.position_bias,
+        length_bias=config.length_bias,
+        fail_rate=config.fail_rate,
         seed=config.seed,
     )
-    tokenizer = LineTokenizer(config.tokenizer)
-    results = []
-    for method in selected_methods(config.methods):
-        judge = BenchJudge(
-            sim.quality,
-            tokenizer=tokenizer,
-            integer_scores=config.integer_scores,
-            rubric_quality=sim.rubric_quality,
-            noise=config.noise,
-            position_bias=config.position_bias,
-            length_bias=config.length_bias,
-            fail_rate=config.fail_rate,
+    try:
+        reward = make_reward_method(method.registry, judge, **method.kwargs)
+    except (ImportError, TypeError, ValueError) as exc:
+        return str(exc)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    result = run_virtual(_run_method(method, reward, judge, sim, config, on_progress))
+    result.elapsed_s, result.cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
+    return result
+
+
+def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
+    """The simulated run and tokenizer of `config`, built once per process."""
+    key = (
+        config.queries,
+        config.group_size,
+        config.response_tokens,
+        config.reference_tokens,
+        config.improvement,
+        config.spread,
+        config.rubric_spread,
+        config.seed,
+        config.tokenizer,
+    )
+    if key not in _SETTINGS:
+        _SETTINGS.clear()
+        sim = SimulatedRun(
+            queries=config.queries,
+            group_size=config.group_size,
+            response_tokens=config.response_tokens,
+            reference_tokens=config.reference_tokens,
+            improvement=config.improvement,
+            spread=config.spread,
+            rubric_spread=config.rubric_spread,
             seed=config.seed,
         )
-        try:
-            reward = make_reward_method(method.registry, judge, **method.kwargs)
-        except (ImportError, TypeError, ValueError) as exc:
-            if on_skip:
-                on_skip(f"skipped {method.label}: {exc}")
-            continue
-        start = time.perf_counter()
-        result = run_virtual(_run_method(method, reward, judge, sim, config, on_progress))
-        result.elapsed_s = time.perf_counter() - start
-        results.append(result)
-    return results
+        _SETTINGS[key] = (sim, LineTokenizer(config.tokenizer))
+    return _SETTINGS[key]
+
+
+_SETTINGS: dict[tuple, tuple[SimulatedRun, LineTokenizer]] = {}
+# Scheduling hint only: the slowest rows start first so that workers finish together.
+_SLOW_FIRST = ("matrix_explicit", "rrc_agr")
+
+
+def _run_parallel(config, methods: list[BenchMethod], workers: int, on_progress) -> list[MethodResult | str]:
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        progress = manager.Queue()
+        order = sorted(range(len(methods)), key=lambda i: methods[i].label not in _SLOW_FIRST)
+        futures = {i: pool.submit(_worker, config, methods[i], progress) for i in order}
+        pending = set(futures.values())
+        while pending:
+            _, pending = wait(pending, timeout=0.25)
+            while not progress.empty():
+                n = progress.get()
+                if on_progress:
+                    on_progress(n)
+        return [futures[i].result() for i in range(len(methods))]
+
+
+def _worker(config: RewardBenchConfig, method: BenchMethod, progress) -> MethodResult | str:
+    return run_method(config, method, progress.put)
 
 
 async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, config, on_progress) -> MethodResult:
@@ -280,4 +349,13 @@ def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], s
     result.steps += 1
 
 
-__all__ = ["BENCH_METHODS", "BenchMethod", "RewardBenchConfig", "MethodResult", "run_benchmark", "group_fidelity"]
+__all__ = [
+    "BENCH_METHODS",
+    "BenchMethod",
+    "RewardBenchConfig",
+    "MethodResult",
+    "run_benchmark",
+    "run_method",
+    "selected_methods",
+    "group_fidelity",
+]

@@ -12,7 +12,8 @@ of G rollouts. Latent qualities live on the judges' 0-10 scale:
   across epochs, so rollouts climb past the upper anchors and leave the lower ones idle:
   RankBuffer's expansion and pruning happen as in training.
 
-Texts are pseudo-English of realistic length (`response_tokens` on average, 60%-140%),
+Texts are pseudo-English of realistic length (`response_tokens` for rollouts and
+`reference_tokens` for references on average, each 60%-140% of it),
 lines drawn from a seeded pool of short paragraphs, each opening with a unique id line so that
 every text is distinct and prompts share no accidental prefixes. All draws are seeded by
 `(seed, query, epoch, index)`: the same run is built in any process.
@@ -60,7 +61,8 @@ class SimulatedRun:
     Args:
         queries: number of queries N.
         group_size: rollouts per group G.
-        response_tokens: mean length of a response in tokens (pseudo-words, about 1.2 tokens each).
+        response_tokens: mean length of a rollout in tokens (pseudo-words, about 1.2 tokens each).
+        reference_tokens: mean length of a reference (Nectar) response in tokens.
         improvement: rise of the rollouts' mean quality per epoch.
         spread: standard deviation of rollout quality within a group.
         rubric_spread: standard deviation of a rollout's per-rubric deviations.
@@ -72,7 +74,8 @@ class SimulatedRun:
         *,
         queries: int = 200,
         group_size: int = 8,
-        response_tokens: int = 300,
+        response_tokens: int = 500,
+        reference_tokens: int = 300,
         improvement: float = 0.75,
         spread: float = 1.0,
         rubric_spread: float = 0.5,
@@ -80,10 +83,13 @@ class SimulatedRun:
     ):
         if queries < 1 or group_size < 2:
             raise ValueError(f"Need queries >= 1 and group_size >= 2, got queries={queries}, group_size={group_size}")
-        if response_tokens < 10:
-            raise ValueError(f"response_tokens must be >= 10, got {response_tokens}")
+        if min(response_tokens, reference_tokens) < 10:
+            raise ValueError(
+                f"response_tokens and reference_tokens must be >= 10, got {response_tokens}, {reference_tokens}"
+            )
         self.group_size = group_size
         self.response_tokens = response_tokens
+        self.reference_tokens = reference_tokens
         self.improvement = improvement
         self.spread = spread
         self.rubric_spread = rubric_spread
@@ -123,7 +129,9 @@ class SimulatedRun:
             for i in range(self.group_size):
                 z = rng.gauss(0.0, self.spread)
                 profile = [mean + z + rng.gauss(0.0, self.rubric_spread) for _ in query.rubrics]
-                completions.append(self._text(rng, f"{query.query_id}/{epoch}/{i}", query.rubrics, profile))
+                completions.append(
+                    self._text(rng, f"{query.query_id}/{epoch}/{i}", query.rubrics, profile, self.response_tokens)
+                )
             self._groups[key] = Group(query.query_id, query.text, query.rubrics, completions, query.references)
         return self._groups[key]
 
@@ -147,14 +155,14 @@ class SimulatedRun:
         text = " ".join(_sentence(rng, 12, 24)[0] for _ in range(rng.randint(2, 4))) + " What would you recommend?"
         mu = rng.uniform(3.0, 5.0)
         references = tuple(
-            self._text(rng, f"{query_id}/ref{rank}", rubrics, [mu + offset] * n_rubrics)
+            self._text(rng, f"{query_id}/ref{rank}", rubrics, [mu + offset] * n_rubrics, self.reference_tokens)
             for rank, offset in enumerate(_REFERENCE_OFFSETS, 1)
         )
         return SimQuery(query_id, text, rubrics, references, mu)
 
-    def _text(self, rng, ident: str, rubrics: Sequence[Rubric], profile: Sequence[float]) -> str:
-        """A response of ~`response_tokens` tokens with latent qualities `profile` (one per rubric)."""
-        words_wanted = self.response_tokens / 1.2 * rng.uniform(0.6, 1.4)
+    def _text(self, rng, ident: str, rubrics: Sequence[Rubric], profile: Sequence[float], tokens: int) -> str:
+        """A response of ~`tokens` tokens with latent qualities `profile` (one per rubric)."""
+        words_wanted = tokens / 1.2 * rng.uniform(0.6, 1.4)
         lines, words = [f"Answer {text_id(f'{self.seed}/{ident}')[:8]}:"], 0
         while words < words_wanted:
             line, n = self._lines[rng.randrange(_LINE_POOL)]
