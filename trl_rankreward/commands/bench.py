@@ -57,8 +57,11 @@ def run(args: argparse.Namespace) -> int:
     print(bench_report.markdown_table(rows))
     print(f"\nwrote {bench_report.write_csv(rows, out / 'bench.csv')}")
     if not args.no_plots:
-        for path in bench_report.plot_fidelity(rows, out):
-            print(f"wrote {path}")
+        try:
+            for path in bench_report.plot_fidelity(rows, out):
+                print(f"wrote {path}")
+        except ImportError as exc:
+            print(f"no plots: {exc} (pip install 'trl-rankreward[plots]')", file=sys.stderr)
     print(f"{len(rows)} methods in {seconds:.0f} s with {args.workers} worker(s)")
     if args.write_docs:
         timing = {

@@ -138,6 +138,8 @@ class MethodResult:
     top1: float = 0.0
     levels: int = 0
     neutral: int = 0
+    buffer_size: int = 0  # summed over groups that report one (RankBuffer)
+    buffered_groups: int = 0
     ledger_tokens: int = 0
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
@@ -160,6 +162,7 @@ class MethodResult:
             "top1": self.top1 / g,
             "advantage_levels": self.levels / g,
             "neutral_groups": self.neutral,
+            "buffer_size": self.buffer_size / self.buffered_groups if self.buffered_groups else None,
             "groups": self.groups,
             "run_s": self.elapsed_s,
             "cpu_s": self.cpu_s,
@@ -343,6 +346,9 @@ def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], s
         result.top1 += top1
         result.levels += levels
         result.neutral += outcome.neutral
+        if "buffer_size" in outcome.details:
+            result.buffer_size += outcome.details["buffer_size"]
+            result.buffered_groups += 1
         result.groups += 1
     result.rounds += max((len(r) for r in rounds), default=0)
     result.wall_s += step_wall_time(rounds, latency.concurrency)
