@@ -234,6 +234,11 @@ with the rollouts' latent quality; adv. levels = distinct rewards in a group (8 
 rollouts separated); buffer = RankBuffer's mean anchor count after the step (K0 = 4 at the
 start); neutral = groups whose judging failed.
 
+Time is simulated: every judge call lasts one unit on a virtual clock (`evaluation/virtual_clock.py`),
+so the rounds are exact and cost no real time, and the wall times replay those rounds with the
+latency model afterwards. Real sleeps, even scaled down, would count our own orchestration as
+judge time and make the default run take hours.
+
 RankBuffer's coarse template (App. B.1) already puts the candidate last, after the query,
 the rubrics and the anchors, so the coarse calls of a group share everything but the
 candidate (tested in `tests/evaluation/test_reward_bench.py`)."""

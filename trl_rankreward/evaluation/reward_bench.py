@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
+import queue
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -287,22 +290,49 @@ _SLOW_FIRST = ("matrix_explicit", "rrc_agr")
 
 def _run_parallel(config, methods: list[BenchMethod], workers: int, on_progress) -> list[MethodResult | str]:
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Manager() as manager, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        progress = manager.Queue()
+    progress = ctx.Queue()
+    with ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(), progress)
+    ) as pool:
         order = sorted(range(len(methods)), key=lambda i: methods[i].label not in _SLOW_FIRST)
-        futures = {i: pool.submit(_worker, config, methods[i], progress) for i in order}
+        futures = {i: pool.submit(_worker, config, methods[i]) for i in order}
         pending = set(futures.values())
         while pending:
             _, pending = wait(pending, timeout=0.25)
-            while not progress.empty():
-                n = progress.get()
-                if on_progress:
-                    on_progress(n)
-        return [futures[i].result() for i in range(len(methods))]
+            _drain(progress, on_progress)
+        outcomes = [futures[i].result() for i in range(len(methods))]
+    _drain(progress, on_progress)
+    return outcomes
 
 
-def _worker(config: RewardBenchConfig, method: BenchMethod, progress) -> MethodResult | str:
-    return run_method(config, method, progress.put)
+def _drain(progress, on_progress) -> None:
+    while True:
+        try:
+            n = progress.get_nowait()
+        except queue.Empty:
+            return
+        if on_progress:
+            on_progress(n)
+
+
+_PROGRESS = None  # the worker's end of the progress queue
+
+
+def _init_worker(parent: int, progress) -> None:
+    """Worker initializer: keep the progress queue; end this worker when the parent dies."""
+    global _PROGRESS
+    _PROGRESS = progress
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _worker(config: RewardBenchConfig, method: BenchMethod) -> MethodResult | str:
+    return run_method(config, method, _PROGRESS.put)
 
 
 async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, config, on_progress) -> MethodResult:
