@@ -135,6 +135,16 @@ def test_ledger_counts_rendered_prompt_and_answer_tokens(judge):
     assert judge.token_counter.count(json.dumps({"position": 2})) == 7
 
 
+def test_concurrent_requests_get_the_sequential_verdicts(judge):
+    # encodes run in worker threads under a lock; gathering 6 calls must not change any answer
+    reqs = [request(PairwiseRequest, a=a, b=b) for a, b in [(GOOD, OFF), (OFF, MID), (MID, GOOD)] * 2]
+
+    async def gather():
+        return await asyncio.gather(*(judge.judge(r) for r in reqs))
+
+    assert run(gather()) == ["A", "B", "B"] * 2
+
+
 def test_embedding_cache_is_bounded_lru(judge):
     small = EmbeddingJudge(cache_size=2)  # shares the loaded model with `judge`
     run(small.embed(["one", "two", "three"]))

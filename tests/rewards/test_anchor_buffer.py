@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from trl_rankreward.judging.subsample import select_endpoints
 from trl_rankreward.rewards.anchor_buffer import (
     Anchor,
     AnchorBuffer,
     BufferTable,
-    select_endpoints,
     update_buffer,
 )
 from trl_rankreward.rewards.anchor_store import InMemoryAnchorStore, SQLiteAnchorStore

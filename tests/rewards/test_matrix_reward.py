@@ -227,6 +227,10 @@ def test_option_validation():
         MatrixReward(ScriptedJudge(), protocol="pointwise", both_orders=True)
     with pytest.raises(ValueError, match="mixture_alpha must be in"):
         MatrixReward(ScriptedJudge(), fusion="additive", mixture_alpha=1.5)
+    with pytest.raises(ValueError, match=r"svd_variance must be in \(0, 1\], got 0"):
+        MatrixReward(ScriptedJudge(), extractor="svd", svd_variance=0)
+    with pytest.raises(ValueError, match="distance='cosine' is not supported"):
+        MatrixReward(ScriptedJudge(), distance="cosine")
     with pytest.raises(ValueError, match="needs rubrics"):
         _score(MatrixReward(ScriptedJudge()), _group(["x", "y"], rubrics=[]))
 

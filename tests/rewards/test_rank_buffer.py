@@ -111,6 +111,18 @@ def test_groups_of_one_query_in_one_step_run_in_turn():
     assert sizes == [4] * 6 + [7] * 2
 
 
+def test_group_without_valid_answers_is_an_inactive_observation():
+    judge = OracleJudge(QUALITY)
+    method = RankBufferReward(judge, k0=4)
+    _score(method, [_group()], epoch=0)  # buffer c0 n7 c1 n5 n3 n1 c6, every h = 0
+    (res,) = _score(method, [_group(["", "<think>cut"])], epoch=1, step=1)
+    # no answer is judged; every bucket is empty, so internal anchors 2..6 get h = 1
+    assert judge.counts == {"coarse": 6, "listwise": 1} and res.rewards == [0.0, 0.0] and not res.neutral
+    assert [a.inactive_epochs for a in method.anchors("q")] == [0, 1, 1, 1, 1, 1, 0]
+    assert "coarse_position_mean" not in res.details
+    assert "rank/coarse_position_mean" not in method.step_metrics([res])
+
+
 # ----------------------------------------------------------------- initializations
 @pytest.mark.parametrize("k0, ranks", [(2, [7, 1]), (4, [7, 5, 3, 1]), (7, [7, 6, 5, 4, 3, 2, 1])])
 def test_nectar_init_subsets(k0, ranks):

@@ -42,11 +42,6 @@ def test_registry_imports_methods_lazily():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_every_registered_class_is_reachable_or_says_what_is_missing():
+def test_every_registered_class_is_reachable():
     for name in REWARD_METHODS:
-        try:
-            cls = reward_method_class(name)
-        except ImportError as exc:  # a method whose module another branch has not merged yet
-            assert name in str(exc)
-        else:
-            assert cls.name == name
+        assert reward_method_class(name).name == name

@@ -110,7 +110,10 @@ class EmbeddingJudge(QualityJudge):
         return refs
 
     # ----- qualities --------------------------------------------------------------------
-    async def qualities(self, request, texts: Sequence[str], rubric_index: int | None = None) -> list[float]:
+    async def qualities(
+        self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
+    ) -> list[float]:
+        """Cosine of each text to the reference prototype (module docstring); display order plays no part."""
         if isinstance(request, MetaJudgeRequest):
             target = [request.golden_rationale]
             weights = np.ones(1)

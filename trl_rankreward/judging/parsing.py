@@ -197,11 +197,8 @@ def _buffer_id(value: Any, prefix: str, count: int, request: BufferSelectRequest
         value = int(text)
     index = _integer(value, f"{prefix} ID")
     if not 0 <= index < count:
-        raise InvalidAnswer(
-            f"Judge returned ID {prefix}{index}; expected one of {prefix}0..{prefix}{count - 1}"
-            if count
-            else f"Judge returned ID {prefix}{index}, but there are no {prefix} entries to select"
-        )
+        allowed = f"one of {prefix}0..{prefix}{count - 1}" if count else f"no {prefix} ID (the list is empty)"
+        raise InvalidAnswer(f"Judge returned ID {prefix}{index}; expected {allowed}")
     return index
 
 

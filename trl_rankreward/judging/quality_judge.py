@@ -15,8 +15,9 @@ a text; the mapping from scores to verdicts lives here, once:
 | `BufferSelectRequest`   | `size` items of `anchors + rollouts` evenly spaced in quality order |
 
 Every call is recorded in `.ledger` with the token cost an LLM judge would have paid:
-prompt tokens of `render_messages(request)` and completion tokens of the JSON answer in
-the default templates' format, both under the judge's token counter.
+prompt tokens of the rendered request (`rendering.render`, with this judge's templates and
+seed) and completion tokens of the JSON answer in the format `judging.parsing` reads, both
+under the judge's token counter.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .ledger import JudgeLedger
-from .rendering import render_messages
+from .rendering import render
 from .requests import (
     BufferSelectRequest,
     CoarseRequest,
@@ -40,15 +41,18 @@ from .requests import (
     RubricPairwiseRequest,
     request_kind,
 )
+from .subsample import select_endpoints
 from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
 
 
 class QualityJudge(abc.ABC):
     """Base of judges that score texts and derive verdicts from the scores (table above).
 
-    Subclasses implement `qualities(request, texts, rubric_index=None)`: one float per text
-    of `texts` (canonical order), higher is better; `rubric_index` names the rubric being
-    judged for per-rubric requests, else None.
+    Subclasses implement `qualities(request, texts, rubric_index=None, *, display=())`: one
+    float per text of `texts` (canonical order), higher is better; `rubric_index` names the
+    rubric being judged for per-rubric requests, else None; `display` is the rendered display
+    order (`display[slot]` = canonical index shown there; empty when the order is fixed),
+    for judges whose answers depend on what was shown first.
     """
 
     def __init__(
@@ -75,22 +79,25 @@ class QualityJudge(abc.ABC):
         self.ledger = JudgeLedger()
 
     @abc.abstractmethod
-    async def qualities(self, request, texts: Sequence[str], rubric_index: int | None = None) -> list[float]:
+    async def qualities(
+        self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
+    ) -> list[float]:
         """One quality per text of `texts`, for judging `request` (under `rubric_index` if given)."""
 
     async def judge(self, request) -> Any:
         """Verdict for `request` (see `judging.requests`); records the call in `.ledger`."""
         kind = request_kind(request)
         start = time.perf_counter()
+        rendered = render(request, self.templates, seed=self.seed)
         try:
-            verdict = await self._verdict(request)
+            verdict = await self._verdict(request, rendered.display)
         except JudgeError as exc:
             self.ledger.record(request_kind=kind, parsed=False, failure=exc.kind, latency_s=time.perf_counter() - start)
             raise
         self.ledger.record(
             request_kind=kind,
             parsed=True,
-            prompt_tokens=self.prompt_tokens(request),
+            prompt_tokens=count_message_tokens(self.token_counter, rendered.messages),
             completion_tokens=self.token_counter.count(json.dumps(_answer_json(request, verdict))),
             latency_s=time.perf_counter() - start,
         )
@@ -98,20 +105,20 @@ class QualityJudge(abc.ABC):
 
     def prompt_tokens(self, request) -> int:
         """Tokens of the prompt an LLM judge would receive for `request`."""
-        messages = render_messages(request, self.templates, seed=self.seed)
-        return count_message_tokens(self.token_counter, messages)
+        return count_message_tokens(self.token_counter, render(request, self.templates, seed=self.seed).messages)
 
-    async def _verdict(self, request) -> Any:
+    async def _verdict(self, request, display: tuple[int, ...]) -> Any:
         if isinstance(request, CoarseRequest):
             *anchors, candidate = await self.qualities(request, (*request.anchors, request.candidate))
             return sum(1 for q in anchors if q < candidate)
         if isinstance(request, ListwiseRequest):
-            return order_by_quality(await self.qualities(request, request.candidates))
+            return order_by_quality(await self.qualities(request, request.candidates, display=display))
         if isinstance(request, PairwiseRequest):
-            return self.winner(*await self.qualities(request, (request.a, request.b)))
+            return self.winner(*await self.qualities(request, (request.a, request.b), display=display))
         if isinstance(request, RubricPairwiseRequest):
             indices = range(len(request.rubrics)) if request.rubric_index is None else [request.rubric_index]
-            return [self.winner(*await self.qualities(request, (request.a, request.b), r)) for r in indices]
+            pair = (request.a, request.b)
+            return [self.winner(*await self.qualities(request, pair, r, display=display)) for r in indices]
         if isinstance(request, PointwiseRequest):
             (q,) = await self.qualities(request, (request.response,), request.rubric_index)
             return self.pointwise_score(q)
@@ -143,14 +150,9 @@ def order_by_quality(qualities: Sequence[float]) -> list[int]:
 def evenly_spaced_selection(qualities: Sequence[float], size: int) -> list[int]:
     """`size` indices spread evenly over the quality order (always the worst and best), sorted.
 
-    Rank positions `round(i * (n - 1) / (size - 1))` of the worst -> best order, i = 0..size-1;
-    they are distinct because the step is >= 1 when size <= n. `size == 1` keeps the best.
+    RankBuffer's Select_K0 rule (Sec. 3.2) applied to the worst -> best order.
     """
-    order = order_by_quality(qualities)
-    n = len(order)
-    if size == 1:
-        return [order[-1]]
-    return sorted(order[round(i * (n - 1) / (size - 1))] for i in range(size))
+    return sorted(select_endpoints(order_by_quality(qualities), size))
 
 
 def _answer_json(request, verdict) -> dict:
@@ -167,10 +169,10 @@ def _answer_json(request, verdict) -> dict:
         return {"score": round(verdict, 1)}
     if isinstance(request, MetaJudgeRequest):
         return {"consistent": verdict}
-    n_anchors = len(request.anchors)
+    k = len(request.anchors)  # pool index i < k is anchor A{i}, else rollout R{i - k}
     return {
-        "keep_anchor_ids": [i for i in verdict if i < n_anchors],
-        "add_rollout_ids": [i - n_anchors for i in verdict if i >= n_anchors],
+        "keep_anchor_ids": [f"A{i}" for i in verdict if i < k],
+        "add_rollout_ids": [f"R{i - k}" for i in verdict if i >= k],
     }
 
 

@@ -6,8 +6,8 @@ Pure data and pure functions over anchor *keys* (texts live in an anchor store, 
 - `Anchor`: one stored response: its text key, source, creation epoch and inactivity counter.
 - `AnchorBuffer`: anchors worst -> best plus the per-query epoch markers of Algorithm 2
   (inactivity observed, left / right boundary expanded).
-- `select_endpoints(seq, k0)`: the paper's Select_K0, endpoint-preserving uniform
-  subsampling (Sec. 3.2, Appendix H).
+- Select_K0 (the paper's endpoint-preserving uniform subsampling) lives in
+  `judging.subsample.select_endpoints`, shared with the offline judges (Sec. 3.2, Appendix H).
 - `update_buffer(buffer, buckets, epoch, H)`: Algorithm 2 (Appendix A), as a pure function.
 
 Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor,
@@ -20,9 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 #: where an anchor came from: Nectar references, bootstrap ranking, left / right boundary
 #: expansion, interval refinement (Sec. 3.5), or the LLM buffer manager (Appendix G)
@@ -102,26 +100,6 @@ class AnchorBuffer:
             raise ValueError(
                 f"Malformed RankBuffer buffer state ({exc}); expected the output of AnchorBuffer.to_state()"
             ) from exc
-
-
-def select_endpoints(seq: Sequence[T], k0: int) -> list[T]:
-    """Select_K0 (Sec. 3.2, Appendix H): `k0` items of `seq`, uniformly spaced, both ends kept.
-
-    Picks 0-based index round_half_up(i * (n - 1) / (k0 - 1)) for i = 0..k0-1, which gives
-    exactly the paper's subsets: from the 7 Nectar responses worst -> best, ranks (7, 1),
-    (7, 5, 3, 1) and all seven for K0 = 2, 4, 7; from a ranked group of 8, positions (1, 8),
-    (1, 3, 6, 8) and (1, 2, 3, 5, 6, 7, 8) (one-based; 7 * 3/6 = 3.5 rounds up to index 4).
-    A sequence no longer than `k0` is returned whole; `k0 = 1` keeps the best item.
-    """
-    if k0 < 1:
-        raise ValueError(f"k0 must be at least 1, got {k0}")
-    n = len(seq)
-    if n <= k0:
-        return list(seq)
-    if k0 == 1:
-        return [seq[-1]]
-    # integer round-half-up of i*(n-1)/(k0-1): floor((2*i*(n-1) + (k0-1)) / (2*(k0-1)))
-    return [seq[(2 * i * (n - 1) + (k0 - 1)) // (2 * (k0 - 1))] for i in range(k0)]
 
 
 @dataclass(frozen=True)

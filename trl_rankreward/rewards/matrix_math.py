@@ -12,6 +12,7 @@ aggregation, Sec. 4.4) -> `matrix_reward`, the whole pipeline for one group.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import partial
 
@@ -27,17 +28,23 @@ VANISHED_DISTANCE = 1e-12
 PINV_RTOL = 1e-10
 
 
-def _choice(name: str, value: str, options) -> str:
+def check_choice(name: str, value: str, options) -> str:
     if value not in options:
         raise ValueError(f"{name}={value!r} is not supported; choose one of {sorted(options)}")
     return value
+
+
+def _check_fraction(name: str, value: float, *, allow_zero: bool) -> float:
+    if not ((value >= 0.0 if allow_zero else value > 0.0) and value <= 1.0):
+        raise ValueError(f"{name} must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {value!r}")
+    return float(value)
 
 
 def _check_matrix(M) -> np.ndarray:
     M = np.asarray(M, dtype=float)
     if M.ndim != 2 or M.shape[0] < 1 or M.shape[1] < 1:
         raise ValueError(f"Expected a G x K matrix with G, K >= 1, got shape {M.shape}")
-    if not np.all(np.isfinite(M)) or M.min() < 0.0 or M.max() > 1.0:
+    if not (M.min() >= 0.0 and M.max() <= 1.0):  # also false for NaN
         raise ValueError("Win-rate matrix entries must be finite and in [0, 1]; rescale scores before calling")
     return M
 
@@ -76,18 +83,19 @@ def win_rate_matrix(outcomes, G: int, K: int) -> np.ndarray:
     pairs = G * (G - 1) // 2
     if z.shape != (pairs, K):
         raise ValueError(f"Expected outcomes of shape (C({G},2)={pairs}, {K}), got {z.shape}")
-    if not np.all(np.isfinite(z)) or z.min() < 0.0 or z.max() > 1.0:
+    if not (z.min() >= 0.0 and z.max() <= 1.0):  # also false for NaN
         raise ValueError("Pairwise outcomes must be in [0, 1] (1 win, 1/2 tie, 0 loss)")
     i, j = pair_indices(G)
-    wins = np.zeros((G, K))
-    np.add.at(wins, i, z)
-    np.add.at(wins, j, 1.0 - z)
-    return wins / (G - 1)
+    scores = np.zeros((G, G, K))  # scores[i, j, k] = z_ijk; the diagonal stays 0
+    scores[i, j] = z
+    scores[j, i] = 1.0 - z
+    return scores.sum(axis=1) / (G - 1)
 
 
 def column_spread(M) -> np.ndarray:
     """max - min of each column of M (shape (K,)): how strongly each rubric separates the group."""
-    return np.ptp(_check_matrix(M), axis=0)
+    M = _check_matrix(M)
+    return M.max(axis=0) - M.min(axis=0)
 
 
 # --- Sec. 3.2 and App. F: matrix-derived weights a (shape (K,), sum 1) --------------------
@@ -95,7 +103,8 @@ def column_spread(M) -> np.ndarray:
 
 def _minmax(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Min-max normalize each nonconstant column; constant columns become zeros. Returns (U, nonconstant)."""
-    low, span = M.min(axis=0), np.ptp(M, axis=0)
+    low = M.min(axis=0)
+    span = M.max(axis=0) - low
     nonconstant = span > CONSTANT_TOL
     U = np.divide(M - low, span, out=np.zeros_like(M), where=nonconstant)
     return U, nonconstant
@@ -109,12 +118,11 @@ def critic_weights(M) -> np.ndarray:
     d_k = sigma_k * sum_{l != k} (1 - rho_kl); a = d / sum(d), uniform if every d_k = 0.
     """
     U, nonconstant = _minmax(_check_matrix(M))
-    centered = U - U.mean(axis=0)
-    sigma = np.sqrt((centered**2).mean(axis=0))
+    centered = U - U.sum(axis=0) / U.shape[0]
     cov = centered.T @ centered / U.shape[0]
-    scale = np.outer(sigma, sigma)
-    both = np.outer(nonconstant, nonconstant)
-    rho = np.divide(cov, scale, out=np.zeros_like(cov), where=both)
+    sigma = np.sqrt(np.diag(cov))
+    scale = np.where(nonconstant, sigma, 1.0)
+    rho = np.where(nonconstant[:, None] & nonconstant, cov / scale[:, None] / scale, 0.0)
     np.fill_diagonal(rho, 1.0)  # l = k is excluded from the sum: 1 - rho_kk = 0
     d = sigma * (1.0 - rho).sum(axis=1)
     return _normalized(d)
@@ -146,10 +154,9 @@ def svd_weights(M, variance: float = 0.85) -> np.ndarray:
     `variance` of the total; a_k proportional to sum_{j<=m} lambda_j v_kj^2. Constant columns
     get 0; an entirely constant matrix gives uniform weights.
     """
-    if not 0.0 < variance <= 1.0:
-        raise ValueError(f"svd variance must be in (0, 1], got {variance}")
+    _check_fraction("svd variance", variance, allow_zero=False)
     M = _check_matrix(M)
-    nonconstant = np.ptp(M, axis=0) > CONSTANT_TOL
+    nonconstant = M.max(axis=0) - M.min(axis=0) > CONSTANT_TOL
     a = np.zeros(M.shape[1])
     if not nonconstant.any():
         return np.full(M.shape[1], 1.0 / M.shape[1])
@@ -169,7 +176,7 @@ EXTRACTORS = {"critic": critic_weights, "entropy": entropy_weights, "svd": svd_w
 def prior_weights(points) -> np.ndarray:
     """p_k = t_k / sum_l t_l from the rubrics' stored importance points (Sec. 3.2)."""
     t = np.asarray(points, dtype=float)
-    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)) or t.min() <= 0:
+    if t.ndim != 1 or t.size == 0 or not (t.min() > 0 and t.max() < math.inf):
         raise ValueError(f"Rubric weights must be a non-empty list of positive numbers, got {list(t)}")
     return t / t.sum()
 
@@ -198,13 +205,13 @@ def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
     a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
     if a.shape != p.shape or a.ndim != 1:
         raise ValueError(f"a and p must be vectors of one length, got shapes {a.shape} and {p.shape}")
-    aa, ap, pp = a @ a, a @ p, p @ p
+    aa, ap, pp = float(a @ a), float(a @ p), float(p @ p)
     det = aa * pp - ap * ap
-    if np.isfinite(det) and abs(det) > SINGULAR_DET:
+    if math.isfinite(det) and abs(det) > SINGULAR_DET:
         u, v = (aa * pp - ap * pp) / det, (aa * pp - ap * aa) / det  # Cramer's rule on Eq. 4
-        if np.isfinite(u) and np.isfinite(v) and abs(u) + abs(v) > 0:
+        if math.isfinite(u) and math.isfinite(v) and abs(u) + abs(v) > 0:
             alpha, beta = abs(u) / (abs(u) + abs(v)), abs(v) / (abs(u) + abs(v))
-            return alpha * a + beta * p, float(alpha), float(beta), False
+            return alpha * a + beta * p, alpha, beta, False
     g = np.sqrt(a * p)
     return _normalized(g), 0.5, 0.5, True
 
@@ -217,15 +224,14 @@ def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
     - "additive": w = (1 - mixture_alpha) p + mixture_alpha a (Sec. 4.5, Table 4);
     - "multiplicative": w proportional to a_k p_k (Sec. 4.5, Table 4).
     """
-    _choice("fusion", fusion, FUSIONS)
+    check_choice("fusion", fusion, FUSIONS)
     a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
     if fusion == "game":
         return Fusion(*game_combination(a, p))
     if fusion == "prior_only":
         return Fusion(p.copy(), 0.0, 1.0)
     if fusion == "additive":
-        if not 0.0 <= mixture_alpha <= 1.0:
-            raise ValueError(f"mixture_alpha must be in [0, 1], got {mixture_alpha}")
+        _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True)
         return Fusion((1.0 - mixture_alpha) * p + mixture_alpha * a, float(mixture_alpha), 1.0 - mixture_alpha)
     return Fusion(_normalized(a * p), None, None)
 
@@ -238,7 +244,7 @@ FUSIONS = ("game", "prior_only", "additive", "multiplicative")
 
 def _column_normalized(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """N = M / L with L_k the Euclidean norm of column k; zero column -> 0 (Eq. 6). Returns (N, 1/L)."""
-    L = np.sqrt((M**2).sum(axis=0))
+    L = np.sqrt((M * M).sum(axis=0))
     inv = np.divide(1.0, L, out=np.zeros_like(L), where=L > 0)
     return M * inv, inv
 
@@ -249,7 +255,7 @@ def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
     S is often singular (G <= K, constant or collinear columns), so S^+ is the
     eigen-decomposition pseudo-inverse without eigenvalues below PINV_RTOL * the largest.
     """
-    centered = V - V.mean(axis=0)
+    centered = V - V.sum(axis=0) / V.shape[0]
     lam, vecs = np.linalg.eigh(centered.T @ centered / V.shape[0])
     keep = lam > PINV_RTOL * max(lam.max(), 0.0)
     if not keep.any():
@@ -268,8 +274,8 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
     invariant to rescaling columns, so w then matters only through which w_k are zero).
     r_i = D-_i / (D+_i + D-_i), and 1/2 when both distances vanish.
     """
-    _choice("ideals", ideals, IDEALS)
-    _choice("distance", distance, DISTANCES)
+    check_choice("ideals", ideals, IDEALS)
+    check_choice("distance", distance, DISTANCES)
     M = _check_matrix(M)
     w = np.asarray(w, dtype=float)
     if w.shape != (M.shape[1],):
@@ -281,7 +287,8 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
     else:
         v_pos, v_neg = w * inv_norm, np.zeros_like(w)
     if distance == "euclidean":
-        d_pos, d_neg = np.linalg.norm(V - v_pos, axis=1), np.linalg.norm(V - v_neg, axis=1)
+        gap_pos, gap_neg = V - v_pos, V - v_neg
+        d_pos, d_neg = np.sqrt((gap_pos * gap_pos).sum(axis=1)), np.sqrt((gap_neg * gap_neg).sum(axis=1))
     else:
         d_pos, d_neg = _mahalanobis(V - v_pos, V), _mahalanobis(V - v_neg, V)
     total = d_pos + d_neg
@@ -300,6 +307,27 @@ AGGREGATIONS = ("topsis", "weighted_sum")
 
 
 # --- the whole pipeline for one group ------------------------------------------------------
+
+
+def reward_options(*, extractor, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance) -> dict:
+    """Check every option of `matrix_reward` (names and ranges); return them as its keyword arguments."""
+    for name, value, options in (
+        ("extractor", extractor, EXTRACTORS),
+        ("fusion", fusion, FUSIONS),
+        ("ideals", ideals, IDEALS),
+        ("distance", distance, DISTANCES),
+        ("aggregation", aggregation, AGGREGATIONS),
+    ):
+        check_choice(name, value, options)
+    return {
+        "extractor": extractor,
+        "fusion": fusion,
+        "mixture_alpha": _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True),
+        "ideals": ideals,
+        "distance": distance,
+        "aggregation": aggregation,
+        "svd_variance": _check_fraction("svd_variance", svd_variance, allow_zero=False),
+    }
 
 
 @dataclass(frozen=True)
@@ -334,8 +362,15 @@ def matrix_reward(
     Defaults are the paper's method; the other options are its ablations (see `fuse`,
     `topsis_closeness`, App. F extractors, and aggregation="weighted_sum" of Sec. 4.4).
     """
-    _choice("extractor", extractor, EXTRACTORS)
-    _choice("aggregation", aggregation, AGGREGATIONS)
+    reward_options(
+        extractor=extractor,
+        fusion=fusion,
+        mixture_alpha=mixture_alpha,
+        ideals=ideals,
+        distance=distance,
+        aggregation=aggregation,
+        svd_variance=svd_variance,
+    )
     M = _check_matrix(M)
     p = prior_weights(points)
     if p.size != M.shape[1]:
@@ -347,4 +382,5 @@ def matrix_reward(
         rewards = topsis_closeness(M, fused.w, ideals=ideals, distance=distance)
     else:
         rewards = weighted_aggregation(M, fused.w)
-    return MatrixRewardResult(rewards, fused.w, a, p, fused.alpha, fused.beta, fused.fallback, np.ptp(M, axis=0))
+    spread = M.max(axis=0) - M.min(axis=0)
+    return MatrixRewardResult(rewards, fused.w, a, p, fused.alpha, fused.beta, fused.fallback, spread)

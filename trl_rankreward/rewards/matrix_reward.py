@@ -12,8 +12,8 @@ Choices the paper leaves open, decided here:
   answer's reward. Comparing an answer with its own copy would be a free tie that pulls
   win rates toward 1/2.
 - Invalid rollouts (no final answer) are never judged and get quality reward 0, the lowest
-  closeness, below every judged answer's expected reward; `lambda_fmt` then adds nothing
-  for them since their format reward is 0.
+  closeness. The worst judged answer can reach 0 too (it is the negative ideal); what
+  separates them is the format term lambda_fmt * f_i of Eq. 8 (f_i = 0 for invalid).
 - Fewer than two unique answers: nothing to compare, no judge call; each gets 1/2, the
   closeness the paper assigns when both distances vanish.
 - "pointwise" protocol (Sec. 4.2, "pointwise + MatrixReward"): the paper says only that
@@ -36,17 +36,7 @@ from ..judging.protocol import Judge, ask, is_failure
 from ..judging.requests import JudgeFailure, PointwiseRequest, RubricPairwiseRequest
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, ScoreOutcome, require
-from .matrix_math import (
-    AGGREGATIONS,
-    DISTANCES,
-    EXTRACTORS,
-    FUSIONS,
-    IDEALS,
-    _choice,
-    matrix_reward,
-    pair_indices,
-    win_rate_matrix,
-)
+from .matrix_math import check_choice, matrix_reward, pair_indices, reward_options, win_rate_matrix
 
 PROTOCOLS = ("explicit", "implicit", "pointwise")
 #: quality reward of a rollout without a valid final answer (never judged)
@@ -83,7 +73,7 @@ class MatrixReward(GroupRewardMethod):
     matrix_weights a, prior p, column_spread (max - min of each M column), unique_answers.
     """
 
-    name = "matrix_reward"
+    name = "matrix"
 
     def __init__(
         self,
@@ -103,23 +93,19 @@ class MatrixReward(GroupRewardMethod):
         format_reward: Callable[[str], float] | None = None,
     ):
         super().__init__(judge, lambda_fmt=lambda_fmt, answer_format=answer_format, format_reward=format_reward)
-        self.protocol = _choice("protocol", protocol, PROTOCOLS)
+        self.protocol = check_choice("protocol", protocol, PROTOCOLS)
         if both_orders and protocol == "pointwise":
             raise ValueError("both_orders=True needs a pairwise protocol; the 'pointwise' protocol shows one answer")
-        if not 0.0 <= mixture_alpha <= 1.0:
-            raise ValueError(f"mixture_alpha must be in [0, 1], got {mixture_alpha}")
-        if not 0.0 < svd_variance <= 1.0:
-            raise ValueError(f"svd_variance must be in (0, 1], got {svd_variance}")
         self.both_orders = bool(both_orders)
-        self.options = {
-            "extractor": _choice("extractor", extractor, EXTRACTORS),
-            "fusion": _choice("fusion", fusion, FUSIONS),
-            "mixture_alpha": float(mixture_alpha),
-            "ideals": _choice("ideals", ideals, IDEALS),
-            "distance": _choice("distance", distance, DISTANCES),
-            "aggregation": _choice("aggregation", aggregation, AGGREGATIONS),
-            "svd_variance": float(svd_variance),
-        }
+        self.options = reward_options(
+            extractor=extractor,
+            fusion=fusion,
+            mixture_alpha=mixture_alpha,
+            ideals=ideals,
+            distance=distance,
+            aggregation=aggregation,
+            svd_variance=svd_variance,
+        )
 
     # --- judging: the matrix M over unique answers (Sec. 3.1) ------------------------------
 

@@ -17,7 +17,8 @@ other, since each sees the buffer the previous one left.
 
 Buckets hold unique answers: identical rollouts are judged once (one coarse call) and
 share a place, and a bucket's size (for fine ranking, refinement and activity) counts
-distinct answers. Invalid rollouts are never judged and lie in no bucket.
+distinct answers. Invalid rollouts are never judged and lie in no bucket, so a group
+without valid answers still counts as an inactive observation (Eq. 14: no interval got a rollout).
 
 Failure policy: if a coarse or fine call (or the bootstrap ranking) fails after the
 judge's retries, the group is neutral and nothing about the query changes: no
@@ -42,7 +43,8 @@ from typing import Any
 from ..judging.protocol import Judge, ask, is_failure
 from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
 from ..judging.seeding import seeded_rng, text_id
-from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, select_endpoints, update_buffer
+from ..judging.subsample import select_endpoints
+from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, update_buffer
 from .anchor_store import InMemoryAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, RankOutcome, require
@@ -211,13 +213,13 @@ class RankBufferReward(GroupRewardMethod):
             self._pending[qid] = {"epoch": epoch, "buckets": key_buckets}
         self._buffers.set(qid, new)
 
-        K = ranking_buffer.size
-        valid = [len(m) for m in candidates.members]
+        K, valid = ranking_buffer.size, [len(m) for m in candidates.members]
+        if valid:  # position / K averaged over valid rollouts (duplicates count once each)
+            positions = zip(valid, ranking.positions, strict=True)
+            details["coarse_position_mean"] = sum(n * p / K for n, p in positions) / sum(valid)
         details.update(
             maintained=new is not old,
             bucket_sizes=[len(b) for b in ranking.buckets],
-            coarse_position_mean=sum(n * p / K for n, p in zip(valid, ranking.positions, strict=True))
-            / max(sum(valid), 1),
             coarse_calls=len(answers),
             fine_calls=ranking.fine_calls,
             buffer_size=new.size,
@@ -364,9 +366,11 @@ class RankBufferReward(GroupRewardMethod):
             out[f"buffer/pruned_{source}"] = float(pruned[source])
         for n, count in sorted(hist.items()):
             out[f"rank/bucket_size_hist_{n}"] = float(count)
-        ranked = [d for d in judged if "coarse_position_mean" in d]
+        placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
+        if placed:
+            out["rank/coarse_position_mean"] = sum(placed) / len(placed)
+        ranked = [d for d in judged if "coarse_calls" in d]
         if ranked:
-            out["rank/coarse_position_mean"] = sum(d["coarse_position_mean"] for d in ranked) / len(ranked)
             out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
             out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
         out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))

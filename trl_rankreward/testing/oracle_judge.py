@@ -42,7 +42,7 @@ from ..judging.requests import (
     RubricPairwiseRequest,
     request_kind,
 )
-from ..rewards.anchor_buffer import select_endpoints
+from ..judging.subsample import select_endpoints
 
 
 class OracleJudge:

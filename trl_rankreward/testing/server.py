@@ -35,7 +35,7 @@ class ServedModel(str):
     process: subprocess.Popen
 
     def stop(self) -> None:
-        """Kill the server's process group now (idempotent); the context exit then has nothing to do."""
+        """Kill the server now, as a crash would (idempotent); the context exit then has nothing to do."""
         _kill_group(self.process)
 
     def log_tail(self) -> str:
@@ -96,16 +96,12 @@ def _wait_ready(served: ServedModel, timeout_s: float) -> None:
 
 
 def _kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL the server's process group: abrupt on purpose (a graceful stop waits for in-flight requests)."""
     if process.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
 
 
 def _tail(path: Path) -> str:

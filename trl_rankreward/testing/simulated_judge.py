@@ -9,8 +9,11 @@ Case V model)
 where `q` is the latent quality (`quality(query_id, text)`, a `{text: quality}` dict, or
 `rubric_quality(query_id, text, rubric_index)` for per-rubric requests), and `b` is 1 for
 the first text shown and falls linearly to 0 for the last (pairwise: the displayed-first
-response gets the whole bias; listwise: by display position). Coarse, pointwise, meta and
-buffer-select requests have no position bias. Verdicts then follow
+response gets the whole bias; listwise: by display position). The display order is the one
+`judging.rendering.render` gives an LLM judge for the same request and seed, so a
+method's defence against position bias (seeded shuffles, both-order judging) is tested for
+real. Coarse, pointwise, meta and buffer-select requests have a fixed display and no
+position bias. Verdicts then follow
 `judging.quality_judge.QualityJudge`; pointwise scores are the perceived quality clipped
 to [0, 10], and a meta-judge answer is `q(rationale) >= meta_threshold`.
 
@@ -26,14 +29,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from ..judging.quality_judge import QualityJudge
-from ..judging.requests import (
-    JudgeFailure,
-    ListwiseRequest,
-    PairwiseRequest,
-    RubricPairwiseRequest,
-    request_kind,
-)
-from ..judging.seeding import seeded_rng, stable_seed, text_id
+from ..judging.requests import JudgeFailure, request_kind
+from ..judging.seeding import seeded_rng, stable_seed
 from ..judging.tokens import TokenCounter
 
 QualityFn = Callable[[str, str], float]
@@ -89,9 +86,11 @@ class SimulatedJudge(QualityJudge):
             return JudgeFailure("invalid", "SimulatedJudge: simulated invalid answer (fail_rate)")
         return await super().judge(request)
 
-    async def qualities(self, request, texts: Sequence[str], rubric_index: int | None = None) -> list[float]:
+    async def qualities(
+        self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
+    ) -> list[float]:
         rng = self._rng("noise", request, rubric_index)
-        bias = self._position_bonus(request, len(texts))
+        bias = self._position_bonus(display, len(texts))
         out = []
         for i, text in enumerate(texts):
             q = self.latent(request.query_id, text, rubric_index)
@@ -111,37 +110,13 @@ class SimulatedJudge(QualityJudge):
         self._seen[key] += 1
         return seeded_rng(self.seed, *key, n)
 
-    def _position_bonus(self, request, n: int) -> list[float]:
-        """Bias per canonical text: `position_bias * (n - 1 - d) / (n - 1)` for display position d."""
-        positions = display_positions(request, self.seed)
-        if positions is None or not self.position_bias:
-            return [0.0] * n
-        return [self.position_bias * (n - 1 - d) / (n - 1) for d in positions]
-
-
-def display_positions(request, seed: int) -> list[int] | None:
-    """Display position of each canonical text of a pairwise or listwise request, else None.
-
-    Pairwise: `display` "ab"/"ba" when forced; "auto" flips a coin seeded by (seed, query id,
-    step, text ids). Listwise: a shuffle seeded the same way.
-    """
-    if isinstance(request, (PairwiseRequest, RubricPairwiseRequest)):
-        display = request.display
-        if display == "auto":
-            display = "ab" if _display_rng(request, seed, (request.a, request.b)).random() < 0.5 else "ba"
-        return [0, 1] if display == "ab" else [1, 0]
-    if isinstance(request, ListwiseRequest):
-        shown = list(range(len(request.candidates)))
-        _display_rng(request, seed, request.candidates).shuffle(shown)  # shown[d] = canonical index at d
-        positions = [0] * len(shown)
-        for d, i in enumerate(shown):
-            positions[i] = d
-        return positions
-    return None
-
-
-def _display_rng(request, seed: int, texts: Sequence[str]):
-    return seeded_rng(seed, "display", request.query_id, request.step, *(text_id(t) for t in texts))
+    def _position_bonus(self, display: tuple[int, ...], n: int) -> list[float]:
+        """Bias per canonical text: `position_bias * (n - 1 - d) / (n - 1)` when shown in slot d."""
+        bonus = [0.0] * n
+        if self.position_bias and display:
+            for slot, index in enumerate(display):
+                bonus[index] = self.position_bias * (n - 1 - slot) / (n - 1)
+        return bonus
 
 
 def _quality_fn(quality: QualityFn | Mapping[str, float]) -> QualityFn:
@@ -163,4 +138,4 @@ def _quality_fn(quality: QualityFn | Mapping[str, float]) -> QualityFn:
     return quality
 
 
-__all__ = ["SimulatedJudge", "display_positions"]
+__all__ = ["SimulatedJudge"]

@@ -91,6 +91,12 @@ class TransformersBackend:
         """Generate batches until nothing is pending; a batch shares temperature and max_tokens."""
         loop = asyncio.get_running_loop()
         await asyncio.sleep(0)  # let the other coroutines of a gather() enqueue first
+        try:
+            await self._drain_batches(queue, loop)
+        finally:
+            queue.worker = None  # a finished task would keep its loop (the weak key) alive
+
+    async def _drain_batches(self, queue: _LoopQueue, loop: asyncio.AbstractEventLoop) -> None:
         while queue.pending:
             first = queue.pending[0]
             batch = [p for p in queue.pending if (p.temperature, p.max_tokens) == (first.temperature, first.max_tokens)]

@@ -1,0 +1,37 @@
+"""`trl-rankreward data ...` end to end on local upstream files."""
+
+import datasets
+import pytest
+
+from tests.data.upstream import nectar_row, ultrafeedback_row, write_jsonl
+from trl_rankreward.cli import main
+
+
+def test_data_nectar_with_rubric_join_then_attach_rationales_error(tmp_path, capsys):
+    source = write_jsonl(tmp_path / "nectar.jsonl", [nectar_row(i) for i in range(8)])
+    out = tmp_path / "nectar"
+    assert main(["data", "nectar", "--source", str(source), "--num_queries", "5", "--output_dir", str(out)]) == 0
+    dataset = datasets.load_from_disk(str(out))
+    assert len(dataset) == 5 and dataset[0]["rubrics"] == []
+    assert "read 5 rows, kept 5" in capsys.readouterr().out
+
+    rubrics = write_jsonl(
+        tmp_path / "r.jsonl", [{"query_id": q, "rubrics": [{"text": "t", "weight": 2}]} for q in dataset["query_id"]]
+    )
+    joined = tmp_path / "joined"
+    assert main(["data", "attach-rubrics", str(out), str(rubrics), "--output_dir", str(joined)]) == 0
+    assert datasets.load_from_disk(str(joined))["rubrics"] == [[{"text": "t", "weight": 2.0}]] * 5
+
+
+def test_data_ultrafeedback_all_rows(tmp_path):
+    source = write_jsonl(tmp_path / "uf.jsonl", [ultrafeedback_row(i) for i in range(3)])
+    out = tmp_path / "uf"
+    assert (
+        main(["data", "ultrafeedback", "--source", str(source), "--num_queries", "all", "--output_dir", str(out)]) == 0
+    )
+    assert len(datasets.load_from_disk(str(out))) == 3
+
+
+def test_data_without_destination_fails_before_reading(tmp_path):
+    with pytest.raises(SystemExit, match="--output_dir"):
+        main(["data", "nectar", "--source", str(tmp_path / "missing.jsonl")])

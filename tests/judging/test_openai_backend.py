@@ -1,0 +1,193 @@
+"""OpenAICompatibleBackend against a scripted local HTTP server: retries, usage, round-robin, key hygiene."""
+
+import asyncio
+import gc
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from trl_rankreward.judging.backends.base import BackendError
+from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend, normalize_base_url
+from trl_rankreward.testing.server import free_port
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+class ScriptedServer:
+    """Answers POST /v1/chat/completions with scripted statuses (200 -> a completion with usage 11/3)."""
+
+    def __init__(self, statuses=(), delay_s=0.0):
+        self.statuses = list(statuses)
+        self.delay_s = delay_s
+        self.requests: list[dict] = []
+        self.auth: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                server.auth.append(self.headers.get("Authorization", ""))
+                self._send(200, {"object": "list", "data": [{"id": "judge", "object": "model"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                server.auth.append(self.headers.get("Authorization", ""))
+                time.sleep(server.delay_s)
+                status = server.statuses.pop(0) if server.statuses else 200
+                if status != 200:
+                    self._send(status, {"error": {"message": f"scripted {status}"}})
+                    return
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
+                        ],
+                        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+                    },
+                )
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server_factory():
+    servers = []
+
+    def make(*args, **kwargs):
+        servers.append(ScriptedServer(*args, **kwargs))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def backend_for(urls, **kw):
+    kw.setdefault("backoff_s", 0.01)
+    return OpenAICompatibleBackend(urls, "judge", **kw)
+
+
+def test_completion_text_and_usage_come_from_the_response(server_factory):
+    server = server_factory()
+    completion = asyncio.run(backend_for(server.url).complete(MESSAGES, temperature=0.0, max_tokens=7))
+    assert (completion.text, completion.prompt_tokens, completion.completion_tokens) == ("ok", 11, 3)
+    assert completion.latency_s > 0
+    sent = server.requests[0]
+    assert (sent["model"], sent["max_tokens"], sent["temperature"], sent["messages"]) == ("judge", 7, 0.0, MESSAGES)
+    assert "response_format" not in sent
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_429_and_5xx_are_retried(server_factory, status):
+    server = server_factory([status, status])
+    completion = asyncio.run(backend_for(server.url, max_retries=3).complete(MESSAGES))
+    assert completion.text == "ok" and len(server.requests) == 3  # two scripted failures, then success
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+def test_other_4xx_are_not_retried(server_factory, status):
+    server = server_factory([status])
+    with pytest.raises(BackendError) as info:
+        asyncio.run(backend_for(server.url, max_retries=3).complete(MESSAGES))
+    assert (info.value.kind, info.value.status, len(server.requests)) == ("http", status, 1)
+    assert f"returned HTTP {status}" in str(info.value) and server.url in str(info.value)
+
+
+def test_retries_are_bounded(server_factory):
+    server = server_factory([500] * 10)
+    with pytest.raises(BackendError) as info:
+        asyncio.run(backend_for(server.url, max_retries=2).complete(MESSAGES))
+    assert info.value.status == 500 and len(server.requests) == 3  # 1 try + 2 retries
+
+
+def test_timeout_is_reported_as_timeout(server_factory):
+    server = server_factory(delay_s=2.0)
+    start = time.monotonic()
+    with pytest.raises(BackendError) as info:
+        asyncio.run(backend_for(server.url, timeout_s=0.3, max_retries=0).complete(MESSAGES))
+    assert info.value.kind == "timeout" and time.monotonic() - start < 1.9
+
+
+def test_round_robin_over_base_urls_and_a_new_event_loop_per_call(server_factory):
+    first, second = server_factory(), server_factory()
+    backend = backend_for([first.url, second.url])
+
+    async def four():
+        return await asyncio.gather(*[backend.complete(MESSAGES) for _ in range(4)])
+
+    asyncio.run(four())
+    asyncio.run(four())  # trainers call asyncio.run per step: clients are made per loop
+    assert (len(first.requests), len(second.requests)) == (4, 4)
+    gc.collect()
+    assert len(backend._loops) == 0  # clients of finished loops are not kept
+
+
+def test_response_format_is_forwarded(server_factory):
+    server = server_factory()
+    fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+    asyncio.run(backend_for(server.url).complete(MESSAGES, response_format=fmt))
+    assert server.requests[0]["response_format"] == fmt
+
+
+def test_api_key_comes_from_the_environment_and_stays_out_of_reprs(server_factory, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY_FOR_TEST", "sk-secret-123")
+    server = server_factory([400])
+    backend = backend_for(server.url, api_key_env="JUDGE_KEY_FOR_TEST")
+    with pytest.raises(BackendError) as info:
+        asyncio.run(backend.complete(MESSAGES))
+    assert server.auth == ["Bearer sk-secret-123", "Bearer sk-secret-123"]  # start-up check, then the call
+    assert "sk-secret" not in repr(backend) and "sk-secret" not in str(info.value)
+    monkeypatch.delenv("JUDGE_KEY_FOR_TEST")
+    other = server_factory()
+    asyncio.run(backend_for(other.url, api_key_env="JUDGE_KEY_FOR_TEST").complete(MESSAGES))
+    assert other.auth[-1] == "Bearer EMPTY"
+
+
+def test_start_up_check_fails_fast_with_the_url():
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    start = time.monotonic()
+    with pytest.raises(BackendError) as info:
+        OpenAICompatibleBackend(url, "judge")
+    assert time.monotonic() - start < 5
+    assert f"Judge server at {url} does not answer" in str(info.value) and info.value.kind == "transport"
+
+
+def test_connection_refused_is_a_transport_error_after_retries():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    backend = OpenAICompatibleBackend(url, "judge", check_on_start=False, max_retries=2, backoff_s=0.01)
+    with pytest.raises(BackendError) as info:
+        asyncio.run(backend.complete(MESSAGES))
+    assert info.value.kind == "transport" and url in str(info.value)
+
+
+def test_base_url_normalization():
+    assert normalize_base_url("http://host:8000") == "http://host:8000/v1"
+    assert normalize_base_url("http://host:8000/v1/") == "http://host:8000/v1"
+    assert normalize_base_url("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"
+    with pytest.raises(ValueError, match="must start with http:// or https://, got 'localhost:8000'"):
+        normalize_base_url("localhost:8000")

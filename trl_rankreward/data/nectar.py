@@ -1,0 +1,64 @@
+"""Nectar (berkeley-nest/Nectar) -> queries with seven ranked references and their models.
+
+RankBuffer (papers/rankbuffer.txt, Sec. 4.1 and Appendix D): 1,000 queries sampled with
+seed 42; each keeps its seven GPT-4-ranked answers, best first, which seed the buffer
+(Nectar initialization) and the rubric-generation prompt.
+
+Upstream schema (one row per prompt):
+  prompt         str, HH format "\\n\\nHuman: ...\\n\\nAssistant:" (may hold several turns)
+  answers        list of {answer: str, model: str, rank: float}; rank 1 is best
+  turns, num_responses, source, good_natured   (not needed here)
+"""
+
+from __future__ import annotations
+
+import datasets
+
+from .conversation import parse_nectar_prompt, query_id
+from .features import RANKED_FEATURES
+from .sampling import Ineligible, SampleReport, sample_rows
+from .sources import SchemaError, require_columns
+
+NECTAR_COLUMNS = {
+    "prompt": 'str, "\\n\\nHuman: ...\\n\\nAssistant:"',
+    "answers": "list of {answer: str, model: str, rank: number (1 = best)}",
+}
+_ANSWER_FIELDS = ("answer", "model", "rank")
+
+
+def prepare_nectar(
+    source: datasets.Dataset, *, num_queries: int | None = 1000, seed: int = 42, num_answers: int = 7
+) -> tuple[datasets.Dataset, SampleReport]:
+    """Sample `num_queries` Nectar prompts with `seed`; references best first with their models.
+
+    Rows with a number of answers other than `num_answers`, an empty answer or a prompt
+    that is not HH format are skipped and counted in the report.
+    """
+    require_columns(source, NECTAR_COLUMNS, "berkeley-nest/Nectar")
+
+    def convert(row: dict) -> dict:
+        answers = row["answers"] or []
+        if len(answers) != num_answers:
+            raise Ineligible(f"{len(answers)} answers (need {num_answers})")
+        for answer in answers:
+            missing = [f for f in _ANSWER_FIELDS if f not in answer]
+            if missing:
+                raise SchemaError(f"A Nectar answer lacks {missing}; expected {NECTAR_COLUMNS['answers']}")
+        if any(not (a["answer"] or "").strip() for a in answers):
+            raise Ineligible("empty answer")
+        try:
+            messages = parse_nectar_prompt(row["prompt"])
+        except ValueError:
+            raise Ineligible("prompt not in HH format") from None
+        ranked = sorted(answers, key=lambda a: float(a["rank"]))  # stable: equal ranks keep upstream order
+        return {
+            "prompt": messages,
+            "query_id": query_id(messages),
+            "rubrics": [],
+            "references": [a["answer"] for a in ranked],
+            "reference_models": [a["model"] or "" for a in ranked],
+            "source": "nectar",
+        }
+
+    rows, report = sample_rows(source, convert, n=num_queries, seed=seed)
+    return datasets.Dataset.from_list(rows, features=RANKED_FEATURES), report

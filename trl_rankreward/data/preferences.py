@@ -1,0 +1,164 @@
+"""Preference sets for R-Align in one pairwise schema (papers/r-align.txt, Sec. 3.3 and 4).
+
+Each row: `prompt` (messages), `query_id`, `response_a`, `response_b`, `label` ("A" when
+response_a is preferred), `reviews` (annotator reviews: HelpSteer3 only), `golden_rationale`
+("" until `rubrics rationales` fills it), `subset`, `source`, `pair_id` (hash of source,
+prompt and both responses). Ties carry no label and are skipped (counted).
+
+Upstream schemas:
+  HelpSteer3 (nvidia/HelpSteer3, preference subset): context (list of {role, content}),
+    response1, response2, overall_preference (int -3..3; < 0: response1 better, > 0:
+    response2 better, 0: tie), individual_preference (list of {score, reasoning, ...}),
+    domain, language.
+  RewardBench2 (allenai/reward-bench-2): prompt (str), chosen (list of str), rejected
+    (list of str), subset, id. Every chosen x rejected pair becomes a row; which side is
+    shown as A is drawn from `seeded_rng(seed, pair)` so labels are balanced.
+  PPE-Preference (lmarena-ai/PPE-Human-Preference-V1): prompt (str), response_1,
+    response_2, winner ("model_a" | "model_b" | "tie" | "tie (bothbad)"), language.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Iterator
+
+import datasets
+
+from ..judging.seeding import seeded_rng, text_id
+from .conversation import query_id, query_text, user_prompt
+from .features import PAIRWISE_FEATURES
+from .sampling import SampleReport
+from .sources import SchemaError, require_columns
+
+HELPSTEER3_COLUMNS = {
+    "context": "list of {role, content} messages ending with a user turn",
+    "response1": "str",
+    "response2": "str",
+    "overall_preference": "int in -3..3 (< 0: response1 better, > 0: response2 better)",
+}
+REWARDBENCH2_COLUMNS = {"prompt": "str", "chosen": "list of str", "rejected": "list of str"}
+PPE_COLUMNS = {
+    "prompt": "str",
+    "response_1": "str",
+    "response_2": "str",
+    "winner": '"model_a" | "model_b" | "tie" | "tie (bothbad)"',
+}
+
+
+def _pair(source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="") -> dict:
+    key = json.dumps([source, query_text(messages), a, b], ensure_ascii=False)
+    return {
+        "prompt": messages,
+        "query_id": query_id(messages),
+        "response_a": a,
+        "response_b": b,
+        "label": label,
+        "reviews": list(reviews),
+        "golden_rationale": "",
+        "subset": subset or "",
+        "source": source,
+        "pair_id": text_id(key),
+    }
+
+
+def _collect(
+    pairs: Iterable[dict | str], report: SampleReport, num_pairs: int | None, seed: int
+) -> tuple[datasets.Dataset, SampleReport]:
+    """Keep distinct pairs (strings yielded are skip reasons), then optionally sample `num_pairs`."""
+    kept, seen = [], set()
+    for item in pairs:
+        if isinstance(item, str):
+            report.skipped[item] += 1
+        elif item["pair_id"] in seen:
+            report.skipped["duplicate pair"] += 1
+        else:
+            seen.add(item["pair_id"])
+            kept.append(item)
+    if num_pairs is not None:
+        if num_pairs > len(kept):
+            raise ValueError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
+        chosen = sorted(random.Random(seed).sample(range(len(kept)), num_pairs))
+        kept = [kept[i] for i in chosen]
+    report.kept = len(kept)
+    return datasets.Dataset.from_list(kept, features=PAIRWISE_FEATURES), report
+
+
+def _rows(source: datasets.Dataset, report: SampleReport) -> Iterator[dict]:
+    for row in source:
+        report.read += 1
+        yield row
+
+
+def _reviews(row: dict) -> list[dict]:
+    reviews = []
+    for review in row.get("individual_preference") or []:
+        if "reasoning" not in review or "score" not in review:
+            raise SchemaError("A HelpSteer3 individual_preference entry lacks 'score' or 'reasoning'")
+        if (review["reasoning"] or "").strip():
+            reviews.append({"score": int(review["score"]), "text": review["reasoning"].strip()})
+    return reviews
+
+
+def prepare_helpsteer3(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """HelpSteer3 preference rows -> pairs; annotator reasonings kept as `reviews` (meta-review input)."""
+    require_columns(source, HELPSTEER3_COLUMNS, "nvidia/HelpSteer3 (preference)")
+    report = SampleReport()
+
+    def pairs():
+        for row in _rows(source, report):
+            preference = int(row["overall_preference"])
+            if preference == 0:
+                yield "tie"
+                continue
+            messages = [{"role": m["role"], "content": m["content"]} for m in row["context"]]
+            label = "A" if preference < 0 else "B"
+            yield _pair(
+                "helpsteer3", messages, row["response1"], row["response2"], label,
+                reviews=_reviews(row), subset=row.get("domain") or "",
+            )  # fmt: skip
+
+    return _collect(pairs(), report, num_pairs, seed)
+
+
+def prepare_rewardbench2(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """RewardBench2 rows -> one pair per (chosen, rejected); the A side is a seeded coin flip."""
+    require_columns(source, REWARDBENCH2_COLUMNS, "allenai/reward-bench-2")
+    report = SampleReport()
+
+    def pairs():
+        for row in _rows(source, report):
+            messages = user_prompt(row["prompt"])
+            if not row["chosen"] or not row["rejected"]:
+                yield "no chosen or no rejected response"
+            for chosen in row["chosen"] or []:
+                for rejected in row["rejected"] or []:
+                    chosen_first = seeded_rng(seed, row["prompt"], chosen, rejected).random() < 0.5
+                    a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
+                    yield _pair("rewardbench2", messages, a, b, "A" if chosen_first else "B", subset=row.get("subset"))
+
+    return _collect(pairs(), report, num_pairs, seed)
+
+
+def prepare_ppe(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """PPE human-preference rows -> pairs (model_a's response is A); ties skipped."""
+    require_columns(source, PPE_COLUMNS, "lmarena-ai/PPE-Human-Preference-V1")
+    report = SampleReport()
+    labels = {"model_a": "A", "model_b": "B"}
+
+    def pairs():
+        for row in _rows(source, report):
+            label = labels.get(row["winner"])
+            if label is None:
+                yield f"winner {row['winner']!r}"
+                continue
+            messages = user_prompt(row["prompt"])
+            yield _pair("ppe", messages, row["response_1"], row["response_2"], label, subset=row.get("language"))
+
+    return _collect(pairs(), report, num_pairs, seed)

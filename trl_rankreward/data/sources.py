@@ -1,0 +1,67 @@
+"""Reading upstream datasets (Hub id or local files) and writing prepared ones.
+
+A source is a Hub dataset id (`berkeley-nest/Nectar`), a local `.jsonl`/`.json`/`.parquet`
+file, a directory of such files, or a directory written by `Dataset.save_to_disk`.
+Upstream columns are checked up front so a wrong file fails with the missing column named
+and the expected schema spelled out, not with a KeyError deep inside a conversion.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import datasets
+
+_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+
+
+class SchemaError(ValueError):
+    """An upstream dataset lacks a column (or a row a field) its converter needs."""
+
+
+def load_source(source: str, *, split: str = "train", config: str | None = None) -> datasets.Dataset:
+    """Load `source` as one `datasets.Dataset` split (see the module docstring for the forms)."""
+    path = Path(source)
+    if path.is_file():
+        return _load_files([path], split)
+    if path.is_dir():
+        if (path / "dataset_info.json").exists() or (path / "state.json").exists():
+            return datasets.load_from_disk(str(path))
+        files = sorted(p for p in path.rglob("*") if p.suffix in _FILE_BUILDERS)
+        if not files:
+            raise FileNotFoundError(f"{source} holds no .jsonl/.json/.parquet files and is not a save_to_disk folder")
+        return _load_files(files, split)
+    if source.startswith((".", "/", "~")) or path.suffix in _FILE_BUILDERS:
+        raise FileNotFoundError(f"{source} does not exist (expected a local file/folder or a Hub id like owner/name)")
+    return datasets.load_dataset(source, config, split=split)
+
+
+def _load_files(files: list[Path], split: str) -> datasets.Dataset:
+    suffixes = {p.suffix for p in files}
+    builders = {_FILE_BUILDERS.get(s) for s in suffixes}
+    if None in builders or len(builders) != 1:
+        raise ValueError(f"Expected .jsonl/.json or .parquet files of one kind, got suffixes {sorted(suffixes)}")
+    builder = builders.pop()
+    return datasets.load_dataset(builder, data_files={split: [str(p) for p in files]}, split=split)
+
+
+def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: str) -> None:
+    """Raise `SchemaError` naming every column of `columns` (name -> description) that is absent."""
+    missing = [name for name in columns if name not in dataset.column_names]
+    if missing:
+        expected = "\n".join(f"  {name}: {about}" for name, about in columns.items())
+        raise SchemaError(
+            f"The source lacks column(s) {missing} of the {schema} schema (has {dataset.column_names}).\n"
+            f"Expected columns:\n{expected}\n"
+            "Pass the upstream dataset (or a JSONL/parquet export of it) without renaming its columns."
+        )
+
+
+def save_dataset(dataset: datasets.Dataset, output_dir: str | None, push_to_hub: str | None = None) -> None:
+    """Save with `save_to_disk(output_dir)` and/or push to the Hub repo `push_to_hub`."""
+    if not output_dir and not push_to_hub:
+        raise ValueError("Nowhere to write the dataset: give an output directory, a Hub repo (push_to_hub), or both")
+    if output_dir:
+        dataset.save_to_disk(output_dir)
+    if push_to_hub:
+        dataset.push_to_hub(push_to_hub)

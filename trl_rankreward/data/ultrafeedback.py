@@ -1,0 +1,74 @@
+"""UltraFeedback (openbmb/UltraFeedback) -> queries with four scored references, best first.
+
+MatrixReward (papers/matrixreward.txt, Sec. 4 and Appendix A.1): 2,560 sampled queries;
+rubrics are generated from each query and its four answers shown in descending order of
+overall score (equal scores are ties). The paper names no seed; we default to 42.
+
+Upstream schema (one row per instruction):
+  instruction    str
+  completions    list of {response: str, overall_score: number (1-10), model: str,
+                 annotations, critique, fine-grained_score, principle, custom_system_prompt}
+  source, models, correct_answers, incorrect_answers   (not needed here)
+"""
+
+from __future__ import annotations
+
+import math
+
+import datasets
+
+from .conversation import query_id, user_prompt
+from .features import SCORED_FEATURES
+from .sampling import Ineligible, SampleReport, sample_rows
+from .sources import SchemaError, require_columns
+
+ULTRAFEEDBACK_COLUMNS = {
+    "instruction": "str",
+    "completions": "list of {response: str, overall_score: number, model: str, ...}",
+}
+_COMPLETION_FIELDS = ("response", "overall_score", "model")
+
+
+def _score(value) -> float:
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        raise Ineligible("overall_score not a number") from None
+    if math.isnan(score):
+        raise Ineligible("overall_score not a number")
+    return score
+
+
+def prepare_ultrafeedback(
+    source: datasets.Dataset, *, num_queries: int | None = 2560, seed: int = 42, num_answers: int = 4
+) -> tuple[datasets.Dataset, SampleReport]:
+    """Sample `num_queries` instructions with `seed`; references sorted by overall score, best first."""
+    require_columns(source, ULTRAFEEDBACK_COLUMNS, "openbmb/UltraFeedback")
+
+    def convert(row: dict) -> dict:
+        completions = row["completions"] or []
+        if len(completions) != num_answers:
+            raise Ineligible(f"{len(completions)} completions (need {num_answers})")
+        for completion in completions:
+            missing = [f for f in _COMPLETION_FIELDS if f not in completion]
+            if missing:
+                raise SchemaError(
+                    f"An UltraFeedback completion lacks {missing}; expected {ULTRAFEEDBACK_COLUMNS['completions']}"
+                )
+        if not (row["instruction"] or "").strip() or any(not (c["response"] or "").strip() for c in completions):
+            raise Ineligible("empty instruction or response")
+        scores = [_score(c["overall_score"]) for c in completions]
+        order = sorted(range(num_answers), key=lambda i: -scores[i])  # stable: ties keep upstream order
+        messages = user_prompt(row["instruction"])
+        return {
+            "prompt": messages,
+            "query_id": query_id(messages),
+            "rubrics": [],
+            "references": [completions[i]["response"] for i in order],
+            "reference_models": [completions[i]["model"] or "" for i in order],
+            "reference_scores": [scores[i] for i in order],
+            "source": "ultrafeedback",
+        }
+
+    rows, report = sample_rows(source, convert, n=num_queries, seed=seed)
+    return datasets.Dataset.from_list(rows, features=SCORED_FEATURES), report

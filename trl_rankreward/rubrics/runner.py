@@ -1,0 +1,169 @@
+"""One resumable runner for offline generation jobs (rubrics, golden rationales).
+
+Each job is an id and chat messages. The runner sends pending jobs to the backend with
+bounded concurrency, parses each answer, retries invalid answers and backend errors up to
+`max_attempts` times, and appends every finished result to a JSONL file the moment it
+arrives (flush + fsync). A rerun reads that file and skips the ids already in it, so a
+crash or a kill loses nothing finished and duplicates nothing. Jobs whose attempts all fail
+are appended to a failures JSONL (rewritten each run, since a rerun retries them) and
+listed in the summary; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from ..data.jsonl import append_record, read_records, repair_tail
+from .parsing import InvalidOutput
+
+
+@dataclass(frozen=True)
+class Job:
+    """One generation: `id` keys the result; `context` is handed to the parser (e.g. the label)."""
+
+    id: str
+    messages: list[dict]
+    context: Any = None
+
+
+@dataclass
+class RunSummary:
+    """Counts of one run, the ids that failed, and the tokens the backend reported."""
+
+    total: int = 0
+    already_done: int = 0
+    succeeded: int = 0
+    failed_ids: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    output_path: str = ""
+    failures_path: str = ""
+
+    @property
+    def failed(self) -> int:
+        return len(self.failed_ids)
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.total} jobs: {self.already_done} already done, {self.succeeded} generated, {self.failed} failed; "
+            f"tokens: {self.prompt_tokens} prompt, {self.completion_tokens} completion. Results: {self.output_path}"
+        )
+        if self.failed:
+            text += f"\nFailed ids (reasons in {self.failures_path}; rerun to retry them): {self.failed_ids[:20]}"
+        return text
+
+
+def failures_path_for(output_path: str | Path) -> Path:
+    """Default failures file next to the results: `rubrics.jsonl` -> `rubrics.failures.jsonl`."""
+    output_path = Path(output_path)
+    return output_path.with_name(output_path.stem + ".failures" + output_path.suffix)
+
+
+@dataclass
+class ResumableRunner:
+    """Run `Job`s through `backend.complete` and append parsed results to `output_path`.
+
+    Args:
+        backend: object with `async complete(messages, *, temperature, max_tokens, response_format)`
+            returning a completion with `.text`, `.prompt_tokens`, `.completion_tokens`.
+        output_path: results JSONL; each line is `{id_key: job.id, **parse(...), "attempts": n}`.
+        id_key: the name of the id field in result lines ("query_id", "pair_id").
+        parse: `parse(text, job) -> dict` of result fields, raising `InvalidOutput` when invalid.
+        failures_path: failures JSONL (default: `failures_path_for(output_path)`).
+        max_concurrency: jobs in flight at once.
+        max_attempts: tries per job (invalid answer or backend error each use one).
+        response_format: passed to the backend (e.g. {"type": "json_object"}), None for none.
+    """
+
+    backend: Any
+    output_path: str | Path
+    id_key: str
+    parse: Callable[[str, Job], dict]
+    temperature: float
+    max_tokens: int
+    failures_path: str | Path | None = None
+    max_concurrency: int = 32
+    max_attempts: int = 3
+    response_format: dict | None = None
+    desc: str = "generating"
+
+    def __post_init__(self):
+        if self.max_attempts < 1 or self.max_concurrency < 1:
+            raise ValueError(
+                f"max_attempts and max_concurrency must be >= 1, got {self.max_attempts}, {self.max_concurrency}"
+            )
+        self.output_path = Path(self.output_path)
+        self.failures_path = Path(self.failures_path or failures_path_for(self.output_path))
+
+    def done_ids(self) -> set[str]:
+        """Ids with a finished result in `output_path` (a partial last line does not count)."""
+        return {record[self.id_key] for record in read_records(self.output_path)}
+
+    async def run(self, jobs: Iterable[Job]) -> RunSummary:
+        jobs = list(jobs)
+        done = self.done_ids()
+        pending, queued = [], set()
+        for job in jobs:
+            if job.id not in done and job.id not in queued:
+                queued.add(job.id)
+                pending.append(job)
+        summary = RunSummary(
+            total=len({job.id for job in jobs}),
+            already_done=len(done & {job.id for job in jobs}),
+            output_path=str(self.output_path),
+            failures_path=str(self.failures_path),
+        )
+        self.output_path.parent.mkdir(parents=True, exist_ok=True)
+        repair_tail(self.output_path)
+        semaphore = asyncio.Semaphore(self.max_concurrency)
+        with (
+            open(self.output_path, "a", encoding="utf-8") as results,
+            open(self.failures_path, "w", encoding="utf-8") as failures,
+            tqdm(total=len(pending), desc=self.desc, unit="job", dynamic_ncols=True) as bar,
+        ):
+
+            async def one(job: Job) -> None:
+                async with semaphore:
+                    record = await self._attempts(job, summary)
+                if "errors" in record:
+                    append_record(failures, record)
+                    summary.failed_ids.append(job.id)
+                    bar.set_postfix(failed=summary.failed)
+                else:
+                    append_record(results, record)
+                    summary.succeeded += 1
+                bar.update(1)
+
+            await asyncio.gather(*(one(job) for job in pending))
+        return summary
+
+    async def _attempts(self, job: Job, summary: RunSummary) -> dict:
+        """The result record after the first valid answer, or a failure record after all attempts."""
+        errors, text = [], ""
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                completion = await self.backend.complete(
+                    job.messages,
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                    response_format=self.response_format,
+                )
+            except Exception as error:  # transport/timeout/http after the backend's own retries
+                errors.append(f"{type(error).__name__}: {error}")
+                continue
+            summary.prompt_tokens += completion.prompt_tokens
+            summary.completion_tokens += completion.completion_tokens
+            text = completion.text
+            try:
+                fields = self.parse(text, job)
+            except InvalidOutput as error:
+                errors.append(f"invalid: {error}")
+                continue
+            return {self.id_key: job.id, **fields, "attempts": attempt}
+        return {self.id_key: job.id, "attempts": self.max_attempts, "errors": errors, "last_output": text[:4000]}
