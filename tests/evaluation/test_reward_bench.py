@@ -185,3 +185,42 @@ def test_virtual_clock_counts_rounds_not_real_time():
 
     assert run_virtual(two_rounds()) == 2.0
     assert [r.round for r in judge.records] == [1, 1, 2]
+
+
+def test_each_record_keeps_the_prompt_the_ledger_costed():
+    sim = SimulatedRun(queries=1, response_tokens=20, reference_tokens=20)
+    judge = BenchJudge(sim.quality, tokenizer=LineTokenizer(), noise=0.5)
+    query = sim.queries[0]
+    requests = [
+        CoarseRequest(
+            query=query.text, rubrics=query.rubrics, anchors=query.references[:3], candidate=c, query_id=query.query_id
+        )
+        for c in query.references[3:]
+    ]
+
+    async def judge_all():
+        judge.start_step()
+        await asyncio.gather(*(judge.judge(r) for r in requests))
+
+    run_virtual(judge_all())
+    assert [key_tokens(r.prompt) for r in judge.records] == [r.prompt_tokens for r in judge.records]
+    assert sum(r.prompt_tokens + r.completion_tokens for r in judge.records) == (
+        judge.ledger.prompt_tokens + judge.ledger.completion_tokens
+    )
+
+
+def test_docs_section_replaces_only_its_own_part_of_the_shared_page(tmp_path):
+    from trl_rankreward.evaluation.bench_report import SECTION_BEGIN, SECTION_END, write_docs_section
+
+    page = tmp_path / "benchmarks.md"
+    write_docs_section(page, "## Reward-method benchmark\nfirst")
+    assert page.read_text().startswith("# Benchmarks\n")
+    page.write_text(page.read_text() + "\n## GenRM benchmark\nkept\n")
+    write_docs_section(page, "## Reward-method benchmark\nsecond")
+    text = page.read_text()
+    assert "second" in text and "first" not in text and "## GenRM benchmark\nkept" in text
+    assert text.count(SECTION_BEGIN) == text.count(SECTION_END) == 1
+    other = tmp_path / "other.md"
+    other.write_text("# Benchmarks\n\nGenRM numbers\n")
+    write_docs_section(other, "## Reward-method benchmark\nnew")
+    assert other.read_text().startswith("# Benchmarks\n\nGenRM numbers\n\n" + SECTION_BEGIN)

@@ -34,7 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", default="bench_out", help="Where bench.csv and the plots go.")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="Processes (one method each).")
     parser.add_argument("--no-plots", action="store_true", help="Skip the PNG plots.")
-    parser.add_argument("--write-docs", metavar="PATH", help="Also write the benchmark docs page (docs/benchmarks.md).")
+    parser.add_argument(
+        "--write-docs",
+        metavar="PATH",
+        help="Also write this run's section of the benchmarks page (docs/benchmarks.md); the rest of the page is kept.",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,10 +74,8 @@ def run(args: argparse.Namespace) -> int:
             "cpu_s_main": time.process_time() - cpu_start,
             "method_cpu_s": sum(r["cpu_s"] for r in rows),
         }
-        page = bench_report.docs_page(rows, config, command=_command(args, config), timing=timing)
-        Path(args.write_docs).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.write_docs).write_text(page, encoding="utf-8")
-        print(f"wrote {args.write_docs}")
+        section = bench_report.docs_section(rows, config, command=_command(args, config), timing=timing)
+        print(f"wrote {bench_report.write_docs_section(args.write_docs, section)}")
     return 0
 
 

@@ -7,7 +7,8 @@ with the real templates (`judging.rendering`) and costed in the ledger. On top, 
   with every call lasting the same time, the clock time a call is issued at, counted from
   the start of the step, is the number of judge rounds before it: its *round* is exact;
 - keeps the rendered prompt as token lines (`prompt_cache.LineTokenizer`), for the
-  prefix-cache saving of its group;
+  prefix-cache saving of its group (rendering is deterministic: the same prompt the ledger
+  costed, whose token count `key_tokens(record.prompt)` equals the ledger's);
 - copies its ledger entry (prompt and completion tokens, parsed), so the benchmark's sums
   are the ledger's by construction.
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from ..judging.rendering import render_messages
 from ..judging.templates import JudgeTemplates
 from ..testing.simulated_judge import SimulatedJudge
-from .prompt_cache import LineTokenizer, PromptKey, key_tokens
+from .prompt_cache import LineTokenizer, PromptKey
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,6 @@ class BenchJudge(SimulatedJudge):
         self.integer_scores = integer_scores
         self.records: list[CallRecord] = []
         self._step_start = 0.0
-        self._prompt: PromptKey = ()
 
     def start_step(self) -> None:
         """Mark the start of a training step (rounds count from here) and clear the records."""
@@ -67,7 +67,8 @@ class BenchJudge(SimulatedJudge):
     async def judge(self, request):
         issued = asyncio.get_running_loop().time() - self._step_start
         await asyncio.sleep(1.0)
-        before, self._prompt = _counters(self.ledger), ()
+        prompt = self.tokenizer.prompt_key(render_messages(request, self.templates, seed=self.seed))
+        before = _counters(self.ledger)
         verdict = await super().judge(request)  # renders, answers and records without suspending
         calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _counters(self.ledger)))
         if calls != 1:
@@ -79,14 +80,10 @@ class BenchJudge(SimulatedJudge):
                 parsed=parsed == 1,
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
-                prompt=self._prompt,
+                prompt=prompt,
             )
         )
         return verdict
-
-    def prompt_tokens(self, request) -> int:
-        self._prompt = self.tokenizer.prompt_key(render_messages(request, self.templates, seed=self.seed))
-        return key_tokens(self._prompt)
 
     def pointwise_score(self, quality: float) -> float:
         score = super().pointwise_score(quality)
