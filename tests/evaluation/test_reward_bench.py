@@ -224,3 +224,12 @@ def test_docs_section_replaces_only_its_own_part_of_the_shared_page(tmp_path):
     other.write_text("# Benchmarks\n\nGenRM numbers\n")
     write_docs_section(other, "## Reward-method benchmark\nnew")
     assert other.read_text().startswith("# Benchmarks\n\nGenRM numbers\n\n" + SECTION_BEGIN)
+
+
+def test_methods_that_cannot_be_built_are_skipped_with_a_note(monkeypatch):
+    from trl_rankreward.evaluation.reward_bench import BenchMethod
+    from trl_rankreward.rewards import registry
+
+    monkeypatch.setitem(registry._METHODS, "ghost", (".ghost_method", "GhostReward"))
+    assert "lacks" in run_method(_tiny(), BenchMethod("ghost", "ghost"))  # module not installed
+    assert "k0" in run_method(_tiny(), BenchMethod("bad", "rank_buffer", {"k0": 1}))  # option refused

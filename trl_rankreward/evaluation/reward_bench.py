@@ -211,7 +211,8 @@ def run_benchmark(
     """Run every selected method on the simulated run, in `workers` processes.
 
     `on_progress(n)` hears of every n groups scored; methods that cannot be built here
-    (module not installed, options it does not take) are left out and told to `on_skip`.
+    (module not installed, options it does not take) or whose run raised are left out and
+    told to `on_skip`.
     Results do not depend on `workers`: every method has its own seeded judge.
     """
     methods = selected_methods(config.methods)
@@ -231,7 +232,7 @@ def run_benchmark(
 def run_method(
     config: RewardBenchConfig, method: BenchMethod, on_progress: Callable[[int], None] | None = None
 ) -> MethodResult | str:
-    """One method's run; a string saying why when the method cannot be built."""
+    """One method's run; a string saying why when the method cannot be built or its run failed."""
     sim, tokenizer = _setting(config)
     judge = BenchJudge(
         sim.quality,
@@ -249,7 +250,10 @@ def run_method(
     except (ImportError, TypeError, ValueError) as exc:
         return str(exc)
     start, cpu_start = time.perf_counter(), time.process_time()
-    result = run_virtual(_run_method(method, reward, judge, sim, config, on_progress))
+    try:
+        result = run_virtual(_run_method(method, reward, judge, sim, config, on_progress))
+    except Exception as exc:  # one broken method must not cost the other rows
+        return f"failed during the run: {type(exc).__name__}: {exc}"
     result.elapsed_s, result.cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
     return result
 
