@@ -98,11 +98,16 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[P
         ("calls_per_group", "judge calls per group (parsed)", "fidelity_vs_calls.png"),
     ):
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for row in rows:
+        # labels alternate above and below their points (by tau), so that neighbours overlap less
+        for n, row in enumerate(sorted(rows, key=lambda r: r["kendall_tau"])):
             family = "tab:red" if row["method"].startswith("rank_buffer") else "tab:blue"
             ax.scatter(row[key], row["kendall_tau"], color=family, s=28)
             ax.annotate(
-                row["method"], (row[key], row["kendall_tau"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+                row["method"],
+                (row[key], row["kendall_tau"]),
+                fontsize=7,
+                xytext=(4, 3 if n % 2 else -9),
+                textcoords="offset points",
             )
         ax.set_xscale("log")
         ax.set_xlabel(xlabel)
@@ -287,7 +292,9 @@ def _differences(by_paper: dict[str, dict[str, Any]]) -> str:
   fails (`fail_rate=0`), so pointwise is exactly G calls, RRC-SCR C(G,2) = 28, Tournament
   3(G-1) = 21 (Table 8: exactly 84,000 = 21 x 4,000). Table 8 counts parsed calls over real
   rollouts, where invalid or duplicate answers are not judged (GRPO: 7.84 calls per group,
-  RRC-SCR 26.0 instead of 28). RankBuffer's {rb_calls:.1f} calls per group here (paper: 9.2) are
+  RRC-SCR 26.0 instead of 28). GDPO makes one call per rollout and rubric: our queries have
+  {_ratio(by_paper, "GDPO", "GRPO", "calls_per_group"):.2f} rubrics on average (3 to 5), Table 8 implies
+  {PAPER_TABLE8["GDPO"][1] / PAPER_TABLE8["GRPO"][1]:.2f}. RankBuffer's {rb_calls:.1f} calls per group here (paper: 9.2) are
   G coarse calls plus one listwise call per bucket of two or more rollouts; how many buckets hold
   two or more depends on how the rollouts spread over the anchors.
 - **RRC-AGR's tokens in Table 8 equal RRC-SCR's to the token (200,817,235) although AGR makes
