@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             kind = {"int": int, "float": float}.get(f.type, str)
             parser.add_argument(flag, type=kind, default=f.default, help=f.metadata["help"] + " (default: %(default)s)")
-    parser.add_argument("--output-dir", default="bench_out", help="Where bench.csv and the plots go.")
+    parser.add_argument("--output-dir", default="outputs/bench", help="Where bench.csv and the plots go.")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="Processes (one method each).")
     parser.add_argument("--no-plots", action="store_true", help="Skip the PNG plots.")
     parser.add_argument(
@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
             "workers": args.workers,
             "cpu_s_main": time.process_time() - cpu_start,
             "method_cpu_s": sum(r["cpu_s"] for r in rows),
+            "cores": os.cpu_count() or 1,
+            "load": os.getloadavg()[1],
         }
         section = bench_report.docs_section(rows, config, command=_command(args, config), timing=timing)
         print(f"wrote {bench_report.write_docs_section(args.write_docs, section)}")

@@ -203,7 +203,9 @@ def docs_section(rows: Sequence[dict[str, Any]], config, *, command: str, timing
         "(`SimulatedJudge`: Thurstone noise per call), which renders every request with the real",
         "templates and counts its tokens with a real tokenizer (MiniLM WordPiece). What is simulated",
         "and how each column is measured: `trl_rankreward/evaluation/reward_bench.py` and the modules it",
-        "names. Setting: " + setting + ".",
+        "names. The command also writes `bench.csv` (every column, per method) and two plots,",
+        "`fidelity_vs_tokens.png` and `fidelity_vs_calls.png` (the shape of RankBuffer's Figures 4 and 5),",
+        "to `--output-dir` (default `outputs/bench`). Setting: " + setting + ".",
         "",
         markdown_table(rows),
         "",
@@ -352,7 +354,9 @@ def _per_call(row: dict[str, Any] | None) -> float:
 def _timing_note(rows: Sequence[dict[str, Any]], timing: dict[str, float]) -> str:
     slowest = max(rows, key=lambda r: r["cpu_s"])
     return (
-        f"This run took {timing['wall_s']:.0f} s of wall time with {timing['workers']:.0f} worker process(es); "
+        f"This run took {timing['wall_s']:.0f} s of wall time with {timing['workers']:.0f} worker process(es) "
+        f"on {timing['cores']:.0f} cores (5-minute load average at the end: {timing['load']:.1f}; above "
+        f"{timing['cores']:.0f}, other jobs were sharing the cores); "
         f"the methods used {timing['method_cpu_s']:.0f} CPU seconds in all (slowest: {slowest['method']}, "
         f"{slowest['cpu_s']:.0f} s), so on two dedicated cores the run takes about "
         f"{timing['method_cpu_s'] / 2:.0f} s plus start-up. Per method: "
