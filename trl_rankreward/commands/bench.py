@@ -2,7 +2,7 @@
 
     trl-rankreward bench                                   # default setting, all methods
     trl-rankreward bench --queries 20 --epochs 2 --methods pointwise,rank_buffer
-    trl-rankreward bench --write-docs docs/benchmarks.md   # regenerate the docs page
+    trl-rankreward bench --write-docs docs/benchmarks.md   # regenerate its section of the docs page
 
 Prints a markdown table, writes `bench.csv` and two PNG plots to `--output-dir`. Every
 `RewardBenchConfig` field is an option (see `trl_rankreward.evaluation.reward_bench`).
