@@ -21,6 +21,7 @@ _METHODS: dict[str, tuple[str, str]] = {
     "arena": (".arena", "ArenaReward"),
     "rank_buffer": (".rank_buffer", "RankBufferReward"),
     "matrix": (".matrix_reward", "MatrixReward"),
+    "genrm": (".genrm_reward", "GenRMPairwiseReward"),
 }
 
 #: every name `make_reward_method` accepts

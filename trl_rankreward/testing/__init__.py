@@ -13,6 +13,7 @@ _EXPORTS = {
     "build_tiny_model": ".tiny_models",
     "train_tiny_tokenizer": ".tiny_models",
     "serve_transformers": ".server",
+    "KeywordMetaJudge": ".meta_judge",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,39 @@
+"""Train a policy with GRPO and RankBuffer rewards (papers/rankbuffer.txt), from a YAML config.
+
+Paper setup (Appendix C, Table 7): Qwen3-8B policy on 4 GPUs with vLLM colocated generation,
+judge Qwen3-30B-A3B-Instruct-2507 served by vLLM on the other 4 GPUs (one replica per GPU,
+ports 8001-8004, listed in judge_base_urls). Start the judges, then:
+
+    accelerate launch --config_file accelerate_configs/zero3.yaml --num_processes 4 \
+        examples/train_rankbuffer.py --config examples/configs/rankbuffer_qwen3_8b.yaml
+
+CPU quickstart (tiny random model, embedded judge; what scripts/quickstart.sh runs):
+
+    python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
+    python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
+    accelerate launch --num_processes 1 --cpu examples/train_rankbuffer.py \
+        --config examples/configs/rankbuffer_cpu_quickstart.yaml
+
+Every config field can be overridden on the command line (`--k0 7`, `--report_to wandb`,
+`--push_to_hub --hub_model_id me/policy`), as in TRL's example scripts.
+
+The dataset (`dataset_name`): a directory written by `Dataset.save_to_disk`, a .json/.jsonl/
+.parquet file, or a Hub id; columns `prompt`, `query_id`, `rubrics`, `references` (DESIGN.md).
+"""
+
+from train_common import TrainScriptArguments, train
+from trl import ModelConfig, TrlParser
+
+from trl_rankreward import RankBufferGRPOConfig, RankBufferGRPOTrainer
+
+
+def main(script_args, training_args, model_args):
+    return train(RankBufferGRPOTrainer, script_args, training_args, model_args)
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((TrainScriptArguments, RankBufferGRPOConfig, ModelConfig))
+
+
+if __name__ == "__main__":
+    main(*make_parser().parse_args_and_config())

@@ -1,0 +1,159 @@
+"""The GenRM benchmark run on a hand-made set with a scripted GenRM and MetaRM, and its CLI."""
+
+import asyncio
+import json
+
+import pytest
+
+from trl_rankreward.cli import main
+from trl_rankreward.commands import eval_genrm
+from trl_rankreward.evaluation.genrm_eval import evaluate_genrm
+from trl_rankreward.judging.backends.base import BackendError, Completion
+
+
+class ScriptedGenRM:
+    """Answers per pair from the prompt text: 'right', 'wrong', 'garbage' or a transport error.
+
+    The scripted answer names the canonical response to prefer; the displayed letter is found
+    by locating that response's text in the rendered prompt, so the display order is exercised.
+    """
+
+    def __init__(self, plan):
+        self.plan = plan  # prompt text -> (behaviour, rationale)
+
+    async def complete(self, messages, *, temperature=0.0, max_tokens=1024, response_format=None):
+        user = messages[-1]["content"]
+        prompt = user.split("[User Prompt]\n")[1].split("\n[End of User Prompt]")[0]
+        behaviour, rationale, better_text = self.plan[prompt]
+        if behaviour == "error":
+            raise BackendError("connection refused", kind="transport")
+        if behaviour == "garbage":
+            return Completion("I think both are fine.")
+        first = user.split("[Response A]\n")[1].split("\n[End of Response A]")[0]
+        shown = "A" if (first == better_text) == (behaviour == "right") else "B"
+        return Completion(f"{rationale} \\boxed{{{shown}}}")
+
+
+class RationaleMeta:
+    """Consistent iff the GenRM's rationale mentions 'formula'."""
+
+    def __init__(self):
+        self.asked = 0
+
+    async def judge(self, request):
+        self.asked += 1
+        return "formula" in request.rationale
+
+
+def _rows():
+    # (source, prompt, behaviour, rationale); the preferred response text is "good-<i>"
+    spec = [
+        ("hs3", "q0", "right", "uses the formula"),  # consistent
+        ("hs3", "q1", "right", "is longer"),  # spurious
+        ("hs3", "q2", "wrong", "uses the formula"),  # wrong (not meta-judged)
+        ("hs3", "q3", "garbage", ""),  # parse failure
+        ("rb2", "q4", "error", ""),  # call failure
+        ("rb2", "q5", "right", "formula again"),  # consistent
+    ]
+    rows, plan = [], {}
+    for i, (source, prompt, behaviour, rationale) in enumerate(spec):
+        good, bad = f"good-{i}", f"bad-{i}"
+        label = "A" if i % 2 == 0 else "B"
+        a, b = (good, bad) if label == "A" else (bad, good)
+        rows.append(dict(prompt=prompt, response_a=a, response_b=b, label=label, golden_rationale="formula",
+                         source=source, pair_id=f"p{i}"))  # fmt: skip
+        plan[prompt] = (behaviour, rationale, good)
+    return rows, plan
+
+
+def test_evaluate_by_hand():
+    rows, plan = _rows()
+    meta = RationaleMeta()
+    report = asyncio.run(evaluate_genrm(rows, ScriptedGenRM(plan), meta, progress=False))
+    assert [r.status for r in report.records] == [
+        "consistent",
+        "spurious",
+        "wrong",
+        "invalid",
+        "call_failed",
+        "consistent",
+    ]
+    assert meta.asked == 3  # only the three label-correct answers
+    hs3 = report.metrics["hs3"].as_dict()
+    # hs3: 4 samples, correct 2 -> L-Acc 2/4; judged 2, spurious 1 -> S-Corr 1/2;
+    # valid 4 - 1 parse failure = 3 -> F-Score 1/3
+    assert (hs3["l_acc_num"], hs3["l_acc_den"], hs3["s_corr_num"], hs3["s_corr_den"]) == (2, 4, 1, 2)
+    assert (hs3["f_score_num"], hs3["f_score_den"], hs3["parse_failures"]) == (1, 3, 1)
+    rb2 = report.metrics["rb2"].as_dict()
+    # rb2: 2 samples, 1 call failure; correct 1 -> L-Acc 1/2; F-Score 1/(2 - 1) = 1
+    assert (rb2["l_acc"], rb2["f_score"], rb2["call_failures"]) == (0.5, 1.0, 1)
+
+
+def test_metarm_needs_golden_rationales():
+    rows, plan = _rows()
+    rows[0]["golden_rationale"] = ""
+    with pytest.raises(ValueError, match="golden_rationale"):
+        asyncio.run(evaluate_genrm(rows, ScriptedGenRM(plan), RationaleMeta(), progress=False))
+
+
+def test_cli_prints_denominators_and_writes_json(tmp_path, monkeypatch, capsys):
+    rows, plan = _rows()
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    monkeypatch.setattr(eval_genrm, "make_genrm_backend", lambda args: ScriptedGenRM(plan))
+    monkeypatch.setattr(eval_genrm, "make_meta_judge", lambda args: RationaleMeta())
+    out = tmp_path / "eval.json"
+    assert main(["eval-genrm", "--data", str(data), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "50.0% (2/4)" in printed and "33.3% (1/3)" in printed  # hs3 L-Acc and F-Score with denominators
+    report = json.loads(out.read_text())
+    assert report["metrics"]["all"]["l_acc_den"] == 6 and len(report["records"]) == 6
+
+
+class MetaJSONBackend:
+    """A MetaRM server stand-in: answers the R-Align meta template in its JSON format."""
+
+    def __init__(self):
+        self.prompts = []
+
+    async def complete(self, messages, *, temperature=0.0, max_tokens=1024, response_format=None):
+        text = messages[-1]["content"]
+        self.prompts.append(text)
+        consistent = "uses the formula" in text or "formula again" in text
+        return Completion(json.dumps({"key_discriminators": ["formula"], "covered": [consistent],
+                                      "consistent": consistent}))  # fmt: skip
+
+
+def test_llm_metarm_through_the_judging_layer():
+    from trl_rankreward.judging.llm_judge import LLMJudge
+
+    rows, plan = _rows()
+    meta = LLMJudge(MetaJSONBackend())
+    report = asyncio.run(evaluate_genrm(rows, ScriptedGenRM(plan), meta, progress=False))
+    assert [r.status for r in report.records] == [
+        "consistent",
+        "spurious",
+        "wrong",
+        "invalid",
+        "call_failed",
+        "consistent",
+    ]
+    assert meta.ledger.parsed == 3  # meta calls counted in the judge's ledger: label-correct answers only
+    assert "GOLDEN RATIONALE" in meta.backend.prompts[0]
+
+
+@pytest.mark.slow
+def test_cli_with_a_local_tiny_genrm(tmp_path, capsys):
+    from trl_rankreward.testing import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    rows, _ = _rows()
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows[:2]) + "\n")
+    out = tmp_path / "eval.json"
+    args = ["eval-genrm", "--data", str(data), "--genrm-local", str(model_dir), "--no-metarm"]
+    assert main([*args, "--max-tokens", "4", "--output", str(out)]) == 0
+    metrics = json.loads(out.read_text())["metrics"]["all"]
+    # a random model never writes a boxed verdict in 4 tokens: 2 parse failures, L-Acc 0/2
+    assert (metrics["samples"], metrics["parse_failures"], metrics["l_acc"]) == (2, 2, 0.0)
+    assert "0.0% (0/2)" in capsys.readouterr().out

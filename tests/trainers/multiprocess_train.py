@@ -1,0 +1,59 @@
+"""Launched by test_multiprocess.py under `accelerate launch --num_processes 2 --cpu`.
+
+Usage: multiprocess_train.py MODEL_DIR DATASET OUTPUT_DIR
+Per-device batch 2 with G=4: every group is split across the two processes. The fake
+method logs each group it scores to OUTPUT_DIR/groups.jsonl; each process writes the
+rewards TRL hands it (its slice of the gathered column) to OUTPUT_DIR/rank{i}.json.
+"""
+
+import json
+import os
+import sys
+
+from datasets import load_dataset
+
+from tests.trainers.fakes import CountingMethod
+from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+
+
+class RecordingTrainer(JudgeRewardGRPOTrainer):
+    """Keeps the gathered reward column this process received at every step."""
+
+    received: list
+
+    def _calculate_rewards(self, *args, **kwargs):
+        rewards = super()._calculate_rewards(*args, **kwargs)
+        self.received.append(rewards[:, 0].tolist())
+        return rewards
+
+
+def main():
+    model_dir, dataset_path, output_dir = sys.argv[1:4]
+    args = JudgeRewardGRPOConfig(
+        output_dir=output_dir,
+        per_device_train_batch_size=2,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=2,
+        learning_rate=1e-2,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,
+        seed=0,
+    )
+    dataset = load_dataset("json", data_files=dataset_path, split="train")
+    method = CountingMethod(log_path=os.path.join(output_dir, "groups.jsonl"))
+    trainer = RecordingTrainer(model_dir, args=args, train_dataset=dataset, reward_method=method)
+    trainer.received = []
+    trainer.train()
+    rank = trainer.accelerator.process_index
+    logged = [e for e in trainer.state.log_history if "judge/calls" in e]
+    with open(os.path.join(output_dir, f"rank{rank}.json"), "w") as f:
+        json.dump({"received": trainer.received, "judge_calls": [e["judge/calls"] for e in logged]}, f)
+
+
+if __name__ == "__main__":
+    main()

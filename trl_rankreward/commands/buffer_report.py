@@ -1,0 +1,36 @@
+"""`trl-rankreward buffer-report CHECKPOINT [--output PNG]`: RankBuffer buffer statistics.
+
+trl-rankreward buffer-report outputs/rankbuffer/checkpoint-500 --output buffers.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+HELP = "Print RankBuffer buffer statistics of a checkpoint and plot anchor sources (paper Figure 6)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="trainer checkpoint directory (or its reward_method_state.json)")
+    parser.add_argument(
+        "--output",
+        default=None,
+        help="PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)",
+    )
+    parser.add_argument("--bins", type=int, default=10, help="normalized-position bins of panel (b) (default 10)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..evaluation.buffer_report import buffer_report, format_report, load_buffer_state, plot_report
+
+    report = buffer_report(load_buffer_state(args.checkpoint), bins=args.bins)
+    print(format_report(report))
+    output = args.output
+    if output is None:
+        folder = args.checkpoint if os.path.isdir(args.checkpoint) else os.path.dirname(args.checkpoint)
+        output = os.path.join(folder or ".", "buffer_report.png")
+    if output.lower() != "none":
+        plot_report(report, output)
+        print(f"\nfigure written to {output}")
+    return 0

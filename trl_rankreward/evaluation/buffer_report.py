@@ -1,0 +1,182 @@
+"""Statistics and a figure of RankBuffer buffers saved with a trainer checkpoint.
+
+Reads `CHECKPOINT/reward_method_state.json` (the output of `RankBufferReward.state_dict()`)
+and summarizes the buffer *structure*: anchor texts are not needed (they live in the run's
+anchor store), so the report works from the checkpoint alone.
+
+- `load_buffer_state(path)`: the state, from a checkpoint directory or the JSON file itself.
+- `buffer_report(state, bins=10)`: a `BufferReport` (sizes, sources, creation epochs,
+  inactivity counters, sources by normalized quality position).
+- `format_report(report)`: the text table the CLI prints.
+- `plot_report(report, path)`: the PNG, in the shape of papers/rankbuffer.txt Figure 6
+  (Sec. 4.4): (a) live anchors per query by source, split by the epoch that created them;
+  (b) source proportions in `bins` bins of normalized quality position.
+
+Normalized position of the anchor at 0-based index i in a buffer of K anchors (worst ->
+best) is i / (K - 1): 0 = the worst anchor, 1 = the best (the paper's 0-100 scale / 100).
+A one-anchor buffer (bootstrap from a group with a single valid answer) sits at 0.5.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..rewards.anchor_buffer import SOURCES
+
+#: the file a trainer checkpoint stores the reward method's `state_dict()` in
+STATE_FILE = "reward_method_state.json"
+_RANK_BUFFER_FORMAT = "trl_rankreward.rank_buffer/1"
+
+
+@dataclass
+class BufferReport:
+    """Counts over all query buffers of one RankBuffer state (see `buffer_report`)."""
+
+    queries: int
+    anchors: int
+    config: dict[str, Any]
+    size_hist: Counter = field(default_factory=Counter)  # buffer size -> queries
+    by_source: Counter = field(default_factory=Counter)  # source -> anchors
+    by_epoch_source: Counter = field(default_factory=Counter)  # (created_epoch, source) -> anchors
+    inactivity_hist: Counter = field(default_factory=Counter)  # inactivity counter h -> anchors
+    by_position_source: Counter = field(default_factory=Counter)  # (bin, source) -> anchors
+    bins: int = 10
+    pending: int = 0  # look-ahead groups waiting for the LLM manager
+
+    @property
+    def size_mean(self) -> float:
+        return self.anchors / self.queries if self.queries else 0.0
+
+    @property
+    def size_max(self) -> int:
+        return max(self.size_hist, default=0)
+
+    @property
+    def epochs(self) -> list[int]:
+        return sorted({e for e, _ in self.by_epoch_source})
+
+    @property
+    def sources(self) -> list[str]:
+        """Sources that occur, in `SOURCES` order."""
+        return [s for s in SOURCES if self.by_source[s]]
+
+
+def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
+    """The RankBuffer state of a checkpoint directory (or of a `reward_method_state.json` file)."""
+    path = os.fspath(path)
+    file = os.path.join(path, STATE_FILE) if os.path.isdir(path) else path
+    if not os.path.isfile(file):
+        raise FileNotFoundError(
+            f"No RankBuffer state at {file}; expected a trainer checkpoint directory holding {STATE_FILE} "
+            "(saved by RankBufferGRPOTrainer) or the path of that file"
+        )
+    with open(file, encoding="utf-8") as fh:
+        state = json.load(fh)
+    fmt = state.get("format") if isinstance(state, dict) else None
+    if fmt != _RANK_BUFFER_FORMAT:
+        raise ValueError(
+            f"{file} is not a RankBuffer state: expected format {_RANK_BUFFER_FORMAT!r}, got {fmt!r} "
+            "(buffer-report only reads checkpoints of runs with the rank_buffer reward)"
+        )
+    return state
+
+
+def normalized_position(index: int, size: int) -> float:
+    """index / (size - 1), worst = 0, best = 1; a lone anchor is at 0.5."""
+    return index / (size - 1) if size > 1 else 0.5
+
+
+def buffer_report(state: dict[str, Any], *, bins: int = 10) -> BufferReport:
+    """Count anchors of `state["buffers"]` by size, source, creation epoch, inactivity, position."""
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    buffers = state.get("buffers")
+    if not isinstance(buffers, dict):
+        raise ValueError("RankBuffer state has no 'buffers' mapping; expected RankBufferReward.state_dict() output")
+    report = BufferReport(
+        queries=len(buffers), anchors=0, config=dict(state.get("config", {})), bins=bins,
+        pending=len(state.get("pending", {})),
+    )  # fmt: skip
+    for buffer in buffers.values():
+        rows = buffer["anchors"]
+        report.size_hist[len(rows)] += 1
+        report.anchors += len(rows)
+        for i, (_key, source, created, inactive) in enumerate(rows):
+            report.by_source[source] += 1
+            report.by_epoch_source[(int(created), source)] += 1
+            report.inactivity_hist[int(inactive)] += 1
+            b = min(int(normalized_position(i, len(rows)) * bins), bins - 1)
+            report.by_position_source[(b, source)] += 1
+    return report
+
+
+def format_report(report: BufferReport) -> str:
+    """The report as plain-text tables."""
+    lines = [
+        f"RankBuffer state: {report.queries} queries, {report.anchors} anchors; config {report.config}",
+        f"buffer size: mean {report.size_mean:.2f}, max {report.size_max}",
+        "buffer size histogram (size: queries): " + ", ".join(f"{s}: {n}" for s, n in sorted(report.size_hist.items())),
+        "anchors by source (total, per query): "
+        + ", ".join(
+            f"{s} {report.by_source[s]} ({report.by_source[s] / max(report.queries, 1):.2f})" for s in report.sources
+        ),  # fmt: skip
+        "inactivity counter h (h: anchors): "
+        + ", ".join(f"{h}: {n}" for h, n in sorted(report.inactivity_hist.items())),
+    ]
+    if report.pending:
+        lines.append(f"look-ahead groups pending for the LLM manager: {report.pending}")
+    sources = report.sources
+    head = f"{'':<16}" + "".join(f"{s:>11}" for s in sources)
+    lines += ["", "anchors by creation epoch and source:", head]
+    for e in report.epochs:
+        lines.append(f"{'epoch ' + str(e):<16}" + "".join(f"{report.by_epoch_source[(e, s)]:>11}" for s in sources))
+    lines += ["", "source share by normalized position (index/(K-1), 0 = worst anchor, 1 = best):", head]
+    for b in range(report.bins):
+        total = sum(report.by_position_source[(b, s)] for s in sources)
+        label = f"[{b / report.bins:.1f}, {(b + 1) / report.bins:.1f}{']' if b == report.bins - 1 else ')'}"
+        shares = "".join(f"{report.by_position_source[(b, s)] / total:>11.2f}" if total else f"{'-':>11}"
+                         for s in sources)  # fmt: skip
+        lines.append(f"{label:<16}{shares}")
+    return "\n".join(lines)
+
+
+def plot_report(report: BufferReport, path: str | os.PathLike) -> None:
+    """Write the two-panel PNG (Figure 6 of papers/rankbuffer.txt) to `path` (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sources, epochs, n = report.sources, report.epochs, max(report.queries, 1)
+    colors = {s: c for s, c in zip(SOURCES, plt.get_cmap("tab10").colors)}
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12, 4.5))
+
+    bottom = [0.0] * len(epochs)
+    for s in sources:
+        heights = [report.by_epoch_source[(e, s)] / n for e in epochs]
+        ax_a.bar([str(e) for e in epochs], heights, bottom=bottom, label=s, color=colors[s])
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax_a.set_xlabel("epoch the anchor was created in")
+    ax_a.set_ylabel("live anchors per query")
+    ax_a.set_title(f"(a) anchor sources by creation epoch (mean size {report.size_mean:.2f})")
+    ax_a.legend(title="source")
+
+    centers = [100 * (b + 0.5) / report.bins for b in range(report.bins)]
+    totals = [sum(report.by_position_source[(b, s)] for s in sources) or 1 for b in range(report.bins)]
+    bottom = [0.0] * report.bins
+    for s in sources:
+        shares = [report.by_position_source[(b, s)] / totals[b] for b in range(report.bins)]
+        ax_b.bar(centers, shares, width=100 / report.bins * 0.9, bottom=bottom, label=s, color=colors[s])
+        bottom = [b + h for b, h in zip(bottom, shares)]
+    ax_b.set_xlabel("normalized position in buffer (0 = worst anchor, 100 = best)")
+    ax_b.set_ylabel("share of anchors")
+    ax_b.set_xlim(0, 100)
+    ax_b.set_title("(b) anchor sources by normalized quality position")
+    fig.suptitle(f"RankBuffer buffers of {report.queries} queries")
+    fig.tight_layout()
+    fig.savefig(os.fspath(path), dpi=120)
+    plt.close(fig)

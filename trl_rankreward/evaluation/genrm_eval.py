@@ -1,0 +1,133 @@
+"""The rationale-aware GenRM benchmark run (papers/r-align.txt, Sec. 3.3).
+
+For each pairwise row (prompt, response_a, response_b, label, golden_rationale, source):
+show the pair to the GenRM in the seeded display order, parse its boxed verdict, map it back,
+and ask the MetaRM about the rationale of every label-correct answer (the same classification
+as the training reward: `rewards.ralign_reward.RAlignReward`). Results are per dataset
+(`source` column) with L-Acc, S-Corr and F-Score and every denominator
+(`evaluation.genrm_metrics`).
+
+The GenRM is any chat backend (`async complete(messages, ...) -> Completion`): an
+`OpenAICompatibleBackend` at a served GenRM, or a `TransformersBackend` for a local one. Each
+pair is asked once (the backend retries transport errors itself); an answer without a valid
+verdict is a parse failure, not retried, because retrying would flatter a model that breaks
+the format. Pure: no torch or trl here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass
+
+from ..rewards.genrm_verdict import genrm_row
+from ..rewards.ralign_reward import GenRMSample, RAlignReward
+from .genrm_metrics import GenRMCounts, metrics_by_source
+
+
+@dataclass
+class EvalRecord:
+    """One evaluated pair: what the GenRM said and how it was classified."""
+
+    pair_id: str
+    source: str
+    label: str
+    display_order: str
+    status: str
+    verdict: str | None = None
+    completion: str | None = None
+    failure: str | None = None
+
+
+@dataclass
+class GenRMReport:
+    records: list[EvalRecord]
+    metrics: dict[str, GenRMCounts]
+
+    def to_dict(self) -> dict:
+        return {
+            "metrics": {name: c.as_dict() for name, c in self.metrics.items()},
+            "records": [asdict(r) for r in self.records],
+        }
+
+
+async def _generate(backend, messages, *, temperature: float, max_tokens: int, limiter: asyncio.Semaphore):
+    async with limiter:
+        try:
+            return (await backend.complete(messages, temperature=temperature, max_tokens=max_tokens)).text, None
+        except Exception as exc:  # BackendError after the backend's retries, or a local model error
+            return None, f"{getattr(exc, 'kind', 'error')}: {type(exc).__name__}: {exc}"
+
+
+async def evaluate_genrm(
+    rows,
+    backend,
+    meta_judge=None,
+    *,
+    seed: int = 0,
+    temperature: float = 0.0,
+    max_tokens: int = 4096,
+    concurrency: int = 32,
+    progress: bool = True,
+) -> GenRMReport:
+    """Run the benchmark over `rows` (dicts or a `datasets.Dataset`); see the module docstring.
+
+    Without `meta_judge`, label-correct answers are not meta-judged (status `correct`): L-Acc
+    only, S-Corr and F-Score are n/a.
+    """
+    from tqdm.auto import tqdm
+
+    rows = [dict(r) for r in rows]
+    if meta_judge is not None:
+        lacking = sum(1 for r in rows if not (r.get("golden_rationale") or "").strip())
+        if lacking:
+            raise ValueError(
+                f"{lacking} of {len(rows)} rows have no golden_rationale, which the MetaRM needs; fill them with "
+                "`trl-rankreward rubrics rationales` or evaluate without a MetaRM (L-Acc only)"
+            )
+    shown = [genrm_row(r, seed) for r in rows]
+    limiter = asyncio.Semaphore(max(1, concurrency))
+    bar = tqdm(total=len(rows), desc="GenRM", disable=not progress)
+
+    async def one(g):
+        out = await _generate(backend, g["prompt"], temperature=temperature, max_tokens=max_tokens, limiter=limiter)
+        bar.update(1)
+        return out
+
+    outputs = await asyncio.gather(*(one(g) for g in shown))
+    bar.close()
+    method = RAlignReward(meta_judge, mode="ralign" if meta_judge is not None else "outcome")
+    answered = [i for i, (text, _) in enumerate(outputs) if text is not None]
+    samples = [
+        GenRMSample(
+            shown[i]["pair_prompt"],
+            rows[i]["response_a"],
+            rows[i]["response_b"],
+            rows[i]["label"],
+            rows[i].get("golden_rationale") or "",
+            outputs[i][0],
+            shown[i]["display_order"],
+            key=str(rows[i].get("pair_id") or i),
+        )
+        for i in answered
+    ]
+    scores = dict(zip(answered, await method.score(samples), strict=True))
+    records = []
+    for i, row in enumerate(rows):
+        text, error = outputs[i]
+        score = scores.get(i)
+        records.append(
+            EvalRecord(
+                pair_id=str(row.get("pair_id") or i),
+                source=str(row.get("source") or "all"),
+                label=row["label"],
+                display_order=shown[i]["display_order"],
+                status=score.status if score else "call_failed",
+                verdict=score.verdict if score else None,
+                completion=text,
+                failure=error or (score.failure.message if score and score.failure else None),
+            )
+        )
+    return GenRMReport(records, metrics_by_source((r.source, r.status) for r in records))
+
+
+__all__ = ["EvalRecord", "GenRMReport", "evaluate_genrm"]

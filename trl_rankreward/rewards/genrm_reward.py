@@ -1,0 +1,205 @@
+"""A GenRM as the reward of downstream RLHF (papers/r-align.txt, Sec. 5.1 and Appendix D).
+
+`GenRMPairwiseReward`: every rollout is judged pairwise against the query's reference
+response (`Group.references[0]`; the paper generates it with STEP3-VL-10B) and gets
+
+    reward = (2 s - 1) - length_penalty,        s = score of the rollout vs the reference
+                                                    (win 1, loss 0; 1/2 steps with both_orders)
+    length_penalty = min(max_penalty, coef * max(0, |L_gen - L_ref| / L_ref - tolerance))
+
+L_gen and L_ref are lengths WITHOUT `<think>...</think>` content (Appendix D, "Length
+Constraint"). The paper only says the penalty comes from the relative difference of the two
+lengths; the dead zone `tolerance`, slope `coef`, cap `max_penalty` and the length unit
+(`length_fn`, default whitespace words; pass a `TokenCounter().count` for tokens) are ours and
+configurable. A rollout without a valid answer gets -1 - max_penalty, below every valid one.
+
+The judge is any judge answering `PairwiseRequest` (e.g. an `LLMJudge`). A GenRM trained by
+`RAlignGenRMTrainer` answers in its own boxed format, so `GenRMJudge` speaks that format: it
+renders the pair with `genrm_verdict.genrm_messages` (display order from the seeded coin
+flip), parses `\\boxed{A|B}` with `parse_verdict`, maps it back to canonical A/B and retries
+an unparseable answer. Rubrics are not shown: the GenRM was trained on plain pairs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..judging.ledger import JudgeLedger
+from ..judging.requests import JudgeFailure, PairwiseRequest, request_kind
+from ..judging.seeding import text_id
+from .answers import strip_thinking
+from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
+from .genrm_verdict import GENRM_PROMPT, GENRM_SYSTEM, display_order, genrm_messages, parse_verdict, to_canonical
+from .pair_judging import judge_pairs, requests_per_match
+
+
+def word_count(text: str) -> int:
+    """Whitespace-separated words: the default length unit (pure, deterministic)."""
+    return len(text.split())
+
+
+def length_penalty(l_gen: int, l_ref: int, *, coef: float, tolerance: float, max_penalty: float) -> float:
+    """min(max_penalty, coef * max(0, |l_gen - l_ref| / l_ref - tolerance)); see the module docstring."""
+    if l_ref <= 0:
+        raise ValueError(
+            f"The reference answer has length {l_ref} after removing thinking; the length penalty is relative "
+            "to it, so give each query a non-empty reference response"
+        )
+    relative = abs(l_gen - l_ref) / l_ref
+    return min(max_penalty, coef * max(0.0, relative - tolerance))
+
+
+def _failure_kind(exc: Exception) -> str:
+    kind = getattr(exc, "kind", "error")
+    return kind if kind in ("transport", "timeout") else "error"
+
+
+class GenRMJudge:
+    """A judge for `PairwiseRequest` backed by a GenRM that answers `... \\boxed{A|B}`.
+
+    Args:
+        backend: anything with `async complete(messages, *, temperature, max_tokens) -> Completion`
+            (an `OpenAICompatibleBackend` serving the GenRM, or a `TransformersBackend`).
+        seed: seed of the display-order coin flip (request.display "ab"/"ba" overrides it).
+        max_attempts: tries per request; an unparseable answer or a backend error is retried.
+    """
+
+    def __init__(
+        self,
+        backend,
+        *,
+        seed: int = 0,
+        max_attempts: int = 3,
+        temperature: float = 0.0,
+        max_tokens: int = 4096,
+        template: str = GENRM_PROMPT,
+        system: str | None = GENRM_SYSTEM,
+    ):
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.backend = backend
+        self.seed = seed
+        self.max_attempts = max_attempts
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.template = template
+        self.system = system
+        self.ledger = JudgeLedger()
+
+    def order_for(self, request: PairwiseRequest) -> str:
+        if request.display in ("ab", "ba"):
+            return request.display
+        return display_order(self.seed, f"{request.query_id}|{request.step}|{text_id(request.a)}|{text_id(request.b)}")
+
+    async def judge(self, request: PairwiseRequest) -> str | JudgeFailure:
+        if not isinstance(request, PairwiseRequest):
+            raise TypeError(f"GenRMJudge answers PairwiseRequest only, got {type(request).__name__}")
+        order = self.order_for(request)
+        messages = genrm_messages(
+            request.query, request.a, request.b, order, template=self.template, system=self.system
+        )
+        failure = JudgeFailure("invalid", "no attempt made")
+        for attempt in range(1, self.max_attempts + 1):
+            start = time.perf_counter()
+            try:
+                out = await self.backend.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens)
+            except Exception as exc:  # BackendError or a user backend's bug: retried, then a failure value
+                kind = _failure_kind(exc)
+                self.ledger.record(request_kind="pairwise", parsed=False, failure=kind)
+                failure = JudgeFailure(kind, f"GenRM backend failed: {type(exc).__name__}: {exc}", attempt)
+                continue
+            shown = parse_verdict(out.text)
+            tokens = dict(prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
+            latency = getattr(out, "latency_s", time.perf_counter() - start)
+            if shown is None:
+                self.ledger.record(
+                    request_kind=request_kind(request), parsed=False, failure="invalid", latency_s=latency, **tokens
+                )
+                failure = JudgeFailure(
+                    "invalid", f"GenRM answer has no single \\boxed{{A|B}}: {out.text[-200:]!r}", attempt
+                )
+                continue
+            self.ledger.record(request_kind=request_kind(request), parsed=True, latency_s=latency, **tokens)
+            return to_canonical(shown, order)
+        return failure
+
+
+class GenRMPairwiseReward(GroupRewardMethod):
+    """Each rollout vs the query's reference response, judged by a GenRM, minus a length penalty.
+
+    Args:
+        judge: answers `PairwiseRequest` (A = the rollout, B = the reference); e.g. `GenRMJudge`.
+        both_orders: judge each comparison in both display orders and average (2 requests).
+        length_coef, length_tolerance, max_length_penalty: the penalty (module docstring).
+        length_fn: `str -> int` length unit (default `word_count`).
+
+    Judge cost per group: U `PairwiseRequest`s for U unique valid answers (2U with
+    `both_orders`), one sequential round.
+    """
+
+    name = "genrm"
+
+    def __init__(
+        self,
+        judge,
+        *,
+        both_orders: bool = False,
+        length_coef: float = 1.0,
+        length_tolerance: float = 0.2,
+        max_length_penalty: float = 1.0,
+        length_fn: Callable[[str], int] | None = None,
+        **kwargs,
+    ):
+        super().__init__(judge, **kwargs)
+        if length_coef < 0 or length_tolerance < 0 or max_length_penalty < 0:
+            raise ValueError(
+                f"length_coef ({length_coef}), length_tolerance ({length_tolerance}) and max_length_penalty "
+                f"({max_length_penalty}) must all be >= 0"
+            )
+        self.both_orders = bool(both_orders)
+        self.length_coef = float(length_coef)
+        self.length_tolerance = float(length_tolerance)
+        self.max_length_penalty = float(max_length_penalty)
+        self.length_fn = length_fn or word_count
+
+    def penalty(self, answer: str, reference: str) -> float:
+        """Length penalty of a final answer against a reference (thinking removed from both)."""
+        return length_penalty(
+            self.length_fn(strip_thinking(answer)),
+            self.length_fn(strip_thinking(reference)),
+            coef=self.length_coef,
+            tolerance=self.length_tolerance,
+            max_penalty=self.max_length_penalty,
+        )
+
+    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
+        if not group.references:
+            raise ValueError(
+                f"GenRMPairwiseReward compares rollouts with a reference response, but group {group.query_id!r} "
+                "has none; add a 'references' column (best first) to the dataset"
+            )
+        reference = group.references[0]
+        texts = [(answer, reference) for answer in candidates.answers]
+        scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=self.both_orders)
+        penalties = [self.penalty(answer, reference) for answer in candidates.answers]
+        values = [2.0 * s - 1.0 - p for s, p in zip(scores, penalties, strict=True)]
+        details = {
+            "requests": len(texts) * requests_per_match(self.both_orders),
+            "rounds": 1 if texts else 0,
+            "win_rate": sum(scores) / len(scores) if scores else None,
+            "length_penalty": sum(penalties) / len(penalties) if penalties else None,
+        }
+        return ScoreOutcome(values, invalid_reward=-1.0 - self.max_length_penalty, details=details)
+
+    def step_metrics(self, results):
+        """Base metrics plus `genrm/win_rate` and `genrm/length_penalty` (means over scored groups)."""
+        out = super().step_metrics(results)
+        for key in ("win_rate", "length_penalty"):
+            values = [r.details[key] for r in results if r.details.get(key) is not None]
+            if values:
+                out[f"genrm/{key}"] = sum(values) / len(values)
+        return out
+
+
+__all__ = ["GenRMJudge", "GenRMPairwiseReward", "length_penalty", "word_count"]

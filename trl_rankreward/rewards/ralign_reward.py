@@ -1,0 +1,233 @@
+"""R-Align's rationale-aware reward for training a GenRM (papers/r-align.txt, Sec. 4.1-4.2).
+
+Each GenRM completion is one sample: a rationale and a boxed verdict about a preference pair
+(`genrm_verdict` documents the format). Its reward comes from a table:
+
+| label correct? | MetaRM verdict on the rationale | status        | reward (default)               |
+|----------------|---------------------------------|---------------|--------------------------------|
+| no verdict     | not asked                       | `invalid`     | `invalid_format` = -1          |
+| wrong          | not asked                       | `wrong`       | `wrong` = -1                   |
+| correct        | consistent (v_meta = 1)         | `consistent`  | `correct_and_consistent` = +1  |
+| correct        | inconsistent (v_meta = 0)       | `spurious`    | `correct_but_spurious` = 0     |
+| correct        | the MetaRM call failed          | `meta_failed` | None (unscorable, see below)   |
+
+Mode "ralign" is R_overall: positive only when the label AND the rationale are right. The
+paper leaves the non-positive values open; we pay a spurious answer 0, between a consistent
+and a wrong one, so a MetaRM false negative (GPT-OSS-120B agrees with Gemini-3-Pro at ~0.9 F1,
+Table 3) never ranks a right label with a wrong one. Set `correct_but_spurious = wrong` for the
+strict binary R_overall. Mode "outcome" is the GenRM-RLVR baseline (R_outcome): every correct
+label gets `correct_and_consistent`, the MetaRM is never called.
+
+The MetaRM is asked ONLY about label-correct samples: its verdict cannot change a wrong or
+invalid sample's reward, so asking would waste calls. All meta calls of a step run
+concurrently. A failed meta call is never turned into a verdict: the sample's reward is
+`None`, which TRL's GRPOTrainer treats as unscorable (left out of its group's baseline,
+advantage 0), and it is counted as `meta_failed`.
+
+The MetaRM is any judge (`async judge(MetaJudgeRequest) -> bool`, e.g. an `LLMJudge` behind an
+OpenAI-compatible server running GPT-OSS-120B) or any callable hook `(request) -> bool`, sync or
+async; a hook is wrapped in `CallableMetaJudge`, which keeps a `JudgeLedger`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..judging.ledger import JudgeLedger
+from ..judging.protocol import ask, is_failure
+from ..judging.requests import JudgeFailure, MetaJudgeRequest
+from .genrm_verdict import Label, Order, parse_verdict, to_canonical, visible_text
+
+Status = Literal["consistent", "spurious", "meta_failed", "correct", "wrong", "invalid"]
+RewardMode = Literal["ralign", "outcome"]
+REWARD_MODES = ("ralign", "outcome")
+
+# Told to the MetaRM when the GenRM saw the pair swapped, so that "Response A" in the
+# rationale is read against the right response (the golden rationale uses dataset labels).
+SWAP_NOTE = (
+    "[Note for the meta-judge: the model that wrote this rationale was shown the two responses in swapped "
+    "order. In its rationale, 'Response A' means Response B above and 'Response B' means Response A above.]\n\n"
+)
+
+
+@dataclass(frozen=True)
+class RAlignRewardValues:
+    """Reward of each status (see the table in the module docstring)."""
+
+    correct_and_consistent: float = 1.0
+    correct_but_spurious: float = 0.0
+    wrong: float = -1.0
+    invalid_format: float = -1.0
+
+    def __post_init__(self):
+        if self.correct_but_spurious > self.correct_and_consistent:
+            raise ValueError(
+                f"correct_but_spurious={self.correct_but_spurious} exceeds correct_and_consistent="
+                f"{self.correct_and_consistent}; R-Align pays a spurious rationale at most as much as a consistent one"
+            )
+
+
+@dataclass(frozen=True)
+class GenRMSample:
+    """One GenRM completion about one pair. `label` is canonical; `order` is how it was shown."""
+
+    prompt: str
+    response_a: str
+    response_b: str
+    label: Label
+    golden_rationale: str
+    completion: str
+    order: Order
+    key: str = ""
+
+    def __post_init__(self):
+        if self.label not in ("A", "B"):
+            raise ValueError(f"GenRMSample.label must be 'A' or 'B', got {self.label!r}")
+        if self.order not in ("ab", "ba"):
+            raise ValueError(f"GenRMSample.order must be 'ab' or 'ba', got {self.order!r}")
+
+
+@dataclass(frozen=True)
+class SampleScore:
+    """What one sample got: canonical verdict (None: invalid), status, reward (None: unscorable)."""
+
+    verdict: Label | None
+    status: Status
+    reward: float | None
+    failure: JudgeFailure | None = None
+
+
+def reward_for(status: Status, values: RAlignRewardValues) -> float | None:
+    """The table: status -> reward (`meta_failed` -> None)."""
+    table = {
+        "consistent": values.correct_and_consistent,
+        "correct": values.correct_and_consistent,
+        "spurious": values.correct_but_spurious,
+        "wrong": values.wrong,
+        "invalid": values.invalid_format,
+        "meta_failed": None,
+    }
+    if status not in table:
+        raise ValueError(f"Unknown status {status!r}; expected one of {sorted(table)}")
+    return table[status]
+
+
+def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
+    """The MetaRM request for a label-correct sample (canonical pair, rationale as written)."""
+    rationale = visible_text(sample.completion) or ""
+    if sample.order == "ba":
+        rationale = SWAP_NOTE + rationale
+    return MetaJudgeRequest(
+        query=sample.prompt,
+        response_a=sample.response_a,
+        response_b=sample.response_b,
+        label=sample.label,
+        golden_rationale=sample.golden_rationale,
+        rationale=rationale,
+        query_id=sample.key,
+        step=step,
+    )
+
+
+class CallableMetaJudge:
+    """Wrap a user hook `(MetaJudgeRequest) -> bool` (sync or async) as a judge with a ledger.
+
+    A hook that returns anything but a bool is a failure of kind "invalid"; an exception
+    is a failure of kind "error". Neither becomes a verdict.
+    """
+
+    def __init__(self, hook: Callable[[MetaJudgeRequest], Any]):
+        if not callable(hook):
+            raise TypeError(f"meta-judge hook must be callable, got {type(hook).__name__}")
+        self.hook = hook
+        self.ledger = JudgeLedger()
+
+    async def judge(self, request: MetaJudgeRequest) -> bool | JudgeFailure:
+        start = time.perf_counter()
+        try:
+            verdict = self.hook(request)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except Exception as exc:
+            self.ledger.record(request_kind="meta", parsed=False, failure="error")
+            return JudgeFailure("error", f"meta-judge hook raised {type(exc).__name__}: {exc}")
+        latency = time.perf_counter() - start
+        if not isinstance(verdict, bool):
+            self.ledger.record(request_kind="meta", parsed=False, failure="invalid", latency_s=latency)
+            return JudgeFailure("invalid", f"meta-judge hook returned {verdict!r}; expected True or False")
+        self.ledger.record(request_kind="meta", parsed=True, latency_s=latency)
+        return verdict
+
+
+def as_meta_judge(judge_or_hook):
+    """A judge as it is, a callable hook wrapped in `CallableMetaJudge`, None as None."""
+    if judge_or_hook is None or hasattr(judge_or_hook, "judge"):
+        return judge_or_hook
+    return CallableMetaJudge(judge_or_hook)
+
+
+class RAlignReward:
+    """Score GenRM completions with R_overall ("ralign") or R_outcome ("outcome").
+
+    Args:
+        meta_judge: the MetaRM, a judge or a `(request) -> bool` hook; required in "ralign" mode.
+        mode: "ralign" or "outcome" (GenRM-RLVR baseline).
+        values: the reward table.
+    """
+
+    def __init__(self, meta_judge=None, *, mode: RewardMode = "ralign", values: RAlignRewardValues | None = None):
+        if mode not in REWARD_MODES:
+            raise ValueError(f"reward mode must be one of {REWARD_MODES}, got {mode!r}")
+        if mode == "ralign" and meta_judge is None:
+            raise ValueError(
+                "reward mode 'ralign' needs a MetaRM: pass meta_judge (a judge or a (request) -> bool hook), "
+                "or use mode='outcome' for the GenRM-RLVR baseline"
+            )
+        self.mode = mode
+        self.values = values or RAlignRewardValues()
+        self.meta_judge = as_meta_judge(meta_judge) if mode == "ralign" else None
+        self.meta_calls = 0  # meta requests sent (retries inside a judge count in its ledger)
+
+    async def score(self, samples: Sequence[GenRMSample], *, step: int = 0) -> list[SampleScore]:
+        """One `SampleScore` per sample, same order; meta calls of all samples run concurrently."""
+        return list(await asyncio.gather(*(self._score_one(s, step) for s in samples)))
+
+    async def _score_one(self, sample: GenRMSample, step: int) -> SampleScore:
+        shown = parse_verdict(sample.completion)
+        if shown is None:
+            return self._result(None, "invalid")
+        verdict = to_canonical(shown, sample.order)
+        if verdict != sample.label:
+            return self._result(verdict, "wrong")
+        if self.meta_judge is None:
+            return self._result(verdict, "correct")
+        self.meta_calls += 1
+        meta = await ask(self.meta_judge, meta_request(sample, step=step))
+        if is_failure(meta):
+            return self._result(verdict, "meta_failed", meta)
+        if not isinstance(meta, bool):
+            failure = JudgeFailure("invalid", f"MetaRM returned {meta!r}; expected True or False")
+            return self._result(verdict, "meta_failed", failure)
+        return self._result(verdict, "consistent" if meta else "spurious")
+
+    def _result(self, verdict: Label | None, status: Status, failure: JudgeFailure | None = None) -> SampleScore:
+        return SampleScore(verdict, status, reward_for(status, self.values), failure)
+
+
+__all__ = [
+    "REWARD_MODES",
+    "CallableMetaJudge",
+    "GenRMSample",
+    "RAlignReward",
+    "RAlignRewardValues",
+    "SampleScore",
+    "Status",
+    "as_meta_judge",
+    "meta_request",
+    "reward_for",
+]

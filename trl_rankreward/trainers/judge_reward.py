@@ -1,0 +1,324 @@
+"""`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge.
+
+The trainer overrides one TRL hook, `_calculate_rewards`: it gathers every process's
+rollouts, rebuilds whole groups (a group may be split across processes), has the main
+process score all groups of the step once with the reward method, broadcasts the rewards
+and returns the gathered `(B_total, 1)` reward column that TRL turns into advantages.
+It also logs judge usage and the method's metrics, and saves the method's state with
+every checkpoint (`reward_method_state.json`) so a resume continues exactly.
+
+Epochs. Reward methods with state (RankBuffer's maintenance, Algorithm 2) count epochs as
+passes over the training queries. TRL's dataloader visits every query once per trainer
+epoch (each query G times in a row, reused `num_iterations` times), and `state.epoch` is
+the fraction of trainer epochs finished when the batch is generated; its floor is the
+paper's epoch index (0-based).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from accelerate.utils import broadcast_object_list, gather_object
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.utils import logging
+from trl import GRPOConfig, GRPOTrainer
+from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
+
+from ..rewards.answers import AnswerFormat
+from ..rewards.base import GroupRewardMethod
+from ..rewards.registry import REWARD_METHODS, make_reward_method
+from .grouping import reward_row, rows_to_groups
+from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
+from .sampling import EpochSeededRepeatSampler
+
+logger = logging.get_logger(__name__)
+
+METHOD_STATE_NAME = "reward_method_state.json"
+JUDGE_USAGE_NAME = "judge_usage.json"
+
+
+@dataclass
+class JudgeRewardGRPOConfig(GRPOConfig):
+    """`GRPOConfig` plus the judge and the group reward method.
+
+    With `judge_base_urls` empty the judge is the embedded `EmbeddingJudge` (offline,
+    ranks by similarity to the query's `references`); otherwise an `LLMJudge` over an
+    OpenAI-compatible server (vLLM `vllm serve`, SGLang, `transformers serve`, ...).
+    """
+
+    reward_method: str = field(
+        default="pointwise",
+        metadata={"help": "Group reward method by registry name.", "choices": list(REWARD_METHODS)},
+    )
+    judge_base_urls: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "Base URL(s) of OpenAI-compatible judge servers, e.g. http://localhost:8000/v1; several URLs "
+            "share the load. Empty: the embedded EmbeddingJudge."
+        },
+    )
+    judge_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "Model name served at judge_base_urls (required with them). With the embedded judge: an optional "
+            "local sentence-transformers model path."
+        },
+    )
+    judge_api_key_env: str = field(
+        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge server's API key."}
+    )
+    judge_max_concurrency: int = field(default=64, metadata={"help": "Most judge requests in flight at once."})
+    judge_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one judge request, in seconds."})
+    judge_max_attempts: int = field(
+        default=3, metadata={"help": "Attempts per judge request (failed or invalid answers are retried)."}
+    )
+    judge_templates: str | None = field(
+        default=None,
+        metadata={
+            "help": "YAML file overriding judge prompt templates (the embedded judge uses them to count the tokens "
+            "an LLM judge would read)."
+        },
+    )
+    judge_seed: int = field(default=0, metadata={"help": "Seed of the judge's display-order shuffles."})
+    lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
+    thinking_format: bool = field(
+        default=False,
+        metadata={"help": "Rollouts must close a <think> block before the answer; the judge sees the answer only."},
+    )
+    reward_method_kwargs: dict[str, Any] | str | None = field(
+        default_factory=dict,
+        metadata={"help": "Extra keyword arguments of the reward method (a dict, or a JSON string on the CLI)."},
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.judge_base_urls, str):
+            self.judge_base_urls = [url for url in self.judge_base_urls.split(",") if url]
+        if isinstance(self.reward_method_kwargs, str):
+            self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
+        self.reward_method_kwargs = dict(self.reward_method_kwargs or {})
+        if self.reward_method not in REWARD_METHODS:
+            raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
+        if self.judge_base_urls and not self.judge_model:
+            raise ValueError(
+                f"judge_base_urls={self.judge_base_urls} needs judge_model, the model name the server serves "
+                "(e.g. judge_model=Qwen/Qwen3-30B-A3B-Instruct-2507)"
+            )
+        for name in ("judge_max_concurrency", "judge_max_attempts"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.judge_timeout_s > 0:
+            raise ValueError(f"judge_timeout_s must be > 0, got {self.judge_timeout_s}")
+        if self.lambda_fmt < 0:
+            raise ValueError(f"lambda_fmt must be >= 0, got {self.lambda_fmt}")
+        clash = sorted({"lambda_fmt", "answer_format", "judge"} & set(self.reward_method_kwargs))
+        if clash:
+            raise ValueError(
+                f"reward_method_kwargs sets {clash}, which come from the config's own fields (lambda_fmt, "
+                "thinking_format, judge_*); set those fields instead"
+            )
+
+
+def build_judge(args: JudgeRewardGRPOConfig):
+    """The judge the config describes: `LLMJudge` over OpenAI-compatible servers, or `EmbeddingJudge`."""
+    from ..judging.templates import JudgeTemplates
+
+    templates = JudgeTemplates.from_yaml(args.judge_templates) if args.judge_templates else None
+    if not args.judge_base_urls:
+        from ..judging.embedding_judge import EmbeddingJudge
+
+        return EmbeddingJudge(args.judge_model, seed=args.judge_seed, templates=templates)
+    from ..judging.backends.openai_compatible import OpenAICompatibleBackend
+    from ..judging.llm_judge import LLMJudge
+
+    backend = OpenAICompatibleBackend(
+        args.judge_base_urls,
+        args.judge_model,
+        api_key_env=args.judge_api_key_env,
+        max_concurrency=args.judge_max_concurrency,
+        timeout_s=args.judge_timeout_s,
+    )
+    return LLMJudge(backend, templates, seed=args.judge_seed, max_attempts=args.judge_max_attempts)
+
+
+class JudgeRewardGRPOTrainer(GRPOTrainer):
+    """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
+
+    Args:
+        model, args, train_dataset, ...: as `trl.GRPOTrainer` (all keyword arguments pass through).
+        reward_method: a ready `GroupRewardMethod`; by default one is built from `args`
+            (`make_reward_method(args.reward_method, judge, ...)`) on the main process.
+        judge: the judge for a method built from `args` (default: `build_judge(args)`).
+
+    Only the main process scores; on other processes `reward_method` is None unless given.
+    """
+
+    def __init__(
+        self,
+        model,
+        args: JudgeRewardGRPOConfig | None = None,
+        *,
+        reward_method: GroupRewardMethod | None = None,
+        judge=None,
+        **kwargs,
+    ):
+        if not isinstance(args, self._config_class()):
+            raise TypeError(
+                f"{type(self).__name__} needs args={self._config_class().__name__}(...), got {type(args).__name__}"
+            )
+        if "reward_funcs" in kwargs:
+            raise TypeError("reward_funcs is set by the trainer from the reward method; pass reward_method= instead")
+        name = reward_method.name if reward_method is not None else args.reward_method
+        super().__init__(model, reward_funcs=[_RewardColumn(name)], args=args, **kwargs)
+        if reward_method is None and self.accelerator.is_main_process:
+            reward_method = self._build_reward_method(judge if judge is not None else build_judge(args))
+        self.reward_method = reward_method
+        self._judge_usage = JudgeUsage()
+        self._reward_loop = None
+
+    @classmethod
+    def _config_class(cls) -> type:
+        return JudgeRewardGRPOConfig
+
+    def _build_reward_method(self, judge) -> GroupRewardMethod:
+        """Config -> method. Subclasses override this (and nothing else) for their method."""
+        args = self.args
+        return make_reward_method(
+            args.reward_method,
+            judge,
+            lambda_fmt=args.lambda_fmt,
+            answer_format=AnswerFormat(thinking=args.thinking_format),
+            **args.reward_method_kwargs,
+        )
+
+    # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        mode = "train" if self.model.training else "eval"
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        rows = [reward_row(x, p, c) for x, p, c in zip(inputs, prompts, completions, strict=True)]
+        all_rows = gather_object(rows)  # every process's rows, in process order
+        payload = [None]
+        if self.accelerator.is_main_process:
+            try:
+                payload = [self._score_rows(all_rows, group_size, mode)]
+            except Exception as exc:  # tell the other processes instead of leaving them in the broadcast
+                payload = [exc]
+                broadcast_object_list(payload, from_process=0)
+                raise
+        broadcast_object_list(payload, from_process=0)
+        if isinstance(payload[0], Exception):
+            raise RuntimeError(f"Reward scoring failed on the main process: {payload[0]!r}")
+        rewards, metrics = payload[0]
+        for key, value in metrics.items():
+            self._metrics[mode][key].append(value)
+        return torch.tensor(rewards, dtype=torch.float32, device=self.accelerator.device).unsqueeze(1)
+
+    def _score_rows(self, rows: list[dict], group_size: int, mode: str) -> tuple[list[float], dict[str, float]]:
+        """Main process: rows -> groups -> rewards (flat, row order) and this step's metrics."""
+        method = self.reward_method
+        groups = rows_to_groups(rows, group_size)
+        self._register_references(groups)
+        epoch = int(math.floor((self.state.epoch or 0.0) + 1e-9))
+        state_before = json.loads(json.dumps(method.state_dict())) if mode == "eval" else None
+        results = self._run(method.score(groups, epoch=epoch, step=self.state.global_step))
+        if state_before is not None:  # evaluation must not change buffers or other method state
+            method.load_state_dict(state_before)
+        rewards = []
+        for group, result in zip(groups, results, strict=True):
+            if len(result.rewards) != group.size:
+                raise ValueError(
+                    f"{type(method).__name__} returned {len(result.rewards)} rewards for query {group.query_id!r} "
+                    f"with {group.size} completions; expected one reward per completion"
+                )
+            rewards.extend(float(r) for r in result.rewards)
+        metrics = dict(method.step_metrics(results))
+        metrics.update(self._judge_usage.step_metrics(combined_snapshot(method.judges)))
+        return rewards, metrics
+
+    def _register_references(self, groups) -> None:
+        """Hand each query's ranked references to judges that keep a reference table (EmbeddingJudge)."""
+        for judge in self.reward_method.judges:
+            if hasattr(judge, "set_references"):
+                for group in groups:
+                    if group.references:
+                        judge.set_references(group.query_id, list(group.references))
+
+    def _run(self, coroutine):
+        """Run a coroutine on one persistent event loop (HTTP clients stay bound to it), outside collectives."""
+        import asyncio
+        import atexit
+
+        if self._reward_loop is None:
+            thread, loop, ready = start_event_loop_in_daemon(name="JudgeReward-AsyncLoop")
+            ready.wait()
+            atexit.register(shutdown_event_loop_in_daemon, thread, loop)
+            self._reward_loop = loop
+        return asyncio.run_coroutine_threadsafe(coroutine, self._reward_loop).result()
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
+        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
+
+    # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        mode = "train" if self.model.training else "eval"
+        for key, values in self._metrics[mode].items():
+            if key.endswith(TOTAL_SUFFIX) and values:
+                self._metrics[mode][key] = values[-1:]
+        super().log(logs, start_time)
+
+    # ---- checkpoints: the method's state (and judge usage totals) travel with every checkpoint ------
+
+    def _save_checkpoint(self, model, trial):
+        # Written before TRL's save so that a push of this checkpoint to the Hub includes it.
+        if self.accelerator.is_main_process and self.reward_method is not None:
+            output_dir = os.path.join(
+                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            )
+            os.makedirs(output_dir, exist_ok=True)
+            current = combined_snapshot(self.reward_method.judges)
+            _write_json(os.path.join(output_dir, METHOD_STATE_NAME), self.reward_method.state_dict())
+            _write_json(os.path.join(output_dir, JUDGE_USAGE_NAME), self._judge_usage.state_dict(current))
+        super()._save_checkpoint(model, trial)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None or self.reward_method is None:
+            return
+        path = os.path.join(checkpoint, METHOD_STATE_NAME)
+        if not os.path.exists(path):
+            logger.warning(f"{path} not found: the reward method starts from a fresh state")
+            return
+        with open(path) as f:
+            self.reward_method.load_state_dict(json.load(f))
+        usage_path = os.path.join(checkpoint, JUDGE_USAGE_NAME)
+        if os.path.exists(usage_path):
+            with open(usage_path) as f:
+                self._judge_usage.load_state_dict(json.load(f), combined_snapshot(self.reward_method.judges))
+
+
+class _RewardColumn:
+    """Stands in `reward_funcs` so TRL names and weights the reward column; the trainer fills it."""
+
+    def __init__(self, name: str):
+        self.__name__ = name
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"The {self.__name__!r} reward is computed by JudgeRewardGRPOTrainer._calculate_rewards on whole groups; "
+            "it cannot be called as a plain TRL reward function"
+        )
+
+
+def _write_json(path: str, data: Any) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)

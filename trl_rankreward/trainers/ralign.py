@@ -1,0 +1,213 @@
+"""R-Align GenRM training on TRL's GRPOTrainer (papers/r-align.txt, Sec. 4).
+
+The policy being trained IS the generative reward model: each dataset row is a preference
+pair with a golden rationale; the GenRM writes a rationale and `\\boxed{A|B}` about the pair
+shown in a seeded A/B order; the reward is R-Align's rationale-aware table
+(`rewards.ralign_reward`: MetaRM asked only about label-correct answers) or, with
+`reward_mode="outcome"`, the GenRM-RLVR baseline (label correctness only).
+
+PPO note: the paper optimizes with PPO. TRL removed `PPOTrainer` and value-head models
+(PR #7020); its clipped on-policy trainers are GRPO and RLOO, so this trainer subclasses
+`GRPOTrainer` (clipped surrogate, group-mean baseline instead of a learned critic). A
+critic-based PPO variant is separate work.
+
+The reward is per sample (no group coupling), so a plain TRL async reward function is the
+whole hook: partial groups across processes are fine, and each process meta-judges its own
+samples concurrently. Logged per step (means over processes): `ralign/label_acc`,
+`ralign/spurious_rate` (S-Corr of the step), `ralign/meta_calls`, `ralign/meta_failures`,
+`ralign/format_invalid`.
+
+Example (one GPU; see examples/train_ralign_genrm.py):
+    accelerate launch examples/train_ralign_genrm.py --config examples/configs/ralign_qwen3_8b.yaml
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig, GRPOTrainer
+
+from ..evaluation.genrm_metrics import GenRMCounts
+from ..rewards.genrm_verdict import genrm_row
+from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
+
+GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
+PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
+
+
+@dataclass
+class RAlignGenRMConfig(GRPOConfig):
+    """GRPOConfig plus R-Align's reward and MetaRM settings (defaults documented in docs/ralign.md)."""
+
+    reward_mode: str = field(
+        default="ralign",
+        metadata={"help": "'ralign': R_overall (label AND MetaRM-consistent rationale); 'outcome': GenRM-RLVR."},
+    )
+    reward_correct_and_consistent: float = field(
+        default=1.0,
+        metadata={
+            "help": "Reward of a correct label with a consistent rationale (every correct label in 'outcome' mode)."
+        },
+    )
+    reward_correct_but_spurious: float = field(
+        default=0.0, metadata={"help": "Reward of a correct label whose rationale the MetaRM rejects."}
+    )
+    reward_wrong: float = field(default=-1.0, metadata={"help": "Reward of a wrong label."})
+    reward_invalid_format: float = field(
+        default=-1.0, metadata={"help": "Reward of an output without a single valid \\boxed{A|B} verdict."}
+    )
+    metarm_base_urls: list[str] | None = field(
+        default=None,
+        metadata={"help": "OpenAI-compatible base URL(s) of the MetaRM server (e.g. vLLM serving GPT-OSS-120B)."},
+    )
+    metarm_model: str | None = field(default=None, metadata={"help": "Model name the MetaRM server expects."})
+    metarm_api_key_env: str = field(
+        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the MetaRM API key."}
+    )
+    metarm_max_concurrency: int = field(default=64, metadata={"help": "Concurrent MetaRM requests per process."})
+    metarm_max_attempts: int = field(default=3, metadata={"help": "Tries per MetaRM request before it fails."})
+    metarm_max_tokens: int = field(default=2048, metadata={"help": "Completion token limit of a MetaRM call."})
+    metarm_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one MetaRM call (seconds)."})
+    display_seed: int | None = field(
+        default=None, metadata={"help": "Seed of the A/B display coin flip; None: use `seed`."}
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")
+        self.reward_values()  # validates the table
+        if isinstance(self.metarm_base_urls, str):
+            self.metarm_base_urls = [self.metarm_base_urls]
+        if self.metarm_base_urls and not self.metarm_model:
+            raise ValueError("metarm_base_urls is set but metarm_model is not; name the model the MetaRM server serves")
+
+    def reward_values(self) -> RAlignRewardValues:
+        return RAlignRewardValues(
+            correct_and_consistent=self.reward_correct_and_consistent,
+            correct_but_spurious=self.reward_correct_but_spurious,
+            wrong=self.reward_wrong,
+            invalid_format=self.reward_invalid_format,
+        )
+
+
+def build_genrm_prompts(dataset, seed: int):
+    """Add the GenRM columns to a pairwise dataset (`prompt` replaced by the GenRM messages).
+
+    Writes `prompt`, `pair_prompt`, `display_order`, `display_label` (see
+    `rewards.genrm_verdict.genrm_row`); the display order is a function of (seed, pair) only.
+    """
+    missing = [c for c in PAIR_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise ValueError(
+            f"R-Align needs the pairwise columns {list(PAIR_COLUMNS)}; the dataset lacks {missing}. "
+            "Build it with `trl-rankreward data` (helpsteer3 / rewardbench2 / ppe) and fill golden rationales."
+        )
+    return dataset.map(lambda row: genrm_row(row, seed), desc="GenRM prompts")
+
+
+def metarm_from_config(args: RAlignGenRMConfig):
+    """An `LLMJudge` over an `OpenAICompatibleBackend` at `metarm_base_urls` (the paper's training MetaRM)."""
+    from ..judging.backends.openai_compatible import OpenAICompatibleBackend
+    from ..judging.llm_judge import LLMJudge
+
+    backend = OpenAICompatibleBackend(
+        args.metarm_base_urls,
+        args.metarm_model,
+        api_key_env=args.metarm_api_key_env,
+        max_concurrency=args.metarm_max_concurrency,
+        timeout_s=args.metarm_timeout_s,
+    )
+    return LLMJudge(backend, seed=args.seed, max_attempts=args.metarm_max_attempts, max_tokens=args.metarm_max_tokens)
+
+
+def _text(completion) -> str:
+    """A completion as text (conversational completions are a list with one assistant message)."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(m.get("content") or "" for m in completion)
+
+
+class RAlignRewardFunction:
+    """TRL reward function: R-Align rewards for a batch of GenRM completions, and their metrics."""
+
+    __name__ = "ralign"
+
+    def __init__(self, method: RAlignReward):
+        self.method = method
+
+    async def __call__(self, prompts, completions, *, response_a, response_b, label, golden_rationale, pair_prompt,
+                       display_order, log_metric=None, trainer_state=None, **_):  # fmt: skip
+        samples = [
+            GenRMSample(p, a, b, lab, gold, _text(c), order)
+            for p, a, b, lab, gold, c, order in zip(
+                pair_prompt, response_a, response_b, label, golden_rationale, completions, display_order, strict=True
+            )
+        ]
+        before = self.method.meta_calls
+        step = trainer_state.global_step if trainer_state is not None else 0
+        scores = await self.method.score(samples, step=step)
+        if log_metric is not None:
+            for name, value in step_metrics([s.status for s in scores], self.method.meta_calls - before).items():
+                log_metric(name, value)
+        return [s.reward for s in scores]
+
+
+def step_metrics(statuses: list[str], meta_calls: int) -> dict[str, float]:
+    """`ralign/...` metrics of one batch; a rate with an empty denominator is left out."""
+    c = GenRMCounts.from_statuses(statuses)
+    out = {
+        "ralign/label_acc": c.l_acc,
+        "ralign/format_invalid": c.parse_failures / c.samples if c.samples else None,
+        "ralign/spurious_rate": c.s_corr,
+        "ralign/meta_calls": float(meta_calls),
+        "ralign/meta_failures": float(c.meta_failures),
+    }
+    return {k: float(v) for k, v in out.items() if v is not None}
+
+
+class RAlignGenRMTrainer(GRPOTrainer):
+    """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward).
+
+    Args:
+        model, args, train_dataset, eval_dataset, processing_class, callbacks, peft_config: as in
+            `GRPOTrainer`. Datasets hold pairwise rows (`data.preferences` schema); the GenRM
+            prompt columns are added by `build_genrm_prompts` unless already there.
+        meta_judge: the MetaRM: any judge (`async judge(MetaJudgeRequest) -> bool`) or a
+            `(request) -> bool` hook. None: built from `args.metarm_*` in "ralign" mode.
+    """
+
+    def __init__(self, model, args: RAlignGenRMConfig, train_dataset=None, eval_dataset=None, *,
+                 meta_judge=None, **kwargs):  # fmt: skip
+        if not isinstance(args, RAlignGenRMConfig):
+            raise TypeError(f"args must be a RAlignGenRMConfig, got {type(args).__name__}")
+        if "reward_funcs" in kwargs:
+            raise TypeError("RAlignGenRMTrainer builds its own reward function; configure it through args instead")
+        if args.reward_mode == "ralign" and meta_judge is None:
+            if not args.metarm_base_urls:
+                raise ValueError(
+                    "reward_mode='ralign' needs a MetaRM: set metarm_base_urls and metarm_model "
+                    "(an OpenAI-compatible server), pass meta_judge=..., or use reward_mode='outcome'"
+                )
+            meta_judge = metarm_from_config(args)
+        self.ralign = RAlignReward(meta_judge, mode=args.reward_mode, values=args.reward_values())
+        seed = args.seed if args.display_seed is None else args.display_seed
+        train_dataset = self._with_genrm_prompts(train_dataset, seed)
+        eval_dataset = self._with_genrm_prompts(eval_dataset, seed)
+        super().__init__(
+            model,
+            reward_funcs=[RAlignRewardFunction(self.ralign)],
+            args=args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            **kwargs,
+        )
+
+    @staticmethod
+    def _with_genrm_prompts(dataset, seed: int):
+        if dataset is None or all(c in dataset.column_names for c in GENRM_COLUMNS):
+            return dataset
+        return build_genrm_prompts(dataset, seed)
+
+
+__all__ = ["RAlignGenRMConfig", "RAlignGenRMTrainer", "RAlignRewardFunction", "build_genrm_prompts", "step_metrics"]

@@ -1,0 +1,154 @@
+"""`RankBufferGRPOTrainer`: GRPO with RankBuffer rewards (papers/rankbuffer.txt, Sections 3.1-3.5).
+
+The trainer only maps `RankBufferGRPOConfig` to a `RankBufferReward`; gathering whole
+groups, epochs, logging and checkpoints are `JudgeRewardGRPOTrainer`'s. Anchor texts live
+in an append-only, content-addressed SQLite file (`{output_dir}/anchors.sqlite` by default)
+and checkpoints hold only the buffer structure that refers to them.
+
+Example (CPU quickstart; the paper's setup is examples/configs/rankbuffer_qwen3_8b.yaml):
+
+    args = RankBufferGRPOConfig(output_dir="out", num_generations=8, k0=4, inactivity_epochs=3)
+    trainer = RankBufferGRPOTrainer("path/to/policy", args=args, train_dataset=dataset)
+    trainer.train()
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..rewards.answers import AnswerFormat
+from ..rewards.base import GroupRewardMethod
+from .judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+
+BUFFER_INITS = ("nectar", "bootstrap")
+BUFFER_VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
+BUFFER_MANAGERS = ("llm", "llm_lookahead")
+ANCHOR_STORES = ("sqlite", "memory")
+
+
+@dataclass
+class RankBufferGRPOConfig(JudgeRewardGRPOConfig):
+    """`JudgeRewardGRPOConfig` with RankBuffer's options; `reward_method` is always "rank_buffer"."""
+
+    reward_method: str = field(default="rank_buffer", metadata={"help": "Fixed to 'rank_buffer' for this trainer."})
+    lambda_fmt: float = field(
+        default=0.2, metadata={"help": "Weight of the format reward (the paper uses 0.2, Section 4.1)."}
+    )
+    k0: int = field(
+        default=4,
+        metadata={"help": "Initial buffer size K0 (paper: 2, 4 or 7; anchors are subsampled keeping both ends)."},
+    )
+    buffer_init: str = field(
+        default="nectar",
+        metadata={
+            "help": "Buffer initialization: 'nectar' (K0 of the query's ranked `references`) or 'bootstrap' "
+            "(listwise ranking of the first group).",
+            "choices": list(BUFFER_INITS),
+        },
+    )
+    inactivity_epochs: int = field(
+        default=3, metadata={"help": "H: an anchor inactive for H epochs is pruned (Algorithm 2)."}
+    )
+    buffer_variant: str = field(
+        default="dynamic",
+        metadata={
+            "help": "'dynamic' (Algorithm 2 maintenance), 'static' (frozen after the first epoch), 'coarse_only' "
+            "(no fine ranking), 'order_only' (coarse prompt without anchor texts).",
+            "choices": list(BUFFER_VARIANTS),
+        },
+    )
+    buffer_manager: str | None = field(
+        default=None,
+        metadata={
+            "help": "Replace Algorithm 2 with the judge choosing the buffer (Appendix G): 'llm' or 'llm_lookahead'.",
+            "choices": list(BUFFER_MANAGERS),
+        },
+    )
+    anchor_store: str = field(
+        default="sqlite",
+        metadata={
+            "help": "'sqlite': anchor texts in an append-only SQLite file, checkpoints hold keys only; 'memory': "
+            "texts inside every checkpoint (small runs).",
+            "choices": list(ANCHOR_STORES),
+        },
+    )
+    anchor_store_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "SQLite anchor file; default {output_dir}/anchors.sqlite. Point it at the original run's file "
+            "when resuming into another output_dir."
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.reward_method != "rank_buffer":
+            raise ValueError(
+                f"RankBufferGRPOConfig trains RankBuffer, but reward_method={self.reward_method!r}; use "
+                "JudgeRewardGRPOConfig for other methods"
+            )
+        for name, allowed in (
+            ("buffer_init", BUFFER_INITS),
+            ("buffer_variant", BUFFER_VARIANTS),
+            ("anchor_store", ANCHOR_STORES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        if self.buffer_manager is not None and self.buffer_manager not in BUFFER_MANAGERS:
+            raise ValueError(
+                f"buffer_manager must be None or one of {list(BUFFER_MANAGERS)}, got {self.buffer_manager!r}"
+            )
+        if self.reward_method_kwargs:
+            raise ValueError(
+                f"reward_method_kwargs={self.reward_method_kwargs} is not used by RankBufferGRPOConfig: RankBuffer's "
+                "options are its own fields (k0, buffer_init, inactivity_epochs, buffer_variant, buffer_manager)"
+            )
+        if self.k0 < 2:
+            raise ValueError(f"k0 must be >= 2 (the paper uses 2, 4, 7), got {self.k0}")
+        if self.inactivity_epochs < 1:
+            raise ValueError(f"inactivity_epochs must be >= 1, got {self.inactivity_epochs}")
+        if self.buffer_init == "bootstrap" and self.k0 > self.num_generations:
+            raise ValueError(
+                f"buffer_init='bootstrap' takes k0={self.k0} anchors from the first group, but num_generations="
+                f"{self.num_generations}; lower k0 or raise num_generations"
+            )
+        if self.buffer_manager is not None and self.buffer_variant == "static":
+            raise ValueError(
+                f"buffer_manager={self.buffer_manager!r} maintains the buffer but buffer_variant='static' freezes it; "
+                "pick one"
+            )
+        if self.anchor_store_path is not None and self.anchor_store != "sqlite":
+            raise ValueError(
+                f"anchor_store_path={self.anchor_store_path!r} is for the SQLite store, but anchor_store="
+                f"{self.anchor_store!r}; set anchor_store='sqlite' or drop anchor_store_path"
+            )
+
+
+class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
+    """GRPO trainer with `RankBufferReward`; everything else as `JudgeRewardGRPOTrainer`."""
+
+    @classmethod
+    def _config_class(cls) -> type:
+        return RankBufferGRPOConfig
+
+    def _build_reward_method(self, judge) -> GroupRewardMethod:
+        from ..rewards.anchor_store import SQLiteAnchorStore
+        from ..rewards.rank_buffer import RankBufferReward
+
+        args = self.args
+        store = None
+        if args.anchor_store == "sqlite":
+            store = SQLiteAnchorStore(args.anchor_store_path or os.path.join(args.output_dir, "anchors.sqlite"))
+        return RankBufferReward(
+            judge,
+            k0=args.k0,
+            init=args.buffer_init,
+            inactivity_epochs=args.inactivity_epochs,
+            variant=args.buffer_variant,
+            manager=args.buffer_manager,
+            lambda_fmt=args.lambda_fmt,
+            answer_format=AnswerFormat(thinking=args.thinking_format),
+            anchor_store=store,
+            seed=args.judge_seed,
+        )
