@@ -221,7 +221,7 @@ def docs_section(rows: Sequence[dict[str, Any]], config, *, command: str, timing
         "",
         per_call_table(rows),
         "",
-        _differences(by_paper),
+        _differences(by_paper) + _genrm_note(rows),
         "",
         "### Run time",
         "",
@@ -338,6 +338,19 @@ def write_docs_section(path: str | Path, section: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _genrm_note(rows: Sequence[dict[str, Any]]) -> str:
+    """Why R-Align's GenRM reward orders rollouts poorly here (only when it was run)."""
+    row = next((r for r in rows if r["method"] == "genrm"), None)
+    if row is None:
+        return ""
+    return f"""
+- **`genrm` (R-Align's downstream reward, Kendall tau {row["kendall_tau"]:.2f}) is not a ranking method.** It
+  compares each rollout with the query's best reference only and subtracts a length penalty
+  against that reference. Our best Nectar reference sits above most rollouts, so the win rate
+  is mostly zero and the penalty decides the order; simulated lengths are independent of
+  quality, so that order says little. Its row shows the cost of one call per rollout."""
 
 
 def _value(by_paper: dict[str, dict[str, Any]], name: str, key: str) -> float:
