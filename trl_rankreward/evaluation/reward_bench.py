@@ -1,0 +1,401 @@
+"""Reward-method benchmark: judge cost, latency and ranking fidelity of every method, side by side.
+
+Every reward method of the registry scores the same simulated training run
+(`evaluation.simulation`): N queries, E epochs, G rollouts per group, `queries_per_step`
+groups per step. The judge is `BenchJudge`, a `SimulatedJudge` (Thurstone noise per call,
+optional position and length bias) that renders every request with the real templates
+and costs it in its ledger with a real tokenizer. Per method, per group:
+
+- judge calls (parsed, as the papers count them), prompt and completion tokens, and the
+  prompt tokens a prefix-caching server would not recompute (`prompt_cache`);
+- sequential judge rounds per step (exact, on the virtual clock) and reward wall time per
+  step under `latency.LatencyModel`;
+- fidelity of the rewards to the latent truth: Kendall tau-b, top-1 agreement (1/|T| when
+  the truly best rollout is among the |T| tied best-rewarded ones), and the number of
+  distinct advantage levels (distinct rewards) of the group.
+
+    from trl_rankreward.evaluation.reward_bench import RewardBenchConfig, run_benchmark
+    results = run_benchmark(RewardBenchConfig(queries=20, epochs=2, methods="pointwise,rank_buffer"))
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import queue
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy.stats import kendalltau
+
+from ..rewards.registry import REWARD_METHODS, make_reward_method
+from .bench_judge import BenchJudge, CallRecord
+from .latency import LatencyModel, step_wall_time
+from .prompt_cache import LineTokenizer, prefix_cache_savings
+from .simulation import SimulatedRun
+from .virtual_clock import run_virtual
+
+
+@dataclass(frozen=True)
+class BenchMethod:
+    """One benchmark row: a registry method with its options, and its row in RankBuffer's Table 8."""
+
+    label: str
+    registry: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    paper: str | None = None
+
+
+#: The default rows: every baseline, RankBuffer and its variants (Sec. 4.2-4.5, App. G), MatrixReward.
+BENCH_METHODS: tuple[BenchMethod, ...] = (
+    BenchMethod("pointwise", "pointwise", paper="GRPO"),
+    BenchMethod("gdpo", "gdpo", paper="GDPO"),
+    BenchMethod("rrc_scr", "rrc_scr", paper="RRC-SCR"),
+    BenchMethod("rrc_agr", "rrc_agr", paper="RRC-AGR"),
+    BenchMethod("pairwise_rank", "pairwise_rank", paper="Pairwise Rank"),
+    BenchMethod("tournament", "tournament", paper="Tournament-GRPO"),
+    BenchMethod("arena", "arena", paper="ArenaRL"),
+    BenchMethod("rank_buffer", "rank_buffer", paper="RankBuffer"),
+    BenchMethod("rank_buffer_static", "rank_buffer", {"variant": "static"}, paper="RankBuffer*"),
+    BenchMethod("rank_buffer_bootstrap", "rank_buffer", {"init": "bootstrap"}, paper="RankBuffer-Bootstrap"),
+    BenchMethod(
+        "rank_buffer_bootstrap_static",
+        "rank_buffer",
+        {"init": "bootstrap", "variant": "static"},
+        paper="RankBuffer-Bootstrap*",
+    ),
+    BenchMethod("rank_buffer_coarse_only", "rank_buffer", {"variant": "coarse_only"}),
+    BenchMethod("rank_buffer_order_only", "rank_buffer", {"variant": "order_only"}),
+    BenchMethod("rank_buffer_k0_2", "rank_buffer", {"k0": 2}),
+    BenchMethod("rank_buffer_k0_7", "rank_buffer", {"k0": 7}),
+    BenchMethod("rank_buffer_llm", "rank_buffer", {"manager": "llm"}, paper="LLM"),
+    BenchMethod("rank_buffer_llm_lookahead", "rank_buffer", {"manager": "llm_lookahead"}, paper="LLM + look-ahead"),
+    BenchMethod("matrix_explicit", "matrix", {"protocol": "explicit"}),
+    BenchMethod("matrix_implicit", "matrix", {"protocol": "implicit"}),
+)
+
+
+def _help(text: str) -> dict:
+    return {"help": text}
+
+
+@dataclass
+class RewardBenchConfig:
+    """Settings of `trl-rankreward bench` (each field is a command-line option)."""
+
+    queries: int = field(default=200, metadata=_help("Number of simulated queries N."))
+    epochs: int = field(default=4, metadata=_help("Number of epochs E (each query is seen once per epoch)."))
+    group_size: int = field(default=8, metadata=_help("Rollouts per group G."))
+    queries_per_step: int = field(default=20, metadata=_help("Groups per training step (the paper: 20)."))
+    response_tokens: int = field(default=500, metadata=_help("Mean rollout length in tokens (each 0.6x-1.4x of it)."))
+    reference_tokens: int = field(default=300, metadata=_help("Mean reference (Nectar) length in tokens."))
+    improvement: float = field(default=0.75, metadata=_help("Rise of mean rollout quality per epoch (0-10 scale)."))
+    spread: float = field(default=1.0, metadata=_help("Standard deviation of rollout quality within a group."))
+    rubric_spread: float = field(default=0.5, metadata=_help("Standard deviation of per-rubric deviations."))
+    noise: float = field(default=0.5, metadata=_help("Judge noise: std of the Thurstone noise per call."))
+    position_bias: float = field(default=0.0, metadata=_help("Judge bonus for the text shown first."))
+    length_bias: float = field(default=0.0, metadata=_help("Judge bonus per 100 characters of a text."))
+    fail_rate: float = field(default=0.0, metadata=_help("Probability that a judge call fails (invalid answer)."))
+    integer_scores: bool = field(default=True, metadata=_help("Pointwise scores are integers, as LLM judges write."))
+    latency_base_s: float = field(default=0.5, metadata=_help("Latency model: seconds per call."))
+    latency_per_1k_prompt_s: float = field(default=0.25, metadata=_help("Latency model: seconds per 1k prompt tokens."))
+    latency_sigma: float = field(default=0.5, metadata=_help("Latency model: lognormal sigma of the per-call factor."))
+    concurrency: int = field(default=64, metadata=_help("Judge calls in flight at most (the backends' default)."))
+    methods: str = field(default="all", metadata=_help("Comma-separated benchmark rows, or 'all'."))
+    tokenizer: str | None = field(default=None, metadata=_help("tokenizer.json for token counts (default: MiniLM)."))
+    seed: int = field(default=0, metadata=_help("Seeds the simulation, the judge and the latencies."))
+
+    def __post_init__(self):
+        for name in ("queries", "epochs", "queries_per_step", "concurrency"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.group_size < 2:
+            raise ValueError(f"group_size must be >= 2 (a group ranks at least two rollouts), got {self.group_size}")
+
+    @property
+    def latency(self) -> LatencyModel:
+        return LatencyModel(self.latency_base_s, self.latency_per_1k_prompt_s, self.latency_sigma, self.concurrency)
+
+
+@dataclass
+class MethodResult:
+    """Sums over one method's run; `row()` turns them into per-group and per-step numbers."""
+
+    method: BenchMethod
+    groups: int = 0
+    steps: int = 0
+    calls: int = 0
+    parsed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    rounds: int = 0
+    wall_s: float = 0.0
+    tau: float = 0.0
+    top1: float = 0.0
+    levels: int = 0
+    neutral: int = 0
+    buffer_size: int = 0  # summed over groups that report one (RankBuffer)
+    buffered_groups: int = 0
+    ledger_tokens: int = 0
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        g, s = max(self.groups, 1), max(self.steps, 1)
+        return {
+            "method": self.method.label,
+            "paper": self.method.paper or "",
+            "calls_per_group": self.parsed / g,
+            "attempts_per_group": self.calls / g,
+            "prompt_tokens_per_group": self.prompt_tokens / g,
+            "completion_tokens_per_group": self.completion_tokens / g,
+            "tokens_per_group": (self.prompt_tokens + self.completion_tokens) / g,
+            "cached_prompt_tokens_per_group": self.cached_tokens / g,
+            "cached_share": self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0,
+            "rounds_per_step": self.rounds / s,
+            "wall_s_per_step": self.wall_s / s,
+            "kendall_tau": self.tau / g,
+            "top1": self.top1 / g,
+            "advantage_levels": self.levels / g,
+            "neutral_groups": self.neutral,
+            "buffer_size": self.buffer_size / self.buffered_groups if self.buffered_groups else None,
+            "groups": self.groups,
+            "run_s": self.elapsed_s,
+            "cpu_s": self.cpu_s,
+        }
+
+
+def selected_methods(spec: str) -> list[BenchMethod]:
+    """The rows named in `spec` ("all" or comma-separated labels); registry names without a row get one."""
+    rows = list(BENCH_METHODS)
+    covered = {m.registry for m in rows}
+    rows += [BenchMethod(name, name) for name in REWARD_METHODS if name not in covered]
+    if spec.strip() == "all":
+        return rows
+    by_label = {m.label: m for m in rows}
+    wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [w for w in wanted if w not in by_label]
+    if unknown:
+        raise ValueError(f"Unknown benchmark method(s) {unknown}; expected 'all' or some of {sorted(by_label)}")
+    return [by_label[w] for w in wanted]
+
+
+def group_fidelity(rewards: Sequence[float], truth: Sequence[float]) -> tuple[float, float, int]:
+    """(Kendall tau-b, top-1 agreement, distinct reward levels) of one group's rewards vs the truth.
+
+    Constant rewards carry no order: tau 0. Top-1 is 1/|T| when the truly best completion
+    is in the set T of completions sharing the highest reward, else 0.
+    """
+    levels = len({round(r, 9) for r in rewards})
+    tau = 0.0 if levels < 2 else float(kendalltau(rewards, truth).statistic)
+    best = max(rewards)
+    top = [i for i, r in enumerate(rewards) if r == best]
+    truly_best = max(range(len(truth)), key=lambda i: truth[i])
+    return (0.0 if math.isnan(tau) else tau), (1.0 / len(top) if truly_best in top else 0.0), levels
+
+
+def run_benchmark(
+    config: RewardBenchConfig,
+    *,
+    workers: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+    on_skip: Callable[[str], None] | None = None,
+) -> list[MethodResult]:
+    """Run every selected method on the simulated run, in `workers` processes.
+
+    `on_progress(n)` hears of every n groups scored; methods that cannot be built here
+    (module not installed, options it does not take) or whose run raised are left out and
+    told to `on_skip`.
+    Results do not depend on `workers`: every method has its own seeded judge.
+    """
+    methods = selected_methods(config.methods)
+    if workers > 1 and len(methods) > 1:
+        outcomes = _run_parallel(config, methods, workers, on_progress)
+    else:
+        outcomes = [run_method(config, m, on_progress) for m in methods]
+    results = []
+    for method, outcome in zip(methods, outcomes):
+        if isinstance(outcome, MethodResult):
+            results.append(outcome)
+        elif on_skip:
+            on_skip(f"skipped {method.label}: {outcome}")
+    return results
+
+
+def run_method(
+    config: RewardBenchConfig, method: BenchMethod, on_progress: Callable[[int], None] | None = None
+) -> MethodResult | str:
+    """One method's run; a string saying why when the method cannot be built or its run failed."""
+    sim, tokenizer = _setting(config)
+    judge = BenchJudge(
+        sim.quality,
+        tokenizer=tokenizer,
+        integer_scores=config.integer_scores,
+        rubric_quality=sim.rubric_quality,
+        noise=config.noise,
+        position_bias=config.position_bias,
+        length_bias=config.length_bias,
+        fail_rate=config.fail_rate,
+        seed=config.seed,
+    )
+    try:
+        reward = make_reward_method(method.registry, judge, **method.kwargs)
+    except (ImportError, TypeError, ValueError) as exc:
+        return str(exc)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        result = run_virtual(_run_method(method, reward, judge, sim, config, on_progress))
+    except Exception as exc:  # one broken method must not cost the other rows
+        return f"failed during the run: {type(exc).__name__}: {exc}"
+    result.elapsed_s, result.cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
+    return result
+
+
+def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
+    """The simulated run and tokenizer of `config`, built once per process."""
+    key = (
+        config.queries,
+        config.group_size,
+        config.response_tokens,
+        config.reference_tokens,
+        config.improvement,
+        config.spread,
+        config.rubric_spread,
+        config.seed,
+        config.tokenizer,
+    )
+    if key not in _SETTINGS:
+        _SETTINGS.clear()
+        sim = SimulatedRun(
+            queries=config.queries,
+            group_size=config.group_size,
+            response_tokens=config.response_tokens,
+            reference_tokens=config.reference_tokens,
+            improvement=config.improvement,
+            spread=config.spread,
+            rubric_spread=config.rubric_spread,
+            seed=config.seed,
+        )
+        _SETTINGS[key] = (sim, LineTokenizer(config.tokenizer))
+    return _SETTINGS[key]
+
+
+_SETTINGS: dict[tuple, tuple[SimulatedRun, LineTokenizer]] = {}
+# Scheduling hint only: the slowest rows start first so that workers finish together.
+_SLOW_FIRST = ("matrix_explicit", "rrc_agr")
+
+
+def _run_parallel(config, methods: list[BenchMethod], workers: int, on_progress) -> list[MethodResult | str]:
+    ctx = multiprocessing.get_context("spawn")
+    progress = ctx.Queue()
+    with ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(), progress)
+    ) as pool:
+        order = sorted(range(len(methods)), key=lambda i: methods[i].label not in _SLOW_FIRST)
+        futures = {i: pool.submit(_worker, config, methods[i]) for i in order}
+        pending = set(futures.values())
+        while pending:
+            _, pending = wait(pending, timeout=0.25)
+            _drain(progress, on_progress)
+        outcomes = [futures[i].result() for i in range(len(methods))]
+    _drain(progress, on_progress)
+    return outcomes
+
+
+def _drain(progress, on_progress) -> None:
+    while True:
+        try:
+            n = progress.get_nowait()
+        except queue.Empty:
+            return
+        if on_progress:
+            on_progress(n)
+
+
+_PROGRESS = None  # the worker's end of the progress queue
+
+
+def _init_worker(parent: int, progress) -> None:
+    """Worker initializer: keep the progress queue; end this worker when the parent dies."""
+    global _PROGRESS
+    _PROGRESS = progress
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _worker(config: RewardBenchConfig, method: BenchMethod) -> MethodResult | str:
+    return run_method(config, method, _PROGRESS.put)
+
+
+async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, config, on_progress) -> MethodResult:
+    result = MethodResult(method)
+    step = 0
+    for epoch in range(config.epochs):
+        for batch in sim.batches(epoch, config.queries_per_step):
+            groups = [sim.group(q, epoch) for q in batch]
+            judge.start_step()
+            scored = await reward.score(groups, epoch=epoch, step=step)
+            _add_step(result, groups, scored, judge.records, sim, config, step)
+            step += 1
+            if on_progress:
+                on_progress(len(groups))
+    result.ledger_tokens = judge.ledger.prompt_tokens + judge.ledger.completion_tokens
+    return result
+
+
+def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], sim, config, step: int) -> None:
+    by_query: dict[str, list[CallRecord]] = defaultdict(list)
+    for record in records:
+        by_query[record.query_id].append(record)
+    unknown = set(by_query) - {g.query_id for g in groups}
+    if unknown:
+        raise RuntimeError(f"Judge calls for query ids {sorted(unknown)} that are not in step {step}")
+    latency, rounds = config.latency, []
+    for group, outcome in zip(groups, scored):
+        calls = by_query.get(group.query_id, [])
+        result.calls += len(calls)
+        result.parsed += sum(c.parsed for c in calls)
+        result.prompt_tokens += sum(c.prompt_tokens for c in calls)
+        result.completion_tokens += sum(c.completion_tokens for c in calls)
+        result.cached_tokens += prefix_cache_savings([c.prompt for c in calls])
+        latencies = latency.sample([c.prompt_tokens for c in calls], config.seed, step, group.query_id)
+        per_round: list[list[float]] = [[] for _ in range(max((c.round for c in calls), default=0))]
+        for c, seconds in zip(calls, latencies):
+            per_round[c.round - 1].append(seconds)
+        rounds.append(per_round)
+        tau, top1, levels = group_fidelity(outcome.rewards, sim.truth(group))
+        result.tau += tau
+        result.top1 += top1
+        result.levels += levels
+        result.neutral += outcome.neutral
+        if "buffer_size" in outcome.details:
+            result.buffer_size += outcome.details["buffer_size"]
+            result.buffered_groups += 1
+        result.groups += 1
+    result.rounds += max((len(r) for r in rounds), default=0)
+    result.wall_s += step_wall_time(rounds, latency.concurrency)
+    result.steps += 1
+
+
+__all__ = [
+    "BENCH_METHODS",
+    "BenchMethod",
+    "RewardBenchConfig",
+    "MethodResult",
+    "run_benchmark",
+    "run_method",
+    "selected_methods",
+    "group_fidelity",
+]
