@@ -1,7 +1,7 @@
 """`trl-rankreward` command line: one subcommand per module in `trl_rankreward.commands`.
 
 Each command module defines `HELP` (one line), `add_arguments(parser)` and `run(args) -> int`.
-Modules load only when their command runs, so `trl-rankreward --help` is fast.
+Command modules import their heavy dependencies inside `run`, so listing them stays fast.
 """
 
 from __future__ import annotations
@@ -20,22 +20,18 @@ COMMANDS = {
 }
 
 
-def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trl-rankreward", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    chosen = argv[0] if argv else None
     for name, module_name in COMMANDS.items():
-        if name == chosen:
-            module = importlib.import_module(module_name)
-            module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
-        else:
-            sub.add_parser(name, help=f"(run `trl-rankreward {name} --help`)")
+        module = importlib.import_module(module_name)
+        module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv)
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()

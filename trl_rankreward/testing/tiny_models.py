@@ -77,7 +77,9 @@ def build_tiny_model(
     from transformers import AutoModelForCausalLM, Qwen3Config
 
     output_dir = Path(output_dir)
-    settings = dict(hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, vocab_size=vocab_size, seed=seed)
+    settings = dict(
+        hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, vocab_size=vocab_size, seed=seed
+    )
     marker = output_dir / "tiny_model_settings.json"
     if marker.exists() and json.loads(marker.read_text()) == settings:
         return output_dir
