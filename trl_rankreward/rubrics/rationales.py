@@ -30,13 +30,7 @@ or wrong content, flawed reasoning) that make one response better. Do not rely o
 formatting or tone unless they really decide the comparison, and do not pad with
 boilerplate praise."""
 
-LABEL_RATIONALE_TEMPLATE = PromptTemplate(
-    system=f"""You are an expert evaluator writing the reference judgment for a pairwise comparison of two
-assistant responses. The better response has been established by verified ground truth;
-explain why it is better.
-{_SHARED_RULES}
-{_ANSWER_FORMAT}""",
-    user="""<conversation>
+_PAIR_DATA = """<conversation>
 {conversation}
 </conversation>
 
@@ -48,7 +42,16 @@ explain why it is better.
 {response_b}
 </response_b>
 
-The preferred response is Response {label}. Write the reference judgment that explains the
+"""
+
+LABEL_RATIONALE_TEMPLATE = PromptTemplate(
+    system=f"""You are an expert evaluator writing the reference judgment for a pairwise comparison of two
+assistant responses. The better response has been established by verified ground truth;
+explain why it is better.
+{_SHARED_RULES}
+{_ANSWER_FORMAT}""",
+    user=_PAIR_DATA
+    + """The preferred response is Response {label}. Write the reference judgment that explains the
 decisive reasons Response {label} is better, citing concrete evidence from both responses.""",
     temperature=0.2,
     max_tokens=2048,
@@ -61,19 +64,8 @@ reviews share and that the responses confirm, drop claims the responses contradi
 resolve disagreements in favour of the final preference.
 {_SHARED_RULES}
 {_ANSWER_FORMAT}""",
-    user="""<conversation>
-{conversation}
-</conversation>
-
-<response_a>
-{response_a}
-</response_a>
-
-<response_b>
-{response_b}
-</response_b>
-
-<annotator_reviews>
+    user=_PAIR_DATA
+    + """<annotator_reviews>
 {reviews}
 </annotator_reviews>
 
