@@ -149,3 +149,21 @@ def test_cpu_example_trains_with_the_embedded_judge(tiny_model_dir, tmp_path):
     logs = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert len(logs) == 1 and logs[0]["judge/calls"] > 0 and "matrix/fallbacks" in logs[0]
     assert Path(tmp_path / "out" / "model.safetensors").exists()
+
+
+def test_option_defaults_agree_across_config_method_and_math():
+    # The option defaults are written in three signatures (config fields, MatrixReward, matrix_math.matrix_reward);
+    # a change in one that misses another would silently train a different method than the one configured.
+    import dataclasses
+    import inspect
+
+    from trl_rankreward.rewards.matrix_math import matrix_reward
+    from trl_rankreward.trainers.matrix_reward import MATRIX_OPTIONS
+
+    def defaults(fn):
+        return {n: p.default for n, p in inspect.signature(fn).parameters.items() if n in MATRIX_OPTIONS}
+
+    config = {f.name: f.default for f in dataclasses.fields(MatrixRewardGRPOConfig) if f.name in MATRIX_OPTIONS}
+    assert config == defaults(MatrixReward) and set(config) == set(MATRIX_OPTIONS)
+    math_defaults = defaults(matrix_reward)
+    assert len(math_defaults) == 7 and math_defaults == {k: config[k] for k in math_defaults}  # no protocol/both_orders
