@@ -13,6 +13,7 @@
 #   bash examples/launch/colocate_mode.sh                   # judge on GPU 0, training on 1-7
 #   JUDGE_GPUS="0 1" bash examples/launch/colocate_mode.sh  # 2 judge replicas, training on 2-7
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 POLICY=${POLICY:-Qwen/Qwen3-8B}
 JUDGE=${JUDGE:-Qwen/Qwen3-30B-A3B-Instruct-2507}
@@ -22,25 +23,14 @@ JUDGE_PORT=${JUDGE_PORT:-8001}
 LOGS=${LOGS:-logs/launch}
 mkdir -p "$LOGS"
 
-TRAIN_GPUS=$(for g in 0 1 2 3 4 5 6 7; do [[ " $JUDGE_GPUS " == *" $g "* ]] || printf '%s,' "$g"; done)
-TRAIN_GPUS=${TRAIN_GPUS%,}
+TRAIN_GPUS=$(other_gpus "$JUDGE_GPUS")
 NUM_PROCESSES=$(echo "$TRAIN_GPUS" | tr ',' '\n' | wc -l)
 
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 
-JUDGE_URLS=()
-port=$JUDGE_PORT
-for g in $JUDGE_GPUS; do
-  CUDA_VISIBLE_DEVICES=$g vllm serve "$JUDGE" --port "$port" --enable-prefix-caching \
-    --max-model-len 32768 --gpu-memory-utilization 0.9 > "$LOGS/judge_$g.log" 2>&1 &
-  pids+=($!)
-  JUDGE_URLS+=("http://localhost:$port/v1")
-  port=$((port + 1))
-done
-for url in "${JUDGE_URLS[@]}"; do
-  until curl -sf "${url%/v1}/health" > /dev/null; do sleep 10; done
-done
+start_judges
+wait_for_judges
 
 CUDA_VISIBLE_DEVICES=$TRAIN_GPUS accelerate launch --config_file accelerate_configs/zero3.yaml \
   --num_processes "$NUM_PROCESSES" examples/train_rankbuffer.py --config "$CONFIG" \

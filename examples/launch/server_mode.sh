@@ -13,6 +13,7 @@
 #   bash examples/launch/server_mode.sh                 # 1 judge GPU, 6 training GPUs
 #   JUDGE_GPUS="1 2" bash examples/launch/server_mode.sh  # 2 judge replicas, 5 training GPUs
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 POLICY=${POLICY:-Qwen/Qwen3-8B}
 JUDGE=${JUDGE:-Qwen/Qwen3-30B-A3B-Instruct-2507}
@@ -26,8 +27,7 @@ LOGS=${LOGS:-logs/launch}
 mkdir -p "$LOGS"
 
 if [ -z "$TRAIN_GPUS" ]; then  # every GPU not used by the policy server or a judge
-  TRAIN_GPUS=$(for g in 0 1 2 3 4 5 6 7; do [[ " $POLICY_GPU $JUDGE_GPUS " == *" $g "* ]] || printf '%s,' "$g"; done)
-  TRAIN_GPUS=${TRAIN_GPUS%,}
+  TRAIN_GPUS=$(other_gpus "$POLICY_GPU $JUDGE_GPUS")
 fi
 NUM_PROCESSES=$(echo "$TRAIN_GPUS" | tr ',' '\n' | wc -l)
 
@@ -41,21 +41,10 @@ CUDA_VISIBLE_DEVICES=$POLICY_GPU trl vllm-serve --model "$POLICY" --port "$POLIC
 pids+=($!)
 
 # 2) judge replicas: prefix caching reuses the shared query/rubric/anchor prefix of coarse calls
-JUDGE_URLS=()
-port=$JUDGE_PORT
-for g in $JUDGE_GPUS; do
-  CUDA_VISIBLE_DEVICES=$g vllm serve "$JUDGE" --port "$port" --enable-prefix-caching \
-    --max-model-len 32768 --gpu-memory-utilization 0.9 > "$LOGS/judge_$g.log" 2>&1 &
-  pids+=($!)
-  JUDGE_URLS+=("http://localhost:$port/v1")
-  port=$((port + 1))
-done
+start_judges
 
-wait_for() {  # url: poll until the server answers (model loading takes minutes)
-  until curl -sf "$1" > /dev/null; do sleep 10; done
-}
 wait_for "http://localhost:$POLICY_PORT/health/"
-for url in "${JUDGE_URLS[@]}"; do wait_for "${url%/v1}/health"; done
+wait_for_judges
 
 # 3) training on the remaining GPUs
 CUDA_VISIBLE_DEVICES=$TRAIN_GPUS accelerate launch --config_file accelerate_configs/zero3.yaml \

@@ -66,18 +66,15 @@ def _rows():
     return rows, plan
 
 
+#: the status of each `_rows()` sample, read off its spec comments (both MetaRMs call q0 and q5 consistent)
+ROW_STATUSES = ["consistent", "spurious", "wrong", "invalid", "call_failed", "consistent"]
+
+
 def test_evaluate_by_hand():
     rows, plan = _rows()
     meta = RationaleMeta()
     report = asyncio.run(evaluate_genrm(rows, ScriptedGenRM(plan), meta, progress=False))
-    assert [r.status for r in report.records] == [
-        "consistent",
-        "spurious",
-        "wrong",
-        "invalid",
-        "call_failed",
-        "consistent",
-    ]
+    assert [r.status for r in report.records] == ROW_STATUSES
     assert meta.asked == 3  # only the three label-correct answers
     hs3 = report.metrics["hs3"].as_dict()
     # hs3: 4 samples, correct 2 -> L-Acc 2/4; judged 2, spurious 1 -> S-Corr 1/2;
@@ -130,14 +127,7 @@ def test_llm_metarm_through_the_judging_layer():
     rows, plan = _rows()
     meta = LLMJudge(MetaJSONBackend())
     report = asyncio.run(evaluate_genrm(rows, ScriptedGenRM(plan), meta, progress=False))
-    assert [r.status for r in report.records] == [
-        "consistent",
-        "spurious",
-        "wrong",
-        "invalid",
-        "call_failed",
-        "consistent",
-    ]
+    assert [r.status for r in report.records] == ROW_STATUSES
     assert meta.ledger.parsed == 3  # meta calls counted in the judge's ledger: label-correct answers only
     assert "GOLDEN RATIONALE" in meta.backend.prompts[0]
 

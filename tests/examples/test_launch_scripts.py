@@ -16,6 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "examples" / "launch").glob("*.sh"))
+#: shell code the layouts source (not layouts themselves)
+LIBRARIES = sorted((ROOT / "examples" / "launch" / "lib").glob("*.sh"))
 TRAINER_FILES = ("examples/train_rankbuffer.py", "accelerate_configs/zero3.yaml")
 
 
@@ -37,7 +39,7 @@ def test_there_are_two_layouts():
     assert [s.name for s in SCRIPTS] == ["colocate_mode.sh", "server_mode.sh"]
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda s: s.name)
+@pytest.mark.parametrize("script", SCRIPTS + LIBRARIES, ids=lambda s: s.name)
 def test_bash_syntax(script):
     subprocess.run(["bash", "-n", str(script)], check=True)
 

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.judging.requests import JudgeFailure
+from trl_rankreward.judging.requests import JudgeFailure, PairwiseRequest, Rubric
 from trl_rankreward.rewards.answers import AnswerFormat, strip_thinking
 from trl_rankreward.rewards.base import (
     Group,
@@ -36,6 +36,14 @@ class _Failing(GroupRewardMethod):
 
 def _group(completions):
     return Group("q", "query?", [{"text": "correct", "weight": 2}], completions)
+
+
+def test_group_request_fills_in_the_group_context():
+    # The group's query, rubrics and query_id, the given step, plus the request's own fields.
+    request = _group(["x", "y"]).request(PairwiseRequest, step=7, a="x", b="y")
+    assert request == PairwiseRequest(
+        query="query?", rubrics=(Rubric("correct", 2.0),), query_id="q", step=7, a="x", b="y"
+    )
 
 
 def test_rank_reward_endpoints():

@@ -10,9 +10,8 @@ import json
 import os
 import sys
 
-from datasets import load_dataset
-
 from tests.trainers.fakes import CountingMethod
+from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
 
@@ -29,24 +28,9 @@ class RecordingTrainer(JudgeRewardGRPOTrainer):
 
 def main():
     model_dir, dataset_path, output_dir = sys.argv[1:4]
-    args = JudgeRewardGRPOConfig(
-        output_dir=output_dir,
-        per_device_train_batch_size=2,
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=2,
-        learning_rate=1e-2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        seed=0,
-    )
-    dataset = load_dataset("json", data_files=dataset_path, split="train")
+    args = tiny_config(JudgeRewardGRPOConfig, output_dir, per_device_train_batch_size=2, max_steps=2)
     method = CountingMethod(log_path=os.path.join(output_dir, "groups.jsonl"))
-    trainer = RecordingTrainer(model_dir, args=args, train_dataset=dataset, reward_method=method)
+    trainer = tiny_trainer(RecordingTrainer, model_dir, dataset_path, args, reward_method=method)
     trainer.received = []
     trainer.train()
     rank = trainer.accelerator.process_index

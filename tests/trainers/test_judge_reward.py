@@ -2,49 +2,29 @@
 
 import json
 import os
+from functools import partial
 
 import pytest
-import torch
-from datasets import load_dataset
 
 from tests.trainers.fakes import CountingMethod
+from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME, JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
-
-def cpu_config(output_dir, **overrides) -> JudgeRewardGRPOConfig:
-    """Settings for a few-second CPU run (TRL_NOTES: no bf16, no activation checkpointing)."""
-    settings = dict(
-        output_dir=str(output_dir),
-        per_device_train_batch_size=8,  # 2 groups of G=4 per step
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=3,
-        learning_rate=1e-2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        seed=0,
-    )
-    settings.update(overrides)
-    return JudgeRewardGRPOConfig(**settings)
+#: a few-second CPU run with the generic trainer (tests.trainers.helpers.TINY_CPU_SETTINGS)
+cpu_config = partial(tiny_config, JudgeRewardGRPOConfig)
 
 
 def make_trainer(model_dir, dataset_path, args, method):
-    dataset = load_dataset("json", data_files=dataset_path, split="train")
-    return JudgeRewardGRPOTrainer(model_dir, args=args, train_dataset=dataset, reward_method=method)
+    return tiny_trainer(JudgeRewardGRPOTrainer, model_dir, dataset_path, args, reward_method=method)
 
 
 def test_smoke_trains_and_logs_reward_metrics(tiny_model_dir, tiny_dataset, tmp_path):
     method = CountingMethod()
     trainer = make_trainer(tiny_model_dir, tiny_dataset, cpu_config(tmp_path / "out"), method)
-    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    before = snapshot(trainer.model)
     trainer.train()
 
-    moved = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
-    assert moved, "no parameter changed after 3 GRPO steps"
+    assert moved(before, trainer.model), "no parameter changed after 3 GRPO steps"
 
     logs = [entry for entry in trainer.state.log_history if "judge/calls" in entry]
     assert len(logs) == 3  # logging_steps=1, max_steps=3
@@ -156,9 +136,12 @@ def test_method_built_by_name_from_config(name, tiny_model_dir, tiny_dataset, tm
     from trl_rankreward.testing import SimulatedJudge
 
     args = cpu_config(tmp_path / "out", max_steps=1, reward_method=name, lambda_fmt=0.2)
-    dataset = load_dataset("json", data_files=tiny_dataset, split="train")
-    trainer = JudgeRewardGRPOTrainer(
-        tiny_model_dir, args=args, train_dataset=dataset, judge=SimulatedJudge(lambda q, t: float(len(set(t))))
+    trainer = tiny_trainer(
+        JudgeRewardGRPOTrainer,
+        tiny_model_dir,
+        tiny_dataset,
+        args,
+        judge=SimulatedJudge(lambda q, t: float(len(set(t)))),
     )
     trainer.train()
     assert trainer.reward_method.name == name and trainer.reward_method.lambda_fmt == 0.2

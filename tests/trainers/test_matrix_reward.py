@@ -2,12 +2,12 @@
 
 import math
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
-import torch
-from datasets import load_dataset
 
+from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
 from tests.trainers.test_examples import ROOT, load_example, parse
 from trl_rankreward.judging.requests import PointwiseRequest, RubricPairwiseRequest
 from trl_rankreward.rewards.matrix_reward import MatrixReward
@@ -18,24 +18,7 @@ MATRIX_KEYS = ("matrix/alpha", "matrix/beta", "matrix/fallbacks", "matrix/weight
                "matrix/weight_prior_shift", "matrix/column_spread")  # fmt: skip
 
 
-def config(output_dir, **overrides) -> MatrixRewardGRPOConfig:
-    settings = dict(
-        output_dir=str(output_dir),
-        per_device_train_batch_size=8,  # 2 groups of G=4 per step
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=2,
-        learning_rate=1e-2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        seed=0,
-    )
-    settings.update(overrides)
-    return MatrixRewardGRPOConfig(**settings)
+config = partial(tiny_config, MatrixRewardGRPOConfig, max_steps=2)
 
 
 def rubric_quality(query_id: str, text: str, k: int) -> float:
@@ -48,8 +31,7 @@ def oracle() -> OracleJudge:
 
 
 def make_trainer(model_dir, dataset_path, args, judge):
-    dataset = load_dataset("json", data_files=dataset_path, split="train")
-    return MatrixRewardGRPOTrainer(model_dir, args=args, train_dataset=dataset, judge=judge)
+    return tiny_trainer(MatrixRewardGRPOTrainer, model_dir, dataset_path, args, judge=judge)
 
 
 def test_matrix_reward_trains_and_logs_matrix_metrics(tiny_model_dir, tiny_dataset, tmp_path):
@@ -58,9 +40,9 @@ def test_matrix_reward_trains_and_logs_matrix_metrics(tiny_model_dir, tiny_datas
     method = trainer.reward_method
     assert isinstance(method, MatrixReward)
     assert (method.protocol, method.both_orders, method.options["fusion"]) == ("explicit", False, "game")
-    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    before = snapshot(trainer.model)
     trainer.train()
-    assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
+    assert moved(before, trainer.model)
 
     logs = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert len(logs) == 2  # max_steps=2, logging_steps=1
@@ -167,3 +149,21 @@ def test_cpu_example_trains_with_the_embedded_judge(tiny_model_dir, tmp_path):
     logs = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert len(logs) == 1 and logs[0]["judge/calls"] > 0 and "matrix/fallbacks" in logs[0]
     assert Path(tmp_path / "out" / "model.safetensors").exists()
+
+
+def test_option_defaults_agree_across_config_method_and_math():
+    # The option defaults are written in three signatures (config fields, MatrixReward, matrix_math.matrix_reward);
+    # a change in one that misses another would silently train a different method than the one configured.
+    import dataclasses
+    import inspect
+
+    from trl_rankreward.rewards.matrix_math import matrix_reward
+    from trl_rankreward.trainers.matrix_reward import MATRIX_OPTIONS
+
+    def defaults(fn):
+        return {n: p.default for n, p in inspect.signature(fn).parameters.items() if n in MATRIX_OPTIONS}
+
+    config = {f.name: f.default for f in dataclasses.fields(MatrixRewardGRPOConfig) if f.name in MATRIX_OPTIONS}
+    assert config == defaults(MatrixReward) and set(config) == set(MATRIX_OPTIONS)
+    math_defaults = defaults(matrix_reward)
+    assert len(math_defaults) == 7 and math_defaults == {k: config[k] for k in math_defaults}  # no protocol/both_orders

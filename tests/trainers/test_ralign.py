@@ -9,6 +9,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 datasets = pytest.importorskip("datasets")
 torch = pytest.importorskip("torch")
 
+from tests.trainers.helpers import moved, snapshot, tiny_config  # noqa: E402
 from trl_rankreward.testing import build_tiny_model  # noqa: E402
 from trl_rankreward.trainers.ralign import (  # noqa: E402
     RAlignGenRMConfig,
@@ -83,21 +84,8 @@ def genrm_model(tmp_path_factory):
 
 
 def _config(tmp_path, **kw):
-    return RAlignGenRMConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=12,
-        max_steps=2,
-        learning_rate=1e-2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        seed=0,
-        **kw,
+    return tiny_config(
+        RAlignGenRMConfig, tmp_path, per_device_train_batch_size=4, max_completion_length=12, max_steps=2, **kw
     )
 
 
@@ -118,7 +106,7 @@ def test_cpu_training_moves_parameters_and_logs(genrm_model, tmp_path):
 
     hook = CountingHook()
     model = AutoModelForCausalLM.from_pretrained(genrm_model)
-    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    before = snapshot(model)
     trainer = RAlignGenRMTrainer(
         model,
         args=_config(tmp_path),
@@ -126,8 +114,7 @@ def test_cpu_training_moves_parameters_and_logs(genrm_model, tmp_path):
         meta_judge=hook,
     )
     trainer.train()
-    moved = [n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach().cpu(), before[n])]
-    assert moved, "no parameter changed"
+    assert moved(before, trainer.model), "no parameter changed"
     logs = {k for entry in trainer.state.log_history for k in entry}
     assert {"ralign/label_acc", "ralign/format_invalid", "ralign/meta_calls", "rewards/ralign/mean"} <= logs
     assert hook.calls > 0 and trainer.ralign.meta_calls == hook.calls  # only label-correct samples were judged

@@ -1,35 +1,17 @@
 """RankBufferGRPOTrainer: config -> RankBufferReward, buffers in checkpoints, the embedded judge path."""
 
 import json
+from functools import partial
 
 import pytest
-import torch
-from datasets import load_dataset
 
+from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.testing import SimulatedJudge
 from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME
 from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
-
-def config(output_dir, **overrides) -> RankBufferGRPOConfig:
-    settings = dict(
-        output_dir=str(output_dir),
-        per_device_train_batch_size=8,  # 2 groups of G=4 per step
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=3,
-        learning_rate=1e-2,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        seed=0,
-        k0=2,  # the tiny dataset has 3 references per query; K0=2 keeps the best and the worst
-    )
-    settings.update(overrides)
-    return RankBufferGRPOConfig(**settings)
+#: the tiny dataset has 3 references per query; K0=2 keeps the best and the worst
+config = partial(tiny_config, RankBufferGRPOConfig, k0=2)
 
 
 def distinct_chars(query_id: str, text: str) -> float:
@@ -38,17 +20,16 @@ def distinct_chars(query_id: str, text: str) -> float:
 
 
 def make_trainer(model_dir, dataset_path, args, judge="simulated"):
-    dataset = load_dataset("json", data_files=dataset_path, split="train")
     if judge == "simulated":
         judge = SimulatedJudge(distinct_chars)  # noise=0: the same request always gets the same verdict
-    return RankBufferGRPOTrainer(model_dir, args=args, train_dataset=dataset, judge=judge)
+    return tiny_trainer(RankBufferGRPOTrainer, model_dir, dataset_path, args, judge=judge)
 
 
 def test_rank_buffer_trains_and_logs_buffer_metrics(tiny_model_dir, tiny_dataset, tmp_path):
     trainer = make_trainer(tiny_model_dir, tiny_dataset, config(tmp_path / "out"))
-    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    before = snapshot(trainer.model)
     trainer.train()
-    assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
+    assert moved(before, trainer.model)
 
     logs = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert len(logs) == 3

@@ -22,12 +22,14 @@ from __future__ import annotations
 import abc
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..judging.protocol import Judge, is_failure
 from ..judging.requests import JudgeFailure, Rubric
 from .answers import AnswerFormat
 from .ranking import flatten, tie_block_rewards
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,10 @@ class Group:
     @property
     def size(self) -> int:
         return len(self.completions)
+
+    def request(self, kind: type[R], *, step: int, **fields) -> R:
+        """A judge request of type `kind` about this group's query (query, rubrics, query_id and step filled in)."""
+        return kind(query=self.query, rubrics=self.rubrics, query_id=self.query_id, step=step, **fields)
 
 
 @dataclass

@@ -35,8 +35,9 @@ from ..judging.outcomes import ask_pair
 from ..judging.protocol import Judge, ask, is_failure
 from ..judging.requests import JudgeFailure, PointwiseRequest, RubricPairwiseRequest
 from .answers import AnswerFormat
-from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, ScoreOutcome, require
+from .base import Candidates, Group, GroupResult, GroupRewardMethod, ScoreOutcome, require
 from .matrix_math import check_choice, matrix_reward, pair_indices, reward_options, win_rate_matrix
+from .pointwise import check_points
 
 PROTOCOLS = ("explicit", "implicit", "pointwise")
 #: quality reward of a rollout without a valid final answer (never judged)
@@ -137,15 +138,7 @@ class MatrixReward(GroupRewardMethod):
         K, U = len(group.rubrics), len(answers)
         rubric_indices: Sequence[int | None] = range(K) if self.protocol == "explicit" else [None]
         requests = [
-            RubricPairwiseRequest(
-                query=group.query,
-                rubrics=group.rubrics,
-                query_id=group.query_id,
-                step=step,
-                a=answers[i],
-                b=answers[j],
-                rubric_index=k,
-            )
+            group.request(RubricPairwiseRequest, step=step, a=answers[i], b=answers[j], rubric_index=k)
             for i, j in zip(*pair_indices(U), strict=True)
             for k in rubric_indices
         ]
@@ -171,23 +164,11 @@ class MatrixReward(GroupRewardMethod):
         """K * U independent 0-10 scores; M_ik = s_ik / 10 (module docstring)."""
         K = len(group.rubrics)
         requests = [
-            PointwiseRequest(
-                query=group.query,
-                rubrics=group.rubrics,
-                query_id=group.query_id,
-                step=step,
-                response=answer,
-                rubric_index=k,
-            )
+            group.request(PointwiseRequest, step=step, response=answer, rubric_index=k)
             for answer in answers
             for k in range(K)
         ]
-        verdicts = require(await asyncio.gather(*(ask(self.judge, r) for r in requests)))
-        for v in verdicts:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 10.0:
-                raise GroupJudgingFailed(
-                    JudgeFailure("invalid", f"pointwise score must be a number in [0, 10], got {v!r}")
-                )
+        verdicts = check_points(require(await asyncio.gather(*(ask(self.judge, r) for r in requests))))
         return np.asarray(verdicts, dtype=float).reshape(len(answers), K) / 10.0
 
     # --- logging --------------------------------------------------------------------------

@@ -51,7 +51,7 @@ async def judge_pairs(
         *(
             ask_pair(
                 judge,
-                PairwiseRequest(query=group.query, rubrics=group.rubrics, query_id=group.query_id, step=step, a=a, b=b),
+                group.request(PairwiseRequest, step=step, a=a, b=b),
                 both_orders=both_orders,
             )
             for a, b in pairs

@@ -19,24 +19,12 @@ async def judge_points(
     judge: Judge, group: Group, answers: Sequence[str], rubric_index: int | None, step: int
 ) -> list[float]:
     """0-10 scores of `answers` (holistic when `rubric_index` is None), judged concurrently."""
-    verdicts = require(
-        await asyncio.gather(
-            *(
-                ask(
-                    judge,
-                    PointwiseRequest(
-                        query=group.query,
-                        rubrics=group.rubrics,
-                        query_id=group.query_id,
-                        step=step,
-                        response=a,
-                        rubric_index=rubric_index,
-                    ),
-                )
-                for a in answers
-            )
-        )
-    )
+    requests = [group.request(PointwiseRequest, step=step, response=a, rubric_index=rubric_index) for a in answers]
+    return check_points(require(await asyncio.gather(*(ask(judge, r) for r in requests))))
+
+
+def check_points(verdicts: Sequence) -> list[float]:
+    """Pointwise verdicts as floats; `GroupJudgingFailed` (invalid) for any that is not a number in [0, 10]."""
     for v in verdicts:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 10.0:
             raise GroupJudgingFailed(

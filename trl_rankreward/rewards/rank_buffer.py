@@ -260,19 +260,15 @@ class RankBufferReward(GroupRewardMethod):
 
     # ------------------------------------------------------------------ judge rounds
     def _listwise(self, group: Group, texts: Sequence[str], step: int) -> ListwiseRequest:
-        return ListwiseRequest(
-            query=group.query, rubrics=group.rubrics, query_id=group.query_id, step=step, candidates=tuple(texts)
-        )
+        return group.request(ListwiseRequest, step=step, candidates=tuple(texts))
 
     async def _rank(self, group: Group, buffer: AnchorBuffer, answers: list[str], *, step: int) -> _Ranking:
         """Coarse round (one call per answer), then fine round (one per bucket of >= 2)."""
         anchors = tuple(self.store.get(k) for k in buffer.keys)
         K = len(anchors)
         coarse = [
-            CoarseRequest(
-                query=group.query,
-                rubrics=group.rubrics,
-                query_id=group.query_id,
+            group.request(
+                CoarseRequest,
                 step=step,
                 anchors=anchors,
                 candidate=answer,
@@ -312,10 +308,8 @@ class RankBufferReward(GroupRewardMethod):
         rollouts = [k for bucket in key_buckets for k in bucket]
         pool = buffer.keys + rollouts
         size = min(self.k0, len(pool))
-        request = BufferSelectRequest(
-            query=group.query,
-            rubrics=group.rubrics,
-            query_id=group.query_id,
+        request = group.request(
+            BufferSelectRequest,
             step=step,
             anchors=tuple(get(k) for k in buffer.keys),
             rollouts=tuple(get(k) for k in rollouts),

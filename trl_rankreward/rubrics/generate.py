@@ -8,7 +8,6 @@ joins them into the dataset.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import datasets
 
 from ..data.conversation import query_text
 from .parsing import parse_rubrics
-from .runner import Job, ResumableRunner, RunSummary
+from .runner import Job, RunSummary, check_columns, run_jobs
 from .templates import RANKBUFFER_RUBRIC_TEMPLATE, RubricTemplate, fill
 
 
@@ -83,20 +82,19 @@ def generate_rubrics(
     Result lines: `{"query_id", "rubrics": [{"text", "weight"}], "attempts"}`. Decoding
     settings default to the template's (0.2 and 1,024 tokens for both papers' prompts).
     """
-    for column in ("prompt", "query_id", "references"):
-        if column not in dataset.column_names:
-            raise ValueError(f"Rubric generation needs a prepared dataset with {column!r} (`trl-rankreward data ...`)")
-    runner = ResumableRunner(
+    check_columns(dataset, ("prompt", "query_id", "references"), "Rubric generation needs a prepared dataset")
+    return run_jobs(
+        rubric_jobs(dataset, template),
         backend,
         output_path,
+        template=template,
+        temperature=temperature,
+        max_tokens=max_tokens,
         id_key="query_id",
         parse=lambda text, job: {"rubrics": parse_rubrics(text, template)},
-        temperature=template.temperature if temperature is None else temperature,
-        max_tokens=template.max_tokens if max_tokens is None else max_tokens,
         failures_path=failures_path,
         max_concurrency=max_concurrency,
         max_attempts=max_attempts,
         response_format=response_format,
         desc="rubrics",
     )
-    return asyncio.run(runner.run(rubric_jobs(dataset, template)))

@@ -11,7 +11,6 @@ labelled response as preferred, or it is invalid and retried.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import datasets
 
 from ..data.conversation import query_text
 from .parsing import InvalidOutput, extract_json_object
-from .runner import Job, ResumableRunner, RunSummary
+from .runner import Job, RunSummary, check_columns, run_jobs
 from .templates import PromptTemplate
 
 _ANSWER_FORMAT = """Return JSON only: {"rationale": "<the reference judgment>", "preferred": "<A or B>"}"""
@@ -31,13 +30,7 @@ or wrong content, flawed reasoning) that make one response better. Do not rely o
 formatting or tone unless they really decide the comparison, and do not pad with
 boilerplate praise."""
 
-LABEL_RATIONALE_TEMPLATE = PromptTemplate(
-    system=f"""You are an expert evaluator writing the reference judgment for a pairwise comparison of two
-assistant responses. The better response has been established by verified ground truth;
-explain why it is better.
-{_SHARED_RULES}
-{_ANSWER_FORMAT}""",
-    user="""<conversation>
+_PAIR_DATA = """<conversation>
 {conversation}
 </conversation>
 
@@ -49,7 +42,16 @@ explain why it is better.
 {response_b}
 </response_b>
 
-The preferred response is Response {label}. Write the reference judgment that explains the
+"""
+
+LABEL_RATIONALE_TEMPLATE = PromptTemplate(
+    system=f"""You are an expert evaluator writing the reference judgment for a pairwise comparison of two
+assistant responses. The better response has been established by verified ground truth;
+explain why it is better.
+{_SHARED_RULES}
+{_ANSWER_FORMAT}""",
+    user=_PAIR_DATA
+    + """The preferred response is Response {label}. Write the reference judgment that explains the
 decisive reasons Response {label} is better, citing concrete evidence from both responses.""",
     temperature=0.2,
     max_tokens=2048,
@@ -62,19 +64,8 @@ reviews share and that the responses confirm, drop claims the responses contradi
 resolve disagreements in favour of the final preference.
 {_SHARED_RULES}
 {_ANSWER_FORMAT}""",
-    user="""<conversation>
-{conversation}
-</conversation>
-
-<response_a>
-{response_a}
-</response_a>
-
-<response_b>
-{response_b}
-</response_b>
-
-<annotator_reviews>
+    user=_PAIR_DATA
+    + """<annotator_reviews>
 {reviews}
 </annotator_reviews>
 
@@ -141,22 +132,23 @@ def generate_rationales(
 
     Decoding settings default to the label template's (both defaults: 0.2, 2,048 tokens).
     """
-    for column in ("prompt", "pair_id", "response_a", "response_b", "label"):
-        if column not in dataset.column_names:
-            raise ValueError(
-                f"Rationale generation needs a pairwise dataset with {column!r} (`trl-rankreward data ...`)"
-            )
-    runner = ResumableRunner(
+    check_columns(
+        dataset,
+        ("prompt", "pair_id", "response_a", "response_b", "label"),
+        "Rationale generation needs a pairwise dataset",
+    )
+    return run_jobs(
+        rationale_jobs(dataset, label_template, review_template),
         backend,
         output_path,
+        template=label_template,
+        temperature=temperature,
+        max_tokens=max_tokens,
         id_key="pair_id",
         parse=lambda text, job: {"golden_rationale": parse_rationale(text, job.context)},
-        temperature=label_template.temperature if temperature is None else temperature,
-        max_tokens=label_template.max_tokens if max_tokens is None else max_tokens,
         failures_path=failures_path,
         max_concurrency=max_concurrency,
         max_attempts=max_attempts,
         response_format=response_format,
         desc="rationales",
     )
-    return asyncio.run(runner.run(rationale_jobs(dataset, label_template, review_template)))

@@ -167,3 +167,34 @@ class ResumableRunner:
                 continue
             return {self.id_key: job.id, **fields, "attempts": attempt}
         return {self.id_key: job.id, "attempts": self.max_attempts, "errors": errors, "last_output": text[:4000]}
+
+
+def check_columns(dataset, columns: Iterable[str], needs: str) -> None:
+    """Raise unless `dataset` has every column; the message starts with `needs` (what needs which dataset)."""
+    for column in columns:
+        if column not in dataset.column_names:
+            raise ValueError(f"{needs} with {column!r} (`trl-rankreward data ...`)")
+
+
+def run_jobs(
+    jobs: Iterable[Job],
+    backend,
+    output_path: str | Path,
+    *,
+    template,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    **options,
+) -> RunSummary:
+    """Run `jobs` to the end with a `ResumableRunner` (`options`: its other fields).
+
+    Decoding settings not given default to `template`'s (`.temperature`, `.max_tokens`).
+    """
+    runner = ResumableRunner(
+        backend,
+        output_path,
+        temperature=template.temperature if temperature is None else temperature,
+        max_tokens=template.max_tokens if max_tokens is None else max_tokens,
+        **options,
+    )
+    return asyncio.run(runner.run(jobs))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -123,6 +124,29 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 "thinking_format, judge_*); set those fields instead"
             )
 
+    def _check_own_method(self, method: str, trains: str, options: Sequence[str]) -> None:
+        """For a config of one reward method: `reward_method` stays `method`, its options are fields, not kwargs."""
+        name = type(self).__name__
+        if self.reward_method != method:
+            raise ValueError(
+                f"{name} trains {trains}, but reward_method={self.reward_method!r}; use JudgeRewardGRPOConfig for "
+                "other methods"
+            )
+        if self.reward_method_kwargs:
+            raise ValueError(
+                f"reward_method_kwargs={self.reward_method_kwargs} is not used by {name}: {trains}'s options are its "
+                f"own fields ({', '.join(options)})"
+            )
+
+    def _check_choices(self, *names: str) -> None:
+        """Each named field holds one of its `choices` (metadata); a field whose default is None may also be None."""
+        declared = {f.name: f for f in fields(self)}
+        for name in names:
+            value, allowed, default = getattr(self, name), declared[name].metadata["choices"], declared[name].default
+            if value not in allowed and not (value is None and default is None):
+                none = "None or " if default is None else ""
+                raise ValueError(f"{name} must be {none}one of {list(allowed)}, got {value!r}")
+
 
 def build_judge(args: JudgeRewardGRPOConfig):
     """The judge the config describes: `LLMJudge` over OpenAI-compatible servers, or `EmbeddingJudge`."""
@@ -187,14 +211,13 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
 
     def _build_reward_method(self, judge) -> GroupRewardMethod:
         """Config -> method. Subclasses override this (and nothing else) for their method."""
-        args = self.args
         return make_reward_method(
-            args.reward_method,
-            judge,
-            lambda_fmt=args.lambda_fmt,
-            answer_format=AnswerFormat(thinking=args.thinking_format),
-            **args.reward_method_kwargs,
+            self.args.reward_method, judge, **self._common_method_kwargs(), **self.args.reward_method_kwargs
         )
+
+    def _common_method_kwargs(self) -> dict[str, Any]:
+        """What every `GroupRewardMethod` takes from the config: the format reward's weight and the answer format."""
+        return {"lambda_fmt": self.args.lambda_fmt, "answer_format": AnswerFormat(thinking=self.args.thinking_format)}
 
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
 from ..rewards.matrix_math import AGGREGATIONS, DISTANCES, EXTRACTORS, FUSIONS, IDEALS
 from ..rewards.matrix_reward import PROTOCOLS
@@ -118,26 +117,8 @@ class MatrixRewardGRPOConfig(JudgeRewardGRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.reward_method != "matrix":
-            raise ValueError(
-                f"MatrixRewardGRPOConfig trains MatrixReward, but reward_method={self.reward_method!r}; use "
-                "JudgeRewardGRPOConfig for other methods"
-            )
-        if self.reward_method_kwargs:
-            raise ValueError(
-                f"reward_method_kwargs={self.reward_method_kwargs} is not used by MatrixRewardGRPOConfig: "
-                f"MatrixReward's options are its own fields ({', '.join(MATRIX_OPTIONS)})"
-            )
-        for name, allowed in (
-            ("protocol", PROTOCOLS),
-            ("extractor", EXTRACTORS),
-            ("fusion", FUSIONS),
-            ("ideals", IDEALS),
-            ("distance", DISTANCES),
-            ("aggregation", AGGREGATIONS),
-        ):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        self._check_own_method("matrix", "MatrixReward", MATRIX_OPTIONS)
+        self._check_choices("protocol", "extractor", "fusion", "ideals", "distance", "aggregation")
         if not 0.0 <= self.mixture_alpha <= 1.0:
             raise ValueError(f"mixture_alpha must be in [0, 1], got {self.mixture_alpha}")
         if not 0.0 < self.svd_variance <= 1.0:
@@ -182,6 +163,5 @@ class MatrixRewardGRPOTrainer(JudgeRewardGRPOTrainer):
         return MatrixReward(
             judge,
             **{name: getattr(args, name) for name in MATRIX_OPTIONS},
-            lambda_fmt=args.lambda_fmt,
-            answer_format=AnswerFormat(thinking=args.thinking_format),
+            **self._common_method_kwargs(),
         )

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
 from .judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
@@ -83,27 +82,10 @@ class RankBufferGRPOConfig(JudgeRewardGRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.reward_method != "rank_buffer":
-            raise ValueError(
-                f"RankBufferGRPOConfig trains RankBuffer, but reward_method={self.reward_method!r}; use "
-                "JudgeRewardGRPOConfig for other methods"
-            )
-        for name, allowed in (
-            ("buffer_init", BUFFER_INITS),
-            ("buffer_variant", BUFFER_VARIANTS),
-            ("anchor_store", ANCHOR_STORES),
-        ):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
-        if self.buffer_manager is not None and self.buffer_manager not in BUFFER_MANAGERS:
-            raise ValueError(
-                f"buffer_manager must be None or one of {list(BUFFER_MANAGERS)}, got {self.buffer_manager!r}"
-            )
-        if self.reward_method_kwargs:
-            raise ValueError(
-                f"reward_method_kwargs={self.reward_method_kwargs} is not used by RankBufferGRPOConfig: RankBuffer's "
-                "options are its own fields (k0, buffer_init, inactivity_epochs, buffer_variant, buffer_manager)"
-            )
+        self._check_own_method(
+            "rank_buffer", "RankBuffer", ("k0", "buffer_init", "inactivity_epochs", "buffer_variant", "buffer_manager")
+        )
+        self._check_choices("buffer_init", "buffer_variant", "anchor_store", "buffer_manager")
         if self.k0 < 2:
             raise ValueError(f"k0 must be >= 2 (the paper uses 2, 4, 7), got {self.k0}")
         if self.inactivity_epochs < 1:
@@ -147,8 +129,7 @@ class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
             inactivity_epochs=args.inactivity_epochs,
             variant=args.buffer_variant,
             manager=args.buffer_manager,
-            lambda_fmt=args.lambda_fmt,
-            answer_format=AnswerFormat(thinking=args.thinking_format),
+            **self._common_method_kwargs(),
             anchor_store=store,
             seed=args.judge_seed,
         )
