@@ -208,12 +208,14 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             try:
                 payload = [self._score_rows(all_rows, group_size, mode)]
             except Exception as exc:  # tell the other processes instead of leaving them in the broadcast
-                payload = [exc]
+                # A message, not the exception: the broadcast pickles it, and an exception holding a
+                # client or a lock would fail to pickle here while the others wait in the broadcast.
+                payload = [_ScoringError(f"{type(exc).__name__}: {exc}")]
                 broadcast_object_list(payload, from_process=0)
                 raise
         broadcast_object_list(payload, from_process=0)
-        if isinstance(payload[0], Exception):
-            raise RuntimeError(f"Reward scoring failed on the main process: {payload[0]!r}")
+        if isinstance(payload[0], _ScoringError):
+            raise RuntimeError(f"Reward scoring failed on the main process: {payload[0].message}")
         rewards, metrics = payload[0]
         for key, value in metrics.items():
             self._metrics[mode][key].append(value)
@@ -302,6 +304,13 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         if os.path.exists(usage_path):
             with open(usage_path) as f:
                 self._judge_usage.load_state_dict(json.load(f), combined_snapshot(self.reward_method.judges))
+
+
+@dataclass(frozen=True)
+class _ScoringError:
+    """What the main process broadcasts when scoring raised: the error as text (always picklable)."""
+
+    message: str
 
 
 class _RewardColumn:
