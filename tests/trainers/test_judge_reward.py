@@ -198,3 +198,17 @@ def test_a_scoring_error_that_cannot_be_pickled_still_reaches_every_process(
     with pytest.raises(Unpicklable, match="judge exploded"):
         trainer.train()
     assert len(sent) == 1 and "judge exploded" in str(sent[0])
+
+
+def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
+    # Other processes wait in a collective while the main process judges. One request against a hung
+    # server can take max_attempts * ((1 + 3 retries) * timeout + 0.5 * (2**3 - 1)) s:
+    # 3 * (4 * 300 + 3.5) = 3610.5 s > ddp_timeout 1800 s; the defaults give 1450.5 s (no warning).
+    urls = dict(judge_base_urls=["http://localhost:8000/v1"], judge_model="m")
+    with pytest.warns(UserWarning, match="3610.5 s.*ddp_timeout=1800"):
+        cpu_config(tmp_path, judge_timeout_s=300, **urls)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cpu_config(tmp_path, **urls)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +74,13 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge server's API key."}
     )
     judge_max_concurrency: int = field(default=64, metadata={"help": "Most judge requests in flight at once."})
-    judge_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one judge request, in seconds."})
+    judge_timeout_s: float = field(
+        default=120.0,
+        metadata={
+            "help": "Timeout of one judge HTTP request, in seconds. The other processes wait for the judging in a "
+            "collective, so keep judge_max_attempts x 4 x judge_timeout_s below ddp_timeout (a warning says so)."
+        },
+    )
     judge_max_attempts: int = field(
         default=3, metadata={"help": "Attempts per judge request (failed or invalid answers are retried)."}
     )
@@ -114,6 +121,17 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.judge_timeout_s > 0:
             raise ValueError(f"judge_timeout_s must be > 0, got {self.judge_timeout_s}")
+        if self.judge_base_urls:
+            # One request against a hung server (LLMJudge docstring; backend defaults: 3 retries, 0.5 s backoff).
+            worst = self.judge_max_attempts * (4 * self.judge_timeout_s + 0.5 * 7)
+            if worst > self.ddp_timeout:
+                warnings.warn(
+                    f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
+                    f"{self.judge_max_attempts} x 4 tries x judge_timeout_s={self.judge_timeout_s:g}), longer than "
+                    f"ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process judges: "
+                    "raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
+                    stacklevel=2,
+                )
         if self.lambda_fmt < 0:
             raise ValueError(f"lambda_fmt must be >= 0, got {self.lambda_fmt}")
         clash = sorted({"lambda_fmt", "answer_format", "judge"} & set(self.reward_method_kwargs))
