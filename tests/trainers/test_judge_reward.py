@@ -147,3 +147,51 @@ def test_method_built_by_name_from_config(name, tiny_model_dir, tiny_dataset, tm
     assert trainer.reward_method.name == name and trainer.reward_method.lambda_fmt == 0.2
     logged = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert logged and logged[0]["judge/calls"] > 0 and f"rewards/{name}/mean" in logged[0]
+
+
+def test_a_scoring_error_that_cannot_be_pickled_still_reaches_every_process(
+    tiny_model_dir, tiny_dataset, tmp_path, monkeypatch
+):
+    # torch.distributed pickles what is broadcast. If the main process tried to send an exception that
+    # cannot be pickled, it would fail inside the broadcast while the other processes wait in it forever.
+    # The fake broadcast pickles like torch does; the main process must send a plain message and raise.
+    import pickle
+    import threading
+
+    from trl_rankreward.trainers import judge_reward
+
+    sent = []
+
+    def pickling_broadcast(objects, from_process=0):
+        sent.append(pickle.loads(pickle.dumps(objects)))
+        return objects
+
+    monkeypatch.setattr(judge_reward, "broadcast_object_list", pickling_broadcast)
+
+    class Unpicklable(RuntimeError):
+        def __init__(self, message):
+            super().__init__(message)
+            self.lock = threading.Lock()  # e.g. an HTTP client or a response object
+
+    class FailingMethod(CountingMethod):
+        async def score_group(self, group, candidates, *, epoch, step):
+            raise Unpicklable("judge exploded")
+
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, cpu_config(tmp_path / "out", max_steps=1), FailingMethod())
+    with pytest.raises(Unpicklable, match="judge exploded"):
+        trainer.train()
+    assert len(sent) == 1 and "judge exploded" in str(sent[0])
+
+
+def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
+    # Other processes wait in a collective while the main process judges. One request against a hung
+    # server can take max_attempts * ((1 + 3 retries) * timeout + 0.5 * (2**3 - 1)) s:
+    # 3 * (4 * 300 + 3.5) = 3610.5 s > ddp_timeout 1800 s; the defaults give 1450.5 s (no warning).
+    urls = dict(judge_base_urls=["http://localhost:8000/v1"], judge_model="m")
+    with pytest.warns(UserWarning, match="3610.5 s.*ddp_timeout=1800"):
+        cpu_config(tmp_path, judge_timeout_s=300, **urls)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cpu_config(tmp_path, **urls)

@@ -1,10 +1,17 @@
 """`LLMJudge`: a judge that asks a chat model, with the papers' prompts, and checks its answers.
 
 For each request: render it (deterministic display order), call the backend, parse and
-validate the JSON answer, map it back to canonical terms. An invalid answer or a backend
-failure is retried up to `max_attempts` times (the backend itself already backs off on
-transport errors); after that the request returns a `JudgeFailure`, never a made-up
-verdict. Every attempt is one call in `ledger`, with the backend's token usage and latency.
+validate the JSON answer, map it back to canonical terms. An invalid answer or a retryable
+backend failure (`BackendError.retryable`) is retried up to `max_attempts` times; an error
+that repeats on every try (HTTP 400, 401, 404) fails the request at once. After that the
+request returns a `JudgeFailure`, never a made-up verdict. Every attempt is one call in
+`ledger`, with the backend's token usage and latency.
+
+Retries multiply: the backend retries each attempt's transport errors itself. With
+`OpenAICompatibleBackend(max_retries=R, timeout_s=T, backoff_s=b)` one request makes at most
+`max_attempts * (1 + R)` HTTP requests and, against a server that hangs, takes at most
+`max_attempts * ((1 + R) * T + b * (2**R - 1))` seconds: 3 * (4 * 120 + 3.5) = 1450.5 s with
+the defaults. The ledger counts attempts, not the backend's HTTP retries.
 """
 
 from __future__ import annotations
@@ -66,7 +73,7 @@ class LLMJudge:
         rendered = render(request, self.templates, seed=self.seed)
         response_format = answer_schema(request) if self.structured_output else None
         failure_kind, message = "error", "no attempt made"
-        for _ in range(self.max_attempts):
+        for attempts in range(1, self.max_attempts + 1):
             try:
                 completion = await self.backend.complete(
                     rendered.messages,
@@ -77,6 +84,13 @@ class LLMJudge:
             except BackendError as exc:
                 self.ledger.record(request_kind=kind, parsed=False, failure=exc.kind)
                 failure_kind, message = exc.kind, str(exc)
+                if not exc.retryable:
+                    return JudgeFailure(
+                        failure_kind,
+                        f"{kind} request (query_id={request.query_id!r}) failed with an error that does not go away "
+                        f"on retry: {message}",
+                        attempts=attempts,
+                    )
                 continue
             usage = dict(
                 prompt_tokens=completion.prompt_tokens,

@@ -32,7 +32,20 @@ from .requests import (
 from .seeding import seeded_rng, text_id
 from .templates import JudgeTemplates, fill
 
-_TAG_LIKE = re.compile(r"<(?=\s*/?\s*(?:response|rationale)\b)", re.IGNORECASE)
+# What a reader takes for our delimiters: "<", fullwidth "＜" or small "﹤", an optional "/" or "\/",
+# and the tag name, with whitespace or invisible format characters (zero-width space, soft hyphen,
+# word joiner, BOM, direction marks) anywhere in between.
+_INVISIBLE = r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*"
+
+
+def _tag_name(name: str) -> str:
+    return _INVISIBLE.join(re.escape(c) for c in name)
+
+
+_TAG_LIKE = re.compile(
+    rf"[<\uff1c\ufe64](?={_INVISIBLE}(?:\\?[/\uff0f])?{_INVISIBLE}(?:{_tag_name('response')}|{_tag_name('rationale')})\b)",
+    re.IGNORECASE,
+)
 _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
@@ -74,7 +87,7 @@ def render(request, templates: JudgeTemplates | None = None, *, seed: int = 0) -
 
 
 def neutralize(text: str) -> str:
-    """Escape tags in untrusted text that look like our delimiters (`<response`, `</rationale`...)."""
+    """Escape tags in untrusted text that look like our delimiters (`<response`, `</rationale`, `</\u200bresponse`...)."""
     return _TAG_LIKE.sub("&lt;", text)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -74,7 +75,13 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge server's API key."}
     )
     judge_max_concurrency: int = field(default=64, metadata={"help": "Most judge requests in flight at once."})
-    judge_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one judge request, in seconds."})
+    judge_timeout_s: float = field(
+        default=120.0,
+        metadata={
+            "help": "Timeout of one judge HTTP request, in seconds. The other processes wait for the judging in a "
+            "collective, so keep judge_max_attempts x 4 x judge_timeout_s below ddp_timeout (a warning says so)."
+        },
+    )
     judge_max_attempts: int = field(
         default=3, metadata={"help": "Attempts per judge request (failed or invalid answers are retried)."}
     )
@@ -115,6 +122,17 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.judge_timeout_s > 0:
             raise ValueError(f"judge_timeout_s must be > 0, got {self.judge_timeout_s}")
+        if self.judge_base_urls:
+            # One request against a hung server (LLMJudge docstring; backend defaults: 3 retries, 0.5 s backoff).
+            worst = self.judge_max_attempts * (4 * self.judge_timeout_s + 0.5 * 7)
+            if worst > self.ddp_timeout:
+                warnings.warn(
+                    f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
+                    f"{self.judge_max_attempts} x 4 tries x judge_timeout_s={self.judge_timeout_s:g}), longer than "
+                    f"ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process judges: "
+                    "raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
+                    stacklevel=2,
+                )
         if self.lambda_fmt < 0:
             raise ValueError(f"lambda_fmt must be >= 0, got {self.lambda_fmt}")
         clash = sorted({"lambda_fmt", "answer_format", "judge"} & set(self.reward_method_kwargs))
@@ -231,12 +249,14 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             try:
                 payload = [self._score_rows(all_rows, group_size, mode)]
             except Exception as exc:  # tell the other processes instead of leaving them in the broadcast
-                payload = [exc]
+                # A message, not the exception: the broadcast pickles it, and an exception holding a
+                # client or a lock would fail to pickle here while the others wait in the broadcast.
+                payload = [_ScoringError(f"{type(exc).__name__}: {exc}")]
                 broadcast_object_list(payload, from_process=0)
                 raise
         broadcast_object_list(payload, from_process=0)
-        if isinstance(payload[0], Exception):
-            raise RuntimeError(f"Reward scoring failed on the main process: {payload[0]!r}")
+        if isinstance(payload[0], _ScoringError):
+            raise RuntimeError(f"Reward scoring failed on the main process: {payload[0].message}")
         rewards, metrics = payload[0]
         for key, value in metrics.items():
             self._metrics[mode][key].append(value)
@@ -325,6 +345,13 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         if os.path.exists(usage_path):
             with open(usage_path) as f:
                 self._judge_usage.load_state_dict(json.load(f), combined_snapshot(self.reward_method.judges))
+
+
+@dataclass(frozen=True)
+class _ScoringError:
+    """What the main process broadcasts when scoring raised: the error as text (always picklable)."""
+
+    message: str
 
 
 class _RewardColumn:

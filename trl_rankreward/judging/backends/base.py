@@ -30,6 +30,16 @@ class BackendError(RuntimeError):
         self.kind = kind
         self.status = status
 
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed later: transport errors, timeouts, HTTP 408, 429 and 5xx.
+
+        Other HTTP errors (400 context too long, 401 bad key, 404 unknown model) repeat on every try.
+        """
+        if self.kind != "http":
+            return True
+        return self.status in (408, 429) or (self.status is not None and self.status >= 500)
+
 
 @runtime_checkable
 class ChatBackend(Protocol):

@@ -3,7 +3,7 @@ OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
 One client per base URL, used round-robin (a retry moves on to the next URL); at most
 `max_concurrency` requests in flight; each request has a timeout; connection errors,
-timeouts, 429 and 5xx are retried with exponential backoff, other 4xx are not. Token
+timeouts, 408, 429 and 5xx are retried with exponential backoff, other 4xx are not. Token
 counts are the server's `usage` numbers.
 
 Clients and the concurrency bound belong to an event loop, and trainers call
@@ -124,7 +124,7 @@ class OpenAICompatibleBackend:
                     )
             except openai.OpenAIError as exc:
                 error = _backend_error(exc, self.base_urls[index])
-                if not _retryable(error) or attempt >= self.max_retries:
+                if not error.retryable or attempt >= self.max_retries:
                     raise error from exc
                 logger.debug("Retrying judge request after %s", error)
                 await asyncio.sleep(self.backoff_s * 2**attempt)
@@ -191,12 +191,6 @@ def _backend_error(exc: openai.OpenAIError, url: str) -> BackendError:
             status=exc.status_code,
         )
     return BackendError(f"Judge request to {url} failed: {type(exc).__name__}: {_short(str(exc))}", kind="transport")
-
-
-def _retryable(error: BackendError) -> bool:
-    if error.kind != "http":
-        return True
-    return error.status == 429 or (error.status is not None and error.status >= 500)
 
 
 def _completion(response, latency_s: float) -> Completion:
