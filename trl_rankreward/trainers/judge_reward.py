@@ -85,6 +85,10 @@ class JudgeRewardGRPOConfig(GRPOConfig):
     judge_max_attempts: int = field(
         default=3, metadata={"help": "Attempts per judge request (failed or invalid answers are retried)."}
     )
+    judge_max_tokens: int = field(
+        default=1024,
+        metadata={"help": "Most tokens the judge may generate per call (its answer, and reasoning if any)."},
+    )
     judge_templates: str | None = field(
         default=None,
         metadata={
@@ -117,7 +121,7 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 f"judge_base_urls={self.judge_base_urls} needs judge_model, the model name the server serves "
                 "(e.g. judge_model=Qwen/Qwen3-30B-A3B-Instruct-2507)"
             )
-        for name in ("judge_max_concurrency", "judge_max_attempts"):
+        for name in ("judge_max_concurrency", "judge_max_attempts", "judge_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not self.judge_timeout_s > 0:
@@ -185,7 +189,13 @@ def build_judge(args: JudgeRewardGRPOConfig):
         max_concurrency=args.judge_max_concurrency,
         timeout_s=args.judge_timeout_s,
     )
-    return LLMJudge(backend, templates, seed=args.judge_seed, max_attempts=args.judge_max_attempts)
+    return LLMJudge(
+        backend,
+        templates,
+        seed=args.judge_seed,
+        max_attempts=args.judge_max_attempts,
+        max_tokens=args.judge_max_tokens,
+    )
 
 
 class JudgeRewardGRPOTrainer(GRPOTrainer):
