@@ -250,6 +250,22 @@ def test_sqlite_missing_by_lookups_when_few_keys_are_asked(tmp_path, monkeypatch
     assert store.missing(keys[:2]) == []
 
 
+def test_sqlite_put_many_matches_put_and_catches_collisions(tmp_path, monkeypatch):
+    store = SQLiteAnchorStore(tmp_path / "anchors.sqlite")
+    old = store.put("old")
+    keys = store.put_many(iter(["a", "b", "a", "old"]))  # a repeat in the batch, a text stored before
+    assert keys == [store.put("a"), store.put("b"), keys[0], old] and len(store) == 3
+    assert store.get(keys[1]) == "b"
+    # a forced prefix collision (every text gets key c...c): within one batch, then against a stored text
+    monkeypatch.setattr(anchor_store, "text_id", lambda text: "c" * 16)
+    with pytest.raises(ValueError, match="collision"):
+        store.put_many(["x", "y"])
+    assert store.put_many(["x"]) == ["c" * 16]  # nothing was inserted by the failed batch
+    with pytest.raises(ValueError, match="collision"):
+        store.put_many(["y"])
+    assert store.get("c" * 16) == "x"
+
+
 def test_sqlite_store_persists_across_connections(tmp_path):
     path = tmp_path / "sub" / "anchors.sqlite"
     store = SQLiteAnchorStore(path)
