@@ -1,19 +1,25 @@
 """RankBuffer at scale: memory, checkpoint size and save / restore time for 10^4..10^6 queries.
 
 For N queries with K = 8 anchors each, the script writes the 8N anchor texts (--text-chars
-long, default 1500: a realistic response) into a `SQLiteAnchorStore` with `put`, builds
+long, default 1500: a realistic response) into a `SQLiteAnchorStore` (the first
+--timed-puts with `put`, one transaction each as in training, the rest with `put_many`), builds
 the buffers as `AnchorBuffer`s (sources, creation epochs and inactivity counters mixed as
 after a few epochs of training) and loads them into a `RankBufferReward` through
 `load_state_dict`, the public path a resumed trainer takes. Then it measures:
 
 - `mem MB`: Python heap held by the loaded buffers (tracemalloc, during a second load);
 - `state MB` / `save s`: the checkpoint's `reward_method_state.json` (structure only:
-  keys, sources, epochs, counters) and the time of `state_dict()` + `json.dump`;
+  keys, sources, epochs, counters) and the time of `state_dict()` + `json.dumps` + write,
+  as the trainer saves it;
 - `restore s`: `json.load` + `load_state_dict` (which also checks every key is in the
-  SQLite store);
-- `store MB` / `put/s`: the anchor store file and the rate of `put` while building it.
+  SQLite store), as the trainer resumes;
+- `store MB` / `put/s`: the anchor store file and the rate of single `put`s.
 
     PYTHONPATH=. python benchmarks/buffer_scale.py --queries 10000 100000
+    PYTHONPATH=. python benchmarks/buffer_scale.py --queries 1000000 --text-chars 40
+
+(the second: structure at 10^6 for real, with short texts so the store stays small; its
+`store MB` is then not the real one, which grows linearly with --text-chars x N.)
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import tempfile
 import time
 import tracemalloc
 
+from trl_rankreward._gc import paused_gc
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
@@ -35,32 +42,38 @@ from trl_rankreward.testing import OracleJudge
 K = 8
 # worst -> best: a typical buffer after a few epochs (left / refine / nectar / right anchors)
 LAYOUT = ("left", "nectar", "refine", "nectar", "refine", "nectar", "right", "right")
+BATCH = 10_000  # queries whose texts go into the store in one `put_many` transaction
 
 
-def build(n: int, store: SQLiteAnchorStore, text_chars: int, seed: int) -> tuple[dict, float]:
-    """The state of `n` buffers (texts put into `store`); returns (state, put rate per second)."""
-    rng = random.Random(seed)
-    blocks = ["".join(rng.choice("abcdefghij klmnopqrstuvwxyz.,") for _ in range(text_chars)) for _ in range(64)]
+def build(n: int, store: SQLiteAnchorStore, args) -> tuple[dict, float]:
+    """The state of `n` buffers (texts put into `store`); returns (state, rate of single puts per second)."""
+    rng = random.Random(args.seed)
+    blocks = ["".join(rng.choice("abcdefghij klmnopqrstuvwxyz.,") for _ in range(args.text_chars)) for _ in range(64)]
     method = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
-    buffers, puts, t_put = {}, 0, 0.0
-    for q in range(n):
-        qid = f"query-{q:07d}"
-        texts = [f"{qid} anchor {k}: {blocks[(q + k) % 64]}"[:text_chars] for k in range(K)]
-        t0 = time.perf_counter()
-        keys = [store.put(t) for t in texts]
-        t_put += time.perf_counter() - t0
-        puts += K
-        anchors = [Anchor(key, src, 0 if src == "nectar" else rng.randrange(4), rng.randrange(3))
-                   for key, src in zip(keys, LAYOUT)]  # fmt: skip
-        buffers[qid] = AnchorBuffer(tuple(anchors), created_epoch=0, observed_epoch=3, right_epoch=3).to_state()
+    timed = min(n, max(1, args.timed_puts // K))  # queries whose texts go in one `put` each
+    buffers, t_put = {}, 0.0
+    with paused_gc():  # setup only: millions of objects (see trl_rankreward/_gc.py)
+        for start in range(0, n, BATCH):
+            qids = [f"query-{q:07d}" for q in range(start, min(n, start + BATCH))]
+            texts = [f"{qid} anchor {k}: {blocks[(start + i + k) % 64]}"[: args.text_chars]
+                     for i, qid in enumerate(qids) for k in range(K)]  # fmt: skip
+            single = max(0, min(len(qids), timed - start)) * K
+            t0 = time.perf_counter()
+            keys = [store.put(t) for t in texts[:single]]
+            t_put += time.perf_counter() - t0
+            keys += store.put_many(texts[single:])
+            for i, qid in enumerate(qids):
+                anchors = [Anchor(key, src, 0 if src == "nectar" else rng.randrange(4), rng.randrange(3))
+                           for key, src in zip(keys[i * K : (i + 1) * K], LAYOUT)]  # fmt: skip
+                buffers[qid] = AnchorBuffer(tuple(anchors), created_epoch=0, observed_epoch=3, right_epoch=3).to_state()
     state = method.state_dict()
     state["buffers"] = buffers
-    return state, puts / t_put
+    return state, timed * K / t_put
 
 
 def measure(n: int, args, tmpdir: str) -> dict[str, float]:
     store = SQLiteAnchorStore(os.path.join(tmpdir, f"anchors-{n}.sqlite"))
-    state, put_rate = build(n, store, args.text_chars, args.seed)
+    state, put_rate = build(n, store, args)
     path = os.path.join(tmpdir, f"reward_method_state-{n}.json")
 
     method = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
@@ -68,15 +81,15 @@ def measure(n: int, args, tmpdir: str) -> dict[str, float]:
     del state
     gc.collect()
     t0 = time.perf_counter()
-    with open(path, "w") as fh:
-        json.dump(method.state_dict(), fh)
+    with open(path, "w") as fh:  # as the trainer's _write_json
+        fh.write(json.dumps(method.state_dict()))
     save = time.perf_counter() - t0
     del method
     gc.collect()
 
     t0 = time.perf_counter()
     restored = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
-    with open(path) as fh:
+    with open(path) as fh, paused_gc():  # as the trainer's _load_optimizer_and_scheduler
         restored.load_state_dict(json.load(fh))
     restore = time.perf_counter() - t0
     del restored
@@ -107,6 +120,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--queries", type=int, nargs="+", default=[10_000, 100_000])
     p.add_argument("--text-chars", type=int, default=1500, help="length of each anchor text in the store")
+    p.add_argument("--timed-puts", type=int, default=8000, help="texts stored with single puts to time `put`")
     p.add_argument("--dir", default=None, help="where to write the store and state (default: a temp dir)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

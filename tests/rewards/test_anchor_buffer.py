@@ -8,6 +8,7 @@ import json
 import pytest
 
 from trl_rankreward.judging.subsample import select_endpoints
+from trl_rankreward.rewards import anchor_store
 from trl_rankreward.rewards.anchor_buffer import (
     Anchor,
     AnchorBuffer,
@@ -236,6 +237,33 @@ def test_anchor_stores_are_content_addressed(kind, tmp_path):
     assert store.missing([k1, "0" * 16, k2]) == ["0" * 16]
     with pytest.raises(KeyError, match="not in"):
         store.get("f" * 16)
+
+
+def test_sqlite_missing_by_lookups_when_few_keys_are_asked(tmp_path, monkeypatch):
+    # 5 stored texts, 2 distinct keys asked: 2 * 2 < 5, so the chunked look-up path runs (not the
+    # index scan); with chunks of 1 key each chunk is counted on its own: present -> skipped, absent -> listed
+    monkeypatch.setattr(anchor_store, "_SQL_CHUNK", 1)
+    store = SQLiteAnchorStore(tmp_path / "anchors.sqlite")
+    keys = [store.put(f"text {i}") for i in range(5)]
+    assert store.missing([keys[3], "0" * 16, keys[3]]) == ["0" * 16]
+    assert store.missing(["f" * 16, "0" * 16]) == ["0" * 16, "f" * 16]  # sorted, both chunks short
+    assert store.missing(keys[:2]) == []
+
+
+def test_sqlite_put_many_matches_put_and_catches_collisions(tmp_path, monkeypatch):
+    store = SQLiteAnchorStore(tmp_path / "anchors.sqlite")
+    old = store.put("old")
+    keys = store.put_many(iter(["a", "b", "a", "old"]))  # a repeat in the batch, a text stored before
+    assert keys == [store.put("a"), store.put("b"), keys[0], old] and len(store) == 3
+    assert store.get(keys[1]) == "b"
+    # a forced prefix collision (every text gets key c...c): within one batch, then against a stored text
+    monkeypatch.setattr(anchor_store, "text_id", lambda text: "c" * 16)
+    with pytest.raises(ValueError, match="collision"):
+        store.put_many(["x", "y"])
+    assert store.put_many(["x"]) == ["c" * 16]  # nothing was inserted by the failed batch
+    with pytest.raises(ValueError, match="collision"):
+        store.put_many(["y"])
+    assert store.get("c" * 16) == "x"
 
 
 def test_sqlite_store_persists_across_connections(tmp_path):

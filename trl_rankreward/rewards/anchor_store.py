@@ -97,6 +97,24 @@ class SQLiteAnchorStore:
             raise _collision(key)
         return key
 
+    def put_many(self, texts: Iterable[str]) -> list[str]:
+        """`put` for many texts in one transaction (bulk loads: ~30x the rate of single puts);
+        returns their keys in order. Texts whose key was already stored are read back and
+        compared, so a collision raises as in `put`."""
+        texts = list(texts)
+        keys = [text_id(t) for t in texts]
+        new: dict[str, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if new.setdefault(key, text) != text:
+                raise _collision(key)
+        with self._db:
+            inserted = self._db.executemany("INSERT OR IGNORE INTO anchors (key, text) VALUES (?, ?)", new.items())
+        if inserted.rowcount != len(new):  # some keys were stored before: their texts must match
+            for key, text in new.items():
+                if self.get(key) != text:
+                    raise _collision(key)
+        return keys
+
     def get(self, key: str) -> str:
         row = self._db.execute("SELECT text FROM anchors WHERE key = ?", (key,)).fetchone()
         if row is None:
@@ -104,14 +122,23 @@ class SQLiteAnchorStore:
         return row[0]
 
     def missing(self, keys: Iterable[str]) -> list[str]:
-        wanted = sorted(set(keys))
-        found: set[str] = set()
-        for start in range(0, len(wanted), _SQL_CHUNK):
-            chunk = wanted[start : start + _SQL_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT key FROM anchors WHERE key IN ({marks})", chunk)
-            found.update(r[0] for r in rows)
-        return [k for k in wanted if k not in found]
+        """The keys of `keys` that the store does not hold (sorted, unique).
+
+        When `keys` are a large part of the store (a resumed checkpoint's check: 8 x 10^5 keys),
+        one pass over the key index (~1 us a key) beats as many B-tree look-ups (~3 us each,
+        sorting included); for a few keys the look-ups run in key order, counting per chunk.
+        """
+        wanted = set(keys)
+        if 2 * len(wanted) >= len(self):
+            return sorted(wanted.difference(k for (k,) in self._db.execute("SELECT key FROM anchors")))
+        ordered, absent = sorted(wanted), []
+        for start in range(0, len(ordered), _SQL_CHUNK):
+            chunk = ordered[start : start + _SQL_CHUNK]
+            where = f"FROM anchors WHERE key IN ({','.join('?' * len(chunk))})"
+            if self._db.execute(f"SELECT COUNT(*) {where}", chunk).fetchone()[0] < len(chunk):
+                found = {k for (k,) in self._db.execute(f"SELECT key {where}", chunk)}
+                absent.extend(k for k in chunk if k not in found)
+        return absent
 
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]

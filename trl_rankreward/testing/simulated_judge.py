@@ -17,9 +17,10 @@ position bias. Verdicts then follow
 `judging.quality_judge.QualityJudge`; pointwise scores are the perceived quality clipped
 to [0, 10], and a meta-judge answer is `q(rationale) >= meta_threshold`.
 
-Deterministic: the noise of a call is drawn from `seeded_rng(seed, request, n)` where `n`
-counts earlier identical requests, so the same sequence of requests gets the same answers
-in any process, and repeating a request draws fresh noise. With probability `fail_rate` a
+Deterministic: the noise of a call is drawn from `seeded_rng(seed, request, n)` where the
+request enters by the `text_id`s of its texts (`_compact`) and `n` counts earlier identical
+requests, so the same sequence of requests gets the same answers in any process, and
+repeating a request draws fresh noise. With probability `fail_rate` a
 call fails as an invalid answer (`JudgeFailure(kind="invalid")`), to exercise failure policies.
 """
 
@@ -27,10 +28,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, is_dataclass
+from functools import lru_cache
 
 from ..judging.quality_judge import QualityJudge
 from ..judging.requests import JudgeFailure, request_kind
-from ..judging.seeding import seeded_rng, stable_seed
+from ..judging.seeding import seeded_rng, stable_seed, text_id
 from ..judging.tokens import TokenCounter
 
 QualityFn = Callable[[str, str], float]
@@ -105,7 +108,7 @@ class SimulatedJudge(QualityJudge):
         return float(self._quality(query_id, text))
 
     def _rng(self, purpose: str, request, rubric_index: int | None):
-        key = (purpose, stable_seed(repr(request)), rubric_index)
+        key = (purpose, stable_seed(_compact(request)), rubric_index)
         n = self._seen[key]
         self._seen[key] += 1
         return seeded_rng(self.seed, *key, n)
@@ -117,6 +120,23 @@ class SimulatedJudge(QualityJudge):
             for slot, index in enumerate(display):
                 bonus[index] = self.position_bias * (n - 1 - slot) / (n - 1)
         return bonus
+
+
+# Texts recur across calls (a buffer's anchors in every coarse request): hash each one once.
+_text_key = lru_cache(maxsize=1 << 16)(text_id)
+
+
+def _compact(value: object) -> object:
+    """What identifies a request, small: each text becomes its `text_id`; tuples and
+    dataclasses (the request, its rubrics) recurse, with the class name. Hashing this instead
+    of `repr(request)` (every text in full, on every call) took ~20% of `trl-rankreward bench`."""
+    if isinstance(value, str):
+        return _text_key(value)
+    if isinstance(value, (tuple, list)):
+        return tuple(map(_compact, value))
+    if is_dataclass(value):
+        return (type(value).__name__, *(_compact(getattr(value, f.name)) for f in fields(value)))
+    return value
 
 
 def _quality_fn(quality: QualityFn | Mapping[str, float]) -> QualityFn:
