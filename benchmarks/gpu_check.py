@@ -1,26 +1,31 @@
-"""GPU check for issue 9: RankBuffer reward vs a plain TRL reward in GRPO, and the in-process judge.
+"""GPU check for issue 9: RankBufferGRPOTrainer vs plain GRPOTrainer, and the in-process judge.
 
 1. GRPO step time: a random-init Qwen3-style policy (`build_tiny_model`, ~42M parameters at
-   the defaults) trains --steps GRPO steps in bf16 (TRL 1.16 `GRPOTrainer`, no vLLM) twice:
-   with a plain TRL reward function (rank by length), and with `RankBufferReward` behind a
-   zero-latency judge (`OracleJudge` answering from the same length quality). The RankBuffer
-   reward is called through a TRL reward function that cuts the (single-process) batch into
-   whole groups, so it runs on any branch state; the ratio of median step times (first step
-   excluded: warm-up) is the share our reward path adds.
+   the defaults) trains --steps GRPO steps in bf16 (TRL 1.16, no vLLM) twice, with the same
+   model, data and generation settings: `trl.GRPOTrainer` with a plain TRL reward function
+   (length relative to the batch's longest completion), and `RankBufferGRPOTrainer` as users
+   run it (`RankBufferGRPOConfig`: Nectar init from the `references` column, K0 = 4, anchors
+   in `{output_dir}/anchors.sqlite`, lambda_fmt 0.2) with a zero-latency deterministic judge
+   (`OracleJudge`, quality = text length) passed as `judge=`. Both trainers' `_calculate_rewards`
+   (TRL's hook; ours gathers groups, judges, updates buffers, logs) is wrapped to time the
+   reward path. Reported: the ratio of median step times and each reward path's share of the
+   step time, both over the steps after --warmup-steps.
 2. Judge prefill: `TransformersBackend` on a random-init Qwen3-style judge in bf16, batched
    coarse-ranking prompts of realistic length (4 anchors + candidate of ~1.5 KB each, rendered
    with the paper's template), `max_tokens=1`: prompt tokens per second by batch size.
 
+Needs torch, transformers (5.17 or later), accelerate, trl 1.16, datasets; not openai or wandb.
 Prints a report and writes it as JSON to $OUT/gpu_check.json when $OUT is set.
 
     bash benchmarks/gpu_check.sh             # on the GPU machine (see the script for wheels)
-    python benchmarks/gpu_check.py --tiny    # CPU smoke check: tiny sizes, seconds
+    python benchmarks/gpu_check.py --tiny    # CPU smoke check: tiny sizes, not a measurement
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -29,87 +34,164 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root: trl_rankreward
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+WORDS = "write explain compare summarize the sea poem history science answer briefly".split()
 
-def _text(completion) -> str:
-    return completion if isinstance(completion, str) else "".join(m.get("content", "") for m in completion)
+
+def length_quality(query_id: str, text: str) -> float:
+    """The zero-latency judge's latent quality: longer is better (deterministic, no model)."""
+    return float(len(text))
 
 
 def plain_reward(completions, **kwargs):
-    """Plain TRL reward: rank rewards by length within each group of G consecutive rows."""
-    lengths = [len(_text(c)) for c in completions]
+    """Plain TRL reward function: each completion's length relative to the longest in the batch."""
+    lengths = [len(c if isinstance(c, str) else "".join(m.get("content", "") for m in c)) for c in completions]
     return [float(n) / max(max(lengths), 1) for n in lengths]
 
 
-class RankBufferTRLReward:
-    """RankBufferReward as a TRL reward function (single process: rows are whole groups)."""
+def training_columns(n: int) -> dict[str, list]:
+    """Columns of `n` queries in our layout: chat `prompt`, `query_id`, `rubrics`, 7 `references` (best first).
 
-    __name__ = "rank_buffer"
-
-    def __init__(self, group_size: int):
-        from trl_rankreward.rewards.rank_buffer import RankBufferReward
-        from trl_rankreward.testing import OracleJudge
-
-        self.G, self.epoch, self.step = group_size, 0, 0
-        self.method = RankBufferReward(OracleJudge(lambda qid, text: float(len(text))), k0=4)
-        self.seconds: list[float] = []
-
-    def __call__(self, prompts, completions, query_id, references, **kwargs):
-        from trl_rankreward.rewards.base import Group
-
-        start = time.perf_counter()
-        texts = [_text(c) for c in completions]
-        groups = [Group(str(query_id[i]), _text(prompts[i]), (), texts[i : i + self.G], references=references[i])
-                  for i in range(0, len(texts), self.G)]  # fmt: skip
-        results = asyncio.run(self.method.score(groups, epoch=self.epoch, step=self.step))
-        self.method.step_metrics(results)
-        self.step += 1
-        self.seconds.append(time.perf_counter() - start)
-        return [r for res in results for r in res.rewards]
+    Reference r repeats a phrase 7 - r times, so the references are ranked best first under `length_quality`.
+    """
+    rng = random.Random(0)
+    return {
+        "prompt": [[{"role": "user", "content": " ".join(rng.choice(WORDS) for _ in range(8))}] for _ in range(n)],
+        "query_id": [f"q{i}" for i in range(n)],
+        "rubrics": [[{"text": "Answers the request", "weight": 1.0}] for _ in range(n)],
+        "references": [[f"reference {r} " * (7 - r) for r in range(7)] for _ in range(n)],
+    }
 
 
-def grpo_step_times(reward, model_dir: str, tokenizer_dir: str, args, out_dir: str) -> tuple[list[float], int]:
+def shared_settings(args, config_class, cuda: bool) -> dict:
+    """Model, batch and generation settings both runs share (CPU: fp32; GPU: bf16; no checkpointing).
+
+    transformers 5.24 renamed `gradient_checkpointing` to `activation_checkpointing` (the old name is a
+    deprecated alias there); 5.17 knows only the old name, so the name is taken from the config class.
+    """
+    names = {f.name for f in dataclasses.fields(config_class)}
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+    return {
+        "use_cpu": not cuda, "bf16": cuda, "report_to": "none", checkpointing: False,
+        "per_device_train_batch_size": args.batch, "num_generations": args.group_size,
+        "max_completion_length": args.completion_length, "max_steps": args.steps, "logging_steps": 1,
+        "learning_rate": 1e-5, "save_strategy": "no", "seed": 0, "log_completions": False,
+    }  # fmt: skip
+
+
+def _cuda_sync() -> None:
     import torch
-    from datasets import Dataset
-    from transformers import AutoTokenizer, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
 
-    class Timer(TrainerCallback):
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def step_timer():
+    """A `TrainerCallback` timing each optimizer step and the time spent inside `_calculate_rewards` during it."""
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
         def __init__(self):
-            self.times: list[float] = []
+            self.step_s: list[float] = []
+            self.reward_s: list[float] = []
+            self._start, self._reward = 0.0, 0.0
+
+        def wrap(self, trainer) -> None:
+            """Time every call of the trainer's reward hook (instance attribute over the class method)."""
+            inner = trainer._calculate_rewards
+
+            def timed(*a, **kw):
+                _cuda_sync()
+                start = time.perf_counter()
+                try:
+                    result = inner(*a, **kw)
+                    _cuda_sync()
+                    return result
+                finally:
+                    self._reward += time.perf_counter() - start
+
+            trainer._calculate_rewards = timed
 
         def on_step_begin(self, *a, **kw):
-            self.t = time.perf_counter()
+            _cuda_sync()
+            self._start, self._reward = time.perf_counter(), 0.0
 
         def on_step_end(self, *a, **kw):
-            self.times.append(time.perf_counter() - self.t)
+            _cuda_sync()
+            self.step_s.append(time.perf_counter() - self._start)
+            self.reward_s.append(self._reward)
+
+    return StepTimer()
+
+
+def summarize(step_s: list[float], reward_s: list[float], warmup: int) -> dict:
+    """Median step time and the reward path's share (sum of reward time / sum of step time) after `warmup` steps."""
+    steps, rewards = step_s[warmup:], reward_s[warmup:]
+    if not steps:
+        raise ValueError(f"No step left after {warmup} warm-up steps (got {len(step_s)}); raise --steps")
+    return {
+        "step_s": step_s, "reward_s": reward_s, "median_step_s": statistics.median(steps),
+        "median_reward_s": statistics.median(rewards), "reward_share": sum(rewards) / sum(steps),
+    }  # fmt: skip
+
+
+def train_timed(trainer, timer) -> None:
+    timer.wrap(trainer)
+    trainer.add_callback(timer)
+    trainer.train()
+
+
+def grpo_compare(args, policy_dir: str, work_dir: str) -> dict:
+    """Part 1: plain `GRPOTrainer` and `RankBufferGRPOTrainer` on the same policy, data and settings."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from trl_rankreward import RankBufferGRPOConfig, RankBufferGRPOTrainer
+    from trl_rankreward.testing import OracleJudge
 
     cuda = torch.cuda.is_available()
-    rng = random.Random(0)
-    words = "write explain compare summarize the sea poem history science answer briefly".split()
-    n = 64
-    ds = Dataset.from_dict({
-        "prompt": [[{"role": "user", "content": " ".join(rng.choice(words) for _ in range(8))}] for _ in range(n)],
-        "query_id": [f"q{i}" for i in range(n)],
-        "references": [[f"reference {r} " * (7 - r) for r in range(7)] for _ in range(n)],
-    })  # fmt: skip
-    config = GRPOConfig(
-        output_dir=out_dir, use_cpu=not cuda, bf16=cuda, report_to="none", gradient_checkpointing=False,
-        per_device_train_batch_size=args.batch, num_generations=args.group_size,
-        max_completion_length=args.completion_length, max_steps=args.steps, logging_steps=1, learning_rate=1e-5,
-        save_strategy="no", seed=0, log_completions=False,
+    queries = max(64, args.steps * args.batch // args.group_size)  # every step's queries are new: first epoch
+    data = Dataset.from_dict(training_columns(queries))
+    report: dict = {"warmup_steps": args.warmup_steps, "queries": queries}
+
+    plain_timer = step_timer()
+    plain = GRPOTrainer(
+        model=policy_dir, reward_funcs=plain_reward, train_dataset=data,
+        args=GRPOConfig(output_dir=f"{work_dir}/plain", **shared_settings(args, GRPOConfig, cuda)),
+        processing_class=AutoTokenizer.from_pretrained(policy_dir),
     )  # fmt: skip
-    timer = Timer()
-    trainer = GRPOTrainer(model=model_dir, reward_funcs=reward, args=config, train_dataset=ds,
-                          processing_class=AutoTokenizer.from_pretrained(tokenizer_dir), callbacks=[timer])  # fmt: skip
-    trainer.train()
-    params = sum(p.numel() for p in trainer.model.parameters())
-    del trainer
+    train_timed(plain, plain_timer)
+    report["policy_parameters"] = sum(p.numel() for p in plain.model.parameters())
+    report["plain"] = summarize(plain_timer.step_s, plain_timer.reward_s, args.warmup_steps)
+    del plain
     if cuda:
         torch.cuda.empty_cache()
-    return timer.times, params
+
+    judge = OracleJudge(length_quality)
+    rank_args = RankBufferGRPOConfig(
+        output_dir=f"{work_dir}/rank_buffer", k0=4, **shared_settings(args, RankBufferGRPOConfig, cuda)
+    )
+    rank_timer = step_timer()
+    rank = RankBufferGRPOTrainer(
+        policy_dir, args=rank_args, train_dataset=data, judge=judge,
+        processing_class=AutoTokenizer.from_pretrained(policy_dir),
+    )  # fmt: skip
+    train_timed(rank, rank_timer)
+    report["rank_buffer"] = summarize(rank_timer.step_s, rank_timer.reward_s, args.warmup_steps)
+    report["rank_buffer"].update(
+        judge_calls=dict(judge.counts),
+        buffers=sum(1 for q in data["query_id"] if rank.reward_method.anchors(q)),
+        anchor_store=rank_args.anchor_store,
+    )
+    del rank
+    if cuda:
+        torch.cuda.empty_cache()
+    report["step_time_ratio"] = report["rank_buffer"]["median_step_s"] / report["plain"]["median_step_s"]
+    return report
 
 
 def judge_prefill(model_dir: str, batch_sizes: list[int], requests: int, anchor_chars: int) -> list[dict]:
@@ -163,12 +245,31 @@ def judge_prefill(model_dir: str, batch_sizes: list[int], requests: int, anchor_
     return rows
 
 
+def report_lines(report: dict) -> list[str]:
+    """The printed summary of a report."""
+    g, plain, rank = report["grpo"], report["grpo"]["plain"], report["grpo"]["rank_buffer"]
+    lines = [
+        f"device {report['device']}; torch {report['torch']}, transformers {report['transformers']}, "
+        f"trl {report['trl']}; policy {g['policy_parameters'] / 1e6:.1f}M parameters",
+        f"GRPO median step (after {g['warmup_steps']} warm-up step(s)): plain GRPOTrainer {plain['median_step_s']:.3f} s, "
+        f"RankBufferGRPOTrainer {rank['median_step_s']:.3f} s, ratio {g['step_time_ratio']:.3f}",
+        f"reward path (_calculate_rewards) share of step time: plain {100 * plain['reward_share']:.2f}%, "
+        f"RankBuffer {100 * rank['reward_share']:.2f}% (median {1000 * rank['median_reward_s']:.1f} ms/step); "
+        f"judge calls {rank['judge_calls']}, {rank['buffers']} buffers",
+    ]  # fmt: skip
+    for row in report["judge_prefill"]:
+        lines.append(f"judge prefill batch {row['batch']:>3}: {row['prompt_tokens_mean']:.0f} prompt tokens/request, "
+                     f"{row['prefill_tokens_per_s']:.0f} tokens/s")  # fmt: skip
+    return lines
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="CPU smoke sizes (seconds, not a measurement)")
     p.add_argument("--hidden", type=int, default=768)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--warmup-steps", type=int, default=1, help="first steps left out of the medians and shares")
     p.add_argument("--batch", type=int, default=32, help="completions per step (per_device_train_batch_size)")
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--completion-length", type=int, default=128)
@@ -179,45 +280,33 @@ def main(argv=None) -> dict:
     p.add_argument("--anchor-chars", type=int, default=1500)
     args = p.parse_args(argv)
     if args.tiny:
-        args.hidden, args.layers, args.steps, args.batch, args.completion_length = 64, 2, 2, 8, 8
+        args.hidden, args.layers, args.steps, args.batch, args.completion_length = 64, 2, 3, 8, 8
         args.group_size, args.judge_hidden, args.judge_layers = 4, 64, 2
         args.judge_batches, args.judge_requests, args.anchor_chars = [1, 4], 4, 200
+    if not 0 <= args.warmup_steps < args.steps:
+        p.error(f"--warmup-steps must be in [0, --steps={args.steps}), got {args.warmup_steps}")
 
     import torch
+    import transformers
+    import trl
 
     from trl_rankreward.testing import build_tiny_model
 
-    report: dict = {"device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-                    "torch": torch.__version__, "args": vars(args)}  # fmt: skip
+    cuda = torch.cuda.is_available()
+    report: dict = {"device": torch.cuda.get_device_name(0) if cuda else "cpu", "torch": torch.__version__,
+                    "transformers": transformers.__version__, "trl": trl.__version__, "args": vars(args)}  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         heads = max(2, args.hidden // 64)
         policy = str(
             build_tiny_model(f"{tmp}/policy", hidden_size=args.hidden, num_layers=args.layers, num_heads=heads)
         )
-        plain_times, params = grpo_step_times(plain_reward, policy, policy, args, f"{tmp}/plain")
-        rank = RankBufferTRLReward(args.group_size)
-        rank_times, _ = grpo_step_times(rank, policy, policy, args, f"{tmp}/rank")
-        median = lambda xs: statistics.median(xs[1:] or xs)  # noqa: E731 - first step is warm-up
-        report["grpo"] = {
-            "policy_parameters": params,
-            "plain_step_s": plain_times, "rank_buffer_step_s": rank_times,
-            "rank_buffer_reward_s": rank.seconds,
-            "plain_median_s": median(plain_times), "rank_buffer_median_s": median(rank_times),
-            "step_time_ratio": median(rank_times) / median(plain_times),
-            "reward_share": median(rank.seconds) / median(rank_times),
-        }  # fmt: skip
+        report["grpo"] = grpo_compare(args, policy, tmp)
         judge_heads = max(2, args.judge_hidden // 64)
         judge = str(build_tiny_model(f"{tmp}/judge", hidden_size=args.judge_hidden, num_layers=args.judge_layers,
                                      num_heads=judge_heads))  # fmt: skip
         report["judge_prefill"] = judge_prefill(judge, args.judge_batches, args.judge_requests, args.anchor_chars)
 
-    g = report["grpo"]
-    print(f"device {report['device']}; policy {g['policy_parameters'] / 1e6:.1f}M parameters")
-    print(f"GRPO median step: plain {g['plain_median_s']:.3f} s, rank_buffer {g['rank_buffer_median_s']:.3f} s, "
-          f"ratio {g['step_time_ratio']:.3f}; RankBuffer reward {100 * g['reward_share']:.2f}% of its step")  # fmt: skip
-    for row in report["judge_prefill"]:
-        print(f"judge prefill batch {row['batch']:>3}: {row['prompt_tokens_mean']:.0f} prompt tokens/request, "
-              f"{row['prefill_tokens_per_s']:.0f} tokens/s")  # fmt: skip
+    print("\n".join(report_lines(report)))
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "gpu_check.json"), "w") as fh:
             json.dump(report, fh, indent=1)
