@@ -110,3 +110,44 @@ def test_group_validation_messages():
         Group("", "x", [], ["a"])
     with pytest.raises(ValueError, match="unknown keys"):
         Group("q", "x", [{"text": "t", "score": 1}], ["a"])
+
+
+class _Counting(_LengthRank):
+    """A stateful stand-in: counts scored groups per query (state_dict / load_state_dict)."""
+
+    def __init__(self, judge):
+        super().__init__(judge)
+        self.seen: dict[str, int] = {}
+
+    async def score_group(self, group, candidates, *, epoch, step):
+        self.seen[group.query_id] = self.seen.get(group.query_id, 0) + 1
+        return await super().score_group(group, candidates, epoch=epoch, step=step)
+
+    def state_dict(self):
+        return {"seen": dict(self.seen)}
+
+    def load_state_dict(self, state):
+        self.seen = dict(state["seen"])
+
+
+def test_frozen_state_default_works_for_a_stateless_method():
+    method = _LengthRank(_NoJudge())
+    with method.frozen_state():
+        (res,) = asyncio.run(method.score([_group(["aa", "b"])], epoch=0, step=0))
+    assert res.rewards == [1.0, -1.0]  # "b" (shorter) worst: G=2 -> -1, 1
+    assert method.state_dict() == {}
+
+
+def test_frozen_state_default_snapshots_and_restores_also_on_an_exception():
+    method = _Counting(_NoJudge())
+    asyncio.run(method.score([_group(["a"])], epoch=0, step=0))
+    assert method.seen == {"q": 1}
+    with method.frozen_state():
+        asyncio.run(method.score([_group(["a"]), Group("q2", "?", [], ["b"])], epoch=0, step=1))
+        assert method.seen == {"q": 2, "q2": 1}
+    assert method.state_dict() == {"seen": {"q": 1}}
+    with pytest.raises(RuntimeError, match="stop"):
+        with method.frozen_state():
+            asyncio.run(method.score([_group(["a"])], epoch=0, step=2))
+            raise RuntimeError("stop")
+    assert method.state_dict() == {"seen": {"q": 1}}

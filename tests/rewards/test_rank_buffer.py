@@ -21,6 +21,7 @@ import json
 import pytest
 
 from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
+from trl_rankreward.judging.seeding import text_id
 from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
@@ -401,3 +402,105 @@ def test_a_step_takes_two_judge_rounds(manager, rounds):
     groups = [_group(), _group(["c3", "c5", "c7", "c1"], qid="q2")]
     asyncio.run(judge.run_in_rounds(method.score(groups, epoch=0, step=0)))
     assert judge.rounds == rounds
+
+
+# ----------------------------------------------------------------- frozen_state (evaluation)
+def _state_json(method):
+    return json.dumps(method.state_dict(), sort_keys=True)
+
+
+def _check_frozen_scoring(method, groups, epoch, step=5):
+    """Score `groups` inside frozen_state(): the state changes in the block and is restored on exit,
+    and so are BufferTable's running totals (buffer/... metrics of an empty step)."""
+    before, metrics_before = _state_json(method), method.step_metrics([])
+    with method.frozen_state():
+        results = _score(method, groups, epoch=epoch, step=step)
+        assert _state_json(method) != before  # the block did change something to undo
+    assert _state_json(method) == before
+    assert method.step_metrics([]) == metrics_before
+    return results
+
+
+# the LLM look-ahead manager keeps pending groups and, in epoch 2, first applies them
+@pytest.mark.parametrize("init", ["nectar", "bootstrap"])
+@pytest.mark.parametrize("manager", [None, "llm", "llm_lookahead"])
+def test_frozen_state_restores_new_and_existing_queries(init, manager):
+    kw = {"k0": 4, "init": init, "manager": manager}
+    judge = OracleJudge(QUALITY, select=lambda r: [0, 1, 2, 3])
+    trained = RankBufferReward(judge, **kw)
+    _check_frozen_scoring(trained, [_group(), _group(["c3", "c6"], qid="q2")], epoch=0)  # new queries only
+    assert trained.state_dict()["buffers"] == {} and trained.state_dict()["pending"] == {}
+    _two_epochs(trained)
+    twin = RankBufferReward(OracleJudge(QUALITY, select=lambda r: [0, 1, 2, 3]), **kw)
+    _two_epochs(twin)
+    # existing q, q2 (q twice in one step) and new q3, in a later epoch
+    evaluation = [_group(["c0", "c6", "c7"]), _group(["c3", "c5"]), _group(["c1", "c7"], qid="q2"), _group(qid="q3")]
+    _check_frozen_scoring(trained, evaluation, epoch=2)
+    # the next training step is the same as for a twin that never evaluated
+    nxt = [_group(["c3", "c5", "c6"]), _group(["c0", "c7"], qid="q2"), _group(qid="q3")]
+    assert [r.rewards for r in _score(trained, nxt, epoch=2, step=6)] == [
+        r.rewards for r in _score(twin, nxt, epoch=2, step=6)
+    ]
+    assert _state_json(trained) == _state_json(twin)
+
+
+def test_frozen_state_with_sqlite_store_keeps_texts_but_not_state(tmp_path):
+    store = SQLiteAnchorStore(tmp_path / "anchors.sqlite")
+    refs = [f"m{i}" for i in range(1, 8)]  # a new query's references, best first, quality 8 - i
+    method = RankBufferReward(OracleJudge(QUALITY | {m: 8 - i for i, m in enumerate(refs, 1)}), anchor_store=store)
+    _two_epochs(method)
+    keys = [text_id(t) for t in ("m7", "m5", "m3", "m1")]  # Select_4 of m1..m7 (as for n1..n7)
+    assert store.missing(keys) == sorted(keys)  # missing() answers sorted
+    _check_frozen_scoring(method, [_group(qid="q3", references=refs)], epoch=2)
+    # the eval query's Nectar anchors stay in the append-only store (content-addressed, harmless)
+    assert store.missing(keys) == []
+
+
+def test_frozen_state_restores_on_an_exception_in_the_block():
+    method = RankBufferReward(OracleJudge(QUALITY), manager="llm_lookahead")
+    _two_epochs(method)
+    before = _state_json(method)
+    with pytest.raises(KeyError, match="stop"):
+        with method.frozen_state():
+            _score(method, [_group(["c0", "c6"]), _group(qid="q3")], epoch=2)
+            assert _state_json(method) != before
+            raise KeyError("stop")
+    assert _state_json(method) == before
+
+
+def test_frozen_state_never_serializes_the_whole_state(monkeypatch):
+    # O(touched queries): the override must not snapshot or reload state_dict (O(all queries))
+    method = RankBufferReward(OracleJudge(QUALITY), manager="llm_lookahead")
+    _two_epochs(method)
+    before = _state_json(method)
+
+    def refuse(*args):
+        raise AssertionError("frozen_state serialized the whole state")
+
+    monkeypatch.setattr(method, "state_dict", refuse)
+    monkeypatch.setattr(method, "load_state_dict", refuse)
+    with method.frozen_state():
+        _score(method, [_group(["c0", "c6"]), _group(qid="q3")], epoch=2)
+    monkeypatch.undo()
+    assert _state_json(method) == before
+
+
+def test_frozen_state_blocks_nest():
+    method = RankBufferReward(OracleJudge(QUALITY))
+    _score(method, [_group()], epoch=0)
+    outer = _state_json(method)
+    with method.frozen_state():
+        _score(method, [_group(["c0", "c6"])], epoch=1)  # touches q
+        middle = _state_json(method)
+        _check_frozen_scoring(method, [_group(["c3"]), _group(qid="q2")], epoch=2)  # q again, new q2
+        assert _state_json(method) == middle
+    assert _state_json(method) == outer
+
+
+def test_load_state_dict_inside_frozen_state_is_refused():
+    method = RankBufferReward(OracleJudge(QUALITY))
+    _score(method, [_group()])
+    state = method.state_dict()
+    with method.frozen_state():
+        with pytest.raises(RuntimeError, match="inside frozen_state.*outside the block"):
+            method.load_state_dict(state)

@@ -179,6 +179,12 @@ class BufferTable:
         self._buffers[query_id] = buffer
         self._count(buffer, +1)
 
+    def remove(self, query_id: str) -> None:
+        """Forget `query_id`'s buffer (no-op when it has none); used to undo a `set`."""
+        old = self._buffers.pop(query_id, None)
+        if old is not None:
+            self._count(old, -1)
+
     def _count(self, buffer: AnchorBuffer, sign: int) -> None:
         self._sizes[buffer.size] += sign
         for a in buffer.anchors:

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
+import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ..judging.protocol import Judge, is_failure
 from ..judging.requests import JudgeFailure, Rubric
@@ -233,3 +235,17 @@ class GroupRewardMethod(abc.ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
             raise ValueError(f"{type(self).__name__} is stateless but got state with keys {sorted(state)}")
+
+    @contextlib.contextmanager
+    def frozen_state(self) -> Iterator[None]:
+        """Score without keeping state changes: on exit (also on an exception) the state is as before.
+
+        Evaluation uses it, so eval rollouts never change training state (e.g. RankBuffer buffers).
+        This default snapshots `state_dict()` through a JSON round trip and restores it with
+        `load_state_dict`, O(whole state); a stateful method overrides it with something cheaper.
+        """
+        state = json.loads(json.dumps(self.state_dict()))
+        try:
+            yield
+        finally:
+            self.load_state_dict(state)

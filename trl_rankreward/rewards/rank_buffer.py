@@ -35,8 +35,9 @@ valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,10 @@ INITS = ("nectar", "bootstrap")
 VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
 MANAGERS = (None, "llm", "llm_lookahead")
 _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
+
+
+#: what `frozen_state` records per touched query: (buffer or None, look-ahead group or None)
+_Saved = tuple[AnchorBuffer | None, dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,7 @@ class RankBufferReward(GroupRewardMethod):
         self.seed = seed
         self._buffers = BufferTable()
         self._pending: dict[str, dict[str, Any]] = {}  # llm_lookahead: last ranked group per query
+        self._journals: list[dict[str, _Saved]] = []  # one per open frozen_state() block, innermost last
 
     # ------------------------------------------------------------------ public views
     def anchors(self, query_id: str) -> list[AnchorView]:
@@ -211,7 +217,9 @@ class RankBufferReward(GroupRewardMethod):
         if self.manager == "llm_lookahead":
             for key in keys:
                 self.store.put(texts[key])
+            self._touch(qid)
             self._pending[qid] = {"epoch": epoch, "buckets": key_buckets}
+        self._touch(qid)
         self._buffers.set(qid, new)
 
         K, valid = ranking_buffer.size, [len(m) for m in candidates.members]
@@ -255,6 +263,7 @@ class RankBufferReward(GroupRewardMethod):
         if answers:  # a group of only invalid rollouts cannot seed a buffer; the next one will
             keys = [self.store.put(answers[u]) for u in select_endpoints(order, self.k0)]
             buffer = AnchorBuffer.initial(keys, "bootstrap", epoch)
+            self._touch(group.query_id)
             self._buffers.set(group.query_id, buffer)
             details.update(buffer_size=buffer.size, anchors_added={"bootstrap": buffer.size})
         return RankOutcome([[u] for u in order], details)
@@ -373,6 +382,40 @@ class RankBufferReward(GroupRewardMethod):
         return out
 
     # ------------------------------------------------------------------ state
+    @contextlib.contextmanager
+    def frozen_state(self) -> Iterator[None]:
+        """Score without keeping state changes, in O(queries touched) instead of O(all queries).
+
+        A copy-on-write journal: before the first write to a query's buffer or look-ahead group
+        inside the block, its old values (or their absence) are recorded; on exit, also on an
+        exception, those are put back (through `BufferTable`, so its running totals follow).
+        Buffers are immutable, so the old objects are the old state; `state_dict()` is never
+        called. Anchor texts put into the store during the block stay there: the store is
+        append-only and content-addressed, and `state_dict()` lists only texts a buffer or
+        look-ahead group refers to, so they change nothing. Blocks nest.
+        """
+        journal: dict[str, _Saved] = {}
+        self._journals.append(journal)
+        try:
+            yield
+        finally:
+            self._journals.pop()
+            for qid, (buffer, pending) in journal.items():
+                if buffer is None:
+                    self._buffers.remove(qid)
+                else:
+                    self._buffers.set(qid, buffer)
+                if pending is None:
+                    self._pending.pop(qid, None)
+                else:
+                    self._pending[qid] = pending
+
+    def _touch(self, qid: str) -> None:
+        """Record `qid`'s buffer and look-ahead group in every open journal that lacks them; call before writing."""
+        for journal in self._journals:
+            if qid not in journal:
+                journal[qid] = (self._buffers.get(qid), self._pending.get(qid))
+
     def _config(self) -> dict[str, Any]:
         return {"k0": self.k0, "init": self.init, "inactivity_epochs": self.inactivity_epochs,
                 "variant": self.variant, "manager": self.manager}  # fmt: skip
@@ -395,6 +438,11 @@ class RankBufferReward(GroupRewardMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore `state_dict()` output exactly; checks the config and that every key's text exists."""
+        if self._journals:
+            raise RuntimeError(
+                "RankBufferReward.load_state_dict was called inside frozen_state(), whose exit would undo "
+                "only the block's own writes on top of the loaded state; load the state outside the block"
+            )
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"Not a RankBufferReward state: expected format {_STATE_FORMAT!r}, got {got!r}")

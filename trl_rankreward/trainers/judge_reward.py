@@ -16,6 +16,7 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -279,10 +280,9 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         groups = rows_to_groups(rows, group_size)
         self._register_references(groups)
         epoch = int(math.floor((self.state.epoch or 0.0) + 1e-9))
-        state_before = json.loads(json.dumps(method.state_dict())) if mode == "eval" else None
-        results = self._run(method.score(groups, epoch=epoch, step=self.state.global_step))
-        if state_before is not None:  # evaluation must not change buffers or other method state
-            method.load_state_dict(state_before)
+        # evaluation must not change buffers or other method state
+        with method.frozen_state() if mode == "eval" else contextlib.nullcontext():
+            results = self._run(method.score(groups, epoch=epoch, step=self.state.global_step))
         rewards = []
         for group, result in zip(groups, results, strict=True):
             if len(result.rewards) != group.size:
