@@ -88,3 +88,16 @@ def test_config_checks_name_both_fields(tmp_path):
     with pytest.raises(ValueError, match="buffer_variant must be one of"):
         config(tmp_path, buffer_variant="nope")
     assert config(tmp_path).lambda_fmt == 0.2  # the paper's default (Section 4.1)
+
+
+def test_evaluation_judges_against_the_buffers_but_leaves_them_unchanged(tiny_model_dir, tiny_dataset, tmp_path):
+    # Train 3 steps (2 of the 4 queries per step, so every query has a buffer by the end), then evaluate on
+    # all 4 queries: the eval groups are placed among the existing anchors (judge calls are made and logged),
+    # yet RankBufferReward.frozen_state() must leave every buffer as training left it.
+    args = config(tmp_path / "out", per_device_eval_batch_size=8)
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, args)
+    trainer.train()
+    before = json.dumps(trainer.reward_method.state_dict(), sort_keys=True)
+    metrics = trainer.evaluate(eval_dataset=trainer.train_dataset)
+    assert metrics["eval_judge/calls"] > 0 and "eval_rank/coarse_position_mean" in metrics
+    assert json.dumps(trainer.reward_method.state_dict(), sort_keys=True) == before
