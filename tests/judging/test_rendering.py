@@ -108,6 +108,19 @@ def test_buffer_select_lists_ids_and_the_size_in_words():
     assert '[A1]\n<response id="A1">\na1\n</response>' in text and "[R2]" in text
     assert "Return valid JSON with exactly four selected IDs:" in text  # App. G wording for size 4
     assert "LOOK-AHEAD" not in text
+    assert "COMBINED ORDER" not in text  # not given: no combined section
+
+
+def test_buffer_select_shows_the_combined_order_in_the_prompt_ids():
+    # pool a0=0 a1=1 r0=2 r1=3 r2=4; order r1 a0 r0 r2 a1 -> R1 < A0 < R0 < R2 < A1
+    request = BufferSelectRequest(
+        query="q", anchors=["a0", "a1"], rollouts=["r0", "r1", "r2"], size=4, combined_order=[3, 0, 2, 4, 1]
+    )
+    text = render_messages(request)[-1]["content"]
+    assert "\n\nCOMBINED ORDER (worst to best)\nR1 < A0 < R0 < R2 < A1\n\nSelect the members" in text
+    assert text.index("[R2]") < text.index("COMBINED ORDER")  # after the blocks whose IDs it uses
+    # the paper's core instruction follows verbatim (App. G)
+    assert "Prefer a rollout when it fills a gap or is a better\nrepresentative than a current anchor." in text
 
 
 @pytest.mark.parametrize(

@@ -292,6 +292,30 @@ def test_llm_manager_selects_and_sorts_by_the_combined_order():
     assert res.details["anchors_pruned"] == {"nectar": 2}
 
 
+def test_llm_manager_is_shown_the_combined_order():
+    judge = OracleJudge(QUALITY, select=lambda r: [9, 1, 3, 4])
+    _score(RankBufferReward(judge, k0=4, manager="llm"), [_group()])
+    (req,) = _of(judge, BufferSelectRequest)
+    # pool indices: n7 0, n5 1, n3 2, n1 3, c0 4, c7 5, c1 6, c5 7, c3 8, c6 9. Buckets C0 [c0],
+    # C1 [c7 c1 c5] (fine order), C2 [c3], C3 [], C4 [c6]; C_p sits before anchor p:
+    # c0 n7 c7 c1 c5 n5 c3 n3 n1 c6
+    assert req.combined_order == (4, 0, 5, 6, 7, 1, 8, 2, 3, 9)
+    pool = req.anchors + req.rollouts
+    assert [QUALITY[pool[i]] for i in req.combined_order] == sorted(QUALITY[t] for t in pool)  # truly worst -> best
+
+
+def test_llm_lookahead_manager_is_shown_the_previous_epochs_combined_order():
+    judge = OracleJudge(QUALITY | {"d1": 3.5, "d2": 9}, select=lambda r: [0, 1, 2, 3])
+    method = RankBufferReward(judge, k0=4, manager="llm_lookahead")
+    _score(method, [_group(["d1"])], epoch=0)
+    _score(method, [_group(["d2"])], epoch=1, step=1)
+    (req,) = _of(judge, BufferSelectRequest)
+    # epoch 0's group: d1 (3.5) between n5 (3) and n3 (5) -> bucket C2. Pool n7 0, n5 1, n3 2,
+    # n1 3, d1 4; combined: n7 n5 d1 n3 n1. The look-ahead rollout d2 is context, not in the order.
+    assert req.rollouts == ("d1",) and req.lookahead == ("d2",)
+    assert req.combined_order == (0, 1, 4, 2, 3)
+
+
 @pytest.mark.parametrize("answer", [[1, 2, 3], [1, 1, 2, 3], [0, 1, 2, 10], "0,1,2,3", None])
 def test_invalid_manager_answer_leaves_the_buffer_unchanged(answer):
     fail = (lambda r: isinstance(r, BufferSelectRequest)) if answer is None else None

@@ -102,6 +102,17 @@ def test_buffer_select_is_evenly_spaced_by_quality(judge):
     assert ask(judge, BufferSelectRequest, size=5, **req) == [0, 1, 2, 3, 4]
 
 
+def test_buffer_select_with_a_combined_order_is_answered_and_its_line_counted(judge):
+    # the combined order is prompt context: the verdict is the same as without it (see above),
+    # and the prompt an LLM would get is longer by the rendered "Y < A0 ..." section
+    req = dict(anchors=["a2", "a0"], rollouts=["x", "a1", "y"], size=3)
+    plain = BufferSelectRequest(query="Q", **req)
+    ordered = BufferSelectRequest(query="Q", combined_order=[4, 1, 2, 3, 0], **req)
+    assert run(judge.judge(ordered)) == [0, 2, 4]
+    assert "R2 < A1 < R0 < R1 < A0" in render_messages(ordered)[-1]["content"]
+    assert judge.prompt_tokens(ordered) > judge.prompt_tokens(plain)
+
+
 def test_buffer_select_rounds_half_up_like_select_k0():
     # 6 items of quality 0..5 in canonical order; size 5 takes rank i * 5/4 rounded half up:
     # 0, 1.25, 2.5, 3.75, 5 -> 0, 1, 3, 4, 5 (Python's round-half-even would pick 2 for 2.5)

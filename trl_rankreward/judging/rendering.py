@@ -103,6 +103,12 @@ def labelled_blocks(texts: Sequence[str], prefix: str) -> str:
     return "\n\n".join(f"[{prefix}{i}]\n{block(t, f'{prefix}{i}')}" for i, t in enumerate(texts))
 
 
+def combined_order_ids(request: BufferSelectRequest) -> str:
+    """`request.combined_order` in the prompt's IDs, worst -> best: `A0 < R2 < R0 < A1 ...`."""
+    n = len(request.anchors)
+    return " < ".join(f"A{i}" if i < n else f"R{i - n}" for i in request.combined_order)
+
+
 def weighted_rubrics(rubrics: Sequence[Rubric]) -> str:
     """Rubrics as the papers list them: `1.[weight=5] text`, one per line."""
     if not rubrics:
@@ -216,11 +222,15 @@ def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int):
             "\nLOOK-AHEAD ROLLOUTS (next epoch, unranked; context only, not selectable)\n"
             f"{labelled_blocks(request.lookahead, 'L')}\n"
         )
+    combined = ""
+    if request.combined_order:
+        combined = f"\nCOMBINED ORDER (worst to best)\n{combined_order_ids(request)}\n"
     size = request.size
     values = {
         **_common(request),
         "ANCHOR_BLOCKS": labelled_blocks(request.anchors, "A"),
         "ROLLOUT_BLOCKS": labelled_blocks(request.rollouts, "R"),
+        "COMBINED_ORDER_SECTION": combined,
         "LOOKAHEAD_SECTION": lookahead,
         "SIZE": _NUMBER_WORDS[size] if size < len(_NUMBER_WORDS) else str(size),
     }

@@ -190,13 +190,16 @@ class BufferSelectRequest(_Request):
 
     `anchors` are the current anchors worst -> best; `rollouts` the ranked candidates that
     may be added (worst -> best); `lookahead` unranked context that may not be selected.
-    Verdict: sorted indices into `anchors + rollouts`, exactly `size` of them.
+    `combined_order`: the established worst -> best order of all of `anchors + rollouts` as
+    indices into that pool (App. G: the manager sees "their combined worst-to-best ordering");
+    empty when unknown. Verdict: sorted indices into `anchors + rollouts`, exactly `size` of them.
     """
 
     anchors: tuple[str, ...]
     rollouts: tuple[str, ...]
     size: int
     lookahead: tuple[str, ...] = ()
+    combined_order: tuple[int, ...] = ()
 
     def __post_init__(self):
         super().__post_init__()
@@ -208,6 +211,26 @@ class BufferSelectRequest(_Request):
                 f"BufferSelectRequest.size={self.size} must be in 1..{len(self.anchors) + len(self.rollouts)} "
                 "(anchors + rollouts)"
             )
+        object.__setattr__(
+            self, "combined_order", _combined_order(self.combined_order, len(self.anchors), len(self.rollouts))
+        )
+
+
+def _combined_order(values: Sequence[int], n_anchors: int, n_rollouts: int) -> tuple[int, ...]:
+    """`BufferSelectRequest.combined_order` checked: empty, or a permutation of the pool's indices."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"BufferSelectRequest.combined_order must be a sequence of ints, got {type(values).__name__}")
+    values = tuple(values)
+    if any(isinstance(i, bool) or not isinstance(i, int) for i in values):
+        raise TypeError(f"BufferSelectRequest.combined_order must contain ints, got {values!r}")
+    pool = n_anchors + n_rollouts
+    if values and sorted(values) != list(range(pool)):
+        raise ValueError(
+            f"BufferSelectRequest.combined_order={values!r} must be a permutation of 0..{pool - 1} "
+            f"(indices into anchors + rollouts: {n_anchors} anchors, then {n_rollouts} rollouts, worst -> best), "
+            "or empty when the combined order is unknown"
+        )
+    return values
 
 
 JudgeRequest = Union[

@@ -120,7 +120,7 @@ CURRENT ANCHORS (worst to best)
 
 ELIGIBLE ROLLOUTS (worst to best)
 {ROLLOUT_BLOCKS}
-{LOOKAHEAD_SECTION}
+{COMBINED_ORDER_SECTION}{LOOKAHEAD_SECTION}
 Select the members of the next fixed-size reference buffer.
 The buffer is a quality scale, not a collection of only the best
 answers. Keep a stable, non-redundant set that covers the
@@ -270,7 +270,7 @@ _OPTIONAL = {
     "coarse": {"K", "K-1", "WEIGHTED_RUBRICS"},
     "coarse_order_only": {"K", "K-1", "WEIGHTED_RUBRICS"},
     "listwise": {"WEIGHTED_RUBRICS", "CANDIDATE_IDS"},
-    "buffer_select": {"WEIGHTED_RUBRICS", "LOOKAHEAD_SECTION", "SIZE"},
+    "buffer_select": {"WEIGHTED_RUBRICS", "COMBINED_ORDER_SECTION", "LOOKAHEAD_SECTION", "SIZE"},
     "rubric_pairwise_explicit": set(),
     "rubric_pairwise_implicit": {"K"},
     "pairwise": {"WEIGHTED_RUBRICS"},

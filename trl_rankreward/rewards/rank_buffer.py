@@ -311,13 +311,15 @@ class RankBufferReward(GroupRewardMethod):
         details: dict[str, Any],
         texts: dict[str, str] | None = None,
     ) -> AnchorBuffer:
-        """Appendix G: the manager picks `k0` of old anchors + ranked rollouts; the picks are
-        sorted by the combined order C_0, a_1, C_1, ..., a_K, C_K. Invalid: buffer unchanged."""
+        """Appendix G: the manager picks `k0` of old anchors + ranked rollouts, shown with their
+        combined worst -> best order C_0, a_1, C_1, ..., a_K, C_K (for look-ahead, the previous
+        epoch's ranking); the picks are sorted by that order. Invalid: buffer unchanged."""
         texts = texts or {}  # this group's answers; anchors and look-ahead groups are in the store
         get = lambda k: texts[k] if k in texts else self.store.get(k)  # noqa: E731
         rollouts = [k for bucket in key_buckets for k in bucket]
         pool = buffer.keys + rollouts
         size = min(self.k0, len(pool))
+        combined = _combined_order(buffer, key_buckets, epoch)
         request = group.request(
             BufferSelectRequest,
             step=step,
@@ -325,6 +327,7 @@ class RankBufferReward(GroupRewardMethod):
             rollouts=tuple(get(k) for k in rollouts),
             size=size,
             lookahead=tuple(lookahead),
+            combined_order=tuple(i for i, _ in combined),
         )
         verdict = await ask(self.manager_judge, request)
         details["manager_calls"] = 1
@@ -332,15 +335,6 @@ class RankBufferReward(GroupRewardMethod):
         details["manager_invalid"] = int(chosen is None)
         if chosen is None:
             return buffer
-        K = buffer.size
-        combined: list[tuple[int, Anchor]] = []  # (pool index, anchor) in combined order
-        r = K
-        for p, bucket in enumerate(key_buckets):
-            for key in bucket:
-                combined.append((r, Anchor(key, "llm", epoch)))
-                r += 1
-            if p < K:
-                combined.append((p, buffer.anchors[p]))
         kept = tuple(a for i, a in combined if i in chosen)
         return AnchorBuffer(kept, buffer.created_epoch, buffer.observed_epoch, buffer.left_epoch, buffer.right_epoch)
 
@@ -502,6 +496,21 @@ def check_order(verdict: Any, n: int) -> list[int]:
             f"Judge returned order {verdict!r} for {n} candidates; expected a permutation of {list(range(n))}"
         )
     return list(verdict)
+
+
+def _combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> list[tuple[int, Anchor]]:
+    """(pool index, anchor) worst -> best over `buffer.keys + rollouts`: bucket C_p (rollouts
+    ranked between a_p-1 and a_p, pool indices K, K+1, ... in bucket order) before anchor p."""
+    K = buffer.size
+    combined: list[tuple[int, Anchor]] = []
+    r = K
+    for p, bucket in enumerate(key_buckets):
+        for key in bucket:
+            combined.append((r, Anchor(key, "llm", epoch)))
+            r += 1
+        if p < K:
+            combined.append((p, buffer.anchors[p]))
+    return combined
 
 
 def _check_selection(verdict: Any, pool: int, size: int) -> set[int] | None:
