@@ -2,13 +2,20 @@
 
 import json
 import os
+import threading
 from functools import partial
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
-from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME, JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+from trl_rankreward.trainers.judge_reward import (
+    METHOD_STATE_NAME,
+    JudgeRewardGRPOConfig,
+    JudgeRewardGRPOTrainer,
+    build_judge,
+)
 
 #: a few-second CPU run with the generic trainer (tests.trainers.helpers.TINY_CPU_SETTINGS)
 cpu_config = partial(tiny_config, JudgeRewardGRPOConfig)
@@ -195,3 +202,50 @@ def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cpu_config(tmp_path, **urls)
+
+
+def test_the_ddp_timeout_warning_counts_judge_max_retries(tmp_path):
+    urls = dict(judge_base_urls=["http://localhost:8000/v1"], judge_model="m")
+    # 2 attempts * ((1 + 5 retries) * 150 + 0.5 * (2**5 - 1)) = 2 * (900 + 15.5) = 1831 s > 1800 s
+    with pytest.warns(UserWarning, match=r"1831 s .*6 tries \(1 \+ judge_max_retries\)"):
+        cpu_config(tmp_path, judge_max_attempts=2, judge_timeout_s=150, judge_max_retries=5, **urls)
+    # no retries: 3 * (1 * 600 + 0.5 * 0) = 1800 s, not above ddp_timeout -> no warning
+    # (with the default 3 retries the same timeout gives 3 * (4 * 600 + 3.5) = 7210.5 s)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cpu_config(tmp_path, judge_timeout_s=600, judge_max_retries=0, **urls)
+
+
+def test_judge_max_retries_must_not_be_negative(tmp_path):
+    with pytest.raises(ValueError, match="judge_max_retries must be >= 0, got -1"):
+        cpu_config(tmp_path, judge_max_retries=-1)
+
+
+def test_build_judge_passes_judge_max_retries_to_the_backend(tmp_path):
+    # A stdlib server that answers only the backend's start check (GET <base>/models), so build_judge
+    # runs exactly as in training; the judge is built, never asked.
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"data": [{"id": "m"}]}).encode() if self.path == "/v1/models" else b"{}"
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_port}/v1"
+        args = cpu_config(tmp_path, judge_base_urls=[url], judge_model="m", judge_max_retries=7, judge_timeout_s=9)
+        judge = build_judge(args)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert (judge.backend.max_retries, judge.backend.timeout_s) == (7, 9)
+    assert judge.backend.base_urls == [url]

@@ -81,11 +81,19 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         default=120.0,
         metadata={
             "help": "Timeout of one judge HTTP request, in seconds. The other processes wait for the judging in a "
-            "collective, so keep judge_max_attempts x 4 x judge_timeout_s below ddp_timeout (a warning says so)."
+            "collective, so keep judge_max_attempts x (1 + judge_max_retries) x judge_timeout_s below ddp_timeout "
+            "(a warning says so)."
         },
     )
     judge_max_attempts: int = field(
         default=3, metadata={"help": "Attempts per judge request (failed or invalid answers are retried)."}
+    )
+    judge_max_retries: int = field(
+        default=3,
+        metadata={
+            "help": "HTTP retries within one attempt after a timeout, transport error, 408, 429 or 5xx, with "
+            "exponential backoff from 0.5 s (tries per attempt = 1 + judge_max_retries)."
+        },
     )
     judge_max_tokens: int = field(
         default=1024,
@@ -126,17 +134,22 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         for name in ("judge_max_concurrency", "judge_max_attempts", "judge_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.judge_max_retries < 0:
+            raise ValueError(f"judge_max_retries must be >= 0, got {self.judge_max_retries}")
         if not self.judge_timeout_s > 0:
             raise ValueError(f"judge_timeout_s must be > 0, got {self.judge_timeout_s}")
         if self.judge_base_urls:
-            # One request against a hung server (LLMJudge docstring; backend defaults: 3 retries, 0.5 s backoff).
-            worst = self.judge_max_attempts * (4 * self.judge_timeout_s + 0.5 * 7)
+            # One request against a hung server: each attempt makes 1 + R tries that each time out,
+            # with backoff 0.5 * 2**i s after try i (OpenAICompatibleBackend's default backoff_s).
+            tries, retries = 1 + self.judge_max_retries, self.judge_max_retries
+            worst = self.judge_max_attempts * (tries * self.judge_timeout_s + 0.5 * (2**retries - 1))
             if worst > self.ddp_timeout:
                 warnings.warn(
                     f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
-                    f"{self.judge_max_attempts} x 4 tries x judge_timeout_s={self.judge_timeout_s:g}), longer than "
-                    f"ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process judges: "
-                    "raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
+                    f"{self.judge_max_attempts} x {tries} tries (1 + judge_max_retries) x judge_timeout_s="
+                    f"{self.judge_timeout_s:g}, plus backoff), longer than ddp_timeout={self.ddp_timeout} s that the "
+                    "other processes wait while the main process judges: raise ddp_timeout or lower judge_timeout_s "
+                    "/ judge_max_attempts / judge_max_retries",
                     stacklevel=2,
                 )
         if self.lambda_fmt < 0:
@@ -190,6 +203,7 @@ def build_judge(args: JudgeRewardGRPOConfig):
         api_key_env=args.judge_api_key_env,
         max_concurrency=args.judge_max_concurrency,
         timeout_s=args.judge_timeout_s,
+        max_retries=args.judge_max_retries,
     )
     return LLMJudge(
         backend,
