@@ -7,8 +7,8 @@ with the real templates (`judging.rendering`) and costed in the ledger. On top, 
   with every call lasting the same time, the clock time a call is issued at, counted from
   the start of the step, is the number of judge rounds before it: its *round* is exact;
 - keeps the rendered prompt as token lines (`prompt_cache.LineTokenizer`), for the
-  prefix-cache saving of its group (rendering is deterministic: the same prompt the ledger
-  costed, whose token count `key_tokens(record.prompt)` equals the ledger's);
+  prefix-cache saving of its group (the very rendering the ledger costed, kept by `_render`,
+  so `key_tokens(record.prompt)` equals the ledger's prompt tokens);
 - copies its ledger entry (prompt and completion tokens, parsed), so the benchmark's sums
   are the ledger's by construction.
 
@@ -20,12 +20,15 @@ writes an integer, which is where pointwise rewards' clustered advantages come f
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from dataclasses import dataclass
 
-from ..judging.rendering import render_messages
 from ..judging.templates import JudgeTemplates
 from ..testing.simulated_judge import SimulatedJudge
 from .prompt_cache import LineTokenizer, PromptKey
+
+#: the prompt of the call in progress, set by `BenchJudge._render` (one value per asyncio task)
+_PROMPT: contextvars.ContextVar[PromptKey] = contextvars.ContextVar("bench_judge_prompt")
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,9 @@ class BenchJudge(SimulatedJudge):
     async def judge(self, request):
         issued = asyncio.get_running_loop().time() - self._step_start
         await asyncio.sleep(1.0)
-        prompt = self.tokenizer.prompt_key(render_messages(request, self.templates, seed=self.seed))
         before = _counters(self.ledger)
-        verdict = await super().judge(request)  # renders, answers and records without suspending
+        verdict = await super().judge(request)  # renders once (see `_render`), answers and records
+        prompt = _PROMPT.get()
         calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _counters(self.ledger)))
         if calls != 1:
             raise RuntimeError(f"BenchJudge expected exactly one ledger entry for this call, found {calls}")
@@ -84,6 +87,13 @@ class BenchJudge(SimulatedJudge):
             )
         )
         return verdict
+
+    def _render(self, request):
+        # Keep the prompt the ledger was costed with, instead of rendering it a second time. The
+        # context variable is per task, so concurrent calls each read their own prompt.
+        rendered = super()._render(request)
+        _PROMPT.set(self.tokenizer.prompt_key(rendered.messages))
+        return rendered
 
     def pointwise_score(self, quality: float) -> float:
         score = super().pointwise_score(quality)

@@ -88,7 +88,7 @@ class QualityJudge(abc.ABC):
         """Verdict for `request` (see `judging.requests`); records the call in `.ledger`."""
         kind = request_kind(request)
         start = time.perf_counter()
-        rendered = render(request, self.templates, seed=self.seed)
+        rendered = self._render(request)
         try:
             verdict = await self._verdict(request, rendered.display)
         except JudgeError as exc:
@@ -105,7 +105,11 @@ class QualityJudge(abc.ABC):
 
     def prompt_tokens(self, request) -> int:
         """Tokens of the prompt an LLM judge would receive for `request`."""
-        return count_message_tokens(self.token_counter, render(request, self.templates, seed=self.seed).messages)
+        return count_message_tokens(self.token_counter, self._render(request).messages)
+
+    def _render(self, request):
+        """The prompt an LLM judge would receive (this judge's templates and seed); rendered once per call."""
+        return render(request, self.templates, seed=self.seed)
 
     async def _verdict(self, request, display: tuple[int, ...]) -> Any:
         if isinstance(request, CoarseRequest):
