@@ -16,10 +16,12 @@ from trl_rankreward.judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
+from trl_rankreward.judging.retry import RetryPolicy
 
 from .fakes import ScriptedBackend
 
 RUBRICS = [{"text": "Correct", "weight": 5}, {"text": "Clear", "weight": 2}]
+FAST = RetryPolicy(backoff_s=0.001, jitter_s=0.0)  # the default waits ~1 s before retrying a backend error
 COARSE = CoarseRequest(query="q", rubrics=RUBRICS, anchors=["a0", "a1", "a2", "a3"], candidate="c", query_id="q1")
 
 
@@ -40,7 +42,7 @@ def test_retry_on_invalid_then_success_is_counted():
 
 def test_failure_after_max_attempts_is_a_value_not_a_verdict():
     backend = ScriptedBackend(["garbage", '{"position": "two"}'])
-    judge = LLMJudge(backend, max_attempts=2)
+    judge = LLMJudge(backend, retry=RetryPolicy(max_attempts=2))
     verdict = run(judge, COARSE)
     assert isinstance(verdict, JudgeFailure) and not verdict
     assert verdict.kind == "invalid" and verdict.attempts == 2
@@ -50,7 +52,7 @@ def test_failure_after_max_attempts_is_a_value_not_a_verdict():
 
 def test_backend_errors_are_retried_and_counted_by_kind():
     script = [BackendError("down", kind="transport"), BackendError("slow", kind="timeout"), '{"position": 0}']
-    judge = LLMJudge(ScriptedBackend(script))
+    judge = LLMJudge(ScriptedBackend(script), retry=FAST)
     assert run(judge, COARSE) == 0
     # A failed backend call reports no usage: only the parsed call's 100 / 10 tokens count.
     assert judge.ledger.failures == {"transport": 1, "timeout": 1}
@@ -59,7 +61,7 @@ def test_backend_errors_are_retried_and_counted_by_kind():
 
 def test_last_backend_failure_kind_is_returned():
     script = [BackendError("overloaded", kind="http", status=503), BackendError("refused", kind="transport")]
-    verdict = run(LLMJudge(ScriptedBackend(script), max_attempts=2), COARSE)
+    verdict = run(LLMJudge(ScriptedBackend(script), retry=RetryPolicy(max_attempts=2, backoff_s=0.001)), COARSE)
     assert verdict.kind == "transport" and "refused" in verdict.message
 
 
@@ -68,27 +70,28 @@ def test_an_error_that_repeats_on_every_try_is_not_retried(status):
     # A 400 (prompt longer than the judge's context), 401 (bad key) or 404 (unknown model) comes back
     # the same on every try: one call, then the failure, instead of max_attempts identical calls.
     backend = ScriptedBackend([BackendError("no", kind="http", status=status), '{"position": 0}'])
-    judge = LLMJudge(backend, max_attempts=3)
+    judge = LLMJudge(backend, retry=RetryPolicy(max_attempts=3))
     verdict = run(judge, COARSE)
     assert isinstance(verdict, JudgeFailure) and verdict.kind == "http" and verdict.attempts == 1
     assert len(backend.calls) == 1 and judge.ledger.failures == {"http": 1}
 
 
-def test_total_http_requests_are_attempts_times_backend_tries():
-    # Documented bound: max_attempts * (1 + max_retries) HTTP requests; here 2 * (1 + 1) = 4 for a
-    # server that always answers 500, and 1 for one that always answers 400.
+def test_total_http_requests_are_the_retry_policys_attempts():
+    # One policy, one budget: max_attempts HTTP requests in all (3 for a server that always answers
+    # 500, 1 for one that always answers 400), each a call in the ledger; a 200 with an HTML page is
+    # a counted "malformed" failure, retried like any other.
     from tests.judging.test_openai_backend import ScriptedServer
     from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend
 
-    for statuses, expected in (([500] * 10, 4), ([400] * 10, 1)):
+    for statuses, expected, kind in (([500] * 10, 3, "http"), ([400] * 10, 1, "http"), (["html"] * 10, 3, "malformed")):
         server = ScriptedServer(statuses)
         try:
-            backend = OpenAICompatibleBackend(server.url, "judge", max_retries=1, backoff_s=0.01)
-            verdict = run(LLMJudge(backend, max_attempts=2), COARSE)
+            judge = LLMJudge(OpenAICompatibleBackend(server.url, "judge"), retry=FAST)
+            verdict = run(judge, COARSE)
         finally:
             server.close()
-        assert isinstance(verdict, JudgeFailure) and verdict.kind == "http"
-        assert len(server.requests) == expected
+        assert isinstance(verdict, JudgeFailure) and verdict.kind == kind and verdict.attempts == expected
+        assert len(server.requests) == expected and judge.ledger.failures == {kind: expected}
 
 
 @pytest.mark.parametrize(
@@ -161,4 +164,4 @@ def test_structured_output_sends_the_schema_and_settings():
 
 def test_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="max_attempts must be an integer >= 1, got 0"):
-        LLMJudge(ScriptedBackend([]), max_attempts=0)
+        LLMJudge(ScriptedBackend([]), retry=RetryPolicy(max_attempts=0))

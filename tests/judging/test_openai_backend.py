@@ -1,4 +1,5 @@
-"""OpenAICompatibleBackend against a scripted local HTTP server: retries, usage, round-robin, key hygiene."""
+"""OpenAICompatibleBackend against a scripted local HTTP server: one try per call, failure kinds,
+Retry-After, usage, round-robin, key hygiene, the start-up check."""
 
 import asyncio
 import gc
@@ -17,11 +18,16 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 class ScriptedServer:
-    """Answers POST /v1/chat/completions with scripted statuses (200 -> a completion with usage 11/3)."""
+    """Answers POST /v1/chat/completions with scripted statuses (200 -> a completion with usage 11/3).
 
-    def __init__(self, statuses=(), delay_s=0.0):
+    A script entry is a status, `(status, headers)`, "html" (200 with an HTML page) or "truncated"
+    (200 with half a JSON completion). GET /v1/models lists `models`.
+    """
+
+    def __init__(self, statuses=(), delay_s=0.0, models=("judge",)):
         self.statuses = list(statuses)
         self.delay_s = delay_s
+        self.models = list(models)
         self.requests: list[dict] = []
         self.auth: list[str] = []
         server = self
@@ -30,34 +36,44 @@ class ScriptedServer:
             def log_message(self, *args):
                 pass
 
-            def _send(self, status, body):
-                data = json.dumps(body).encode()
+            def _send(self, status, body, headers=(), content_type="application/json"):
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in dict(headers).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 
             def do_GET(self):
                 server.auth.append(self.headers.get("Authorization", ""))
-                self._send(200, {"object": "list", "data": [{"id": "judge", "object": "model"}]})
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 server.auth.append(self.headers.get("Authorization", ""))
                 time.sleep(server.delay_s)
-                status = server.statuses.pop(0) if server.statuses else 200
-                if status != 200:
-                    self._send(status, {"error": {"message": f"scripted {status}"}})
-                    return
+                entry = server.statuses.pop(0) if server.statuses else 200
+                status, headers = entry if isinstance(entry, tuple) else (entry, ())
+                if status == "html":
+                    self._send(200, b"<html><body>502 Bad Gateway</body></html>", content_type="text/html")
+                elif status == "truncated":
+                    self._send(200, b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "mess')
+                elif status != 200:
+                    self._send(status, {"error": {"message": f"scripted {status}"}}, headers)
+                else:
+                    self._send_completion(body["model"])
+
+            def _send_completion(self, model):
                 self._send(
                     200,
                     {
                         "id": "x",
                         "object": "chat.completion",
                         "created": 0,
-                        "model": body["model"],
+                        "model": model,
                         "choices": [
                             {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
                         ],
@@ -88,7 +104,6 @@ def server_factory():
 
 
 def backend_for(urls, **kw):
-    kw.setdefault("backoff_s", 0.01)
     return OpenAICompatibleBackend(urls, "judge", **kw)
 
 
@@ -102,34 +117,49 @@ def test_completion_text_and_usage_come_from_the_response(server_factory):
     assert "response_format" not in sent
 
 
-@pytest.mark.parametrize("status", [429, 500, 503])
-def test_429_and_5xx_are_retried(server_factory, status):
-    server = server_factory([status, status])
-    completion = asyncio.run(backend_for(server.url, max_retries=3).complete(MESSAGES))
-    assert completion.text == "ok" and len(server.requests) == 3  # two scripted failures, then success
+@pytest.mark.parametrize("status", [408, 429, 500, 503])
+def test_a_failed_call_is_one_http_request_and_retryable(server_factory, status):
+    # The backend never retries itself: judging.retry.RetryPolicy does, for every caller alike.
+    server = server_factory([status])
+    with pytest.raises(BackendError) as info:
+        asyncio.run(backend_for(server.url).complete(MESSAGES))
+    assert (info.value.kind, info.value.status, info.value.retryable, len(server.requests)) == ("http", status, True, 1)
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 422])
-def test_other_4xx_are_not_retried(server_factory, status):
+def test_other_4xx_are_not_retryable(server_factory, status):
     server = server_factory([status])
     with pytest.raises(BackendError) as info:
-        asyncio.run(backend_for(server.url, max_retries=3).complete(MESSAGES))
-    assert (info.value.kind, info.value.status, len(server.requests)) == ("http", status, 1)
+        asyncio.run(backend_for(server.url).complete(MESSAGES))
+    assert (info.value.kind, info.value.status, info.value.retryable) == ("http", status, False)
     assert f"returned HTTP {status}" in str(info.value) and server.url in str(info.value)
 
 
-def test_retries_are_bounded(server_factory):
-    server = server_factory([500] * 10)
+@pytest.mark.parametrize(
+    "headers, expected",
+    [({"Retry-After": "7"}, 7.0), ({"retry-after-ms": "250"}, 0.25), ({}, None), ({"Retry-After": "soon"}, None)],
+)
+def test_retry_after_is_read_from_a_429(server_factory, headers, expected):
+    server = server_factory([(429, headers)])
     with pytest.raises(BackendError) as info:
-        asyncio.run(backend_for(server.url, max_retries=2).complete(MESSAGES))
-    assert info.value.status == 500 and len(server.requests) == 3  # 1 try + 2 retries
+        asyncio.run(backend_for(server.url).complete(MESSAGES))
+    assert info.value.retry_after_s == expected
+
+
+@pytest.mark.parametrize("body", ["html", "truncated"])
+def test_a_200_that_is_not_a_chat_completion_is_a_malformed_failure(server_factory, body):
+    # Before, an HTML page came back as an empty answer and truncated JSON as a bare JSONDecodeError.
+    server = server_factory([body])
+    with pytest.raises(BackendError) as info:
+        asyncio.run(backend_for(server.url).complete(MESSAGES))
+    assert info.value.kind == "malformed" and info.value.retryable and server.url in str(info.value)
 
 
 def test_timeout_is_reported_as_timeout(server_factory):
     server = server_factory(delay_s=2.0)
     start = time.monotonic()
     with pytest.raises(BackendError) as info:
-        asyncio.run(backend_for(server.url, timeout_s=0.3, max_retries=0).complete(MESSAGES))
+        asyncio.run(backend_for(server.url, timeout_s=0.3).complete(MESSAGES))
     assert info.value.kind == "timeout" and time.monotonic() - start < 1.9
 
 
@@ -177,12 +207,23 @@ def test_start_up_check_fails_fast_with_the_url():
     assert f"Judge server at {url} does not answer" in str(info.value) and info.value.kind == "transport"
 
 
-def test_connection_refused_is_a_transport_error_after_retries():
+def test_connection_refused_is_a_transport_error():
     url = f"http://127.0.0.1:{free_port()}/v1"
-    backend = OpenAICompatibleBackend(url, "judge", check_on_start=False, max_retries=2, backoff_s=0.01)
+    backend = OpenAICompatibleBackend(url, "judge", check_on_start=False)
     with pytest.raises(BackendError) as info:
         asyncio.run(backend.complete(MESSAGES))
-    assert info.value.kind == "transport" and url in str(info.value)
+    assert info.value.kind == "transport" and info.value.retryable and url in str(info.value)
+
+
+def test_start_up_check_fails_on_a_model_the_server_does_not_serve(server_factory):
+    server = server_factory(models=("Qwen/Qwen3-8B", "other"))
+    with pytest.raises(BackendError) as info:
+        OpenAICompatibleBackend(server.url, "Qwen/Qwen3-30B")
+    message = str(info.value)
+    assert "'Qwen/Qwen3-30B' is not served at" in message and server.url in message
+    assert "['Qwen/Qwen3-8B', 'other']" in message and len(server.requests) == 0
+    # a gateway that routes models it does not list: the check can be relaxed
+    OpenAICompatibleBackend(server.url, "Qwen/Qwen3-30B", require_listed_model=False)
 
 
 def test_base_url_normalization():

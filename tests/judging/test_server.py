@@ -16,6 +16,7 @@ from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBa
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.rendering import render_messages
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, PointwiseRequest
+from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.testing.server import serve_transformers
 from trl_rankreward.testing.tiny_models import build_tiny_model
 
@@ -47,8 +48,8 @@ def server_usage(server, messages) -> dict:
 
 
 def test_garbage_answers_fail_as_invalid_and_tokens_match_server_usage(server):
-    backend = OpenAICompatibleBackend(server, server.model, max_retries=0)
-    judge = LLMJudge(backend, max_attempts=3, max_tokens=MAX_TOKENS)
+    backend = OpenAICompatibleBackend(server, server.model)
+    judge = LLMJudge(backend, retry=RetryPolicy(max_attempts=3), max_tokens=MAX_TOKENS)
     requests = [
         CoarseRequest(
             query="Name a colour.", rubrics=RUBRICS, anchors=["Red.", "Blue, like the sky."], candidate="Green"
@@ -78,8 +79,9 @@ def test_start_up_check_accepts_the_live_server(server):
 
 def test_server_stopped_mid_run_gives_counted_transport_failures(tiny_model):
     with serve_transformers(tiny_model) as srv:
-        backend = OpenAICompatibleBackend(srv, srv.model, max_retries=1, backoff_s=0.05, timeout_s=30)
-        judge = LLMJudge(backend, max_attempts=2, max_tokens=MAX_TOKENS)
+        backend = OpenAICompatibleBackend(srv, srv.model, timeout_s=30)
+        retry = RetryPolicy(max_attempts=2, backoff_s=0.05, jitter_s=0.0)
+        judge = LLMJudge(backend, retry=retry, max_tokens=MAX_TOKENS)
 
         async def stop_mid_run():
             tasks = [asyncio.create_task(judge.judge(PointwiseRequest(query=f"q{i}", response="r"))) for i in range(6)]

@@ -8,6 +8,7 @@ import pytest
 from trl_rankreward.judging.backends.transformers_backend import TransformersBackend
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.requests import JudgeFailure, PointwiseRequest
+from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.testing.tiny_models import build_tiny_model
 
 
@@ -40,7 +41,7 @@ def test_concurrent_requests_are_batched_and_tokens_counted(backend):
 
 
 def test_llm_judge_on_the_in_process_model_fails_cleanly(backend):
-    judge = LLMJudge(backend, max_attempts=2, max_tokens=4)
+    judge = LLMJudge(backend, retry=RetryPolicy(max_attempts=2), max_tokens=4)
     verdict = asyncio.run(judge.judge(PointwiseRequest(query="q", response="r")))
     assert isinstance(verdict, JudgeFailure) and verdict.kind == "invalid"  # a random model writes no JSON
     assert (judge.ledger.calls, judge.ledger.failures) == (2, {"invalid": 2})

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import pytest
 
 from trl_rankreward.judging.requests import PairwiseRequest
+from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.genrm_reward import GenRMJudge, GenRMPairwiseReward, length_penalty
 from trl_rankreward.rewards.registry import make_reward_method
@@ -69,10 +70,10 @@ def test_genrm_judge_maps_display_back(display):
 
 def test_genrm_judge_retries_then_fails():
     backend = FakeGenRM(bad_first=1)
-    judge = GenRMJudge(backend, max_attempts=2)
+    judge = GenRMJudge(backend, retry=RetryPolicy(max_attempts=2))
     assert asyncio.run(judge.judge(PairwiseRequest(query="Q", a="GOOD", b="x"))) == "A"
     assert backend.calls == 2 and judge.ledger.failures == {"invalid": 1}
-    failing = GenRMJudge(FakeGenRM(bad_first=5), max_attempts=2)
+    failing = GenRMJudge(FakeGenRM(bad_first=5), retry=RetryPolicy(max_attempts=2))
     verdict = asyncio.run(failing.judge(PairwiseRequest(query="Q", a="GOOD", b="x")))
     assert not verdict and verdict.kind == "invalid" and verdict.attempts == 2
 

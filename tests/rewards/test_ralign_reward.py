@@ -110,10 +110,15 @@ def test_ralign_mode_needs_a_metarm():
         RAlignReward(CountingMetaJudge(), mode="ppo")
 
 
-@pytest.mark.parametrize("answer", [JudgeError("bad json", kind="invalid"), RuntimeError("boom"), "yes"])
+@pytest.mark.parametrize("answer", [JudgeError("bad json", kind="invalid"), "yes"])
 def test_meta_failure_is_unscorable_not_a_verdict(answer):
     (score,) = _score(RAlignReward(CountingMetaJudge(answer)), [_sample("\\boxed{A}")])
     assert score.status == "meta_failed" and score.reward is None and score.failure is not None
+
+
+def test_a_bug_in_the_meta_judge_propagates_instead_of_becoming_a_failure():
+    with pytest.raises(RuntimeError, match="boom"):
+        _score(RAlignReward(CountingMetaJudge(RuntimeError("boom"))), [_sample("\\boxed{A}")])
 
 
 def test_sync_and_async_hooks_with_ledger():

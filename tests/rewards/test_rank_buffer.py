@@ -244,7 +244,7 @@ def test_failed_coarse_call_makes_the_group_neutral_and_leaves_no_buffer():
     assert method.step_metrics([res])["reward/neutral_groups"] == 1
 
 
-def test_failed_fine_call_leaves_the_buffer_unchanged():
+def test_failed_fine_call_keeps_the_coarse_ranking_and_leaves_the_buffer_unchanged():
     fail = {"on": False}
     judge = OracleJudge(QUALITY, fail=lambda r: fail["on"] and isinstance(r, ListwiseRequest))
     method = RankBufferReward(judge, k0=4)
@@ -252,7 +252,21 @@ def test_failed_fine_call_leaves_the_buffer_unchanged():
     before = json.dumps(method.state_dict(), sort_keys=True)
     fail["on"] = True
     (res,) = _score(method, [_group()], epoch=1, step=1)
-    assert res.neutral and json.dumps(method.state_dict(), sort_keys=True) == before
+    assert not res.neutral and res.details["fine_fallbacks"] >= 1
+    assert len(res.details["partial_failures"]) == res.details["fine_fallbacks"]
+    assert json.dumps(method.state_dict(), sort_keys=True) == before  # no maintenance from an unordered bucket
+    assert method.step_metrics([res])["rank/fine_fallbacks"] == 1
+
+
+def test_failed_fine_call_on_first_sight_keeps_the_reference_buffer():
+    judge = OracleJudge(QUALITY, fail=lambda r: isinstance(r, ListwiseRequest))
+    method = RankBufferReward(judge, k0=4)
+    (res,) = _score(method, [_group()])
+    # The fine call over bucket C1 [c1 c5 c7] failed: those answers share one place. Order:
+    # "" | c0 | {c1 c1 c5 c7} | c3 | c6 -> q = 0, 1, (2+3+4+5)/4 = 3.5, 6, 7 and r = -1 + 2q/7.
+    assert not res.neutral and res.details["fine_fallbacks"] == 1
+    assert res.rewards == pytest.approx([-5 / 7, 0.0, -1.0, 5 / 7, 0.0, 0.0, 1.0, 0.0])
+    assert _texts(method) == ["n7", "n5", "n3", "n1"]  # Select_K0 of the references, nothing inserted
 
 
 def test_invalid_verdict_is_a_failure_not_a_guess():

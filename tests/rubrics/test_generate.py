@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from tests.rubrics.fakes import ScriptedBackend, valid_rubrics
 from trl_rankreward.data import attach_rubrics
 from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.rubrics import generate_rubrics
 
 
@@ -37,7 +40,7 @@ def test_invalid_then_valid_is_retried_and_exhausted_queries_are_reported(nectar
         if attempt == 0:
             return "Sure! Rubrics: correctness (5)"  # no JSON
         if attempt == 1:
-            return RuntimeError("connection reset")  # a backend error also uses an attempt
+            return BackendError("connection reset", kind="transport")  # a backend error also uses an attempt
         return valid_rubrics()
 
     out = tmp_path / "rubrics.jsonl"
@@ -58,6 +61,16 @@ def test_invalid_then_valid_is_retried_and_exhausted_queries_are_reported(nectar
     ids = [r["query_id"] for r in read_records(out)]
     assert sorted(ids) == sorted(nectar_dataset["query_id"])  # each exactly once
     assert list(read_records(again.failures_path)) == []
+
+
+def test_a_bug_in_the_backend_is_not_a_failed_job_but_an_error(nectar_dataset, tmp_path):
+    # Only judge failures (BackendError, invalid answers) are retried and reported as failed ids;
+    # a programming error stops the run instead of being written down as 6 failed queries.
+    def reply(messages, attempt):
+        return KeyError("bug in a custom backend")
+
+    with pytest.raises(KeyError, match="bug in a custom backend"):
+        generate_rubrics(nectar_dataset, ScriptedBackend(reply), tmp_path / "rubrics.jsonl")
 
 
 def test_concurrency_is_bounded(nectar_dataset, tmp_path):

@@ -16,7 +16,7 @@ from trl_rankreward.testing import build_tiny_model, serve_transformers
 def test_random_model_answers_are_invalid_and_every_query_is_reported(nectar_dataset, tmp_path):
     dataset = nectar_dataset.select(range(2))
     with serve_transformers(build_tiny_model(tmp_path / "tiny")) as url:
-        backend = OpenAICompatibleBackend(url, url.model, max_retries=0, timeout_s=60)
+        backend = OpenAICompatibleBackend(url, url.model, timeout_s=60)
         out = tmp_path / "rubrics.jsonl"
         summary = generate_rubrics(dataset, backend, out, max_attempts=2, max_tokens=8, max_concurrency=2)
     assert (summary.succeeded, summary.failed) == (0, 2)

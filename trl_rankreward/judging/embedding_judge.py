@@ -87,6 +87,11 @@ class EmbeddingJudge(QualityJudge):
         self._model = None
         self._lock = threading.Lock()  # one encode at a time per judge; guards the cache too
 
+    def describe(self) -> str:
+        """One line for the run's log: the embedded judge and its model."""
+        model = self.model_path or f"the bundled all-MiniLM-L6-v2 ({bundled_model_path()})"
+        return f"EmbeddingJudge (embedded, offline; similarity to each query's references) with {model}"
+
     # ----- references -------------------------------------------------------------------
     def set_references(self, query_id: str, references_best_first: Sequence[str]) -> None:
         """Reference responses of `query_id`, best first; replaces earlier ones."""

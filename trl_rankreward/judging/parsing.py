@@ -43,7 +43,13 @@ _EXCERPT = 200
 
 
 class InvalidAnswer(ValueError):
-    """The judge's answer cannot be used for this request; the message says why."""
+    """The judge's answer cannot be used for this request; the message says why.
+
+    Retryable at once (`judging.retry`): the server answered, the answer was unusable.
+    """
+
+    retryable = True
+    backoff = False
 
 
 def strip_think(text: str) -> str:

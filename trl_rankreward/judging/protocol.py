@@ -20,17 +20,16 @@ class Judge(Protocol):
 
 
 async def ask(judge: Judge, request: JudgeRequest) -> Any:
-    """Call `judge` and return its verdict, or a `JudgeFailure` if it failed in any way.
+    """Call `judge` and return its verdict, or a `JudgeFailure` if it could not answer.
 
-    Exceptions other than `JudgeError` from a user judge are turned into failures of kind
-    "error" as well, so that one broken call neutralizes its group instead of the run.
+    A judge reports failure by returning a `JudgeFailure` or raising `JudgeError`. Any other
+    exception is a bug (in a custom judge, or ours), not a judge failure: it propagates and
+    stops the step, instead of hiding as a neutral group.
     """
     try:
         return await judge.judge(request)
     except JudgeError as exc:
         return exc.as_failure()
-    except Exception as exc:  # a user judge's bug must not kill a training step
-        return JudgeFailure("error", f"{type(exc).__name__}: {exc}")
 
 
 def is_failure(verdict: Any) -> bool:

@@ -334,6 +334,12 @@ class JudgeTemplates:
             if f.name != "system":
                 _check(f.name, value)
 
+    @property
+    def source(self) -> str:
+        """Which templates differ from the papers' defaults, for the run's log."""
+        changed = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
+        return f"the papers' defaults except {', '.join(changed)}" if changed else "the papers' defaults"
+
     @classmethod
     def from_dict(cls, overrides: Mapping[str, Any]) -> JudgeTemplates:
         """Defaults with the templates in `overrides` replaced; unknown names raise."""

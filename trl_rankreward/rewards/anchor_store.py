@@ -8,6 +8,10 @@ append-only: a text is never changed or removed, so a key in any old checkpoint 
 - `InMemoryAnchorStore`: a dict; its texts travel inside `RankBufferReward.state_dict()`.
 - `SQLiteAnchorStore(path)`: a stdlib `sqlite3` file (e.g. in the trainer's output
   directory); `state_dict()` then holds keys only and the file holds the texts.
+  `snapshot(path)` copies it atomically (into a checkpoint, so that the checkpoint resumes
+  alone) and `merge_from(path)` adds a copy's texts to a store. Files are marked (SQLite's
+  application_id and user_version) and checked when opened: a file that is not a store, is
+  cut short, or is corrupt raises `AnchorStoreError` naming it, not a bare `sqlite3` error.
 
 Two different texts with the same key (a 64-bit prefix collision) raise instead of
 silently sharing an anchor.
@@ -15,11 +19,14 @@ silently sharing an anchor.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pathlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from ..judging.seeding import text_id
+from .state_files import durable_replace
 
 # SQLite's default limit on host parameters in one statement is 999 in old builds.
 _SQL_CHUNK = 500
@@ -68,6 +75,106 @@ class InMemoryAnchorStore:
         return len(self._texts)
 
 
+class AnchorStoreError(ValueError):
+    """An anchor store file is missing, not an SQLite database, corrupt, or holds another schema,
+    or SQLite failed on it; the message names the file and what to do."""
+
+
+# `PRAGMA application_id` ("rkas": RankBuffer anchor store) and `PRAGMA user_version` mark
+# the files this module creates; files from before the marker (application_id 0) are accepted
+# when their `anchors` table has the right columns, and are marked when opened for writing.
+APPLICATION_ID = 0x726B6173
+SCHEMA_VERSION = 1
+_COLUMNS = [("key", "TEXT", 0, 1), ("text", "TEXT", 1, 0)]  # PRAGMA table_info: name, type, notnull, pk
+_CREATE = "CREATE TABLE IF NOT EXISTS anchors (key TEXT PRIMARY KEY, text TEXT NOT NULL)"
+_MARK = (
+    f"BEGIN IMMEDIATE; {_CREATE}; PRAGMA application_id = {APPLICATION_ID}; "
+    f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+)
+_HEADER = b"SQLite format 3\x00"
+_FIX = (
+    "point anchor_store_path at the run's anchors.sqlite, or resume from a checkpoint that holds its own anchors.sqlite"
+)
+
+
+def _not_a_store(path: str, problem: str) -> AnchorStoreError:
+    return AnchorStoreError(f"{path} is not a usable anchor store: {problem}; {_FIX}")
+
+
+def _database_error(path: str, action: str, error: sqlite3.DatabaseError) -> AnchorStoreError:
+    if isinstance(error, sqlite3.OperationalError):  # locked, read-only, disk full, I/O: the file may be intact
+        hint = "check that the file is readable and writable, the disk has space, and no other process locks it"
+    else:
+        hint = f"the file is corrupt or not an anchor store; {_FIX}"
+    return AnchorStoreError(f"Anchor store {path}: {action} failed ({type(error).__name__}: {error}); {hint}")
+
+
+def _check_file(path: str, *, must_exist: bool) -> None:
+    """Cheap checks before SQLite opens `path`: the SQLite magic, and (when no journal is pending)
+    a length matching the page count in the header, which catches a store cut short by a copy."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except FileNotFoundError:
+        if must_exist:
+            raise AnchorStoreError(f"Anchor store {path} does not exist; {_FIX}") from None
+        return
+    except OSError as e:
+        raise AnchorStoreError(
+            f"Anchor store {path} cannot be read ({e}); check the path and its permissions"
+        ) from None
+    if size == 0:
+        if must_exist:
+            raise _not_a_store(path, "the file is empty")
+        return  # SQLite treats an empty file as a new database
+    if not head.startswith(_HEADER):
+        raise _not_a_store(path, f"it is not an SQLite database (it starts with {head[:16]!r})")
+    if len(head) < 100:
+        raise _not_a_store(path, f"the file is truncated or corrupt ({size} bytes, shorter than the SQLite header)")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    counted = head[24:28] == head[92:96]  # the header's page count is valid (SQLite >= 3.7.0 wrote it)
+    if counted and size < pages * page_size and not _journal_pending(path):
+        raise _not_a_store(
+            path, f"the file is truncated ({size} bytes; its header counts {pages} pages of {page_size} bytes)"
+        )
+
+
+def _journal_pending(path: str) -> bool:
+    # A WAL or rollback journal left by a crash completes (or undoes) the file when SQLite opens it.
+    return any(os.path.exists(j) and os.path.getsize(j) > 0 for j in (f"{path}-wal", f"{path}-journal"))
+
+
+def _schema_state(db: sqlite3.Connection, path: str, schema: str, *, allow_new: bool) -> str:
+    """Check the store `schema` of `db` (the file `path`): returns "new" (an empty database),
+    "unmarked" (a store from before the marker) or "current"; raises `AnchorStoreError` otherwise."""
+    app_id = db.execute(f"PRAGMA {schema}.application_id").fetchone()[0]
+    version = db.execute(f"PRAGMA {schema}.user_version").fetchone()[0]
+    tables = [n for (n,) in db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")]
+    if app_id not in (0, APPLICATION_ID):
+        raise _not_a_store(path, f"it belongs to another application (application_id {app_id:#x}, tables {tables[:8]})")
+    if allow_new and app_id == 0 and not tables:
+        return "new"
+    columns = [(name, kind.upper(), notnull, pk) for _, name, kind, notnull, _, pk in
+               db.execute(f"PRAGMA {schema}.table_info(anchors)")]  # fmt: skip
+    if columns != _COLUMNS:
+        raise _not_a_store(
+            path, f"it has no table anchors(key TEXT PRIMARY KEY, text TEXT NOT NULL) (tables: {tables[:8]})"
+        )
+    if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
+        raise AnchorStoreError(
+            f"Anchor store {path} was written by a newer version of trl-rankreward (store schema {version}, this "
+            f"version reads {SCHEMA_VERSION}); upgrade trl-rankreward to use it"
+        )
+    return "current" if app_id == APPLICATION_ID else "unmarked"
+
+
+def _uri(path: str, mode: str) -> str:
+    return f"{pathlib.Path(os.path.abspath(path)).as_uri()}?mode={mode}"
+
+
 class SQLiteAnchorStore:
     """Append-only anchor texts in an SQLite file at `path` (created if absent).
 
@@ -75,23 +182,44 @@ class SQLiteAnchorStore:
     refer to. Commits do not wait for fsync (WAL with synchronous=NORMAL): fsync per put cost
     ~9 ms each, seconds per step at 512 queries (docs/performance.md); after a power loss the
     last commits may be gone, as may the checkpoint files written with them.
+
+    Opening checks the file cheaply (SQLite header, length, schema marker or table) and raises
+    `AnchorStoreError` naming it; SQLite errors later on are raised as `AnchorStoreError` too.
+    `snapshot(path)` copies the store atomically (e.g. into a checkpoint, which then resumes on
+    its own) and `merge_from(path)` adds a copy's texts back. With `read_only=True` the file
+    must exist and is neither changed nor marked.
     """
 
     persistent = True
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, read_only: bool = False):
         self.path = os.fspath(path)
-        parent = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(parent, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS anchors (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
-        self._db.commit()
+        if not read_only:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        _check_file(self.path, must_exist=read_only)
+        with self._sql("opening the store"):
+            self._db = sqlite3.connect(_uri(self.path, "ro" if read_only else "rwc"), uri=True, check_same_thread=False)
+            try:
+                state = _schema_state(self._db, self.path, "main", allow_new=not read_only)
+                if not read_only:
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                    self._db.execute("PRAGMA synchronous=NORMAL")
+                    if state != "current":
+                        self._db.executescript(_MARK)
+            except BaseException:
+                self._db.close()
+                raise
+
+    @contextlib.contextmanager
+    def _sql(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as e:
+            raise _database_error(self.path, action, e) from e
 
     def put(self, text: str) -> str:
         key = text_id(text)
-        with self._db:
+        with self._sql("storing a text"), self._db:
             self._db.execute("INSERT OR IGNORE INTO anchors (key, text) VALUES (?, ?)", (key, text))
         if self.get(key) != text:
             raise _collision(key)
@@ -107,7 +235,7 @@ class SQLiteAnchorStore:
         for key, text in zip(keys, texts, strict=True):
             if new.setdefault(key, text) != text:
                 raise _collision(key)
-        with self._db:
+        with self._sql("storing texts"), self._db:
             inserted = self._db.executemany("INSERT OR IGNORE INTO anchors (key, text) VALUES (?, ?)", new.items())
         if inserted.rowcount != len(new):  # some keys were stored before: their texts must match
             for key, text in new.items():
@@ -116,7 +244,8 @@ class SQLiteAnchorStore:
         return keys
 
     def get(self, key: str) -> str:
-        row = self._db.execute("SELECT text FROM anchors WHERE key = ?", (key,)).fetchone()
+        with self._sql(f"reading anchor {key}"):
+            row = self._db.execute("SELECT text FROM anchors WHERE key = ?", (key,)).fetchone()
         if row is None:
             raise KeyError(f"Anchor key {key!r} is not in the anchor store {self.path}")
         return row[0]
@@ -129,19 +258,87 @@ class SQLiteAnchorStore:
         sorting included); for a few keys the look-ups run in key order, counting per chunk.
         """
         wanted = set(keys)
-        if 2 * len(wanted) >= len(self):
-            return sorted(wanted.difference(k for (k,) in self._db.execute("SELECT key FROM anchors")))
-        ordered, absent = sorted(wanted), []
-        for start in range(0, len(ordered), _SQL_CHUNK):
-            chunk = ordered[start : start + _SQL_CHUNK]
-            where = f"FROM anchors WHERE key IN ({','.join('?' * len(chunk))})"
-            if self._db.execute(f"SELECT COUNT(*) {where}", chunk).fetchone()[0] < len(chunk):
-                found = {k for (k,) in self._db.execute(f"SELECT key {where}", chunk)}
-                absent.extend(k for k in chunk if k not in found)
+        with self._sql("looking up anchor keys"):
+            if 2 * len(wanted) >= len(self):
+                return sorted(wanted.difference(k for (k,) in self._db.execute("SELECT key FROM anchors")))
+            ordered, absent = sorted(wanted), []
+            for start in range(0, len(ordered), _SQL_CHUNK):
+                chunk = ordered[start : start + _SQL_CHUNK]
+                where = f"FROM anchors WHERE key IN ({','.join('?' * len(chunk))})"
+                if self._db.execute(f"SELECT COUNT(*) {where}", chunk).fetchone()[0] < len(chunk):
+                    found = {k for (k,) in self._db.execute(f"SELECT key {where}", chunk)}
+                    absent.extend(k for k in chunk if k not in found)
         return absent
 
     def __len__(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]
+        with self._sql("counting anchors"):
+            return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]
+
+    def snapshot(self, path: str | os.PathLike) -> None:
+        """Copy the whole store, as of one moment, to the file `path` (replaced if present).
+
+        SQLite's online backup writes `PATH.tmp`, which is fsynced and renamed over `path`, so a
+        crash at any point leaves the old file or the complete copy at `path`. The copy uses a
+        rollback journal (not WAL), so reading it needs no side files.
+        """
+        path = os.fspath(path)
+        tmp = f"{path}.tmp"
+        for leftover in (tmp, f"{tmp}-journal"):  # from a snapshot killed before its rename
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        try:
+            with self._sql(f"snapshot to {path}"):
+                copy = sqlite3.connect(tmp)
+                try:
+                    self._db.backup(copy)
+                    copy.execute("PRAGMA journal_mode=DELETE")
+                finally:
+                    copy.close()
+            durable_replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+
+    def merge_from(self, path: str | os.PathLike) -> int:
+        """Add the texts of the anchor store file `path` (e.g. a checkpoint's snapshot) that this
+        store lacks, in one transaction; returns how many were added.
+
+        `path` is checked as at opening, plus SQLite's `quick_check` (the file is read whole
+        anyway). A key that `path` maps to another text than this store
+        raises `AnchorStoreError` and adds nothing (the stores come from different runs, or one
+        of them is corrupt).
+        """
+        path = os.fspath(path)
+        _check_file(path, must_exist=True)
+        if os.path.samefile(path, self.path):
+            return 0
+        with self._sql(f"merging {path}"):
+            self._db.execute("ATTACH DATABASE ? AS merged", (_uri(path, "ro"),))
+            try:
+                _schema_state(self._db, path, "merged", allow_new=False)
+                damage = [row[0] for row in self._db.execute("PRAGMA merged.quick_check(3)")]
+                if damage != ["ok"]:  # ~40 ms at 10^5 texts: cheap next to the merge itself
+                    raise _not_a_store(path, f"SQLite's quick_check found damage: {damage}")
+                with self._db:
+                    added = self._db.execute("INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors")
+                    if added.rowcount < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
+                        self._check_merged_texts(path)
+            finally:
+                self._db.execute("DETACH DATABASE merged")
+        return added.rowcount
+
+    def _check_merged_texts(self, path: str) -> None:
+        """Raise if some key of the attached store `merged` holds another text here."""
+        clash = self._db.execute(
+            "SELECT m.key FROM merged.anchors AS m JOIN main.anchors AS a ON a.key = m.key WHERE a.text != m.text LIMIT 1"
+        ).fetchone()
+        if clash is not None:
+            raise AnchorStoreError(
+                f"Anchor key {clash[0]} holds one text in {path} and another in {self.path} (a key collision): the "
+                "stores belong to different runs or one is corrupt; nothing was merged. Merge only snapshots of "
+                "this run's store"
+            )
 
     def close(self) -> None:
         self._db.close()

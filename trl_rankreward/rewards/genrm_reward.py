@@ -16,17 +16,20 @@ configurable. A rollout without a valid answer gets -1 - max_penalty, below ever
 The judge is any judge answering `PairwiseRequest` (e.g. an `LLMJudge`). A GenRM trained by
 `RAlignGenRMTrainer` answers in its own boxed format, so `GenRMJudge` speaks that format: it
 renders the pair with `genrm_verdict.genrm_messages` (display order from the seeded coin
-flip), parses `\\boxed{A|B}` with `parse_verdict`, maps it back to canonical A/B and retries
-an unparseable answer. Rubrics are not shown: the GenRM was trained on plain pairs.
+flip), parses `\\boxed{A|B}` with `parse_verdict`, maps it back to canonical A/B, and retries
+an unparseable answer or a backend failure with the shared `judging.retry.RetryPolicy`.
+Rubrics are not shown: the GenRM was trained on plain pairs.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
+from ..judging.calls import complete_and_parse
 from ..judging.ledger import JudgeLedger
-from ..judging.requests import JudgeFailure, PairwiseRequest, request_kind
+from ..judging.parsing import InvalidAnswer
+from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind
+from ..judging.retry import RetryPolicy
 from ..judging.seeding import text_id
 from .answers import strip_thinking
 from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
@@ -50,11 +53,6 @@ def length_penalty(l_gen: int, l_ref: int, *, coef: float, tolerance: float, max
     return min(max_penalty, coef * max(0.0, relative - tolerance))
 
 
-def _failure_kind(exc: Exception) -> str:
-    kind = getattr(exc, "kind", "error")
-    return kind if kind in ("transport", "timeout") else "error"
-
-
 class GenRMJudge:
     """A judge for `PairwiseRequest` backed by a GenRM that answers `... \\boxed{A|B}`.
 
@@ -62,7 +60,7 @@ class GenRMJudge:
         backend: anything with `async complete(messages, *, temperature, max_tokens) -> Completion`
             (an `OpenAICompatibleBackend` serving the GenRM, or a `TransformersBackend`).
         seed: seed of the display-order coin flip (request.display "ab"/"ba" overrides it).
-        max_attempts: tries per request; an unparseable answer or a backend error is retried.
+        retry: how an unparseable answer or a backend failure is retried (default `RetryPolicy()`).
     """
 
     def __init__(
@@ -70,17 +68,15 @@ class GenRMJudge:
         backend,
         *,
         seed: int = 0,
-        max_attempts: int = 3,
+        retry: RetryPolicy | None = None,
         temperature: float = 0.0,
         max_tokens: int = 4096,
         template: str = GENRM_PROMPT,
         system: str | None = GENRM_SYSTEM,
     ):
-        if max_attempts < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
         self.backend = backend
         self.seed = seed
-        self.max_attempts = max_attempts
+        self.retry = retry or RetryPolicy()
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.template = template
@@ -99,30 +95,29 @@ class GenRMJudge:
         messages = genrm_messages(
             request.query, request.a, request.b, order, template=self.template, system=self.system
         )
-        failure = JudgeFailure("invalid", "no attempt made")
-        for attempt in range(1, self.max_attempts + 1):
-            start = time.perf_counter()
-            try:
-                out = await self.backend.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens)
-            except Exception as exc:  # BackendError or a user backend's bug: retried, then a failure value
-                kind = _failure_kind(exc)
-                self.ledger.record(request_kind="pairwise", parsed=False, failure=kind)
-                failure = JudgeFailure(kind, f"GenRM backend failed: {type(exc).__name__}: {exc}", attempt)
-                continue
-            shown = parse_verdict(out.text)
-            tokens = dict(prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
-            latency = getattr(out, "latency_s", time.perf_counter() - start)
-            if shown is None:
-                self.ledger.record(
-                    request_kind=request_kind(request), parsed=False, failure="invalid", latency_s=latency, **tokens
-                )
-                failure = JudgeFailure(
-                    "invalid", f"GenRM answer has no single \\boxed{{A|B}}: {out.text[-200:]!r}", attempt
-                )
-                continue
-            self.ledger.record(request_kind=request_kind(request), parsed=True, latency_s=latency, **tokens)
-            return to_canonical(shown, order)
-        return failure
+        try:
+            verdict, _ = await complete_and_parse(
+                self.backend,
+                messages,
+                lambda out: _canonical_verdict(out.text, order),
+                retry=self.retry,
+                ledger=self.ledger,
+                request_kind=request_kind(request),
+                what=f"GenRM pairwise request (query_id={request.query_id!r})",
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+            )
+        except JudgeError as exc:
+            return exc.as_failure()
+        return verdict
+
+
+def _canonical_verdict(text: str, order: str) -> str:
+    """The GenRM's boxed verdict mapped back to canonical A/B; `InvalidAnswer` if there is none."""
+    shown = parse_verdict(text)
+    if shown is None:
+        raise InvalidAnswer(f"GenRM answer has no single \\boxed{{A|B}}: {text[-200:]!r}")
+    return to_canonical(shown, order)
 
 
 class GenRMPairwiseReward(GroupRewardMethod):

@@ -20,10 +20,15 @@ share a place, and a bucket's size (for fine ranking, refinement and activity) c
 distinct answers. Invalid rollouts are never judged and lie in no bucket, so a group
 without valid answers still counts as an inactive observation (Eq. 14: no interval got a rollout).
 
-Failure policy: if a coarse or fine call (or the bootstrap ranking) fails after the
-judge's retries, the group is neutral and nothing about the query changes: no
-initialization, no maintenance. An LLM manager failure or invalid selection leaves the
-buffer unchanged but keeps the group's rewards (the ranking itself succeeded).
+Failure policy: if a coarse call (or the bootstrap ranking) fails after the judge's
+retries, the group is neutral and nothing about the query changes: no initialization, no
+maintenance. If a fine (listwise) call fails, what was judged is kept: the answers of that
+bucket share its place (one tie block, the same rank reward), the other buckets keep their
+fine order, the failure is reported (`partial_failures` in the details, `rank/fine_fallbacks`),
+and the buffer is not maintained from this group (an unordered bucket would pick anchors
+by chance); a buffer first built from this group's references is kept. An LLM manager
+failure or invalid selection leaves the buffer unchanged but keeps the group's rewards
+(the ranking itself succeeded).
 
 Per-group `details`: `bucket_sizes`, `coarse_position_mean` (position / K averaged over
 valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` and
@@ -82,6 +87,8 @@ class _Ranking:
     positions: list[int]
     buckets: list[list[int]]  # sigma_p, p = 0..K, worst -> best
     fine_calls: int
+    unranked: frozenset[int] = frozenset()  # buckets whose fine call failed: one tie block each
+    failures: tuple[str, ...] = ()  # the messages of those failed fine calls
 
 
 class RankBufferReward(GroupRewardMethod):
@@ -201,7 +208,9 @@ class RankBufferReward(GroupRewardMethod):
         key_buckets = [[keys[u] for u in bucket] for bucket in ranking.buckets]
 
         new, added, pruned = ranking_buffer, (), ()
-        if self.manager == "llm":
+        if ranking.unranked:  # a fine call failed: rank rewards from what was judged, no maintenance
+            details["partial_failures"] = list(ranking.failures)
+        elif self.manager == "llm":
             new = await self._manage(group, old, key_buckets, (), epoch, step, details, texts)
         elif self.manager is None and (self.variant != "static" or epoch == old.created_epoch):
             update = update_buffer(old, key_buckets, epoch, self.inactivity_epochs)
@@ -231,13 +240,20 @@ class RankBufferReward(GroupRewardMethod):
             bucket_sizes=[len(b) for b in ranking.buckets],
             coarse_calls=len(answers),
             fine_calls=ranking.fine_calls,
+            fine_fallbacks=len(ranking.unranked),
             buffer_size=new.size,
             anchors_added=dict(Counter(a.source for a in initial + tuple(added))),
             anchors_pruned=dict(Counter(a.source for a in pruned)),
         )
         if self.variant == "coarse_only":
             return RankOutcome([b for b in ranking.buckets if b], details)
-        return RankOutcome([[u] for b in ranking.buckets for u in b], details)
+        blocks: list[list[int]] = []
+        for p, bucket in enumerate(ranking.buckets):
+            if p in ranking.unranked:
+                blocks.append(list(bucket))
+            else:
+                blocks.extend([u] for u in bucket)
+        return RankOutcome(blocks, details)
 
     def _nectar_buffer(self, group: Group, epoch: int) -> AnchorBuffer:
         """Algorithm 1, lines 5-7: Select_K0 of the references, worst -> best."""
@@ -296,9 +312,14 @@ class RankBufferReward(GroupRewardMethod):
                 seeded_rng(self.seed, group.query_id, step, p).shuffle(buckets[p])
             return _Ranking(positions, buckets, 0)
         requests = [self._listwise(group, [answers[u] for u in buckets[p]], step) for p in to_rank]
-        for p, verdict in zip(to_rank, require(await _gather(self.judge, requests)), strict=True):
-            buckets[p] = [buckets[p][j] for j in check_order(verdict, len(buckets[p]))]
-        return _Ranking(positions, buckets, len(to_rank))
+        unranked, failures = set(), []
+        for p, verdict in zip(to_rank, await _gather(self.judge, requests), strict=True):
+            try:
+                buckets[p] = [buckets[p][j] for j in check_order(require([verdict])[0], len(buckets[p]))]
+            except GroupJudgingFailed as exc:  # keep the coarse bucket as one tie block
+                unranked.add(p)
+                failures.append(str(exc))
+        return _Ranking(positions, buckets, len(to_rank), frozenset(unranked), tuple(failures))
 
     async def _manage(
         self,
@@ -349,7 +370,8 @@ class RankBufferReward(GroupRewardMethod):
           this step's ranked groups, the policy's progress against its own buffers;
         - `rank/coarse_calls_mean`, `rank/fine_calls_mean`: per judged group;
         - `rank/bucket_size_hist_<n>`: number of buckets holding n >= 1 answers;
-        - `rank/bootstrap_groups`, `buffer/manager_invalid`.
+        - `rank/bootstrap_groups`, `buffer/manager_invalid`;
+        - `rank/fine_fallbacks`: buckets whose fine call failed and that kept one shared rank.
         """
         out = super().step_metrics(results)
         out.update(self._buffers.stats())
@@ -373,6 +395,7 @@ class RankBufferReward(GroupRewardMethod):
             out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
         out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
         out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
+        out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
         return out
 
     # ------------------------------------------------------------------ state

@@ -16,7 +16,10 @@ _DECODER = json.JSONDecoder()
 
 
 class InvalidOutput(ValueError):
-    """A generation that does not satisfy the required format or constraints."""
+    """A generation that does not satisfy the required format or constraints (retried at once)."""
+
+    retryable = True
+    backoff = False
 
 
 def extract_json_object(text: str) -> dict:

@@ -2,7 +2,7 @@
 
 Each job is an id and chat messages. The runner sends pending jobs to the backend with
 bounded concurrency, parses each answer, retries invalid answers and backend errors up to
-`max_attempts` times, and appends every finished result to a JSONL file the moment it
+`max_attempts` tries with the shared `judging.retry.RetryPolicy`, and appends every finished result to a JSONL file the moment it
 arrives (flush + fsync). A rerun reads that file and skips the ids already in it, so a
 crash or a kill loses nothing finished and duplicates nothing. Jobs whose attempts all fail
 are appended to a failures JSONL (rewritten each run, since a rerun retries them) and
@@ -20,7 +20,10 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..data.jsonl import append_record, read_records, repair_tail
-from .parsing import InvalidOutput
+from ..judging.calls import complete_and_parse
+from ..judging.ledger import JudgeLedger
+from ..judging.requests import JudgeError
+from ..judging.retry import RetryPolicy
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ class ResumableRunner:
         )
         self.output_path.parent.mkdir(parents=True, exist_ok=True)
         repair_tail(self.output_path)
-        semaphore = asyncio.Semaphore(self.max_concurrency)
+        semaphore, ledger = asyncio.Semaphore(self.max_concurrency), JudgeLedger()
         with (
             open(self.output_path, "a", encoding="utf-8") as results,
             open(self.failures_path, "w", encoding="utf-8") as failures,
@@ -130,7 +133,7 @@ class ResumableRunner:
 
             async def one(job: Job) -> None:
                 async with semaphore:
-                    record = await self._attempts(job, summary)
+                    record = await self._attempts(job, ledger)
                 if "errors" in record:
                     append_record(failures, record)
                     summary.failed_ids.append(job.id)
@@ -141,32 +144,35 @@ class ResumableRunner:
                 bar.update(1)
 
             await asyncio.gather(*(one(job) for job in pending))
+        summary.prompt_tokens, summary.completion_tokens = ledger.prompt_tokens, ledger.completion_tokens
         return summary
 
-    async def _attempts(self, job: Job, summary: RunSummary) -> dict:
-        """The result record after the first valid answer, or a failure record after all attempts."""
-        errors, text = [], ""
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                completion = await self.backend.complete(
-                    job.messages,
-                    temperature=self.temperature,
-                    max_tokens=self.max_tokens,
-                    response_format=self.response_format,
-                )
-            except Exception as error:  # transport/timeout/http after the backend's own retries
-                errors.append(f"{type(error).__name__}: {error}")
-                continue
-            summary.prompt_tokens += completion.prompt_tokens
-            summary.completion_tokens += completion.completion_tokens
-            text = completion.text
-            try:
-                fields = self.parse(text, job)
-            except InvalidOutput as error:
-                errors.append(f"invalid: {error}")
-                continue
-            return {self.id_key: job.id, **fields, "attempts": attempt}
-        return {self.id_key: job.id, "attempts": self.max_attempts, "errors": errors, "last_output": text[:4000]}
+    async def _attempts(self, job: Job, ledger: JudgeLedger) -> dict:
+        """The result record after the first valid answer, or a failure record once the retries are spent."""
+        last_text = ""
+
+        def parse(completion) -> dict:
+            nonlocal last_text
+            last_text = completion.text
+            return self.parse(completion.text, job)
+
+        try:
+            fields, tries = await complete_and_parse(
+                self.backend,
+                job.messages,
+                parse,
+                retry=RetryPolicy(max_attempts=self.max_attempts),
+                ledger=ledger,
+                request_kind=self.id_key,
+                what=f"{self.desc} for {self.id_key}={job.id!r}",
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                response_format=self.response_format,
+            )
+        except JudgeError as error:
+            return {self.id_key: job.id, "attempts": error.attempts, "errors": error.errors,
+                    "last_output": last_text[:4000]}  # fmt: skip
+        return {self.id_key: job.id, **fields, "attempts": tries}
 
 
 def check_columns(dataset, columns: Iterable[str], needs: str) -> None:

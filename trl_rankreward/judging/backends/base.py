@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-BackendFailure = Literal["transport", "timeout", "http"]
+BackendFailure = Literal["transport", "timeout", "http", "malformed"]
 
 
 @dataclass(frozen=True)
@@ -19,20 +19,31 @@ class Completion:
 
 
 class BackendError(RuntimeError):
-    """A completion that could not be obtained, after the backend's own retries.
+    """A completion that could not be obtained in one try (`judging.retry.RetryPolicy` retries it).
 
-    `kind`: "transport" (connection refused/reset), "timeout", or "http" (an error status,
-    given in `status`).
+    `kind`: "transport" (connection refused/reset), "timeout", "http" (an error status,
+    given in `status`) or "malformed" (a success status whose body is not a chat completion:
+    an HTML error page from a proxy, truncated JSON). `retry_after_s`: the server's
+    `Retry-After`, when it sent one.
     """
 
-    def __init__(self, message: str, *, kind: BackendFailure = "transport", status: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: BackendFailure = "transport",
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.status = status
+        self.retry_after_s = retry_after_s
 
     @property
     def retryable(self) -> bool:
-        """Whether the same request may succeed later: transport errors, timeouts, HTTP 408, 429 and 5xx.
+        """Whether the same request may succeed later: transport errors, timeouts, malformed
+        responses, HTTP 408, 429 and 5xx.
 
         Other HTTP errors (400 context too long, 401 bad key, 404 unknown model) repeat on every try.
         """

@@ -1,10 +1,12 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
 OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
-One client per base URL, used round-robin (a retry moves on to the next URL); at most
-`max_concurrency` requests in flight; each request has a timeout; connection errors,
-timeouts, 408, 429 and 5xx are retried with exponential backoff, other 4xx are not. Token
-counts are the server's `usage` numbers.
+One client per base URL, used round-robin (so a retry moves on to the next URL); at most
+`max_concurrency` requests in flight; each request has a timeout. `complete` makes one
+HTTP request: failures come out as `BackendError` (with the server's `Retry-After`), and
+the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
+whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
+"malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
 
 Clients and the concurrency bound belong to an event loop, and trainers call
 `asyncio.run` once per step, so they are created lazily for each running loop.
@@ -15,9 +17,9 @@ local servers accept); it never appears in reprs, logs or error messages.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import itertools
 import json
-import logging
 import os
 import time
 import urllib.error
@@ -29,8 +31,6 @@ from dataclasses import dataclass
 import openai
 
 from .base import BackendError, Completion
-
-logger = logging.getLogger(__name__)
 
 _START_CHECK_TIMEOUT_S = 5.0
 
@@ -50,9 +50,10 @@ class OpenAICompatibleBackend:
         api_key_env: environment variable holding the API key.
         max_concurrency: requests in flight at once, over all URLs.
         timeout_s: timeout of one HTTP request.
-        max_retries: retries after the first try for retryable failures (total tries = 1 + max_retries).
-        check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not answer.
-        backoff_s: first retry delay; it doubles with every retry.
+        check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not
+            answer or does not list `model` (see `check_server`).
+        require_listed_model: with `check_on_start`, a `model` missing from a server's list is an
+            error; turn off for gateways that route models they do not list.
     """
 
     def __init__(
@@ -63,30 +64,29 @@ class OpenAICompatibleBackend:
         api_key_env: str = "OPENAI_API_KEY",
         max_concurrency: int = 64,
         timeout_s: float = 120,
-        max_retries: int = 3,
         check_on_start: bool = True,
-        backoff_s: float = 0.5,
+        require_listed_model: bool = True,
     ):
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
             raise ValueError("OpenAICompatibleBackend needs at least one base URL, got an empty list")
-        if max_concurrency < 1 or max_retries < 0 or timeout_s <= 0 or backoff_s < 0:
-            raise ValueError(
-                f"Expected max_concurrency >= 1, max_retries >= 0, timeout_s > 0, backoff_s >= 0; got "
-                f"{max_concurrency}, {max_retries}, {timeout_s}, {backoff_s}"
-            )
+        if max_concurrency < 1 or not timeout_s > 0:
+            raise ValueError(f"Expected max_concurrency >= 1 and timeout_s > 0; got {max_concurrency}, {timeout_s}")
         self.base_urls = [normalize_base_url(u) for u in urls]
         self.model = model
         self.api_key_env = api_key_env
         self.max_concurrency = max_concurrency
         self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
         self._next_url = itertools.count()
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         if check_on_start:
             for url in self.base_urls:
-                check_server(url, self._api_key(), model=model, timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s))
+                check_server(
+                    url,
+                    self._api_key(),
+                    model=model if require_listed_model else None,
+                    timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s),
+                )
 
     def _api_key(self) -> str:
         return os.environ.get(self.api_key_env) or "EMPTY"
@@ -111,31 +111,30 @@ class OpenAICompatibleBackend:
         max_tokens: int = 1024,
         response_format: dict | None = None,
     ) -> Completion:
-        """One chat completion; raises `BackendError` once the retries are spent."""
+        """One chat completion from the next URL in turn; raises `BackendError` if it fails."""
         state = self._state()
         extra = {"response_format": response_format} if response_format is not None else {}
-        start, attempt = time.perf_counter(), 0
-        while True:
-            index = next(self._next_url) % len(self.base_urls)
-            try:
-                async with state.semaphore:
-                    response = await state.clients[index].chat.completions.create(
-                        model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, **extra
-                    )
-            except openai.OpenAIError as exc:
-                error = _backend_error(exc, self.base_urls[index])
-                if not error.retryable or attempt >= self.max_retries:
-                    raise error from exc
-                logger.debug("Retrying judge request after %s", error)
-                await asyncio.sleep(self.backoff_s * 2**attempt)
-                attempt += 1
-                continue
-            return _completion(response, time.perf_counter() - start)
+        index = next(self._next_url) % len(self.base_urls)
+        url, start = self.base_urls[index], time.perf_counter()
+        try:
+            async with state.semaphore:
+                response = await state.clients[index].chat.completions.create(
+                    model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, **extra
+                )
+        except openai.OpenAIError as exc:
+            raise _backend_error(exc, url) from exc
+        except ValueError as exc:  # a 200 whose JSON body does not parse (the client's json.loads)
+            raise BackendError(
+                f"Judge server {url} answered HTTP 200 with a body that is not valid JSON ({exc}); "
+                "a proxy or the server cut the response",
+                kind="malformed",
+            ) from exc
+        return _completion(response, url, time.perf_counter() - start)
 
     def __repr__(self) -> str:
         return (
             f"OpenAICompatibleBackend(base_urls={self.base_urls!r}, model={self.model!r}, "
-            f"max_concurrency={self.max_concurrency}, timeout_s={self.timeout_s}, max_retries={self.max_retries})"
+            f"max_concurrency={self.max_concurrency}, timeout_s={self.timeout_s})"
         )
 
 
@@ -152,8 +151,9 @@ def normalize_base_url(url: str) -> str:
 def check_server(base_url: str, api_key: str, *, model: str | None = None, timeout_s: float = 5.0) -> list[str]:
     """GET `<base_url>/models` synchronously; raise `BackendError` naming the URL if it does not answer.
 
-    Returns the served model ids. A `model` missing from them is logged as a warning only,
-    since some gateways do not list every model they route.
+    Returns the served model ids. A `model` missing from them raises `BackendError` naming
+    the model, the URL and what is served (for gateways that route models they do not list,
+    pass `model=None`).
     """
     url = f"{base_url}/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
@@ -174,8 +174,14 @@ def check_server(base_url: str, api_key: str, *, model: str | None = None, timeo
             kind=kind,
         ) from None
     ids = [m.get("id") for m in body.get("data", []) if isinstance(m, dict)] if isinstance(body, dict) else []
-    if model is not None and ids and model not in ids:
-        logger.warning("Model %r is not among the models served at %s: %s", model, base_url, ids)
+    if model is not None and model not in ids:
+        raise BackendError(
+            f"Judge model {model!r} is not served at {base_url}: GET {url} lists {ids}. Set judge_model to one "
+            "of them (for `transformers serve`, the path the server was started with), or point judge_base_urls "
+            "at the server that serves it.",
+            kind="http",
+            status=404,
+        )
     return ids
 
 
@@ -189,14 +195,39 @@ def _backend_error(exc: openai.OpenAIError, url: str) -> BackendError:
             f"Judge server {url} returned HTTP {exc.status_code}: {_short(exc.message)}",
             kind="http",
             status=exc.status_code,
+            retry_after_s=retry_after_s(exc.response.headers),
+        )
+    if isinstance(exc, openai.APIResponseValidationError):
+        return BackendError(
+            f"Judge server {url} answered a body that is not a chat completion: {exc}", kind="malformed"
         )
     return BackendError(f"Judge request to {url} failed: {type(exc).__name__}: {_short(str(exc))}", kind="transport")
 
 
-def _completion(response, latency_s: float) -> Completion:
-    text = ""
-    if response.choices:
-        text = response.choices[0].message.content or ""
+def retry_after_s(headers) -> float | None:
+    """The server's requested wait: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date."""
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        if value.strip().replace(".", "", 1).isdigit():
+            return float(value)
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _completion(response, url: str, latency_s: float) -> Completion:
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list):  # e.g. the client hands back the text of an HTML page
+        raise BackendError(
+            f"Judge server {url} answered a success status with a body that is not a chat completion: "
+            f"{_short(str(response), 200)!r}",
+            kind="malformed",
+        )
+    text = (choices[0].message.content or "") if choices else ""
     usage = response.usage
     return Completion(
         text=text,

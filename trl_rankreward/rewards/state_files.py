@@ -1,0 +1,171 @@
+"""Crash-safe, self-describing JSON files in trainer checkpoints.
+
+Files are written to a temporary file in the same directory, fsynced, and renamed over the
+target (then the directory is fsynced), so a kill -9 or a power loss leaves the old file or
+the new one at the path, never a partial one. Reward-method state is wrapped with a schema
+tag and the method's name, so resuming from a truncated, foreign, newer or other-method file
+raises `CheckpointStateError` naming the file, the problem and the fix, instead of a bare
+`JSONDecodeError` or a confusing error deep inside `load_state_dict`. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+METHOD_STATE_SCHEMA = "trl_rankreward.method_state/1"
+
+_RESTORE = "restore the file from an intact copy of the checkpoint, or resume from another checkpoint"
+
+
+class CheckpointStateError(ValueError):
+    """A checkpoint's state file is missing, truncated, corrupt, foreign, newer, or of another method.
+
+    `path` is the file; `reason` is one of "missing", "corrupt", "foreign", "newer", "method".
+    """
+
+    def __init__(self, path: str, reason: str, message: str):
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
+
+
+def durable_replace(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
+    """fsync the finished file `tmp`, rename it over `path`, and fsync their directory, so that
+    `path` holds the old file or all of the new one after a crash at any point."""
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_directory(os.path.dirname(os.path.abspath(path)))
+
+
+def _fsync_directory(directory: str) -> None:
+    # Makes the rename itself durable; platforms without directory fsync (Windows) raise OSError.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+    """Write `data` as JSON to `path` atomically and durably (see the module docstring).
+
+    The temporary file is `PATH.PID.tmp` (one writer per process at a time); a kill -9 before
+    the rename leaves it behind, and the next write from the same process id replaces it.
+    """
+    path = os.fspath(path)
+    text = json.dumps(data)  # the C encoder, one string: json.dump streams via the Python encoder (~4x slower)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        durable_replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def write_method_state(path: str | os.PathLike, method: str, state: dict[str, Any]) -> None:
+    """Write a reward method's `state_dict()` to `path`, tagged with the schema and `method`."""
+    write_json_atomic(path, {"schema": METHOD_STATE_SCHEMA, "method": method, "state": state})
+
+
+def read_json(path: str | os.PathLike, what: str) -> Any:
+    """The JSON value in `path`, a checkpoint file holding `what` (e.g. "judge usage totals").
+
+    Raises `CheckpointStateError` naming the file when it is missing, not UTF-8, or not
+    complete JSON (a truncated write, a disk error).
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise CheckpointStateError(
+            path,
+            "missing",
+            f"{path} is missing: the checkpoint has no {what}; copy the whole checkpoint folder, "
+            "or resume from a checkpoint that has the file",
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CheckpointStateError(
+            path,
+            "corrupt",
+            f"{path} ({what}) is truncated or corrupt: not UTF-8 at byte {e.start} of {len(raw)}; {_RESTORE}",
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CheckpointStateError(
+            path,
+            "corrupt",
+            f"{path} ({what}) is truncated or corrupt: {e.msg} at line {e.lineno} column {e.colno} "
+            f"(char {e.pos} of {len(text)}); {_RESTORE}",
+        ) from None
+
+
+def read_method_state(path: str | os.PathLike, method: str) -> dict[str, Any]:
+    """The state dict that `write_method_state(path, method, state)` wrote.
+
+    Raises `CheckpointStateError` when the file is missing or corrupt (see `read_json`), is not
+    a reward-method state file, was written by a newer schema, or by another reward method.
+    """
+    path = os.fspath(path)
+    data = read_json(path, "reward-method state")
+    found = data.get("schema") if isinstance(data, dict) else None
+    if found != METHOD_STATE_SCHEMA:
+        raise _schema_error(path, data, found)
+    if data.get("method") != method:
+        raise CheckpointStateError(
+            path,
+            "method",
+            f"{path} was saved by reward method {data.get('method')!r}, this run uses {method!r}; "
+            f"resume with reward method {data.get('method')!r}, or from a checkpoint of a {method!r} run",
+        )
+    if not isinstance(data.get("state"), dict):
+        raise CheckpointStateError(
+            path,
+            "corrupt",
+            f"{path} is corrupt: its 'state' should be a JSON object, found "
+            f"{_json_type(data.get('state'))}; {_RESTORE}",
+        )
+    return data["state"]
+
+
+def _schema_error(path: str, data: Any, found: Any) -> CheckpointStateError:
+    family, _, ours = METHOD_STATE_SCHEMA.rpartition("/")
+    tagged = isinstance(found, str) and found.startswith(family + "/")
+    version = found[len(family) + 1 :] if tagged else ""
+    if version.isdigit() and int(version) > int(ours):
+        return CheckpointStateError(
+            path,
+            "newer",
+            f"{path} was written by a newer version of trl-rankreward: schema {found!r}, this version "
+            f"reads {METHOD_STATE_SCHEMA!r}; upgrade trl-rankreward to resume from it",
+        )
+    if isinstance(data, dict):
+        shape = f"an object with keys {sorted(data)[:8]} and schema {found!r}"
+    else:
+        shape = f"a JSON {_json_type(data)}"
+    return CheckpointStateError(
+        path,
+        "foreign",
+        f"{path} is not a trl-rankreward reward-method state file: expected an object with "
+        f"'schema': {METHOD_STATE_SCHEMA!r}, found {shape}; resume from a checkpoint written by this version of "
+        "trl-rankreward (older versions saved the bare state dict, without a schema)",
+    )
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return names.get(type(value), "null")

@@ -1,0 +1,255 @@
+"""`serve_scripted_judge`: an OpenAI-compatible judge server whose verdicts a test can predict.
+
+A stdlib HTTP server on 127.0.0.1 (daemon thread, free port) for tests of the real client path
+(HTTP, `openai`, parsing, retries), offline and in milliseconds. It reads a prompt rendered
+with the default templates, takes the texts back out of their `<response id=...>` /
+`<rationale id=...>` blocks (as shown, so in display order and neutralized), and answers the
+verdict `judging.quality_judge.QualityJudge` gives under a deterministic `quality(text)`
+(default: the number of distinct lower-cased words), as the JSON `judging.parsing` reads.
+`usage` counts words: the prompt's and the answer's. Put `testing.FaultProxy` in front of it
+to exercise the failure paths as well.
+
+    with serve_scripted_judge() as url:
+        backend = OpenAICompatibleBackend(url, url.model)
+        url.mode = "prose"  # from now on: a friendly paragraph, no JSON verdict
+
+The request kind is told from the prompt's blocks: a `golden` rationale -> meta; a
+`candidate` -> coarse (no `A0` block: the order-only control, anchors shown by ID only, so
+the position is `quality(candidate)` clipped to 0..K); a lone `response` -> pointwise;
+`"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
+IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
+numbered rubric when the instruction asks for `"winners"`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ..judging.quality_judge import QualityJudge, _answer_json
+from ..judging.rendering import _NUMBER_WORDS
+from ..judging.requests import (
+    BufferSelectRequest,
+    CoarseRequest,
+    ListwiseRequest,
+    MetaJudgeRequest,
+    PairwiseRequest,
+    PointwiseRequest,
+    RubricPairwiseRequest,
+)
+from ..judging.tokens import ApproxCounter
+
+MODES = ("valid", "prose")
+PROSE_ANSWER = (
+    "Thank you for sharing these responses! Each of them has its strengths, and I enjoyed reading them. "
+    "Overall they address the question reasonably well. Let me know if you would like a closer look at any of them."
+)
+_BLOCK = re.compile(r'<(response|rationale) id="([^"]*)">\n(.*?)\n</\1>', re.DOTALL)
+_ANCHOR_ID_LINE = re.compile(r"^\[A\d+\]$", re.MULTILINE)
+_RUBRIC_LINE = re.compile(r"\d+\.\[weight=[^\]]*\] ([^\n]*)")
+_SIZE = re.compile(r"exactly (\w+) selected IDs")
+
+
+def distinct_words(text: str) -> float:
+    """The default quality: how many distinct lower-cased whitespace-separated words `text` has."""
+    return float(len(set(text.lower().split())))
+
+
+class _TextQualityJudge(QualityJudge):
+    """`QualityJudge` (every verdict rule lives there) scoring each text by `quality(text)` alone."""
+
+    def __init__(self, quality: Callable[[str], float], meta_threshold: float):
+        super().__init__(token_counter=ApproxCounter(), meta_threshold=meta_threshold)
+        self.quality = quality
+
+    async def qualities(self, request, texts, rubric_index=None, *, display=()):
+        return [float(self.quality(text)) for text in texts]
+
+
+def _answer_for_prompt(prompt: str, judge: _TextQualityJudge) -> dict:
+    """The JSON answer to a default-template judge prompt (kinds: module docstring); ValueError if none fits."""
+    blocks = {ident: text for _, ident, text in _BLOCK.findall(prompt)}
+    outside = _BLOCK.sub("", prompt)
+
+    def numbered(prefix: str) -> list[str]:
+        texts = []
+        while f"{prefix}{len(texts)}" in blocks:
+            texts.append(blocks[f"{prefix}{len(texts)}"])
+        return texts
+
+    if "golden" in blocks:  # the verdict reads the rationale only, so the label is not parsed
+        request = MetaJudgeRequest(
+            query="", response_a=blocks["A"], response_b=blocks["B"], label="A",
+            golden_rationale=blocks["golden"], rationale=blocks["reward_model"],
+        )  # fmt: skip
+    elif "candidate" in blocks and "A0" not in blocks:
+        k = len(_ANCHOR_ID_LINE.findall(outside))
+        return {"position": min(k, max(0, int(judge.quality(blocks["candidate"]))))}
+    elif "candidate" in blocks:
+        request = CoarseRequest(query="", anchors=numbered("A"), candidate=blocks["candidate"])
+    elif "response" in blocks:
+        request = PointwiseRequest(query="", response=blocks["response"])
+    elif '"keep_anchor_ids"' in outside:
+        size = _SIZE.search(outside)
+        if size is None:
+            raise ValueError("buffer-select prompt does not say 'exactly <n> selected IDs'")
+        word = size.group(1)
+        request = BufferSelectRequest(
+            query="", anchors=numbered("A"), rollouts=numbered("R"),
+            size=int(word) if word.isdigit() else _NUMBER_WORDS.index(word),
+        )  # fmt: skip
+    elif "R0" in blocks:
+        request = ListwiseRequest(query="", candidates=numbered("R"))
+    elif "A" in blocks and "B" in blocks and '"winners"' in outside:
+        rubrics = _RUBRIC_LINE.findall(prompt[prompt.rfind("</response>") :])
+        request = RubricPairwiseRequest(query="", a=blocks["A"], b=blocks["B"], rubrics=rubrics)
+    elif "A" in blocks and "B" in blocks:  # holistic, or one rubric: both answer {"winner": ...}
+        request = PairwiseRequest(query="", a=blocks["A"], b=blocks["B"])
+    else:
+        raise ValueError(
+            f"cannot tell which judge request this prompt is (response blocks: {sorted(blocks)}); "
+            "the scripted judge reads prompts rendered with the default templates"
+        )
+    return _answer_json(request, asyncio.run(judge.judge(request)))
+
+
+class ScriptedJudge(str):
+    """The server's base URL (`http://127.0.0.1:<port>/v1`) with its live settings and counter.
+
+    `mode` ("valid": JSON verdicts; "prose": a friendly paragraph, no JSON) and `latency_s`
+    (sleep before each chat answer) may be changed while it serves; `requests` counts the chat
+    completion requests answered, errors included; `model` is the first served model name.
+    """
+
+    models: tuple[str, ...]
+    latency_s: float
+    requests: int
+
+    @property
+    def model(self) -> str:
+        return self.models[0]
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self._mode = _check_mode(value)
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"scripted judge mode must be one of {MODES}, got {mode!r}")
+    return mode
+
+
+@contextlib.contextmanager
+def serve_scripted_judge(
+    *,
+    model: str | Sequence[str] = "scripted-judge",
+    quality: Callable[[str], float] = distinct_words,
+    mode: str = "valid",
+    latency_s: float = 0.0,
+    meta_threshold: float = 5.0,
+) -> Iterator[ScriptedJudge]:
+    """Serve on a free loopback port; yield the base URL (a `ScriptedJudge`); stop on exit.
+
+    `model`: the name(s) served; any other `model` gets HTTP 404 `model_not_found`.
+    `meta_threshold`: a meta request is consistent when `quality(rationale) >= meta_threshold`.
+    """
+    models = (model,) if isinstance(model, str) else tuple(model)
+    if not models or not all(isinstance(m, str) and m for m in models):
+        raise ValueError(f"model must be a non-empty name or a list of them, got {model!r}")
+    if not callable(quality):
+        raise TypeError(f"quality must be a callable (text) -> float, got {type(quality).__name__}")
+    if latency_s < 0:
+        raise ValueError(f"latency_s must be >= 0, got {latency_s!r}")
+    _check_mode(mode)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    judge = ScriptedJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    judge.models, judge.mode, judge.latency_s, judge.requests = models, mode, float(latency_s), 0
+    server.judge, server.verdicts, server.lock = judge, _TextQualityJudge(quality, meta_threshold), threading.Lock()
+    server.closed = threading.Event()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield judge
+    finally:
+        server.closed.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """HTTP/1.0 (the stdlib default): one request per connection, so nothing lingers after stop."""
+
+    def log_message(self, format, *args):  # tests read results, not access logs
+        pass
+
+    def do_GET(self):
+        if self.path.rstrip("/") != "/v1/models":
+            return self._error(404, f"no route GET {self.path}; try GET /v1/models", "not_found_error")
+        models = self.server.judge.models
+        self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"} for m in models]})
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            return self._error(404, f"no route POST {self.path}; try POST /v1/chat/completions", "not_found_error")
+        judge = self.server.judge
+        with self.server.lock:
+            judge.requests += 1
+            number = judge.requests
+        if judge.latency_s:
+            self.server.closed.wait(judge.latency_s)
+        try:
+            payload = json.loads(body)
+            model, messages = payload.get("model"), payload["messages"]
+            prompt = "\n".join(_content(m) for m in messages)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            message = f"expected a JSON body with 'model' and 'messages' ({exc!r})"
+            return self._error(400, message, "invalid_request_error")
+        if model not in judge.models:
+            message = f"The model {model!r} does not exist; this server serves {list(judge.models)}"
+            return self._error(404, message, "invalid_request_error", code="model_not_found")
+        if judge.mode == "prose":
+            content = PROSE_ANSWER
+        else:
+            try:
+                content = json.dumps(_answer_for_prompt(prompt, self.server.verdicts))
+            except ValueError as exc:
+                return self._error(400, f"scripted judge: {exc}", "invalid_request_error")
+        prompt_tokens, completion_tokens = len(prompt.split()), len(content.split())
+        self._send(200, {
+            "id": f"chatcmpl-scripted-{number}", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        })  # fmt: skip
+
+    def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
+        self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
+
+    def _send(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _content(message: dict) -> str:
+    """A chat message's text: a string, or the text parts of a list of content parts."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(part["text"] for part in content if part.get("type") == "text")

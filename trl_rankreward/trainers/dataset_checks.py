@@ -1,0 +1,407 @@
+"""Check a training dataset before any training work: one error listing the bad rows and the fix.
+
+Without these checks a bad dataset fails late and obscurely: no `prompt` column is a bare
+`KeyError: 'prompt'` from inside TRL at the first step, `prompt: ""` an IndexError from
+generation, `rubrics: "be good"` is read character by character (eight one-letter rubrics),
+and four different prompts sharing one `query_id` silently share one RankBuffer buffer.
+
+    check_training_dataset(dataset, **method_requirements("rank_buffer", {"init": "nectar"}))
+    check_group_size("rank_buffer", num_generations=8)
+
+Columns (see `grouping.py`, which turns rows into groups): `prompt` (a non-empty string, or a
+list of chat messages `{"role", "content"}` with at least one non-system message that has
+text), optional `query_id` (a string or an integer; without it the id is a hash of the query
+text), optional `rubrics` (a list of `{"text", "weight"}` mappings or plain strings, as
+`Rubric.coerce` reads them) and optional `references` (response strings, best first).
+
+`check_training_dataset` takes a `datasets.Dataset` or a list of row mappings and reads each
+column once (linear time; 10^5 rows in about a second). An `IterableDataset` gets the
+column checks only, since checking its rows would mean streaming all of it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._gc import paused_gc
+from ..judging.requests import Rubric
+from ..rewards.registry import REWARD_METHODS
+from .grouping import message_text, query_text
+
+#: methods that judge each rollout per rubric and fail on a group without rubrics
+RUBRIC_METHODS = frozenset({"gdpo", "matrix"})
+#: methods that compare each rollout with the query's reference responses (and rank_buffer with init="nectar")
+REFERENCE_METHODS = frozenset({"rrc_agr", "genrm"})
+#: methods whose reward compares the rollouts of one group with each other (rank, win rate or
+#: within-group normalization): a group of one rollout gives them nothing to compare
+GROUP_RELATIVE_METHODS = frozenset({"rrc_scr", "pairwise_rank", "tournament", "arena", "rank_buffer", "matrix", "gdpo"})
+#: methods that score each rollout on its own (or against references): a group of one is enough
+SINGLE_ROLLOUT_METHODS = frozenset({"pointwise", "rrc_agr", "genrm"})
+
+_COLUMNS = ("prompt", "query_id", "rubrics", "references")
+_PROMPT_GUESSES = ("query", "question", "instruction", "messages", "conversations", "input", "text")
+_RUBRIC_KEYS = frozenset({"text", "weight"})
+_RUBRICS_SHAPE = 'a list of {"text": ..., "weight": ...}'
+_BATCH_ROWS = 10_000
+_SHOW_CHARS = 40
+
+_FIXES = {
+    "empty": "rows: check the split, filters and data files; training needs at least one row.",
+    "prompt": 'prompt: give every row a non-empty prompt, a string or a list of {"role": ..., "content": ...} '
+    "messages with at least one non-system message that has text.",
+    "query_id": "query_id: use a non-empty string or an integer, or leave it out (None) to use a hash of the query text.",
+    "duplicate_id": "query_id: give each distinct query its own query_id, or drop the column (the id then defaults "
+    "to a hash of the query text).",
+    "rubrics": 'rubrics: make each row\'s rubrics a list of {"text": non-empty string, "weight": finite number > 0} '
+    "(or of plain strings, weight 1); use [] or None for a row without rubrics.",
+    "references": "references: make each row's references a list of non-empty response strings, best first; "
+    "use None for a row without references.",
+    "missing_references": "references: this reward method compares rollouts with reference responses; give every "
+    "row references (best first), or use a method without them (e.g. rank_buffer with init='bootstrap').",
+    "missing_rubrics": "rubrics: this reward method judges per rubric; give every row at least one rubric "
+    "(e.g. with `trl-rankreward rubrics`), or use a method without rubrics (e.g. pointwise or rank_buffer).",
+}
+
+
+class DatasetError(ValueError):
+    """The dataset (or the group size) cannot be used for training; the message lists what and how to fix it."""
+
+
+def method_requirements(method_name: str, method_kwargs: Mapping[str, Any] | None = None) -> dict[str, bool]:
+    """What reward method `method_name` (a registry name) built with `method_kwargs` needs from each row.
+
+    Returns `{"needs_references": ..., "needs_rubrics": ...}`, the keyword arguments of
+    `check_training_dataset`. RankBuffer needs references unless `init="bootstrap"`.
+    """
+    _check_method_name(method_name)
+    kwargs = dict(method_kwargs or {})
+    needs_references = method_name in REFERENCE_METHODS or (
+        method_name == "rank_buffer" and kwargs.get("init", "nectar") != "bootstrap"
+    )
+    return {"needs_references": needs_references, "needs_rubrics": method_name in RUBRIC_METHODS}
+
+
+def check_group_size(method_name: str, num_generations: int) -> None:
+    """Raise `DatasetError` when `num_generations` rollouts per query are too few for `method_name`."""
+    _check_method_name(method_name)
+    if isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1:
+        raise DatasetError(f"num_generations must be a positive integer, got {num_generations!r}")
+    if method_name in GROUP_RELATIVE_METHODS and num_generations < 2:
+        raise DatasetError(
+            f"Reward method {method_name!r} compares the rollouts of a group with each other, but "
+            f"num_generations={num_generations} gives one rollout per query and nothing to compare. "
+            "Fix: set num_generations >= 2 (the papers use 8), or use a method that scores rollouts one by one "
+            f"({', '.join(sorted(SINGLE_ROLLOUT_METHODS))})."
+        )
+
+
+def check_training_dataset(
+    dataset: Any, *, needs_references: bool = False, needs_rubrics: bool = False, max_examples: int = 5
+) -> None:
+    """Raise one `DatasetError` describing every unusable row of `dataset`; return None when it is fine.
+
+    Args:
+        dataset: a `datasets.Dataset`, a list of row mappings, or an `IterableDataset` (columns only).
+        needs_references: every row must have references (see `method_requirements`).
+        needs_rubrics: every row must have at least one rubric.
+        max_examples: how many offending rows the message lists (all of them are counted).
+    """
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+        raise ValueError(f"max_examples must be a positive integer, got {max_examples!r}")
+    report = _Report(max_examples)
+    columns = _column_names(dataset)  # also rejects what is not a dataset
+    if _has_rows(dataset) and len(dataset) == 0:
+        report.add_dataset("The dataset has no rows.", "empty")
+        report.raise_if_any(total=0)
+    if columns is not None:
+        _check_columns(columns, report, needs_references=needs_references, needs_rubrics=needs_rubrics)
+        # a missing column is reported once above, not once per row
+        needs_references = needs_references and "references" in columns
+        needs_rubrics = needs_rubrics and "rubrics" in columns
+    if "prompt_column" in report.fixes or not _has_rows(dataset):
+        report.raise_if_any(total=None)
+        return
+    total, seen = 0, {}
+    with paused_gc():  # reading a column builds millions of lists and dicts, none in a cycle (see _gc)
+        for index, values in enumerate(_rows(dataset)):
+            found = _row_problems(*values, needs_references=needs_references, needs_rubrics=needs_rubrics)
+            found += _duplicate_problem(index, values[0], values[1], seen, found)
+            report.add_row(index, values[1], found)
+            total = index + 1
+    report.raise_if_any(total=total)
+
+
+# --- reading the dataset -----------------------------------------------------------------
+
+
+def _is_row_list(dataset: Any) -> bool:
+    return isinstance(dataset, Sequence) and not isinstance(dataset, (str, bytes))
+
+
+def _column_names(dataset: Any) -> list[str] | None:
+    """The dataset's columns (for a list: the keys of any row); None when unknown (a streamed dataset)."""
+    if _is_row_list(dataset):
+        names: dict[str, None] = {}
+        for index, row in enumerate(dataset):
+            if not isinstance(row, Mapping):
+                raise TypeError(f"A list dataset holds one mapping per row, but row {index} is {_describe(row)}")
+            names.update(dict.fromkeys(row))
+        return list(names)
+    names = getattr(dataset, "column_names", None)
+    if isinstance(names, Mapping):  # a DatasetDict: {split: columns}
+        raise TypeError(f"Pass one split of the DatasetDict (e.g. dataset['train']), not all of {sorted(names)}")
+    if names is None and not hasattr(dataset, "features"):
+        raise TypeError(f"Expected a datasets.Dataset or a list of row mappings, got {type(dataset).__name__}")
+    return list(names) if names is not None else None
+
+
+def _has_rows(dataset: Any) -> bool:
+    """Whether the rows can be read without streaming (a list or a map-style `datasets.Dataset`)."""
+    return _is_row_list(dataset) or hasattr(dataset, "__len__")
+
+
+def _rows(dataset: Any) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """(prompt, query_id, rubrics, references) of every row, reading a `Dataset` column-wise in batches."""
+    if _is_row_list(dataset):
+        for row in dataset:
+            yield tuple(row.get(name) for name in _COLUMNS)
+        return
+    present = [name for name in _COLUMNS if name in dataset.column_names]
+    plain = dataset.with_format(None).select_columns(present)
+    for batch in plain.iter(batch_size=_BATCH_ROWS):
+        size = len(batch["prompt"])
+        columns = [batch[name] if name in batch else [None] * size for name in _COLUMNS]
+        yield from zip(*columns)
+
+
+# --- checks --------------------------------------------------------------------------------
+
+
+def _check_columns(columns: list[str], report: _Report, *, needs_references: bool, needs_rubrics: bool) -> None:
+    listed = ", ".join(repr(c) for c in columns) or "none"
+    if "prompt" not in columns:
+        guess = next((c for c in _PROMPT_GUESSES if c in columns), "<column with the queries>")
+        report.add_dataset(
+            f"The dataset has no 'prompt' column (its columns: {listed}); the trainer reads each query from 'prompt'.",
+            "prompt_column",
+            fix=f"prompt: rename the column that holds the queries, e.g. dataset.rename_column({guess!r}, 'prompt').",
+        )
+    if needs_references and "references" not in columns:
+        report.add_dataset(f"The dataset has no 'references' column (its columns: {listed}).", "missing_references")
+    if needs_rubrics and "rubrics" not in columns:
+        report.add_dataset(f"The dataset has no 'rubrics' column (its columns: {listed}).", "missing_rubrics")
+
+
+def _row_problems(
+    prompt: Any, query_id: Any, rubrics: Any, references: Any, *, needs_references: bool, needs_rubrics: bool
+) -> list[tuple[str, str]]:
+    """(kind, message) of each problem of one row; kinds index `_FIXES`."""
+    found = []
+    for kind, problem in (
+        ("prompt", _prompt_problem(prompt)),
+        ("query_id", _query_id_problem(query_id)),
+        ("rubrics", _rubrics_problem(rubrics)),
+        ("references", _references_problem(references)),
+    ):
+        if problem:
+            found.append((kind, problem))
+    if needs_references and _is_empty(references):
+        found.append(("missing_references", "has no references"))
+    if needs_rubrics and _is_empty(rubrics):
+        found.append(("missing_rubrics", "has no rubrics"))
+    return found
+
+
+def _is_empty(values: Any) -> bool:
+    return values is None or (isinstance(values, (list, tuple)) and not values)
+
+
+def _prompt_problem(prompt: Any) -> str | None:
+    if prompt is None:
+        return "prompt is missing or None"
+    if isinstance(prompt, str):
+        return None if prompt.strip() else f"prompt is an empty string {_show(prompt)}"
+    if not isinstance(prompt, (list, tuple)):
+        return f"prompt is {_describe(prompt)}; expected a string or a list of chat messages"
+    if not prompt:
+        return "prompt is an empty list of messages"
+    for k, message in enumerate(prompt):
+        if not isinstance(message, dict):
+            return f'prompt message {k} is {_describe(message)}; expected a {{"role": ..., "content": ...}} mapping'
+        role = message.get("role")
+        if not isinstance(role, str) or not role.strip():
+            return f"prompt message {k} has role {_show(role)}; expected a non-empty string such as 'user'"
+        problem = _content_problem(message.get("content"))
+        if problem:
+            return f"prompt message {k} ({role}) {problem}"
+    if all(m["role"] == "system" for m in prompt):
+        return "prompt has only system messages; the judge needs a user message as the query"
+    return None
+
+
+def _content_problem(content: Any) -> str | None:
+    """What is wrong with a message's content (a string, or a list of `{"type": "text", "text": ...}` blocks)."""
+    if isinstance(content, str):
+        return None if content.strip() else "has empty content"
+    if not isinstance(content, (list, tuple)):
+        return f"has content {_describe(content)}; expected a string or a list of text blocks"
+    for j, block in enumerate(content):
+        if not isinstance(block, dict):
+            return f'has content block {j} {_describe(block)}; expected a {{"type": "text", "text": ...}} mapping'
+        text = block.get("text")
+        if ("text" in block or block.get("type") == "text") and not isinstance(text, str):
+            return f"has content block {j} with text {_show(text)}; expected a string"
+    return None if message_text(content).strip() else "has empty content (no text in its blocks)"
+
+
+def _query_id_problem(query_id: Any) -> str | None:
+    if query_id is None or (isinstance(query_id, int) and not isinstance(query_id, bool)):
+        return None
+    if isinstance(query_id, str):
+        return None if query_id.strip() else f"query_id is an empty string {_show(query_id)}"
+    return f"query_id is {_describe(query_id)}; expected a string or an integer"
+
+
+def _rubrics_problem(rubrics: Any) -> str | None:
+    if rubrics is None:
+        return None
+    if isinstance(rubrics, str):
+        return f"rubrics is a string {_show(rubrics)}; expected {_RUBRICS_SHAPE}"
+    if not isinstance(rubrics, (list, tuple)):
+        return f"rubrics is {_describe(rubrics)}; expected {_RUBRICS_SHAPE}"
+    for k, rubric in enumerate(rubrics):
+        problem = _rubric_problem(rubric)
+        if problem:
+            return f"rubric {k} {problem}"
+    return None
+
+
+def _rubric_problem(rubric: Any) -> str | None:
+    """One rubric as `Rubric.coerce` reads it: a plain string, or a mapping with 'text' and optional 'weight'."""
+    if isinstance(rubric, Rubric):
+        rubric = {"text": rubric.text, "weight": rubric.weight}
+    if isinstance(rubric, str):
+        return None if rubric.strip() else "is an empty string"
+    if not isinstance(rubric, dict):
+        return f'is {_describe(rubric)}; expected a {{"text": ..., "weight": ...}} mapping or a string'
+    if not rubric.keys() <= _RUBRIC_KEYS:
+        unknown = sorted(set(rubric) - _RUBRIC_KEYS, key=str)
+        return f"has unknown keys {unknown}; expected only 'text' and 'weight'"
+    text = rubric.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return f"has text {_show(text)}; expected a non-empty string"
+    weight = rubric.get("weight", 1.0)
+    if not _is_positive_number(weight):
+        return f"has weight {_show(weight)}; expected a finite number > 0"
+    return None
+
+
+def _is_positive_number(value: Any) -> bool:
+    """A finite real number > 0 (not a bool, not None, not a numeric string)."""
+    if type(value) is not float and type(value) is not int:  # fast path first; numbers.Real is a slow ABC check
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return False
+    return math.isfinite(value) and value > 0
+
+
+def _references_problem(references: Any) -> str | None:
+    if references is None:
+        return None
+    if isinstance(references, str):
+        return f"references is a string {_show(references)}; expected a list of response strings, best first"
+    if not isinstance(references, (list, tuple)):
+        return f"references is {_describe(references)}; expected a list of response strings, best first"
+    for k, reference in enumerate(references):
+        if not isinstance(reference, str) or not reference.strip():
+            return f"reference {k} is {_describe(reference)}; expected a non-empty response string"
+    return None
+
+
+def _duplicate_problem(
+    index: int, prompt: Any, query_id: Any, seen: dict[str, tuple[int, str]], found: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """A problem when `query_id` was used before with a different query text (one buffer, two questions)."""
+    if query_id is None or any(kind in ("prompt", "query_id") for kind, _ in found):
+        return []
+    key, text = str(query_id), query_text(prompt)
+    first = seen.setdefault(key, (index, text))
+    if first[1] == text:
+        return []
+    return [
+        (
+            "duplicate_id",
+            f"query_id {query_id!r} is also used by row {first[0]} with a different query "
+            f"(row {first[0]}: {_show(first[1])}, row {index}: {_show(text)}); both would share one buffer",
+        )
+    ]
+
+
+# --- the report ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Report:
+    """Problems found so far: counted all, the first `max_examples` rows kept for the message."""
+
+    max_examples: int
+    dataset_lines: list[str] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)
+    bad_rows: int = 0
+    fixes: dict[str, str] = field(default_factory=dict)  # kind -> fix hint, first seen first
+
+    def add_dataset(self, line: str, kind: str, fix: str | None = None) -> None:
+        self.dataset_lines.append(line)
+        self.fixes.setdefault(kind, fix or _FIXES[kind])
+
+    def add_row(self, index: int, query_id: Any, found: Iterable[tuple[str, str]]) -> None:
+        found = list(found)
+        if not found:
+            return
+        self.bad_rows += 1
+        for kind, _ in found:
+            self.fixes.setdefault(kind, _FIXES[kind])
+        if len(self.examples) < self.max_examples:
+            where = f"row {index}" + (f" (query_id {_show(query_id)})" if query_id is not None else "")
+            self.examples.append(f"{where}: " + "; also ".join(message for _, message in found))
+
+    def raise_if_any(self, total: int | None) -> None:
+        if not self.fixes:
+            return
+        lines = ["The training dataset cannot be used:"] + [f"  {line}" for line in self.dataset_lines]
+        if self.bad_rows:
+            shown = len(self.examples)
+            first = f" (the first {shown} listed)" if shown < self.bad_rows else ""
+            lines.append(f"{self.bad_rows} of {total} rows have problems{first}:")
+            lines += [f"  {example}" for example in self.examples]
+            if shown < self.bad_rows:
+                lines.append(f"  ... and {self.bad_rows - shown} more")
+        lines.append("How to fix:")
+        lines += [f"  - {fix}" for fix in self.fixes.values()]
+        raise DatasetError("\n".join(lines))
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _check_method_name(method_name: str) -> None:
+    if method_name not in REWARD_METHODS:
+        raise ValueError(f"Unknown reward method {method_name!r}; expected one of {', '.join(REWARD_METHODS)}")
+
+
+def _show(value: Any) -> str:
+    """`repr(value)`, shortened to about `_SHOW_CHARS` characters."""
+    text = repr(value)
+    return text if len(text) <= _SHOW_CHARS else text[: _SHOW_CHARS - 3] + "..."
+
+
+def _describe(value: Any) -> str:
+    """'a dict {...}', 'an int 3', 'None': the type and a short repr, for 'X is <this>; expected ...'."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    return f"{article} {name} {_show(value)}"
