@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.trainers.fakes import CountingMethod
-from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
+from tests.trainers.helpers import load_rows, moved, snapshot, tiny_config, tiny_trainer
+from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.trainers.judge_reward import (
     METHOD_STATE_NAME,
     JudgeRewardGRPOConfig,
@@ -58,7 +59,7 @@ def test_resume_restores_method_state_and_next_rewards(tiny_model_dir, tiny_data
     full.train()
     checkpoint = tmp_path / "full" / "checkpoint-2"
     saved = json.loads((checkpoint / METHOD_STATE_NAME).read_text())
-    assert sum(saved["seen"].values()) == 4  # 2 steps x 2 groups were judged before the checkpoint
+    assert sum(saved["state"]["seen"].values()) == 4  # 2 steps x 2 groups were judged before the checkpoint
 
     # Resumed: a fresh method, restored from checkpoint-2, runs step 3.
     resumed_method = CountingMethod()
@@ -192,11 +193,11 @@ def test_a_scoring_error_that_cannot_be_pickled_still_reaches_every_process(
 
 def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
     # Other processes wait in a collective while the main process judges. One request against a hung
-    # server can take max_attempts * ((1 + 3 retries) * timeout + 0.5 * (2**3 - 1)) s:
-    # 3 * (4 * 300 + 3.5) = 3610.5 s > ddp_timeout 1800 s; the defaults give 1450.5 s (no warning).
+    # server takes at most max_attempts * timeout + backoff (1 s, 2 s) + jitter (<= 1 s per retry):
+    # 3 * 600 + 3 + 2 = 1805 s > ddp_timeout 1800 s; the defaults give 3 * 120 + 5 = 365 s (no warning).
     urls = dict(judge_base_urls=["http://localhost:8000/v1"], judge_model="m")
-    with pytest.warns(UserWarning, match="3610.5 s.*ddp_timeout=1800"):
-        cpu_config(tmp_path, judge_timeout_s=300, **urls)
+    with pytest.warns(UserWarning, match="1805 s.*ddp_timeout=1800"):
+        cpu_config(tmp_path, judge_timeout_s=600, **urls)
     import warnings
 
     with warnings.catch_warnings():
@@ -204,28 +205,25 @@ def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
         cpu_config(tmp_path, **urls)
 
 
-def test_the_ddp_timeout_warning_counts_judge_max_retries(tmp_path):
-    urls = dict(judge_base_urls=["http://localhost:8000/v1"], judge_model="m")
-    # 2 attempts * ((1 + 5 retries) * 150 + 0.5 * (2**5 - 1)) = 2 * (900 + 15.5) = 1831 s > 1800 s
-    with pytest.warns(UserWarning, match=r"1831 s .*6 tries \(1 \+ judge_max_retries\)"):
-        cpu_config(tmp_path, judge_max_attempts=2, judge_timeout_s=150, judge_max_retries=5, **urls)
-    # no retries: 3 * (1 * 600 + 0.5 * 0) = 1800 s, not above ddp_timeout -> no warning
-    # (with the default 3 retries the same timeout gives 3 * (4 * 600 + 3.5) = 7210.5 s)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        cpu_config(tmp_path, judge_timeout_s=600, judge_max_retries=0, **urls)
-
-
-def test_judge_max_retries_must_not_be_negative(tmp_path):
-    with pytest.raises(ValueError, match="judge_max_retries must be >= 0, got -1"):
-        cpu_config(tmp_path, judge_max_retries=-1)
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("judge_stop_after_failed_batches", -1, "judge_stop_after_failed_batches must be >= 0, got -1"),
+        ("judge_failure_window", 0, "judge_failure_window must be >= 1, got 0"),
+        ("judge_max_neutral_fraction", 1.5, r"judge_max_neutral_fraction must be in \[0, 1\], got 1.5"),
+        ("reward_method_kwargs", "{nonsense", r"reward_method_kwargs \(--reward_method_kwargs\) is not valid JSON"),
+        ("reward_method_kwargs", "[1, 2]", "must be a JSON object of keyword arguments, got list"),
+    ],
+)
+def test_bad_reliability_settings_name_the_field(tmp_path, field, value, message):
+    with pytest.raises(ValueError, match=message):
+        cpu_config(tmp_path, **{field: value})
 
 
-def test_build_judge_passes_judge_max_retries_to_the_backend(tmp_path):
-    # A stdlib server that answers only the backend's start check (GET <base>/models), so build_judge
-    # runs exactly as in training; the judge is built, never asked.
+@pytest.fixture
+def models_server():
+    """A stdlib server that answers only the backend's start check (GET <base>/models), listing model "m"."""
+
     class Models(BaseHTTPRequestHandler):
         def do_GET(self):
             body = json.dumps({"data": [{"id": "m"}]}).encode() if self.path == "/v1/models" else b"{}"
@@ -240,12 +238,25 @@ def test_build_judge_passes_judge_max_retries_to_the_backend(tmp_path):
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Models)
     threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_port}/v1"
-        args = cpu_config(tmp_path, judge_base_urls=[url], judge_model="m", judge_max_retries=7, judge_timeout_s=9)
-        judge = build_judge(args)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-    assert (judge.backend.max_retries, judge.backend.timeout_s) == (7, 9)
-    assert judge.backend.base_urls == [url]
+    yield f"http://127.0.0.1:{httpd.server_port}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_build_judge_passes_the_retry_policy_and_timeout(tmp_path, models_server):
+    # build_judge runs exactly as in training; the judge is built, never asked.
+    args = cpu_config(tmp_path, judge_base_urls=[models_server], judge_model="m", judge_max_attempts=7,
+                      judge_timeout_s=9)  # fmt: skip
+    judge = build_judge(args)
+    assert (judge.retry.max_attempts, judge.backend.timeout_s) == (7, 9)
+    assert judge.backend.base_urls == [models_server]
+    assert models_server in judge.describe() and "the papers' defaults" in judge.describe()
+
+
+def test_a_judge_model_the_server_does_not_serve_stops_the_trainer_before_the_model_loads(
+    tmp_path, models_server, tiny_dataset
+):
+    args = cpu_config(tmp_path, judge_base_urls=[models_server], judge_model="Qwen/Qwen3-30B")
+    with pytest.raises(BackendError, match=r"'Qwen/Qwen3-30B' is not served at .* lists \['m'\]"):
+        # the policy path does not exist: the error must come before TRL tries to load it
+        JudgeRewardGRPOTrainer(str(tmp_path / "no-such-model"), args=args, train_dataset=load_rows(tiny_dataset))

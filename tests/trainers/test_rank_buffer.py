@@ -1,6 +1,7 @@
 """RankBufferGRPOTrainer: config -> RankBufferReward, buffers in checkpoints, the embedded judge path."""
 
 import json
+import shutil
 from functools import partial
 
 import pytest
@@ -46,13 +47,15 @@ def test_rank_buffer_trains_and_logs_buffer_metrics(tiny_model_dir, tiny_dataset
 def test_resume_restores_buffers_and_next_rewards(tiny_model_dir, tiny_dataset, tmp_path):
     full = make_trainer(tiny_model_dir, tiny_dataset, config(tmp_path / "full", save_strategy="steps", save_steps=2))
     full.train()
-    checkpoint = tmp_path / "full" / "checkpoint-2"
-    saved = json.loads((checkpoint / METHOD_STATE_NAME).read_text())
-    assert "texts" not in saved  # SQLite store: the checkpoint holds keys only
+    saved = json.loads((tmp_path / "full" / "checkpoint-2" / METHOD_STATE_NAME).read_text())
+    assert saved["schema"] == "trl_rankreward.method_state/1" and saved["method"] == "rank_buffer"
+    assert "texts" not in saved["state"]  # SQLite store: the state holds keys, the checkpoint's anchors.sqlite texts
 
-    # Resume into another output_dir, reading anchor texts from the original run's SQLite file.
-    args = config(tmp_path / "resumed", anchor_store_path=str(tmp_path / "full" / "anchors.sqlite"))
-    resumed = make_trainer(tiny_model_dir, tiny_dataset, args)
+    # The checkpoint folder alone resumes: move it elsewhere and delete the run's own anchor store.
+    checkpoint = tmp_path / "moved" / "checkpoint-2"
+    shutil.copytree(tmp_path / "full" / "checkpoint-2", checkpoint)
+    (tmp_path / "full" / "anchors.sqlite").unlink()
+    resumed = make_trainer(tiny_model_dir, tiny_dataset, config(tmp_path / "resumed"))
     resumed.train(resume_from_checkpoint=str(checkpoint))
 
     # Step 3 (epoch 1, after a resume at the epoch boundary) generates from the restored weights,

@@ -52,7 +52,7 @@ def nectar_texts(query_index: int) -> list[str]:
 @pytest.mark.server
 def test_build_judge_passes_max_tokens_and_attempts(server, tmp_path):
     judge = build_judge(server_config(server, tmp_path))
-    assert (judge.max_tokens, judge.max_attempts) == (MAX_TOKENS, ATTEMPTS)
+    assert (judge.max_tokens, judge.retry.max_attempts) == (MAX_TOKENS, ATTEMPTS)
 
 
 def test_judge_max_tokens_must_be_positive(tmp_path):

@@ -305,9 +305,9 @@ class SQLiteAnchorStore:
         store lacks, in one transaction; returns how many were added.
 
         `path` is checked as at opening, plus SQLite's `quick_check` (the file is read whole
-        anyway). A key that `path` maps to another text than this store
-        raises `AnchorStoreError` and adds nothing (the stores come from different runs, or one
-        of them is corrupt).
+        anyway). A key for which `path` holds another text than this store raises
+        `AnchorStoreError` and adds nothing (the stores come from different runs, or one of them
+        is corrupt).
         """
         path = os.fspath(path)
         _check_file(path, must_exist=True)
@@ -321,12 +321,13 @@ class SQLiteAnchorStore:
                 if damage != ["ok"]:  # ~40 ms at 10^5 texts: cheap next to the merge itself
                     raise _not_a_store(path, f"SQLite's quick_check found damage: {damage}")
                 with self._db:
-                    added = self._db.execute("INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors")
-                    if added.rowcount < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
-                        self._check_merged_texts(path)
+                    insert = "INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors"
+                    added = self._db.execute(insert).rowcount
+                    if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
+                        self._check_merged_texts(path)  # some keys were here before: their texts must match
             finally:
                 self._db.execute("DETACH DATABASE merged")
-        return added.rowcount
+        return added
 
     def _check_merged_texts(self, path: str) -> None:
         """Raise if some key of the attached store `merged` holds another text here."""

@@ -23,6 +23,7 @@ import abc
 import asyncio
 import contextlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
@@ -30,6 +31,7 @@ from ..judging.protocol import Judge, is_failure
 from ..judging.requests import JudgeFailure, Rubric
 from .answers import AnswerFormat
 from .ranking import flatten, tie_block_rewards
+from .state_files import METHOD_STATE_NAME, read_method_state, write_method_state
 
 R = TypeVar("R")
 
@@ -235,6 +237,16 @@ class GroupRewardMethod(abc.ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state:
             raise ValueError(f"{type(self).__name__} is stateless but got state with keys {sorted(state)}")
+
+    def save_state(self, directory: str) -> None:
+        """Write everything needed to resume into a checkpoint folder: `reward_method_state.json`
+        (atomic, with a schema version); methods with more files (RankBuffer's anchors) add them."""
+        write_method_state(os.path.join(directory, METHOD_STATE_NAME), self.name, self.state_dict())
+
+    def load_state(self, directory: str) -> None:
+        """Resume from a folder written by `save_state`; `CheckpointStateError` names a missing,
+        truncated or foreign file."""
+        self.load_state_dict(read_method_state(os.path.join(directory, METHOD_STATE_NAME), self.name))
 
     @contextlib.contextmanager
     def frozen_state(self) -> Iterator[None]:

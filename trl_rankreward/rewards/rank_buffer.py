@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,8 @@ INITS = ("nectar", "bootstrap")
 VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
 MANAGERS = (None, "llm", "llm_lookahead")
 _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
+#: the anchor store's snapshot inside a checkpoint folder
+ANCHOR_SNAPSHOT_NAME = "anchors.sqlite"
 
 
 #: what `frozen_state` records per touched query: (buffer or None, look-ahead group or None)
@@ -452,6 +455,20 @@ class RankBufferReward(GroupRewardMethod):
             if not getattr(self.store, "persistent", False):
                 state["texts"] = self.store.texts(sorted(self._referenced_keys(buffers, state["pending"])))
         return state
+
+    def save_state(self, directory: str) -> None:
+        """The state file, plus a snapshot of a persistent anchor store (`anchors.sqlite`), so the
+        checkpoint folder resumes on its own, e.g. on another machine or after a push to the Hub."""
+        if getattr(self.store, "persistent", False):
+            self.store.snapshot(os.path.join(directory, ANCHOR_SNAPSHOT_NAME))
+        super().save_state(directory)
+
+    def load_state(self, directory: str) -> None:
+        """Merge the checkpoint's anchor snapshot (if any) into the store, then load the state file."""
+        snapshot = os.path.join(directory, ANCHOR_SNAPSHOT_NAME)
+        if getattr(self.store, "persistent", False) and os.path.exists(snapshot):
+            self.store.merge_from(snapshot)
+        super().load_state(directory)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore `state_dict()` output exactly; checks the config and that every key's text exists."""

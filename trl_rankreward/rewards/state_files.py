@@ -15,6 +15,8 @@ import os
 from typing import Any
 
 METHOD_STATE_SCHEMA = "trl_rankreward.method_state/1"
+#: the reward method's state file inside a checkpoint folder
+METHOD_STATE_NAME = "reward_method_state.json"
 
 _RESTORE = "restore the file from an intact copy of the checkpoint, or resume from another checkpoint"
 

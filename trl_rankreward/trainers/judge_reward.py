@@ -26,23 +26,30 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
+from accelerate import PartialState
 from accelerate.utils import broadcast_object_list, gather_object
+from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
 
 from .._gc import paused_gc
+from ..judging.retry import RetryPolicy
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
 from ..rewards.registry import REWARD_METHODS, make_reward_method
+from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
+from .checkpoints import latest_complete_checkpoint
+from .circuit_breaker import JudgeCircuitBreaker
+from .dataset_checks import check_group_size, check_training_dataset, method_requirements
+from .failures import FailureLog, first_failures
 from .grouping import reward_row, rows_to_groups
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
 from .sampling import EpochSeededRepeatSampler
 
 logger = logging.get_logger(__name__)
 
-METHOD_STATE_NAME = "reward_method_state.json"
 JUDGE_USAGE_NAME = "judge_usage.json"
 
 
@@ -81,18 +88,47 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         default=120.0,
         metadata={
             "help": "Timeout of one judge HTTP request, in seconds. The other processes wait for the judging in a "
-            "collective, so keep judge_max_attempts x (1 + judge_max_retries) x judge_timeout_s below ddp_timeout "
-            "(a warning says so)."
+            "collective, so keep judge_max_attempts x judge_timeout_s (plus backoff) below ddp_timeout (a warning "
+            "says so)."
         },
     )
     judge_max_attempts: int = field(
-        default=3, metadata={"help": "Attempts per judge request (failed or invalid answers are retried)."}
-    )
-    judge_max_retries: int = field(
         default=3,
         metadata={
-            "help": "HTTP retries within one attempt after a timeout, transport error, 408, 429 or 5xx, with "
-            "exponential backoff from 0.5 s (tries per attempt = 1 + judge_max_retries)."
+            "help": "HTTP requests per judge request in all: an invalid answer is asked again at once; a timeout, "
+            "transport error, malformed response, 408, 429 or 5xx after exponential backoff with jitter (or the "
+            "server's Retry-After)."
+        },
+    )
+    judge_require_listed_model: bool = field(
+        default=True,
+        metadata={
+            "help": "At start, judge_model must be among the models each judge server lists at /models (else the "
+            "run stops before loading anything). Turn off for gateways that route models they do not list."
+        },
+    )
+    judge_stop_after_failed_batches: int = field(
+        default=3,
+        metadata={
+            "help": "Save a checkpoint and stop with an error when every group of this many consecutive generation "
+            "batches is neutral (the judge failed; zero advantages). 0: never."
+        },
+    )
+    judge_failure_window: int = field(
+        default=20, metadata={"help": "Generation batches over which judge_max_neutral_fraction is measured."}
+    )
+    judge_max_neutral_fraction: float = field(
+        default=0.5,
+        metadata={
+            "help": "Save a checkpoint and stop with an error when more than this fraction of the groups of the last "
+            "judge_failure_window generation batches is neutral. 1.0: never."
+        },
+    )
+    resume_with_fresh_reward_state: bool = field(
+        default=False,
+        metadata={
+            "help": "Resuming from a checkpoint without the reward method's state (e.g. written by plain TRL) is an "
+            "error for methods with state (RankBuffer's buffers); set this to start them afresh instead."
         },
     )
     judge_max_tokens: int = field(
@@ -122,7 +158,18 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         if isinstance(self.judge_base_urls, str):
             self.judge_base_urls = [url for url in self.judge_base_urls.split(",") if url]
         if isinstance(self.reward_method_kwargs, str):
-            self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
+            try:
+                self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"reward_method_kwargs (--reward_method_kwargs) is not valid JSON: {exc}; got "
+                    f"{self.reward_method_kwargs!r}, expected an object such as '{{\"k0\": 4}}'"
+                ) from None
+        if not isinstance(self.reward_method_kwargs, (dict, type(None))):
+            raise ValueError(
+                f"reward_method_kwargs (--reward_method_kwargs) must be a JSON object of keyword arguments, got "
+                f"{type(self.reward_method_kwargs).__name__} {self.reward_method_kwargs!r}"
+            )
         self.reward_method_kwargs = dict(self.reward_method_kwargs or {})
         if self.reward_method not in REWARD_METHODS:
             raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
@@ -131,25 +178,26 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 f"judge_base_urls={self.judge_base_urls} needs judge_model, the model name the server serves "
                 "(e.g. judge_model=Qwen/Qwen3-30B-A3B-Instruct-2507)"
             )
-        for name in ("judge_max_concurrency", "judge_max_attempts", "judge_max_tokens"):
+        for name in ("judge_max_concurrency", "judge_max_attempts", "judge_max_tokens", "judge_failure_window"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.judge_max_retries < 0:
-            raise ValueError(f"judge_max_retries must be >= 0, got {self.judge_max_retries}")
+        if self.judge_stop_after_failed_batches < 0:
+            raise ValueError(
+                f"judge_stop_after_failed_batches must be >= 0, got {self.judge_stop_after_failed_batches}"
+            )
+        if not 0.0 <= self.judge_max_neutral_fraction <= 1.0:
+            raise ValueError(f"judge_max_neutral_fraction must be in [0, 1], got {self.judge_max_neutral_fraction}")
         if not self.judge_timeout_s > 0:
             raise ValueError(f"judge_timeout_s must be > 0, got {self.judge_timeout_s}")
         if self.judge_base_urls:
-            # One request against a hung server: each attempt makes 1 + R tries that each time out,
-            # with backoff 0.5 * 2**i s after try i (OpenAICompatibleBackend's default backoff_s).
-            tries, retries = 1 + self.judge_max_retries, self.judge_max_retries
-            worst = self.judge_max_attempts * (tries * self.judge_timeout_s + 0.5 * (2**retries - 1))
+            # The other processes wait in a collective while the main process judges one round.
+            worst = self.judge_retry_policy().worst_case_s(self.judge_timeout_s)
             if worst > self.ddp_timeout:
                 warnings.warn(
                     f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
-                    f"{self.judge_max_attempts} x {tries} tries (1 + judge_max_retries) x judge_timeout_s="
-                    f"{self.judge_timeout_s:g}, plus backoff), longer than ddp_timeout={self.ddp_timeout} s that the "
-                    "other processes wait while the main process judges: raise ddp_timeout or lower judge_timeout_s "
-                    "/ judge_max_attempts / judge_max_retries",
+                    f"{self.judge_max_attempts} x judge_timeout_s={self.judge_timeout_s:g}, plus backoff), longer "
+                    f"than ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process "
+                    "judges: raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
                     stacklevel=2,
                 )
         if self.lambda_fmt < 0:
@@ -160,6 +208,10 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 f"reward_method_kwargs sets {clash}, which come from the config's own fields (lambda_fmt, "
                 "thinking_format, judge_*); set those fields instead"
             )
+
+    def judge_retry_policy(self) -> RetryPolicy:
+        """The retry policy of every judge request of the run (`judging.retry`)."""
+        return RetryPolicy(max_attempts=self.judge_max_attempts)
 
     def _check_own_method(self, method: str, trains: str, options: Sequence[str]) -> None:
         """For a config of one reward method: `reward_method` stays `method`, its options are fields, not kwargs."""
@@ -186,7 +238,11 @@ class JudgeRewardGRPOConfig(GRPOConfig):
 
 
 def build_judge(args: JudgeRewardGRPOConfig):
-    """The judge the config describes: `LLMJudge` over OpenAI-compatible servers, or `EmbeddingJudge`."""
+    """The judge the config describes: `LLMJudge` over OpenAI-compatible servers, or `EmbeddingJudge`.
+
+    An `LLMJudge` checks its servers now: one that does not answer, or does not serve
+    `judge_model`, raises `BackendError` naming the URL, the model and what is served.
+    """
     from ..judging.templates import JudgeTemplates
 
     templates = JudgeTemplates.from_yaml(args.judge_templates) if args.judge_templates else None
@@ -203,14 +259,10 @@ def build_judge(args: JudgeRewardGRPOConfig):
         api_key_env=args.judge_api_key_env,
         max_concurrency=args.judge_max_concurrency,
         timeout_s=args.judge_timeout_s,
-        max_retries=args.judge_max_retries,
+        require_listed_model=args.judge_require_listed_model,
     )
     return LLMJudge(
-        backend,
-        templates,
-        seed=args.judge_seed,
-        max_attempts=args.judge_max_attempts,
-        max_tokens=args.judge_max_tokens,
+        backend, templates, seed=args.judge_seed, retry=args.judge_retry_policy(), max_tokens=args.judge_max_tokens
     )
 
 
@@ -241,13 +293,45 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             )
         if "reward_funcs" in kwargs:
             raise TypeError("reward_funcs is set by the trainer from the reward method; pass reward_method= instead")
+        # Fail fast, before TRL loads any model: bad data, then a judge that is down or misnamed.
         name = reward_method.name if reward_method is not None else args.reward_method
+        self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
+        is_main = PartialState().is_main_process
+        if reward_method is None and judge is None and is_main:
+            judge = build_judge(args)
         super().__init__(model, reward_funcs=[_RewardColumn(name)], args=args, **kwargs)
-        if reward_method is None and self.accelerator.is_main_process:
-            reward_method = self._build_reward_method(judge if judge is not None else build_judge(args))
+        if reward_method is None and is_main:
+            reward_method = self._build_reward_method(judge)
         self.reward_method = reward_method
+        if reward_method is not None:
+            logger.warning(f"trl-rankreward: reward method {reward_method.name!r}; judge: {_describe(reward_method)}")
         self._judge_usage = JudgeUsage()
         self._reward_loop = None
+        self._breaker = JudgeCircuitBreaker(
+            args.judge_stop_after_failed_batches, args.judge_failure_window, args.judge_max_neutral_fraction
+        )
+        self._failure_log = FailureLog()
+        self.add_callback(_StopOnJudgeFailure(self))
+
+    def _method_requirements(self, name: str) -> dict[str, bool]:
+        """What the reward method needs from every dataset row (references, rubrics); see `dataset_checks`."""
+        if name not in REWARD_METHODS:  # a custom method object: nothing known to check
+            return {}
+        return method_requirements(name, self._requirement_kwargs())
+
+    def _requirement_kwargs(self) -> dict[str, Any]:
+        """The method options that decide what it needs from the data (RankBuffer: its `init`)."""
+        return self.args.reward_method_kwargs
+
+    def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
+        self.args = args  # read by _requirement_kwargs before TRL's __init__ sets it
+        if name in REWARD_METHODS:
+            check_group_size(name, args.num_generations)
+        needs = self._method_requirements(name)
+        evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
+        for dataset in [train_dataset, *evals]:
+            if dataset is not None:
+                check_training_dataset(dataset, **needs)
 
     @classmethod
     def _config_class(cls) -> type:
@@ -283,13 +367,24 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         broadcast_object_list(payload, from_process=0)
         if isinstance(payload[0], _ScoringError):
             raise RuntimeError(f"Reward scoring failed on the main process: {payload[0].message}")
-        rewards, metrics = payload[0]
-        for key, value in metrics.items():
+        scored: _Scored = payload[0]
+        for key, value in scored.metrics.items():
             self._metrics[mode][key].append(value)
-        return torch.tensor(rewards, dtype=torch.float32, device=self.accelerator.device).unsqueeze(1)
+        self._watch_failures(scored, mode)
+        return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device).unsqueeze(1)
 
-    def _score_rows(self, rows: list[dict], group_size: int, mode: str) -> tuple[list[float], dict[str, float]]:
-        """Main process: rows -> groups -> rewards (flat, row order) and this step's metrics."""
+    def _watch_failures(self, scored: _Scored, mode: str) -> None:
+        """Log judge failures (rate-limited) and feed training batches to the circuit breaker (every rank alike)."""
+        if scored.failures and self.accelerator.is_main_process and self._failure_log.due():
+            logger.warning(
+                f"trl-rankreward: {scored.neutral} of {scored.groups} groups neutral at step {self.state.global_step} "
+                f"({mode}); judge failures: " + " | ".join(scored.failures)
+            )
+        if mode == "train" and self._breaker.record(scored.neutral, scored.groups, scored.failures):
+            logger.error(f"trl-rankreward: {self._breaker.reason()}\nSaving a checkpoint and stopping.")
+
+    def _score_rows(self, rows: list[dict], group_size: int, mode: str) -> _Scored:
+        """Main process: rows -> groups -> rewards (flat, row order), this step's metrics and failures."""
         method = self.reward_method
         groups = rows_to_groups(rows, group_size)
         self._register_references(groups)
@@ -307,7 +402,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             rewards.extend(float(r) for r in result.rewards)
         metrics = dict(method.step_metrics(results))
         metrics.update(self._judge_usage.step_metrics(combined_snapshot(method.judges)))
-        return rewards, metrics
+        return _Scored(rewards, metrics, sum(r.neutral for r in results), len(results), first_failures(results))
 
     def _register_references(self, groups) -> None:
         """Hand each query's ranked references to judges that keep a reference table (EmbeddingJudge)."""
@@ -342,6 +437,23 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
                 self._metrics[mode][key] = values[-1:]
         super().log(logs, start_time)
 
+    # ---- stopping on judge failure, and resuming from the last complete checkpoint ------------------
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
+        """TRL's `train`; `resume_from_checkpoint=True` skips a checkpoint a crash left half-written, and a
+        run stopped by the judge circuit breaker raises `JudgeFailureError` after its checkpoint is saved."""
+        if resume_from_checkpoint is True:
+            resume_from_checkpoint = latest_complete_checkpoint(self.args.output_dir)
+        output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        if self._breaker.tripped:
+            checkpoint = os.path.join(self.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            raise JudgeFailureError(
+                f"{self._breaker.reason()}\nThe run stopped at step {self.state.global_step} and saved {checkpoint}. "
+                f"Fix the judge ({_describe(self.reward_method) if self.reward_method else 'see the main process'}), "
+                f"then run the same command with --resume_from_checkpoint {checkpoint}."
+            )
+        return output
+
     # ---- checkpoints: the method's state (and judge usage totals) travel with every checkpoint ------
 
     def _save_checkpoint(self, model, trial):
@@ -352,24 +464,68 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             )
             os.makedirs(output_dir, exist_ok=True)
             current = combined_snapshot(self.reward_method.judges)
-            _write_json(os.path.join(output_dir, METHOD_STATE_NAME), self.reward_method.state_dict())
-            _write_json(os.path.join(output_dir, JUDGE_USAGE_NAME), self._judge_usage.state_dict(current))
+            self.reward_method.save_state(output_dir)
+            usage = {**self._judge_usage.state_dict(current), "breaker": self._breaker.state_dict()}
+            write_json_atomic(os.path.join(output_dir, JUDGE_USAGE_NAME), usage)
         super()._save_checkpoint(model, trial)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None or self.reward_method is None:
             return
-        path = os.path.join(checkpoint, METHOD_STATE_NAME)
-        if not os.path.exists(path):
-            logger.warning(f"{path} not found: the reward method starts from a fresh state")
+        if not os.path.exists(os.path.join(checkpoint, METHOD_STATE_NAME)) and self._may_start_fresh(checkpoint):
             return
-        with open(path) as f, paused_gc():  # millions of small objects at 10^5 queries (see _gc.py)
-            self.reward_method.load_state_dict(json.load(f))
+        with paused_gc():  # millions of small objects at 10^5 queries (see _gc.py)
+            self.reward_method.load_state(checkpoint)
         usage_path = os.path.join(checkpoint, JUDGE_USAGE_NAME)
         if os.path.exists(usage_path):
-            with open(usage_path) as f:
-                self._judge_usage.load_state_dict(json.load(f), combined_snapshot(self.reward_method.judges))
+            usage = read_json(usage_path, "judge usage totals")
+            self._breaker.load_state_dict(usage.pop("breaker", {}))
+            self._judge_usage.load_state_dict(usage, combined_snapshot(self.reward_method.judges))
+
+    def _may_start_fresh(self, checkpoint: str) -> bool:
+        """A checkpoint without the method's state: fine for stateless methods or when asked; else an error."""
+        if self.args.resume_with_fresh_reward_state or not self.reward_method.state_dict():
+            logger.warning(f"{checkpoint} holds no {METHOD_STATE_NAME}: the reward method starts from a fresh state")
+            return True
+        raise CheckpointStateError(
+            f"{os.path.join(checkpoint, METHOD_STATE_NAME)} not found: {checkpoint} does not hold the state of the "
+            f"reward method {self.reward_method.name!r} (e.g. RankBuffer's buffers), so resuming would silently "
+            "restart it. Resume from a checkpoint written by this trainer, or set resume_with_fresh_reward_state="
+            "True to start the method afresh."
+        )
+
+
+class JudgeFailureError(RuntimeError):
+    """The judge kept failing (see `circuit_breaker`); a checkpoint was saved before this was raised."""
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """What the main process broadcasts after scoring one batch."""
+
+    rewards: list[float]
+    metrics: dict[str, float]
+    neutral: int
+    groups: int
+    failures: list[str]
+
+
+class _StopOnJudgeFailure(TrainerCallback):
+    """Once the breaker trips: save a checkpoint at the end of this step and stop (every rank alike)."""
+
+    def __init__(self, trainer: JudgeRewardGRPOTrainer):
+        self.trainer = trainer
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.trainer._breaker.tripped:
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+
+def _describe(method: GroupRewardMethod) -> str:
+    return "; ".join(getattr(j, "describe", lambda j=j: repr(j))() for j in method.judges)
 
 
 @dataclass(frozen=True)
@@ -390,11 +546,3 @@ class _RewardColumn:
             f"The {self.__name__!r} reward is computed by JudgeRewardGRPOTrainer._calculate_rewards on whole groups; "
             "it cannot be called as a plain TRL reward function"
         )
-
-
-def _write_json(path: str, data: Any) -> None:
-    # json.dumps encodes in C; json.dump streams through the pure-Python encoder (~4x slower at 40 MB)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps(data))
-    os.replace(tmp, path)
