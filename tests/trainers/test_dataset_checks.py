@@ -1,7 +1,6 @@
 """The dataset check: every bad case fails up front with one message naming the rows and the fix."""
 
 import re
-import time
 
 import pytest
 from datasets import Dataset, load_dataset
@@ -258,11 +257,3 @@ def test_group_size():
 def test_every_registered_method_has_a_group_size_rule():
     assert GROUP_RELATIVE_METHODS | SINGLE_ROLLOUT_METHODS == set(REWARD_METHODS)
     assert not GROUP_RELATIVE_METHODS & SINGLE_ROLLOUT_METHODS
-
-
-def test_a_hundred_thousand_rows_take_about_a_second():
-    rows = [good_row(i, references=[f"Answer {i}.{k}" for k in range(7)]) for i in range(100_000)]
-    dataset = Dataset.from_list(rows)
-    start = time.perf_counter()
-    check_training_dataset(dataset, needs_references=True, needs_rubrics=True)
-    assert time.perf_counter() - start < 5.0  # ~0.8 s here; generous for loaded CI machines

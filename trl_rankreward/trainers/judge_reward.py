@@ -488,8 +488,11 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         if self.args.resume_with_fresh_reward_state or not self.reward_method.state_dict():
             logger.warning(f"{checkpoint} holds no {METHOD_STATE_NAME}: the reward method starts from a fresh state")
             return True
+        path = os.path.join(checkpoint, METHOD_STATE_NAME)
         raise CheckpointStateError(
-            f"{os.path.join(checkpoint, METHOD_STATE_NAME)} not found: {checkpoint} does not hold the state of the "
+            path,
+            "missing",
+            f"{path} not found: {checkpoint} does not hold the state of the "
             f"reward method {self.reward_method.name!r} (e.g. RankBuffer's buffers), so resuming would silently "
             "restart it. Resume from a checkpoint written by this trainer, or set resume_with_fresh_reward_state="
             "True to start the method afresh."

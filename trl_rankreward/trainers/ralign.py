@@ -110,6 +110,7 @@ def metarm_from_config(args: RAlignGenRMConfig):
     """An `LLMJudge` over an `OpenAICompatibleBackend` at `metarm_base_urls` (the paper's training MetaRM)."""
     from ..judging.backends.openai_compatible import OpenAICompatibleBackend
     from ..judging.llm_judge import LLMJudge
+    from ..judging.retry import RetryPolicy
 
     backend = OpenAICompatibleBackend(
         args.metarm_base_urls,
@@ -118,7 +119,8 @@ def metarm_from_config(args: RAlignGenRMConfig):
         max_concurrency=args.metarm_max_concurrency,
         timeout_s=args.metarm_timeout_s,
     )
-    return LLMJudge(backend, seed=args.seed, max_attempts=args.metarm_max_attempts, max_tokens=args.metarm_max_tokens)
+    retry = RetryPolicy(max_attempts=args.metarm_max_attempts)
+    return LLMJudge(backend, seed=args.seed, retry=retry, max_tokens=args.metarm_max_tokens)
 
 
 def _text(completion) -> str:
