@@ -11,6 +11,7 @@ from trl_rankreward.evaluation.buffer_report import buffer_report, format_report
 from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
+from trl_rankreward.rewards.state_files import write_method_state
 from trl_rankreward.testing import OracleJudge
 
 # Three buffers, anchors worst -> best as [key, source, created_epoch, h]:
@@ -56,7 +57,13 @@ def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="reward_method_state.json"):
         load_buffer_state(tmp_path)
     (tmp_path / "reward_method_state.json").write_text(json.dumps({}))
+    with pytest.raises(ValueError, match="not a trl-rankreward reward-method state file"):
+        load_buffer_state(tmp_path)
+    write_method_state(tmp_path / "reward_method_state.json", "rank_buffer", {"buffers": {}})
     with pytest.raises(ValueError, match="not a RankBuffer state"):
+        load_buffer_state(tmp_path)
+    write_method_state(tmp_path / "reward_method_state.json", "pointwise", {})
+    with pytest.raises(ValueError, match="saved by reward method 'pointwise'"):
         load_buffer_state(tmp_path)
 
 
@@ -85,7 +92,7 @@ def test_cli_on_a_trained_state(tmp_path, capsys):
     checkpoint.mkdir()
     state = method.state_dict()
     assert "texts" not in state  # SQLite store: the checkpoint holds structure only
-    (checkpoint / "reward_method_state.json").write_text(json.dumps(state))
+    method.save_state(str(checkpoint))
 
     png = tmp_path / "fig.png"
     assert main(["buffer-report", str(checkpoint), "--output", str(png)]) == 0
@@ -106,7 +113,7 @@ def test_cli_on_a_trained_state(tmp_path, capsys):
 
 
 def test_plot_default_location(tmp_path):
-    (tmp_path / "reward_method_state.json").write_text(json.dumps(HAND_STATE))
+    write_method_state(tmp_path / "reward_method_state.json", "rank_buffer", HAND_STATE)
     assert main(["buffer-report", str(tmp_path)]) == 0
     assert (tmp_path / "buffer_report.png").exists()
     plot_report(buffer_report(HAND_STATE, bins=4), tmp_path / "b4.png")

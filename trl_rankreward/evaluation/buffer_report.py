@@ -19,16 +19,16 @@ A one-anchor buffer (bootstrap from a group with a single valid answer) sits at 
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.anchor_buffer import SOURCES
+from ..rewards.state_files import METHOD_STATE_NAME, read_method_state
 
 #: the file a trainer checkpoint stores the reward method's `state_dict()` in
-STATE_FILE = "reward_method_state.json"
+STATE_FILE = METHOD_STATE_NAME
 _RANK_BUFFER_FORMAT = "trl_rankreward.rank_buffer/1"
 
 
@@ -74,8 +74,7 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
             f"No RankBuffer state at {file}; expected a trainer checkpoint directory holding {STATE_FILE} "
             "(saved by RankBufferGRPOTrainer) or the path of that file"
         )
-    with open(file, encoding="utf-8") as fh:
-        state = json.load(fh)
+    state = read_method_state(file, "rank_buffer")
     fmt = state.get("format") if isinstance(state, dict) else None
     if fmt != _RANK_BUFFER_FORMAT:
         raise ValueError(
