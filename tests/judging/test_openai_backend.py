@@ -232,3 +232,34 @@ def test_base_url_normalization():
     assert normalize_base_url("https://api.example.com/openai/v1") == "https://api.example.com/openai/v1"
     with pytest.raises(ValueError, match="must start with http:// or https://, got 'localhost:8000'"):
         normalize_base_url("localhost:8000")
+
+
+def test_a_dead_url_is_skipped_while_another_is_live(server_factory):
+    # Round-robin over [dead, live]: the first try at the dead URL fails to connect, then the dead
+    # URL rests (10 s) and every later call goes to the live one instead of failing every other time.
+    live = server_factory()
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    backend = OpenAICompatibleBackend([dead, live.url], "judge", check_on_start=False)
+    outcomes = []
+    for _ in range(6):
+        try:
+            asyncio.run(backend.complete(MESSAGES))
+            outcomes.append("ok")
+        except BackendError as exc:
+            outcomes.append(exc.kind)
+    assert outcomes == ["transport"] + ["ok"] * 5 and len(live.requests) == 5
+
+
+def test_text_that_utf8_cannot_encode_is_sent_with_replacement_characters(server_factory):
+    # A lone surrogate (bytes decoded with surrogateescape) cannot be sent as JSON; the rendered
+    # prompt carries U+FFFD there instead of failing the request or the step.
+    from trl_rankreward.judging.rendering import render
+    from trl_rankreward.judging.requests import PointwiseRequest
+    from trl_rankreward.judging.seeding import text_id
+
+    request = PointwiseRequest(query="q", response="bad byte \udcff here")
+    content = render(request).messages[-1]["content"]
+    assert "bad byte \ufffd here" in content and text_id("\udcff") != text_id("\ufffd")
+    server = server_factory()
+    asyncio.run(backend_for(server.url).complete(render(request).messages))
+    assert "bad byte \ufffd here" in server.requests[0]["messages"][-1]["content"]

@@ -46,6 +46,7 @@ _TAG_LIKE = re.compile(
     rf"[<\uff1c\ufe64](?={_INVISIBLE}(?:\\?[/\uff0f])?{_INVISIBLE}(?:{_tag_name('response')}|{_tag_name('rationale')})\b)",
     re.IGNORECASE,
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
@@ -79,8 +80,14 @@ def render(request, templates: JudgeTemplates | None = None, *, seed: int = 0) -
         raise TypeError(f"Cannot render a {type(request).__name__}; expected one of the judging.requests types")
     prompt, display = renderer(request, templates, seed)
     messages = [{"role": "system", "content": templates.system}] if templates.system else []
-    messages.append({"role": "user", "content": prompt})
+    messages.append({"role": "user", "content": _encodable(prompt)})
     return Rendered(messages, display)
+
+
+def _encodable(text: str) -> str:
+    """`text` with what UTF-8 cannot encode (lone surrogates from undecodable bytes) replaced by
+    U+FFFD, so every prompt can be sent as JSON."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 # ---- text helpers -----------------------------------------------------------------------

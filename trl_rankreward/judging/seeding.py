@@ -22,5 +22,8 @@ def seeded_rng(*parts: object) -> random.Random:
 
 
 def text_id(text: str) -> str:
-    """Short content address of a text (first 16 hex digits of its SHA-256)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    """Short content address of a text (first 16 hex digits of its SHA-256).
+
+    Lone surrogates (from bytes decoded with `surrogateescape`) are encoded as they are, so
+    such a text has an address too; valid text hashes its plain UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -1,7 +1,8 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
 OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
-One client per base URL, used round-robin (so a retry moves on to the next URL); at most
+One client per base URL, used round-robin; a URL that refused a connection or timed out is
+skipped for a few seconds while another one is live, so retries go to a live server; at most
 `max_concurrency` requests in flight; each request has a timeout. `complete` makes one
 HTTP request: failures come out as `BackendError` (with the server's `Retry-After`), and
 the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
@@ -33,6 +34,8 @@ import openai
 from .base import BackendError, Completion
 
 _START_CHECK_TIMEOUT_S = 5.0
+# A URL that refused a connection or timed out is skipped this long while another URL is live.
+_REST_S = 10.0
 
 
 @dataclass
@@ -78,6 +81,7 @@ class OpenAICompatibleBackend:
         self.max_concurrency = max_concurrency
         self.timeout_s = timeout_s
         self._next_url = itertools.count()
+        self._resting_until = [0.0] * len(self.base_urls)  # monotonic time before which a URL is skipped
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         if check_on_start:
             for url in self.base_urls:
@@ -114,7 +118,7 @@ class OpenAICompatibleBackend:
         """One chat completion from the next URL in turn; raises `BackendError` if it fails."""
         state = self._state()
         extra = {"response_format": response_format} if response_format is not None else {}
-        index = next(self._next_url) % len(self.base_urls)
+        index = self._pick_url()
         url, start = self.base_urls[index], time.perf_counter()
         try:
             async with state.semaphore:
@@ -122,14 +126,28 @@ class OpenAICompatibleBackend:
                     model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, **extra
                 )
         except openai.OpenAIError as exc:
-            raise _backend_error(exc, url) from exc
-        except ValueError as exc:  # a 200 whose JSON body does not parse (the client's json.loads)
+            error = _backend_error(exc, url)
+            if error.kind in ("transport", "timeout"):
+                self._resting_until[index] = time.monotonic() + _REST_S
+            raise error from exc
+        except json.JSONDecodeError as exc:  # a 200 whose JSON body does not parse (the client's json.loads)
             raise BackendError(
                 f"Judge server {url} answered HTTP 200 with a body that is not valid JSON ({exc}); "
                 "a proxy or the server cut the response",
                 kind="malformed",
             ) from exc
         return _completion(response, url, time.perf_counter() - start)
+
+    def _pick_url(self) -> int:
+        """The next URL in turn, skipping those that failed to connect or timed out in the last
+        `_REST_S` seconds (so a retry goes to a live server), unless all of them did."""
+        now, n = time.monotonic(), len(self.base_urls)
+        start = next(self._next_url)
+        for offset in range(n):
+            index = (start + offset) % n
+            if self._resting_until[index] <= now:
+                return index
+        return start % n
 
     def __repr__(self) -> str:
         return (
