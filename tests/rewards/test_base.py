@@ -46,6 +46,15 @@ def test_group_request_fills_in_the_group_context():
     )
 
 
+def test_group_texts_with_lone_surrogates_become_encodable():
+    # b"\xff" decoded with surrogateescape is "\udcff": it cannot be hashed as UTF-8, stored in SQLite
+    # or sent as JSON, so the group carries U+FFFD there instead.
+    bad = b"x \xff y".decode("utf-8", errors="surrogateescape")
+    group = Group("q", bad, [], [bad, "ok"], references=[bad])
+    assert group.query == group.completions[0] == group.references[0] == "x \ufffd y"
+    assert group.completions[1] == "ok"
+
+
 def test_rank_reward_endpoints():
     # Eq. 9 with G=8: q=0 -> -1, q=7 -> 1, q=3.5 -> 0
     assert rank_reward(0, 8) == -1.0 and rank_reward(7, 8) == 1.0 and rank_reward(3.5, 8) == 0.0

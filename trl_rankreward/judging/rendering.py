@@ -80,14 +80,14 @@ def render(request, templates: JudgeTemplates | None = None, *, seed: int = 0) -
         raise TypeError(f"Cannot render a {type(request).__name__}; expected one of the judging.requests types")
     prompt, display = renderer(request, templates, seed)
     messages = [{"role": "system", "content": templates.system}] if templates.system else []
-    messages.append({"role": "user", "content": _encodable(prompt)})
+    messages.append({"role": "user", "content": encodable(prompt)})
     return Rendered(messages, display)
 
 
-def _encodable(text: str) -> str:
+def encodable(text: str) -> str:
     """`text` with what UTF-8 cannot encode (lone surrogates from undecodable bytes) replaced by
     U+FFFD, so every prompt can be sent as JSON."""
-    return _SURROGATE.sub("\ufffd", text)
+    return _SURROGATE.sub("\ufffd", text) if isinstance(text, str) else text
 
 
 # ---- text helpers -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ..judging.protocol import Judge, is_failure
+from ..judging.rendering import encodable
 from ..judging.requests import JudgeFailure, Rubric
 from .answers import AnswerFormat
 from .ranking import flatten, tie_block_rewards
@@ -41,6 +42,8 @@ class Group:
     """The G completions of one query, with what the judge needs to compare them.
 
     `references` are ranked reference responses, best first (e.g. Nectar's seven answers).
+    Texts are made encodable (a lone surrogate from undecodable bytes becomes U+FFFD), so
+    every text can be hashed, stored and sent to a judge.
     """
 
     query_id: str
@@ -55,11 +58,12 @@ class Group:
         object.__setattr__(self, "rubrics", tuple(Rubric.coerce(r) for r in (self.rubrics or ())))
         if isinstance(self.completions, str):
             raise TypeError("Group.completions must be a list of strings, got a single string")
-        object.__setattr__(self, "completions", tuple(self.completions))
+        object.__setattr__(self, "completions", tuple(encodable(c) for c in self.completions))
         if not self.completions:
             raise ValueError(f"Group {self.query_id!r} has no completions")
+        object.__setattr__(self, "query", encodable(self.query))
         if self.references is not None:
-            object.__setattr__(self, "references", tuple(self.references))
+            object.__setattr__(self, "references", tuple(encodable(r) for r in self.references))
 
     @property
     def size(self) -> int:
