@@ -8,10 +8,11 @@ as the training reward: `rewards.ralign_reward.RAlignReward`). Results are per d
 (`evaluation.genrm_metrics`).
 
 The GenRM is any chat backend (`async complete(messages, ...) -> Completion`): an
-`OpenAICompatibleBackend` at a served GenRM, or a `TransformersBackend` for a local one. Each
-pair is asked once (the backend retries transport errors itself); an answer without a valid
-verdict is a parse failure, not retried, because retrying would flatter a model that breaks
-the format. Pure: no torch or trl here.
+`OpenAICompatibleBackend` at a served GenRM, or a `TransformersBackend` for a local one. A
+backend failure (transport, timeout, 429/5xx, malformed response) is retried with the shared
+`judging.retry.RetryPolicy`; an answer without a valid verdict is a parse failure, not
+retried, because retrying would flatter a model that breaks the format. A bug (any other
+exception) stops the run. Pure: no torch or trl here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 
+from ..judging.backends.base import BackendError
+from ..judging.retry import RetryPolicy
 from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import GenRMSample, RAlignReward
 from .genrm_metrics import GenRMCounts, metrics_by_source
@@ -51,11 +54,14 @@ class GenRMReport:
 
 
 async def _generate(backend, messages, *, temperature: float, max_tokens: int, limiter: asyncio.Semaphore):
+    async def attempt(_: int) -> str:
+        return (await backend.complete(messages, temperature=temperature, max_tokens=max_tokens)).text
+
     async with limiter:
         try:
-            return (await backend.complete(messages, temperature=temperature, max_tokens=max_tokens)).text, None
-        except Exception as exc:  # BackendError after the backend's retries, or a local model error
-            return None, f"{getattr(exc, 'kind', 'error')}: {type(exc).__name__}: {exc}"
+            return await RetryPolicy().run(attempt), None
+        except BackendError as exc:
+            return None, f"{exc.kind}: {type(exc).__name__}: {exc}"
 
 
 async def evaluate_genrm(

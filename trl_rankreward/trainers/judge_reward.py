@@ -495,7 +495,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             f"{path} not found: {checkpoint} does not hold the state of the "
             f"reward method {self.reward_method.name!r} (e.g. RankBuffer's buffers), so resuming would silently "
             "restart it. Resume from a checkpoint written by this trainer, or set resume_with_fresh_reward_state="
-            "True to start the method afresh."
+            "True to start the method afresh.",
         )
 
 
