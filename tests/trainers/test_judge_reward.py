@@ -104,13 +104,6 @@ def test_config_cross_field_errors_name_both_fields(tmp_path):
     assert args.judge_base_urls == ["http://a/v1", "http://b/v1"]
 
 
-def test_reward_funcs_cannot_be_passed(tiny_model_dir, tiny_dataset, tmp_path):
-    with pytest.raises(TypeError, match="reward_method="):
-        JudgeRewardGRPOTrainer(
-            tiny_model_dir, args=cpu_config(tmp_path), reward_funcs=[len], reward_method=CountingMethod()
-        )
-
-
 @pytest.mark.skipif(os.environ.get("WANDB_MODE") != "offline", reason="needs WANDB_MODE=offline")
 def test_wandb_offline_run_files_hold_judge_metrics(tiny_model_dir, tiny_dataset, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))

@@ -119,6 +119,12 @@ def test_cpu_training_moves_parameters_and_logs(genrm_model, tmp_path):
     assert {"ralign/label_acc", "ralign/format_invalid", "ralign/meta_calls", "rewards/ralign/mean"} <= logs
     assert hook.calls > 0 and trainer.ralign.meta_calls == hook.calls  # only label-correct samples were judged
 
+    # The model card says it is an R-Align GenRM, with the reward table and the citation.
+    trainer.create_model_card(dataset_name="pairs-with-rationales")
+    card = (tmp_path / "README.md").read_text()
+    assert "`ralign`" in card and "| `reward_mode` | `'ralign'` |" in card and "**Dataset:** pairs-with-rationales" in card
+    assert "R-Align: Enhancing Generative Reward Models" in card
+
 
 def test_reward_function_outcome_mode_batch():
     import asyncio

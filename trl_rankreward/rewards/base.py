@@ -242,6 +242,10 @@ class GroupRewardMethod(abc.ABC):
         if state:
             raise ValueError(f"{type(self).__name__} is stateless but got state with keys {sorted(state)}")
 
+    def summary(self) -> dict[str, float]:
+        """A few numbers that describe the method's state at the end of a run (for the model card)."""
+        return {}
+
     def save_state(self, directory: str) -> None:
         """Write everything needed to resume into a checkpoint folder: `reward_method_state.json`
         (atomic, with a schema version); methods with more files (RankBuffer's anchors) add them."""

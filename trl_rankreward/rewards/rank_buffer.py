@@ -456,6 +456,10 @@ class RankBufferReward(GroupRewardMethod):
                 state["texts"] = self.store.texts(sorted(self._referenced_keys(buffers, state["pending"])))
         return state
 
+    def summary(self) -> dict[str, float]:
+        """The buffers at the end: how many, their size, and their anchors by source."""
+        return dict(self._buffers.stats())
+
     def save_state(self, directory: str) -> None:
         """The state file, plus a snapshot of a persistent anchor store (`anchors.sqlite`), so the
         checkpoint folder resumes on its own, e.g. on another machine or after a push to the Hub."""

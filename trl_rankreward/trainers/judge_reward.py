@@ -35,6 +35,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
 
 from .._gc import paused_gc
+from ..judging.backends.openai_compatible import normalize_base_url
 from ..judging.retry import RetryPolicy
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
@@ -46,6 +47,7 @@ from .dataset_checks import check_group_size, check_training_dataset, method_req
 from .failures import FailureLog, first_failures
 from .grouping import reward_row, rows_to_groups
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
+from .model_card import add_section, redact_urls, training_section
 from .sampling import EpochSeededRepeatSampler
 
 logger = logging.get_logger(__name__)
@@ -191,7 +193,7 @@ class JudgeRewardGRPOConfig(GRPOConfig):
             raise ValueError(f"judge_timeout_s must be > 0, got {self.judge_timeout_s}")
         if self.judge_base_urls:
             # The other processes wait in a collective while the main process judges one round.
-            worst = self.judge_retry_policy().worst_case_s(self.judge_timeout_s)
+            worst = RetryPolicy(max_attempts=self.judge_max_attempts).worst_case_s(self.judge_timeout_s)
             if worst > self.ddp_timeout:
                 warnings.warn(
                     f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
@@ -208,10 +210,6 @@ class JudgeRewardGRPOConfig(GRPOConfig):
                 f"reward_method_kwargs sets {clash}, which come from the config's own fields (lambda_fmt, "
                 "thinking_format, judge_*); set those fields instead"
             )
-
-    def judge_retry_policy(self) -> RetryPolicy:
-        """The retry policy of every judge request of the run (`judging.retry`)."""
-        return RetryPolicy(max_attempts=self.judge_max_attempts)
 
     def _check_own_method(self, method: str, trains: str, options: Sequence[str]) -> None:
         """For a config of one reward method: `reward_method` stays `method`, its options are fields, not kwargs."""
@@ -250,19 +248,19 @@ def build_judge(args: JudgeRewardGRPOConfig):
         from ..judging.embedding_judge import EmbeddingJudge
 
         return EmbeddingJudge(args.judge_model, seed=args.judge_seed, templates=templates)
-    from ..judging.backends.openai_compatible import OpenAICompatibleBackend
     from ..judging.llm_judge import LLMJudge
 
-    backend = OpenAICompatibleBackend(
+    return LLMJudge.from_server(
         args.judge_base_urls,
         args.judge_model,
         api_key_env=args.judge_api_key_env,
         max_concurrency=args.judge_max_concurrency,
         timeout_s=args.judge_timeout_s,
         require_listed_model=args.judge_require_listed_model,
-    )
-    return LLMJudge(
-        backend, templates, seed=args.judge_seed, retry=args.judge_retry_policy(), max_tokens=args.judge_max_tokens
+        templates=templates,
+        seed=args.judge_seed,
+        max_attempts=args.judge_max_attempts,
+        max_tokens=args.judge_max_tokens,
     )
 
 
@@ -291,15 +289,16 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             raise TypeError(
                 f"{type(self).__name__} needs args={self._config_class().__name__}(...), got {type(args).__name__}"
             )
-        if "reward_funcs" in kwargs:
-            raise TypeError("reward_funcs is set by the trainer from the reward method; pass reward_method= instead")
+        extra = kwargs.pop("reward_funcs", None) or []
+        extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
         # Fail fast, before TRL loads any model: bad data, then a judge that is down or misnamed.
         name = reward_method.name if reward_method is not None else args.reward_method
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process
         if reward_method is None and judge is None and is_main:
             judge = build_judge(args)
-        super().__init__(model, reward_funcs=[_RewardColumn(name)], args=args, **kwargs)
+        _name_the_run(args, name)
+        super().__init__(model, reward_funcs=[_RewardColumn(name), *extra], args=args, **kwargs)
         if reward_method is None and is_main:
             reward_method = self._build_reward_method(judge)
         self.reward_method = reward_method
@@ -311,6 +310,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             args.judge_stop_after_failed_batches, args.judge_failure_window, args.judge_max_neutral_fraction
         )
         self._failure_log = FailureLog()
+        self._neutral_total = 0
         self.add_callback(_StopOnJudgeFailure(self))
 
     def _method_requirements(self, name: str) -> dict[str, bool]:
@@ -350,6 +350,16 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        """Column 0: the group method's rewards; further columns: the TRL `reward_funcs` given beside it."""
+        group_column = self._group_rewards(inputs, prompts, completions)
+        if len(self.reward_funcs) == 1:
+            return group_column.unsqueeze(1)
+        columns = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        columns[:, 0] = group_column  # TRL left it NaN (`_RewardColumn` returns None)
+        return columns
+
+    def _group_rewards(self, inputs, prompts, completions) -> torch.Tensor:
+        """Gather every process's rollouts, score whole groups on the main process, broadcast: (B_total,)."""
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         rows = [reward_row(x, p, c) for x, p, c in zip(inputs, prompts, completions, strict=True)]
@@ -371,7 +381,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         for key, value in scored.metrics.items():
             self._metrics[mode][key].append(value)
         self._watch_failures(scored, mode)
-        return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device).unsqueeze(1)
+        return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
 
     def _watch_failures(self, scored: _Scored, mode: str) -> None:
         """Log judge failures (rate-limited) and feed training batches to the circuit breaker (every rank alike)."""
@@ -380,6 +390,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
                 f"trl-rankreward: {scored.neutral} of {scored.groups} groups neutral at step {self.state.global_step} "
                 f"({mode}); judge failures: " + " | ".join(scored.failures)
             )
+        if mode == "train":
+            self._neutral_total += scored.neutral
         if mode == "train" and self._breaker.record(scored.neutral, scored.groups, scored.failures):
             logger.error(f"trl-rankreward: {self._breaker.reason()}\nSaving a checkpoint and stopping.")
 
@@ -437,6 +449,44 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
                 self._metrics[mode][key] = values[-1:]
         super().log(logs, start_time)
 
+    # ---- model card: TRL's, plus how this model was trained (method, judge, data, cost) -------------
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """TRL's card with the trl-rankreward section (`model_card.training_section`) appended."""
+        if dataset_name is not None:
+            self._card_dataset = dataset_name
+        tags = [tags] if isinstance(tags, str) else list(tags or [])
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name,
+                                  tags=[*tags, "trl-rankreward", self.reward_funcs[0].__name__])  # fmt: skip
+        if not self.is_world_process_zero() or self.reward_method is None:
+            return
+        args, method = self.args, self.reward_method
+        totals = self._judge_usage.state_dict(combined_snapshot(method.judges))
+        usage = {"judge calls": totals["calls"], "parsed judge calls": totals["parsed"],
+                 "judge prompt tokens": totals["prompt_tokens"], "judge completion tokens": totals["completion_tokens"],
+                 "failed judge calls": sum(totals["failures"].values()), "neutral groups": self._neutral_total,
+                 "training steps": self.state.global_step}  # fmt: skip
+        urls = [*args.judge_base_urls, *map(normalize_base_url, args.judge_base_urls)]
+        section = training_section(
+            method=method.name,
+            settings=self._card_settings(),
+            judge=redact_urls(_describe(method), urls),
+            base_model=getattr(self.model.config, "_name_or_path", None) or None,
+            dataset=getattr(self, "_card_dataset", None) or _dataset_name(self.train_dataset),
+            usage=usage,
+            method_state=method.summary(),
+        )
+        add_section(os.path.join(args.output_dir, "README.md"), section)
+
+    def _card_settings(self) -> dict[str, Any]:
+        """The settings a reader needs to reproduce the reward: GRPO's main ones and the method's own."""
+        args = self.args
+        common = {f.name for f in fields(JudgeRewardGRPOConfig)}
+        own = {f.name: getattr(args, f.name) for f in fields(args) if f.name not in common and "path" not in f.name}
+        return {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
+                "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
+                "judge_max_tokens": args.judge_max_tokens, **args.reward_method_kwargs, **own}  # fmt: skip
+
     # ---- stopping on judge failure, and resuming from the last complete checkpoint ------------------
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
@@ -465,7 +515,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             os.makedirs(output_dir, exist_ok=True)
             current = combined_snapshot(self.reward_method.judges)
             self.reward_method.save_state(output_dir)
-            usage = {**self._judge_usage.state_dict(current), "breaker": self._breaker.state_dict()}
+            usage = {**self._judge_usage.state_dict(current), "breaker": self._breaker.state_dict(),
+                     "neutral_groups": self._neutral_total}  # fmt: skip
             write_json_atomic(os.path.join(output_dir, JUDGE_USAGE_NAME), usage)
         super()._save_checkpoint(model, trial)
 
@@ -481,6 +532,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         if os.path.exists(usage_path):
             usage = read_json(usage_path, "judge usage totals")
             self._breaker.load_state_dict(usage.pop("breaker", {}))
+            self._neutral_total = int(usage.pop("neutral_groups", 0))
             self._judge_usage.load_state_dict(usage, combined_snapshot(self.reward_method.judges))
 
     def _may_start_fresh(self, checkpoint: str) -> bool:
@@ -527,6 +579,24 @@ class _StopOnJudgeFailure(TrainerCallback):
         return control
 
 
+def _name_the_run(args: JudgeRewardGRPOConfig, method: str) -> None:
+    """Name runs by method and judge for W&B (and other loggers), unless the user did: `run_name`
+    defaults to `<method>-<judge>-<output_dir name>`; W&B's group and tags come from the
+    environment variables `WANDB_RUN_GROUP` (default: the method) and `WANDB_TAGS`."""
+    judge = (args.judge_model or "embedded").rstrip("/").split("/")[-1]
+    if not args.run_name:
+        args.run_name = f"{method}-{judge}-{os.path.basename(os.path.normpath(args.output_dir))}"
+    os.environ.setdefault("WANDB_RUN_GROUP", method)
+    os.environ.setdefault("WANDB_TAGS", f"trl-rankreward,{method},judge:{judge}")
+
+
+def _dataset_name(dataset) -> str | None:
+    """What a `datasets.Dataset` knows of its origin: its files, or its builder's name."""
+    files = [c.get("filename", "") for c in getattr(dataset, "cache_files", None) or []]
+    info = getattr(dataset, "info", None)
+    return getattr(info, "dataset_name", None) or (os.path.basename(files[0]) if files else None)
+
+
 def _describe(method: GroupRewardMethod) -> str:
     return "; ".join(getattr(j, "describe", lambda j=j: repr(j))() for j in method.judges)
 
@@ -539,13 +609,11 @@ class _ScoringError:
 
 
 class _RewardColumn:
-    """Stands in `reward_funcs` so TRL names and weights the reward column; the trainer fills it."""
+    """Stands first in `reward_funcs` so TRL names and weights the group method's column; the trainer
+    fills it. Called by TRL beside other reward functions, it returns None (no reward) per completion."""
 
     def __init__(self, name: str):
         self.__name__ = name
 
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError(
-            f"The {self.__name__!r} reward is computed by JudgeRewardGRPOTrainer._calculate_rewards on whole groups; "
-            "it cannot be called as a plain TRL reward function"
-        )
+    def __call__(self, *, completions, **kwargs):
+        return [None] * len(completions)

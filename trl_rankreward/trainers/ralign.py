@@ -23,13 +23,15 @@ Example (one GPU; see examples/train_ralign_genrm.py):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import asdict, dataclass, field
 
 from trl import GRPOConfig, GRPOTrainer
 
 from ..evaluation.genrm_metrics import GenRMCounts
 from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
+from .model_card import add_section, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -108,19 +110,18 @@ def build_genrm_prompts(dataset, seed: int):
 
 def metarm_from_config(args: RAlignGenRMConfig):
     """An `LLMJudge` over an `OpenAICompatibleBackend` at `metarm_base_urls` (the paper's training MetaRM)."""
-    from ..judging.backends.openai_compatible import OpenAICompatibleBackend
     from ..judging.llm_judge import LLMJudge
-    from ..judging.retry import RetryPolicy
 
-    backend = OpenAICompatibleBackend(
+    return LLMJudge.from_server(
         args.metarm_base_urls,
         args.metarm_model,
         api_key_env=args.metarm_api_key_env,
         max_concurrency=args.metarm_max_concurrency,
         timeout_s=args.metarm_timeout_s,
+        seed=args.seed,
+        max_attempts=args.metarm_max_attempts,
+        max_tokens=args.metarm_max_tokens,
     )
-    retry = RetryPolicy(max_attempts=args.metarm_max_attempts)
-    return LLMJudge(backend, seed=args.seed, retry=retry, max_tokens=args.metarm_max_tokens)
 
 
 def _text(completion) -> str:
@@ -204,6 +205,37 @@ class RAlignGenRMTrainer(GRPOTrainer):
             eval_dataset=eval_dataset,
             **kwargs,
         )
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """TRL's card plus how the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""
+        tags = [tags] if isinstance(tags, str) else list(tags or [])
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name,
+                                  tags=[*tags, "trl-rankreward", "r-align", "genrm"])  # fmt: skip
+        if not self.is_world_process_zero():
+            return
+        args, judge = self.args, self.ralign.meta_judge
+        ledger = getattr(judge, "ledger", None)
+        usage = {"MetaRM calls": ledger.calls if ledger else 0,
+                 "MetaRM prompt tokens": ledger.prompt_tokens if ledger else 0,
+                 "MetaRM completion tokens": ledger.completion_tokens if ledger else 0,
+                 "training steps": self.state.global_step}  # fmt: skip
+        describe = getattr(judge, "describe", None)
+        section = training_section(
+            method="ralign",
+            settings={
+                "reward_mode": args.reward_mode,
+                **asdict(args.reward_values()),
+                "metarm_model": args.metarm_model,
+                "num_generations": args.num_generations,
+                "learning_rate": args.learning_rate,
+            },  # fmt: skip
+            judge=redact_urls(describe() if describe else repr(judge), list(args.metarm_base_urls or [])),
+            base_model=getattr(self.model.config, "_name_or_path", None) or None,
+            dataset=dataset_name,
+            usage=usage,
+            method_state={},
+        )
+        add_section(os.path.join(args.output_dir, "README.md"), section)
 
     @staticmethod
     def _with_genrm_prompts(dataset, seed: int):
