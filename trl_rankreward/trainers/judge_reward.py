@@ -16,9 +16,7 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -32,7 +30,6 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 from trl import GRPOConfig, GRPOTrainer
-from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
 
 from .._gc import paused_gc
 from ..judging.backends.openai_compatible import normalize_base_url
@@ -44,8 +41,9 @@ from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_
 from .checkpoints import latest_complete_checkpoint
 from .circuit_breaker import JudgeCircuitBreaker
 from .dataset_checks import check_group_size, check_training_dataset, method_requirements
-from .failures import FailureLog, first_failures
-from .grouping import reward_row, rows_to_groups
+from .failures import FailureLog
+from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
+from .grouping import reward_row
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
 from .model_card import add_section, redact_urls, training_section
 from .sampling import EpochSeededRepeatSampler
@@ -124,6 +122,13 @@ class JudgeRewardGRPOConfig(GRPOConfig):
         metadata={
             "help": "Save a checkpoint and stop with an error when more than this fraction of the groups of the last "
             "judge_failure_window generation batches is neutral. 1.0: never."
+        },
+    )
+    overlap_judging: bool = field(
+        default=True,
+        metadata={
+            "help": "Start judging as soon as the completions exist, while TRL computes the old-policy and reference "
+            "log-probs, instead of after them. Same rewards and judge calls either way."
         },
     )
     resume_with_fresh_reward_state: bool = field(
@@ -302,10 +307,11 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         if reward_method is None and is_main:
             reward_method = self._build_reward_method(judge)
         self.reward_method = reward_method
+        self._judge_usage = JudgeUsage()
+        self._scorer = GroupScorer(reward_method, self._judge_usage) if reward_method is not None else None
+        self._batch_inputs = self._launched = None
         if reward_method is not None:
             logger.warning(f"trl-rankreward: reward method {reward_method.name!r}; judge: {_describe(reward_method)}")
-        self._judge_usage = JudgeUsage()
-        self._reward_loop = None
         self._breaker = JudgeCircuitBreaker(
             args.judge_stop_after_failed_batches, args.judge_failure_window, args.judge_max_neutral_fraction
         )
@@ -358,16 +364,43 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         columns[:, 0] = group_column  # TRL left it NaN (`_RewardColumn` returns None)
         return columns
 
-    def _group_rewards(self, inputs, prompts, completions) -> torch.Tensor:
-        """Gather every process's rollouts, score whole groups on the main process, broadcast: (B_total,)."""
+    def _generate_and_score_completions(self, inputs):
+        self._batch_inputs = inputs  # for `_generate`, which TRL calls with the prompts only
+        try:
+            return super()._generate_and_score_completions(inputs)
+        finally:
+            self._batch_inputs, self._launched = None, None
+
+    def _generate(self, prompts):
+        """TRL's generation; with `overlap_judging`, judging starts here, as soon as the completions exist,
+        and runs while TRL computes the old-policy and reference log-probs (`_calculate_rewards` waits)."""
+        output = super()._generate(prompts)
+        if self.args.overlap_judging and self._batch_inputs is not None:
+            self._launched = self._launch_judging(self._batch_inputs, prompts, output[3])
+        return output
+
+    def _launch_judging(self, inputs, prompts, completions) -> PendingScore | None:
+        """Every process: gather the rollouts; the main process starts scoring them (returns at once)."""
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         rows = [reward_row(x, p, c) for x, p, c in zip(inputs, prompts, completions, strict=True)]
-        all_rows = gather_object(rows)  # every process's rows, in process order
+        offset = self.accelerator.process_index * len(rows)
+        all_rows = gather_object(compact_rows(rows, group_size, offset))  # every process's rows, in process order
+        if not self.accelerator.is_main_process:
+            return PendingScore()  # a placeholder: the main process scores
+        return self._scorer.start(all_rows, group_size, mode=mode, epoch=self.state.epoch or 0.0,
+                                  step=self.state.global_step)  # fmt: skip
+
+    def _group_rewards(self, inputs, prompts, completions) -> torch.Tensor:
+        """This batch's group-method rewards (B_total,): judged on the main process, broadcast to all."""
+        mode = "train" if self.model.training else "eval"
+        pending, self._launched = self._launched, None
+        if pending is None:  # not started early (overlap_judging off)
+            pending = self._launch_judging(inputs, prompts, completions)
         payload = [None]
         if self.accelerator.is_main_process:
             try:
-                payload = [self._score_rows(all_rows, group_size, mode)]
+                payload = [self._scorer.finish(pending)]
             except Exception as exc:  # tell the other processes instead of leaving them in the broadcast
                 # A message, not the exception: the broadcast pickles it, and an exception holding a
                 # client or a lock would fail to pickle here while the others wait in the broadcast.
@@ -377,13 +410,13 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         broadcast_object_list(payload, from_process=0)
         if isinstance(payload[0], _ScoringError):
             raise RuntimeError(f"Reward scoring failed on the main process: {payload[0].message}")
-        scored: _Scored = payload[0]
+        scored: Scored = payload[0]
         for key, value in scored.metrics.items():
             self._metrics[mode][key].append(value)
         self._watch_failures(scored, mode)
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
 
-    def _watch_failures(self, scored: _Scored, mode: str) -> None:
+    def _watch_failures(self, scored: Scored, mode: str) -> None:
         """Log judge failures (rate-limited) and feed training batches to the circuit breaker (every rank alike)."""
         if scored.failures and self.accelerator.is_main_process and self._failure_log.due():
             logger.warning(
@@ -394,47 +427,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             self._neutral_total += scored.neutral
         if mode == "train" and self._breaker.record(scored.neutral, scored.groups, scored.failures):
             logger.error(f"trl-rankreward: {self._breaker.reason()}\nSaving a checkpoint and stopping.")
-
-    def _score_rows(self, rows: list[dict], group_size: int, mode: str) -> _Scored:
-        """Main process: rows -> groups -> rewards (flat, row order), this step's metrics and failures."""
-        method = self.reward_method
-        groups = rows_to_groups(rows, group_size)
-        self._register_references(groups)
-        epoch = int(math.floor((self.state.epoch or 0.0) + 1e-9))
-        # evaluation must not change buffers or other method state
-        with method.frozen_state() if mode == "eval" else contextlib.nullcontext():
-            results = self._run(method.score(groups, epoch=epoch, step=self.state.global_step))
-        rewards = []
-        for group, result in zip(groups, results, strict=True):
-            if len(result.rewards) != group.size:
-                raise ValueError(
-                    f"{type(method).__name__} returned {len(result.rewards)} rewards for query {group.query_id!r} "
-                    f"with {group.size} completions; expected one reward per completion"
-                )
-            rewards.extend(float(r) for r in result.rewards)
-        metrics = dict(method.step_metrics(results))
-        metrics.update(self._judge_usage.step_metrics(combined_snapshot(method.judges)))
-        return _Scored(rewards, metrics, sum(r.neutral for r in results), len(results), first_failures(results))
-
-    def _register_references(self, groups) -> None:
-        """Hand each query's ranked references to judges that keep a reference table (EmbeddingJudge)."""
-        for judge in self.reward_method.judges:
-            if hasattr(judge, "set_references"):
-                for group in groups:
-                    if group.references:
-                        judge.set_references(group.query_id, list(group.references))
-
-    def _run(self, coroutine):
-        """Run a coroutine on one persistent event loop (HTTP clients stay bound to it), outside collectives."""
-        import asyncio
-        import atexit
-
-        if self._reward_loop is None:
-            thread, loop, ready = start_event_loop_in_daemon(name="JudgeReward-AsyncLoop")
-            ready.wait()
-            atexit.register(shutdown_event_loop_in_daemon, thread, loop)
-            self._reward_loop = loop
-        return asyncio.run_coroutine_threadsafe(coroutine, self._reward_loop).result()
 
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
@@ -553,17 +545,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
 
 class JudgeFailureError(RuntimeError):
     """The judge kept failing (see `circuit_breaker`); a checkpoint was saved before this was raised."""
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """What the main process broadcasts after scoring one batch."""
-
-    rewards: list[float]
-    metrics: dict[str, float]
-    neutral: int
-    groups: int
-    failures: list[str]
 
 
 class _StopOnJudgeFailure(TrainerCallback):

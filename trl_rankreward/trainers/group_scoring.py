@@ -1,0 +1,119 @@
+"""`GroupScorer`: the main process's side of judging one generation batch, startable early.
+
+`start` cuts the gathered rollout rows into whole groups and submits the reward method's
+`score` coroutine to one persistent event loop in a daemon thread (HTTP clients stay bound
+to it); it returns at once with a `PendingScore`. `finish` waits for the result and turns it
+into rewards, metrics and failure messages. Between the two the training thread is free:
+the trainer starts judging right after generation and finishes it in `_calculate_rewards`,
+so the judge works while the old-policy and reference log-prob passes run.
+
+Evaluation scores inside the method's `frozen_state()`, entered in `start` and left in
+`finish` (also when scoring fails), so evaluation never changes training state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import math
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
+
+from ..rewards.base import GroupRewardMethod
+from .failures import first_failures
+from .grouping import rows_to_groups
+from .judge_usage import JudgeUsage, combined_snapshot
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What the main process broadcasts after scoring one batch."""
+
+    rewards: list[float]
+    metrics: dict[str, float]
+    neutral: int
+    groups: int
+    failures: list[str]
+
+
+@dataclass
+class PendingScore:
+    """A batch being judged: its groups, the running future, the frozen-state context, or the error
+    that prevented the start (raised by `finish`, where the other processes are told)."""
+
+    groups: list = field(default_factory=list)
+    future: Future | None = None
+    frozen: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    error: BaseException | None = None
+
+
+class GroupScorer:
+    """Scores gathered rows with `method` on a persistent event loop (module docstring)."""
+
+    def __init__(self, method: GroupRewardMethod, usage: JudgeUsage):
+        self.method = method
+        self.usage = usage
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self, rows: list[dict], group_size: int, *, mode: str, epoch: float, step: int) -> PendingScore:
+        """Submit the scoring of `rows` and return at once; a failure to start is kept for `finish`."""
+        pending = PendingScore()
+        try:
+            pending.groups = rows_to_groups(rows, group_size)
+            self._register_references(pending.groups)
+            if mode == "eval":  # evaluation must not change buffers or other method state
+                pending.frozen.enter_context(self.method.frozen_state())
+            coroutine = self.method.score(pending.groups, epoch=int(math.floor(epoch + 1e-9)), step=step)
+            pending.future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
+        except Exception as exc:
+            pending.frozen.close()
+            pending.error = exc
+        return pending
+
+    def finish(self, pending: PendingScore) -> Scored:
+        """Wait for the scores; rewards in row order, this batch's metrics and failure messages."""
+        if pending.error is not None:
+            raise pending.error
+        with pending.frozen:
+            results = pending.future.result()
+        rewards = []
+        for group, result in zip(pending.groups, results, strict=True):
+            if len(result.rewards) != group.size:
+                raise ValueError(
+                    f"{type(self.method).__name__} returned {len(result.rewards)} rewards for query "
+                    f"{group.query_id!r} with {group.size} completions; expected one reward per completion"
+                )
+            rewards.extend(float(r) for r in result.rewards)
+        metrics = dict(self.method.step_metrics(results))
+        metrics.update(self.usage.step_metrics(combined_snapshot(self.method.judges)))
+        return Scored(rewards, metrics, sum(r.neutral for r in results), len(results), first_failures(results))
+
+    def _register_references(self, groups) -> None:
+        """Hand each query's ranked references to judges that keep a reference table (EmbeddingJudge)."""
+        for judge in self.method.judges:
+            if hasattr(judge, "set_references"):
+                for group in groups:
+                    if group.references:
+                        judge.set_references(group.query_id, list(group.references))
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            thread, loop, ready = start_event_loop_in_daemon(name="JudgeReward-AsyncLoop")
+            ready.wait()
+            atexit.register(shutdown_event_loop_in_daemon, thread, loop)
+            self._loop = loop
+        return self._loop
+
+
+def compact_rows(rows: list[dict[str, Any]], group_size: int, offset: int) -> list[dict[str, Any]]:
+    """Drop the rubrics and references of every row but the first of its group in this process's
+    slice (which starts at global row `offset`): a group's context then crosses the gather once
+    instead of G times, and `rows_to_groups` reads it from each group's first row."""
+    for i, row in enumerate(rows):
+        if i > 0 and (offset + i) % group_size:
+            row["rubrics"], row["references"] = (), None
+    return rows
