@@ -5,8 +5,8 @@ per step, G rollouts of ~1.5 KB (a `<think>` block and a ~1 KB answer, like a re
 policy's output) whose latent quality rises with the epoch. `world_quality(qid, text)`
 reads the quality back from the text itself, so the table never grows with the run.
 
-`trainer_rows` builds the per-rollout rows a trainer gathers (the DESIGN.md dataset
-columns); `rows_to_groups` comes from `trl_rankreward.trainers.grouping` when that module
+`trainer_rows` builds the per-rollout rows a trainer gathers (the dataset
+columns of docs/trainers.md); `rows_to_groups` comes from `trl_rankreward.trainers.grouping` when that module
 is installed, else from the minimal stand-in below (same checks, labelled in the output).
 """
 

@@ -14,8 +14,8 @@ Per step, with rollouts of ~1.5 KB (see `_world.py`), the script times:
   before each call; an LLM judge's own time is not ours and is excluded).
 
 It prints the mean per step (steady state: epochs >= 1, after buffers exist) and the total
-as a share of a realistic step: 2 s (31.6M-parameter policy on one H200, plain TRL GRPO,
-../shared/gpu/README.md) and 30 s (an 8B policy step is tens of seconds).
+as a share of a realistic step: 2 s (31.6M-parameter policy on one H200, plain TRL GRPO)
+and 30 s (an 8B policy step is tens of seconds).
 
     PYTHONPATH=. python benchmarks/reward_overhead.py --queries-per-step 20 --group-size 8
     PYTHONPATH=. python benchmarks/reward_overhead.py --queries-per-step 512 --group-size 16 --methods rank_buffer

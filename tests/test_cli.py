@@ -1,4 +1,8 @@
-"""The `trl-rankreward` entry point lists every command with its one-line help."""
+"""The `trl-rankreward` entry point: every command listed with its one-line help, options built from
+dataclasses with one flag style (underscores; hyphens accepted), one-line errors, --traceback, --config."""
+
+import subprocess
+import sys
 
 import pytest
 
@@ -12,9 +16,34 @@ def test_every_command_has_help_and_arguments(capsys):
     out = capsys.readouterr().out
     for name in cli.COMMANDS:
         assert name in out
-        with pytest.raises(SystemExit):
+        with pytest.raises(SystemExit) as exit_info:
             cli.main([name, "--help"])
+        assert exit_info.value.code == 0
         assert capsys.readouterr().out.startswith(f"usage: trl-rankreward {name}")
+
+
+def test_every_flag_uses_underscores():
+    # one style, as TRL and transformers: --max_tokens, --base_urls, --output_dir (a hyphenated twin is an alias)
+    for name, module_name in cli.COMMANDS.items():
+        module = __import__(module_name, fromlist=["HELP"])
+        parser = cli.command_parser(name, module)
+        parsers = [parser] + [
+            p for a in parser._actions if a.__class__.__name__ == "_SubParsersAction" for p in a.choices.values()
+        ]
+        for p in parsers:
+            for action in p._actions:
+                first = next(iter(action.option_strings), "")
+                assert "-" not in first[2:], f"{name}: {first}"
+
+
+def test_help_lists_commands_without_importing_heavy_modules():
+    code = (
+        "import sys\nfrom trl_rankreward import cli\n"
+        "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('heavy:', ','.join(m for m in ('torch', 'trl', 'transformers', 'datasets', 'scipy', 'matplotlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "heavy:", out.stdout
 
 
 def test_no_command_prints_help_and_fails(capsys):
@@ -22,8 +51,65 @@ def test_no_command_prints_help_and_fails(capsys):
     assert "COMMAND" in capsys.readouterr().out
 
 
-def test_unknown_command_is_an_argparse_error(capsys):
+def test_unknown_command_is_a_one_line_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["no-such-command"])
+        cli.main(["compar"])
     assert exit_info.value.code == 2
-    assert "invalid choice" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("trl-rankreward: error: argument COMMAND: invalid choice: 'compar'; did you mean 'compare'?")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_bad_flag_value_and_unknown_flag_are_one_line_usage_errors(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench", "--queries", "many"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trl-rankreward bench: error: argument --queries: invalid int value: 'many'")
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit):  # an old spelling that is no longer a flag: the new one is suggested
+        cli.main(["rubrics", "generate", "ds", "--output", "o.jsonl", "--model", "m", "--base_url", "http://a/v1"])
+    assert "did you mean --base_urls?" in capsys.readouterr().err
+
+
+def test_dataclass_check_is_a_usage_error(capsys):
+    # RewardBenchConfig.__post_init__ rejects group_size < 2: exit 2, one line
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench", "--group_size", "1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.startswith("trl-rankreward bench: error: group_size must be >= 2")
+
+
+def test_runtime_error_is_one_line_and_traceback_on_request(tmp_path, capsys, monkeypatch):
+    missing = str(tmp_path / "no-checkpoint")
+    assert cli.main(["buffer-report", missing]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("trl-rankreward buffer-report: error: ") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises((FileNotFoundError, ValueError)):
+        cli.main(["buffer-report", missing, "--traceback"])
+    with pytest.raises((FileNotFoundError, ValueError)):
+        cli.main(["--traceback", "buffer-report", missing])
+    monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
+    with pytest.raises((FileNotFoundError, ValueError)):
+        cli.main(["buffer-report", missing])
+
+
+def test_hyphenated_spelling_is_an_alias(tmp_path):
+    parser, (args,) = cli.parse_command("compare", cli.importlib.import_module(cli.COMMANDS["compare"]),
+                                        ["a", "b", "--output-dir", str(tmp_path)])  # fmt: skip
+    assert args.output_dir == str(tmp_path) and args.runs == ["a", "b"]
+
+
+def test_config_file_sets_options_and_flags_win(tmp_path, monkeypatch):
+    config = tmp_path / "bench.yaml"
+    config.write_text("queries: 7\nepochs: 3\nmethods: pointwise\nenv:\n  TRL_RANKREWARD_TEST_VAR: set\n")
+    monkeypatch.delenv("TRL_RANKREWARD_TEST_VAR", raising=False)
+    module = cli.importlib.import_module(cli.COMMANDS["bench"])
+    _, (bench, output) = cli.parse_command("bench", module, ["--config", str(config), "--epochs", "2"])
+    assert (bench.queries, bench.epochs, bench.methods) == (7, 2, "pointwise")
+    assert cli.os.environ["TRL_RANKREWARD_TEST_VAR"] == "set"
+    config.write_text("queries: 7\nno_such_option: 1\n")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parse_command("bench", module, ["--config", str(config)])
+    assert exit_info.value.code == 2

@@ -1,4 +1,4 @@
-"""`rewards/` and `judging/` must import neither torch nor trl (DESIGN.md, Layers)."""
+"""`rewards/` and `judging/` must import neither torch nor trl (docs/architecture.md, The purity rule)."""
 
 import pkgutil
 import subprocess

@@ -32,6 +32,15 @@ def test_data_ultrafeedback_all_rows(tmp_path):
     assert len(datasets.load_from_disk(str(out))) == 3
 
 
-def test_data_without_destination_fails_before_reading(tmp_path):
-    with pytest.raises(SystemExit, match="--output_dir"):
-        main(["data", "nectar", "--source", str(tmp_path / "missing.jsonl")])
+def test_data_without_destination_fails_before_reading(tmp_path, capsys):
+    assert main(["data", "nectar", "--source", str(tmp_path / "missing.jsonl")]) == 2
+    assert capsys.readouterr().err.startswith("trl-rankreward data nectar: error: give --output_dir")
+
+
+def test_bad_count_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", "nectar", "--num_queries", "many", "--output_dir", str(tmp_path / "out")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trl-rankreward data nectar: error: argument --num_queries: expected a positive integer")
+    assert len(err.strip().splitlines()) == 1

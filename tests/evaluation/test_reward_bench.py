@@ -41,9 +41,9 @@ def _method(label: str):
 
 def test_cli_runs_end_to_end_and_writes_csv_and_plots(tmp_path, capsys):
     out = tmp_path / "bench"
-    argv = ["bench", "--queries", "4", "--epochs", "2", "--queries-per-step", "2", "--response-tokens", "60"]
-    argv += ["--methods", "pointwise,rrc_scr,rank_buffer", "--workers", "1", "--output-dir", str(out)]
-    argv += ["--write-docs", str(tmp_path / "benchmarks.md")]
+    argv = ["bench", "--queries", "4", "--epochs", "2", "--queries_per_step", "2", "--response_tokens", "60"]
+    argv += ["--methods", "pointwise,rrc_scr,rank_buffer", "--workers", "1", "--output_dir", str(out)]
+    argv += ["--write_docs", str(tmp_path / "benchmarks.md")]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "| method | calls/group |" in printed
@@ -58,7 +58,7 @@ def test_cli_runs_end_to_end_and_writes_csv_and_plots(tmp_path, capsys):
     for name in ("fidelity_vs_tokens.png", "fidelity_vs_calls.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (tmp_path / "benchmarks.md").read_text()
-    assert "trl-rankreward bench --queries 4 --epochs 2 --queries-per-step 2 --response-tokens 60" in page
+    assert "trl-rankreward bench --queries 4 --epochs 2 --queries_per_step 2 --response_tokens 60" in page
     assert "RankBuffer / RRC-SCR" in page
 
 

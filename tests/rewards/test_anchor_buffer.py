@@ -1,4 +1,4 @@
-"""Select_K0 and Algorithm 2 (papers/rankbuffer.txt, Appendix A and H), hand-computed.
+"""Select_K0 and Algorithm 2 (RankBuffer paper, Appendix A and H), hand-computed.
 
 Anchors are named by their text key; `buckets[p]` is sigma_p (p = 0..K), worst -> best.
 """

@@ -1,4 +1,4 @@
-"""MatrixReward math (papers/matrixreward.txt Sec. 3, App. E, App. F): hand-worked values and properties."""
+"""MatrixReward math (MatrixReward paper, Sec. 3, App. E, App. F): hand-worked values and properties."""
 
 import itertools
 import math

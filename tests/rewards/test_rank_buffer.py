@@ -1,4 +1,4 @@
-"""RankBufferReward end to end with a noiseless OracleJudge (papers/rankbuffer.txt, Sec. 3).
+"""RankBufferReward end to end with a noiseless OracleJudge (RankBuffer paper, Sec. 3).
 
 The main scenario, used by several tests (qualities are the oracle's truth):
 

@@ -11,23 +11,27 @@ from trl_rankreward.data.jsonl import read_records
 
 def test_generate_then_rerun_resumes_and_exit_status_reflects_failures(nectar_dataset, tmp_path, monkeypatch, capsys):
     nectar_dataset.save_to_disk(str(tmp_path / "ds"))
+    capsys.readouterr()
     made = []
 
     def fake_backend(args):
-        assert args.base_url == ["http://a/v1", "http://b/v1"] and args.model == "judge"
-        index = len(made)  # backend 0: the mismatch run (never called); 1: answers garbage; 2: valid
-        backend = ScriptedBackend(lambda messages, attempt: "not json" if index == 1 else valid_rubrics(3, 3))
+        assert args.base_urls == ["http://a/v1", "http://b/v1"] and args.model == "judge"
+        index = len(made)  # backends 0, 1: the mismatch runs (never called); 2: answers garbage; 3: valid
+        backend = ScriptedBackend(lambda messages, attempt: "not json" if index == 2 else valid_rubrics(3, 3))
         made.append(backend)
         return backend
 
     monkeypatch.setattr(command, "make_backend", fake_backend)
     argv = ["rubrics", "generate", str(tmp_path / "ds"), "--output", str(tmp_path / "r.jsonl"),
-            "--base_url", "http://a/v1", "--base_url", "http://b/v1", "--model", "judge",
+            "--base_urls", "http://a/v1", "http://b/v1", "--model", "judge",
             "--template", "matrixreward", "--max_attempts", "2"]  # fmt: skip
-    # the matrixreward template cannot show Nectar rows (no scores): a clear error, nothing sent
-    with pytest.raises(ValueError, match=r"answer_header has placeholder \{score\}"):
-        main(argv)
+    # the matrixreward template cannot show Nectar rows (no scores): a one-line error, exit 1, nothing sent
+    assert main(argv) == 1
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("trl-rankreward rubrics generate: error: ") and "answer_header has placeholder {score}" in err
     assert made[0].calls == []
+    with pytest.raises(ValueError, match=r"answer_header has placeholder \{score\}"):  # --traceback: the exception
+        main([*argv, "--traceback"])
     argv[argv.index("matrixreward")] = "rankbuffer"
     assert main(argv) == 1  # first real backend answers "not json": every query fails
     assert "6 failed" in capsys.readouterr().out

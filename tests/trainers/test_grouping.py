@@ -2,8 +2,9 @@
 
 import pytest
 
+from trl_rankreward.data.conversation import query_id, query_text
 from trl_rankreward.judging.ledger import JudgeLedger
-from trl_rankreward.trainers.grouping import completion_text, query_text, reward_row, rows_to_groups
+from trl_rankreward.trainers.grouping import completion_text, reward_row, rows_to_groups
 from trl_rankreward.trainers.judge_usage import JudgeUsage, combined_snapshot
 
 
@@ -31,6 +32,19 @@ def test_chat_prompts_and_completions_become_text():
     assert query_text(prompt) == "Hi?"  # system instructions are for the policy, not the judge
     assert completion_text([{"role": "assistant", "content": "Hello"}]) == "Hello"
     assert reward_row({}, "same text", "x")["query_id"] == reward_row({}, "same text", "y")["query_id"]
+
+
+def test_reward_row_uses_the_data_pipelines_query_text_and_id():
+    # One text form of a prompt: the judge's query and the fallback id match what data preparation wrote.
+    prompt = [
+        {"role": "system", "content": "Think first."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Hello"}]},
+        {"role": "user", "content": "Bye"},
+    ]
+    row = reward_row({}, prompt, "x")
+    assert row["query"] == query_text(prompt) == "User: Hi\n\nAssistant: Hello\n\nUser: Bye"
+    assert row["query_id"] == query_id(prompt)
 
 
 def test_judge_usage_steps_and_totals_continue_after_restore():

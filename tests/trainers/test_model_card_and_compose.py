@@ -28,7 +28,7 @@ def test_the_card_names_method_judge_data_cost_and_buffers(tiny_model_dir, tiny_
     assert f"| judge calls | {calls:,} |" in card and "| neutral groups | 0 |" in card
     count = trainer.reward_method.summary()["buffer/count"]
     assert f"| `buffer/count` | {int(count)} |" in card
-    assert "RankBuffer: Efficient Ranking-Based Rewards" in card and "TRL: Transformer Reinforcement Learning" in card
+    assert "RankBuffer: Efficient Ranking-Based Rewards" in card and "TRL: Transformers Reinforcement Learning" in card
     # TRL's own card is kept above ours, and a second write replaces our section instead of repeating it
     trainer.create_model_card()
     card = (tmp_path / "out" / "README.md").read_text()

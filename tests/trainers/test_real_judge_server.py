@@ -1,7 +1,7 @@
 """RankBuffer training with its judge set up from the config, against a real `transformers serve`.
 
 The judge server runs a tiny random-weight model, so every answer is garbage: every coarse
-request fails as invalid after `judge_max_attempts` calls, and the failure policy (DESIGN.md:
+request fails as invalid after `judge_max_attempts` calls, and the failure policy (docs/architecture.md:
 retry, then a neutral all-zero group, counted; training goes on; nothing about the query
 changes) must hold end to end, with the server's real token usage in the ledger.
 """

@@ -1,6 +1,6 @@
 """Dataset preparation: the papers' training sets in the columns the trainers read.
 
-Ranked-reference sets (one row per query; DESIGN.md, Trainers):
+Ranked-reference sets (one row per query; the columns of docs/trainers.md):
 `prompt` (conversational messages), `query_id` (hash of the prompt text, stable across
 runs), `rubrics` (list of {text, weight}; empty until rubric generation), `references`
 (responses best first) and `reference_models`; UltraFeedback adds `reference_scores`.
@@ -13,7 +13,23 @@ Sources are a Hub dataset id or local JSONL/parquet files in the upstream schema
 here imports torch or trl.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` imports on first use
+    from .conversation import parse_nectar_prompt as parse_nectar_prompt
+    from .conversation import query_text as query_text
+    from .join import attach_rationales as attach_rationales
+    from .join import attach_rubrics as attach_rubrics
+    from .nectar import prepare_nectar as prepare_nectar
+    from .preferences import prepare_helpsteer3 as prepare_helpsteer3
+    from .preferences import prepare_ppe as prepare_ppe
+    from .preferences import prepare_rewardbench2 as prepare_rewardbench2
+    from .sources import SchemaError as SchemaError
+    from .sources import load_source as load_source
+    from .sources import save_dataset as save_dataset
+    from .ultrafeedback import prepare_ultrafeedback as prepare_ultrafeedback
 
 _EXPORTS = {
     "SchemaError": ".sources",

@@ -8,6 +8,7 @@ assistant turn that the ranked answers complete).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..judging.seeding import text_id
 
@@ -40,16 +41,37 @@ def user_prompt(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
-def query_text(messages: list[dict[str, str]]) -> str:
-    """The prompt as one text: the user message for a single turn, else a role-labelled transcript.
+def message_text(content: Any) -> str:
+    """Text of a chat message's `content` (a string, or a list of `{"type": "text", ...}` blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return "" if content is None else str(content)
 
-    This is what generation prompts show as the query and what `query_id` hashes.
+
+def query_text(prompt: str | list[dict[str, Any]]) -> str:
+    """The one text form of a prompt: what judges, rubric and rationale generators see as the
+    query, and what `query_id` hashes.
+
+    A plain string is the query as it is. For chat messages, system messages (instructions to
+    the policy, e.g. a thinking format) are left out; a single user turn is its content as it
+    is, and anything else becomes a transcript of `Role: content` turns:
+
+    >>> query_text([{"role": "system", "content": "Think first."}, {"role": "user", "content": "Hi?"}])
+    'Hi?'
+    >>> query_text([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+    ...             {"role": "user", "content": "Bye"}])
+    'User: Hi\\n\\nAssistant: Hello\\n\\nUser: Bye'
     """
-    if len(messages) == 1 and messages[0]["role"] == "user":
-        return messages[0]["content"]
-    return "\n\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in messages)
+    if isinstance(prompt, str):
+        return prompt
+    turns = [m for m in prompt if m.get("role") != "system"]
+    if len(turns) == 1 and turns[0].get("role", "user") == "user":
+        return message_text(turns[0].get("content"))
+    return "\n\n".join(f"{str(m.get('role', 'user')).capitalize()}: {message_text(m.get('content'))}" for m in turns)
 
 
-def query_id(messages: list[dict[str, str]]) -> str:
+def query_id(messages: str | list[dict[str, Any]]) -> str:
     """Stable id of a prompt: `text_id` of `query_text` (same prompt, same id, on every run)."""
     return text_id(query_text(messages))

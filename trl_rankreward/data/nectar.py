@@ -1,6 +1,6 @@
 """Nectar (berkeley-nest/Nectar) -> queries with seven ranked references and their models.
 
-RankBuffer (papers/rankbuffer.txt, Sec. 4.1 and Appendix D): 1,000 queries sampled with
+RankBuffer (RankBuffer paper, Sec. 4.1 and Appendix D): 1,000 queries sampled with
 seed 42; each keeps its seven GPT-4-ranked answers, best first, which seed the buffer
 (Nectar initialization) and the rubric-generation prompt.
 

@@ -1,4 +1,4 @@
-"""Preference sets for R-Align in one pairwise schema (papers/r-align.txt, Sec. 3.3 and 4).
+"""Preference sets for R-Align in one pairwise schema (R-Align paper, Sec. 3.3 and 4).
 
 Each row: `prompt` (messages), `query_id`, `response_a`, `response_b`, `label` ("A" when
 response_a is preferred), `reviews` (annotator reviews: HelpSteer3 only), `golden_rationale`

@@ -1,6 +1,6 @@
 """UltraFeedback (openbmb/UltraFeedback) -> queries with four scored references, best first.
 
-MatrixReward (papers/matrixreward.txt, Sec. 4 and Appendix A.1): 2,560 sampled queries;
+MatrixReward (MatrixReward paper, Sec. 4 and Appendix A.1): 2,560 sampled queries;
 rubrics are generated from each query and its four answers shown in descending order of
 overall score (equal scores are ties). The paper names no seed; we default to 42.
 

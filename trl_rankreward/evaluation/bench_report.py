@@ -29,7 +29,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("neutral_groups", "neutral", "{}"),
 )
 
-#: RankBuffer (papers/rankbuffer.txt) Appendix F, Table 8: judge tokens and parsed calls over
+#: The RankBuffer paper's Appendix F, Table 8: judge tokens and parsed calls over
 #: training, 1,000 queries x 4 epochs = 4,000 groups of G = 8.
 PAPER_TABLE8: dict[str, tuple[int, int]] = {
     "GRPO": (25_035_966, 31_374),

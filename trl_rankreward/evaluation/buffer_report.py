@@ -8,7 +8,7 @@ anchor store), so the report works from the checkpoint alone.
 - `buffer_report(state, bins=10)`: a `BufferReport` (sizes, sources, creation epochs,
   inactivity counters, sources by normalized quality position).
 - `format_report(report)`: the text table the CLI prints.
-- `plot_report(report, path)`: the PNG, in the shape of papers/rankbuffer.txt Figure 6
+- `plot_report(report, path)`: the PNG, in the shape of the RankBuffer paper's Figure 6
   (Sec. 4.4): (a) live anchors per query by source, split by the epoch that created them;
   (b) source proportions in `bins` bins of normalized quality position.
 
@@ -144,7 +144,7 @@ def format_report(report: BufferReport) -> str:
 
 
 def plot_report(report: BufferReport, path: str | os.PathLike) -> None:
-    """Write the two-panel PNG (Figure 6 of papers/rankbuffer.txt) to `path` (matplotlib, Agg)."""
+    """Write the two-panel PNG (Figure 6 of the RankBuffer paper) to `path` (matplotlib, Agg)."""
     import matplotlib
 
     matplotlib.use("Agg")

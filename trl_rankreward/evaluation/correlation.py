@@ -1,4 +1,4 @@
-"""Does a benchmark metric predict downstream RLHF quality? (papers/r-align.txt, Sec. 5.3).
+"""Does a benchmark metric predict downstream RLHF quality? (R-Align paper, Sec. 5.3).
 
 Input: one record per (GenRM, dataset) with benchmark metrics (e.g. `l_acc`, `f_score`) and
 the downstream score of the policy that GenRM trained (`downstream`, e.g. the average over

@@ -1,4 +1,4 @@
-"""The rationale-aware GenRM benchmark run (papers/r-align.txt, Sec. 3.3).
+"""The rationale-aware GenRM benchmark run (R-Align paper, Sec. 3.3).
 
 For each pairwise row (prompt, response_a, response_b, label, golden_rationale, source):
 show the pair to the GenRM in the seeded display order, parse its boxed verdict, map it back,

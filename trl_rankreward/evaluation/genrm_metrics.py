@@ -1,4 +1,4 @@
-"""Rationale-aware GenRM metrics: L-Acc, S-Corr, F-Score (papers/r-align.txt, Sec. 3.3).
+"""Rationale-aware GenRM metrics: L-Acc, S-Corr, F-Score (R-Align paper, Sec. 3.3).
 
 Every sample ends in one status (the vocabulary of `rewards.ralign_reward`, plus
 `call_failed` for a GenRM call that returned nothing):

@@ -169,7 +169,7 @@ class PointwiseRequest(_Request):
 class MetaJudgeRequest(_Request):
     """Does a GenRM's `rationale` identify the key discriminators of `golden_rationale`?
 
-    R-Align (papers/r-align.txt, Section 3.2). Verdict: True when consistent.
+    R-Align paper, Section 3.2. Verdict: True when consistent.
     """
 
     response_a: str

@@ -34,7 +34,7 @@ from typing import Any
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:-1)?)\}")
 
-# ---- RankBuffer (papers/rankbuffer.txt) -------------------------------------------------
+# ---- RankBuffer paper -------------------------------------------------------------------
 
 COARSE = """You are a strict response-quality judge. The anchors below are
 already ordered from WORST to BEST.
@@ -137,7 +137,7 @@ Return valid JSON with exactly {SIZE} selected IDs:
 The two lists must contain {SIZE} IDs in total. IDs not returned
 are removed or discarded. Do not select look-ahead rollouts."""
 
-# ---- MatrixReward (papers/matrixreward.txt) ---------------------------------------------
+# ---- MatrixReward paper -----------------------------------------------------------------
 
 RUBRIC_PAIRWISE_EXPLICIT = """You judge two responses on ONE dimension only. Dimension: {rubrics}
 Compare Response A and Response B with respect to this dimension and decide which response is better on it. \

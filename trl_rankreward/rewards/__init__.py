@@ -13,7 +13,29 @@ Vocabulary, used everywhere in this package:
 Every method implements `async score(groups, *, epoch, step) -> list[GroupResult]`.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` imports on first use
+    from ..judging.requests import Rubric as Rubric
+    from .answers import AnswerFormat as AnswerFormat
+    from .arena import ArenaReward as ArenaReward
+    from .base import Group as Group
+    from .base import GroupJudgingFailed as GroupJudgingFailed
+    from .base import GroupResult as GroupResult
+    from .base import GroupRewardMethod as GroupRewardMethod
+    from .genrm_reward import GenRMPairwiseReward as GenRMPairwiseReward
+    from .matrix_reward import MatrixReward as MatrixReward
+    from .pairwise import PairwiseRankReward as PairwiseRankReward
+    from .pairwise import PairwiseWinRateReward as PairwiseWinRateReward
+    from .pairwise import ReferenceWinRateReward as ReferenceWinRateReward
+    from .pointwise import GDPOReward as GDPOReward
+    from .pointwise import PointwiseRubricReward as PointwiseRubricReward
+    from .rank_buffer import RankBufferReward as RankBufferReward
+    from .registry import REWARD_METHODS as REWARD_METHODS
+    from .registry import make_reward_method as make_reward_method
+    from .tournament import TournamentReward as TournamentReward
 
 _EXPORTS = {
     "Rubric": "..judging.requests",

@@ -1,4 +1,4 @@
-"""RankBuffer's per-query anchor buffer and its rule-based maintenance (papers/rankbuffer.txt).
+"""RankBuffer's per-query anchor buffer and its rule-based maintenance (RankBuffer paper).
 
 Pure data and pure functions over anchor *keys* (texts live in an anchor store, see
 `anchor_store.py`):

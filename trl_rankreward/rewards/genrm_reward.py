@@ -1,4 +1,4 @@
-"""A GenRM as the reward of downstream RLHF (papers/r-align.txt, Sec. 5.1 and Appendix D).
+"""A GenRM as the reward of downstream RLHF (R-Align paper, Sec. 5.1 and Appendix D).
 
 `GenRMPairwiseReward`: every rollout is judged pairwise against the query's reference
 response (`Group.references[0]`; the paper generates it with STEP3-VL-10B) and gets

@@ -1,6 +1,6 @@
 """The GenRM's input and output format: prompt, A/B display order, and verdict parsing.
 
-R-Align (papers/r-align.txt, Sec. 3-4) trains a generative reward model (GenRM) that reads a
+R-Align (R-Align paper, Sec. 3-4) trains a generative reward model (GenRM) that reads a
 prompt and two responses, writes a rationale, then a verdict. Our fixed output format:
 
     <optional <think>...</think> block>

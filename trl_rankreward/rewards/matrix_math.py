@@ -1,6 +1,6 @@
 """MatrixReward math: win-rate matrix, rubric weights, weight fusion, ideal-point reward.
 
-Pure, vectorized numpy over one group (papers/matrixreward.txt). Shapes: G rollouts
+Pure, vectorized numpy over one group (MatrixReward paper). Shapes: G rollouts
 (unique answers), K rubrics; `M` is the G x K win-rate matrix (Sec. 3.1, Eq. 2), `a`
 matrix-derived weights, `p` prior weights, `w` combined weights (all length K, sum 1).
 

@@ -1,4 +1,4 @@
-"""MatrixReward: a reward from the rollout-by-rubric win-rate matrix (papers/matrixreward.txt).
+"""MatrixReward: a reward from the rollout-by-rubric win-rate matrix (MatrixReward paper).
 
 Per group: judge every unordered pair of unique answers under each rubric (Sec. 3.1),
 fill the win-rate matrix M, derive rubric weights from M and fuse them with the rubrics'
@@ -47,7 +47,7 @@ LONE_ANSWER_REWARD = 0.5
 
 
 class MatrixReward(GroupRewardMethod):
-    """MatrixReward (papers/matrixreward.txt, Algorithm 1); rewards r^qual in [0, 1] + lambda_fmt * f.
+    """MatrixReward (MatrixReward paper, Algorithm 1); rewards r^qual in [0, 1] + lambda_fmt * f.
 
     Args:
         judge: answers `RubricPairwiseRequest` (pairwise protocols) or `PointwiseRequest`.

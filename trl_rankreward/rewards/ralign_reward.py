@@ -1,4 +1,4 @@
-"""R-Align's rationale-aware reward for training a GenRM (papers/r-align.txt, Sec. 4.1-4.2).
+"""R-Align's rationale-aware reward for training a GenRM (R-Align paper, Sec. 4.1-4.2).
 
 Each GenRM completion is one sample: a rationale and a boxed verdict about a preference pair
 (`genrm_verdict` documents the format). Its reward comes from a table:

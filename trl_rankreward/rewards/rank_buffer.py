@@ -1,4 +1,4 @@
-"""RankBuffer: ranking rewards from a per-query buffer of ordered anchors (papers/rankbuffer.txt).
+"""RankBuffer: ranking rewards from a per-query buffer of ordered anchors (RankBuffer paper).
 
 Per group (Algorithm 1, Appendix A):
 
@@ -95,7 +95,7 @@ class _Ranking:
 
 
 class RankBufferReward(GroupRewardMethod):
-    """RankBuffer rank rewards (papers/rankbuffer.txt, Sec. 3, Algorithms 1-2, Appendices G-H).
+    """RankBuffer rank rewards (RankBuffer paper, Sec. 3, Algorithms 1-2, Appendices G-H).
 
     Args:
         judge: answers `CoarseRequest` and `ListwiseRequest`.

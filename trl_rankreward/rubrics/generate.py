@@ -36,7 +36,7 @@ def rubric_values(row: dict, template: RubricTemplate) -> dict[str, object]:
     models = list(row.get("reference_models") or [""] * len(references))
     scores = row.get("reference_scores")
     ranks = _ranks(scores, len(references))
-    query = query_text(row["prompt"]) if isinstance(row["prompt"], list) else row["prompt"]
+    query = query_text(row["prompt"])  # the text the training judges will see as the query
     values: dict[str, object] = {"QUERY": query, "query": query}
     blocks = []
     for i, (answer, model, rank) in enumerate(zip(references, models, ranks, strict=True), 1):

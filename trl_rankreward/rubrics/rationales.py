@@ -1,4 +1,4 @@
-"""Golden rationales for R-Align's preference sets (papers/r-align.txt, Sec. 3.3 and 4.1).
+"""Golden rationales for R-Align's preference sets (R-Align paper, Sec. 3.3 and 4.1).
 
 The paper has a strong model write a golden judgment o* for every pair, two ways:
 label-conditioned reasoning for label-only sets (RewardBench2, PPE-Preference), and a

@@ -69,7 +69,7 @@ class RubricTemplate(PromptTemplate):
             raise ValueError(f"Need 1 <= min_weight <= max_weight, got {self.min_weight} and {self.max_weight}")
 
 
-# RankBuffer (papers/rankbuffer.txt), Appendix D.1 and D.2, verbatim. DeepSeek-V4-Flash,
+# RankBuffer paper, Appendix D.1 and D.2, verbatim. DeepSeek-V4-Flash,
 # temperature 0.2, at most 1,024 output tokens, 3-5 rubrics with integer weights 1-5.
 RANKBUFFER_RUBRIC_TEMPLATE = RubricTemplate(
     system="""You are an expert evaluator for assistant responses.
@@ -154,7 +154,7 @@ Seven ranked answers (best to worst):
     max_weight=5,
 )
 
-# MatrixReward (papers/matrixreward.txt), Appendix A.1, verbatim; the paper's rendering lost
+# MatrixReward paper, Appendix A.1, verbatim; the paper's rendering lost
 # the prompt's line breaks, which we restore before list items. The answer block ("a header
 # giving its rank and overall score out of ten, followed by the response text, in
 # descending score order") is ours in wording; tied scores share a rank. The paper gives no

@@ -7,7 +7,19 @@ requests on their way to a server, to test the judge client's failure handling.
 Nothing here downloads anything.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` imports on first use
+    from .fault_proxy import FaultProxy as FaultProxy
+    from .meta_judge import KeywordMetaJudge as KeywordMetaJudge
+    from .oracle_judge import OracleJudge as OracleJudge
+    from .scripted_judge import serve_scripted_judge as serve_scripted_judge
+    from .server import serve_transformers as serve_transformers
+    from .simulated_judge import SimulatedJudge as SimulatedJudge
+    from .tiny_models import build_tiny_model as build_tiny_model
+    from .tiny_models import train_tiny_tokenizer as train_tiny_tokenizer
 
 _EXPORTS = {
     "SimulatedJudge": ".simulated_judge",

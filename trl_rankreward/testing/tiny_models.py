@@ -8,6 +8,9 @@ template (`<|im_start|>role ... <|im_end|>`) and `<think>`/`</think>` tokens, so
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 CHAT_TEMPLATE = (
@@ -16,6 +19,7 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+_MARKER = "tiny_model_settings.json"  # written last: its presence means a complete build
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
 
 # A small English corpus so the tokenizer learns real merges; variety matters more than size.
@@ -72,23 +76,51 @@ def build_tiny_model(
 
     Returns the directory, loadable with `AutoModelForCausalLM.from_pretrained` and
     `AutoTokenizer.from_pretrained` offline. Reuses an existing build with the same settings.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, Qwen3Config
 
+    The build is atomic: it is written to a temporary folder beside `output_dir` and renamed
+    into place, so a concurrent reader (another process of the same launch) never sees a
+    half-written folder, and two concurrent builders both return a complete one. An existing
+    `output_dir` is replaced only when it is empty or holds nothing but an earlier tiny build;
+    a folder with other files raises `FileExistsError`.
+    """
     output_dir = Path(output_dir)
     settings = dict(
         hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, vocab_size=vocab_size, seed=seed
     )
-    marker = output_dir / "tiny_model_settings.json"
-    if marker.exists() and json.loads(marker.read_text()) == settings:
+    if _settings_of(output_dir) == settings:
         return output_dir
-    tokenizer = train_tiny_tokenizer(vocab_size)
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.tmp-", dir=output_dir.parent))
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the build is an ordinary folder
+        _write_tiny_model(tmp, settings)
+        _move_into_place(tmp, output_dir, settings)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return output_dir
+
+
+def _settings_of(folder: Path) -> dict | None:
+    """The settings of a complete tiny build in `folder` (its marker is written last), else None."""
+    try:
+        return json.loads((folder / _MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_tiny_model(folder: Path, settings: dict) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    hidden_size, num_heads = settings["hidden_size"], settings["num_heads"]
+    tokenizer = train_tiny_tokenizer(settings["vocab_size"])
     config = Qwen3Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
         intermediate_size=hidden_size * 2,
-        num_hidden_layers=num_layers,
+        num_hidden_layers=settings["num_layers"],
         num_attention_heads=num_heads,
         num_key_value_heads=max(1, num_heads // 2),
         head_dim=hidden_size // num_heads,
@@ -98,12 +130,37 @@ def build_tiny_model(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    torch.manual_seed(seed)
+    torch.manual_seed(settings["seed"])
     model = AutoModelForCausalLM.from_config(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    output_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
-    marker.write_text(json.dumps(settings))
-    return output_dir
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / _MARKER).write_text(json.dumps(settings))
+
+
+def _move_into_place(tmp: Path, output_dir: Path, settings: dict) -> None:
+    """Rename the finished build `tmp` to `output_dir` (replacing an empty folder or an older tiny build)."""
+    ours = set(os.listdir(tmp))
+    for _ in range(5):
+        try:
+            os.rename(tmp, output_dir)  # atomic; replaces an empty directory
+            return
+        except OSError:
+            if not output_dir.exists():
+                continue  # it vanished between the two calls (another builder swapping it): try again
+        if _settings_of(output_dir) == settings:
+            return  # another process finished the same build first
+        if not set(os.listdir(output_dir)) <= ours:
+            raise FileExistsError(
+                f"{output_dir} exists and holds files that are not a tiny model build; build_tiny_model writes "
+                "only to an empty or new folder, or over an earlier tiny build: choose another path"
+            )
+        # An older tiny build (other settings, or half-written by an older version): move it aside, then retry.
+        trash = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.old-", dir=output_dir.parent))
+        try:
+            os.rename(output_dir, trash / "build")
+        except OSError:
+            pass  # another builder moved it first
+        shutil.rmtree(trash, ignore_errors=True)
+    raise RuntimeError(f"Could not move the tiny model build into {output_dir}: it kept changing under us")

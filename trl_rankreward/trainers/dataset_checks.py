@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._gc import paused_gc
+from ..data.conversation import message_text, query_text
 from ..judging.requests import Rubric
 from ..rewards.registry import REWARD_METHODS
-from .grouping import message_text, query_text
 
 #: methods that judge each rollout per rubric and fail on a group without rubrics
 RUBRIC_METHODS = frozenset({"gdpo", "matrix"})

@@ -5,8 +5,10 @@ gathered batch keeps process order, so rows `[g*G, (g+1)*G)` of the gathered bat
 G completions of one query. We rebuild groups from that layout and verify it: every row
 of a chunk must carry the same query id and query text.
 
-Dataset columns used (DESIGN.md): `prompt` (plain text or chat messages), `query_id`,
+Dataset columns used (see docs/trainers.md): `prompt` (plain text or chat messages), `query_id`,
 `rubrics` (list of `{text, weight}`), optional `references` (ranked responses, best first).
+The query a judge sees is `data.conversation.query_text(prompt)`, the same text rubric
+generation showed its generator; without a `query_id` column its `text_id` is the id.
 """
 
 from __future__ import annotations
@@ -14,32 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..data.conversation import message_text, query_text
 from ..judging.seeding import text_id
 from ..rewards.base import Group
-
-
-def message_text(content: Any) -> str:
-    """Text of a chat message's `content` (a string, or a list of `{"type": "text", ...}` blocks)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
-    return "" if content is None else str(content)
-
-
-def query_text(prompt: Any) -> str:
-    """What the judge sees as the query.
-
-    A plain prompt is the query. For a chat prompt, system messages (instructions to the
-    policy, e.g. a thinking format) are left out; a single user turn is the query, and a
-    multi-turn conversation becomes a `role: content` transcript.
-    """
-    if isinstance(prompt, str):
-        return prompt
-    turns = [m for m in prompt if m.get("role") != "system"]
-    if len(turns) == 1:
-        return message_text(turns[0].get("content"))
-    return "\n\n".join(f"{m.get('role', 'user')}: {message_text(m.get('content'))}" for m in turns)
 
 
 def completion_text(completion: Any) -> str:
@@ -52,7 +31,8 @@ def completion_text(completion: Any) -> str:
 def reward_row(example: dict[str, Any], prompt: Any, completion: Any) -> dict[str, Any]:
     """The picklable part of one rollout that reward methods need (gathered across processes).
 
-    Without a `query_id` column the query id is the content address of the query text.
+    Without a `query_id` column the query id is the content address of the query text
+    (`text_id(query_text(prompt))`, the same id `data.conversation.query_id` gives).
     """
     query = query_text(prompt)
     query_id = example.get("query_id")

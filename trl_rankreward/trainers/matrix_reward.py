@@ -1,4 +1,4 @@
-"""`MatrixRewardGRPOTrainer`: GRPO with MatrixReward rewards (papers/matrixreward.txt, Algorithm 1).
+"""`MatrixRewardGRPOTrainer`: GRPO with MatrixReward rewards (MatrixReward paper, Algorithm 1).
 
 The trainer only maps `MatrixRewardGRPOConfig` to a `MatrixReward`; the judge, gathering
 whole groups, logging (`matrix/alpha`, `matrix/beta`, `matrix/fallbacks`, rubric weights,

@@ -35,12 +35,14 @@ CITATIONS = {
 }
 CITATIONS["genrm"] = CITATIONS["ralign"]
 
-TRL_CITATION = """@misc{vonwerra2022trl,
-    title        = {{TRL: Transformer Reinforcement Learning}},
-    author       = {Leandro von Werra and Younes Belkada and Lewis Tunstall and Edward Beeching and Tristan Thrush
-                    and Nathan Lambert and Shengyi Huang and Kashif Rasul and Quentin Gallou{\\'e}dec},
-    year         = 2020,
-    howpublished = {\\url{https://github.com/huggingface/trl}},
+#: TRL's own entry (its README and CITATION.cff), as TRL's part of the card also gives it
+TRL_CITATION = """@software{vonwerra2020trl,
+    title   = {{TRL: Transformers Reinforcement Learning}},
+    author  = {von Werra, Leandro and Belkada, Younes and Tunstall, Lewis and Beeching, Edward and Thrush, Tristan
+               and Lambert, Nathan and Huang, Shengyi and Rasul, Kashif and Gallou{\\'e}dec, Quentin},
+    license = {Apache-2.0},
+    url     = {https://github.com/huggingface/trl},
+    year    = 2020,
 }"""
 
 SECTION_START = "<!-- trl-rankreward:training -->"

@@ -1,4 +1,4 @@
-"""R-Align GenRM training on TRL's GRPOTrainer (papers/r-align.txt, Sec. 4).
+"""R-Align GenRM training on TRL's GRPOTrainer (R-Align, Sec. 4; docs/references.md).
 
 The policy being trained IS the generative reward model: each dataset row is a preference
 pair with a golden rationale; the GenRM writes a rationale and `\\boxed{A|B}` about the pair

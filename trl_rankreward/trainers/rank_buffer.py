@@ -1,4 +1,4 @@
-"""`RankBufferGRPOTrainer`: GRPO with RankBuffer rewards (papers/rankbuffer.txt, Sections 3.1-3.5).
+"""`RankBufferGRPOTrainer`: GRPO with RankBuffer rewards (RankBuffer paper, Sections 3.1-3.5).
 
 The trainer only maps `RankBufferGRPOConfig` to a `RankBufferReward`; gathering whole
 groups, epochs, logging and checkpoints are `JudgeRewardGRPOTrainer`'s. Anchor texts live
@@ -18,11 +18,13 @@ import os
 from dataclasses import dataclass, field
 
 from ..rewards.base import GroupRewardMethod
+from ..rewards.rank_buffer import INITS, MANAGERS, VARIANTS
 from .judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
-BUFFER_INITS = ("nectar", "bootstrap")
-BUFFER_VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
-BUFFER_MANAGERS = ("llm", "llm_lookahead")
+#: the choices of the config fields are `RankBufferReward`'s own (tests/test_defaults_agree.py checks the defaults)
+BUFFER_INITS = INITS
+BUFFER_VARIANTS = VARIANTS
+BUFFER_MANAGERS = tuple(manager for manager in MANAGERS if manager is not None)  # None: the field's default
 ANCHOR_STORES = ("sqlite", "memory")
 
 

@@ -1,0 +1,237 @@
+"""examples/train_common.py: the shared train -> save -> model card path, resuming, `tiny`, one-line errors.
+
+Cheap: 1-3 GRPO steps of the tiny model on CPU per run (a few seconds each).
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.trainers.test_examples import ROOT, load_example
+
+CONFIGS = ROOT / "examples" / "configs"
+#: the tiniest run that judges whole groups: 2 groups of G=4, 8 new tokens each
+TINY_STEP = ["--num_generations", "4", "--per_device_train_batch_size", "8", "--max_completion_length", "8"]
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "offline"}
+
+
+@pytest.fixture(scope="module")
+def common():
+    return load_example("train_common")
+
+
+@pytest.fixture(scope="module")
+def quickstart_data(tmp_path_factory):
+    return str(load_example("make_quickstart_data").main(str(tmp_path_factory.mktemp("data") / "data.jsonl")))
+
+
+def rankbuffer_argv(model_dir, data, output_dir, *extra):
+    return ["--config", str(CONFIGS / "rankbuffer_cpu_quickstart.yaml"), "--model_name_or_path", model_dir,
+            "--dataset_name", data, "--output_dir", str(output_dir), *TINY_STEP, *extra]  # fmt: skip
+
+
+def run_main(name, argv):
+    example = load_example(name)
+    return example.main(*example.make_parser().parse_args_and_config(argv))
+
+
+# ---- --resume_from_checkpoint ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, None), (False, None), ("", None), ("false", None), ("None", None), ("no", None),
+     (True, True), ("true", True), ("True", True), ("latest", True), ("LATEST", True)],
+)  # fmt: skip
+def test_parse_resume_words(common, value, expected):
+    assert common.parse_resume(value) is expected
+
+
+def test_parse_resume_path_must_exist(common, tmp_path):
+    assert common.parse_resume(str(tmp_path)) == str(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no such checkpoint folder.*latest"):
+        common.parse_resume(str(tmp_path / "checkpoint-7"))
+
+
+def test_latest_checkpoint_for_other_trainers_skips_half_written(common, tmp_path):
+    from trl import GRPOTrainer
+
+    for step, complete in ((5, True), (10, True), (15, False)):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        if complete:
+            (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    assert common.latest_checkpoint(str(tmp_path), GRPOTrainer) == str(tmp_path / "checkpoint-10")
+    with pytest.raises(ValueError, match="no complete checkpoint"):
+        common.latest_checkpoint(str(tmp_path / "empty"), GRPOTrainer)
+
+
+# ---- the shared path: train, save, model card; resume with `latest` --------------------------------
+
+
+def test_train_saves_and_resumes_latest(tiny_model_dir, quickstart_data, tmp_path, capsys):
+    out = tmp_path / "out"
+    first = run_main("train_rankbuffer", rankbuffer_argv(tiny_model_dir, quickstart_data, out,
+                                                         "--max_steps", "2", "--save_steps", "1"))  # fmt: skip
+    assert first.state.global_step == 2
+    for name in ("model.safetensors", "tokenizer.json", "README.md", "trainer_state.json"):
+        assert (out / name).exists(), name
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 2
+    # the compact console line replaced transformers' dict of every metric
+    printed = capsys.readouterr()
+    assert "step 2/2 | loss" in printed.out + printed.err and "'judge/calls_total'" not in printed.out + printed.err
+
+    # A half-written newer checkpoint is skipped: `latest` continues from checkpoint-2 at step 3.
+    (out / "checkpoint-9").mkdir()
+    resumed = run_main("train_rankbuffer", rankbuffer_argv(tiny_model_dir, quickstart_data, out, "--max_steps", "3",
+                                                           "--resume_from_checkpoint", "latest"))  # fmt: skip
+    trained_steps = [e["step"] for e in resumed.state.log_history if "loss" in e]
+    assert resumed.state.global_step == 3 and trained_steps == [1, 2, 3]  # steps 1-2 restored, 3 trained
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 3
+    assert (out / "checkpoint-3" / "reward_method_state.json").exists()
+
+
+def test_ralign_builds_tiny_saves_and_resumes(tmp_path):
+    out = tmp_path / "ralign"
+    argv = ["--config", str(CONFIGS / "ralign_cpu.yaml"), "--dataset_path", str(ROOT / "examples/data/ralign_toy_pairs.jsonl"),
+            "--output_dir", str(out), "--max_completion_length", "8", "--save_strategy", "steps", "--save_steps", "1"]  # fmt: skip
+    first = run_main("train_ralign_genrm", [*argv, "--max_steps", "2"])
+    assert first.state.global_step == 2
+    assert (out / "tiny_model" / "tiny_model_settings.json").exists()
+    for name in ("model.safetensors", "tokenizer.json", "README.md", "trainer_state.json", "checkpoint-2"):
+        assert (out / name).exists(), name
+
+    resumed = run_main("train_ralign_genrm", [*argv, "--max_steps", "3", "--resume_from_checkpoint", "true"])
+    assert resumed.state.global_step == 3
+    assert [e["step"] for e in resumed.state.log_history if "loss" in e] == [1, 2, 3]
+
+    # `latest` with no checkpoint in output_dir: an error before any model is loaded
+    with pytest.raises(ValueError, match="no complete checkpoint"):
+        run_main("train_ralign_genrm", [*argv, "--output_dir", str(tmp_path / "fresh"), "--resume_from_checkpoint",
+                                        "latest"])  # fmt: skip
+    assert not (tmp_path / "fresh" / "tiny_model").exists()
+
+
+def test_model_card_without_checkpoints(tiny_model_dir, quickstart_data, tmp_path):
+    # save_strategy "no": no checkpoint wrote TRL's card, the shared path still does
+    out = tmp_path / "out"
+    run_main("train_baseline", ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--model_name_or_path", tiny_model_dir,
+                                "--dataset_name", quickstart_data, "--output_dir", str(out), "--max_steps", "1",
+                                *TINY_STEP])  # fmt: skip
+    assert not list(out.glob("checkpoint-*"))
+    for name in ("model.safetensors", "tokenizer.json", "README.md", "trainer_state.json"):
+        assert (out / name).exists(), name
+    assert "out" in (out / "README.md").read_text()  # the model is named after the output folder
+
+
+# ---- one-line errors ---------------------------------------------------------------------------------
+
+
+def test_cli_prints_one_line_and_exits_1(common, tiny_model_dir, tmp_path, capsys):
+    example = load_example("train_rankbuffer")
+    argv = rankbuffer_argv(tiny_model_dir, str(tmp_path / "missing.jsonl"), tmp_path / "out")
+    assert common.cli(example.main, example.make_parser, argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "error: FileNotFoundError:" in err[0] and "missing.jsonl does not exist" in err[0]
+    assert "--traceback" in err[0]
+
+    # --traceback (or the environment variable): the full traceback, still exit status 1
+    assert common.cli(example.main, example.make_parser, [*argv, "--traceback"]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+def test_cli_bad_resume_path_and_bad_config_value(common, tiny_model_dir, quickstart_data, tmp_path, capsys):
+    example = load_example("train_rankbuffer")
+    argv = rankbuffer_argv(tiny_model_dir, quickstart_data, tmp_path / "out")
+    assert common.cli(example.main, example.make_parser, [*argv, "--resume_from_checkpoint", "nope/checkpoint-3"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "nope/checkpoint-3: no such checkpoint folder" in line
+    # a config value the config class rejects in __post_init__, while parsing
+    assert common.cli(example.main, example.make_parser, [*argv, "--judge_max_attempts", "0"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "judge_max_attempts must be >= 1" in line
+
+
+def test_cli_judge_failure_exits_nonzero(common, monkeypatch, capsys):
+    from trl_rankreward.trainers.judge_reward import JudgeFailureError
+
+    def main(*_):
+        raise JudgeFailureError("The judge failed 3 batches in a row.\nThe run stopped at step 7 and saved x.")
+
+    monkeypatch.setenv(common.TRACEBACK_ENV, "0")
+    assert common.cli(main, lambda: _FakeParser(), []) == 1
+    err = capsys.readouterr().err
+    assert "error: JudgeFailureError: The judge failed" in err and "Traceback" not in err
+    monkeypatch.setenv(common.TRACEBACK_ENV, "1")
+    assert common.cli(main, lambda: _FakeParser(), []) == 1
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_cli_leaves_programming_errors_alone(common):
+    def main(*_):
+        raise TypeError("a bug")
+
+    with pytest.raises(TypeError, match="a bug"):
+        common.cli(main, lambda: _FakeParser(), [])
+
+
+class _FakeParser:
+    def parse_args_and_config(self, argv):
+        return ()
+
+
+def test_script_exit_status_and_single_line_in_a_subprocess(tmp_path):
+    # The real command line: a missing dataset file, one line on stderr, exit status 1.
+    done = subprocess.run(
+        [sys.executable, "examples/train_baseline.py", "--config", str(CONFIGS / "baseline_cpu.yaml"),
+         "--dataset_name", str(tmp_path / "nope.jsonl"), "--output_dir", str(tmp_path / "out")],
+        cwd=ROOT, env={**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(lines) == 1 and lines[0].startswith("train_baseline.py: error: FileNotFoundError:")
+    assert "Traceback" not in done.stderr
+
+
+# ---- `tiny` under two processes --------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.timeout(600)
+def test_tiny_model_is_built_once_under_two_processes(tmp_path):
+    command = [sys.executable, "-m", "accelerate.commands.launch",
+               "--config_file", str(ROOT / "accelerate_configs" / "multi_cpu.yaml"),
+               "--main_process_port", str(_free_port()),
+               str(ROOT / "tests" / "examples" / "two_process_tiny.py"), str(tmp_path)]  # fmt: skip
+    env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    seen = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert seen[0]["path"] == seen[1]["path"] == str(tmp_path / "out" / "tiny_model")
+    assert all(s["complete"] for s in seen)
+    assert [s["writes"] for s in seen] == [1, 0]  # built by the main process only; the other one waited
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".tiny_model")]  # no temporary left
+    assert Path(seen[0]["path"], "model.safetensors").exists()
+
+
+# ---- scripts/quickstart.sh -------------------------------------------------------------------------
+
+
+def test_quickstart_reports_its_own_run():
+    script = ROOT / "scripts" / "quickstart.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    text = script.read_text()
+    # the summary reads the trainer_state.json written at the end of this run, not the highest checkpoint
+    assert 'os.path.join(out, "trainer_state.json")' in text and "glob." not in text and "ls -d" not in text
+    assert 'checkpoint="$out/checkpoint-$last_step"' in text
+    assert 'mv "$out" "$out.previous"' in text  # a fresh run does not mix with an earlier one
+    assert "Next:" in text and "trl-rankreward compare" in text
