@@ -2,7 +2,7 @@
 
 Usage: python examples/make_quickstart_data.py [OUTPUT.jsonl]   (default outputs/quickstart_data.jsonl)
 
-The columns are the ones every trainer reads (DESIGN.md): `prompt` (chat), `query_id`,
+The columns are the ones every trainer reads (docs/trainers.md): `prompt` (chat), `query_id`,
 `rubrics` ({text, weight}), `references` (best first, as Nectar's seven ranked answers).
 References degrade from a complete answer to an off-topic one, so the embedded judge has
 a quality scale per query.

@@ -6,7 +6,10 @@
 `--method` (overriding the config's `reward_method`) is one of: pointwise, gdpo, rrc_scr, rrc_agr,
 pairwise_rank, tournament, arena (docs/methods.md). RankBuffer and MatrixReward have their
 own scripts (train_rankbuffer.py, train_matrixreward.py). Method options go in
-`reward_method_kwargs` (e.g. `--reward_method_kwargs '{"brackets": 3}'`).
+`reward_method_kwargs` (e.g. `--reward_method_kwargs '{"brackets": 3}'`). The methods and the
+papers they come from: docs/methods.md and docs/references.md. Resuming (`--resume_from_checkpoint
+latest`), saving, the model card, `--push_to_hub` and the one-line errors (`--traceback` for the
+full traceback) are shared with the other examples (train_common.py).
 
 The loss settings of the pointwise baselines (GRPO, Dr. GRPO, DAPO, GPG) are TRL's own
 `GRPOConfig` fields; examples/configs/baseline_<loss>_qwen3_8b.yaml hold them at paper scale
@@ -20,14 +23,15 @@ CPU check (tiny random model, embedded judge; build them as in scripts/quickstar
     python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
     python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
     for m in pointwise gdpo rrc_scr rrc_agr pairwise_rank tournament arena; do
-        accelerate launch --num_processes 1 --cpu examples/train_baseline.py \
-            --config examples/configs/baseline_cpu.yaml --method $m --output_dir outputs/baseline-$m
+        python examples/train_baseline.py --config examples/configs/baseline_cpu.yaml \
+            --method $m --output_dir outputs/baseline-$m
     done
 """
 
+import sys
 from dataclasses import dataclass, field
 
-from train_common import TrainScriptArguments, train
+from train_common import TrainScriptArguments, cli, train
 from trl import ModelConfig, TrlParser
 
 from trl_rankreward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
@@ -68,4 +72,4 @@ def make_parser() -> TrlParser:
 
 
 if __name__ == "__main__":
-    main(*make_parser().parse_args_and_config())
+    sys.exit(cli(main, make_parser))

@@ -1,16 +1,45 @@
-"""What every training example shares: script arguments, dataset loading, the train-and-save loop.
+"""What every training example shares: script arguments, dataset loading, resuming, the train-save-push path, errors.
 
-Used by train_rankbuffer.py, train_matrixreward.py and train_baseline.py (run from this folder,
-so `import train_common` finds this file). The dataset (`dataset_name`): a directory written by
-`Dataset.save_to_disk`, a .json/.jsonl/.parquet file, or a Hub id; columns `prompt`, `query_id`,
-`rubrics`, `references` (docs/trainers.md).
+Used by train_rankbuffer.py, train_matrixreward.py, train_baseline.py and train_ralign_genrm.py
+(run from this folder, so `import train_common` finds this file). The dataset (`dataset_name`):
+a directory written by `Dataset.save_to_disk`, a .json/.jsonl/.parquet file, or a Hub id; columns
+`prompt`, `query_id`, `rubrics`, `references` (docs/trainers.md).
+
+Every script:
+
+- resumes with `--resume_from_checkpoint PATH`, or `latest` / `true` (the newest complete
+  `checkpoint-N` in `output_dir`); `false` / `none` starts afresh;
+- builds a tiny random model when `model_name_or_path` is `tiny` (CPU smoke runs; once per
+  machine, the other processes wait for it);
+- ends by saving the model, its tokenizer, `trainer_state.json` and a model card (README.md) to
+  `output_dir`, and pushes them with `--push_to_hub` (`--hub_model_id me/policy`);
+- prints a library error (bad config value, missing dataset, unreachable judge, circuit breaker)
+  as one line and exits with status 1; `--traceback` (or TRL_RANKREWARD_TRACEBACK=1) shows the
+  full traceback.
 """
 
+from __future__ import annotations
+
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trl import ScriptArguments, get_peft_config
 
 from trl_rankreward.data.sources import load_source
+
+#: `model_name_or_path` value that builds a tiny random model (`trl_rankreward.testing.build_tiny_model`)
+TINY_MODEL = "tiny"
+#: values of `--resume_from_checkpoint` meaning "the newest complete checkpoint in output_dir" / "do not resume"
+RESUME_LATEST = ("latest", "true", "last")
+RESUME_NONE = ("false", "none", "no", "")
+TRACEBACK_FLAG = "--traceback"
+TRACEBACK_ENV = "TRL_RANKREWARD_TRACEBACK"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
 @dataclass
@@ -48,8 +77,109 @@ def drop_long_prompts(dataset, model_name: str, max_length: int):
     return dataset.filter(short_enough)
 
 
+# ---- the model: a path or Hub id, or `tiny` built once per machine ----------------------------------
+
+
+def resolve_model(name: str, training_args) -> str:
+    """`name`, or for `tiny` the folder of a tiny random model built under `output_dir/tiny_model`.
+
+    The local main process of each machine builds it while the others wait at a barrier
+    (`TrainingArguments.main_process_first`); the build itself is atomic, so machines that share
+    a filesystem never read a half-written folder either.
+    """
+    if name != TINY_MODEL:
+        return name
+    from trl_rankreward.testing import build_tiny_model
+
+    folder = Path(training_args.output_dir) / "tiny_model"
+    with training_args.main_process_first(local=True, desc="building the tiny model"):
+        return str(build_tiny_model(folder))
+
+
+# ---- resuming ------------------------------------------------------------------------------------
+
+
+def parse_resume(value) -> str | bool | None:
+    """`--resume_from_checkpoint` as the trainer takes it: a path, True (the newest checkpoint) or None.
+
+    TrlParser hands the flag over as text: `latest` / `true` mean True, `false` / `none` (and an
+    unset flag) mean None, anything else is a checkpoint path, which must exist.
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return True
+    text = str(value).strip()
+    if text.lower() in RESUME_LATEST:
+        return True
+    if text.lower() in RESUME_NONE:
+        return None
+    if not os.path.isdir(text):
+        raise FileNotFoundError(
+            f"--resume_from_checkpoint {text}: no such checkpoint folder; pass a checkpoint-N folder, `latest` "
+            "(the newest complete checkpoint in output_dir) or `false`"
+        )
+    return text
+
+
+def latest_checkpoint(output_dir: str, trainer_class) -> str:
+    """The newest complete `checkpoint-N` of `output_dir` (raises ValueError if there is none).
+
+    For our judge-reward trainers, `trl_rankreward.trainers.checkpoints.latest_complete_checkpoint`
+    (which also requires the reward method's state); for other trainers (R-Align), the newest
+    folder holding `trainer_state.json`, which transformers writes last.
+    """
+    from trl_rankreward import JudgeRewardGRPOTrainer
+
+    if issubclass(trainer_class, JudgeRewardGRPOTrainer):
+        from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
+
+        return latest_complete_checkpoint(output_dir)
+    for step in sorted(_checkpoint_steps(output_dir), reverse=True):
+        path = os.path.join(output_dir, f"checkpoint-{step}")
+        if os.path.exists(os.path.join(path, "trainer_state.json")):
+            return path
+    raise ValueError(
+        f"--resume_from_checkpoint latest, but {output_dir} holds no complete checkpoint (a checkpoint-N folder "
+        "with trainer_state.json); pass a checkpoint path, or start without resuming"
+    )
+
+
+def _checkpoint_steps(output_dir: str) -> list[int]:
+    if not os.path.isdir(output_dir):
+        return []
+    return [int(m.group(1)) for name in os.listdir(output_dir) if (m := _CHECKPOINT.match(name))]
+
+
+def resume_argument(trainer_class, training_args) -> str | bool | None:
+    """What to pass to `trainer.train(resume_from_checkpoint=...)`, checked before any model is loaded.
+
+    Our judge-reward trainers take True themselves (the newest complete checkpoint); for other
+    trainers True is resolved here to that checkpoint's path. Starting afresh in a folder that
+    holds checkpoints is allowed (they get overwritten), with a warning naming the resume flag.
+    """
+    from trl_rankreward import JudgeRewardGRPOTrainer
+
+    resume = parse_resume(training_args.resume_from_checkpoint)
+    output_dir = training_args.output_dir
+    if resume is True:
+        checkpoint = latest_checkpoint(output_dir, trainer_class)  # fails fast when there is none
+        return True if issubclass(trainer_class, JudgeRewardGRPOTrainer) else checkpoint
+    if resume is None and _checkpoint_steps(output_dir) and training_args.process_index == 0:
+        newest = max(_checkpoint_steps(output_dir))
+        print(
+            f"Note: {output_dir} holds checkpoints of an earlier run (newest: checkpoint-{newest}); this run starts "
+            "from step 0 and overwrites them. To continue that run instead: --resume_from_checkpoint latest",
+            file=sys.stderr,
+        )
+    return resume
+
+
+# ---- the shared train -> save -> model card -> push path -----------------------------------------
+
+
 def train(trainer_class, script_args, training_args, model_args):
-    """Build `trainer_class` from the parsed arguments, train (resuming if asked), save, push."""
+    """Build `trainer_class` from the parsed arguments (train_rankbuffer/matrixreward/baseline), then `run`."""
     model_init_kwargs = dict(
         revision=model_args.model_revision,
         attn_implementation=model_args.attn_implementation,
@@ -58,19 +188,103 @@ def train(trainer_class, script_args, training_args, model_args):
     model_init_kwargs.update(training_args.model_init_kwargs or {})
     training_args.model_init_kwargs = model_init_kwargs
 
+    resume = resume_argument(trainer_class, training_args)
     dataset = load_train_dataset(script_args)
+    model = resolve_model(model_args.model_name_or_path, training_args)
     if script_args.max_prompt_length:
-        dataset = drop_long_prompts(dataset, model_args.model_name_or_path, script_args.max_prompt_length)
+        dataset = drop_long_prompts(dataset, model, script_args.max_prompt_length)
 
     trainer = trainer_class(
-        model_args.model_name_or_path,
+        model,
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
     )
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    trainer.save_model(training_args.output_dir)
-    trainer.accelerator.print(f"Model saved to {training_args.output_dir}")
-    if training_args.push_to_hub:
-        trainer.push_to_hub(dataset_name=script_args.dataset_name)
+    return run(trainer, resume, dataset_name=script_args.dataset_name)
+
+
+def run(trainer, resume_from_checkpoint: str | bool | None, *, dataset_name: str | None = None):
+    """Train (resuming as `resume_argument` decided), then save the model, its tokenizer, `trainer_state.json`
+    and a model card to `output_dir`, and push them to the Hub with `--push_to_hub`. Returns the trainer.
+
+    The one path every example script ends with. A `JudgeFailureError` (the judge circuit breaker)
+    propagates after the trainer saved its checkpoint; nothing else is saved then.
+    """
+    from trl_rankreward.trainers.console_log import use_compact_console_log
+
+    use_compact_console_log(trainer)  # idempotent: a no-op once the trainers do it themselves
+    args = trainer.args
+    trainer.train(resume_from_checkpoint=resume_from_checkpoint)
+    trainer.save_model(args.output_dir)  # every process (ZeRO-3 gathers the weights); written by the main one
+    trainer.save_state()  # output_dir/trainer_state.json: this run's log history, read by scripts/quickstart.sh
+    card_dataset = _hub_dataset_id(dataset_name)
+    if trainer.is_world_process_zero() and hasattr(trainer, "create_model_card"):
+        trainer.create_model_card(model_name=_model_name(args), dataset_name=card_dataset)
+    trainer.accelerator.print(f"Model, tokenizer and model card saved to {args.output_dir}")
+    if args.push_to_hub:
+        trainer.push_to_hub(dataset_name=card_dataset)
+        trainer.accelerator.print(f"Pushed to https://huggingface.co/{trainer.hub_model_id}")
     return trainer
+
+
+def _model_name(args) -> str:
+    """As TRL names the model in its cards: the Hub repo's name, else the output folder's."""
+    return args.hub_model_id.split("/")[-1] if args.hub_model_id else Path(args.output_dir).name
+
+
+def _hub_dataset_id(dataset_name: str | None) -> str | None:
+    """`dataset_name` when it is a Hub id (the model card links it), None for a local file or folder."""
+    if not dataset_name or os.path.exists(dataset_name) or dataset_name.startswith((".", "/", "~")):
+        return None
+    return dataset_name if re.fullmatch(r"[\w.-]+(/[\w.-]+)?", dataset_name) else None
+
+
+# ---- the command line: one-line errors -----------------------------------------------------------
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that describe a fix for the user: printed as one line, without a traceback."""
+    from trl_rankreward.judging.backends.base import BackendError
+    from trl_rankreward.judging.requests import JudgeError
+    from trl_rankreward.rewards.base import GroupJudgingFailed
+
+    errors: list[type[BaseException]] = [ValueError, OSError, BackendError, JudgeError, GroupJudgingFailed]
+    try:  # the trainers import torch and trl; a failure to import them is not a user error to hide
+        from trl_rankreward.trainers.judge_reward import JudgeFailureError
+
+        errors.append(JudgeFailureError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def cli(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
+    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status.
+
+    A library error (`user_errors`: a bad config value, a missing dataset or checkpoint, an
+    unreachable judge, `DatasetError`, `JudgeFailureError`, ...) is printed as one line,
+    `<script>: error: <Type>: <message> [full traceback: --traceback]`, and returns 1; `--traceback` or TRL_RANKREWARD_TRACEBACK=1
+    re-raises it with its full traceback (also exit status 1). Ctrl-C returns 130.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    show_traceback = TRACEBACK_FLAG in argv or os.environ.get(TRACEBACK_ENV, "").lower() in ("1", "true", "yes")
+    argv = [a for a in argv if a != TRACEBACK_FLAG]
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
+    try:
+        main(*make_parser().parse_args_and_config(argv))
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except user_errors() as exc:
+        if show_traceback:
+            traceback.print_exc()
+        else:
+            print(f"{prog}: error: {_one_line(exc)} [full traceback: {TRACEBACK_FLAG}]", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    """`Type: message`; a multi-line message keeps its lines (they list what to fix), indented."""
+    message = str(exc).strip() or repr(exc)
+    return f"{type(exc).__name__}: " + message.replace("\n", "\n    ")

@@ -1,4 +1,7 @@
-"""Train a policy with GRPO and MatrixReward rewards (papers/matrixreward.txt), from a YAML config.
+"""Train a policy with GRPO and MatrixReward rewards, from a YAML config.
+
+The method: Shen et al., "MatrixReward: Reward from Rubric Matrix for Open-Ended Generation",
+2026, arXiv:2610.00389 (full citation and where each part lives in the code: docs/references.md).
 
 Paper setup (Sec. 4.1, App. B): Qwen3-8B policy, judge Qwen3.6-35B-A3B, 2,560 UltraFeedback
 queries with 3-5 weighted rubrics each, G=8, 3 epochs = 480 steps, explicit protocol. On one
@@ -13,16 +16,20 @@ CPU run in a few minutes (tiny random model, embedded judge, the quickstart's 4 
 
     python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
     python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
-    accelerate launch --num_processes 1 --cpu examples/train_matrixreward.py \
-        --config examples/configs/matrixreward_cpu.yaml
+    python examples/train_matrixreward.py --config examples/configs/matrixreward_cpu.yaml
 
 Every config field can be overridden on the command line (`--protocol implicit`,
 `--both_orders true`, `--extractor svd`, `--report_to wandb`), as in TRL's example scripts.
+Resuming (`--resume_from_checkpoint latest`), saving, the model card, `--push_to_hub` and the
+one-line errors (`--traceback` for the full traceback) are shared with the other examples
+(train_common.py).
 Dataset columns: `prompt`, `query_id`, `rubrics` ({text, weight}: the weights are the prior p);
 `references` is only read by the embedded judge (docs/trainers.md).
 """
 
-from train_common import TrainScriptArguments, train
+import sys
+
+from train_common import TrainScriptArguments, cli, train
 from trl import ModelConfig, TrlParser
 
 from trl_rankreward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
@@ -37,4 +44,4 @@ def make_parser() -> TrlParser:
 
 
 if __name__ == "__main__":
-    main(*make_parser().parse_args_and_config())
+    sys.exit(cli(main, make_parser))

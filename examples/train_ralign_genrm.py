@@ -1,4 +1,7 @@
-"""Train a generative reward model (GenRM) with R-Align (papers/r-align.txt, Sec. 4).
+"""Train a generative reward model (GenRM) with R-Align.
+
+The method: "R-Align: Enhancing Generative Reward Models through Rationale-Centric Meta-Judging",
+2026, Sec. 4 (full citation and where each part lives in the code: docs/references.md).
 
 The policy is the GenRM; rows are preference pairs with golden rationales (`trl-rankreward data`
 + `trl-rankreward rubrics rationales`). Reward: R-Align's rationale-aware table with a MetaRM
@@ -12,14 +15,25 @@ Paper setup (Qwen3-8B GenRM on 8 GPUs, GPT-OSS-120B MetaRM served separately):
 
 CPU smoke run (tiny random model, deterministic keyword MetaRM, no server):
     HF_HUB_OFFLINE=1 python examples/train_ralign_genrm.py --config examples/configs/ralign_cpu.yaml
+
+Resuming (`--resume_from_checkpoint latest` or a checkpoint-N path), saving (model, tokenizer,
+trainer_state.json, model card), `--push_to_hub` and the one-line errors (`--traceback` for the
+full traceback) are shared with the other examples (train_common.py).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from trl import TrlParser
+
+# Run as a script, this folder is on sys.path; loaded by path (tests, runpy), it may not be.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from train_common import cli, resolve_model, resume_argument, run  # noqa: E402
 
 from trl_rankreward import RAlignGenRMConfig, RAlignGenRMTrainer
 
@@ -46,23 +60,19 @@ class RAlignScriptArguments:
     )
 
 
-def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig) -> None:
+def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig):
     from trl_rankreward.data import load_source
 
-    model = script_args.model_name_or_path
-    if model == "tiny":
-        from trl_rankreward.testing import build_tiny_model
-
-        model = str(build_tiny_model(Path(training_args.output_dir) / "tiny_model"))
+    resume = resume_argument(RAlignGenRMTrainer, training_args)
+    dataset = load_source(script_args.dataset_path, split=script_args.dataset_split)
+    model = resolve_model(script_args.model_name_or_path, training_args)
     meta_judge = None  # "server": the trainer builds an LLMJudge from metarm_base_urls / metarm_model
     if script_args.metarm == "keyword" and training_args.reward_mode == "ralign":
         from trl_rankreward.testing import KeywordMetaJudge
 
         meta_judge = KeywordMetaJudge(script_args.keyword_threshold)
-    dataset = load_source(script_args.dataset_path, split=script_args.dataset_split)
     trainer = RAlignGenRMTrainer(model, args=training_args, train_dataset=dataset, meta_judge=meta_judge)
-    trainer.train()
-    trainer.save_model(training_args.output_dir)
+    return run(trainer, resume, dataset_name=script_args.dataset_path)
 
 
 def make_parser() -> TrlParser:
@@ -70,4 +80,4 @@ def make_parser() -> TrlParser:
 
 
 if __name__ == "__main__":
-    main(*make_parser().parse_args_and_config())
+    sys.exit(cli(main, make_parser))

@@ -1,4 +1,7 @@
-"""Train a policy with GRPO and RankBuffer rewards (papers/rankbuffer.txt), from a YAML config.
+"""Train a policy with GRPO and RankBuffer rewards, from a YAML config.
+
+The method: Yang et al., "RankBuffer: Efficient Ranking-Based Rewards for Open-Ended Generation",
+2026 (full citation and where each part lives in the code: docs/references.md).
 
 Paper setup (Appendix C, Table 7): Qwen3-8B policy on 4 GPUs with vLLM colocated generation,
 judge Qwen3-30B-A3B-Instruct-2507 served by vLLM on the other 4 GPUs (one replica per GPU,
@@ -11,17 +14,21 @@ CPU quickstart (tiny random model, embedded judge; what scripts/quickstart.sh ru
 
     python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
     python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
-    accelerate launch --num_processes 1 --cpu examples/train_rankbuffer.py \
-        --config examples/configs/rankbuffer_cpu_quickstart.yaml
+    python examples/train_rankbuffer.py --config examples/configs/rankbuffer_cpu_quickstart.yaml
 
 Every config field can be overridden on the command line (`--k0 7`, `--report_to wandb`,
-`--push_to_hub --hub_model_id me/policy`), as in TRL's example scripts.
+`--push_to_hub --hub_model_id me/policy`), as in TRL's example scripts. Continue a run with
+`--resume_from_checkpoint latest` (or a checkpoint-N path); the run ends by saving the model,
+tokenizer, trainer_state.json and a model card to output_dir (train_common.py). Errors print one
+line; `--traceback` shows the full traceback.
 
 The dataset (`dataset_name`): a directory written by `Dataset.save_to_disk`, a .json/.jsonl/
-.parquet file, or a Hub id; columns `prompt`, `query_id`, `rubrics`, `references` (DESIGN.md).
+.parquet file, or a Hub id; columns `prompt`, `query_id`, `rubrics`, `references` (docs/trainers.md).
 """
 
-from train_common import TrainScriptArguments, train
+import sys
+
+from train_common import TrainScriptArguments, cli, train
 from trl import ModelConfig, TrlParser
 
 from trl_rankreward import RankBufferGRPOConfig, RankBufferGRPOTrainer
@@ -36,4 +43,4 @@ def make_parser() -> TrlParser:
 
 
 if __name__ == "__main__":
-    main(*make_parser().parse_args_and_config())
+    sys.exit(cli(main, make_parser))

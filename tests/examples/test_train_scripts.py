@@ -235,3 +235,14 @@ def test_quickstart_reports_its_own_run():
     assert 'checkpoint="$out/checkpoint-$last_step"' in text
     assert 'mv "$out" "$out.previous"' in text  # a fresh run does not mix with an earlier one
     assert "Next:" in text and "trl-rankreward compare" in text
+
+
+def test_examples_cite_papers_by_name():
+    from tests.test_references import _WORKING_FILE
+
+    files = [p for p in sorted((ROOT / "examples").rglob("*")) if p.suffix in (".py", ".yaml", ".sh")]
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in files
+             for n, line in enumerate(p.read_text().splitlines(), 1) if _WORKING_FILE.search(line)]  # fmt: skip
+    assert not found, "cite the paper by name (docs/references.md) instead of: " + ", ".join(found)
+    for script in ("train_rankbuffer", "train_matrixreward", "train_ralign_genrm"):
+        assert "docs/references.md" in (ROOT / "examples" / f"{script}.py").read_text()

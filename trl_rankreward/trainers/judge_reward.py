@@ -40,6 +40,7 @@ from ..rewards.registry import REWARD_METHODS, make_reward_method
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
 from .checkpoints import latest_complete_checkpoint
 from .circuit_breaker import JudgeCircuitBreaker
+from .console_log import use_compact_console_log
 from .dataset_checks import check_group_size, check_training_dataset, method_requirements
 from .failures import FailureLog
 from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
@@ -318,6 +319,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         self._failure_log = FailureLog()
         self._neutral_total = 0
         self.add_callback(_StopOnJudgeFailure(self))
+        use_compact_console_log(self)
 
     def _method_requirements(self, name: str) -> dict[str, bool]:
         """What the reward method needs from every dataset row (references, rubrics); see `dataset_checks`."""
@@ -492,7 +494,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             raise JudgeFailureError(
                 f"{self._breaker.reason()}\nThe run stopped at step {self.state.global_step} and saved {checkpoint}. "
                 f"Fix the judge ({_describe(self.reward_method) if self.reward_method else 'see the main process'}), "
-                f"then run the same command with --resume_from_checkpoint {checkpoint}."
+                f"then run the same command with --resume_from_checkpoint {checkpoint} (or latest)."
             )
         return output
 

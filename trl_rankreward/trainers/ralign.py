@@ -31,6 +31,7 @@ from trl import GRPOConfig, GRPOTrainer
 from ..evaluation.genrm_metrics import GenRMCounts
 from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
+from .console_log import use_compact_console_log
 from .model_card import add_section, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
@@ -205,6 +206,7 @@ class RAlignGenRMTrainer(GRPOTrainer):
             eval_dataset=eval_dataset,
             **kwargs,
         )
+        use_compact_console_log(self)
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
         """TRL's card plus how the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""

@@ -1,0 +1,150 @@
+"""A compact console line per logging step, instead of transformers' dict of every metric.
+
+A judge-reward step logs about 60 metrics (`docs/metrics.md`); transformers prints them all
+as one dict per logging step, which buries the progress bar. `use_compact_console_log(trainer)`
+swaps the trainer's default printing callback (`ProgressCallback`, or `PrinterCallback` with
+`disable_tqdm`) for one that keeps the progress bar and writes one short line beside it:
+
+    step 12/40 | loss 0.0123 | reward 0.412 ± 0.210 | judge 96 calls, 12.3k tok | neutral 0 | coarse pos 0.43 | buffer 5.25
+
+Only the console changes: every metric still reaches the loggers (W&B, TensorBoard, ...)
+and `trainer_state.json`, which are fed by `Trainer.log`, not by these callbacks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+
+#: (label, key) of optional numbers shown after the judge usage, when the step logged them
+_EXTRAS = (
+    ("coarse pos", "rank/coarse_position_mean"),
+    ("buffer", "buffer/size_mean"),
+    ("label acc", "ralign/label_acc"),
+    ("spurious", "ralign/spurious_rate"),
+)
+#: keys of the summary `Trainer.train` logs once at the end
+_SUMMARY = ("train_runtime", "train_loss")
+#: keys never shown by the fallback (a log holding none of the known keys)
+_HIDDEN = {"total_flos", "epoch", "step"}
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _fmt(value: float) -> str:
+    """4 significant digits; integers as integers; large counts as 12.3k / 4.56M."""
+    if math.isnan(value) or math.isinf(value):
+        return str(value)
+    if value == int(value) and abs(value) < 1e4:
+        return str(int(value))
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale and value == int(value):
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.4g}"
+
+
+def format_log_line(logs: Mapping[str, Any], step: int, max_steps: int | None = None) -> str | None:
+    """One compact line for the metrics `logs` of step `step` (of `max_steps`), or None for an empty log.
+
+    Shows, when present: the loss, the reward mean ± std, the judge calls and tokens (and failures, if any),
+    the neutral groups, and the method's headline number (`rank/coarse_position_mean`, `buffer/size_mean`,
+    R-Align's label accuracy). Evaluation logs (`eval_` keys) get an "eval" line; the end-of-training
+    summary a "done" line. A log with none of these keys shows its first few numbers.
+    """
+    logs = {k: v for k, v in logs.items() if _number(v) is not None}
+    prefix = "eval_" if any(k.startswith("eval_") for k in logs) else ""
+    if prefix:
+        logs = {k[len(prefix) :]: v for k, v in logs.items() if k.startswith(prefix)}
+
+    def get(key: str) -> float | None:
+        return _number(logs.get(key))
+
+    where = f"step {step}/{max_steps}" if max_steps else f"step {step}"
+    if not prefix and any(k in logs for k in _SUMMARY):
+        parts = [f"done: {where}"]
+        if get("train_runtime") is not None:
+            parts.append(f"{get('train_runtime'):.0f} s")
+        if get("train_loss") is not None:
+            parts.append(f"mean loss {_fmt(get('train_loss'))}")
+        return " | ".join(parts)
+
+    parts = []
+    if get("loss") is not None:
+        parts.append(f"loss {_fmt(get('loss'))}")
+    if get("reward") is not None:
+        std = get("reward_std")
+        parts.append(f"reward {get('reward'):.3f}" + (f" ± {std:.3f}" if std is not None else ""))
+    if get("judge/calls") is not None:
+        tokens = [get(k) for k in ("judge/prompt_tokens", "judge/completion_tokens")]
+        judge = f"judge {_fmt(get('judge/calls'))} calls"
+        if any(t is not None for t in tokens):
+            judge += f", {_fmt(sum(t for t in tokens if t is not None))} tok"
+        if get("judge/failures"):
+            judge += f", {_fmt(get('judge/failures'))} failed"
+        parts.append(judge)
+    if get("reward/neutral_groups") is not None:
+        parts.append(f"neutral {_fmt(get('reward/neutral_groups'))}")
+    parts += [f"{label} {get(key):.3g}" for label, key in _EXTRAS if get(key) is not None]
+    if not parts:  # a log we know nothing about: its first few numbers
+        parts = [f"{k} {_fmt(get(k))}" for k in list(logs)[:6] if k not in _HIDDEN]
+    if not parts:
+        return None
+    return " | ".join([("eval " if prefix else "") + where, *parts])
+
+
+class CompactProgressCallback(ProgressCallback):
+    """transformers' progress bar, with `format_log_line` written above it (via `tqdm.write`) at each log."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        line = format_log_line(logs, state.global_step, state.max_steps)
+        if line is None:
+            return
+        if self.training_bar is not None:
+            self.training_bar.write(line)
+        else:  # evaluation outside training: no bar to write beside
+            from tqdm.auto import tqdm
+
+            tqdm.write(line)
+
+
+class CompactPrinterCallback(TrainerCallback):
+    """`PrinterCallback` (used with `disable_tqdm=True`) printing `format_log_line` instead of the dict."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_local_process_zero and logs:
+            line = format_log_line(logs, state.global_step, state.max_steps)
+            if line is not None:
+                print(line, flush=True)
+
+
+def use_compact_console_log(trainer) -> bool:
+    """Replace `trainer`'s `ProgressCallback` / `PrinterCallback` by the compact ones, in place.
+
+    Returns True when a callback was replaced. Idempotent; a notebook progress table or a
+    custom subclass of either callback is left alone. The loggers (`report_to`) and
+    `trainer_state.json` still get every metric.
+    """
+    callbacks = trainer.callback_handler.callbacks
+    replaced = False
+    for i, callback in enumerate(callbacks):
+        if type(callback) is ProgressCallback:
+            compact = CompactProgressCallback(max_str_len=callback.max_str_len)
+        elif type(callback) is PrinterCallback:
+            compact = CompactPrinterCallback()
+        else:
+            continue
+        callbacks[i] = compact
+        replaced = True
+    return replaced
+
+
+__all__ = ["CompactPrinterCallback", "CompactProgressCallback", "format_log_line", "use_compact_console_log"]
