@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -124,6 +126,17 @@ def test_cli_writes_table_csv_and_png(run_a, run_b, tmp_path, capsys):
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_imports_no_torch_and_switches_take_no_value(run_a, run_b, tmp_path):
+    code = (
+        "import sys\nfrom trl_rankreward.cli import main\n"
+        f"assert main(['compare', '--no_plots', {str(run_a)!r}, {str(run_b)!r}, '--output_dir', {str(tmp_path)!r}]) == 0\n"
+        "print('heavy:', ','.join(m for m in ('torch', 'transformers', 'matplotlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "heavy:", out.stdout
+    assert not (tmp_path / "compare.png").exists() and (tmp_path / "compare.md").exists()
+
+
 def test_cli_errors_are_one_line(run_a, tmp_path, capsys):
     assert main(["compare", str(run_a), str(tmp_path / "nope"), "--output_dir", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err
@@ -166,6 +179,7 @@ def test_offline_wandb_run_is_read_back(tmp_path, monkeypatch):
     run.log({"train/train_runtime": 9.0, "train/global_step": 3})
     run.finish()
     _wait_for_exit_record(tmp_path)
+    wandb.teardown()  # W&B's process-wide setup would otherwise carry this run's settings into later runs
 
     history = load_run(tmp_path)  # the folder holding wandb/: its latest run
     assert history.kind == "wandb" and history.label == "my-run"

@@ -2,52 +2,56 @@
 
     trl-rankreward bench                                   # default setting, all methods
     trl-rankreward bench --queries 20 --epochs 2 --methods pointwise,rank_buffer
-    trl-rankreward bench --write-docs docs/benchmarks.md   # regenerate its section of the docs page
+    trl-rankreward bench --write_docs docs/benchmarks.md   # regenerate its section of the docs page
+    trl-rankreward bench --config bench.yaml               # the options in a YAML file
 
-Prints a markdown table, writes `bench.csv` and two PNG plots to `--output-dir`. Every
+Prints a markdown table, writes `bench.csv` and two PNG plots to `--output_dir`. Every
 `RewardBenchConfig` field is an option (see `trl_rankreward.evaluation.reward_bench`).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import shlex
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HELP = "Benchmark the reward methods on a simulated run: judge calls, tokens, latency, ranking fidelity"
+CONFIG_FILE = True
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..evaluation.reward_bench import RewardBenchConfig
+@dataclass
+class BenchOutputArguments:
+    _argument_group_name = "output"
 
-    for f in dataclasses.fields(RewardBenchConfig):
-        flag = "--" + f.name.replace("_", "-")
-        if f.type == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=f.metadata["help"])
-        else:
-            kind = {"int": int, "float": float}.get(f.type, str)
-            parser.add_argument(flag, type=kind, default=f.default, help=f.metadata["help"] + " (default: %(default)s)")
-    parser.add_argument("--output-dir", default="outputs/bench", help="Where bench.csv and the plots go.")
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="Processes (one method each).")
-    parser.add_argument("--no-plots", action="store_true", help="Skip the PNG plots.")
-    parser.add_argument(
-        "--write-docs",
-        metavar="PATH",
-        help="Also write this run's section of the benchmarks page (docs/benchmarks.md); the rest of the page is kept.",
+    output_dir: str = field(default="outputs/bench", metadata={"help": "where bench.csv and the plots go"})
+    workers: int = field(default=min(2, os.cpu_count() or 1), metadata={"help": "processes (one method each)"})
+    no_plots: bool = field(default=False, metadata={"help": "skip the PNG plots"})
+    write_docs: str | None = field(
+        default=None,
+        metadata={
+            "help": "also write this run's section of the benchmarks page (docs/benchmarks.md); the rest of the "
+            "page is kept",
+            "metavar": "PATH",
+        },
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def arguments():
+    from ..evaluation.reward_bench import RewardBenchConfig
+
+    return (RewardBenchConfig, BenchOutputArguments)
+
+
+def run(config, args: BenchOutputArguments) -> int:
     from tqdm.auto import tqdm
 
     from ..evaluation import bench_report
-    from ..evaluation.reward_bench import RewardBenchConfig, run_benchmark, selected_methods
+    from ..evaluation.reward_bench import run_benchmark, selected_methods
 
-    config = RewardBenchConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RewardBenchConfig)})
     total = len(selected_methods(config.methods)) * config.queries * config.epochs
     start, cpu_start = time.perf_counter(), time.process_time()
     with tqdm(total=total, unit="group", desc="bench", file=sys.stderr) as bar:
@@ -76,19 +80,17 @@ def run(args: argparse.Namespace) -> int:
             "cores": os.cpu_count() or 1,
             "load": os.getloadavg()[1],
         }
-        section = bench_report.docs_section(rows, config, command=_command(args, config), timing=timing)
+        section = bench_report.docs_section(rows, config, command=_command(config, args), timing=timing)
         print(f"wrote {bench_report.write_docs_section(args.write_docs, section)}")
     return 0
 
 
-def _command(args: argparse.Namespace, config) -> str:
+def _command(config, args: BenchOutputArguments) -> str:
     """The command line that reproduces this run: the options that differ from their defaults."""
-    from ..evaluation.reward_bench import RewardBenchConfig
-
     words = ["trl-rankreward", "bench"]
-    for f in dataclasses.fields(RewardBenchConfig):
+    for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         if value != f.default:
-            flag = "--" + f.name.replace("_", "-")
-            words += [flag if value is True else "--no-" + flag[2:]] if isinstance(value, bool) else [flag, str(value)]
-    return shlex.join([*words, "--write-docs", args.write_docs])
+            flag = "--" + f.name
+            words += [flag if value is True else "--no_" + f.name] if isinstance(value, bool) else [flag, str(value)]
+    return shlex.join([*words, "--write_docs", args.write_docs])

@@ -5,23 +5,29 @@ trl-rankreward buffer-report outputs/rankbuffer/checkpoint-500 --output buffers.
 
 from __future__ import annotations
 
-import argparse
 import os
+from dataclasses import dataclass, field
 
 HELP = "Print RankBuffer buffer statistics of a checkpoint and plot anchor sources (paper Figure 6)"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", help="trainer checkpoint directory (or its reward_method_state.json)")
-    parser.add_argument(
-        "--output",
-        default=None,
-        help="PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)",
+@dataclass
+class BufferReportArguments:
+    checkpoint: str = field(
+        metadata={"positional": True, "help": "trainer checkpoint directory (or its reward_method_state.json)"}
     )
-    parser.add_argument("--bins", type=int, default=10, help="normalized-position bins of panel (b) (default 10)")
+    output: str | None = field(
+        default=None,
+        metadata={"help": "PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)"},
+    )
+    bins: int = field(default=10, metadata={"help": "normalized-position bins of panel (b)"})
 
 
-def run(args: argparse.Namespace) -> int:
+def arguments():
+    return (BufferReportArguments,)
+
+
+def run(args: BufferReportArguments) -> int:
     from ..evaluation.buffer_report import buffer_report, format_report, load_buffer_state, plot_report
 
     report = buffer_report(load_buffer_state(args.checkpoint), bins=args.bins)

@@ -2,27 +2,32 @@
 
 Example:
     trl-rankreward correlation-report --input genrms.csv --metrics l_acc f_score \\
-        --output-json corr.json --plot corr.png
+        --output_json corr.json --plot corr.png
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HELP = "Pearson r of GenRM metrics (L-Acc, F-Score, ...) with downstream RLHF scores, and a scatter PNG"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input", required=True, help="CSV or JSON: model, dataset (optional), metrics, downstream")
-    parser.add_argument("--metrics", nargs="+", default=["l_acc", "f_score"], help="metric columns to correlate")
-    parser.add_argument("--output-json", default=None, help="write the correlations here")
-    parser.add_argument("--plot", default=None, help="write the scatter PNG here")
+@dataclass
+class CorrelationReportArguments:
+    input: str = field(metadata={"help": "CSV or JSON: model, dataset (optional), metrics, downstream"})
+    metrics: list[str] = field(default_factory=lambda: ["l_acc", "f_score"], metadata={"help": "metric columns"})
+    output_json: str | None = field(default=None, metadata={"help": "write the correlations here"})
+    plot: str | None = field(default=None, metadata={"help": "write the scatter PNG here"})
 
 
-def run(args: argparse.Namespace) -> int:
+def arguments():
+    return (CorrelationReportArguments,)
+
+
+def run(args: CorrelationReportArguments) -> int:
     from ..evaluation.correlation import correlations, format_correlations, load_records, scatter_plot
 
     records = load_records(args.input)

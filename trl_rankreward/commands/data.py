@@ -8,7 +8,10 @@ trl-rankreward data attach-rubrics data/nectar-1k rubrics.jsonl --output_dir dat
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass, field, make_dataclass
+from typing import Literal
+
+from . import UsageError
 
 HELP = "Prepare Nectar / UltraFeedback / preference datasets, or join generated rubrics or rationales into one"
 
@@ -23,52 +26,100 @@ SOURCES = {
 _JOINS = {"attach-rubrics": "attach_rubrics", "attach-rationales": "attach_rationales"}
 
 
-def _add_output(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output_dir", help="save_to_disk folder for the result")
-    parser.add_argument("--push_to_hub", metavar="REPO", help="also (or only) push the result to this Hub dataset repo")
+@dataclass
+class OutputArguments:
+    """Where the result goes (at least one of the two)."""
+
+    output_dir: str | None = field(default=None, metadata={"help": "save_to_disk folder for the result"})
+    push_to_hub: str | None = field(
+        default=None, metadata={"help": "also (or only) push the result to this Hub dataset repo", "metavar": "REPO"}
+    )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="data_command", metavar="SOURCE", required=True)
-    for name, (hub_id, config, split, _, count, default) in SOURCES.items():
-        p = sub.add_parser(name, help=f"{hub_id} in the upstream schema -> prepared dataset")
-        p.add_argument("--source", default=hub_id, help=f"Hub id or local JSONL/parquet file/folder (default {hub_id})")
-        p.add_argument("--split", default=split, help=f"split to read (default {split})")
-        p.add_argument(
-            "--config", default=config, help=f"Hub dataset config (default {config}; ignored for local files)"
-        )
-        p.add_argument("--seed", type=int, default=42, help="sampling seed (default 42, as in the papers)")
-        p.add_argument(
-            f"--{count}", type=lambda v: None if v == "all" else int(v), default=default,
-            help=f"how many to sample ('all' for every eligible row; default {default or 'all'})",
-        )  # fmt: skip
-        if count == "num_queries":
-            p.add_argument("--rubrics", help="rubric JSONL (from `rubrics generate`) to join into the result")
-        _add_output(p)
+@dataclass
+class JoinArguments:
+    """`data attach-rubrics|attach-rationales DATASET JSONL`."""
+
+    dataset: str = field(metadata={"positional": True, "help": "prepared dataset (save_to_disk folder or Hub id)"})
+    jsonl: str = field(metadata={"positional": True, "help": "results JSONL written by `trl-rankreward rubrics ...`"})
+    missing: Literal["error", "drop", "keep"] = field(default="error", metadata={"help": "rows with no result"})
+
+
+def _count(value):
+    """'all' -> None (every eligible row), else a positive int."""
+    if value is None or str(value).lower() == "all":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"expected a positive integer or 'all', got {value!r}")
+    return count
+
+
+def _source_arguments(name: str) -> type:
+    """The dataclass of `data NAME`: upstream source, split, sampling and (for queries) rubrics."""
+    hub_id, config, split, _, count, default = SOURCES[name]
+
+    def post_init(self):
+        try:
+            setattr(self, count, _count(getattr(self, count)))
+        except ValueError as exc:
+            raise ValueError(f"argument --{count}: {exc}") from None
+
+    fields = [
+        ("source", str, field(default=hub_id, metadata={"help": "Hub id or local JSONL/parquet file/folder"})),
+        ("split", str, field(default=split, metadata={"help": "split to read"})),
+        (
+            "source_config",
+            str | None,
+            field(default=config, metadata={"help": "Hub dataset config (ignored for local files)"}),
+        ),
+        ("seed", int, field(default=42, metadata={"help": "sampling seed (42, as in the papers)"})),
+        (
+            count,
+            str,
+            field(
+                default=str(default or "all"),
+                metadata={"help": "how many to sample ('all' for every eligible row)"},
+            ),
+        ),
+    ]
+    if count == "num_queries":
+        rubrics_help = "rubric JSONL (from `rubrics generate`) to join into the result"
+        fields.append(("rubrics", str | None, field(default=None, metadata={"help": rubrics_help})))
+    cls_name = "".join(part.capitalize() for part in name.split("-")) + "Arguments"
+    return make_dataclass(cls_name, fields, namespace={"__post_init__": post_init, "__module__": __name__})
+
+
+def arguments():
+    specs = {
+        name: (f"{hub_id} in the upstream schema -> prepared dataset", (_source_arguments(name), OutputArguments))
+        for name, (hub_id, *_) in SOURCES.items()
+    }
     for name in _JOINS:
-        p = sub.add_parser(name, help=f"join a generated JSONL into a prepared dataset ({name.split('-')[1]})")
-        p.add_argument("dataset", help="prepared dataset (save_to_disk folder or Hub id)")
-        p.add_argument("jsonl", help="results JSONL written by `trl-rankreward rubrics ...`")
-        p.add_argument("--missing", choices=("error", "drop", "keep"), default="error", help="rows with no result")
-        _add_output(p)
+        specs[name] = (
+            f"join a generated JSONL into a prepared dataset ({name.split('-')[1]})",
+            (JoinArguments, OutputArguments),
+        )
+    return specs
 
 
-def run(args: argparse.Namespace) -> int:
+def run(command: str, args, output: OutputArguments) -> int:
+    if not output.output_dir and not output.push_to_hub:
+        raise UsageError("give --output_dir, --push_to_hub REPO, or both: the result has to go somewhere")
     from .. import data
 
-    if not args.output_dir and not args.push_to_hub:
-        raise SystemExit("Give --output_dir, --push_to_hub REPO, or both: the result has to go somewhere")
-    if args.data_command in _JOINS:
-        dataset = getattr(data, _JOINS[args.data_command])(
-            data.load_source(args.dataset), args.jsonl, missing=args.missing
-        )
+    if command in _JOINS:
+        dataset = getattr(data, _JOINS[command])(data.load_source(args.dataset), args.jsonl, missing=args.missing)
     else:
-        *_, function, count, _ = SOURCES[args.data_command]
-        source = data.load_source(args.source, split=args.split, config=args.config)
+        *_, function, count, _ = SOURCES[command]
+        source = data.load_source(args.source, split=args.split, config=args.source_config)
         dataset, report = getattr(data, function)(source, **{count: getattr(args, count)}, seed=args.seed)
-        print(f"{args.data_command}: {report}")
+        print(f"{command}: {report}")
         if getattr(args, "rubrics", None):
             dataset = data.attach_rubrics(dataset, args.rubrics)
-    data.save_dataset(dataset, args.output_dir, args.push_to_hub)
-    print(f"wrote {len(dataset)} rows with columns {dataset.column_names} to {args.output_dir or args.push_to_hub}")
+    data.save_dataset(dataset, output.output_dir, output.push_to_hub)
+    print(f"wrote {len(dataset)} rows with columns {dataset.column_names} to {output.output_dir or output.push_to_hub}")
     return 0

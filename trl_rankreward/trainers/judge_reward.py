@@ -32,7 +32,6 @@ from transformers.utils import logging
 from trl import GRPOConfig, GRPOTrainer
 
 from .._gc import paused_gc
-from ..judging.backends.openai_compatible import normalize_base_url
 from ..judging.retry import RetryPolicy
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
@@ -460,6 +459,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
                  "judge prompt tokens": totals["prompt_tokens"], "judge completion tokens": totals["completion_tokens"],
                  "failed judge calls": sum(totals["failures"].values()), "neutral groups": self._neutral_total,
                  "training steps": self.state.global_step}  # fmt: skip
+        from ..judging.backends.openai_compatible import normalize_base_url  # openai: only with a judge server
+
         urls = [*args.judge_base_urls, *map(normalize_base_url, args.judge_base_urls)]
         section = training_section(
             method=method.name,

@@ -1,0 +1,66 @@
+"""`trl-rankreward compare RUN [RUN ...]`: training runs side by side.
+
+    trl-rankreward compare outputs/cmp-rankbuffer outputs/cmp-pointwise --output_dir outputs/compare
+    trl-rankreward compare wandb/offline-run-20260101_120000-abc123 outputs/cmp-pointwise --labels rankbuffer pointwise
+
+A RUN is a training output directory or checkpoint folder (its newest trainer_state.json), a
+trainer_state.json, or a W&B run directory or `.wandb` file (offline runs too; needs wandb).
+Prints a markdown table (reward std, judge calls and tokens per step, total judge tokens,
+neutral groups, final buffer size, wall time) and writes compare.md, compare.csv and
+compare.png (the curves side by side) to `--output_dir`. See docs/compare.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+HELP = "Compare training runs: reward std, judge calls and tokens per step, neutral groups, buffer size (table + PNG)"
+
+
+@dataclass
+class CompareArguments:
+    runs: list[str] = field(
+        metadata={
+            "positional": True,
+            "metavar": "RUN",
+            "help": "output directory, checkpoint, trainer_state.json, or W&B run directory / .wandb file",
+        }
+    )
+    labels: list[str] | None = field(
+        default=None, metadata={"help": "one name per RUN, in order (default: each run's directory name)"}
+    )
+    output_dir: str = field(
+        default="outputs/compare", metadata={"help": "where compare.md, compare.csv and compare.png go"}
+    )
+    no_plots: bool = field(default=False, metadata={"help": "skip the PNG"})
+
+
+def arguments():
+    return (CompareArguments,)
+
+
+def run(args: CompareArguments) -> int:
+    from pathlib import Path
+
+    from ..evaluation import compare
+
+    runs = compare.load_runs(args.runs, args.labels)
+    rows = [compare.summarize(r) for r in runs]
+    table = compare.markdown_table(rows)
+    print(table)
+    print()
+    for run, row in zip(runs, rows):
+        wall = f"; wall time: {row['wall_time_from']}" if row["wall_time_from"] else ""
+        print(f"{run.label}: {len(run.entries)} logged steps from {run.source}{wall}")
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.md").write_text(table + "\n", encoding="utf-8")
+    print(f"wrote {out / 'compare.md'}")
+    print(f"wrote {compare.write_csv(rows, out / 'compare.csv')}")
+    if not args.no_plots:
+        try:
+            print(f"wrote {compare.plot_runs(runs, out)}")
+        except ImportError as exc:
+            print(f"no plot: {exc}", file=sys.stderr)
+    return 0
