@@ -4,16 +4,17 @@ For N queries with K = 8 anchors each, the script writes the 8N anchor texts (--
 long, default 1500: a realistic response) into a `SQLiteAnchorStore` (the first
 --timed-puts with `put`, one transaction each as in training, the rest with `put_many`), builds
 the buffers as `AnchorBuffer`s (sources, creation epochs and inactivity counters mixed as
-after a few epochs of training) and loads them into a `RankBufferReward` through
-`load_state_dict`, the public path a resumed trainer takes. Then it measures:
+after a few epochs of training) and loads them into a `RankBufferReward` with an SQLite store, which keeps the buffer
+structures in the store as well (`StoredBufferTable`). Then it measures what a trainer does:
 
-- `mem MB`: Python heap held by the loaded buffers (tracemalloc, during a second load);
-- `state MB` / `save s`: the checkpoint's `reward_method_state.json` (structure only:
-  keys, sources, epochs, counters) and the time of `state_dict()` + `json.dumps` + write,
-  as the trainer saves it;
-- `restore s`: `json.load` + `load_state_dict` (which also checks every key is in the
-  SQLite store), as the trainer resumes;
-- `store MB` / `put/s`: the anchor store file and the rate of single `put`s.
+- `save s`: `save_state(checkpoint)`: flush the changed buffers, snapshot the store (texts and
+  structures, one consistent copy) into the checkpoint, write the small state file; `next save
+  s`: the same one step later, after `--touched` buffers changed;
+- `restore s`: `load_state(checkpoint)` into a new, empty store (another machine): merge the
+  snapshot's texts and buffer structures, read the state file;
+- `heap MB`: Python heap held after the restore (tracemalloc): the running totals, not the buffers;
+- `state MB` / `checkpoint MB`: the state file, and the whole checkpoint folder (snapshot included);
+- `put/s`: the rate of single `put`s.
 
     PYTHONPATH=. python benchmarks/buffer_scale.py --queries 10000 100000
     PYTHONPATH=. python benchmarks/buffer_scale.py --queries 1000000 --text-chars 40
@@ -26,9 +27,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import random
+import shutil
 import tempfile
 import time
 import tracemalloc
@@ -37,6 +38,7 @@ from trl_rankreward._gc import paused_gc
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
+from trl_rankreward.rewards.state_files import METHOD_STATE_NAME
 from trl_rankreward.testing import OracleJudge
 
 K = 8
@@ -74,45 +76,48 @@ def build(n: int, store: SQLiteAnchorStore, args) -> tuple[dict, float]:
 def measure(n: int, args, tmpdir: str) -> dict[str, float]:
     store = SQLiteAnchorStore(os.path.join(tmpdir, f"anchors-{n}.sqlite"))
     state, put_rate = build(n, store, args)
-    path = os.path.join(tmpdir, f"reward_method_state-{n}.json")
-
     method = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
-    method.load_state_dict(state)
+    method.load_state_dict(state)  # writes the N buffer structures into the store once
     del state
     gc.collect()
-    t0 = time.perf_counter()
-    with open(path, "w") as fh:  # as the trainer's _write_json
-        fh.write(json.dumps(method.state_dict()))
+    checkpoint = os.path.join(tmpdir, f"checkpoint-{n}")
+    os.makedirs(checkpoint)
+
+    t0 = time.perf_counter()  # as the trainer saves: flush, snapshot of the store, the small state file
+    method.save_state(checkpoint)
     save = time.perf_counter() - t0
-    del method
-    gc.collect()
-
+    touched = [f"query-{q:07d}" for q in range(0, n, max(1, n // args.touched))]
+    for qid in touched:  # one step later: a step's groups changed their buffers
+        method._buffers.set(qid, method.buffer(qid))
     t0 = time.perf_counter()
-    restored = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
-    with open(path) as fh, paused_gc():  # as the trainer's _load_optimizer_and_scheduler
-        restored.load_state_dict(json.load(fh))
-    restore = time.perf_counter() - t0
-    del restored
+    method.save_state(checkpoint)
+    save_next = time.perf_counter() - t0
+    del method
+    store.close()
     gc.collect()
 
-    with open(path) as fh:  # memory: only what the loaded buffers keep
-        state = json.load(fh)
+    # as the trainer resumes, on another machine: a new store, filled from the checkpoint folder alone
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    kept = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
-    kept.load_state_dict(state)
-    del state
+    t0 = time.perf_counter()
+    fresh = SQLiteAnchorStore(os.path.join(tmpdir, f"resumed-{n}.sqlite"))
+    restored = RankBufferReward(OracleJudge({}), k0=4, anchor_store=fresh)
+    with paused_gc():
+        restored.load_state(checkpoint)
+    restore = time.perf_counter() - t0
     gc.collect()
     mem = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
-    del kept
-    store.close()
-    store_bytes = sum(os.path.getsize(p) for p in (store.path, store.path + "-wal") if os.path.exists(p))
-    out = {"mem": mem / 2**20, "state": os.path.getsize(path) / 2**20, "save": save, "restore": restore,
-           "store": store_bytes / 2**20, "put_rate": put_rate}  # fmt: skip
-    for p in (path, store.path, store.path + "-wal", store.path + "-shm"):
-        if os.path.exists(p):
-            os.remove(p)
+    if restored.summary()["buffer/count"] != n or fresh.buffer_count() != n:
+        raise RuntimeError(f"restored {fresh.buffer_count()} buffers, expected {n}")
+    fresh.close()
+    files = [os.path.join(checkpoint, f) for f in os.listdir(checkpoint)]
+    out = {"mem": mem / 2**20, "state": os.path.getsize(os.path.join(checkpoint, METHOD_STATE_NAME)) / 2**20,
+           "checkpoint": sum(os.path.getsize(f) for f in files) / 2**20, "save": save, "save_next": save_next,
+           "restore": restore, "put_rate": put_rate}  # fmt: skip
+    shutil.rmtree(checkpoint)
+    for p in os.listdir(tmpdir):
+        os.remove(os.path.join(tmpdir, p))
     return out
 
 
@@ -122,17 +127,19 @@ def main(argv=None) -> None:
     p.add_argument("--text-chars", type=int, default=1500, help="length of each anchor text in the store")
     p.add_argument("--timed-puts", type=int, default=8000, help="texts stored with single puts to time `put`")
     p.add_argument("--dir", default=None, help="where to write the store and state (default: a temp dir)")
+    p.add_argument("--touched", type=int, default=1000, help="buffers changed between the two timed saves")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    print(f"K={K} anchors per query, anchor texts of {args.text_chars} chars in SQLite; structure in the checkpoint")
-    head = f"{'queries':>9}{'mem MB':>9}{'state MB':>10}{'save s':>8}{'restore s':>11}{'store MB':>10}{'put/s':>9}"
+    print(f"K={K} anchors per query, anchor texts of {args.text_chars} chars; texts and buffer structures in SQLite")
+    head = (f"{'queries':>9}{'save s':>8}{'next save s':>13}{'restore s':>11}{'heap MB':>9}{'state MB':>10}"
+            f"{'checkpoint MB':>15}{'put/s':>9}")  # fmt: skip
     print(head)
     print("-" * len(head))
     with tempfile.TemporaryDirectory(dir=args.dir) as tmpdir:
         for n in args.queries:
             r = measure(n, args, tmpdir)
-            print(f"{n:>9}{r['mem']:>9.1f}{r['state']:>10.1f}{r['save']:>8.2f}{r['restore']:>11.2f}"
-                  f"{r['store']:>10.1f}{r['put_rate']:>9.0f}", flush=True)  # fmt: skip
+            print(f"{n:>9}{r['save']:>8.2f}{r['save_next']:>13.2f}{r['restore']:>11.2f}{r['mem']:>9.1f}"
+                  f"{r['state']:>10.3f}{r['checkpoint']:>15.1f}{r['put_rate']:>9.0f}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -219,7 +219,8 @@ class NeutralWatch:
 
 
 def _buffer(method, query_id: str) -> str:
-    return json.dumps(method.state_dict().get("buffers", {}).get(query_id), sort_keys=True)
+    buffer = method.buffer(query_id)
+    return json.dumps(buffer.to_state() if buffer is not None else None, sort_keys=True)
 
 
 def config(output_dir: Path, urls: list[str], model: str, **overrides):
@@ -312,6 +313,7 @@ def data_lost(ctx: Context, out: Path, watch: NeutralWatch | None) -> str:
     buffer may have changed while its group was neutral."""
     from transformers import PrinterCallback
 
+    from trl_rankreward.evaluation.buffer_report import load_buffer_state
     from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, read_method_state
     from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
     from trl_rankreward.trainers.rank_buffer import RankBufferGRPOTrainer
@@ -326,6 +328,7 @@ def data_lost(ctx: Context, out: Path, watch: NeutralWatch | None) -> str:
     step = int(checkpoint.rsplit("-", 1)[1])
     try:
         saved = read_method_state(os.path.join(checkpoint, METHOD_STATE_NAME), "rank_buffer")
+        saved_buffers = load_buffer_state(checkpoint)["buffers"]  # from the checkpoint's own anchors.sqlite
         # A fresh trainer in a fresh folder, against the healthy judge: resume, train no further step.
         args = config(out.parent / f"{out.name}-resumed", [ctx.judge], ctx.judge.model, max_steps=step)
         dataset = load_rows(write_jsonl(out.parent / f"{out.name}-resume.jsonl", tiny_rows()))
@@ -336,7 +339,9 @@ def data_lost(ctx: Context, out: Path, watch: NeutralWatch | None) -> str:
             lost.append(f"resumed at step {resumed.state.global_step}, not {step}")
         if _canonical(resumed.reward_method.state_dict()) != _canonical(saved):
             lost.append(f"reward state of checkpoint-{step} differs after resume")
-        if not saved.get("buffers") and step > 0 and watch is not None and watch.neutral < GROUPS_PER_STEP * step:
+        if _canonical(resumed.reward_method.export_buffers()) != _canonical(saved_buffers):
+            lost.append(f"buffers of checkpoint-{step} differ after resume")
+        if not saved_buffers and step > 0 and watch is not None and watch.neutral < GROUPS_PER_STEP * step:
             lost.append(f"checkpoint-{step} holds no buffer")
     except Exception as exc:  # a checkpoint that does not resume is data lost
         lost.append(f"checkpoint-{step} does not resume: {type(exc).__name__}: {str(exc).splitlines()[0]}")

@@ -408,18 +408,30 @@ def test_state_round_trip_in_memory(manager):
     assert b.state_dict() == a.state_dict()
 
 
-def test_state_with_sqlite_store_holds_keys_only(tmp_path):
-    path = tmp_path / "anchors.sqlite"
-    a = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path))
+def test_state_with_sqlite_store_keeps_the_buffers_in_the_store(tmp_path):
+    a = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "a.sqlite"))
     _two_epochs(a)
     state = json.loads(json.dumps(a.state_dict()))
-    assert "texts" not in state and "n7" not in json.dumps(state)
-    b = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path))
-    b.load_state_dict(state)
-    assert b.state_dict() == a.state_dict() and _texts(b) == _texts(a)
-    c = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "other.sqlite"))
-    with pytest.raises(ValueError, match="not in the anchor store.*anchor_store the run used"):
-        c.load_state_dict(state)
+    # texts and buffer structures are in the store; the state holds the running totals only
+    assert "texts" not in state and "buffers" not in state and "n7" not in json.dumps(state)
+    assert state["buffers_stored"]["count"] == len(a.export_buffers()) == 2  # queries q and q2
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    a.save_state(str(checkpoint))  # the state file and a snapshot of the store
+    b = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "b.sqlite"))
+    b.load_state(str(checkpoint))
+    assert b.export_buffers() == a.export_buffers() and b.state_dict() == a.state_dict() and _texts(b) == _texts(a)
+    c = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "c.sqlite"))
+    with pytest.raises(ValueError, match="holds 0 buffers, but the RankBuffer state counts 2"):
+        c.load_state_dict(state)  # the state without its store: refused, not silently empty
+
+
+def test_a_new_method_on_an_old_store_starts_without_buffers(tmp_path):
+    # A fresh run reusing an output_dir must not inherit the previous run's buffers (texts may stay).
+    path = tmp_path / "anchors.sqlite"
+    _two_epochs(RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path)))
+    again = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path))
+    assert again.export_buffers() == {} and again.anchors("q") == []
 
 
 def test_state_with_other_settings_is_refused():

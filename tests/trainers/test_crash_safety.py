@@ -14,6 +14,7 @@ import textwrap
 import time
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
+from trl_rankreward.evaluation.buffer_report import load_buffer_state
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, read_method_state
 from trl_rankreward.testing import SimulatedJudge
 from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
@@ -58,6 +59,7 @@ def test_kill_during_a_checkpoint_save_leaves_a_resumable_checkpoint(tiny_model_
 
     checkpoint = latest_complete_checkpoint(str(output_dir))
     state = read_method_state(os.path.join(checkpoint, METHOD_STATE_NAME), "rank_buffer")
+    saved_buffers = load_buffer_state(checkpoint)["buffers"]  # the checkpoint's own anchors.sqlite
     step = int(checkpoint.rsplit("-", 1)[1])
     args = tiny_config(RankBufferGRPOConfig, output_dir, k0=2, max_steps=step + 1)
     trainer = tiny_trainer(RankBufferGRPOTrainer, tiny_model_dir, tiny_dataset, args,
@@ -65,4 +67,5 @@ def test_kill_during_a_checkpoint_save_leaves_a_resumable_checkpoint(tiny_model_
     trainer.train(resume_from_checkpoint=True)
     assert trainer.state.global_step == step + 1
     # the resumed buffers started from the checkpoint's: every query it knew is still there
-    assert set(state["buffers"]) <= set(trainer.reward_method.state_dict()["buffers"])
+    assert state["buffers_stored"]["count"] == len(saved_buffers) > 0
+    assert set(saved_buffers) <= set(trainer.reward_method.export_buffers())

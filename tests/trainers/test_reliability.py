@@ -76,7 +76,7 @@ def test_a_judge_that_answers_prose_stops_the_run_with_a_checkpoint(judge, tiny_
     checkpoint = tmp_path / "out" / "checkpoint-3"
     assert str(checkpoint) in message and (checkpoint / METHOD_STATE_NAME).exists()
     # Nothing about any query changed: no buffer was ever built.
-    assert json.loads((checkpoint / METHOD_STATE_NAME).read_text())["state"]["buffers"] == {}
+    assert json.loads((checkpoint / METHOD_STATE_NAME).read_text())["state"]["buffers_stored"]["count"] == 0
 
     # The judge is fixed: the same command resumes from the checkpoint and trains on.
     judge.mode = "valid"

@@ -17,6 +17,7 @@ K = above the best), each worst -> best. Anchors are 1-based in the paper (a_1..
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -198,7 +199,7 @@ class BufferTable:
 
     def stats(self) -> dict[str, float]:
         """`buffer/count`, `buffer/size_mean`, `buffer/size_max`, `buffer/anchors_<source>`."""
-        n = len(self._buffers)
+        n = len(self)
         sizes = [s for s, c in self._sizes.items() if c > 0]
         out = {
             "buffer/count": float(n),
@@ -208,3 +209,69 @@ class BufferTable:
         for source in SOURCES:
             out[f"buffer/anchors_{source}"] = float(self._sources[source])
         return out
+
+
+class StoredBufferTable(BufferTable):
+    """A `BufferTable` whose buffers live in the anchor store's `buffers` table (`SQLiteAnchorStore`).
+
+    Memory holds only the buffers changed since the last `flush` (a step's groups), not 10^6 of
+    them; `get` reads a buffer from the store when it is not among those. The running totals of
+    `stats` stay in memory and travel in the method's state file (`totals`), so a checkpoint is
+    the store's snapshot plus a small JSON file, and neither save nor restore touches every buffer
+    in Python. A new table starts empty: `clear=True` deletes what an earlier run left in the store.
+    """
+
+    def __init__(self, store, totals: dict | None = None, *, clear: bool = False):
+        super().__init__()
+        self._store = store
+        self._changed: dict[str, AnchorBuffer | None] = {}  # None: removed
+        self._count_buffers = 0
+        if clear:
+            store.clear_buffers()
+        if totals:
+            self._count_buffers = int(totals["count"])
+            self._sizes.update({int(k): v for k, v in totals["sizes"].items()})
+            self._sources.update(totals["sources"])
+
+    def get(self, query_id: str) -> AnchorBuffer | None:
+        if query_id in self._changed:
+            return self._changed[query_id]
+        state = self._store.read_buffer(query_id)
+        return None if state is None else AnchorBuffer.from_state(json.loads(state))
+
+    def set(self, query_id: str, buffer: AnchorBuffer) -> None:
+        old = self.get(query_id)
+        if old is None:
+            self._count_buffers += 1
+        else:
+            self._count(old, -1)
+        self._changed[query_id] = buffer
+        self._count(buffer, +1)
+
+    def remove(self, query_id: str) -> None:
+        old = self.get(query_id)
+        if old is not None:
+            self._count(old, -1)
+            self._count_buffers -= 1
+            self._changed[query_id] = None
+
+    def flush(self) -> None:
+        """Write the changed buffers to the store in one transaction and drop them from memory."""
+        if self._changed:
+            rows = {q: None if b is None else json.dumps(b.to_state()) for q, b in self._changed.items()}
+            self._store.write_buffers(rows)
+            self._changed.clear()
+
+    def items(self):
+        """Every buffer, read from the store (after a flush): for reports, not for the training path."""
+        self.flush()
+        for query_id, state in self._store.buffer_rows():
+            yield query_id, AnchorBuffer.from_state(json.loads(state))
+
+    def __len__(self) -> int:
+        return self._count_buffers
+
+    def totals(self) -> dict:
+        """The running totals, JSON-able (restored with `StoredBufferTable(store, totals)`)."""
+        sizes = {str(k): v for k, v in self._sizes.items() if v}
+        return {"count": self._count_buffers, "sizes": sizes, "sources": {k: v for k, v in self._sources.items() if v}}

@@ -23,7 +23,7 @@ import contextlib
 import os
 import pathlib
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from ..judging.seeding import text_id
 from .state_files import durable_replace
@@ -87,6 +87,9 @@ APPLICATION_ID = 0x726B6173
 SCHEMA_VERSION = 1
 _COLUMNS = [("key", "TEXT", 0, 1), ("text", "TEXT", 1, 0)]  # PRAGMA table_info: name, type, notnull, pk
 _CREATE = "CREATE TABLE IF NOT EXISTS anchors (key TEXT PRIMARY KEY, text TEXT NOT NULL)"
+# RankBuffer's buffer structures (one JSON row per query), kept beside the texts they refer to so a
+# snapshot of the file is a consistent checkpoint of both (`rewards.anchor_buffer.StoredBufferTable`).
+_CREATE_BUFFERS = "CREATE TABLE IF NOT EXISTS buffers (query_id TEXT PRIMARY KEY, state TEXT NOT NULL)"
 _MARK = (
     f"BEGIN IMMEDIATE; {_CREATE}; PRAGMA application_id = {APPLICATION_ID}; "
     f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
@@ -206,6 +209,7 @@ class SQLiteAnchorStore:
                     self._db.execute("PRAGMA synchronous=NORMAL")
                     if state != "current":
                         self._db.executescript(_MARK)
+                    self._db.execute(_CREATE_BUFFERS)
             except BaseException:
                 self._db.close()
                 raise
@@ -274,6 +278,36 @@ class SQLiteAnchorStore:
         with self._sql("counting anchors"):
             return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]
 
+    # ---- buffer structures (RankBuffer) ---------------------------------------------------------
+
+    def write_buffers(self, rows: Mapping[str, str | None]) -> None:
+        """Write buffer structures, `{query_id: JSON text}` (None deletes a row), in one transaction."""
+        upserts = [(q, state) for q, state in rows.items() if state is not None]
+        deletes = [(q,) for q, state in rows.items() if state is None]
+        with self._sql("writing buffers"), self._db:
+            self._db.executemany("INSERT OR REPLACE INTO buffers (query_id, state) VALUES (?, ?)", upserts)
+            self._db.executemany("DELETE FROM buffers WHERE query_id = ?", deletes)
+
+    def read_buffer(self, query_id: str) -> str | None:
+        """The stored structure (JSON text) of `query_id`'s buffer, or None."""
+        with self._sql(f"reading the buffer of {query_id!r}"):
+            row = self._db.execute("SELECT state FROM buffers WHERE query_id = ?", (query_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def buffer_rows(self) -> Iterator[tuple[str, str]]:
+        """Every stored `(query_id, JSON text)`, in query_id order."""
+        with self._sql("reading buffers"):
+            yield from self._db.execute("SELECT query_id, state FROM buffers ORDER BY query_id")
+
+    def buffer_count(self) -> int:
+        with self._sql("counting buffers"):
+            return self._db.execute("SELECT COUNT(*) FROM buffers").fetchone()[0]
+
+    def clear_buffers(self) -> None:
+        """Delete every stored buffer structure (a new run starts without buffers; texts stay)."""
+        with self._sql("clearing buffers"), self._db:
+            self._db.execute("DELETE FROM buffers")
+
     def snapshot(self, path: str | os.PathLike) -> None:
         """Copy the whole store, as of one moment, to the file `path` (replaced if present).
 
@@ -300,9 +334,10 @@ class SQLiteAnchorStore:
                 os.remove(tmp)
             raise
 
-    def merge_from(self, path: str | os.PathLike) -> int:
+    def merge_from(self, path: str | os.PathLike, *, buffers: bool = False) -> int:
         """Add the texts of the anchor store file `path` (e.g. a checkpoint's snapshot) that this
-        store lacks, in one transaction; returns how many were added.
+        store lacks, in one transaction; returns how many were added. With `buffers=True` the
+        buffer structures are replaced by those of `path` in the same transaction (a resume).
 
         `path` is checked as at opening, plus SQLite's `quick_check` (the file is read whole
         anyway). A key for which `path` holds another text than this store raises
@@ -311,7 +346,7 @@ class SQLiteAnchorStore:
         """
         path = os.fspath(path)
         _check_file(path, must_exist=True)
-        if os.path.samefile(path, self.path):
+        if os.path.exists(self.path) and os.path.samefile(path, self.path):
             return 0
         with self._sql(f"merging {path}"):
             self._db.execute("ATTACH DATABASE ? AS merged", (_uri(path, "ro"),))
@@ -325,9 +360,19 @@ class SQLiteAnchorStore:
                     added = self._db.execute(insert).rowcount
                     if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
                         self._check_merged_texts(path)  # some keys were here before: their texts must match
+                    if buffers:
+                        self._replace_buffers(path)
             finally:
                 self._db.execute("DETACH DATABASE merged")
         return added
+
+    def _replace_buffers(self, path: str) -> None:
+        """Inside `merge_from`'s transaction: this store's buffers := those of the attached `merged`."""
+        tables = {n for (n,) in self._db.execute("SELECT name FROM merged.sqlite_master WHERE type = 'table'")}
+        if "buffers" not in tables:
+            raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
+        self._db.execute("DELETE FROM main.buffers")
+        self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM merged.buffers")
 
     def _check_merged_texts(self, path: str) -> None:
         """Raise if some key of the attached store `merged` holds another text here."""

@@ -52,10 +52,11 @@ from ..judging.protocol import Judge, ask, is_failure
 from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
 from ..judging.seeding import seeded_rng, text_id
 from ..judging.subsample import select_endpoints
-from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, update_buffer
+from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, StoredBufferTable, update_buffer
 from .anchor_store import InMemoryAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, RankOutcome, require
+from .state_files import METHOD_STATE_NAME, read_method_state
 
 INITS = ("nectar", "bootstrap")
 #: dynamic = the paper's RankBuffer; static = RankBuffer* (maintained only in the epoch the
@@ -152,7 +153,9 @@ class RankBufferReward(GroupRewardMethod):
         self.manager_judge = manager_judge or judge
         self.store = anchor_store if anchor_store is not None else InMemoryAnchorStore()
         self.seed = seed
-        self._buffers = BufferTable()
+        # With an SQLite store the buffer structures live in it too (memory holds a step's changes only)
+        stored = hasattr(self.store, "write_buffers")
+        self._buffers = StoredBufferTable(self.store, clear=True) if stored else BufferTable()
         self._pending: dict[str, dict[str, Any]] = {}  # llm_lookahead: last ranked group per query
         self._journals: list[dict[str, _Saved]] = []  # one per open frozen_state() block, innermost last
 
@@ -188,6 +191,7 @@ class RankBufferReward(GroupRewardMethod):
                 results[i] = await self._score_one(groups[i], epoch=epoch, step=step)
 
         await asyncio.gather(*(run_chain(ix) for ix in chains.values()))
+        self._flush()
         return results  # type: ignore[return-value]
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
@@ -441,20 +445,33 @@ class RankBufferReward(GroupRewardMethod):
                 "variant": self.variant, "manager": self.manager}  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain JSON-able state: config, buffer structures (keys, counters, epoch markers),
-        look-ahead groups, and, for a non-persistent store, the referenced texts.
+        """Plain JSON-able state: config, look-ahead groups, and the buffers: their structures (keys,
+        counters, epoch markers) and, for a non-persistent store, the referenced texts; with an SQLite
+        store the structures are in the store (flushed now) and the state holds their totals only.
         Built with the garbage collector paused (`_gc.paused_gc`): linear time at 10^5 queries."""
         with paused_gc():
-            buffers = {qid: b.to_state() for qid, b in self._buffers.items()}
             state: dict[str, Any] = {
                 "format": _STATE_FORMAT,
                 "config": self._config(),
-                "buffers": buffers,
                 "pending": {qid: dict(p) for qid, p in self._pending.items()},
             }
+            if isinstance(self._buffers, StoredBufferTable):
+                self._buffers.flush()
+                state["buffers_stored"] = self._buffers.totals()
+                return state
+            state["buffers"] = {qid: b.to_state() for qid, b in self._buffers.items()}
             if not getattr(self.store, "persistent", False):
-                state["texts"] = self.store.texts(sorted(self._referenced_keys(buffers, state["pending"])))
+                state["texts"] = self.store.texts(sorted(self._referenced_keys(state["buffers"], state["pending"])))
         return state
+
+    def export_buffers(self) -> dict[str, dict[str, Any]]:
+        """Every query's buffer structure (`AnchorBuffer.to_state()`), e.g. to compare two runs."""
+        return {qid: b.to_state() for qid, b in self._buffers.items()}
+
+    def _flush(self) -> None:
+        """Write this step's buffer changes to an SQLite store (no-op for in-memory buffers)."""
+        if isinstance(self._buffers, StoredBufferTable):
+            self._buffers.flush()
 
     def summary(self) -> dict[str, float]:
         """The buffers at the end: how many, their size, and their anchors by source."""
@@ -468,11 +485,13 @@ class RankBufferReward(GroupRewardMethod):
         super().save_state(directory)
 
     def load_state(self, directory: str) -> None:
-        """Merge the checkpoint's anchor snapshot (if any) into the store, then load the state file."""
+        """Merge the checkpoint's anchor snapshot (if any) into the store (its texts, and its buffer
+        structures when the state keeps them there), then load the state file."""
+        state = read_method_state(os.path.join(directory, METHOD_STATE_NAME), self.name)
         snapshot = os.path.join(directory, ANCHOR_SNAPSHOT_NAME)
         if getattr(self.store, "persistent", False) and os.path.exists(snapshot):
-            self.store.merge_from(snapshot)
-        super().load_state(directory)
+            self.store.merge_from(snapshot, buffers="buffers_stored" in state)
+        self.load_state_dict(state)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore `state_dict()` output exactly; checks the config and that every key's text exists."""
@@ -495,6 +514,11 @@ class RankBufferReward(GroupRewardMethod):
 
     def _load_buffers(self, state: dict[str, Any]) -> None:
         """`load_state_dict` after its checks: texts, key check, buffers (collector paused there)."""
+        self._pending = {qid: {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
+                         for qid, p in state["pending"].items()}  # fmt: skip
+        if "buffers_stored" in state:
+            self._buffers = self._stored_table(state["buffers_stored"])
+            return
         for text in state.get("texts", {}).values():
             self.store.put(text)
         missing = self.store.missing(self._referenced_keys(state["buffers"], state["pending"]))
@@ -503,12 +527,28 @@ class RankBufferReward(GroupRewardMethod):
                 f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
                 f"(first: {missing[0]}); pass the anchor_store the run used (e.g. its SQLite file)"
             )
-        table = BufferTable()
+        stored = hasattr(self.store, "write_buffers")
+        table = StoredBufferTable(self.store, clear=True) if stored else BufferTable()
         for qid, b in state["buffers"].items():
             table.set(qid, AnchorBuffer.from_state(b))
         self._buffers = table
-        self._pending = {qid: {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
-                         for qid, p in state["pending"].items()}  # fmt: skip
+        self._flush()
+
+    def _stored_table(self, totals: dict[str, Any]) -> StoredBufferTable:
+        """The buffers of a state that keeps them in the SQLite store, checked against its totals."""
+        if not hasattr(self.store, "write_buffers"):
+            raise ValueError(
+                "This RankBuffer state keeps its buffers in an SQLite anchor store, but this RankBufferReward has "
+                f"{type(self.store).__name__}; construct it with SQLiteAnchorStore (anchor_store='sqlite')"
+            )
+        found = self.store.buffer_count()
+        if found != totals["count"]:
+            raise ValueError(
+                f"The anchor store {getattr(self.store, 'path', '')} holds {found} buffers, but the RankBuffer state "
+                f"counts {totals['count']}: they are not from the same checkpoint. Resume from the checkpoint folder "
+                "(its anchors.sqlite and reward_method_state.json belong together)"
+            )
+        return StoredBufferTable(self.store, totals)
 
     @staticmethod
     def _referenced_keys(buffers: dict[str, Any], pending: dict[str, Any]) -> set[str]:

@@ -2,8 +2,8 @@
 
 The trainer only maps `RankBufferGRPOConfig` to a `RankBufferReward`; gathering whole
 groups, epochs, logging and checkpoints are `JudgeRewardGRPOTrainer`'s. Anchor texts live
-in an append-only, content-addressed SQLite file (`{output_dir}/anchors.sqlite` by default)
-and checkpoints hold only the buffer structure that refers to them.
+in a content-addressed SQLite file (`{output_dir}/anchors.sqlite` by default) that holds the
+buffer structures too; every checkpoint holds a snapshot of it.
 
 Example (CPU quickstart; the paper's setup is examples/configs/rankbuffer_qwen3_8b.yaml):
 
@@ -69,16 +69,16 @@ class RankBufferGRPOConfig(JudgeRewardGRPOConfig):
     anchor_store: str = field(
         default="sqlite",
         metadata={
-            "help": "'sqlite': anchor texts in an append-only SQLite file, checkpoints hold keys only; 'memory': "
-            "texts inside every checkpoint (small runs).",
+            "help": "'sqlite': anchor texts and buffer structures in an SQLite file, snapshotted into every "
+            "checkpoint; 'memory': both inside every checkpoint's state file (small runs).",
             "choices": list(ANCHOR_STORES),
         },
     )
     anchor_store_path: str | None = field(
         default=None,
         metadata={
-            "help": "SQLite anchor file; default {output_dir}/anchors.sqlite. Point it at the original run's file "
-            "when resuming into another output_dir."
+            "help": "SQLite anchor file; default {output_dir}/anchors.sqlite. A resume restores it from the "
+            "checkpoint's own snapshot."
         },
     )
 
