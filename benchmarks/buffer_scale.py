@@ -7,13 +7,16 @@ the buffers as `AnchorBuffer`s (sources, creation epochs and inactivity counters
 after a few epochs of training) and loads them into a `RankBufferReward` with an SQLite store, which keeps the buffer
 structures in the store as well (`StoredBufferTable`). Then it measures what a trainer does:
 
-- `save s`: `save_state(checkpoint)`: flush the changed buffers, snapshot the store (texts and
-  structures, one consistent copy) into the checkpoint, write the small state file; `next save
-  s`: the same one step later, after `--touched` buffers changed;
-- `restore s`: `load_state(checkpoint)` into a new, empty store (another machine): merge the
-  snapshot's texts and buffer structures, read the state file;
+- `save s`: the first `save_state(checkpoint)`: flush, export every text as a new segment
+  (linked into the checkpoint), snapshot the buffer structures, write the small state file;
+  `next save s`: the same after `--touched` buffers changed and got one new text each (only
+  those texts are exported; the old segment is linked again);
+- `restore s (same dir)`: `load_state` by a restarted trainer on the same store (texts are
+  there: only the buffer structures are replaced); `restore s (new)`: into a new, empty store
+  (another machine), from the checkpoint folder alone;
 - `heap MB`: Python heap held after the restore (tracemalloc): the running totals, not the buffers;
-- `state MB` / `checkpoint MB`: the state file, and the whole checkpoint folder (snapshot included);
+- `written MB`: what the second save wrote (buffer snapshot + state file); `folder MB`: the
+  checkpoint's `anchors/` folder, text segments included (hard links: no extra disk);
 - `put/s`: the rate of single `put`s.
 
     PYTHONPATH=. python benchmarks/buffer_scale.py --queries 10000 100000
@@ -36,6 +39,7 @@ import tracemalloc
 
 from trl_rankreward._gc import paused_gc
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
+from trl_rankreward.rewards.anchor_checkpoint import BUFFERS_FILE, CHECKPOINT_FOLDER
 from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME
@@ -69,56 +73,76 @@ def build(n: int, store: SQLiteAnchorStore, args) -> tuple[dict, float]:
                            for key, src in zip(keys[i * K : (i + 1) * K], LAYOUT)]  # fmt: skip
                 buffers[qid] = AnchorBuffer(tuple(anchors), created_epoch=0, observed_epoch=3, right_epoch=3).to_state()
     state = method.state_dict()
+    state.pop("buffers_stored")  # a state that holds the structures themselves: loading writes them to the store
     state["buffers"] = buffers
     return state, timed * K / t_put
 
 
 def measure(n: int, args, tmpdir: str) -> dict[str, float]:
-    store = SQLiteAnchorStore(os.path.join(tmpdir, f"anchors-{n}.sqlite"))
+    live = os.path.join(tmpdir, f"anchors-{n}.sqlite")
+    store = SQLiteAnchorStore(live)
     state, put_rate = build(n, store, args)
     method = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
     method.load_state_dict(state)  # writes the N buffer structures into the store once
     del state
     gc.collect()
-    checkpoint = os.path.join(tmpdir, f"checkpoint-{n}")
-    os.makedirs(checkpoint)
+    first, second = os.path.join(tmpdir, f"checkpoint-{n}-a"), os.path.join(tmpdir, f"checkpoint-{n}-b")
+    for folder in (first, second):
+        os.makedirs(folder)
 
-    t0 = time.perf_counter()  # as the trainer saves: flush, snapshot of the store, the small state file
-    method.save_state(checkpoint)
+    t0 = time.perf_counter()  # as the trainer saves: flush, new text segment + buffer snapshot, state file
+    method.save_state(first)
     save = time.perf_counter() - t0
     touched = [f"query-{q:07d}" for q in range(0, n, max(1, n // args.touched))]
-    for qid in touched:  # one step later: a step's groups changed their buffers
-        method._buffers.set(qid, method.buffer(qid))
+    for qid in touched:  # one step later: a step's groups changed their buffers, and one new text each
+        buffer = method.buffer(qid)
+        key = store.put(f"{qid} new anchor after the first checkpoint")
+        method._buffers.set(qid, AnchorBuffer((*buffer.anchors[:-1], Anchor(key, "right", 4, 0)), 0, 4, None, 4))
     t0 = time.perf_counter()
-    method.save_state(checkpoint)
+    method.save_state(second)
     save_next = time.perf_counter() - t0
+    written = _size(os.path.join(second, CHECKPOINT_FOLDER, BUFFERS_FILE)) + _size(
+        os.path.join(second, METHOD_STATE_NAME)
+    )
+    expected = method.export_buffers() if n <= 10_000 else None
     del method
     store.close()
     gc.collect()
 
-    # as the trainer resumes, on another machine: a new store, filled from the checkpoint folder alone
-    tracemalloc.start()
+    t0 = time.perf_counter()  # a restarted trainer in the same output_dir: texts are there already
+    in_place = RankBufferReward(OracleJudge({}), k0=4, anchor_store=SQLiteAnchorStore(live))
+    in_place.load_state(second)
+    restore_in_place = time.perf_counter() - t0
+    in_place.store.close()
+    del in_place
+
+    tracemalloc.start()  # another machine: a new, empty store filled from the checkpoint folder alone
     base = tracemalloc.get_traced_memory()[0]
     t0 = time.perf_counter()
     fresh = SQLiteAnchorStore(os.path.join(tmpdir, f"resumed-{n}.sqlite"))
     restored = RankBufferReward(OracleJudge({}), k0=4, anchor_store=fresh)
     with paused_gc():
-        restored.load_state(checkpoint)
-    restore = time.perf_counter() - t0
+        restored.load_state(second)
+    restore_fresh = time.perf_counter() - t0
     gc.collect()
     mem = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
-    if restored.summary()["buffer/count"] != n or fresh.buffer_count() != n:
-        raise RuntimeError(f"restored {fresh.buffer_count()} buffers, expected {n}")
+    if fresh.buffer_count() != n or (expected is not None and restored.export_buffers() != expected):
+        raise RuntimeError(f"the restore differs from the saved buffers ({fresh.buffer_count()} of {n})")
     fresh.close()
-    files = [os.path.join(checkpoint, f) for f in os.listdir(checkpoint)]
-    out = {"mem": mem / 2**20, "state": os.path.getsize(os.path.join(checkpoint, METHOD_STATE_NAME)) / 2**20,
-           "checkpoint": sum(os.path.getsize(f) for f in files) / 2**20, "save": save, "save_next": save_next,
-           "restore": restore, "put_rate": put_rate}  # fmt: skip
-    shutil.rmtree(checkpoint)
-    for p in os.listdir(tmpdir):
-        os.remove(os.path.join(tmpdir, p))
+    texts = sum(
+        _size(os.path.join(second, CHECKPOINT_FOLDER, f)) for f in os.listdir(os.path.join(second, CHECKPOINT_FOLDER))
+    )
+    out = {"mem": mem / 2**20, "written": written / 2**20, "texts": texts / 2**20, "save": save,
+           "save_next": save_next, "restore_in_place": restore_in_place, "restore_fresh": restore_fresh,
+           "put_rate": put_rate}  # fmt: skip
+    shutil.rmtree(tmpdir)
+    os.makedirs(tmpdir)
     return out
+
+
+def _size(path: str) -> int:
+    return os.path.getsize(path) if os.path.exists(path) else 0
 
 
 def main(argv=None) -> None:
@@ -131,15 +155,16 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     print(f"K={K} anchors per query, anchor texts of {args.text_chars} chars; texts and buffer structures in SQLite")
-    head = (f"{'queries':>9}{'save s':>8}{'next save s':>13}{'restore s':>11}{'heap MB':>9}{'state MB':>10}"
-            f"{'checkpoint MB':>15}{'put/s':>9}")  # fmt: skip
+    head = (f"{'queries':>9}{'save s':>8}{'next save s':>13}{'restore s (same dir)':>22}{'restore s (new)':>17}"
+            f"{'heap MB':>9}{'written MB':>12}{'folder MB':>11}{'put/s':>8}")  # fmt: skip
     print(head)
     print("-" * len(head))
     with tempfile.TemporaryDirectory(dir=args.dir) as tmpdir:
         for n in args.queries:
             r = measure(n, args, tmpdir)
-            print(f"{n:>9}{r['save']:>8.2f}{r['save_next']:>13.2f}{r['restore']:>11.2f}{r['mem']:>9.1f}"
-                  f"{r['state']:>10.3f}{r['checkpoint']:>15.1f}{r['put_rate']:>9.0f}", flush=True)  # fmt: skip
+            print(f"{n:>9}{r['save']:>8.2f}{r['save_next']:>13.2f}{r['restore_in_place']:>22.2f}"
+                  f"{r['restore_fresh']:>17.2f}{r['mem']:>9.1f}{r['written']:>12.1f}{r['texts']:>11.1f}"
+                  f"{r['put_rate']:>8.0f}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def test_damage_found_after_opening_raises_naming_the_path(tmp_path):
     data = bytearray(path.read_bytes())
     data[8192:-4096] = random.Random(0).randbytes(len(data) - 8192 - 4096)  # pages 3.. but the last: noise
     path.write_bytes(bytes(data))
-    store = SQLiteAnchorStore(path)  # the header, length and schema page are intact
+    store = SQLiteAnchorStore(path, read_only=True)  # the header, length and schema page are intact
     with pytest.raises(AnchorStoreError, match=r"anchors.sqlite: counting anchors failed \(DatabaseError.*corrupt"):
         len(store)
     with pytest.raises(AnchorStoreError, match="anchors.sqlite: .* failed"):

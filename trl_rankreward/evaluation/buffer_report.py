@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.anchor_buffer import SOURCES
-from ..rewards.anchor_store import SQLiteAnchorStore
-from ..rewards.rank_buffer import ANCHOR_SNAPSHOT_NAME
+from ..rewards.anchor_checkpoint import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, read_method_state
 
 #: the file a trainer checkpoint stores the reward method's `state_dict()` in
@@ -84,18 +83,10 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
             f"{file} is not a RankBuffer state: expected format {_RANK_BUFFER_FORMAT!r}, got {fmt!r} "
             "(buffer-report only reads checkpoints of runs with the rank_buffer reward)"
         )
-    if "buffers_stored" in state:  # the structures are in the checkpoint's anchor store snapshot
-        state = {**state, "buffers": _stored_buffers(os.path.join(os.path.dirname(file), ANCHOR_SNAPSHOT_NAME))}
+    if "buffers_stored" in state:  # the structures are in the checkpoint's anchors/ folder
+        rows = checkpoint_buffer_rows(os.path.dirname(file))
+        state = {**state, "buffers": {qid: json.loads(row) for qid, row in rows}}
     return state
-
-
-def _stored_buffers(snapshot: str) -> dict[str, Any]:
-    """`{query_id: buffer structure}` from a checkpoint's `anchors.sqlite` (opened read-only)."""
-    store = SQLiteAnchorStore(snapshot, read_only=True)
-    try:
-        return {qid: json.loads(state) for qid, state in store.buffer_rows()}
-    finally:
-        store.close()
 
 
 def normalized_position(index: int, size: int) -> float:

@@ -23,6 +23,7 @@ import contextlib
 import os
 import pathlib
 import sqlite3
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 
 from ..judging.seeding import text_id
@@ -90,6 +91,8 @@ _CREATE = "CREATE TABLE IF NOT EXISTS anchors (key TEXT PRIMARY KEY, text TEXT N
 # RankBuffer's buffer structures (one JSON row per query), kept beside the texts they refer to so a
 # snapshot of the file is a consistent checkpoint of both (`rewards.anchor_buffer.StoredBufferTable`).
 _CREATE_BUFFERS = "CREATE TABLE IF NOT EXISTS buffers (query_id TEXT PRIMARY KEY, state TEXT NOT NULL)"
+# The store's identity and export watermark (`rewards.anchor_checkpoint`).
+_CREATE_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _MARK = (
     f"BEGIN IMMEDIATE; {_CREATE}; PRAGMA application_id = {APPLICATION_ID}; "
     f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
@@ -210,6 +213,9 @@ class SQLiteAnchorStore:
                     if state != "current":
                         self._db.executescript(_MARK)
                     self._db.execute(_CREATE_BUFFERS)
+                    with self._db:
+                        self._db.execute(_CREATE_META)
+                        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
             except BaseException:
                 self._db.close()
                 raise
@@ -308,6 +314,67 @@ class SQLiteAnchorStore:
         with self._sql("clearing buffers"), self._db:
             self._db.execute("DELETE FROM buffers")
 
+    # ---- identity and exports (checkpoints: `rewards.anchor_checkpoint`) --------------------------
+
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        """A value of the store's `meta` table (`store_id`, export watermarks), or `default`."""
+        with self._sql(f"reading {key}"):
+            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                return default
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._sql(f"writing {key}"), self._db:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def text_watermark(self) -> int:
+        """The rowid of the newest text: texts are append-only, so rows up to it never change."""
+        with self._sql("reading the text watermark"):
+            return self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM anchors").fetchone()[0]
+
+    def export(self, path: str | os.PathLike, *, texts: tuple[int, int] | None = None, buffers: bool = False,
+               meta: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        """Write a new store file at `path` (atomically: a temporary file, fsynced and renamed) holding
+        the texts with rowid in `(after, upto]` of `texts`, all buffer structures if `buffers`, and `meta`."""
+        path = os.fspath(path)
+        tmp = f"{path}.tmp"
+        for leftover in (tmp, f"{tmp}-journal"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        with self._sql(f"exporting to {path}"):
+            self._db.execute("ATTACH DATABASE ? AS export", (_uri(tmp, "rwc"),))
+            try:
+                with self._db:
+                    for statement in (_CREATE, _CREATE_BUFFERS, _CREATE_META):
+                        self._db.execute(statement.replace("IF NOT EXISTS ", "IF NOT EXISTS export."))
+                    if texts is not None:
+                        self._db.execute("INSERT INTO export.anchors SELECT key, text FROM main.anchors "
+                                         "WHERE rowid > ? AND rowid <= ?", texts)  # fmt: skip
+                    if buffers:
+                        self._db.execute("INSERT INTO export.buffers SELECT query_id, state FROM main.buffers")
+                    self._db.executemany("INSERT INTO export.meta VALUES (?, ?)", (meta or {}).items())
+                self._db.execute(f"PRAGMA export.application_id = {APPLICATION_ID}")
+                self._db.execute(f"PRAGMA export.user_version = {SCHEMA_VERSION}")
+            finally:
+                self._db.execute("DETACH DATABASE export")
+        durable_replace(tmp, path)
+
+    def import_buffers(self, path: str | os.PathLike) -> dict[str, str]:
+        """Replace this store's buffer structures by those of the store file `path`, in one
+        transaction; returns `path`'s meta values."""
+        path = os.fspath(path)
+        _check_file(path, must_exist=True)
+        with self._sql(f"importing buffers from {path}"):
+            self._db.execute("ATTACH DATABASE ? AS source", (_uri(path, "ro"),))
+            try:
+                _schema_state(self._db, path, "source", allow_new=False)
+                with self._db:
+                    self._replace_buffers(path, "source")
+                return dict(self._db.execute("SELECT key, value FROM source.meta"))
+            finally:
+                self._db.execute("DETACH DATABASE source")
+
     def snapshot(self, path: str | os.PathLike) -> None:
         """Copy the whole store, as of one moment, to the file `path` (replaced if present).
 
@@ -361,18 +428,18 @@ class SQLiteAnchorStore:
                     if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
                         self._check_merged_texts(path)  # some keys were here before: their texts must match
                     if buffers:
-                        self._replace_buffers(path)
+                        self._replace_buffers(path, "merged")
             finally:
                 self._db.execute("DETACH DATABASE merged")
         return added
 
-    def _replace_buffers(self, path: str) -> None:
-        """Inside `merge_from`'s transaction: this store's buffers := those of the attached `merged`."""
-        tables = {n for (n,) in self._db.execute("SELECT name FROM merged.sqlite_master WHERE type = 'table'")}
+    def _replace_buffers(self, path: str, schema: str) -> None:
+        """Inside a transaction: this store's buffers := those of the attached database `schema`."""
+        tables = {n for (n,) in self._db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
         if "buffers" not in tables:
             raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
         self._db.execute("DELETE FROM main.buffers")
-        self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM merged.buffers")
+        self._db.execute(f"INSERT INTO main.buffers SELECT query_id, state FROM {schema}.buffers")
 
     def _check_merged_texts(self, path: str) -> None:
         """Raise if some key of the attached store `merged` holds another text here."""

@@ -53,7 +53,8 @@ from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure,
 from ..judging.seeding import seeded_rng, text_id
 from ..judging.subsample import select_endpoints
 from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, StoredBufferTable, update_buffer
-from .anchor_store import InMemoryAnchorStore
+from .anchor_checkpoint import CHECKPOINT_FOLDER, load_anchor_checkpoint, save_anchor_checkpoint
+from .anchor_store import InMemoryAnchorStore, SQLiteAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, RankOutcome, require
 from .state_files import METHOD_STATE_NAME, read_method_state
@@ -65,8 +66,6 @@ INITS = ("nectar", "bootstrap")
 VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
 MANAGERS = (None, "llm", "llm_lookahead")
 _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
-#: the anchor store's snapshot inside a checkpoint folder
-ANCHOR_SNAPSHOT_NAME = "anchors.sqlite"
 
 
 #: what `frozen_state` records per touched query: (buffer or None, look-ahead group or None)
@@ -478,19 +477,22 @@ class RankBufferReward(GroupRewardMethod):
         return dict(self._buffers.stats())
 
     def save_state(self, directory: str) -> None:
-        """The state file, plus a snapshot of a persistent anchor store (`anchors.sqlite`), so the
-        checkpoint folder resumes on its own, e.g. on another machine or after a push to the Hub."""
-        if getattr(self.store, "persistent", False):
-            self.store.snapshot(os.path.join(directory, ANCHOR_SNAPSHOT_NAME))
+        """The state file, plus, with an SQLite store, the store's part of the checkpoint (`anchors/`:
+        text segments and a snapshot of the buffer structures; `anchor_checkpoint`), so the folder
+        resumes on its own, e.g. on another machine or after a push to the Hub. The state file is
+        written last: a folder without it is an interrupted save."""
+        if isinstance(self.store, SQLiteAnchorStore):
+            self._flush()
+            save_anchor_checkpoint(self.store, directory)
         super().save_state(directory)
 
     def load_state(self, directory: str) -> None:
-        """Merge the checkpoint's anchor snapshot (if any) into the store (its texts, and its buffer
-        structures when the state keeps them there), then load the state file."""
+        """Restore the checkpoint's anchor texts and buffer structures into the store (if it is
+        SQLite and the folder has them), then load the state file."""
         state = read_method_state(os.path.join(directory, METHOD_STATE_NAME), self.name)
-        snapshot = os.path.join(directory, ANCHOR_SNAPSHOT_NAME)
-        if getattr(self.store, "persistent", False) and os.path.exists(snapshot):
-            self.store.merge_from(snapshot, buffers="buffers_stored" in state)
+        saved = os.path.isdir(os.path.join(directory, CHECKPOINT_FOLDER))
+        if isinstance(self.store, SQLiteAnchorStore) and saved:
+            load_anchor_checkpoint(self.store, directory, buffers="buffers_stored" in state)
         self.load_state_dict(state)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -546,7 +548,7 @@ class RankBufferReward(GroupRewardMethod):
             raise ValueError(
                 f"The anchor store {getattr(self.store, 'path', '')} holds {found} buffers, but the RankBuffer state "
                 f"counts {totals['count']}: they are not from the same checkpoint. Resume from the checkpoint folder "
-                "(its anchors.sqlite and reward_method_state.json belong together)"
+                "(its anchors/ folder and reward_method_state.json belong together)"
             )
         return StoredBufferTable(self.store, totals)
 
