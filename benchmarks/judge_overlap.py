@@ -6,7 +6,8 @@ against a real OpenAI-compatible judge on loopback (the scripted judge of
 dependent rounds (coarse, then fine), so a step's judging takes about 2 x latency. For each
 latency and each setting the script reports the mean step time (steps after the first), the
 time the reward path adds over a zero-latency judge, the log-prob passes' time, and the
-time the main process waited for the judge in `_calculate_rewards`.
+time the main process waited for the judge in `_calculate_rewards`. The judge server runs in
+this process (threads), so on a small CPU it competes with the passes for the cores.
 
 With overlap, judging runs while the log-prob passes do, so the added time should not exceed
 what the passes cannot cover: `max(0, judging - passes)`, where `judging` is the added time
@@ -42,10 +43,14 @@ class StepTimer(TrainerCallback):
         self.times.append(time.perf_counter() - self._start)
 
 
-def timed(function, record: list):
-    """`function` that appends its wall time to `record`."""
+def timed(function, record: list, *, no_grad_only: bool = False):
+    """`function` that appends its wall time to `record` (with `no_grad_only`: only calls made
+    under `torch.no_grad`, i.e. TRL's old-policy and reference passes, not the loss's forward)."""
+    import torch
 
     def wrapper(*args, **kwargs):
+        if no_grad_only and torch.is_grad_enabled():
+            return function(*args, **kwargs)
         start = time.perf_counter()
         try:
             return function(*args, **kwargs)
@@ -82,7 +87,9 @@ def run(model_dir: str, dataset: str, out: Path, judge_url: str, *, overlap: boo
     trainer = RankBufferGRPOTrainer(model_dir, args=args, train_dataset=load_dataset("json", data_files=dataset)["train"])
     timer, passes, waits = StepTimer(), [], []
     trainer.add_callback(timer)
-    trainer._get_per_token_logps_and_entropies = timed(trainer._get_per_token_logps_and_entropies, passes)
+    trainer._get_per_token_logps_and_entropies = timed(
+        trainer._get_per_token_logps_and_entropies, passes, no_grad_only=True
+    )
     trainer._scorer.finish = timed(trainer._scorer.finish, waits)
     trainer.train()
     passes_per_step = len(passes) / steps

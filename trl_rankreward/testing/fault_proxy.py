@@ -195,6 +195,7 @@ class FaultProxy:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # not socketserver's 5: a step's requests arrive at once, one connection each
     proxy: FaultProxy
     stopped: threading.Event
 

@@ -45,6 +45,13 @@ from ..judging.requests import (
 )
 from ..judging.tokens import ApproxCounter
 
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 refuses connections when a trainer sends a step's
+    # requests at once (one connection each): a real server would not, so neither may the stand-in.
+    request_queue_size = 256
+
+
 MODES = ("valid", "prose")
 PROSE_ANSWER = (
     "Thank you for sharing these responses! Each of them has its strengths, and I enjoyed reading them. "
@@ -172,7 +179,7 @@ def serve_scripted_judge(
     if latency_s < 0:
         raise ValueError(f"latency_s must be >= 0, got {latency_s!r}")
     _check_mode(mode)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = _Server(("127.0.0.1", 0), _Handler)
     judge = ScriptedJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
     judge.models, judge.mode, judge.latency_s, judge.requests = models, mode, float(latency_s), 0
     server.judge, server.verdicts, server.lock = judge, _TextQualityJudge(quality, meta_threshold), threading.Lock()
