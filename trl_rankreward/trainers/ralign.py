@@ -208,8 +208,9 @@ class RAlignGenRMTrainer(GRPOTrainer):
         )
         use_compact_console_log(self)
 
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """TRL's card plus how the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
+        """TRL's card plus how the GenRM was trained: R-Align's reward table, the MetaRM and its cost.
+        `dataset_label` names the dataset in that section when it is not a Hub id (a local file)."""
         tags = [tags] if isinstance(tags, str) else list(tags or [])
         super().create_model_card(model_name=model_name, dataset_name=dataset_name,
                                   tags=[*tags, "trl-rankreward", "r-align", "genrm"])  # fmt: skip
@@ -233,7 +234,7 @@ class RAlignGenRMTrainer(GRPOTrainer):
             },  # fmt: skip
             judge=redact_urls(describe() if describe else repr(judge), list(args.metarm_base_urls or [])),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=dataset_name,
+            dataset=dataset_label or dataset_name,
             usage=usage,
             method_state={},
         )
