@@ -1,11 +1,24 @@
 """`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge.
 
-The trainer overrides one TRL hook, `_calculate_rewards`: it gathers every process's
-rollouts, rebuilds whole groups (a group may be split across processes), has the main
-process score all groups of the step once with the reward method, broadcasts the rewards
-and returns the gathered `(B_total, 1)` reward column that TRL turns into advantages.
-It also logs judge usage and the method's metrics, and saves the method's state with
-every checkpoint (`reward_method_state.json`) so a resume continues exactly.
+The trainer overrides TRL's `_calculate_rewards`: it gathers every process's rollouts,
+rebuilds whole groups (a group may be split across processes), has the main process score
+all groups of the step once with the reward method, broadcasts the rewards and returns the
+gathered reward columns (the method's first, then any TRL `reward_funcs`) that TRL turns into
+advantages. It also logs judge usage and the method's metrics, and saves the method's state
+with every checkpoint (`reward_method_state.json`) so a resume continues exactly.
+
+Overlap. TRL computes the old-policy and reference log-probs between generation and
+`_calculate_rewards`, in one long method (`_generate_and_score_completions`) with no hook in
+between. Rather than copy it, the trainer overrides `_generate` (called with the prompts
+only; the batch's rows are kept by a thin `_generate_and_score_completions` override): right
+after generation it gathers the rollouts and starts judging on the persistent event loop
+(`GroupScorer.start`); `_calculate_rewards` then only waits (`GroupScorer.finish`). Every
+process gathers at the same point either way, so results are identical with
+`overlap_judging` on or off.
+
+Failures. Before TRL loads the model, the dataset is checked (`dataset_checks`) and the judge
+servers too (`build_judge`). A judge that keeps failing trips the circuit breaker
+(`circuit_breaker`): a checkpoint is saved and `train()` raises `JudgeFailureError`.
 
 Epochs. Reward methods with state (RankBuffer's maintenance, Algorithm 2) count epochs as
 passes over the training queries. TRL's dataloader visits every query once per trainer
