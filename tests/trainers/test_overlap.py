@@ -53,7 +53,8 @@ def test_overlap_starts_judging_before_the_reference_pass_and_changes_nothing(ti
     keys = ("rewards/rank_buffer/mean", "rewards/rank_buffer/std", "judge/calls", "rank/coarse_position_mean")
     logs = [[{k: e[k] for k in keys} for e in t.state.log_history if "judge/calls" in e] for t in (on, off)]
     assert len(logs[0]) == 3 and logs[0] == logs[1]  # same rewards, calls and rankings every step
-    assert on.reward_method.state_dict() == off.reward_method.state_dict()  # same buffers
+    assert on.reward_method.state_dict() == off.reward_method.state_dict()
+    assert on.reward_method.export_buffers() == off.reward_method.export_buffers()  # same buffers
     # With overlap the first judge call of the run starts while the first reference pass runs (or before);
     # without, after it ended.
     assert judge_on.started[0] < passes_on[0][1]

@@ -61,6 +61,7 @@ def test_resume_restores_buffers_and_next_rewards(tiny_model_dir, tiny_dataset, 
     # Step 3 (epoch 1, after a resume at the epoch boundary) generates from the restored weights,
     # RNG and data order, and is ranked against the restored buffers: same rewards, same buffers.
     assert resumed.reward_method.state_dict() == full.reward_method.state_dict()
+    assert resumed.reward_method.export_buffers() == full.reward_method.export_buffers()  # every buffer, not totals
     keys = ("rewards/rank_buffer/mean", "rewards/rank_buffer/std", "rank/coarse_position_mean", "judge/calls_total")
     step3 = [[{k: e[k] for k in keys} for e in t.state.log_history if e.get("step") == 3 and "loss" in e]
              for t in (full, resumed)]  # fmt: skip
@@ -100,7 +101,8 @@ def test_evaluation_judges_against_the_buffers_but_leaves_them_unchanged(tiny_mo
     args = config(tmp_path / "out", per_device_eval_batch_size=8)
     trainer = make_trainer(tiny_model_dir, tiny_dataset, args)
     trainer.train()
-    before = json.dumps(trainer.reward_method.state_dict(), sort_keys=True)
+    before = json.dumps([trainer.reward_method.state_dict(), trainer.reward_method.export_buffers()], sort_keys=True)
     metrics = trainer.evaluate(eval_dataset=trainer.train_dataset)
     assert metrics["eval_judge/calls"] > 0 and "eval_rank/coarse_position_mean" in metrics
-    assert json.dumps(trainer.reward_method.state_dict(), sort_keys=True) == before
+    after = [trainer.reward_method.state_dict(), trainer.reward_method.export_buffers()]
+    assert json.dumps(after, sort_keys=True) == before
