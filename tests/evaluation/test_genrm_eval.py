@@ -78,12 +78,12 @@ def test_evaluate_by_hand():
     assert meta.asked == 3  # only the three label-correct answers
     hs3 = report.metrics["hs3"].as_dict()
     # hs3: 4 samples, correct 2 -> L-Acc 2/4; judged 2, spurious 1 -> S-Corr 1/2;
-    # valid 4 - 1 parse failure = 3 -> F-Score 1/3
+    # F-Score 1/4: the parse failure stays in the denominator (the authors' samples - MetaRM failures)
     assert (hs3["l_acc_num"], hs3["l_acc_den"], hs3["s_corr_num"], hs3["s_corr_den"]) == (2, 4, 1, 2)
-    assert (hs3["f_score_num"], hs3["f_score_den"], hs3["parse_failures"]) == (1, 3, 1)
+    assert (hs3["f_score_num"], hs3["f_score_den"], hs3["parse_failures"]) == (1, 4, 1)
     rb2 = report.metrics["rb2"].as_dict()
-    # rb2: 2 samples, 1 call failure; correct 1 -> L-Acc 1/2; F-Score 1/(2 - 1) = 1
-    assert (rb2["l_acc"], rb2["f_score"], rb2["call_failures"]) == (0.5, 1.0, 1)
+    # rb2: 2 samples, 1 call failure; correct 1 -> L-Acc 1/2; F-Score 1/2 (the call failure counts)
+    assert (rb2["l_acc"], rb2["f_score"], rb2["call_failures"]) == (0.5, 0.5, 1)
 
 
 def test_metarm_needs_golden_rationales():
@@ -102,7 +102,7 @@ def test_cli_prints_denominators_and_writes_json(tmp_path, monkeypatch, capsys):
     out = tmp_path / "eval.json"
     assert main(["eval-genrm", "--data", str(data), "--output", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "50.0% (2/4)" in printed and "33.3% (1/3)" in printed  # hs3 L-Acc and F-Score with denominators
+    assert "50.0% (2/4)" in printed and "25.0% (1/4)" in printed  # hs3 L-Acc and F-Score with denominators
     report = json.loads(out.read_text())
     assert report["metrics"]["all"]["l_acc_den"] == 6 and len(report["records"]) == 6
 

@@ -14,12 +14,13 @@ Metrics, each with its denominator (docs/ralign.md says why each one):
 
     L-Acc   = correct labels / samples                         (failures count as not correct)
     S-Corr  = spurious / label-correct samples meta-judged      (consistent + spurious)
-    F-Score = consistent / valid answers with a known fidelity  (valid - meta_failed - correct)
+    F-Score = consistent / samples whose fidelity is known      (samples - meta_failed - correct)
 
-"Valid answers" are samples - call failures - parse failures. A correct sample whose MetaRM
-call failed has an unknown fidelity: it leaves the F-Score denominator rather than being
-counted as a failure (that would be a made-up verdict); with no meta failures the F-Score
-denominator is exactly the number of samples with a valid answer.
+The F-Score denominator is the R-Align authors' (`show_result.py` in github.com/lyn22333/
+R-Align: total - MetaRM call and parse failures): a GenRM call or parse failure stays in it
+and counts as not consistent, so a GenRM that breaks the format gains nothing; a correct
+sample whose MetaRM call failed has an unknown fidelity and leaves it (counting it as a
+failure would be a made-up verdict), as does a correct sample never meta-judged.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class GenRMCounts:
 
     @property
     def fidelity_known(self) -> int:
-        return self.valid - self.meta_failures - self.unjudged_correct
+        return self.samples - self.meta_failures - self.unjudged_correct
 
     @property
     def l_acc(self) -> float | None:
@@ -151,7 +152,7 @@ def format_table(counts: dict[str, GenRMCounts]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     legend = (
         "L-Acc = correct/samples; S-Corr = spurious/meta-judged correct; "
-        "F-Score = correct+consistent/valid answers with known fidelity"
+        "F-Score = correct+consistent/samples with known fidelity (samples - MetaRM failures)"
     )
     return "\n".join(lines + ["", legend])
 
