@@ -48,6 +48,9 @@ def test_length_penalty_by_hand():
     assert length_penalty(11, 10, **kw) == 0.0  # 0.1 is inside the dead zone
     with pytest.raises(ValueError, match="non-empty reference"):
         length_penalty(3, 0, **kw)
+    # one-sided: shorter than the reference is free, longer is penalized as before
+    assert length_penalty(5, 10, **kw, only_longer=True) == 0.0
+    assert length_penalty(12, 10, **kw, only_longer=True) == pytest.approx(0.2)
 
 
 def test_penalty_ignores_thinking():

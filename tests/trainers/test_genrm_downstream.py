@@ -36,3 +36,7 @@ def test_genrm_reward_trains_a_policy(tiny_model_dir, tiny_dataset, tmp_path):
     logs = [entry for entry in trainer.state.log_history if "genrm/win_rate" in entry]
     assert len(logs) == 2 and all("genrm/length_penalty" in entry for entry in logs)
     assert judge.ledger.parsed > 0 and judge.ledger.prompt_tokens == 20 * judge.ledger.calls
+    # the length penalty counts the policy's tokens (words undercount text written without spaces)
+    text = "日本語の文章です。とても長い答え"
+    tokens = len(trainer.processing_class(text, add_special_tokens=False)["input_ids"])
+    assert trainer.reward_method.length_fn(text) == tokens and tokens > len(text.split()) == 1

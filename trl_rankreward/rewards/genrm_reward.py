@@ -6,12 +6,14 @@ response (`Group.references[0]`; the paper generates it with STEP3-VL-10B) and g
     reward = (2 s - 1) - length_penalty,        s = score of the rollout vs the reference
                                                     (win 1, loss 0; 1/2 steps with both_orders)
     length_penalty = min(max_penalty, coef * max(0, |L_gen - L_ref| / L_ref - tolerance))
+    (with only_longer: max(0, L_gen - L_ref) in place of |L_gen - L_ref|)
 
 L_gen and L_ref are lengths WITHOUT `<think>...</think>` content (Appendix D, "Length
 Constraint"). The paper only says the penalty comes from the relative difference of the two
-lengths; the dead zone `tolerance`, slope `coef`, cap `max_penalty` and the length unit
-(`length_fn`, default whitespace words; pass a `TokenCounter().count` for tokens) are ours and
-configurable. A rollout without a valid answer gets -1 - max_penalty, below every valid one.
+lengths; the dead zone `tolerance`, slope `coef`, cap `max_penalty`, the one-sided option and
+the length unit are ours and configurable. The unit is `length_fn`: the trainers pass the
+policy tokenizer's token count; the default here is whitespace words, which undercounts
+languages written without spaces (Chinese, Japanese): give a tokenizer's count there. A rollout without a valid answer gets -1 - max_penalty, below every valid one.
 
 The judge is any judge answering `PairwiseRequest` (e.g. an `LLMJudge`). A GenRM trained by
 `RAlignGenRMTrainer` answers in its own boxed format, so `GenRMJudge` speaks that format: it
@@ -42,15 +44,18 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def length_penalty(l_gen: int, l_ref: int, *, coef: float, tolerance: float, max_penalty: float) -> float:
-    """min(max_penalty, coef * max(0, |l_gen - l_ref| / l_ref - tolerance)); see the module docstring."""
+def length_penalty(
+    l_gen: int, l_ref: int, *, coef: float, tolerance: float, max_penalty: float, only_longer: bool = False
+) -> float:
+    """min(max_penalty, coef * max(0, |l_gen - l_ref| / l_ref - tolerance)); with `only_longer`,
+    a rollout shorter than the reference is not penalized. See the module docstring."""
     if l_ref <= 0:
         raise ValueError(
             f"The reference answer has length {l_ref} after removing thinking; the length penalty is relative "
             "to it, so give each query a non-empty reference response"
         )
-    relative = abs(l_gen - l_ref) / l_ref
-    return min(max_penalty, coef * max(0.0, relative - tolerance))
+    difference = max(0, l_gen - l_ref) if only_longer else abs(l_gen - l_ref)
+    return min(max_penalty, coef * max(0.0, difference / l_ref - tolerance))
 
 
 class GenRMJudge:
@@ -127,7 +132,8 @@ class GenRMPairwiseReward(GroupRewardMethod):
         judge: answers `PairwiseRequest` (A = the rollout, B = the reference); e.g. `GenRMJudge`.
         both_orders: judge each comparison in both display orders and average (2 requests).
         length_coef, length_tolerance, max_length_penalty: the penalty (module docstring).
-        length_fn: `str -> int` length unit (default `word_count`).
+        length_fn: `str -> int` length unit (default `word_count`; trainers pass the policy's token count).
+        only_longer: penalize only rollouts longer than the reference.
 
     Judge cost per group: U `PairwiseRequest`s for U unique valid answers (2U with
     `both_orders`), one sequential round.
@@ -144,6 +150,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
         length_tolerance: float = 0.2,
         max_length_penalty: float = 1.0,
         length_fn: Callable[[str], int] | None = None,
+        only_longer: bool = False,
         **kwargs,
     ):
         super().__init__(judge, **kwargs)
@@ -157,6 +164,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
         self.length_tolerance = float(length_tolerance)
         self.max_length_penalty = float(max_length_penalty)
         self.length_fn = length_fn or word_count
+        self.only_longer = bool(only_longer)
 
     def penalty(self, answer: str, reference: str) -> float:
         """Length penalty of a final answer against a reference (thinking removed from both)."""
@@ -166,6 +174,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
             coef=self.length_coef,
             tolerance=self.length_tolerance,
             max_penalty=self.max_length_penalty,
+            only_longer=self.only_longer,
         )
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:

@@ -359,9 +359,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
 
     def _build_reward_method(self, judge) -> GroupRewardMethod:
         """Config -> method. Subclasses override this (and nothing else) for their method."""
-        return make_reward_method(
-            self.args.reward_method, judge, **self._common_method_kwargs(), **self.args.reward_method_kwargs
-        )
+        kwargs = dict(self.args.reward_method_kwargs)
+        if self.args.reward_method == "genrm" and "length_fn" not in kwargs:
+            kwargs["length_fn"] = TokenLength(self.processing_class)  # the policy's tokens, any language
+        return make_reward_method(self.args.reward_method, judge, **self._common_method_kwargs(), **kwargs)
 
     def _common_method_kwargs(self) -> dict[str, Any]:
         """What every `GroupRewardMethod` takes from the config: the format reward's weight and the answer format."""
@@ -558,6 +559,16 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             "restart it. Resume from a checkpoint written by this trainer, or set resume_with_fresh_reward_state="
             "True to start the method afresh.",
         )
+
+
+class TokenLength:
+    """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 class JudgeFailureError(RuntimeError):
