@@ -328,7 +328,7 @@ def data_lost(ctx: Context, out: Path, watch: NeutralWatch | None) -> str:
     step = int(checkpoint.rsplit("-", 1)[1])
     try:
         saved = read_method_state(os.path.join(checkpoint, METHOD_STATE_NAME), "rank_buffer")
-        saved_buffers = load_buffer_state(checkpoint)["buffers"]  # from the checkpoint's own anchors.sqlite
+        saved_buffers = load_buffer_state(checkpoint)["buffers"]  # from the checkpoint's own anchors/ folder
         # A fresh trainer in a fresh folder, against the healthy judge: resume, train no further step.
         args = config(out.parent / f"{out.name}-resumed", [ctx.judge], ctx.judge.model, max_steps=step)
         dataset = load_rows(write_jsonl(out.parent / f"{out.name}-resume.jsonl", tiny_rows()))

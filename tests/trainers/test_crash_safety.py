@@ -59,7 +59,7 @@ def test_kill_during_a_checkpoint_save_leaves_a_resumable_checkpoint(tiny_model_
 
     checkpoint = latest_complete_checkpoint(str(output_dir))
     state = read_method_state(os.path.join(checkpoint, METHOD_STATE_NAME), "rank_buffer")
-    saved_buffers = load_buffer_state(checkpoint)["buffers"]  # the checkpoint's own anchors.sqlite
+    saved_buffers = load_buffer_state(checkpoint)["buffers"]  # the checkpoint's own anchors/ folder
     step = int(checkpoint.rsplit("-", 1)[1])
     args = tiny_config(RankBufferGRPOConfig, output_dir, k0=2, max_steps=step + 1)
     trainer = tiny_trainer(RankBufferGRPOTrainer, tiny_model_dir, tiny_dataset, args,
