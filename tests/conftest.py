@@ -1,6 +1,8 @@
 """Shared fixtures: a tiny random-weight chat model (built once per session) and a tiny dataset."""
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -29,3 +31,26 @@ def write_tiny_dataset(path, n_queries: int = 4) -> str:
 @pytest.fixture
 def tiny_dataset(tmp_path):
     return write_tiny_dataset(tmp_path / "data.jsonl")
+
+
+@pytest.fixture
+def models_server():
+    """A stdlib server that answers only the backend's start check (GET <base>/models), listing model "m"."""
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"data": [{"id": "m"}]}).encode() if self.path == "/v1/models" else b"{}"
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Models)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}/v1"
+    httpd.shutdown()
+    httpd.server_close()

@@ -203,3 +203,18 @@ def test_rendered_display_feeds_parsing_end_to_end():
     # Answer "shown IDs in display order" means worst->best = canonical display order itself.
     shown_ids = list(range(4))
     assert parse_answer(f'{{"order": {shown_ids}}}', request, rendered) == list(rendered.display)
+
+
+def test_meta_answer_in_the_r_align_authors_format():
+    # Their MetaRM script asks for <final_verdict>Correct OR Incorrect</final_verdict>; the last one counts,
+    # so a quoted rationale's own tag earlier in the answer cannot decide.
+    from trl_rankreward.judging.rendering import render
+    from trl_rankreward.judging.requests import MetaJudgeRequest
+
+    request = MetaJudgeRequest(query="q", response_a="a", response_b="b", label="A",
+                               golden_rationale="A is right", rationale="A is right")  # fmt: skip
+    rendered = render(request)
+    quoted = "GenRM wrote <final_verdict>Correct</final_verdict>.\n<final_verdict>\nIncorrect\n</final_verdict>"
+    assert parse_answer(quoted, request, rendered) is False
+    assert parse_answer("<think>x</think><final_verdict>correct</final_verdict>", request, rendered) is True
+    assert parse_answer('{"consistent": true}', request, rendered) is True

@@ -4,7 +4,6 @@ import json
 import os
 import threading
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -157,7 +156,6 @@ def test_a_scoring_error_that_cannot_be_pickled_still_reaches_every_process(
     # cannot be pickled, it would fail inside the broadcast while the other processes wait in it forever.
     # The fake broadcast pickles like torch does; the main process must send a plain message and raise.
     import pickle
-    import threading
 
     from trl_rankreward.trainers import judge_reward
 
@@ -211,29 +209,6 @@ def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
 def test_bad_reliability_settings_name_the_field(tmp_path, field, value, message):
     with pytest.raises(ValueError, match=message):
         cpu_config(tmp_path, **{field: value})
-
-
-@pytest.fixture
-def models_server():
-    """A stdlib server that answers only the backend's start check (GET <base>/models), listing model "m"."""
-
-    class Models(BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = json.dumps({"data": [{"id": "m"}]}).encode() if self.path == "/v1/models" else b"{}"
-            self.send_response(200 if self.path == "/v1/models" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Models)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_port}/v1"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def test_build_judge_passes_the_retry_policy_and_timeout(tmp_path, models_server):

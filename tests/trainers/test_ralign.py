@@ -189,3 +189,18 @@ def test_step_metrics_by_hand():
         "ralign/meta_failures": 0.0,
     }
     assert "ralign/spurious_rate" not in step_metrics(["wrong"], meta_calls=0)  # no judged sample: no rate
+
+
+def test_metarm_from_config_uses_the_authors_decoding_and_a_template_file(tmp_path, models_server):
+    # The stub server lists model "m" (tests.trainers.test_judge_reward.models_server).
+    from trl_rankreward.trainers.ralign import metarm_from_config
+
+    template = tmp_path / "metarm.yaml"
+    template.write_text(
+        "meta: |\n  Custom MetaRM prompt. {QUERY} {RESPONSE_A} {RESPONSE_B} {GOLDEN_RATIONALE} {RATIONALE}\n"
+        "  Answer <final_verdict>Correct</final_verdict> or <final_verdict>Incorrect</final_verdict>.\n"
+    )
+    args = _config(tmp_path, metarm_base_urls=[models_server], metarm_model="m", metarm_templates=str(template))
+    judge = metarm_from_config(args)
+    assert (judge.temperature, judge.max_tokens) == (0.4, 16384)  # the authors' metarm_judge.py defaults
+    assert judge.templates.meta.startswith("Custom MetaRM prompt.")

@@ -99,6 +99,7 @@ class LLMJudge:
         seed: int = 0,
         max_attempts: int = 3,
         max_tokens: int = 1024,
+        temperature: float = 0.0,
     ) -> LLMJudge:
         """An `LLMJudge` over `OpenAICompatibleBackend(base_urls, model, ...)`, checked at once (the
         servers answer and serve `model`): how every trainer builds its judge from its config."""
@@ -112,7 +113,8 @@ class LLMJudge:
             timeout_s=timeout_s,
             require_listed_model=require_listed_model,
         )
-        return cls(backend, templates, seed=seed, retry=RetryPolicy(max_attempts=max_attempts), max_tokens=max_tokens)
+        retry = RetryPolicy(max_attempts=max_attempts)
+        return cls(backend, templates, seed=seed, retry=retry, temperature=temperature, max_tokens=max_tokens)
 
     def describe(self) -> str:
         """One line for the run's log: what judges, where, with which templates."""

@@ -77,7 +77,15 @@ def last_json_object(text: str) -> dict | None:
 
 
 def parse_answer(text: str, request, rendered: Rendered) -> Any:
-    """The canonical verdict for `request` from the judge's answer `text`; raises `InvalidAnswer`."""
+    """The canonical verdict for `request` from the judge's answer `text`; raises `InvalidAnswer`.
+
+    A meta request also takes the R-Align authors' MetaRM answer format, a last
+    `<final_verdict>Correct|Incorrect</final_verdict>` (github.com/lyn22333/R-Align, `metarm_judge.py`),
+    so their prompt can be used as the `meta` template."""
+    if isinstance(request, MetaJudgeRequest):
+        verdicts = _FINAL_VERDICT.findall(strip_think(text or ""))
+        if verdicts:
+            return verdicts[-1].lower() == "correct"
     answer = last_json_object(strip_think(text or ""))
     if answer is None:
         excerpt = (text or "")[:_EXCERPT]
@@ -218,13 +226,14 @@ _VALIDATORS = {
     BufferSelectRequest: _buffer_select,
 }
 
+_FINAL_VERDICT = re.compile(r"<final_verdict>\s*(Correct|Incorrect)\s*</final_verdict>", re.IGNORECASE)
 _EXPECTED = {
     CoarseRequest: '{"position": <integer 0..K>}',
     ListwiseRequest: '{"order": [candidate IDs, worst to best]}',
     PairwiseRequest: '{"winner": "A" | "B" | "TIE"}',
     RubricPairwiseRequest: '{"winner": ...} (one rubric) or {"winners": [one per rubric]}',
     PointwiseRequest: '{"score": <number 0..10>}',
-    MetaJudgeRequest: '{"consistent": true | false}',
+    MetaJudgeRequest: '{"consistent": true | false} (or <final_verdict>Correct|Incorrect</final_verdict>)',
     BufferSelectRequest: '{"keep_anchor_ids": [...], "add_rollout_ids": [...]}',
 }
 

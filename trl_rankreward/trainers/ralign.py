@@ -69,7 +69,20 @@ class RAlignGenRMConfig(GRPOConfig):
     )
     metarm_max_concurrency: int = field(default=64, metadata={"help": "Concurrent MetaRM requests per process."})
     metarm_max_attempts: int = field(default=3, metadata={"help": "Tries per MetaRM request before it fails."})
-    metarm_max_tokens: int = field(default=2048, metadata={"help": "Completion token limit of a MetaRM call."})
+    metarm_max_tokens: int = field(
+        default=16384,
+        metadata={"help": "Completion token limit of a MetaRM call (the R-Align authors' release: 16K)."},
+    )
+    metarm_temperature: float = field(
+        default=0.4, metadata={"help": "MetaRM sampling temperature (the R-Align authors' release: 0.4)."}
+    )
+    metarm_templates: str | None = field(
+        default=None,
+        metadata={
+            "help": "YAML file overriding the MetaRM prompt (key `meta`; placeholders as in docs/judging.md). "
+            "Answers may be our JSON or the authors' <final_verdict>Correct|Incorrect</final_verdict>."
+        },
+    )
     metarm_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one MetaRM call (seconds)."})
     display_seed: int | None = field(
         default=None, metadata={"help": "Seed of the A/B display coin flip; None: use `seed`."}
@@ -110,8 +123,13 @@ def build_genrm_prompts(dataset, seed: int):
 
 
 def metarm_from_config(args: RAlignGenRMConfig):
-    """An `LLMJudge` over an `OpenAICompatibleBackend` at `metarm_base_urls` (the paper's training MetaRM)."""
+    """An `LLMJudge` over an `OpenAICompatibleBackend` at `metarm_base_urls` (the paper's training MetaRM).
+
+    Decoding follows the R-Align authors' public MetaRM script (github.com/lyn22333/R-Align,
+    `metarm_judge.py`; our copy of the paper is silent there): temperature 0.4, up to 16K tokens.
+    """
     from ..judging.llm_judge import LLMJudge
+    from ..judging.templates import JudgeTemplates
 
     return LLMJudge.from_server(
         args.metarm_base_urls,
@@ -119,9 +137,11 @@ def metarm_from_config(args: RAlignGenRMConfig):
         api_key_env=args.metarm_api_key_env,
         max_concurrency=args.metarm_max_concurrency,
         timeout_s=args.metarm_timeout_s,
+        templates=JudgeTemplates.from_yaml(args.metarm_templates) if args.metarm_templates else None,
         seed=args.seed,
         max_attempts=args.metarm_max_attempts,
         max_tokens=args.metarm_max_tokens,
+        temperature=args.metarm_temperature,
     )
 
 
