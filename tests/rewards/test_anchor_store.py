@@ -1,5 +1,5 @@
 """SQLiteAnchorStore files: the schema marker, errors that name the file for foreign, cut-short
-and corrupt stores, atomic snapshots (a real kill -9 never leaves a partial one) and merges."""
+and corrupt stores, atomic exports (a real kill -9 never leaves a partial one) and merges."""
 
 import random
 import sqlite3
@@ -118,14 +118,14 @@ def test_read_only_store_refuses_writes(tmp_path):
     assert len(store) == 1
 
 
-def test_snapshot_and_merge_round_trip(tmp_path):
+def test_export_and_merge_round_trip(tmp_path):
     texts = _texts(200)
     source = _store(tmp_path / "run" / "anchors.sqlite", texts[:150])  # open: recent puts are still in its WAL
     snap = tmp_path / "checkpoint-1" / "anchors.sqlite"
     snap.parent.mkdir()
-    source.snapshot(snap)
+    source.export(snap, texts=(0, source.text_watermark()))
     source.put_many(texts[150:])
-    source.snapshot(snap)  # replaces the older snapshot
+    source.export(snap, texts=(0, source.text_watermark()))  # replaces the older export
     assert sorted(p.name for p in snap.parent.iterdir()) == ["anchors.sqlite"]  # no WAL, journal or .tmp beside it
     fresh = SQLiteAnchorStore(tmp_path / "fresh.sqlite")
     assert fresh.merge_from(snap) == 200 and len(fresh) == 200
@@ -166,21 +166,21 @@ def test_merge_checks_the_source(tmp_path):
     assert mine.put("x") and len(mine) == 1  # the failed merges left it attached to nothing
 
 
-# A child process snapshots a store to one path in a loop; after its first snapshot it prints how long it took.
+# A child process exports a store to one path in a loop; after its first export it prints how long it took.
 _SNAPSHOTTER = """
 import sys, time
 from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 store, path = SQLiteAnchorStore(sys.argv[1]), sys.argv[2]
 i, start = 0, time.perf_counter()
 while True:
-    store.snapshot(path)
+    store.export(path, texts=(0, store.text_watermark()), buffers=True)
     if i == 0:
         print(time.perf_counter() - start, flush=True)
     i += 1
 """
 
 
-def test_snapshot_survives_kill_9(tmp_path):
+def test_export_survives_kill_9(tmp_path):
     n = 30_000  # ~18 MB of texts
     _store(tmp_path / "anchors.sqlite", _texts(n)).close()
     snap = tmp_path / "checkpoint" / "anchors.sqlite"

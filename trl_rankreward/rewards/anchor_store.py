@@ -7,9 +7,10 @@ append-only: a text is never changed or removed, so a key in any old checkpoint 
 
 - `InMemoryAnchorStore`: a dict; its texts travel inside `RankBufferReward.state_dict()`.
 - `SQLiteAnchorStore(path)`: a stdlib `sqlite3` file (e.g. in the trainer's output
-  directory); `state_dict()` then holds keys only and the file holds the texts.
-  `snapshot(path)` copies it atomically (into a checkpoint, so that the checkpoint resumes
-  alone) and `merge_from(path)` adds a copy's texts to a store. Files are marked (SQLite's
+  directory) holding the texts, and RankBuffer's buffer structures too (`buffers` table).
+  `export(path, ...)` writes texts and/or structures to a new file atomically (checkpoints:
+  `rewards.anchor_checkpoint`), and `merge_from(path)` adds a file's texts to a store and can
+  replace its structures. Files are marked (SQLite's
   application_id and user_version) and checked when opened: a file that is not a store, is
   cut short, or is corrupt raises `AnchorStoreError` naming it, not a bare `sqlite3` error.
 
@@ -89,7 +90,7 @@ SCHEMA_VERSION = 1
 _COLUMNS = [("key", "TEXT", 0, 1), ("text", "TEXT", 1, 0)]  # PRAGMA table_info: name, type, notnull, pk
 _CREATE = "CREATE TABLE IF NOT EXISTS anchors (key TEXT PRIMARY KEY, text TEXT NOT NULL)"
 # RankBuffer's buffer structures (one JSON row per query), kept beside the texts they refer to so a
-# snapshot of the file is a consistent checkpoint of both (`rewards.anchor_buffer.StoredBufferTable`).
+# checkpoint of both is one consistent export (`rewards.anchor_buffer.StoredBufferTable`).
 _CREATE_BUFFERS = "CREATE TABLE IF NOT EXISTS buffers (query_id TEXT PRIMARY KEY, state TEXT NOT NULL)"
 # The store's identity and export watermark (`rewards.anchor_checkpoint`).
 _CREATE_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -191,8 +192,8 @@ class SQLiteAnchorStore:
 
     Opening checks the file cheaply (SQLite header, length, schema marker or table) and raises
     `AnchorStoreError` naming it; SQLite errors later on are raised as `AnchorStoreError` too.
-    `snapshot(path)` copies the store atomically (e.g. into a checkpoint, which then resumes on
-    its own) and `merge_from(path)` adds a copy's texts back. With `read_only=True` the file
+    `export(path, ...)` writes texts, buffer structures or both to a new store file atomically
+    (checkpoints: `rewards.anchor_checkpoint`) and `merge_from(path)` adds a file's texts back. With `read_only=True` the file
     must exist and is neither changed nor marked.
     """
 
@@ -374,32 +375,6 @@ class SQLiteAnchorStore:
                 return dict(self._db.execute("SELECT key, value FROM source.meta"))
             finally:
                 self._db.execute("DETACH DATABASE source")
-
-    def snapshot(self, path: str | os.PathLike) -> None:
-        """Copy the whole store, as of one moment, to the file `path` (replaced if present).
-
-        SQLite's online backup writes `PATH.tmp`, which is fsynced and renamed over `path`, so a
-        crash at any point leaves the old file or the complete copy at `path`. The copy uses a
-        rollback journal (not WAL), so reading it needs no side files.
-        """
-        path = os.fspath(path)
-        tmp = f"{path}.tmp"
-        for leftover in (tmp, f"{tmp}-journal"):  # from a snapshot killed before its rename
-            if os.path.exists(leftover):
-                os.remove(leftover)
-        try:
-            with self._sql(f"snapshot to {path}"):
-                copy = sqlite3.connect(tmp)
-                try:
-                    self._db.backup(copy)
-                    copy.execute("PRAGMA journal_mode=DELETE")
-                finally:
-                    copy.close()
-            durable_replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
 
     def merge_from(self, path: str | os.PathLike, *, buffers: bool = False) -> int:
         """Add the texts of the anchor store file `path` (e.g. a checkpoint's snapshot) that this
