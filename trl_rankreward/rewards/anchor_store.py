@@ -376,10 +376,9 @@ class SQLiteAnchorStore:
             finally:
                 self._db.execute("DETACH DATABASE source")
 
-    def merge_from(self, path: str | os.PathLike, *, buffers: bool = False) -> int:
-        """Add the texts of the anchor store file `path` (e.g. a checkpoint's snapshot) that this
-        store lacks, in one transaction; returns how many were added. With `buffers=True` the
-        buffer structures are replaced by those of `path` in the same transaction (a resume).
+    def merge_from(self, path: str | os.PathLike) -> int:
+        """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
+        store lacks, in one transaction; returns how many were added.
 
         `path` is checked as at opening, plus SQLite's `quick_check` (the file is read whole
         anyway). A key for which `path` holds another text than this store raises
@@ -402,8 +401,6 @@ class SQLiteAnchorStore:
                     added = self._db.execute(insert).rowcount
                     if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
                         self._check_merged_texts(path)  # some keys were here before: their texts must match
-                    if buffers:
-                        self._replace_buffers(path, "merged")
             finally:
                 self._db.execute("DETACH DATABASE merged")
         return added
