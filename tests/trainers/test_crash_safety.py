@@ -1,8 +1,8 @@
 """kill -9 while a checkpoint is being written: the newest complete checkpoint still resumes.
 
 A child process trains RankBuffer and saves a checkpoint every step; the parent SIGKILLs it the
-moment a new `checkpoint-N` folder appears, i.e. while TRL and our state files are being
-written. Whatever the kill interrupted, `resume_from_checkpoint=True` must pick a complete
+moment the third checkpoint's `anchors/` folder appears, i.e. while its anchor files, our state
+file and TRL's files are still to be written. Whatever the kill interrupted, `resume_from_checkpoint=True` must pick a complete
 checkpoint whose reward state loads, with every anchor its buffers refer to.
 """
 
@@ -47,9 +47,10 @@ def test_kill_during_a_checkpoint_save_leaves_a_resumable_checkpoint(tiny_model_
     child = subprocess.Popen([sys.executable, "-c", CHILD, tiny_model_dir, tiny_dataset, str(output_dir)], env=env)
     try:
         deadline = time.monotonic() + 240
-        while len(checkpoints(output_dir)) < 3 and time.monotonic() < deadline and child.poll() is None:
+        target = output_dir / "checkpoint-3" / "anchors"
+        while not target.exists() and time.monotonic() < deadline and child.poll() is None:
             time.sleep(0.001)
-        # the third checkpoint folder has just appeared: its files are being written now
+        # the third checkpoint's anchor folder has just appeared: its files are being written now
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
     finally:
