@@ -39,7 +39,6 @@ RESUME_LATEST = ("latest", "true", "last")
 RESUME_NONE = ("false", "none", "no", "")
 TRACEBACK_FLAG = "--traceback"
 TRACEBACK_ENV = "TRL_RANKREWARD_TRACEBACK"
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
 @dataclass
@@ -125,30 +124,17 @@ def parse_resume(value) -> str | bool | None:
 def latest_checkpoint(output_dir: str, trainer_class) -> str:
     """The newest complete `checkpoint-N` of `output_dir` (raises ValueError if there is none).
 
-    For our judge-reward trainers, `trl_rankreward.trainers.checkpoints.latest_complete_checkpoint`
-    (which also requires the reward method's state); for other trainers (R-Align), the newest
-    folder holding `trainer_state.json`, which transformers writes last.
+    For our judge-reward trainers a complete checkpoint also holds the reward method's state;
+    for other trainers (R-Align) `trainer_state.json`, which transformers writes last, suffices.
     """
+    from transformers.trainer import TRAINER_STATE_NAME
+
     from trl_rankreward import JudgeRewardGRPOTrainer
+    from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
 
     if issubclass(trainer_class, JudgeRewardGRPOTrainer):
-        from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
-
         return latest_complete_checkpoint(output_dir)
-    for step in sorted(_checkpoint_steps(output_dir), reverse=True):
-        path = os.path.join(output_dir, f"checkpoint-{step}")
-        if os.path.exists(os.path.join(path, "trainer_state.json")):
-            return path
-    raise ValueError(
-        f"--resume_from_checkpoint latest, but {output_dir} holds no complete checkpoint (a checkpoint-N folder "
-        "with trainer_state.json); pass a checkpoint path, or start without resuming"
-    )
-
-
-def _checkpoint_steps(output_dir: str) -> list[int]:
-    if not os.path.isdir(output_dir):
-        return []
-    return [int(m.group(1)) for name in os.listdir(output_dir) if (m := _CHECKPOINT.match(name))]
+    return latest_complete_checkpoint(output_dir, required=(TRAINER_STATE_NAME,))
 
 
 def resume_argument(trainer_class, training_args) -> str | bool | None:
@@ -159,14 +145,16 @@ def resume_argument(trainer_class, training_args) -> str | bool | None:
     holds checkpoints is allowed (they get overwritten), with a warning naming the resume flag.
     """
     from trl_rankreward import JudgeRewardGRPOTrainer
+    from trl_rankreward.trainers.checkpoints import checkpoint_steps
 
     resume = parse_resume(training_args.resume_from_checkpoint)
     output_dir = training_args.output_dir
     if resume is True:
         checkpoint = latest_checkpoint(output_dir, trainer_class)  # fails fast when there is none
         return True if issubclass(trainer_class, JudgeRewardGRPOTrainer) else checkpoint
-    if resume is None and _checkpoint_steps(output_dir) and training_args.process_index == 0:
-        newest = max(_checkpoint_steps(output_dir))
+    steps = checkpoint_steps(output_dir)
+    if resume is None and steps and training_args.process_index == 0:
+        newest = steps[0]
         print(
             f"Note: {output_dir} holds checkpoints of an earlier run (newest: checkpoint-{newest}); this run starts "
             "from step 0 and overwrites them. To continue that run instead: --resume_from_checkpoint latest",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 
+from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 
@@ -17,23 +18,30 @@ from ..rewards.state_files import METHOD_STATE_NAME
 
 logger = logging.get_logger(__name__)
 
-TRAINER_STATE_NAME = "trainer_state.json"
 _CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 
 
-def latest_complete_checkpoint(output_dir: str) -> str:
-    """The newest `checkpoint-N` in `output_dir` holding `trainer_state.json` and the reward method's
-    state; half-written newer ones are skipped with a warning. Raises if there is none."""
-    found = []
-    if os.path.isdir(output_dir):
-        found = [(int(m.group(1)), name) for name in os.listdir(output_dir) if (m := _CHECKPOINT.match(name))]
-    for _, name in sorted(found, reverse=True):
-        path = os.path.join(output_dir, name)
-        missing = [f for f in (TRAINER_STATE_NAME, METHOD_STATE_NAME) if not os.path.exists(os.path.join(path, f))]
+def checkpoint_steps(output_dir: str) -> list[int]:
+    """The steps N of the `checkpoint-N` folders in `output_dir`, newest first (none: empty)."""
+    if not os.path.isdir(output_dir):
+        return []
+    return sorted((int(m.group(1)) for name in os.listdir(output_dir) if (m := _CHECKPOINT.match(name))), reverse=True)
+
+
+def latest_complete_checkpoint(
+    output_dir: str, required: tuple[str, ...] = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
+) -> str:
+    """The newest `checkpoint-N` in `output_dir` holding every file of `required` (by default
+    `trainer_state.json` and the reward method's state); half-written newer ones are skipped with
+    a warning. Raises if there is none."""
+    for step in checkpoint_steps(output_dir):
+        path = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+        missing = [f for f in required if not os.path.exists(os.path.join(path, f))]
         if not missing:
             return path
         logger.warning(f"Skipping {path}: it lacks {', '.join(missing)} (a save was interrupted)")
     raise ValueError(
-        f"resume_from_checkpoint=True, but {output_dir} holds no complete checkpoint (a checkpoint-N folder with "
-        f"{TRAINER_STATE_NAME} and {METHOD_STATE_NAME}); pass a checkpoint path, or start without resuming"
+        f"resume_from_checkpoint=True (--resume_from_checkpoint latest), but {output_dir} holds no complete "
+        f"checkpoint (a checkpoint-N folder with {' and '.join(required)}); pass a checkpoint path, or start "
+        "without resuming"
     )
