@@ -38,9 +38,8 @@ def save_anchor_checkpoint(store: SQLiteAnchorStore, checkpoint: str) -> None:
         store.set_meta(_EXPORTED, str(upto))
     folder = os.path.join(checkpoint, CHECKPOINT_FOLDER)
     os.makedirs(folder, exist_ok=True)
-    for name in sorted(os.listdir(segments)):
-        if name.startswith("texts-") and name.endswith(".sqlite"):
-            _link_or_copy(os.path.join(segments, name), os.path.join(folder, name))
+    for name in _segments(segments):
+        _link_or_copy(os.path.join(segments, name), os.path.join(folder, name))
     meta = {"store_id": store.meta("store_id") or "", "texts_upto": str(upto)}
     store.export(os.path.join(folder, BUFFERS_FILE), buffers=True, meta=meta)
 
@@ -52,9 +51,8 @@ def load_anchor_checkpoint(store: SQLiteAnchorStore, checkpoint: str, *, buffers
     snapshot = os.path.join(folder, BUFFERS_FILE)
     saved = _meta(snapshot)
     if not (saved.get("store_id") == store.meta("store_id") and store.text_watermark() >= int(saved["texts_upto"])):
-        for name in sorted(os.listdir(folder)):
-            if name.startswith("texts-") and name.endswith(".sqlite"):
-                store.merge_from(os.path.join(folder, name))
+        for name in _segments(folder):
+            store.merge_from(os.path.join(folder, name))
     if buffers:
         store.import_buffers(snapshot)
 
@@ -66,6 +64,11 @@ def checkpoint_buffer_rows(checkpoint: str):
         yield from snapshot.buffer_rows()
     finally:
         snapshot.close()
+
+
+def _segments(folder: str) -> list[str]:
+    """The text segment files of `folder`, oldest first (their names sort by rowid)."""
+    return sorted(n for n in os.listdir(folder) if n.startswith("texts-") and n.endswith(".sqlite"))
 
 
 def _meta(path: str) -> dict[str, str]:

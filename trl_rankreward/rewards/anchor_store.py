@@ -222,6 +222,15 @@ class SQLiteAnchorStore:
                 raise
 
     @contextlib.contextmanager
+    def _attached(self, path: str, alias: str, mode: str) -> Iterator[None]:
+        """The store file `path` attached to this connection as `alias` for the block (`mode`: ro/rwc)."""
+        self._db.execute(f"ATTACH DATABASE ? AS {alias}", (_uri(path, mode),))
+        try:
+            yield
+        finally:
+            self._db.execute(f"DETACH DATABASE {alias}")
+
+    @contextlib.contextmanager
     def _sql(self, action: str) -> Iterator[None]:
         try:
             yield
@@ -343,38 +352,31 @@ class SQLiteAnchorStore:
         for leftover in (tmp, f"{tmp}-journal"):
             if os.path.exists(leftover):
                 os.remove(leftover)
-        with self._sql(f"exporting to {path}"):
-            self._db.execute("ATTACH DATABASE ? AS export", (_uri(tmp, "rwc"),))
-            try:
-                with self._db:
-                    for statement in (_CREATE, _CREATE_BUFFERS, _CREATE_META):
-                        self._db.execute(statement.replace("IF NOT EXISTS ", "IF NOT EXISTS export."))
-                    if texts is not None:
-                        self._db.execute("INSERT INTO export.anchors SELECT key, text FROM main.anchors "
-                                         "WHERE rowid > ? AND rowid <= ?", texts)  # fmt: skip
-                    if buffers:
-                        self._db.execute("INSERT INTO export.buffers SELECT query_id, state FROM main.buffers")
-                    self._db.executemany("INSERT INTO export.meta VALUES (?, ?)", (meta or {}).items())
-                self._db.execute(f"PRAGMA export.application_id = {APPLICATION_ID}")
-                self._db.execute(f"PRAGMA export.user_version = {SCHEMA_VERSION}")
-            finally:
-                self._db.execute("DETACH DATABASE export")
+        with self._sql(f"exporting to {path}"), self._attached(tmp, "export", "rwc"):
+            with self._db:
+                for statement in (_CREATE, _CREATE_BUFFERS, _CREATE_META):
+                    self._db.execute(statement.replace("IF NOT EXISTS ", "IF NOT EXISTS export."))
+                if texts is not None:
+                    self._db.execute("INSERT INTO export.anchors SELECT key, text FROM main.anchors "
+                                     "WHERE rowid > ? AND rowid <= ?", texts)  # fmt: skip
+                if buffers:
+                    self._db.execute("INSERT INTO export.buffers SELECT query_id, state FROM main.buffers")
+                self._db.executemany("INSERT INTO export.meta VALUES (?, ?)", (meta or {}).items())
+            self._db.execute(f"PRAGMA export.application_id = {APPLICATION_ID}")
+            self._db.execute(f"PRAGMA export.user_version = {SCHEMA_VERSION}")
         durable_replace(tmp, path)
 
-    def import_buffers(self, path: str | os.PathLike) -> dict[str, str]:
-        """Replace this store's buffer structures by those of the store file `path`, in one
-        transaction; returns `path`'s meta values."""
+    def import_buffers(self, path: str | os.PathLike) -> None:
+        """Replace this store's buffer structures by those of the store file `path`, in one transaction."""
         path = os.fspath(path)
         _check_file(path, must_exist=True)
-        with self._sql(f"importing buffers from {path}"):
-            self._db.execute("ATTACH DATABASE ? AS source", (_uri(path, "ro"),))
-            try:
-                _schema_state(self._db, path, "source", allow_new=False)
-                with self._db:
-                    self._replace_buffers(path, "source")
-                return dict(self._db.execute("SELECT key, value FROM source.meta"))
-            finally:
-                self._db.execute("DETACH DATABASE source")
+        with self._sql(f"importing buffers from {path}"), self._attached(path, "source", "ro"):
+            _schema_state(self._db, path, "source", allow_new=False)
+            if not self._db.execute("SELECT 1 FROM source.sqlite_master WHERE name = 'buffers'").fetchone():
+                raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
+            with self._db:
+                self._db.execute("DELETE FROM main.buffers")
+                self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM source.buffers")
 
     def merge_from(self, path: str | os.PathLike) -> int:
         """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
@@ -389,29 +391,17 @@ class SQLiteAnchorStore:
         _check_file(path, must_exist=True)
         if os.path.exists(self.path) and os.path.samefile(path, self.path):
             return 0
-        with self._sql(f"merging {path}"):
-            self._db.execute("ATTACH DATABASE ? AS merged", (_uri(path, "ro"),))
-            try:
-                _schema_state(self._db, path, "merged", allow_new=False)
-                damage = [row[0] for row in self._db.execute("PRAGMA merged.quick_check(3)")]
-                if damage != ["ok"]:  # ~40 ms at 10^5 texts: cheap next to the merge itself
-                    raise _not_a_store(path, f"SQLite's quick_check found damage: {damage}")
-                with self._db:
-                    insert = "INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors"
-                    added = self._db.execute(insert).rowcount
-                    if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
-                        self._check_merged_texts(path)  # some keys were here before: their texts must match
-            finally:
-                self._db.execute("DETACH DATABASE merged")
+        with self._sql(f"merging {path}"), self._attached(path, "merged", "ro"):
+            _schema_state(self._db, path, "merged", allow_new=False)
+            damage = [row[0] for row in self._db.execute("PRAGMA merged.quick_check(3)")]
+            if damage != ["ok"]:  # ~40 ms at 10^5 texts: cheap next to the merge itself
+                raise _not_a_store(path, f"SQLite's quick_check found damage: {damage}")
+            with self._db:
+                insert = "INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors"
+                added = self._db.execute(insert).rowcount
+                if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
+                    self._check_merged_texts(path)  # some keys were here before: their texts must match
         return added
-
-    def _replace_buffers(self, path: str, schema: str) -> None:
-        """Inside a transaction: this store's buffers := those of the attached database `schema`."""
-        tables = {n for (n,) in self._db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")}
-        if "buffers" not in tables:
-            raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
-        self._db.execute("DELETE FROM main.buffers")
-        self._db.execute(f"INSERT INTO main.buffers SELECT query_id, state FROM {schema}.buffers")
 
     def _check_merged_texts(self, path: str) -> None:
         """Raise if some key of the attached store `merged` holds another text here."""
