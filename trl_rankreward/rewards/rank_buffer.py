@@ -152,9 +152,7 @@ class RankBufferReward(GroupRewardMethod):
         self.manager_judge = manager_judge or judge
         self.store = anchor_store if anchor_store is not None else InMemoryAnchorStore()
         self.seed = seed
-        # With an SQLite store the buffer structures live in it too (memory holds a step's changes only)
-        stored = hasattr(self.store, "write_buffers")
-        self._buffers = StoredBufferTable(self.store, clear=True) if stored else BufferTable()
+        self._buffers = self._empty_table()
         self._pending: dict[str, dict[str, Any]] = {}  # llm_lookahead: last ranked group per query
         self._journals: list[dict[str, _Saved]] = []  # one per open frozen_state() block, innermost last
 
@@ -529,16 +527,22 @@ class RankBufferReward(GroupRewardMethod):
                 f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
                 f"(first: {missing[0]}); pass the anchor_store the run used (e.g. its SQLite file)"
             )
-        stored = hasattr(self.store, "write_buffers")
-        table = StoredBufferTable(self.store, clear=True) if stored else BufferTable()
+        table = self._empty_table()
         for qid, b in state["buffers"].items():
             table.set(qid, AnchorBuffer.from_state(b))
         self._buffers = table
         self._flush()
 
+    def _empty_table(self) -> BufferTable:
+        """No buffers. With an SQLite store the buffer structures live in it too (memory holds a
+        step's changes only), and a new table clears what an earlier run left there."""
+        if isinstance(self.store, SQLiteAnchorStore):
+            return StoredBufferTable(self.store, clear=True)
+        return BufferTable()
+
     def _stored_table(self, totals: dict[str, Any]) -> StoredBufferTable:
         """The buffers of a state that keeps them in the SQLite store, checked against its totals."""
-        if not hasattr(self.store, "write_buffers"):
+        if not isinstance(self.store, SQLiteAnchorStore):
             raise ValueError(
                 "This RankBuffer state keeps its buffers in an SQLite anchor store, but this RankBufferReward has "
                 f"{type(self.store).__name__}; construct it with SQLiteAnchorStore (anchor_store='sqlite')"
