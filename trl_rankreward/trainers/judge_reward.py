@@ -330,24 +330,22 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         )
         self._failure_log = FailureLog()
         self._neutral_total = 0
+        self._card_dataset: str | None = None  # the dataset as the model card names it
         self.add_callback(_StopOnJudgeFailure(self))
         use_compact_console_log(self)
 
-    def _method_requirements(self, name: str) -> dict[str, bool]:
-        """What the reward method needs from every dataset row (references, rubrics); see `dataset_checks`."""
-        if name not in REWARD_METHODS:  # a custom method object: nothing known to check
-            return {}
-        return method_requirements(name, self._requirement_kwargs())
-
-    def _requirement_kwargs(self) -> dict[str, Any]:
+    @staticmethod
+    def _requirement_kwargs(args) -> dict[str, Any]:
         """The method options that decide what it needs from the data (RankBuffer: its `init`)."""
-        return self.args.reward_method_kwargs
+        return args.reward_method_kwargs
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
-        self.args = args  # read by _requirement_kwargs before TRL's __init__ sets it
+        """Before TRL's `__init__`: G and every dataset row against what the method needs (`dataset_checks`);
+        a custom method object (not in the registry) gets the row checks without requirements."""
+        needs: dict[str, bool] = {}
         if name in REWARD_METHODS:
             check_group_size(name, args.num_generations)
-        needs = self._method_requirements(name)
+            needs = method_requirements(name, self._requirement_kwargs(args))
         evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
         for dataset in [train_dataset, *evals]:
             if dataset is not None:
@@ -394,7 +392,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             self._launched = self._launch_judging(self._batch_inputs, prompts, output[3])
         return output
 
-    def _launch_judging(self, inputs, prompts, completions) -> PendingScore | None:
+    def _launch_judging(self, inputs, prompts, completions) -> PendingScore:
         """Every process: gather the rollouts; the main process starts scoring them (returns at once)."""
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
@@ -440,8 +438,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             )
         if mode == "train":
             self._neutral_total += scored.neutral
-        if mode == "train" and self._breaker.record(scored.neutral, scored.groups, scored.failures):
-            logger.error(f"trl-rankreward: {self._breaker.reason()}\nSaving a checkpoint and stopping.")
+            if self._breaker.record(scored.neutral, scored.groups, scored.failures):
+                logger.error(f"trl-rankreward: {self._breaker.reason()}\nSaving a checkpoint and stopping.")
 
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
@@ -482,7 +480,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
             settings=self._card_settings(),
             judge=redact_urls(_describe(method), urls),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=getattr(self, "_card_dataset", None) or _dataset_name(self.train_dataset),
+            dataset=self._card_dataset or _dataset_name(self.train_dataset),
             usage=usage,
             method_state=method.summary(),
         )

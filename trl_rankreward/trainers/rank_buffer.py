@@ -116,8 +116,9 @@ class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
     def _config_class(cls) -> type:
         return RankBufferGRPOConfig
 
-    def _requirement_kwargs(self) -> dict:
-        return {"init": self.args.buffer_init}
+    @staticmethod
+    def _requirement_kwargs(args) -> dict:
+        return {"init": args.buffer_init}
 
     def _build_reward_method(self, judge) -> GroupRewardMethod:
         from ..rewards.anchor_store import SQLiteAnchorStore
