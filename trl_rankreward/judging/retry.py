@@ -19,6 +19,7 @@ waits, at most `(max_attempts - 1) * (max_backoff_s + jitter_s)`; `worst_case_s`
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -65,15 +66,16 @@ class RetryPolicy:
             return min(float(retry_after), self.max_retry_after_s)
         if not getattr(error, "backoff", True):
             return 0.0
-        exponential = tenacity.wait_exponential_jitter(
-            initial=self.backoff_s, max=self.max_backoff_s, jitter=self.jitter_s
-        )
-        return exponential(_state_at(attempt))
+        return self._backoff_s(attempt) + random.uniform(0.0, self.jitter_s)
 
     def worst_case_s(self, timeout_s: float) -> float:
         """Longest one request can take when every try times out after `timeout_s` (no Retry-After)."""
-        waits = sum(min(self.max_backoff_s, self.backoff_s * 2 ** (n - 1)) for n in range(1, self.max_attempts))
+        waits = sum(self._backoff_s(n) for n in range(1, self.max_attempts))
         return self.max_attempts * timeout_s + waits + (self.max_attempts - 1) * self.jitter_s
+
+    def _backoff_s(self, attempt: int) -> float:
+        """The exponential part of the wait after failed try number `attempt`, before jitter."""
+        return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
 
     async def run(self, attempt: Callable[[int], Awaitable[T]]) -> T:
         """Await `attempt(n)` for n = 1, 2, ... until it returns, raises a non-retryable
@@ -88,9 +90,3 @@ class RetryPolicy:
         async for trial in retrying:
             with trial:
                 return await attempt(trial.retry_state.attempt_number)
-
-
-def _state_at(attempt: int) -> tenacity.RetryCallState:
-    state = tenacity.RetryCallState(retry_object=None, fn=None, args=(), kwargs={})
-    state.attempt_number = attempt
-    return state
