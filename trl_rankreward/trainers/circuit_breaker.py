@@ -56,7 +56,7 @@ class JudgeCircuitBreaker:
         self._recent.append((neutral, groups))
         if len(self._recent) > self.window:
             self._recent.popleft()
-        if neutral == 0 and self._failed_streak == 0 and not any(n for n, _ in self._recent):
+        if not any(n for n, _ in self._recent):
             self._messages.clear()  # a clean window: forget the last stretch's messages
         for message in failures:
             if len(self._messages) < _QUOTED and message not in self._messages:
