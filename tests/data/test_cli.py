@@ -3,7 +3,14 @@
 import datasets
 import pytest
 
-from tests.data.upstream import nectar_row, ultrafeedback_row, write_jsonl
+from tests.data.upstream import (
+    code_pair_row,
+    math_step_dpo_row,
+    nectar_row,
+    skywork_row,
+    ultrafeedback_row,
+    write_jsonl,
+)
 from trl_rankreward.cli import main
 
 
@@ -44,3 +51,35 @@ def test_bad_count_is_a_usage_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("trl-rankreward data nectar: error: argument --num_queries: expected a positive integer")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_data_rmr1_sources_from_local_files(tmp_path, capsys):
+    sky = write_jsonl(tmp_path / "sky.jsonl", [skywork_row(0), skywork_row(1, source="magpie_ultra")])
+    out = tmp_path / "sky"
+    assert main(["data", "skywork", "--source", str(sky), "--output_dir", str(out)]) == 0
+    assert len(datasets.load_from_disk(str(out))) == 1  # magpie_ultra dropped by default
+    assert "skipped: source 'magpie_ultra' dropped: 1" in capsys.readouterr().out
+    assert main(["data", "skywork", "--source", str(sky), "--drop_sources", "", "--output_dir", str(out) + "2"]) == 0
+    assert len(datasets.load_from_disk(str(out) + "2")) == 2
+
+    code = write_jsonl(tmp_path / "code.jsonl", [code_pair_row(i) for i in range(5)])
+    out = tmp_path / "code"
+    assert (
+        main(["data", "code-preference-pairs", "--source", str(code), "--num_pairs", "3", "--output_dir", str(out)])
+        == 0
+    )
+    assert datasets.load_from_disk(str(out))["source"] == ["code-preference-pairs"] * 3
+
+    math = write_jsonl(tmp_path / "math.jsonl", [math_step_dpo_row(i) for i in range(4)])
+    out = tmp_path / "math"
+    assert main(["data", "math-step-dpo", "--source", str(math), "--output_dir", str(out)]) == 0
+    assert len(datasets.load_from_disk(str(out))) == 4
+
+
+def test_data_bad_upstream_row_is_a_one_line_error(tmp_path, capsys):
+    rows = [math_step_dpo_row(1), {**math_step_dpo_row(2), "full_rejected": None}]
+    source = write_jsonl(tmp_path / "math.jsonl", rows)
+    assert main(["data", "math-step-dpo", "--source", str(source), "--output_dir", str(tmp_path / "out")]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # the lines before are progress bars
+    assert last.startswith("trl-rankreward data math-step-dpo: error: Row 1 of the xinlai/Math-Step-DPO-10K source")
+    assert "full_rejected is None; expected a string" in last

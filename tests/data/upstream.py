@@ -43,3 +43,38 @@ def ultrafeedback_row(i: int, scores=(6.0, 9.0, 6.0, 3.0)) -> dict:
         for k, s in enumerate(scores)
     ]
     return {"source": "evol_instruct", "instruction": f"instruction {i}", "models": [], "completions": completions}
+
+
+def skywork_row(i: int, *, source: str = "offsetbias", multi_turn: bool = False) -> dict:
+    """Chosen and rejected repeat the prompt turns, then differ in the last assistant message."""
+    turns = [{"role": "user", "content": f"sky question {i}"}]
+    if multi_turn:
+        turns = [{"role": "user", "content": f"hello {i}"}, {"role": "assistant", "content": "hi"}] + turns
+    return {
+        "chosen": turns + [{"role": "assistant", "content": f"sky good {i}"}],
+        "rejected": [dict(m) for m in turns] + [{"role": "assistant", "content": f"sky bad {i}"}],
+        "source": source,
+    }
+
+
+def code_pair_row(i: int) -> dict:
+    return {
+        "instruction": "",
+        "input": f"write function {i}",
+        "accepted": f"def good_{i}(): ...",
+        "rejected": f"def bad_{i}(: ...",
+        "ID": f"id-{i}",
+    }
+
+
+def math_step_dpo_row(i: int) -> dict:
+    return {
+        "dataset": "MATH" if i % 2 else "GSM8K",
+        "prompt": f"What is {i} + {i}?",
+        "initial_reason_steps": "Let's think step by step.\nStep 1: Add the numbers.\n",
+        "chosen": f"Step 2: {i} + {i} = {2 * i}.",
+        "rejected": f"Step 2: {i} + {i} = {2 * i + 1}.",
+        "full_chosen": f"Step 2: {i} + {i} = {2 * i}.\nThe answer is: {2 * i}",
+        "full_rejected": f"Step 2: {i} + {i} = {2 * i + 1}.\nThe answer is: {2 * i + 1}",
+        "answer": str(2 * i),
+    }

@@ -3,6 +3,7 @@
 trl-rankreward data nectar --output_dir data/nectar-1k                # 1,000 queries, seed 42
 trl-rankreward data ultrafeedback --output_dir data/uf-2560           # 2,560 queries
 trl-rankreward data helpsteer3 --split validation --output_dir data/hs3-val
+trl-rankreward data code-preference-pairs --output_dir data/code-8k    # 8,000 pairs, RM-R1's selection
 trl-rankreward data attach-rubrics data/nectar-1k rubrics.jsonl --output_dir data/nectar-1k-rubrics
 """
 
@@ -22,7 +23,20 @@ SOURCES = {
     "helpsteer3": ("nvidia/HelpSteer3", "preference", "train", "prepare_helpsteer3", "num_pairs", None),
     "rewardbench2": ("allenai/reward-bench-2", None, "test", "prepare_rewardbench2", "num_pairs", None),
     "ppe": ("lmarena-ai/PPE-Human-Preference-V1", None, "test", "prepare_ppe", "num_pairs", None),
+    "skywork": ("Skywork/Skywork-Reward-Preference-80K-v0.2", None, "train", "prepare_skywork", "num_pairs", None),
+    "code-preference-pairs": (
+        "Vezora/Code-Preference-Pairs",
+        None,
+        "train",
+        "prepare_code_preference_pairs",
+        "num_pairs",
+        8000,
+    ),
+    "math-step-dpo": ("xinlai/Math-Step-DPO-10K", None, "train", "prepare_math_step_dpo", "num_pairs", None),
 }
+# options of one source only: name -> [(field, default, help)]; comma-separated, passed on as a tuple
+_DROP_HELP = "comma-separated upstream `source` values to leave out (RM-R1's cleaning drops magpie_ultra; '' keeps all)"
+_LIST_OPTIONS = {"skywork": [("drop_sources", "magpie_ultra", _DROP_HELP)]}
 _JOINS = {"attach-rubrics": "attach_rubrics", "attach-rationales": "attach_rationales"}
 
 
@@ -86,6 +100,8 @@ def _source_arguments(name: str) -> type:
             ),
         ),
     ]
+    for option, option_default, option_help in _LIST_OPTIONS.get(name, []):
+        fields.append((option, str, field(default=option_default, metadata={"help": option_help})))
     if count == "num_queries":
         rubrics_help = "rubric JSONL (from `rubrics generate`) to join into the result"
         fields.append(("rubrics", str | None, field(default=None, metadata={"help": rubrics_help})))
@@ -116,7 +132,11 @@ def run(command: str, args, output: OutputArguments) -> int:
     else:
         *_, function, count, _ = SOURCES[command]
         source = data.load_source(args.source, split=args.split, config=args.source_config)
-        dataset, report = getattr(data, function)(source, **{count: getattr(args, count)}, seed=args.seed)
+        options = {
+            option: tuple(v.strip() for v in getattr(args, option).split(",") if v.strip())
+            for option, *_ in _LIST_OPTIONS.get(command, [])
+        }
+        dataset, report = getattr(data, function)(source, **{count: getattr(args, count)}, seed=args.seed, **options)
         print(f"{command}: {report}")
         if getattr(args, "rubrics", None):
             dataset = data.attach_rubrics(dataset, args.rubrics)

@@ -7,7 +7,8 @@ runs), `rubrics` (list of {text, weight}; empty until rubric generation), `refer
 
 Pairwise preference sets for R-Align: `prompt`, `response_a`, `response_b`, `label`
 ("A"/"B"), `reviews` (annotator reviews, HelpSteer3 only), `golden_rationale`, `subset`,
-`source`, `pair_id`.
+`source`, `pair_id`. The same schema holds the RM-R1 training mix that R-Align also trains
+on (Skywork-Reward-Preference-80K cleaned, Code-Preference-Pairs, Math-Step-DPO-10K).
 
 Sources are a Hub dataset id or local JSONL/parquet files in the upstream schema. Nothing
 here imports torch or trl.
@@ -26,6 +27,9 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` i
     from .preferences import prepare_helpsteer3 as prepare_helpsteer3
     from .preferences import prepare_ppe as prepare_ppe
     from .preferences import prepare_rewardbench2 as prepare_rewardbench2
+    from .rmr1 import prepare_code_preference_pairs as prepare_code_preference_pairs
+    from .rmr1 import prepare_math_step_dpo as prepare_math_step_dpo
+    from .rmr1 import prepare_skywork as prepare_skywork
     from .sources import SchemaError as SchemaError
     from .sources import load_source as load_source
     from .sources import save_dataset as save_dataset
@@ -42,6 +46,9 @@ _EXPORTS = {
     "prepare_helpsteer3": ".preferences",
     "prepare_rewardbench2": ".preferences",
     "prepare_ppe": ".preferences",
+    "prepare_skywork": ".rmr1",
+    "prepare_code_preference_pairs": ".rmr1",
+    "prepare_math_step_dpo": ".rmr1",
     "attach_rubrics": ".join",
     "attach_rationales": ".join",
 }

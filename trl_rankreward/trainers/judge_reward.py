@@ -59,6 +59,7 @@ from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
 from .grouping import reward_row
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
 from .model_card import add_section, redact_urls, training_section
+from .ppo import CriticConfig, CriticPPOMixin, critic_card_settings
 from .sampling import EpochSeededRepeatSampler
 
 logger = logging.get_logger(__name__)
@@ -67,8 +68,8 @@ JUDGE_USAGE_NAME = "judge_usage.json"
 
 
 @dataclass
-class JudgeRewardGRPOConfig(GRPOConfig):
-    """`GRPOConfig` plus the judge and the group reward method.
+class JudgeRewardGRPOConfig(CriticConfig, GRPOConfig):
+    """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
     With `judge_base_urls` empty the judge is the embedded `EmbeddingJudge` (offline,
     ranks by similarity to the query's `references`); otherwise an `LLMJudge` over an
@@ -282,7 +283,7 @@ def build_judge(args: JudgeRewardGRPOConfig):
     )
 
 
-class JudgeRewardGRPOTrainer(GRPOTrainer):
+class JudgeRewardGRPOTrainer(CriticPPOMixin, GRPOTrainer):
     """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
 
     Args:
@@ -372,10 +373,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         """Column 0: the group method's rewards; further columns: the TRL `reward_funcs` given beside it."""
         group_column = self._group_rewards(inputs, prompts, completions)
         if len(self.reward_funcs) == 1:
-            return group_column.unsqueeze(1)
+            return self._keep_rewards(group_column.unsqueeze(1))
         columns = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         columns[:, 0] = group_column  # TRL left it NaN (`_RewardColumn` returns None)
-        return columns
+        return self._keep_rewards(columns)
 
     def _generate_and_score_completions(self, inputs):
         self._batch_inputs = inputs  # for `_generate`, which TRL calls with the prompts only
@@ -493,7 +494,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainer):
         own = {f.name: getattr(args, f.name) for f in fields(args) if f.name not in common and "path" not in f.name}
         return {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
                 "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
-                "judge_max_tokens": args.judge_max_tokens, **args.reward_method_kwargs, **own}  # fmt: skip
+                "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **args.reward_method_kwargs,
+                **own}  # fmt: skip
 
     # ---- stopping on judge failure, and resuming from the last complete checkpoint ------------------
 

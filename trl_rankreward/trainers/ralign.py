@@ -6,10 +6,11 @@ shown in a seeded A/B order; the reward is R-Align's rationale-aware table
 (`rewards.ralign_reward`: MetaRM asked only about label-correct answers) or, with
 `reward_mode="outcome"`, the GenRM-RLVR baseline (label correctness only).
 
-PPO note: the paper optimizes with PPO. TRL removed `PPOTrainer` and value-head models
-(PR #7020); its clipped on-policy trainers are GRPO and RLOO, so this trainer subclasses
-`GRPOTrainer` (clipped surrogate, group-mean baseline instead of a learned critic). A
-critic-based PPO variant is separate work.
+Algorithm: the paper optimizes with PPO (Sec. 5, App. D). TRL removed `PPOTrainer` and
+value-head models, so this trainer adds a learned critic to TRL's GRPO machinery
+(`trainers.ppo`): `advantage_estimator="gae"` (the default here, as the paper) trains a value
+model beside the GenRM and uses per-token GAE advantages; `"group"` is GRPO's group-mean
+baseline (no critic).
 
 The reward is per sample (no group coupling), so a plain TRL async reward function is the
 whole hook: partial groups across processes are fine, and each process meta-judges its own
@@ -33,15 +34,24 @@ from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .console_log import use_compact_console_log
 from .model_card import add_section, redact_urls, training_section
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, CriticPPOMixin, critic_card_settings
+from .sampling import EpochSeededRepeatSampler
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
 
 
 @dataclass
-class RAlignGenRMConfig(GRPOConfig):
-    """GRPOConfig plus R-Align's reward and MetaRM settings (defaults documented in docs/ralign.md)."""
+class RAlignGenRMConfig(CriticConfig, GRPOConfig):
+    """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md)."""
 
+    advantage_estimator: str = field(
+        default="gae",
+        metadata={
+            "help": "'gae': PPO with a learned critic, as the paper (Sec. 5); 'group': GRPO's group baseline.",
+            "choices": list(ADVANTAGE_ESTIMATORS),
+        },
+    )
     reward_mode: str = field(
         default="ralign",
         metadata={"help": "'ralign': R_overall (label AND MetaRM-consistent rationale); 'outcome': GenRM-RLVR."},
@@ -190,7 +200,7 @@ def step_metrics(statuses: list[str], meta_calls: int) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if v is not None}
 
 
-class RAlignGenRMTrainer(GRPOTrainer):
+class RAlignGenRMTrainer(CriticPPOMixin, GRPOTrainer):
     """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward).
 
     Args:
@@ -251,6 +261,7 @@ class RAlignGenRMTrainer(GRPOTrainer):
                 "metarm_model": args.metarm_model,
                 "num_generations": args.num_generations,
                 "learning_rate": args.learning_rate,
+                **critic_card_settings(args),
             },  # fmt: skip
             judge=redact_urls(describe() if describe else repr(judge), list(args.metarm_base_urls or [])),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
@@ -259,6 +270,10 @@ class RAlignGenRMTrainer(GRPOTrainer):
             method_state={},
         )
         add_section(os.path.join(args.output_dir, "README.md"), section)
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
+        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
 
     @staticmethod
     def _with_genrm_prompts(dataset, seed: int):

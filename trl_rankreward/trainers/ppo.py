@@ -1,0 +1,410 @@
+"""PPO with a learned critic on TRL's GRPOTrainer: `advantage_estimator="gae"`.
+
+TRL 1.16 has no PPO trainer (its `PPOTrainer` and value-head models were removed), so the
+package adds the critic to TRL's GRPO machinery instead of copying an old trainer: TRL still
+generates (vLLM or transformers), computes old-policy and reference log-probs, the rewards
+and the clipped policy surrogate (`loss_type`, `epsilon`, `beta`, `num_iterations`). With
+`advantage_estimator="gae"` the mixin
+
+1. after TRL scored the batch, runs the critic (`critic.ValueModel`) over prompt + completion,
+   puts each completion's reward (the weighted sum of the reward columns) on its last token,
+   minus an optional per-token KL penalty to the reference model (`kl_in_reward_coef`, classic
+   RLHF PPO), and replaces TRL's group advantages by per-token GAE advantages (`advantages`),
+   whitened over the whole batch on every process alike;
+2. adds the clipped value loss on the critic to every micro-batch's backward, and steps the
+   critic's own AdamW right after the policy's optimizer step (`_CriticStep`);
+3. saves the critic and its optimizer in every checkpoint (`critic/`) and restores both on resume.
+
+No groups are needed: `num_generations=1` is allowed with "gae" (G > 1 works too). With
+`advantage_estimator="group"` (the default of the judge-reward trainers) nothing here runs.
+
+Defaults (`CriticConfig`) follow common PPO-for-LLM practice: gamma 1.0, lam 0.95, value clip
+0.2, vf_coef 0.1 (TRL's former `PPOConfig`); a critic learning rate of 9e-6 (OpenRLHF's PPO
+examples). Logged under `ppo/` (docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import torch
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.utils import logging
+from trl import GRPOConfig, GRPOTrainer
+
+from .advantages import (
+    clipped_value_loss,
+    explained_variance,
+    generalized_advantages,
+    masked_whiten,
+    token_rewards,
+)
+from .critic import ValueModel, completion_values
+from .sampling import EpochSeededRepeatSampler
+
+logger = logging.get_logger(__name__)
+
+CRITIC_DIR = "critic"
+CRITIC_OPTIMIZER_NAME = "critic_optimizer.pt"
+ADVANTAGE_ESTIMATORS = ("group", "gae")
+
+
+class _OneGeneration(int):
+    """The int 1, seen by `GRPOConfig.__post_init__` only: its rule "at least 2 generations per
+    prompt" exists for the group baseline, which a critic replaces. Replaced by a plain 1 after."""
+
+    def __lt__(self, other):
+        return False if other == 2 else int(self) < other
+
+
+@dataclass
+class CriticConfig:
+    """PPO-with-critic fields, mixed into the package's GRPO-based configs (see `trainers.ppo`)."""
+
+    advantage_estimator: str = field(
+        default="group",
+        metadata={
+            "help": "'group': GRPO's group-relative advantages (TRL). 'gae': PPO with a learned critic "
+            "(per-token GAE; works with num_generations=1).",
+            "choices": list(ADVANTAGE_ESTIMATORS),
+        },
+    )
+    critic_model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Causal LM whose backbone initializes the critic (Hub id or folder). None: the policy's own "
+            "checkpoint (or a copy of an in-memory policy)."
+        },
+    )
+    critic_learning_rate: float = field(default=9e-6, metadata={"help": "AdamW learning rate of the critic."})
+    gamma: float = field(default=1.0, metadata={"help": "GAE discount factor over completion tokens."})
+    lam: float = field(default=0.95, metadata={"help": "GAE lambda (bias-variance trade-off)."})
+    vf_coef: float = field(
+        default=0.1, metadata={"help": "Weight of the value loss (scales the critic's gradient before clipping)."}
+    )
+    cliprange_value: float = field(
+        default=0.2, metadata={"help": "Clip range of the value update around the rollout-time values."}
+    )
+    whiten_advantages: bool = field(
+        default=True, metadata={"help": "Normalize the GAE advantages to mean 0, std 1 over the batch."}
+    )
+    kl_in_reward_coef: float = field(
+        default=0.0,
+        metadata={
+            "help": "Per-token KL penalty to the reference model folded into the reward (classic RLHF PPO, e.g. "
+            "0.05); independent of TRL's KL-in-loss `beta`."
+        },
+    )
+
+    def __post_init__(self):
+        if self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
+            raise ValueError(
+                f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {self.advantage_estimator!r}"
+            )
+        single = self.advantage_estimator == "gae" and self.num_generations == 1
+        if single:
+            self.num_generations = _OneGeneration(1)
+        super().__post_init__()
+        if single:
+            self.num_generations = 1
+        for name in ("gamma", "lam"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        for name in ("critic_learning_rate", "vf_coef", "cliprange_value"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.kl_in_reward_coef < 0:
+            raise ValueError(f"kl_in_reward_coef must be >= 0, got {self.kl_in_reward_coef}")
+        if self.advantage_estimator == "group" and self.kl_in_reward_coef:
+            raise ValueError(
+                f"kl_in_reward_coef={self.kl_in_reward_coef} needs advantage_estimator='gae' (the penalty is a "
+                "per-token reward); with 'group' use TRL's beta (KL in the loss)"
+            )
+
+
+def critic_card_settings(args: CriticConfig) -> dict:
+    """The advantage estimator, and with "gae" the critic's settings, for the model card."""
+    if args.advantage_estimator != "gae":
+        return {"advantage_estimator": args.advantage_estimator}
+    names = ("advantage_estimator", "critic_model_name_or_path", "critic_learning_rate", "gamma", "lam", "vf_coef",
+             "cliprange_value", "whiten_advantages", "kl_in_reward_coef")  # fmt: skip
+    return {name: getattr(args, name) for name in names}
+
+
+class CriticPPOMixin:
+    """Adds the critic to a GRPOTrainer subclass; put it first among the bases (see module docstring).
+
+    A subclass that overrides `_calculate_rewards` without calling super passes its result
+    through `self._keep_rewards(...)`, which the critic reads.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.critic = self.critic_optimizer = None
+        self._kept_rewards: torch.Tensor | None = None
+        if self.args.advantage_estimator == "gae":
+            self._init_critic()
+
+    # ---- setup ------------------------------------------------------------------------------------
+
+    def _init_critic(self) -> None:
+        args = self.args
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
+            raise NotImplementedError(
+                "advantage_estimator='gae' runs on one device or with DDP (accelerate multi-GPU / multi-CPU); "
+                "DeepSpeed and FSDP are not supported for the critic yet. Launch without them, or use "
+                "advantage_estimator='group'."
+            )
+        critic = self._build_critic()
+        if args.activation_checkpointing:  # as the policy (TRL's default: on)
+            critic.backbone.activation_checkpointing_enable(args.gradient_checkpointing_kwargs)
+        for module in critic.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0  # deterministic values: old and new values differ by the update only
+        self.critic_optimizer = torch.optim.AdamW(
+            critic.parameters(), lr=args.critic_learning_rate, weight_decay=args.weight_decay
+        )
+        self.critic = self.accelerator.prepare_model(critic)
+        self.add_callback(_CriticStep(self))
+        if args.kl_in_reward_coef and self.ref_model is None and not self._is_peft():
+            self.ref_model = self._build_reference()
+        logger.warning(
+            f"trl-rankreward: PPO with a critic ({self._critic_source()}), gamma={args.gamma}, lam={args.lam}, "
+            f"kl_in_reward_coef={args.kl_in_reward_coef}, beta={args.beta}"
+        )
+
+    def _critic_source(self) -> str:
+        return self.args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
+
+    def _policy_path(self) -> str | None:
+        return getattr(self.accelerator.unwrap_model(self.model).config, "_name_or_path", None) or None
+
+    def _build_critic(self) -> ValueModel:
+        dtype = self.accelerator.unwrap_model(self.model).dtype
+        path = self.args.critic_model_name_or_path or (None if self._is_peft() else self._policy_path())
+        if self._is_peft() and not self.args.critic_model_name_or_path:
+            path = self.accelerator.unwrap_model(self.model).get_base_model().config._name_or_path
+        if path:
+            return ValueModel.from_pretrained(path, dtype=dtype)
+        return ValueModel.from_policy(self.accelerator.unwrap_model(self.model))
+
+    def _build_reference(self):
+        from trl.trainer.utils import add_fused_lm_head, create_model_from_path
+
+        path = self._policy_path()
+        if not path:
+            raise ValueError(
+                "kl_in_reward_coef > 0 needs the reference model, loaded from the policy's path, but the policy was "
+                "passed in memory without one; pass the model as a path (or set beta > 0 so TRL builds it)"
+            )
+        reference = create_model_from_path(path, dtype=self.accelerator.unwrap_model(self.model).dtype)
+        # TRL computes log-probs through a fused LM head it adds to its models; the reference needs it too.
+        add_fused_lm_head(reference, temperature=self.temperature, cast_lm_head_to_fp32=self.args.cast_lm_head_to_fp32)
+        return self.accelerator.prepare_model(reference, evaluation_mode=True)
+
+    def _is_peft(self) -> bool:
+        return hasattr(self.accelerator.unwrap_model(self.model), "peft_config")
+
+    # ---- rollout: values, per-token rewards, GAE ------------------------------------------------
+
+    def _keep_rewards(self, columns: torch.Tensor) -> torch.Tensor:
+        """Remember the gathered reward columns (B_total, n_funcs) of this batch for the critic."""
+        self._kept_rewards = columns
+        return columns
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        return self._keep_rewards(super()._calculate_rewards(inputs, prompts, completions, completion_ids_list))
+
+    def _generate_and_score_completions(self, inputs):
+        self._kept_rewards = None
+        output = super()._generate_and_score_completions(inputs)
+        if self.critic is not None:
+            self._replace_advantages(output)
+        return output
+
+    def _replace_advantages(self, output: dict) -> None:
+        """TRL's group advantages -> per-token GAE advantages; adds `old_values` and `returns`."""
+        args, mode = self.args, "train" if self.model.training else "eval"
+        mask = output["completion_mask"].float()
+        scores, scorable = self._local_scores(mask.size(0))
+        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        with torch.no_grad():
+            values = self._critic_values(ids, attention, output["prompt_ids"].size(1), mask.size(1)) * mask
+            kl = self._kl_to_reference(output, ids, attention) if args.kl_in_reward_coef else None
+        rewards = token_rewards(scores, mask, kl, args.kl_in_reward_coef)
+        advantages, returns = generalized_advantages(rewards, values, mask, args.gamma, args.lam)
+        # A completion no reward function scored carries no signal: no advantage, nothing to regress.
+        advantages = advantages * scorable[:, None]
+        returns = torch.where(scorable[:, None], returns, values)
+        mean, std = self._global_mean_std(advantages, mask)
+        self._log_rollout(mode, advantages, returns, values, mask, kl, mean, std)
+        if args.whiten_advantages:
+            advantages = masked_whiten(advantages, mask, mean, std)
+        output["advantages"], output["old_values"], output["returns"] = advantages, values, returns
+
+    def _local_scores(self, local_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """This process's completions' scalar rewards (weighted sum of the columns) and which are scorable."""
+        if self._kept_rewards is None:
+            raise RuntimeError(
+                f"{type(self).__name__} overrides _calculate_rewards without passing its result through "
+                "self._keep_rewards(...): the critic has no rewards to learn from"
+            )
+        columns = self._kept_rewards
+        weights = self.reward_weights.to(columns.device).unsqueeze(0)
+        scores = (columns * weights).nansum(dim=1)
+        scorable = ~torch.isnan(columns).all(dim=1)
+        start = self.accelerator.process_index * local_size
+        return scores[start : start + local_size], scorable[start : start + local_size]
+
+    def _critic_values(self, ids, attention, prompt_length: int, completion_length: int) -> torch.Tensor:
+        """Values of the completion states (B, T), computed in micro-batches like TRL's log-probs."""
+        chunk = self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
+        parts = [self.critic(ids[i : i + chunk], attention[i : i + chunk]) for i in range(0, ids.size(0), chunk)]
+        return completion_values(torch.cat(parts), prompt_length, completion_length).float()
+
+    def _kl_to_reference(self, output: dict, ids, attention) -> torch.Tensor:
+        """log pi_old - log pi_ref per completion token (the k1 estimator of RLHF PPO's reward penalty)."""
+        length, chunk = output["completion_ids"].size(1), self.args.per_device_train_batch_size
+        policy = output.get("old_per_token_logps")
+        if policy is None:
+            policy, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, length, chunk)
+        reference = output.get("ref_per_token_logps")
+        if reference is None and self.ref_model is not None:
+            reference, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, attention, length, chunk)
+        elif reference is None:  # PEFT: the base model is the policy with its adapter off
+            with self.accelerator.unwrap_model(self.model).disable_adapter():
+                reference, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, length, chunk)
+        return policy - reference
+
+    def _global_mean_std(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and std of `x` over the real tokens of every process (all ranks get the same numbers)."""
+        sums = torch.stack([(x * mask).sum(), (x * x * mask).sum(), mask.sum()])
+        total, square, count = self.accelerator.reduce(sums, reduction="sum").tolist()
+        count = max(count, 1.0)
+        mean = total / count
+        var = max(square / count - mean * mean, 0.0)
+        return torch.tensor(mean, device=x.device), torch.tensor(var**0.5, device=x.device)
+
+    def _log_rollout(self, mode, advantages, returns, values, mask, kl, adv_mean, adv_std) -> None:
+        metrics = self._metrics[mode]
+        ret_mean, ret_std = self._global_mean_std(returns, mask)
+        metrics["ppo/advantage_mean"].append(adv_mean.item())
+        metrics["ppo/advantage_std"].append(adv_std.item())
+        metrics["ppo/return_mean"].append(ret_mean.item())
+        metrics["ppo/return_std"].append(ret_std.item())
+        metrics["ppo/value_mean"].append(self._global_mean_std(values, mask)[0].item())
+        variance = explained_variance(values, returns, mask)
+        metrics["ppo/explained_variance"].append(
+            self.accelerator.gather(torch.tensor([variance], device=mask.device)).nanmean().item()
+        )
+        if kl is not None:
+            metrics["ppo/kl_in_reward"].append(self._global_mean_std(kl, mask)[0].item())
+
+    # ---- training: the value loss beside TRL's policy loss ---------------------------------------
+
+    def _compute_loss(self, model, inputs):
+        loss = super()._compute_loss(model, inputs)
+        if self.critic is not None and "returns" in inputs:
+            self._critic_backward(inputs)
+        return loss
+
+    def _critic_backward(self, inputs) -> None:
+        """Clipped value loss of this micro-batch; backward in train mode (the step is `_CriticStep`)."""
+        mode = "train" if self.model.training else "eval"
+        mask = inputs["completion_mask"].float()
+        ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+        attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+        new_values = completion_values(self.critic(ids, attention), inputs["prompt_ids"].size(1), mask.size(1))
+        loss, clip_fraction = clipped_value_loss(
+            new_values.float(), inputs["old_values"], inputs["returns"], mask, self.args.cliprange_value
+        )
+        if mode == "train":
+            (self.args.vf_coef * loss / self.current_gradient_accumulation_steps).backward()
+        stats = self.accelerator.gather(torch.stack([loss.detach(), clip_fraction.detach()])[None]).mean(dim=0)
+        self._metrics[mode]["ppo/value_loss"].append(stats[0].item())
+        self._metrics[mode]["ppo/value_clip_frac"].append(stats[1].item())
+
+    def _step_critic(self) -> None:
+        if self.args.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.args.max_grad_norm)
+        self.critic_optimizer.step()
+        self.critic_optimizer.zero_grad(set_to_none=True)
+
+    # ---- checkpoints ------------------------------------------------------------------------------
+
+    def _save_checkpoint(self, model, trial):
+        if self.critic is not None and self.accelerator.is_main_process:
+            folder = os.path.join(
+                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            )
+            self.accelerator.unwrap_model(self.critic).save(os.path.join(folder, CRITIC_DIR))
+            torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER_NAME))
+        super()._save_checkpoint(model, trial)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None or self.critic is None:
+            return
+        folder, optimizer = os.path.join(checkpoint, CRITIC_DIR), os.path.join(checkpoint, CRITIC_OPTIMIZER_NAME)
+        missing = [p for p in (folder, optimizer) if not os.path.exists(p)]
+        if missing:
+            raise FileNotFoundError(
+                f"Resuming PPO (advantage_estimator='gae') from {checkpoint}, which lacks {', '.join(missing)}: the "
+                "checkpoint holds no critic (written with advantage_estimator='group' or by plain TRL). Resume from a "
+                "checkpoint of a 'gae' run, or start a new run."
+            )
+        self.accelerator.unwrap_model(self.critic).load(folder)
+        state = torch.load(optimizer, map_location=self.accelerator.device, weights_only=True)
+        self.critic_optimizer.load_state_dict(state)
+
+
+class _CriticStep(TrainerCallback):
+    """Steps the critic's optimizer right after the policy's (once per optimizer step, all ranks)."""
+
+    def __init__(self, trainer: CriticPPOMixin):
+        self.trainer = trainer
+
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        self.trainer._step_critic()
+        return control
+
+
+@dataclass
+class CriticPPOConfig(CriticConfig, GRPOConfig):
+    """`GRPOConfig` plus the critic (`CriticConfig`), with "gae" as the default: PPO for plain TRL reward functions."""
+
+    advantage_estimator: str = field(
+        default="gae",
+        metadata={"help": "'gae': PPO with a learned critic; 'group': GRPO.", "choices": list(ADVANTAGE_ESTIMATORS)},
+    )
+
+
+class CriticPPOTrainer(CriticPPOMixin, GRPOTrainer):
+    """PPO with a learned critic for any TRL reward functions: `GRPOTrainer`'s arguments, a `CriticPPOConfig`.
+
+    trainer = CriticPPOTrainer("Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=CriticPPOConfig(
+        output_dir="out", num_generations=1), train_dataset=dataset)
+    """
+
+    def __init__(self, model, reward_funcs, args: CriticPPOConfig | None = None, **kwargs):
+        if not isinstance(args, CriticConfig):
+            raise TypeError(f"CriticPPOTrainer needs args=CriticPPOConfig(...), got {type(args).__name__}")
+        super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
+        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
+
+
+__all__ = [
+    "ADVANTAGE_ESTIMATORS",
+    "CRITIC_DIR",
+    "CriticConfig",
+    "CriticPPOConfig",
+    "CriticPPOMixin",
+    "CriticPPOTrainer",
+    "critic_card_settings",
+]
