@@ -6,7 +6,9 @@ epoch (the policy improving). A `SimulatedJudge` (Thurstone noise) answers every
 For each configuration the script prints, per epoch, the judge calls per group (coarse,
 fine, total), the mean buffer size, and the Kendall tau (scipy, tau-b) between the
 produced rewards and the rollouts' latent qualities (a group ranked as one tie counts 0).
-`full_listwise` (one listwise call over the whole group) is shown for reference. Nothing is
+`listwise_group` (the registered method: one listwise call over the whole group) and
+`rank_buffer_plus` (our variant with more looks per rollout, docs/methods.md) are shown for
+reference; their buffer column is 0 and the variant's mean buffer size. Nothing is
 asserted: it is a measurement, not a test.
 
     PYTHONPATH=. python benchmarks/rank_buffer_fidelity.py --queries 50 --epochs 4 --noise 0 0.3 1.0
@@ -22,11 +24,11 @@ import statistics
 
 from scipy.stats import kendalltau
 
-from trl_rankreward.judging.protocol import ask
-from trl_rankreward.judging.requests import ListwiseRequest
 from trl_rankreward.judging.tokens import ApproxCounter
-from trl_rankreward.rewards.base import Group, GroupRewardMethod, RankOutcome, require
+from trl_rankreward.rewards.base import Group
+from trl_rankreward.rewards.listwise_group import ListwiseGroupReward
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
+from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward
 from trl_rankreward.testing import SimulatedJudge
 
 RUBRICS = [{"text": "Correct and complete", "weight": 5}, {"text": "Clear", "weight": 2}]
@@ -60,26 +62,15 @@ def _tau(rewards, latent) -> float:
     return 0.0 if math.isnan(tau) else float(tau)
 
 
-class FullListwise(GroupRewardMethod):
-    """Reference point: one listwise call ranks the whole group (no buffer)."""
-
-    async def score_group(self, group, candidates, *, epoch, step):
-        request = ListwiseRequest(query=group.query, rubrics=group.rubrics, query_id=group.query_id, step=step,
-                                  candidates=tuple(candidates.answers))  # fmt: skip
-        (order,) = require([await ask(self.judge, request)])
-        return RankOutcome([[u] for u in order])
-
-    def anchors(self, query_id):
-        return []
-
-
 async def run_config(args, variant: str, noise: float) -> list[dict[str, float]]:
     quality, world = make_world(
         args.queries, args.epochs, args.group_size, args.start, args.rise, args.spread, args.seed
     )
     judge = SimulatedJudge(quality, noise=noise, seed=args.seed, token_counter=ApproxCounter())
-    if variant == "full_listwise":
-        method = FullListwise(judge)
+    if variant == "listwise_group":
+        method = ListwiseGroupReward(judge)
+    elif variant == "rank_buffer_plus":
+        method = RankBufferPlusReward(judge, init="nectar", inactivity_epochs=args.H)
     else:
         method = RankBufferReward(judge, k0=args.k0, init="nectar", inactivity_epochs=args.H, variant=variant)
     rows, step = [], 0
@@ -96,8 +87,8 @@ async def run_config(args, variant: str, noise: float) -> list[dict[str, float]]
                     taus.append(_tau(res.rewards, latent))
         delta = judge.ledger.snapshot() - before
         coarse = delta.parsed_by_kind.get("coarse", 0) / n_groups
-        fine = delta.parsed_by_kind.get("listwise", 0) / n_groups
-        sizes = [len(method.anchors(g.query_id)) for g, _ in epoch_groups]
+        fine = delta.parsed_by_kind.get("listwise", 0) / n_groups  # every listwise call: fine, joint or look
+        sizes = [len(getattr(method, "anchors", lambda q: [])(g.query_id)) for g, _ in epoch_groups]
         rows.append(
             {
                 "epoch": e,
@@ -123,8 +114,9 @@ def main(argv=None) -> None:
     p.add_argument(
         "--variants",
         nargs="+",
-        default=["dynamic", "static", "coarse_only", "full_listwise"],
-        help="RankBuffer variants; full_listwise = one listwise call per whole group, for reference. "
+        default=["dynamic", "static", "coarse_only", "listwise_group", "rank_buffer_plus"],
+        help="RankBuffer variants; listwise_group = one listwise call per whole group, rank_buffer_plus = "
+        "our variant with its defaults, for reference. "
         "(order_only equals dynamic here: SimulatedJudge knows anchor qualities without their texts)",
     )
     p.add_argument("--start", type=float, default=-1.5, help="mean latent rollout quality in epoch 0")

@@ -12,7 +12,7 @@ BASELINES = ["pointwise", "gdpo", "rrc_scr", "rrc_agr", "pairwise_rank", "tourna
 
 
 def test_names():
-    assert REWARD_METHODS == (*BASELINES, "rank_buffer", "matrix", "genrm")
+    assert REWARD_METHODS == (*BASELINES, "rank_buffer", "rank_buffer_plus", "listwise_group", "matrix", "genrm")
 
 
 @pytest.mark.parametrize("name", BASELINES)

@@ -1,6 +1,7 @@
 """SimulatedJudge: exact verdicts at noise 0, determinism, biases, failures, ledger."""
 
 import asyncio
+import statistics
 
 import pytest
 
@@ -15,6 +16,7 @@ from trl_rankreward.judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
+from trl_rankreward.judging.seeding import seeded_rng, text_id
 from trl_rankreward.judging.tokens import ApproxCounter, count_message_tokens
 from trl_rankreward.testing.simulated_judge import SimulatedJudge
 
@@ -229,3 +231,60 @@ def test_bad_configuration_is_rejected():
     judge = SimulatedJudge({"x": 1.0}, token_counter=ApproxCounter())
     with pytest.raises(LookupError, match="no entry"):
         ask(judge, PairwiseRequest, a="x", b="missing")
+
+
+def test_text_noise_is_a_fixed_offset_per_query_and_text():
+    # x and y have equal latent quality and there is no per-call noise: a pairwise verdict is
+    # decided by the offsets t(q, x) - t(q, y) alone, the same in every one of 20 repeats
+    judge = SimulatedJudge({"x": 0.0, "y": 0.0}, text_noise=1.0, seed=5, token_counter=ApproxCounter())
+    verdicts = {ask(judge, PairwiseRequest, a="x", b="y") for _ in range(20)}
+    expected = "A" if judge.text_offset("q", "x") > judge.text_offset("q", "y") else "B"
+    assert verdicts == {expected}
+    # the offset is text_noise times the unit normal drawn from seeded_rng(seed, "text", query, text_id)
+    assert judge.text_offset("q", "x") == seeded_rng(5, "text", "q", text_id("x")).gauss(0.0, 1.0)
+    # it depends on the query: over 200 query ids, x wins about half the time (Binomial sd 7)
+    wins = sum(ask(judge, PairwiseRequest, a="x", b="y", query_id=f"q{i}") == "A" for i in range(200))
+    assert 60 <= wins <= 140
+    assert SimulatedJudge({"x": 0.0}).text_offset("q", "x") == 0.0  # default: no offset
+
+
+def test_text_noise_adds_to_the_latent_in_every_request_type():
+    judge = SimulatedJudge({"x": 5.0}, text_noise=0.5, seed=1, token_counter=ApproxCounter())
+    # pointwise: the perceived quality 5 + t(q, x), clipped to [0, 10] (t is ~N(0, 0.25), far from clipping)
+    assert ask(judge, PointwiseRequest, response="x") == pytest.approx(5.0 + judge.text_offset("q", "x"))
+
+
+def test_listwise_noise_grows_with_the_texts_shown():
+    judge = SimulatedJudge({}, noise=1.0, listwise_noise_growth=0.05, token_counter=ApproxCounter())
+    texts = [f"t{i}" for i in range(8)]
+    # g = 1 + 0.05 * (n - 2): 8 rollouts -> 1.3; a coarse call with 4 anchors shows n = 5 -> 1.15; a pair -> 1
+    assert judge.noise_scale(ListwiseRequest(query="Q", candidates=texts), 8) == pytest.approx(1.3)
+    assert judge.noise_scale(CoarseRequest(query="Q", anchors=texts[:4], candidate="c"), 5) == pytest.approx(1.15)
+    assert judge.noise_scale(PairwiseRequest(query="Q", a="x", b="y"), 2) == 1.0
+    assert judge.noise_scale(ListwiseRequest(query="Q", candidates=texts[:2]), 2) == 1.0
+
+
+def test_listwise_noise_growth_widens_the_perceived_qualities():
+    # 50 texts of quality 0 in one listwise call: the perceived qualities are the noise draws, with
+    # sd noise * (1 + 0.5 * 48) = 25; without growth sd 1. Sample sd of 50 draws is within +-25% w.h.p.
+    texts = [f"t{i}" for i in range(50)]
+    request = ListwiseRequest(query="Q", query_id="q", candidates=texts)
+    for growth, sd in ((0.5, 25.0), (0.0, 1.0)):
+        judge = SimulatedJudge(dict.fromkeys(texts, 0.0), noise=1.0, listwise_noise_growth=growth)
+        assert statistics.stdev(run(judge.qualities(request, texts))) == pytest.approx(sd, rel=0.25)
+
+
+def test_zero_realism_terms_keep_the_old_answers():
+    quality = {"x": 0.0, "y": 0.1}
+    requests = _noisy_requests()
+    plain = _verdicts(SimulatedJudge(quality, noise=1.0, seed=3, token_counter=ApproxCounter()), requests)
+    zero = SimulatedJudge(quality, noise=1.0, seed=3, text_noise=0.0, listwise_noise_growth=0.0)
+    zero.token_counter = ApproxCounter()
+    assert _verdicts(zero, requests) == plain
+
+
+@pytest.mark.parametrize(("field", "message"), [("text_noise", "text_noise is a standard deviation"),
+                                                ("listwise_noise_growth", "listwise_noise_growth is the noise")])  # fmt: skip
+def test_negative_realism_terms_are_refused(field, message):
+    with pytest.raises(ValueError, match=message):
+        SimulatedJudge({}, **{field: -0.1})

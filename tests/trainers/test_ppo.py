@@ -144,3 +144,32 @@ def test_config_checks():
         JudgeRewardGRPOConfig(**common, num_generations=3, kl_in_reward_coef=0.1)
     with pytest.raises(ValueError, match="lam must be in"):
         CriticPPOConfig(**common, num_generations=1, lam=1.5)
+
+
+@pytest.mark.timeout(600)
+def test_two_process_ppo_keeps_critic_replicas_equal(tiny_model_dir, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.trainers.test_multiprocess import ROOT, _free_port
+
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch",
+        "--config_file", str(ROOT / "accelerate_configs" / "multi_cpu.yaml"),
+        "--main_process_port", str(_free_port()),
+        str(ROOT / "tests" / "trainers" / "ppo_multiprocess_train.py"), tiny_model_dir, str(tmp_path),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rank0, rank1 = (json.loads((tmp_path / f"rank{i}.json").read_text()) for i in (0, 1))
+    # The critic trained (weights moved) and DDP kept both replicas identical, like the policy's.
+    assert rank0["critic"] != rank0["critic_before"]
+    assert rank0["critic"] == pytest.approx(rank1["critic"], rel=1e-9)
+    assert rank0["policy"] == pytest.approx(rank1["policy"], rel=1e-9)
+    # Statistics are gathered over both processes: every rank logs the same numbers.
+    assert len(rank0["ppo/value_loss"]) == 3
+    assert rank0["ppo/value_loss"] == rank1["ppo/value_loss"]
+    assert rank0["ppo/advantage_std"] == rank1["ppo/advantage_std"]
+    assert (tmp_path / "checkpoint-3" / "critic" / "value_head.safetensors").exists()

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` i
     from .base import GroupResult as GroupResult
     from .base import GroupRewardMethod as GroupRewardMethod
     from .genrm_reward import GenRMPairwiseReward as GenRMPairwiseReward
+    from .listwise_group import ListwiseGroupReward as ListwiseGroupReward
     from .matrix_reward import MatrixReward as MatrixReward
     from .pairwise import PairwiseRankReward as PairwiseRankReward
     from .pairwise import PairwiseWinRateReward as PairwiseWinRateReward
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` i
     from .pointwise import GDPOReward as GDPOReward
     from .pointwise import PointwiseRubricReward as PointwiseRubricReward
     from .rank_buffer import RankBufferReward as RankBufferReward
+    from .rank_buffer_plus import RankBufferPlusReward as RankBufferPlusReward
     from .registry import REWARD_METHODS as REWARD_METHODS
     from .registry import make_reward_method as make_reward_method
     from .tournament import TournamentReward as TournamentReward
@@ -45,6 +47,8 @@ _EXPORTS = {
     "GroupJudgingFailed": ".base",
     "AnswerFormat": ".answers",
     "RankBufferReward": ".rank_buffer",
+    "RankBufferPlusReward": ".rank_buffer_plus",
+    "ListwiseGroupReward": ".listwise_group",
     "MatrixReward": ".matrix_reward",
     "PointwiseRubricReward": ".pointwise",
     "GDPOReward": ".pointwise",

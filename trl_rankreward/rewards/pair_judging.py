@@ -11,7 +11,9 @@
 Presentation order is not chosen here: requests carry `query_id` and `step`, and the judge
 picks the display order from the judging layer's deterministic hash (`display="auto"`).
 With `both_orders`, each logical comparison is two requests, one per display order
-(`judging.outcomes.ask_pair`).
+(`judging.outcomes.ask_pair`). How the judge answers (a bare JSON verdict, or a rationale
+first with `JudgeTemplates(pairwise_rationale=True)`) is the judge's template choice; the
+verdicts these functions receive are the same.
 """
 
 from __future__ import annotations

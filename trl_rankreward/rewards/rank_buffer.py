@@ -44,20 +44,21 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._gc import paused_gc
 from ..judging.protocol import Judge, ask, is_failure
-from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
+from ..judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
 from ..judging.seeding import seeded_rng, text_id
 from ..judging.subsample import select_endpoints
-from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, StoredBufferTable, update_buffer
+from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, BufferUpdate, StoredBufferTable, update_buffer
 from .anchor_checkpoint import CHECKPOINT_FOLDER, load_anchor_checkpoint, save_anchor_checkpoint
 from .anchor_store import InMemoryAnchorStore, SQLiteAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, RankOutcome, require
 from .state_files import METHOD_STATE_NAME, read_method_state
+from .verdicts import check_order, check_position
 
 INITS = ("nectar", "bootstrap")
 #: dynamic = the paper's RankBuffer; static = RankBuffer* (maintained only in the epoch the
@@ -92,6 +93,10 @@ class _Ranking:
     fine_calls: int
     unranked: frozenset[int] = frozenset()  # buckets whose fine call failed: one tie block each
     failures: tuple[str, ...] = ()  # the messages of those failed fine calls
+    # Hooks for variants that rank with other calls (`rank_buffer_plus`); the paper's method leaves them unset.
+    coarse_calls: int | None = None  # placement calls, when not one coarse call per answer
+    order: list[int] | None = None  # the final order worst -> best, when not the buckets' concatenation
+    extra: dict[str, Any] = field(default_factory=dict)  # more per-group details
 
 
 class RankBufferReward(GroupRewardMethod):
@@ -217,7 +222,7 @@ class RankBufferReward(GroupRewardMethod):
         elif self.manager == "llm":
             new = await self._manage(group, old, key_buckets, (), epoch, step, details, texts)
         elif self.manager is None and (self.variant != "static" or epoch == old.created_epoch):
-            update = update_buffer(old, key_buckets, epoch, self.inactivity_epochs)
+            update = self._maintain(old, key_buckets, epoch)
             new, added, pruned = update.buffer, update.added, update.pruned
         if self.manager is not None:  # the manager keeps Anchor objects as they are
             added = tuple(a for a in new.anchors if all(a is not b for b in old.anchors))
@@ -242,15 +247,18 @@ class RankBufferReward(GroupRewardMethod):
         details.update(
             maintained=new is not old,
             bucket_sizes=[len(b) for b in ranking.buckets],
-            coarse_calls=len(answers),
+            coarse_calls=len(answers) if ranking.coarse_calls is None else ranking.coarse_calls,
             fine_calls=ranking.fine_calls,
             fine_fallbacks=len(ranking.unranked),
             buffer_size=new.size,
             anchors_added=dict(Counter(a.source for a in initial + tuple(added))),
             anchors_pruned=dict(Counter(a.source for a in pruned)),
         )
+        details.update(ranking.extra)
         if self.variant == "coarse_only":
             return RankOutcome([b for b in ranking.buckets if b], details)
+        if ranking.order is not None:
+            return RankOutcome([[u] for u in ranking.order], details)
         blocks: list[list[int]] = []
         for p, bucket in enumerate(ranking.buckets):
             if p in ranking.unranked:
@@ -258,6 +266,10 @@ class RankBufferReward(GroupRewardMethod):
             else:
                 blocks.extend([u] for u in bucket)
         return RankOutcome(blocks, details)
+
+    def _maintain(self, buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> BufferUpdate:
+        """Algorithm 2 (`anchor_buffer.update_buffer`); a variant may add to it."""
+        return update_buffer(buffer, key_buckets, epoch, self.inactivity_epochs)
 
     def _nectar_buffer(self, group: Group, epoch: int) -> AnchorBuffer:
         """Algorithm 1, lines 5-7: Select_K0 of the references, worst -> best."""
@@ -565,27 +577,6 @@ class RankBufferReward(GroupRewardMethod):
 
 async def _gather(judge: Judge, requests: Sequence[Any]) -> list[Any]:
     return list(await asyncio.gather(*(ask(judge, r) for r in requests)))
-
-
-def _invalid(message: str) -> GroupJudgingFailed:
-    return GroupJudgingFailed(JudgeFailure("invalid", message))
-
-
-def check_position(verdict: Any, K: int) -> int:
-    """A coarse verdict must be an integer position in 0..K (Eq. 6)."""
-    if isinstance(verdict, bool) or not isinstance(verdict, int) or not 0 <= verdict <= K:
-        raise _invalid(f"Judge returned coarse position {verdict!r} for {K} anchors; expected an integer in 0..{K}")
-    return verdict
-
-
-def check_order(verdict: Any, n: int) -> list[int]:
-    """A listwise verdict must be a permutation of range(n), worst -> best (Eq. 8)."""
-    ints = isinstance(verdict, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in verdict)
-    if not ints or sorted(verdict) != list(range(n)):
-        raise _invalid(
-            f"Judge returned order {verdict!r} for {n} candidates; expected a permutation of {list(range(n))}"
-        )
-    return list(verdict)
 
 
 def _combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> list[tuple[int, Anchor]]:

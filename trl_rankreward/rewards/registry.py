@@ -20,6 +20,8 @@ _METHODS: dict[str, tuple[str, str]] = {
     "tournament": (".tournament", "TournamentReward"),
     "arena": (".arena", "ArenaReward"),
     "rank_buffer": (".rank_buffer", "RankBufferReward"),
+    "rank_buffer_plus": (".rank_buffer_plus", "RankBufferPlusReward"),
+    "listwise_group": (".listwise_group", "ListwiseGroupReward"),
     "matrix": (".matrix_reward", "MatrixReward"),
     "genrm": (".genrm_reward", "GenRMPairwiseReward"),
 }

@@ -4,7 +4,8 @@ For tests and the reward-method benchmark: the true ranking is known, so a metho
 agreement with it can be measured. A text's perceived quality in one call is (Thurstone
 Case V model)
 
-    q(text) + length_bias * len(text) / 100 + position_bias * b(display position) + N(0, noise^2)
+    q(text) + t(query, text) + length_bias * len(text) / 100 + position_bias * b(display position)
+        + N(0, (noise * g(request))^2)
 
 where `q` is the latent quality (`quality(query_id, text)`, a `{text: quality}` dict, or
 `rubric_quality(query_id, text, rubric_index)` for per-rubric requests), and `b` is 1 for
@@ -13,7 +14,20 @@ response gets the whole bias; listwise: by display position). The display order 
 `judging.rendering.render` gives an LLM judge for the same request and seed, so a
 method's defence against position bias (seeded shuffles, both-order judging) is tested for
 real. Coarse, pointwise, meta and buffer-select requests have a fixed display and no
-position bias. Verdicts then follow
+position bias. Two optional terms make the judge less ideal than independent per-call noise:
+
+- `t(query, text) ~ N(0, text_noise^2)` is a perception offset fixed per (query, text): the
+  same in every call and every request type, so averaging calls cannot remove it (real
+  judges are consistently wrong about some responses). It is drawn from
+  `seeded_rng(seed, "text", query_id, text_id(text))`, so it does not depend on call order.
+- `g(request) = 1 + listwise_noise_growth * max(0, n - 2)` scales the per-call noise of a
+  `ListwiseRequest` or `CoarseRequest` that shows n texts (a coarse request shows K anchors
+  and the candidate, n = K + 1): a judge ordering many long texts at once is less exact
+  than one comparing two. Linear in the texts beyond a pair, so a pair (and every other
+  request type) keeps g = 1, and with growth 0.05 a listwise call over 8 rollouts has
+  1.3x the pairwise noise, a coarse call against 8 anchors 1.35x.
+
+Both default to 0, which is the plain Thurstone model above. Verdicts then follow
 `judging.quality_judge.QualityJudge`; pointwise scores are the perceived quality clipped
 to [0, 10], and a meta-judge answer is `q(rationale) >= meta_threshold`.
 
@@ -32,7 +46,7 @@ from dataclasses import fields, is_dataclass
 from functools import lru_cache
 
 from ..judging.quality_judge import QualityJudge
-from ..judging.requests import JudgeFailure, request_kind
+from ..judging.requests import CoarseRequest, JudgeFailure, ListwiseRequest, request_kind
 from ..judging.seeding import seeded_rng, stable_seed, text_id
 from ..judging.tokens import TokenCounter
 
@@ -57,6 +71,8 @@ class SimulatedJudge(QualityJudge):
         fail_rate: float = 0.0,
         tie_margin: float = 0.0,
         meta_threshold: float = 5.0,
+        text_noise: float = 0.0,
+        listwise_noise_growth: float = 0.0,
     ):
         super().__init__(
             token_counter=token_counter,
@@ -68,6 +84,13 @@ class SimulatedJudge(QualityJudge):
         )
         if noise < 0:
             raise ValueError(f"noise is a standard deviation and must be >= 0, got {noise!r}")
+        if text_noise < 0:
+            raise ValueError(f"text_noise is a standard deviation and must be >= 0, got {text_noise!r}")
+        if listwise_noise_growth < 0:
+            raise ValueError(
+                f"listwise_noise_growth is the noise added per text beyond two and must be >= 0, "
+                f"got {listwise_noise_growth!r}"
+            )
         if not 0.0 <= fail_rate <= 1.0:
             raise ValueError(f"fail_rate is a probability and must be in [0, 1], got {fail_rate!r}")
         self._quality = _quality_fn(quality)
@@ -76,6 +99,8 @@ class SimulatedJudge(QualityJudge):
         self.position_bias = float(position_bias)
         self.length_bias = float(length_bias)
         self.fail_rate = float(fail_rate)
+        self.text_noise = float(text_noise)
+        self.listwise_noise_growth = float(listwise_noise_growth)
         self._seen: Counter[tuple] = Counter()  # draws per (purpose, request, rubric) so far
 
     async def judge(self, request):
@@ -94,12 +119,24 @@ class SimulatedJudge(QualityJudge):
     ) -> list[float]:
         rng = self._rng("noise", request, rubric_index)
         bias = self._position_bonus(display, len(texts))
+        sd = self.noise * self.noise_scale(request, len(texts))
         out = []
         for i, text in enumerate(texts):
             q = self.latent(request.query_id, text, rubric_index)
             q += self.length_bias * len(text) / 100 + bias[i]
-            out.append(q + (rng.gauss(0.0, self.noise) if self.noise else 0.0))
+            q += self.text_offset(request.query_id, text)
+            out.append(q + (rng.gauss(0.0, sd) if sd else 0.0))
         return out
+
+    def noise_scale(self, request, n: int) -> float:
+        """g(request): `1 + listwise_noise_growth * max(0, n - 2)` for listwise and coarse requests, else 1."""
+        if self.listwise_noise_growth and isinstance(request, (ListwiseRequest, CoarseRequest)):
+            return 1.0 + self.listwise_noise_growth * max(0, n - 2)
+        return 1.0
+
+    def text_offset(self, query_id: str, text: str) -> float:
+        """t(query, text): the fixed perception offset of `text` (0 when `text_noise` is 0)."""
+        return self.text_noise * _text_offset(self.seed, query_id, text) if self.text_noise else 0.0
 
     def latent(self, query_id: str, text: str, rubric_index: int | None = None) -> float:
         """The noise- and bias-free quality of `text` (per rubric when `rubric_quality` is given)."""
@@ -124,6 +161,12 @@ class SimulatedJudge(QualityJudge):
 
 # Texts recur across calls (a buffer's anchors in every coarse request): hash each one once.
 _text_key = lru_cache(maxsize=1 << 16)(text_id)
+
+
+@lru_cache(maxsize=1 << 16)
+def _text_offset(seed: int, query_id: str, text: str) -> float:
+    """A standard normal draw fixed by (seed, query, text): the unit offset behind `text_noise`."""
+    return seeded_rng(seed, "text", query_id, _text_key(text)).gauss(0.0, 1.0)
 
 
 def _compact(value: object) -> object:

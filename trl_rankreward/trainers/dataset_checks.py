@@ -38,7 +38,19 @@ RUBRIC_METHODS = frozenset({"gdpo", "matrix"})
 REFERENCE_METHODS = frozenset({"rrc_agr", "genrm"})
 #: methods whose reward compares the rollouts of one group with each other (rank, win rate or
 #: within-group normalization): a group of one rollout gives them nothing to compare
-GROUP_RELATIVE_METHODS = frozenset({"rrc_scr", "pairwise_rank", "tournament", "arena", "rank_buffer", "matrix", "gdpo"})
+GROUP_RELATIVE_METHODS = frozenset(
+    {
+        "rrc_scr",
+        "pairwise_rank",
+        "tournament",
+        "arena",
+        "rank_buffer",
+        "rank_buffer_plus",
+        "listwise_group",
+        "matrix",
+        "gdpo",
+    }
+)
 #: methods that score each rollout on its own (or against references): a group of one is enough
 SINGLE_ROLLOUT_METHODS = frozenset({"pointwise", "rrc_agr", "genrm"})
 
@@ -75,12 +87,12 @@ def method_requirements(method_name: str, method_kwargs: Mapping[str, Any] | Non
     """What reward method `method_name` (a registry name) built with `method_kwargs` needs from each row.
 
     Returns `{"needs_references": ..., "needs_rubrics": ...}`, the keyword arguments of
-    `check_training_dataset`. RankBuffer needs references unless `init="bootstrap"`.
+    `check_training_dataset`. RankBuffer (and `rank_buffer_plus`) needs references unless `init="bootstrap"`.
     """
     _check_method_name(method_name)
     kwargs = dict(method_kwargs or {})
     needs_references = method_name in REFERENCE_METHODS or (
-        method_name == "rank_buffer" and kwargs.get("init", "nectar") != "bootstrap"
+        method_name in ("rank_buffer", "rank_buffer_plus") and kwargs.get("init", "nectar") != "bootstrap"
     )
     return {"needs_references": needs_references, "needs_rubrics": method_name in RUBRIC_METHODS}
 
