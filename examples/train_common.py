@@ -1,6 +1,6 @@
 """What every training example shares: script arguments, dataset loading, resuming, the train-save-push path, errors.
 
-Used by train_rankbuffer.py, train_matrixreward.py, train_baseline.py and train_ralign_genrm.py
+Used by train_rankbuffer.py, train_matrixreward.py, train_baseline.py, train_genrm_rlhf.py and train_ralign_genrm.py
 (run from this folder, so `import train_common` finds this file). The dataset (`dataset_name`):
 a directory written by `Dataset.save_to_disk`, a .json/.jsonl/.parquet file, or a Hub id; columns
 `prompt`, `query_id`, `rubrics`, `references` (docs/trainers.md).
@@ -166,8 +166,9 @@ def resume_argument(trainer_class, training_args) -> str | bool | None:
 # ---- the shared train -> save -> model card -> push path -----------------------------------------
 
 
-def train(trainer_class, script_args, training_args, model_args):
-    """Build `trainer_class` from the parsed arguments (train_rankbuffer/matrixreward/baseline), then `run`."""
+def train(trainer_class, script_args, training_args, model_args, **trainer_kwargs):
+    """Build `trainer_class` from the parsed arguments (train_rankbuffer/matrixreward/baseline/genrm_rlhf) and
+    `trainer_kwargs` (e.g. a ready `judge`), then `run`."""
     model_init_kwargs = dict(
         revision=model_args.model_revision,
         attn_implementation=model_args.attn_implementation,
@@ -187,6 +188,7 @@ def train(trainer_class, script_args, training_args, model_args):
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
+        **trainer_kwargs,
     )
     return run(trainer, resume, dataset_name=script_args.dataset_name)
 

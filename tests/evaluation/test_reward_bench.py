@@ -60,6 +60,10 @@ def test_cli_runs_end_to_end_and_writes_csv_and_plots(tmp_path, capsys):
     page = (tmp_path / "benchmarks.md").read_text()
     assert "trl-rankreward bench --queries 4 --epochs 2 --queries_per_step 2 --response_tokens 60" in page
     assert "RankBuffer / RRC-SCR" in page
+    # the page's plots are written next to it and linked relative to it
+    for name in ("default_fidelity_vs_tokens.png", "default_fidelity_vs_calls.png"):
+        assert (tmp_path / "figures" / "benchmarks" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f'<img src="figures/benchmarks/{name}"' in page
 
 
 def test_unknown_method_is_a_clear_error():
@@ -71,7 +75,8 @@ def test_noise_free_judge_gives_rrc_scr_perfect_fidelity():
     # Noise-free, unbiased judge: every pairwise verdict follows the latent quality, so the
     # rollout ranked r-th of 8 (distinct continuous qualities) wins exactly r - 1 of its 7
     # comparisons; win rates are strictly increasing in quality: tau = 1 and top-1 = 1.
-    result = run_method(_tiny(noise=0.0), _method("rrc_scr"))
+    # (text_noise, the per-text offset, is noise too: off as well.)
+    result = run_method(_tiny(noise=0.0, text_noise=0.0), _method("rrc_scr"))
     row = result.row()
     assert row["kendall_tau"] == pytest.approx(1.0)
     assert row["top1"] == pytest.approx(1.0)
@@ -233,3 +238,157 @@ def test_methods_that_cannot_be_built_are_skipped_with_a_note(monkeypatch):
     monkeypatch.setitem(registry._METHODS, "ghost", (".ghost_method", "GhostReward"))
     assert "lacks" in run_method(_tiny(), BenchMethod("ghost", "ghost"))  # module not installed
     assert "k0" in run_method(_tiny(), BenchMethod("bad", "rank_buffer", {"k0": 1}))  # option refused
+
+
+# ---- rationale-first costing, paper lengths, presets, parsed-token columns, docs sections ------------
+
+
+def test_rationale_answer_parses_back_to_the_verdict_in_both_display_orders():
+    from trl_rankreward.evaluation.reward_bench import rationale_answer
+    from trl_rankreward.judging.parsing import parse_answer
+    from trl_rankreward.judging.rendering import render
+    from trl_rankreward.judging.requests import PairwiseRequest
+    from trl_rankreward.judging.templates import JudgeTemplates
+
+    templates, tokenizer = JudgeTemplates(pairwise_rationale=True), LineTokenizer()
+    for display in ("ab", "ba", "auto"):
+        for verdict in ("A", "B", "TIE"):
+            request = PairwiseRequest(query="q", rubrics=["Correct"], a="one", b="two", display=display, query_id="x")
+            answer = rationale_answer(request, verdict, seed=3, mean_tokens=200, count=tokenizer.count)
+            # the parser maps the display-term letter back to canonical terms: the verdict we started from
+            assert parse_answer(answer, request, render(request, templates, seed=3)) == verdict
+            # rationale of 0.6-1.4 x 200 tokens, stopped at the line nearest the target (a line is < 60 tokens)
+            assert 120 - 30 <= tokenizer.count(answer) <= 280 + 30 + 20
+
+
+def test_rationale_first_bench_costs_the_answer_text_and_keeps_the_ledger_sum():
+    # RRC-SCR under the rationale template: every parsed call's completion is the answer text, about
+    # rationale_tokens = 100 (0.6-1.4x, seeded) plus the verdict lines, against 9 for the JSON verdict.
+    on = run_method(_tiny(pairwise_rationale=True, rationale_tokens=100), _method("rrc_scr"))
+    off = run_method(_tiny(), _method("rrc_scr"))
+    assert off.completion_tokens == 9 * off.parsed
+    assert 60 * on.parsed < on.completion_tokens < 150 * on.parsed
+    assert on.prompt_tokens > off.prompt_tokens  # the rationale instruction is longer than "Return JSON only"
+    assert on.prompt_tokens + on.completion_tokens == on.ledger_tokens  # ledger + rationale_extra
+    # the pointwise method sends no PairwiseRequest: the switch changes nothing for it
+    assert run_method(_tiny(pairwise_rationale=True), _method("pointwise")).row() | {"run_s": 0, "cpu_s": 0} == (
+        run_method(_tiny(), _method("pointwise")).row() | {"run_s": 0, "cpu_s": 0}
+    )
+
+
+def test_parsed_token_columns_leave_out_failed_attempts():
+    ok = run_method(_tiny(), _method("pointwise")).row()
+    assert ok["parsed_tokens_per_group"] == ok["tokens_per_group"]  # no failures: the same sums
+    failing = run_method(_tiny(fail_rate=0.3), _method("pointwise"))
+    # a failed attempt is costed its prompt (no completion) in the all-attempts sums only
+    assert failing.calls > failing.parsed
+    assert failing.parsed_prompt_tokens < failing.prompt_tokens
+    assert failing.parsed_completion_tokens == failing.completion_tokens
+
+
+def test_preset_fills_the_fields_left_at_their_defaults():
+    from trl_rankreward.evaluation.reward_bench import BENCH_PRESETS
+
+    config = RewardBenchConfig(preset="paper_table8", response_tokens=400)
+    assert config.response_tokens == 400  # given explicitly: kept
+    for name, value in BENCH_PRESETS["paper_table8"].items():
+        if name != "response_tokens":
+            assert getattr(config, name) == value
+    with pytest.raises(ValueError, match=r"Unknown bench preset 'paper'; expected one of \['paper_table8'\]"):
+        RewardBenchConfig(preset="paper")
+
+
+def test_lengthened_queries_and_rubrics_reach_their_target_lengths():
+    from trl_rankreward.evaluation.reward_bench import lengthen_query
+
+    sim, tokenizer = SimulatedRun(queries=20, response_tokens=60, reference_tokens=40), LineTokenizer()
+    longer = [lengthen_query(q, 180, 40, tokenizer.count, 0) for q in sim.queries]
+    for old, new in zip(sim.queries, longer):
+        assert new.text.endswith(old.text)  # context before the question, which is kept
+        assert [r.weight for r in new.rubrics] == [r.weight for r in old.rubrics]  # so the latent qualities too
+    # each target is 0.6-1.4x the mean and growth stops at the first sentence (clause) past it:
+    # sentences are <= 20 words (~30 tokens), clauses <= 6 words (~10 tokens)
+    query_lengths = [tokenizer.count(q.text) for q in longer]
+    rubric_lengths = [tokenizer.count(r.text) for q in longer for r in q.rubrics]
+    assert 0.6 * 180 <= min(query_lengths) and max(query_lengths) <= 1.4 * 180 + 30
+    assert 0.6 * 40 <= min(rubric_lengths) and max(rubric_lengths) <= 1.4 * 40 + 10
+    assert 150 < sum(query_lengths) / 20 < 210 and 33 < sum(rubric_lengths) / len(rubric_lengths) < 47
+
+
+def test_judge_noise_options_reach_the_simulated_judge():
+    import inspect
+
+    from trl_rankreward.evaluation import reward_bench
+    from trl_rankreward.testing.simulated_judge import SimulatedJudge
+
+    config = _tiny(text_noise=0.7, listwise_noise_growth=0.2)
+    passed, lacking = reward_bench.judge_options(config)
+    accepted = inspect.signature(SimulatedJudge).parameters
+    if "text_noise" not in accepted or "listwise_noise_growth" not in accepted:
+        assert set(lacking) >= {n for n in ("text_noise", "listwise_noise_growth") if n not in accepted}
+        pytest.skip("this SimulatedJudge has no text_noise / listwise_noise_growth parameters yet")
+    assert passed == {"text_noise": 0.7, "listwise_noise_growth": 0.2} and lacking == []
+    seen = {}
+    original = reward_bench.RationaleBenchJudge.__init__
+
+    def spy(self, quality, **kwargs):
+        seen.update(kwargs)
+        original(self, quality, **kwargs)
+
+    reward_bench.RationaleBenchJudge.__init__ = spy
+    try:
+        run_method(config, _method("pointwise"))
+    finally:
+        reward_bench.RationaleBenchJudge.__init__ = original
+    assert seen["text_noise"] == 0.7 and seen["listwise_noise_growth"] == 0.2
+
+
+def test_each_setting_has_its_own_docs_section(tmp_path):
+    from trl_rankreward.evaluation.bench_report import section_markers, write_docs_section
+
+    page = tmp_path / "benchmarks.md"
+    write_docs_section(page, "## default run\nd1")
+    write_docs_section(page, "## preset run\np1", name="paper_table8")
+    write_docs_section(page, "## default run\nd2")
+    text = page.read_text()
+    assert "d2" in text and "d1" not in text and "p1" in text
+    for name in ("default", "paper_table8"):
+        begin, end = section_markers(name)
+        assert text.count(begin) == text.count(end) == 1
+
+
+def _row(method, paper, tokens, calls, tau=0.5, completion=0.0):
+    return {
+        "method": method,
+        "paper": paper,
+        "parsed_tokens_per_group": tokens,
+        "tokens_per_group": tokens,
+        "calls_per_group": calls,
+        "attempts_per_group": calls,
+        "completion_tokens_per_group": completion,
+        "kendall_tau": tau,
+        "advantage_levels": 8.0 if method == "rank_buffer" else 5.0,
+        "buffer_size": 6.0 if method == "rank_buffer" else None,
+        "neutral_groups": 0,
+    }
+
+
+def test_findings_are_computed_from_the_rows():
+    from trl_rankreward.evaluation.bench_report import findings, table8_findings
+
+    rows = [
+        _row("rrc_scr", "RRC-SCR", 50_000, 28, tau=0.80, completion=28 * 700),
+        _row("rank_buffer", "RankBuffer", 20_000, 10, tau=0.77),
+        _row("extra_row", "", 90_000, 40, tau=0.10),  # rows without a paper name are reported too
+    ]
+    said = findings(rows)
+    assert said[0] == "Kendall tau, best to worst: rrc_scr 0.800, rank_buffer 0.770, extra_row 0.100."
+    # within 0.05 of the best (0.80): rrc_scr and rank_buffer; the cheaper is rank_buffer at 20,000 / 50,000
+    assert "rank_buffer (tau 0.770, 20,000 tokens per group, 0.40 of the best row's)" in said[1]
+    paper = table8_findings(rows)
+    # tokens 20,000 / 50,000 = 0.40; calls 10 / 28 = 0.36; Table 8: 88,818,250 / 200,817,235 = 0.44
+    assert paper[0] == (
+        "RankBuffer used 0.40 of RRC-SCR's tokens (parsed calls; Table 8: 0.44) and 0.36 of its calls (Table 8: 0.35)."
+    )
+    # RRC-SCR: 50,000 / 28 = 1,786 per call; Table 8 200,817,235 / 104,028 = 1,930: -7%; completion 700 per call
+    assert "RRC-SCR (rrc_scr): 1,786 tokens per parsed call, -7% against Table 8's 1,930; 700 of them" in paper[1]

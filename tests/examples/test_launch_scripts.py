@@ -84,3 +84,21 @@ def test_referenced_files_exist(script):
     if missing and not (ROOT / "examples" / "train_rankbuffer.py").exists():
         pytest.skip(f"trainer example and configs not merged yet (missing {missing})")
     assert not missing, f"{script.name} refers to missing files {missing}"
+
+
+def test_paper_configs_train_every_method_with_the_same_loss():
+    # RankBuffer and MatrixReward train every method with GRPO (docs/trainers.md, "Loss settings");
+    # only the Dr. GRPO, DAPO and GPG baselines change the loss, since the loss is what they are.
+    import yaml
+
+    loss_variants = {"baseline_dr_grpo", "baseline_dapo", "baseline_gpg"}
+    keys = ("loss_type", "scale_rewards", "beta", "epsilon")
+    settings = {}
+    for path in sorted((ROOT / "examples" / "configs").glob("*_qwen3_8b.yaml")):
+        name = path.name.removesuffix("_qwen3_8b.yaml")
+        if name in loss_variants or name == "ralign":  # R-Align trains a GenRM with PPO (docs/ralign.md)
+            continue
+        config = yaml.safe_load(path.read_text())
+        settings[name] = tuple(config.get(k) for k in keys)
+    assert {"rankbuffer", "matrixreward", "baseline_grpo"} <= set(settings)
+    assert set(settings.values()) == {("grpo", "group", 0.04, 0.2)}, settings

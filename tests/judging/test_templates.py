@@ -96,3 +96,30 @@ def test_from_yaml_errors_name_the_file(tmp_path):
     bad_key.write_text("coarse_ranking: x\n")
     with pytest.raises(ValueError, match=r"In judge templates file .*bad_key\.yaml: Unknown judge template name"):
         JudgeTemplates.from_yaml(bad_key)
+
+
+# ---- rationale-first pairwise template ---------------------------------------------------------
+
+
+def test_pairwise_rationale_switch_selects_the_rationale_first_template():
+    from trl_rankreward.judging.requests import PairwiseRequest
+    from trl_rankreward.judging.templates import PAIRWISE, PAIRWISE_RATIONALE
+
+    assert JudgeTemplates().pairwise == PAIRWISE  # off by default: today's JSON-only answer
+    on = JudgeTemplates(pairwise_rationale=True)
+    assert on.pairwise == PAIRWISE_RATIONALE
+    assert on.source == "the papers' defaults except pairwise_rationale"
+    text = render_messages(PairwiseRequest(query="Q", rubrics=RUBRICS, a="x", b="y"), on)[0]["content"]
+    # the instruction comes after both responses and ends with the verdict format
+    assert text.index("</response>") < text.index("RATIONALE\n<your comparison>")
+    assert text.endswith('VERDICT\n{"winner": "<one of A, B, or TIE>"}')
+
+
+def test_pairwise_rationale_from_yaml_and_conflict_with_a_custom_template(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text("pairwise_rationale: true\n")
+    assert JudgeTemplates.from_yaml(path).pairwise_rationale is True
+    with pytest.raises(ValueError, match="custom 'pairwise' template was given too"):
+        JudgeTemplates(pairwise="{QUERY} {RESPONSE_A} {RESPONSE_B}", pairwise_rationale=True)
+    with pytest.raises(TypeError, match="pairwise_rationale must be true or false, got 'yes'"):
+        JudgeTemplates(pairwise_rationale="yes")

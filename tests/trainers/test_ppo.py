@@ -173,3 +173,13 @@ def test_two_process_ppo_keeps_critic_replicas_equal(tiny_model_dir, tmp_path):
     assert rank0["ppo/value_loss"] == rank1["ppo/value_loss"]
     assert rank0["ppo/advantage_std"] == rank1["ppo/advantage_std"]
     assert (tmp_path / "checkpoint-3" / "critic" / "value_head.safetensors").exists()
+
+
+def test_gae_under_deepspeed_or_fsdp_fails_before_any_model_loads(monkeypatch):
+    common = dict(output_dir="/tmp/unused", use_cpu=True, report_to="none", per_device_train_batch_size=2)
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")  # what `accelerate launch --config_file zero3.yaml` sets
+    with pytest.raises(ValueError, match="DeepSpeed and FSDP do not shard the critic yet"):
+        CriticPPOConfig(**common, num_generations=1)
+    monkeypatch.delenv("ACCELERATE_USE_DEEPSPEED")
+    with pytest.raises(ValueError, match="do not shard the critic"):
+        CriticPPOConfig(**common, num_generations=1, fsdp="full_shard")

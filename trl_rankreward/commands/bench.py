@@ -3,10 +3,13 @@
     trl-rankreward bench                                   # default setting, all methods
     trl-rankreward bench --queries 20 --epochs 2 --methods pointwise,rank_buffer
     trl-rankreward bench --write_docs docs/benchmarks.md   # regenerate its section of the docs page
+    trl-rankreward bench --preset paper_table8 --write_docs docs/benchmarks.md   # the Table 8 setting's section
     trl-rankreward bench --config bench.yaml               # the options in a YAML file
 
 Prints a markdown table, writes `bench.csv` and two PNG plots to `--output_dir`. Every
 `RewardBenchConfig` field is an option (see `trl_rankreward.evaluation.reward_bench`).
+With `--write_docs PAGE`, the run's section of PAGE (one per preset, `default` without one)
+is rewritten and its plots are saved under `figures/benchmarks/` next to PAGE.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def run(config, args: BenchOutputArguments) -> int:
     from tqdm.auto import tqdm
 
     from ..evaluation import bench_report
-    from ..evaluation.reward_bench import run_benchmark, selected_methods
+    from ..evaluation.reward_bench import judge_options, run_benchmark, selected_methods
 
     total = len(selected_methods(config.methods)) * config.queries * config.epochs
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -80,17 +83,46 @@ def run(config, args: BenchOutputArguments) -> int:
             "cores": os.cpu_count() or 1,
             "load": os.getloadavg()[1],
         }
-        section = bench_report.docs_section(rows, config, command=_command(config, args), timing=timing)
-        print(f"wrote {bench_report.write_docs_section(args.write_docs, section)}")
+        name = config.preset or "default"
+        page = Path(args.write_docs)
+        figures = []
+        try:
+            figures = bench_report.plot_fidelity(rows, page.parent / "figures" / "benchmarks", prefix=f"{name}_")
+        except ImportError as exc:
+            print(f"no plots on the page: {exc} (pip install 'trl-rankreward[plots]')", file=sys.stderr)
+        lacking = judge_options(config)[1]
+        notes = [
+            f"this installation's SimulatedJudge has no `{n}` parameter, so `{n}={getattr(config, n)}` was not applied."
+            for n in lacking
+        ]
+        section = bench_report.docs_section(
+            rows,
+            config,
+            command=_command(config, args),
+            timing=timing,
+            name=name,
+            figures=[os.path.relpath(f, page.parent) for f in figures],
+            notes=notes,
+        )
+        for f in figures:
+            print(f"wrote {f}")
+        print(f"wrote {bench_report.write_docs_section(page, section, name=name)}")
     return 0
 
 
 def _command(config, args: BenchOutputArguments) -> str:
-    """The command line that reproduces this run: the options that differ from their defaults."""
+    """The command line that reproduces this run: the preset, and the options that differ from the
+    defaults (the preset's values included)."""
+    from ..evaluation.reward_bench import BENCH_PRESETS
+
     words = ["trl-rankreward", "bench"]
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    if config.preset:
+        defaults.update(BENCH_PRESETS[config.preset])
+        words += ["--preset", config.preset]
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        if value != f.default:
+        if f.name != "preset" and value != defaults[f.name]:
             flag = "--" + f.name
             words += [flag if value is True else "--no_" + f.name] if isinstance(value, bool) else [flag, str(value)]
     return shlex.join([*words, "--write_docs", args.write_docs])

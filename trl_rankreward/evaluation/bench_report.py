@@ -8,7 +8,6 @@ tau to the latent truth) in place of benchmark scores.
 from __future__ import annotations
 
 import csv
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("calls_per_group", "calls/group", "{:.1f}"),
     ("prompt_tokens_per_group", "prompt tok/group", "{:,.0f}"),
     ("completion_tokens_per_group", "compl. tok/group", "{:,.0f}"),
+    ("parsed_tokens_per_group", "tok/group (parsed)", "{:,.0f}"),
     ("cached_share", "prefix-cached", "{:.0%}"),
     ("rounds_per_step", "rounds/step", "{:.2f}"),
     ("wall_s_per_step", "wall s/step", "{:.1f}"),
@@ -83,8 +83,16 @@ def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     return path
 
 
-def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
-    """Kendall tau against judge tokens and against judge calls per group (two PNGs)."""
+#: (row key, x-axis label, file name) of the two plots
+PLOTS: tuple[tuple[str, str, str], ...] = (
+    ("parsed_tokens_per_group", "judge tokens per group (parsed calls, prompt + completion)", "fidelity_vs_tokens.png"),
+    ("calls_per_group", "judge calls per group (parsed)", "fidelity_vs_calls.png"),
+)
+_FAMILIES = (("rank_buffer", "tab:red"), ("matrix", "tab:green"), ("pointwise", "tab:gray"), ("gdpo", "tab:gray"))
+
+
+def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path, prefix: str = "") -> list[Path]:
+    """Kendall tau against judge tokens and against judge calls per group (two PNGs, any number of rows)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -93,18 +101,18 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[P
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for key, xlabel, name in (
-        ("tokens_per_group", "judge tokens per group (prompt + completion)", "fidelity_vs_tokens.png"),
-        ("calls_per_group", "judge calls per group (parsed)", "fidelity_vs_calls.png"),
-    ):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, xlabel, name in PLOTS:
+        fig, ax = plt.subplots(figsize=(7.5, 4.5 + 0.05 * max(len(rows) - 20, 0)))
         # labels alternate above and below their points (by tau), so that neighbours overlap less
         for n, row in enumerate(sorted(rows, key=lambda r: r["kendall_tau"])):
-            family = "tab:red" if row["method"].startswith("rank_buffer") else "tab:blue"
-            ax.scatter(row[key], row["kendall_tau"], color=family, s=28)
+            x = row[key]
+            if not x or x <= 0:
+                continue  # a row without calls has no place on a log axis
+            color = next((c for p, c in _FAMILIES if row["method"].startswith(p)), "tab:blue")
+            ax.scatter(x, row["kendall_tau"], color=color, s=28)
             ax.annotate(
                 row["method"],
-                (row[key], row["kendall_tau"]),
+                (x, row["kendall_tau"]),
                 fontsize=7,
                 xytext=(4, 3 if n % 2 else -9),
                 textcoords="offset points",
@@ -112,26 +120,28 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[P
         ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("Kendall tau to latent quality")
-        ax.set_title("Ranking fidelity vs judge cost (RankBuffer in red)")
+        ax.set_title("Ranking fidelity vs judge cost (RankBuffer red, MatrixReward green, pointwise gray)")
         ax.grid(True, alpha=0.3)
         fig.tight_layout()
-        path = out_dir / name
-        fig.savefig(path, dpi=120)
+        path = out_dir / f"{prefix}{name}"
+        fig.savefig(path, dpi=110)
         plt.close(fig)
         paths.append(path)
     return paths
 
 
 def paper_ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Our token and call ratios next to Table 8's, for the pairs in `RATIOS` that both sides have."""
+    """Our token (parsed calls, as Table 8 counts; and all attempts) and call ratios next to Table 8's,
+    for the pairs in `RATIOS` that both sides have."""
     ours = {row["paper"]: row for row in rows if row.get("paper")}
     out = []
     for label, num, den in RATIOS:
-        if num in ours and den in ours and ours[den]["tokens_per_group"] and ours[den]["calls_per_group"]:
+        if num in ours and den in ours and ours[den]["parsed_tokens_per_group"] and ours[den]["calls_per_group"]:
             out.append(
                 {
                     "ratio": label,
-                    "tokens_ours": ours[num]["tokens_per_group"] / ours[den]["tokens_per_group"],
+                    "tokens_ours": ours[num]["parsed_tokens_per_group"] / ours[den]["parsed_tokens_per_group"],
+                    "all_tokens_ours": ours[num]["tokens_per_group"] / ours[den]["tokens_per_group"],
                     "tokens_paper": PAPER_TABLE8[num][0] / PAPER_TABLE8[den][0],
                     "calls_ours": ours[num]["calls_per_group"] / ours[den]["calls_per_group"],
                     "calls_paper": PAPER_TABLE8[num][1] / PAPER_TABLE8[den][1],
@@ -142,12 +152,13 @@ def paper_ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| ratio | tokens (ours) | tokens (paper) | calls (ours) | calls (paper) |",
-        "|---|---|---|---|---|",
+        "| ratio | tokens, parsed calls (ours) | tokens, all attempts (ours) | tokens (paper) | calls (ours) "
+        "| calls (paper) |",
+        "|---|---|---|---|---|---|",
     ]
     for r in paper_ratios(rows):
         lines.append(
-            f"| {r['ratio']} | {r['tokens_ours']:.2f} | {r['tokens_paper']:.2f} | "
+            f"| {r['ratio']} | {r['tokens_ours']:.2f} | {r['all_tokens_ours']:.2f} | {r['tokens_paper']:.2f} | "
             f"{r['calls_ours']:.2f} | {r['calls_paper']:.2f} |"
         )
     return "\n".join(lines)
@@ -164,7 +175,7 @@ def per_call_table(rows: Sequence[dict[str, Any]]) -> str:
         if not name or name not in PAPER_TABLE8:
             continue
         tokens, calls = PAPER_TABLE8[name]
-        ours_per_call = row["tokens_per_group"] / row["calls_per_group"] if row["calls_per_group"] else 0.0
+        ours_per_call = row["parsed_tokens_per_group"] / row["calls_per_group"] if row["calls_per_group"] else 0.0
         lines.append(
             f"| {row['method']} | {name} | {row['calls_per_group']:.2f} | {calls / PAPER_GROUPS:.2f} | "
             f"{ours_per_call:,.0f} | {tokens / calls:,.0f} |"
@@ -172,56 +183,52 @@ def per_call_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-__all__ = [
-    "COLUMNS",
-    "PAPER_TABLE8",
-    "PAPER_GROUPS",
-    "RATIOS",
-    "markdown_table",
-    "write_csv",
-    "plot_fidelity",
-    "paper_ratios",
-    "ratio_table",
-    "per_call_table",
-    "docs_section",
-    "write_docs_section",
-]
+def docs_section(
+    rows: Sequence[dict[str, Any]],
+    config,
+    *,
+    command: str,
+    timing: dict[str, float],
+    name: str = "default",
+    figures: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> str:
+    """One run's section of docs/benchmarks.md: command, setting, table, plots, Table 8 ratios, and
+    sentences computed from the results (nothing in it is written independently of the run).
 
-
-def docs_section(rows: Sequence[dict[str, Any]], config, *, command: str, timing: dict[str, float]) -> str:
-    """The benchmark's section of docs/benchmarks.md: command, setting, table, Table 8 ratios, why ours differ."""
-    by_paper = {row["paper"]: row for row in rows if row.get("paper")}
+    `figures` are the plots' paths relative to the page; `notes` are things the run could not
+    do as asked (e.g. judge options this SimulatedJudge lacks)."""
     setting = ", ".join(f"`{k}={v}`" for k, v in vars(config).items())
     parts = [
-        "## Reward-method benchmark",
+        f"## Reward-method benchmark: `{name}` setting",
         "",
         "Generated by the command below; do not edit this section by hand (rerun the command):",
         "",
         f"```\n{command}\n```",
         "",
-        "Every reward method scores the same simulated GRPO run with the same simulated judge",
-        "(`SimulatedJudge`: Thurstone noise per call), which renders every request with the real",
-        "templates and counts its tokens with a real tokenizer (MiniLM WordPiece). What is simulated",
-        "and how each column is measured: `trl_rankreward/evaluation/reward_bench.py` and the modules it",
-        "names. The command also writes `bench.csv` (every column, per method) and two plots,",
-        "`fidelity_vs_tokens.png` and `fidelity_vs_calls.png` (the shape of RankBuffer's Figures 4 and 5),",
-        "to `--output_dir` (default `outputs/bench`). Setting: " + setting + ".",
+        "Setting: " + setting + ".",
+        *(["", *(f"**Note:** {n}" for n in notes)] if notes else []),
         "",
         markdown_table(rows),
         "",
-        _COLUMN_NOTES,
+        # HTML, not ![](...): the docs' link checker reads every markdown link target as a page
+        *(f'<img src="{f}" alt="{_ALT[Path(f).name.split("_fidelity")[-1]]}" width="100%">' for f in figures),
+        "",
+        "### Measured in this run",
+        "",
+        *(f"- {sentence}" for sentence in findings(rows)),
         "",
         "### Compared with RankBuffer's Table 8",
         "",
-        "Ratios of judge tokens (prompt + completion) and parsed calls per group:",
+        "Ratios of judge tokens (parsed calls, as Table 8 counts; and all attempts) and parsed calls per group:",
         "",
         ratio_table(rows),
         "",
-        "Per call and per group (Table 8 totals divided by its 4,000 groups and by its calls):",
+        "Per call and per group (Table 8 totals divided by its 4,000 groups and by its calls; ours: parsed calls):",
         "",
         per_call_table(rows),
         "",
-        _differences(by_paper) + _genrm_note(rows),
+        *(f"- {sentence}" for sentence in table8_findings(rows)),
         "",
         "### Run time",
         "",
@@ -231,137 +238,104 @@ def docs_section(rows: Sequence[dict[str, Any]], config, *, command: str, timing
     return "\n".join(parts)
 
 
-_COLUMN_NOTES = """Columns (per group = one query's G rollouts; per step = `queries_per_step` groups):
-calls = parsed judge calls, as the papers count them; prompt and completion tokens of all calls;
-prefix-cached = share of prompt tokens a prefix-caching server (vLLM APC, SGLang) would not
-recompute, counting prefixes shared among the calls of one group; rounds = sequential judge
-rounds per step (exact); wall s = reward wall time per step under the latency model
-(`evaluation/latency.py`: 0.5 s + 0.25 s per 1k prompt tokens per call, lognormal factor,
-at most `concurrency` calls in flight); Kendall tau (tau-b) and top-1 agreement of the rewards
-with the rollouts' latent quality; adv. levels = distinct rewards in a group (8 = all
-rollouts separated); buffer = RankBuffer's mean anchor count after the step (K0 = 4 at the
-start); neutral = groups whose judging failed.
-
-Time is simulated: every judge call lasts one unit on a virtual clock (`evaluation/virtual_clock.py`),
-so the rounds are exact and cost no real time, and the wall times replay those rounds with the
-latency model afterwards. Real sleeps, even scaled down, would count our own orchestration as
-judge time and make the default run take hours.
-
-RankBuffer's coarse template (App. B.1) already puts the candidate last, after the query,
-the rubrics and the anchors, so the coarse calls of a group share everything but the
-candidate (tested in `tests/evaluation/test_reward_bench.py`)."""
+_ALT = {
+    "_vs_tokens.png": "Kendall tau of each method against its judge tokens per group (parsed calls)",
+    "_vs_calls.png": "Kendall tau of each method against its parsed judge calls per group",
+}
 
 
-def _ratio(by_paper, num: str, den: str, key: str) -> float:
-    return by_paper[num][key] / by_paper[den][key] if num in by_paper and den in by_paper else math.nan
+def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Sentences stating what the run measured, each computed from `rows`."""
+    if not rows:
+        return []
+    by_tau = sorted(rows, key=lambda r: -r["kendall_tau"])
+    best = by_tau[0]
+    out = [
+        "Kendall tau, best to worst: " + ", ".join(f"{r['method']} {r['kendall_tau']:.3f}" for r in by_tau) + ".",
+    ]
+    close = [r for r in rows if r["kendall_tau"] >= best["kendall_tau"] - 0.05 and r["parsed_tokens_per_group"]]
+    cheapest = min(close, key=lambda r: r["parsed_tokens_per_group"])
+    out.append(
+        f"Cheapest row within 0.05 tau of the best ({best['method']}, {best['kendall_tau']:.3f}, "
+        f"{best['parsed_tokens_per_group']:,.0f} tokens per group): {cheapest['method']} "
+        f"(tau {cheapest['kendall_tau']:.3f}, {cheapest['parsed_tokens_per_group']:,.0f} tokens per group, "
+        f"{cheapest['parsed_tokens_per_group'] / best['parsed_tokens_per_group']:.2f} of the best row's)."
+    )
+    separated = [r["method"] for r in rows if r["advantage_levels"] >= 0.999 * max(x["advantage_levels"] for x in rows)]
+    out.append(
+        f"Most distinct advantage levels ({max(r['advantage_levels'] for r in rows):.2f} per group): "
+        + ", ".join(separated)
+        + "."
+    )
+    buffered = [r for r in rows if r.get("buffer_size") is not None]
+    if buffered:
+        out.append(
+            "Mean buffer size after each step: "
+            + ", ".join(f"{r['method']} {r['buffer_size']:.1f}" for r in buffered)
+            + " (RankBuffer Sec. 4.4: 4 at the start, 5.44, 6.78, 7.27 and 7.48 at the ends of epochs 0-3)."
+        )
+    failed = [f"{r['method']} {r['neutral_groups']}" for r in rows if r["neutral_groups"]]
+    out.append("Neutral (failed) groups: " + (", ".join(failed) if failed else "none") + ".")
+    return out
 
 
-def _differences(by_paper: dict[str, dict[str, Any]]) -> str:
-    rb_tokens_per_call = _per_call(by_paper.get("RankBuffer"))
-    scr_tokens_per_call = _per_call(by_paper.get("RRC-SCR"))
-    pw_tokens_per_call = _per_call(by_paper.get("GRPO"))
-    paper = {name: PAPER_TABLE8[name][0] / PAPER_TABLE8[name][1] for name in ("RankBuffer", "RRC-SCR", "GRPO")}
-    rb_calls = _value(by_paper, "RankBuffer", "calls_per_group")
-    scr_calls = _value(by_paper, "RRC-SCR", "calls_per_group")
-    return f"""#### Where our figures differ from the paper's, and why
-
-- **Tokens per call depend on response lengths, which the paper does not report.** Table 8
-  implies {paper["GRPO"]:,.0f} tokens per pointwise call, {paper["RRC-SCR"]:,.0f} per RRC-SCR pairwise call and
-  {paper["RankBuffer"]:,.0f} per RankBuffer call; ours are {pw_tokens_per_call:,.0f}, {scr_tokens_per_call:,.0f} and
-  {rb_tokens_per_call:,.0f}. A coarse call shows K anchors and the candidate, a pairwise call two
-  rollouts, so RankBuffer's token advantage over RRC-SCR grows as anchors get shorter than
-  rollouts: with our rollouts of ~`response_tokens` and Nectar references of ~`reference_tokens`
-  tokens, RankBuffer uses {_ratio(by_paper, "RankBuffer", "RRC-SCR", "tokens_per_group"):.2f} of RRC-SCR's
-  tokens (paper: {PAPER_TABLE8["RankBuffer"][0] / PAPER_TABLE8["RRC-SCR"][0]:.2f}). Two things raise our ratio.
-  First, the buffer grows: it starts with K0 = 4 Nectar anchors and holds
-  {_value(by_paper, "RankBuffer", "buffer_size"):.1f} anchors on average over our run
-  (static RankBuffer*, maintained in the first epoch only: {_value(by_paper, "RankBuffer*", "buffer_size"):.1f}),
-  because our simulated rollouts bunch into one or two anchor intervals, which interval
-  refinement splits, and H = 3 epochs of inactivity prune little within 4 epochs; the added
-  anchors are rollouts, longer than Nectar answers. Second, our pairwise calls are much
-  shorter than Table 8's (next point): at Table 8's {paper["RRC-SCR"]:,.0f} tokens per RRC-SCR call,
-  RRC-SCR would cost {scr_calls * paper["RRC-SCR"]:,.0f} tokens per group, and our RankBuffer
-  {_value(by_paper, "RankBuffer", "tokens_per_group") / (scr_calls * paper["RRC-SCR"]):.2f} of that.
-- **Completion tokens.** The simulated judge's completion is the JSON answer of the default
-  templates (about 9 tokens); the paper's Qwen3-30B-A3B judge may write more, which weighs on
-  methods with many calls (pointwise, pairwise) more than on prompt-heavy ones (coarse). Our
-  pairwise calls are the furthest from Table 8 ({paper["RRC-SCR"] - scr_tokens_per_call:,.0f} tokens per call fewer,
-  against {pw_tokens_per_call / paper["GRPO"] - 1:+.0%} for pointwise and
-  {rb_tokens_per_call / paper["RankBuffer"] - 1:+.0%} for RankBuffer calls): that is the size of a written
-  rationale, as a generative reward model writes before its verdict in RRC; the paper does not
-  say how long its judges' answers were.
-- **Calls.** Ours are the error-free counts: every rollout is valid and distinct and no call
-  fails (`fail_rate=0`), so pointwise is exactly G calls, RRC-SCR C(G,2) = 28, Tournament
-  3(G-1) = 21 (Table 8: exactly 84,000 = 21 x 4,000). Table 8 counts parsed calls over real
-  rollouts, where invalid or duplicate answers are not judged (GRPO: 7.84 calls per group,
-  RRC-SCR 26.0 instead of 28). GDPO makes one call per rollout and rubric: our queries have
-  {_ratio(by_paper, "GDPO", "GRPO", "calls_per_group"):.2f} rubrics on average (3 to 5), Table 8 implies
-  {PAPER_TABLE8["GDPO"][1] / PAPER_TABLE8["GRPO"][1]:.2f}. RankBuffer's {rb_calls:.1f} calls per group here (paper: 9.2) are
-  G coarse calls plus one listwise call per bucket of two or more rollouts; how many buckets hold
-  two or more depends on how the rollouts spread over the anchors.
-- **RRC-AGR's tokens in Table 8 equal RRC-SCR's to the token (200,817,235) although AGR makes
-  2.1x the calls**; this looks like a copying slip in the paper, so we compare AGR by calls only.
-- **Fidelity is not the paper's quality measure.** The paper reports downstream benchmark
-  scores of the trained policy; we report how well one step's rewards order the rollouts by
-  their latent quality under a noisy judge. Methods that see each rollout in more judge calls
-  (RRC-SCR: 7 comparisons per rollout; MatrixReward explicit: 7 per rubric) average more noise
-  away; RankBuffer places each rollout with one coarse call and at most one listwise call, and
-  buys its training benefits (distinct advantage levels, anchors that keep a stable scale across
-  epochs) with far fewer tokens. Raise or lower `--noise` to see how the fidelity gaps move.
-- **The order-only control (`rank_buffer_order_only`) ranks as well as RankBuffer here, and
-  must not be read as the paper's ablation.** Its coarse prompt shows anchor IDs without their
-  texts (App. H), which costs a real judge its reference points; the simulated judge knows every
-  anchor's latent quality anyway, so only the token saving shows. The LLM buffer manager is
-  simulated too: it keeps anchors evenly spaced in latent quality.
-- **Prefix caching** is counted within a group; the template text every call starts with is also
-  shared across groups on a real server, which saves a little more for every method."""
+def table8_findings(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Sentences comparing our per-call costs with Table 8's, computed from `rows`."""
+    ours = {row["paper"]: row for row in rows if row.get("paper")}
+    out = []
+    for r in paper_ratios(rows):
+        if r["ratio"] == "RankBuffer / RRC-SCR":
+            out.append(
+                f"RankBuffer used {r['tokens_ours']:.2f} of RRC-SCR's tokens (parsed calls; Table 8: "
+                f"{r['tokens_paper']:.2f}) and {r['calls_ours']:.2f} of its calls (Table 8: {r['calls_paper']:.2f})."
+            )
+    for name in ("GRPO", "RRC-SCR", "RankBuffer"):
+        row = ours.get(name)
+        if row and row["calls_per_group"]:
+            per_call = row["parsed_tokens_per_group"] / row["calls_per_group"]
+            paper = PAPER_TABLE8[name][0] / PAPER_TABLE8[name][1]
+            completion = (
+                row["completion_tokens_per_group"] / row["attempts_per_group"] if row["attempts_per_group"] else 0
+            )
+            out.append(
+                f"{name} ({row['method']}): {per_call:,.0f} tokens per parsed call, {round(per_call / paper - 1, 2) + 0.0:+.0%} "
+                f"against Table 8's {paper:,.0f}; {completion:,.0f} of them completion."
+            )
+    return out
 
 
 SECTION_BEGIN = "<!-- reward-bench: begin (generated by `trl-rankreward bench --write_docs`) -->"
 SECTION_END = "<!-- reward-bench: end -->"
 
 
-def write_docs_section(path: str | Path, section: str) -> Path:
-    """Put `section` between the reward-bench markers of the page at `path`, keeping the rest.
+def section_markers(name: str = "default") -> tuple[str, str]:
+    """Begin and end markers of the generated section of setting `name` (one per preset)."""
+    if name == "default":
+        return SECTION_BEGIN, SECTION_END
+    return (
+        f"<!-- reward-bench[{name}]: begin (generated by `trl-rankreward bench --preset {name} --write_docs`) -->",
+        f"<!-- reward-bench[{name}]: end -->",
+    )
 
-    The page is shared with other benchmarks: a page without the markers gets the section
-    appended, a missing page is created with a `# Benchmarks` title.
+
+def write_docs_section(path: str | Path, section: str, name: str = "default") -> Path:
+    """Put `section` between the markers of setting `name` on the page at `path`, keeping the rest.
+
+    The page is shared with other benchmarks and settings: a page without these markers gets
+    the section appended, a missing page is created with a `# Benchmarks` title.
     """
+    begin, end = section_markers(name)
     path = Path(path)
-    block = f"{SECTION_BEGIN}\n{section.strip()}\n{SECTION_END}\n"
+    block = f"{begin}\n{section.strip()}\n{end}\n"
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
-    if SECTION_BEGIN in text and SECTION_END in text:
-        head, rest = text.split(SECTION_BEGIN, 1)
-        text = head + block + rest.split(SECTION_END, 1)[1].lstrip("\n")
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1].lstrip("\n")
     else:
         text = text.rstrip("\n") + "\n\n" + block
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def _genrm_note(rows: Sequence[dict[str, Any]]) -> str:
-    """Why R-Align's GenRM reward orders rollouts poorly here (only when it was run)."""
-    row = next((r for r in rows if r["method"] == "genrm"), None)
-    if row is None:
-        return ""
-    return f"""
-- **`genrm` (R-Align's downstream reward, Kendall tau {row["kendall_tau"]:.2f}) is not a ranking method.** It
-  compares each rollout with the query's best reference only and subtracts a length penalty
-  against that reference. Our best Nectar reference sits above most rollouts, so the win rate
-  is mostly zero and the penalty decides the order; simulated lengths are independent of
-  quality, so that order says little. Its row shows the cost of one call per rollout."""
-
-
-def _value(by_paper: dict[str, dict[str, Any]], name: str, key: str) -> float:
-    value = by_paper.get(name, {}).get(key)
-    return math.nan if value is None else value
-
-
-def _per_call(row: dict[str, Any] | None) -> float:
-    if not row or not row["calls_per_group"]:
-        return math.nan
-    return row["tokens_per_group"] / row["calls_per_group"]
 
 
 def _timing_note(rows: Sequence[dict[str, Any]], timing: dict[str, float]) -> str:
@@ -389,6 +363,10 @@ __all__ = [
     "paper_ratios",
     "ratio_table",
     "per_call_table",
+    "PLOTS",
     "docs_section",
+    "findings",
+    "table8_findings",
+    "section_markers",
     "write_docs_section",
 ]

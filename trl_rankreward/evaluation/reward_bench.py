@@ -14,12 +14,23 @@ and costs it in its ledger with a real tokenizer. Per method, per group:
   the truly best rollout is among the |T| tied best-rewarded ones), and the number of
   distinct advantage levels (distinct rewards) of the group.
 
+Tokens are summed twice: over all attempts, and over parsed calls only (as RankBuffer's
+Table 8 counts them). With `pairwise_rationale`, pairwise requests are rendered with the
+rationale-first template and each parsed pairwise answer is costed as the text a judge
+would write: a rationale of ~`rationale_tokens` tokens, then the verdict (`rationale_answer`,
+parsed back by `judging.parsing` in the tests). `query_tokens` / `rubric_tokens` lengthen the
+simulated queries and rubrics; `--preset paper_table8` sets the lengths estimated from the
+RankBuffer paper (docs/benchmarks.md says how).
+
     from trl_rankreward.evaluation.reward_bench import RewardBenchConfig, run_benchmark
     results = run_benchmark(RewardBenchConfig(queries=20, epochs=2, methods="pointwise,rank_buffer"))
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import json
 import math
 import multiprocessing
 import os
@@ -34,7 +45,12 @@ from typing import Any
 
 from scipy.stats import kendalltau
 
+from ..judging.rendering import display_order
+from ..judging.requests import PairwiseRequest, Rubric
+from ..judging.seeding import seeded_rng, text_id
+from ..judging.templates import JudgeTemplates
 from ..rewards.registry import REWARD_METHODS, make_reward_method
+from ..testing.simulated_judge import SimulatedJudge
 from .bench_judge import BenchJudge, CallRecord
 from .latency import LatencyModel, step_wall_time
 from .prompt_cache import LineTokenizer, prefix_cache_savings
@@ -85,6 +101,21 @@ def _help(text: str) -> dict:
     return {"help": text}
 
 
+#: Named settings (`--preset NAME`): fields left at their defaults take these values.
+#: `paper_table8`: query, rubric, rollout, reference and rationale lengths estimated from
+#: RankBuffer's Table 8 per-call tokens and its prompts (docs/benchmarks.md, "The paper_table8 preset").
+BENCH_PRESETS: dict[str, dict[str, Any]] = {
+    "paper_table8": {
+        "query_tokens": 180,
+        "rubric_tokens": 40,
+        "response_tokens": 300,
+        "reference_tokens": 270,
+        "pairwise_rationale": True,
+        "rationale_tokens": 800,
+    },
+}
+
+
 @dataclass
 class RewardBenchConfig:
     """Settings of `trl-rankreward bench` (each field is a command-line option)."""
@@ -102,6 +133,33 @@ class RewardBenchConfig:
     position_bias: float = field(default=0.0, metadata=_help("Judge bonus for the text shown first."))
     length_bias: float = field(default=0.0, metadata=_help("Judge bonus per 100 characters of a text."))
     fail_rate: float = field(default=0.0, metadata=_help("Probability that a judge call fails (invalid answer)."))
+    text_noise: float = field(
+        default=0.3,
+        metadata=_help(
+            "Judge: std of a perception offset fixed per (query, text), the same in every call (real judges are "
+            "consistently wrong about some responses); SimulatedJudge's `text_noise`."
+        ),
+    )
+    listwise_noise_growth: float = field(
+        default=0.05,
+        metadata=_help(
+            "Judge: per-call noise of a listwise or coarse call over n texts is scaled by 1 + growth * (n - 2); "
+            "SimulatedJudge's `listwise_noise_growth`."
+        ),
+    )
+    pairwise_rationale: bool = field(
+        default=False,
+        metadata=_help("Pairwise requests ask for a rationale, then the verdict (JudgeTemplates.pairwise_rationale)."),
+    )
+    rationale_tokens: int = field(
+        default=800, metadata=_help("Mean rationale length in tokens with --pairwise_rationale (each 0.6x-1.4x).")
+    )
+    query_tokens: int | None = field(
+        default=None, metadata=_help("Mean query length in tokens (default: the simulation's own, about 60).")
+    )
+    rubric_tokens: int | None = field(
+        default=None, metadata=_help("Mean rubric text length in tokens (default: the simulation's own, about 15).")
+    )
     integer_scores: bool = field(default=True, metadata=_help("Pointwise scores are integers, as LLM judges write."))
     latency_base_s: float = field(default=0.5, metadata=_help("Latency model: seconds per call."))
     latency_per_1k_prompt_s: float = field(default=0.25, metadata=_help("Latency model: seconds per 1k prompt tokens."))
@@ -110,8 +168,25 @@ class RewardBenchConfig:
     methods: str = field(default="all", metadata=_help("Comma-separated benchmark rows, or 'all'."))
     tokenizer: str | None = field(default=None, metadata=_help("tokenizer.json for token counts (default: MiniLM)."))
     seed: int = field(default=0, metadata=_help("Seeds the simulation, the judge and the latencies."))
+    preset: str | None = field(
+        default=None,
+        metadata=_help(
+            f"Named setting ({', '.join(BENCH_PRESETS)}); fields left at their defaults take the preset's values."
+        ),
+    )
 
     def __post_init__(self):
+        if self.preset is not None:
+            if self.preset not in BENCH_PRESETS:
+                raise ValueError(f"Unknown bench preset {self.preset!r}; expected one of {sorted(BENCH_PRESETS)}")
+            defaults = {f.name: f.default for f in dataclasses.fields(self)}
+            for name, value in BENCH_PRESETS[self.preset].items():
+                if getattr(self, name) == defaults[name]:
+                    setattr(self, name, value)
+        for name in ("rationale_tokens", "query_tokens", "rubric_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 (tokens), got {value}; leave it unset for the default")
         for name in ("queries", "epochs", "queries_per_step", "concurrency"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -134,6 +209,8 @@ class MethodResult:
     parsed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    parsed_prompt_tokens: int = 0
+    parsed_completion_tokens: int = 0
     cached_tokens: int = 0
     rounds: int = 0
     wall_s: float = 0.0
@@ -157,6 +234,7 @@ class MethodResult:
             "prompt_tokens_per_group": self.prompt_tokens / g,
             "completion_tokens_per_group": self.completion_tokens / g,
             "tokens_per_group": (self.prompt_tokens + self.completion_tokens) / g,
+            "parsed_tokens_per_group": (self.parsed_prompt_tokens + self.parsed_completion_tokens) / g,
             "cached_prompt_tokens_per_group": self.cached_tokens / g,
             "cached_share": self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0,
             "rounds_per_step": self.rounds / s,
@@ -234,9 +312,11 @@ def run_method(
 ) -> MethodResult | str:
     """One method's run; a string saying why when the method cannot be built or its run failed."""
     sim, tokenizer = _setting(config)
-    judge = BenchJudge(
+    judge = RationaleBenchJudge(
         sim.quality,
         tokenizer=tokenizer,
+        templates=JudgeTemplates(pairwise_rationale=config.pairwise_rationale),
+        rationale_tokens=config.rationale_tokens,
         integer_scores=config.integer_scores,
         rubric_quality=sim.rubric_quality,
         noise=config.noise,
@@ -244,6 +324,7 @@ def run_method(
         length_bias=config.length_bias,
         fail_rate=config.fail_rate,
         seed=config.seed,
+        **judge_options(config)[0],
     )
     try:
         reward = make_reward_method(method.registry, judge, **method.kwargs)
@@ -270,6 +351,8 @@ def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
         config.rubric_spread,
         config.seed,
         config.tokenizer,
+        config.query_tokens,
+        config.rubric_tokens,
     )
     if key not in _SETTINGS:
         _SETTINGS.clear()
@@ -283,8 +366,126 @@ def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
             rubric_spread=config.rubric_spread,
             seed=config.seed,
         )
-        _SETTINGS[key] = (sim, LineTokenizer(config.tokenizer))
+        tokenizer = LineTokenizer(config.tokenizer)
+        if config.query_tokens or config.rubric_tokens:
+            sim.queries = [
+                lengthen_query(q, config.query_tokens, config.rubric_tokens, tokenizer.count, config.seed)
+                for q in sim.queries
+            ]
+        _SETTINGS[key] = (sim, tokenizer)
     return _SETTINGS[key]
+
+
+def judge_options(config: RewardBenchConfig) -> tuple[dict[str, float], list[str]]:
+    """(`text_noise` and `listwise_noise_growth` for the judge, the names this SimulatedJudge lacks).
+
+    Passed by name when `SimulatedJudge` takes them; an older one without them gets neither,
+    and the report says so instead of the run failing."""
+    wanted = {"text_noise": config.text_noise, "listwise_noise_growth": config.listwise_noise_growth}
+    accepted = inspect.signature(SimulatedJudge).parameters
+    return {k: v for k, v in wanted.items() if k in accepted}, [k for k in wanted if k not in accepted]
+
+
+def lengthen_query(query, query_tokens: int | None, rubric_tokens: int | None, count, seed: int):
+    """`query` with its text and rubric texts grown to ~`query_tokens` / ~`rubric_tokens` tokens.
+
+    Each target is drawn in 0.6x-1.4x of the mean (as rollout lengths are); words come from
+    the query's own worst reference, so the vocabulary stays the simulation's. Context
+    sentences go before the query's question, clauses after a rubric's own words. Weights,
+    and so every latent quality, are unchanged; texts already longer are kept."""
+    rng = seeded_rng(seed, "lengthen", query.query_id)
+    words = [w.strip(".,:").lower() for w in query.references[-1].split("\n", 1)[-1].split()]
+    text = query.text
+    if query_tokens:
+        target, context = query_tokens * rng.uniform(0.6, 1.4), []
+        while count(" ".join([*context, text])) < target:
+            context.append(" ".join(rng.choice(words) for _ in range(rng.randint(10, 20))).capitalize() + ".")
+        text = " ".join([*context, text])
+    rubrics = query.rubrics
+    if rubric_tokens:
+        rubrics = tuple(_longer_rubric(r, rubric_tokens * rng.uniform(0.6, 1.4), words, rng, count) for r in rubrics)
+    return dataclasses.replace(query, text=text, rubrics=rubrics)
+
+
+def _longer_rubric(rubric: Rubric, target: float, words: list[str], rng, count) -> Rubric:
+    text = rubric.text.rstrip(".")
+    while count(text) < target:
+        text += ", " + " ".join(rng.choice(words) for _ in range(rng.randint(3, 6)))
+    return Rubric(text + ".", rubric.weight)
+
+
+class RationaleBenchJudge(BenchJudge):
+    """`BenchJudge` that costs rationale-first pairwise answers (`templates.pairwise_rationale`).
+
+    The simulated judge costs every answer as its JSON verdict. With the rationale-first
+    template a real judge writes a rationale before that verdict, so each parsed pairwise
+    call's completion is re-costed as the full answer text (`rationale_answer`); the tokens
+    added are kept in `rationale_extra`, so records and ledger + extra stay equal. Other
+    requests, and pairwise ones under the JSON-only template, are costed as by `BenchJudge`.
+    """
+
+    def __init__(self, quality, *, rationale_tokens: int = 800, **kwargs):
+        super().__init__(quality, **kwargs)
+        self.rationale_tokens = rationale_tokens
+        self.rationale_extra = 0
+
+    async def judge(self, request):
+        verdict = await super().judge(request)
+        record = self.records[-1]  # appended by BenchJudge.judge for this call, with no await since
+        if self.templates.pairwise_rationale and isinstance(request, PairwiseRequest) and record.parsed:
+            answer = rationale_answer(
+                request, verdict, seed=self.seed, mean_tokens=self.rationale_tokens, count=self.tokenizer.count
+            )
+            extra = self.tokenizer.count(answer) - record.completion_tokens
+            self.records[-1] = dataclasses.replace(record, completion_tokens=record.completion_tokens + extra)
+            self.rationale_extra += extra
+        return verdict
+
+
+def rationale_answer(request: PairwiseRequest, verdict: str, *, seed: int, mean_tokens: int, count) -> str:
+    """The answer a rationale-first judge writes for canonical `verdict`: RATIONALE, VERDICT.
+
+    About `mean_tokens` (0.6x-1.4x, seeded per request) of comparison sentences, one block
+    per rubric in turn, then the verdict in display terms (A is the response shown first)."""
+    shown_first = (
+        display_order(request, 2, seed)
+        if request.display == "auto"
+        else [0, 1][:: 1 if request.display == "ab" else -1]
+    )
+    letter = verdict if verdict == "TIE" or shown_first[0] == 0 else {"A": "B", "B": "A"}[verdict]
+    rng = seeded_rng(seed, "rationale", request.query_id, request.step, text_id(request.a), text_id(request.b))
+    target = mean_tokens * rng.uniform(0.6, 1.4)
+    rubrics = [r.text for r in request.rubrics] or ["overall quality"]
+    lines, tokens, k = ["RATIONALE"], 0, 0
+    while tokens < target:
+        rubric = rubrics[k % len(rubrics)]
+        line = _RATIONALE_LINES[rng.randrange(len(_RATIONALE_LINES))].format(n=k % len(rubrics) + 1, rubric=rubric)
+        n = count(line)
+        if tokens + n / 2 > target and k:  # stop at the line boundary nearest the target
+            break
+        lines.append(line)
+        tokens += n
+        k += 1
+    return "\n".join([*lines, "", "VERDICT", json.dumps({"winner": letter})])
+
+
+# Sentence shapes of a short comparative rationale ({n}: rubric number, {rubric}: its text).
+_RATIONALE_LINES = tuple(
+    f"Rubric {{n}} ({{rubric}}): {a} {b}"
+    for a in (
+        "Response A addresses this more directly and gives a concrete example, while Response B stays general.",
+        "Response B covers the main point but omits a step that the query explicitly asks for.",
+        "Both responses meet this criterion; A is slightly clearer in how the steps are ordered.",
+        "Response A makes an unsupported claim here, which weakens it against B's more careful wording.",
+        "Neither response fully satisfies this; B at least states the key trade-off explicitly.",
+    )
+    for b in (
+        "This rubric carries a high weight, so the difference matters for the overall verdict.",
+        "The gap is small and does not decide the comparison on its own.",
+        "Length and formatting are not evidence here, so I compare only the substance.",
+        "Taken together with the other rubrics, this shifts the balance a little.",
+    )
+)
 
 
 _SETTINGS: dict[tuple, tuple[SimulatedRun, LineTokenizer]] = {}
@@ -351,7 +552,7 @@ async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, conf
             step += 1
             if on_progress:
                 on_progress(len(groups))
-    result.ledger_tokens = judge.ledger.prompt_tokens + judge.ledger.completion_tokens
+    result.ledger_tokens = judge.ledger.prompt_tokens + judge.ledger.completion_tokens + judge.rationale_extra
     return result
 
 
@@ -369,6 +570,8 @@ def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], s
         result.parsed += sum(c.parsed for c in calls)
         result.prompt_tokens += sum(c.prompt_tokens for c in calls)
         result.completion_tokens += sum(c.completion_tokens for c in calls)
+        result.parsed_prompt_tokens += sum(c.prompt_tokens for c in calls if c.parsed)
+        result.parsed_completion_tokens += sum(c.completion_tokens for c in calls if c.parsed)
         result.cached_tokens += prefix_cache_savings([c.prompt for c in calls])
         latencies = latency.sample([c.prompt_tokens for c in calls], config.seed, step, group.query_id)
         per_round: list[list[float]] = [[] for _ in range(max((c.round for c in calls), default=0))]
@@ -391,6 +594,11 @@ def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], s
 
 __all__ = [
     "BENCH_METHODS",
+    "BENCH_PRESETS",
+    "RationaleBenchJudge",
+    "judge_options",
+    "lengthen_query",
+    "rationale_answer",
     "BenchMethod",
     "RewardBenchConfig",
     "MethodResult",

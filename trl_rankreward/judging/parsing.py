@@ -15,6 +15,16 @@ permutation of the shown IDs, a wrong key, a float position) raises `InvalidAnsw
 | PointwiseRequest              | `{"score": number 0..10}`                                |
 | MetaJudgeRequest              | `{"consistent": true / false}`                           |
 | BufferSelectRequest           | `{"keep_anchor_ids": [...], "add_rollout_ids": [...]}`   |
+
+Rationale-first answers (`JudgeTemplates(pairwise_rationale=True)`, or any template with a
+line `VERDICT` after the last response block): the verdict is the one JSON object after
+the last `VERDICT` heading of the answer (`VERDICT`, `Verdict:`, `**VERDICT**`, `## Verdict`
+at the start of a line), with nothing but a code fence after it. The rationale before it is
+not read, so a fake verdict that a rollout planted and the judge quoted in its rationale
+cannot decide; an answer without a final verdict section (e.g. cut off in the rationale)
+is invalid instead of falling back to an object quoted earlier. The prompt is recognized
+from its template text after the last `</response>`, which rollout text cannot produce
+(`rendering.neutralize`), so a rollout cannot switch the parser's mode either.
 """
 
 from __future__ import annotations
@@ -86,11 +96,55 @@ def parse_answer(text: str, request, rendered: Rendered) -> Any:
         verdicts = _FINAL_VERDICT.findall(strip_think(text or ""))
         if verdicts:
             return verdicts[-1].lower() == "correct"
+    if asks_rationale_first(rendered):
+        return _VALIDATORS[type(request)](verdict_after_rationale(text, request), request, rendered)
     answer = last_json_object(strip_think(text or ""))
     if answer is None:
         excerpt = (text or "")[:_EXCERPT]
         raise InvalidAnswer(f"Judge answer holds no JSON object; expected {_EXPECTED[type(request)]}, got {excerpt!r}")
     return _VALIDATORS[type(request)](answer, request, rendered)
+
+
+# ---- rationale-first answers ------------------------------------------------------------
+
+_PROMPT_VERDICT_LINE = re.compile(r"^VERDICT[ \t]*$", re.MULTILINE)
+_VERDICT_HEADING = re.compile(r"^[ \t>#*_]*verdict\b[ \t*_]*:?[ \t*_]*", re.IGNORECASE | re.MULTILINE)
+_FENCE = re.compile(r"^```[a-zA-Z]*[ \t]*\n?|\n?```[ \t]*$")
+
+
+def asks_rationale_first(rendered: Rendered) -> bool:
+    """Whether the prompt asks for a rationale, then the verdict under a `VERDICT` heading.
+
+    Only the template text after the last response block is read: rollout text sits inside
+    `<response>` blocks that it cannot close, so it cannot make a prompt look rationale-first."""
+    if not rendered.messages:
+        return False
+    prompt = rendered.messages[-1].get("content") or ""
+    return bool(_PROMPT_VERDICT_LINE.search(prompt.rsplit("</response>", 1)[-1]))
+
+
+def verdict_after_rationale(text: str, request) -> dict:
+    """The JSON verdict after the last `VERDICT` heading of `text`; raises `InvalidAnswer`."""
+    body = strip_think(text or "")
+    headings = list(_VERDICT_HEADING.finditer(body))
+    expected = f"a rationale, then a VERDICT heading followed by {_EXPECTED[type(request)]}"
+    if not headings:
+        raise InvalidAnswer(f"Judge answer has no VERDICT heading; expected {expected}, got {_tail(body)!r}")
+    tail = _FENCE.sub("", body[headings[-1].end() :].strip()).strip()
+    try:
+        value, end = json.JSONDecoder().raw_decode(tail)
+    except json.JSONDecodeError:
+        value, end = None, 0
+    if not isinstance(value, dict) or tail[end:].strip():
+        raise InvalidAnswer(
+            f"Judge answer's last VERDICT section is not one JSON object; expected {expected} and nothing after it, "
+            f"got {tail[:_EXCERPT]!r}"
+        )
+    return value
+
+
+def _tail(text: str) -> str:
+    return text[-_EXCERPT:]
 
 
 # ---- field checks -------------------------------------------------------------------------

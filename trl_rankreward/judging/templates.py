@@ -17,6 +17,15 @@ Written in the same style for the requests the papers use without printing a pro
 `pointwise_rubric` (0-10 score; GRPO/DAPO and GDPO baselines), and `meta` (R-Align
 MetaRM, Sec. 3.2: key discriminators -> rationale coverage -> binary verdict).
 
+Rationale-first pairwise judging (`pairwise_rationale=True`, off by default): the pairwise
+baselines (RRC-SCR, RRC-AGR, Pairwise Rank, Tournament-GRPO, ArenaRL) all send
+`PairwiseRequest`s; with the switch on they are rendered with `PAIRWISE_RATIONALE`, which
+asks for a short comparison under a `RATIONALE` heading and then the JSON verdict under a
+`VERDICT` heading, as generative judges answer (RRC and the RankBuffer paper's pairwise
+judges write a rationale before their verdict). `judging.parsing` recognizes such a prompt
+by the `VERDICT` line after the last response block and then reads only the verdict after
+the last `VERDICT` heading of the answer.
+
 Placeholders are `{NAME}` (the papers' own names, so RankBuffer's are upper case and
 MatrixReward's lower case); `{K-1}` is K minus one. Every other brace is literal text,
 so the JSON examples in the prompts need no escaping. Substitution is one pass: text
@@ -182,6 +191,36 @@ RESPONSE B
 
 Return JSON only: {"winner": "<one of A, B, or TIE>"}"""
 
+# Same instructions as PAIRWISE; only the answer format differs (rationale, then the verdict).
+PAIRWISE_RATIONALE = """You are a strict response-quality judge. Compare Response A and
+Response B using the query and weighted rubrics, and decide which
+response is better overall. Weigh each rubric by its weight.
+The two responses are shown in random order; the labels A and B
+carry no information about quality, and length or formatting are
+not evidence unless a rubric concerns them.
+
+QUERY
+{QUERY}
+
+RUBRICS
+{WEIGHTED_RUBRICS}
+
+RESPONSE A
+{RESPONSE_A}
+
+RESPONSE B
+{RESPONSE_B}
+
+Answer in two parts. First, under the heading RATIONALE, compare
+the two responses rubric by rubric in a few short sentences. Then,
+under the heading VERDICT, give the JSON verdict and nothing after it:
+
+RATIONALE
+<your comparison>
+
+VERDICT
+{"winner": "<one of A, B, or TIE>"}"""
+
 POINTWISE = """You are a strict response-quality judge. Score the response below
 from 0 (worst) to 10 (best) using the query and weighted rubrics.
 Weigh each rubric by its weight. Length or formatting are not
@@ -319,6 +358,13 @@ class JudgeTemplates:
         default=RUBRIC_PAIRWISE_IMPLICIT, metadata=_help("RubricPairwiseRequest, all rubrics (MatrixReward App. A.3).")
     )
     pairwise: str = field(default=PAIRWISE, metadata=_help("PairwiseRequest prompt: holistic A/B/TIE."))
+    pairwise_rationale: bool = field(
+        default=False,
+        metadata=_help(
+            "Render PairwiseRequests with PAIRWISE_RATIONALE: a short rationale, then the verdict under a VERDICT "
+            "heading (the pairwise baselines' judges in the papers). Replaces the default `pairwise` template only."
+        ),
+    )
     pointwise: str = field(default=POINTWISE, metadata=_help("PointwiseRequest prompt, all rubrics (0-10 score)."))
     pointwise_rubric: str = field(
         default=POINTWISE_RUBRIC,
@@ -327,8 +373,20 @@ class JudgeTemplates:
     meta: str = field(default=META, metadata=_help("MetaJudgeRequest prompt (R-Align MetaRM, Sec. 3.2)."))
 
     def __post_init__(self):
+        if not isinstance(self.pairwise_rationale, bool):
+            raise TypeError(f"JudgeTemplates.pairwise_rationale must be true or false, got {self.pairwise_rationale!r}")
+        if self.pairwise_rationale:
+            if self.pairwise not in (PAIRWISE, PAIRWISE_RATIONALE):
+                raise ValueError(
+                    "JudgeTemplates.pairwise_rationale=True selects the built-in rationale-first pairwise template, "
+                    "but a custom 'pairwise' template was given too; write the rationale instruction into your "
+                    "template (a VERDICT heading line after the responses) and leave pairwise_rationale false"
+                )
+            object.__setattr__(self, "pairwise", PAIRWISE_RATIONALE)
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
+            if f.name == "pairwise_rationale":
+                continue
             if not isinstance(value, str):
                 raise TypeError(f"JudgeTemplates.{f.name} must be a string, got {type(value).__name__}")
             if f.name != "system":
@@ -337,7 +395,11 @@ class JudgeTemplates:
     @property
     def source(self) -> str:
         """Which templates differ from the papers' defaults, for the run's log."""
-        changed = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) != f.default]
+        changed = [
+            f.name
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != f.default and not (f.name == "pairwise" and self.pairwise_rationale)
+        ]
         return f"the papers' defaults except {', '.join(changed)}" if changed else "the papers' defaults"
 
     @classmethod
@@ -353,7 +415,8 @@ class JudgeTemplates:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> JudgeTemplates:
-        """Read overrides from a YAML mapping `name: template` (block scalars `|` keep line breaks)."""
+        """Read overrides from a YAML mapping `name: template` (block scalars `|` keep line breaks);
+        `pairwise_rationale: true` switches the pairwise baselines to rationale-first answers."""
         import yaml
 
         path = Path(path)

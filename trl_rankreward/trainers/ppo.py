@@ -103,6 +103,12 @@ class CriticConfig:
             raise ValueError(
                 f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {self.advantage_estimator!r}"
             )
+        if self.advantage_estimator == "gae" and _sharded_launch(self):
+            raise ValueError(
+                "advantage_estimator='gae' trains the critic on one device or with DDP (accelerate_configs/"
+                "single_gpu.yaml, multi_gpu.yaml, multi_cpu.yaml); DeepSpeed and FSDP do not shard the critic yet. "
+                "Launch without them, or use advantage_estimator='group' (GRPO)."
+            )
         single = self.advantage_estimator == "gae" and self.num_generations == 1
         if single:
             self.num_generations = _OneGeneration(1)
@@ -122,6 +128,13 @@ class CriticConfig:
                 f"kl_in_reward_coef={self.kl_in_reward_coef} needs advantage_estimator='gae' (the penalty is a "
                 "per-token reward); with 'group' use TRL's beta (KL in the loss)"
             )
+
+
+def _sharded_launch(args) -> bool:
+    """DeepSpeed or FSDP asked for, by the config or by `accelerate launch` (before TrainingArguments reads it)."""
+    env = os.environ
+    return bool(args.deepspeed or args.fsdp or env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
+                or env.get("ACCELERATE_USE_FSDP", "").lower() == "true")  # fmt: skip
 
 
 def critic_card_settings(args: CriticConfig) -> dict:
@@ -151,12 +164,6 @@ class CriticPPOMixin:
 
     def _init_critic(self) -> None:
         args = self.args
-        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            raise NotImplementedError(
-                "advantage_estimator='gae' runs on one device or with DDP (accelerate multi-GPU / multi-CPU); "
-                "DeepSpeed and FSDP are not supported for the critic yet. Launch without them, or use "
-                "advantage_estimator='group'."
-            )
         critic = self._build_critic()
         if args.activation_checkpointing:  # as the policy (TRL's default: on)
             critic.backbone.activation_checkpointing_enable(args.gradient_checkpointing_kwargs)

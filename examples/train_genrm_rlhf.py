@@ -1,0 +1,80 @@
+"""Downstream RLHF with a GenRM as the reward (R-Align, Sec. 5.1 and Appendix D): PPO with a critic.
+
+The policy's rollouts are judged against each query's reference response (`references[0]`) by
+`GenRMPairwiseReward` (registry name `genrm`), with the paper's relative-length penalty. The
+paper trains this stage with PPO, so the configs set `advantage_estimator: gae` (a learned
+critic, one rollout per prompt); `advantage_estimator: group` with `num_generations >= 2` is GRPO.
+
+With `judge_base_urls` the judge is a GenRM served behind an OpenAI-compatible server (e.g.
+`vllm serve outputs/ralign-genrm --served-model-name my-genrm`), asked with the GenRM prompt and
+parsed from `\\boxed{A|B}` (`GenRMJudge`); `--genrm_format false` asks it with our JSON pairwise
+template instead (any instruction model). Without URLs the embedded judge is used (CPU checks).
+
+    accelerate launch --config_file accelerate_configs/multi_gpu.yaml \\
+        examples/train_genrm_rlhf.py --config examples/configs/genrm_rlhf_ppo_qwen3_1p7b.yaml
+
+CPU check (tiny random model, embedded judge; about a minute):
+
+    python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
+    HF_HUB_OFFLINE=1 python examples/train_genrm_rlhf.py --config examples/configs/genrm_rlhf_ppo_cpu.yaml
+"""
+
+import sys
+from dataclasses import dataclass, field
+
+from train_common import TrainScriptArguments, cli, train
+from trl import ModelConfig, TrlParser
+
+from trl_rankreward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+
+
+@dataclass
+class GenRMScriptArguments(TrainScriptArguments):
+    """The shared script arguments plus how to talk to the GenRM server."""
+
+    genrm_format: bool = field(
+        default=True,
+        metadata={
+            "help": "The judge at judge_base_urls is a GenRM answering \\boxed{A|B} (GenRMJudge). False: ask it "
+            "with the JSON pairwise template (LLMJudge)."
+        },
+    )
+
+
+def genrm_judge(args: JudgeRewardGRPOConfig):
+    """`GenRMJudge` over the config's judge server, with the config's retry budget and token limit."""
+    from trl_rankreward.judging import OpenAICompatibleBackend
+    from trl_rankreward.judging.retry import RetryPolicy
+    from trl_rankreward.rewards.genrm_reward import GenRMJudge
+
+    backend = OpenAICompatibleBackend(
+        args.judge_base_urls,
+        args.judge_model,
+        api_key_env=args.judge_api_key_env,
+        max_concurrency=args.judge_max_concurrency,
+        timeout_s=args.judge_timeout_s,
+        require_listed_model=args.judge_require_listed_model,
+    )
+    return GenRMJudge(
+        backend, seed=args.judge_seed, retry=RetryPolicy(max_attempts=args.judge_max_attempts),
+        max_tokens=args.judge_max_tokens,
+    )  # fmt: skip
+
+
+def main(script_args, training_args, model_args):
+    if training_args.reward_method != "genrm":
+        raise ValueError(
+            f"train_genrm_rlhf.py trains with the GenRM reward (reward_method: genrm), got reward_method="
+            f"{training_args.reward_method!r}; use train_baseline.py for the other methods"
+        )
+    use_genrm = bool(training_args.judge_base_urls) and script_args.genrm_format
+    judge = genrm_judge(training_args) if use_genrm else None
+    return train(JudgeRewardGRPOTrainer, script_args, training_args, model_args, judge=judge)
+
+
+def make_parser() -> TrlParser:
+    return TrlParser((GenRMScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
+
+
+if __name__ == "__main__":
+    sys.exit(cli(main, make_parser))
