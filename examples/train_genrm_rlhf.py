@@ -10,8 +10,8 @@ With `judge_base_urls` the judge is a GenRM served behind an OpenAI-compatible s
 parsed from `\\boxed{A|B}` (`GenRMJudge`); `--genrm_format false` asks it with our JSON pairwise
 template instead (any instruction model). Without URLs the embedded judge is used (CPU checks).
 
-    accelerate launch --config_file accelerate_configs/multi_gpu.yaml \\
-        examples/train_genrm_rlhf.py --config examples/configs/genrm_rlhf_ppo_qwen3_1p7b.yaml
+    accelerate launch --config_file accelerate_configs/zero3.yaml \\
+        examples/train_genrm_rlhf.py --config examples/configs/genrm_rlhf_ppo_qwen3_8b.yaml
 
 CPU check (tiny random model, embedded judge; about a minute):
 

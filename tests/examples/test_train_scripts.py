@@ -116,6 +116,19 @@ def test_ralign_builds_tiny_saves_and_resumes(tmp_path):
     assert not (tmp_path / "fresh" / "tiny_model").exists()
 
 
+def test_genrm_rlhf_trains_with_ppo_and_names_it_in_the_card(quickstart_data, tmp_path):
+    out = tmp_path / "genrm-ppo"
+    argv = ["--config", str(CONFIGS / "genrm_rlhf_ppo_cpu.yaml"), "--dataset_name", quickstart_data,
+            "--output_dir", str(out), "--max_steps", "2", "--save_steps", "2", "--max_completion_length", "8"]  # fmt: skip
+    trainer = run_main("train_genrm_rlhf", argv)
+    assert trainer.args.num_generations == 1 and trainer.args.advantage_estimator == "gae"
+    assert [e["step"] for e in trainer.state.log_history if "ppo/value_loss" in e] == [1, 2]
+    assert (out / "checkpoint-2" / "critic" / "value_head.safetensors").exists()
+    assert "| `advantage_estimator` | `'gae'` |" in (out / "README.md").read_text()
+    with pytest.raises(ValueError, match="reward_method: genrm"):
+        run_main("train_genrm_rlhf", [*argv, "--reward_method", "pointwise"])
+
+
 def test_model_card_without_checkpoints(tiny_model_dir, quickstart_data, tmp_path):
     # save_strategy "no": no checkpoint wrote TRL's card, the shared path still does
     out = tmp_path / "out"

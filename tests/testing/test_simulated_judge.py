@@ -288,3 +288,18 @@ def test_zero_realism_terms_keep_the_old_answers():
 def test_negative_realism_terms_are_refused(field, message):
     with pytest.raises(ValueError, match=message):
         SimulatedJudge({}, **{field: -0.1})
+
+
+def test_copy_display_order_returns_the_shown_order():
+    # copy_display_order=1: every listwise answer is the IDs as shown (R0 worst ...), which in
+    # canonical terms is render's display order; other request types are judged as before.
+    quality = {f"t{i}": float(i) for i in range(5)}
+    request = ListwiseRequest(query="Q?", query_id="q", step=3, candidates=tuple(quality))
+    copier = SimulatedJudge(quality, seed=5, copy_display_order=1.0)
+    honest = SimulatedJudge(quality, seed=5)
+    assert asyncio.run(copier.judge(request)) == list(render(request, seed=5).display)
+    assert asyncio.run(honest.judge(request)) == [0, 1, 2, 3, 4]  # by quality, worst -> best
+    pair = PairwiseRequest(query="Q?", query_id="q", a="t1", b="t4")
+    assert asyncio.run(copier.judge(pair)) == "B"
+    with pytest.raises(ValueError, match="copy_display_order"):
+        SimulatedJudge(quality, copy_display_order=2.0)

@@ -1,8 +1,9 @@
-"""Launched by test_ppo.py under `accelerate launch --num_processes 2 --cpu`: PPO (G=1) on two processes.
+"""Launched by test_ppo.py under `accelerate launch` with 2 CPU processes (DDP or DeepSpeed ZeRO-3): PPO at G=1.
 
-Usage: ppo_multiprocess_train.py MODEL_DIR OUTPUT_DIR
-Each process writes OUTPUT_DIR/rank{i}.json: a checksum of its critic's and policy's weights
-(DDP keeps the replicas equal) and the logged PPO statistics.
+Usage: ppo_multiprocess_train.py MODEL_DIR OUTPUT_DIR MAX_STEPS [RESUME_CHECKPOINT]
+Checkpoints every 2 steps. Each process writes OUTPUT_DIR/rank{i}.json: a checksum of the
+critic's and the policy's local parameters (equal replicas under DDP; shards under ZeRO-3),
+the critic's local parameter count, and the logged rewards and PPO statistics.
 """
 
 import json
@@ -18,14 +19,20 @@ def checksum(model) -> float:
 
 
 def main():
-    model_dir, output_dir = sys.argv[1:3]
-    args = ppo_config(output_dir, per_device_train_batch_size=4, max_steps=3, save_strategy="steps", save_steps=3)
+    model_dir, output_dir, max_steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    resume = sys.argv[4] if len(sys.argv) > 4 else None
+    args = ppo_config(output_dir, per_device_train_batch_size=4, max_steps=max_steps, save_strategy="steps",
+                      save_steps=2)  # fmt: skip
     trainer = CriticPPOTrainer(model_dir, reward_funcs=low_token_share, args=args, train_dataset=prompts())
     critic_before = checksum(trainer.critic)
-    trainer.train()
-    stats = {k: [e[k] for e in trainer.state.log_history if k in e] for k in ("ppo/value_loss", "ppo/advantage_std")}
+    trainer.train(resume_from_checkpoint=resume)
+    logged = {
+        k: [e[k] for e in trainer.state.log_history if k in e]
+        for k in ("reward", "ppo/value_loss", "ppo/advantage_std")
+    }
     result = {"critic_before": critic_before, "critic": checksum(trainer.critic), "policy": checksum(trainer.model),
-              **stats}  # fmt: skip
+              "critic_local_numel": sum(p.numel() for p in trainer.critic.parameters()),
+              "critic_engine": type(trainer._critic_engine).__name__, **logged}  # fmt: skip
     with open(os.path.join(output_dir, f"rank{trainer.accelerator.process_index}.json"), "w") as f:
         json.dump(result, f)
 

@@ -16,6 +16,7 @@ SCRIPT_FOR_PREFIX = {
     "matrixreward": "train_matrixreward",
     "baseline": "train_baseline",
     "ralign": "train_ralign_genrm",
+    "genrm": "train_genrm_rlhf",
 }
 
 

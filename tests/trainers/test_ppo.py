@@ -1,6 +1,9 @@
 """PPO with a learned critic (`trainers.ppo`) on a tiny CPU model: learning, logs, checkpoints, resume."""
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -8,6 +11,7 @@ from datasets import Dataset
 
 from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, snapshot
+from tests.trainers.test_multiprocess import ROOT, _free_port
 from trl_rankreward.trainers.critic import VALUE_HEAD_NAME
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 from trl_rankreward.trainers.ppo import CRITIC_DIR, CriticPPOConfig, CriticPPOTrainer
@@ -90,7 +94,7 @@ def test_checkpoint_holds_the_critic_and_resume_equals_an_uninterrupted_run(tiny
     straight = run(tmp_path / "straight")
     checkpoint = tmp_path / "straight" / "checkpoint-2"
     assert (checkpoint / CRITIC_DIR / VALUE_HEAD_NAME).exists()
-    assert (checkpoint / "critic_optimizer.pt").exists()
+    assert (checkpoint / CRITIC_DIR / "critic_optimizer.pt").exists()
     # The policy checkpoint stays a plain causal LM: no critic weights in it.
     assert not any("value_head" in name for name in os.listdir(checkpoint))
 
@@ -146,24 +150,28 @@ def test_config_checks():
         CriticPPOConfig(**common, num_generations=1, lam=1.5)
 
 
-@pytest.mark.timeout(600)
-def test_two_process_ppo_keeps_critic_replicas_equal(tiny_model_dir, tmp_path):
-    import json
-    import subprocess
-    import sys
-
-    from tests.trainers.test_multiprocess import ROOT, _free_port
-
+def launch_two_processes(accelerate_config: str, *script_args, extra_env=None) -> None:
+    """`accelerate launch` ppo_multiprocess_train.py on two CPU processes; fails the test with its output."""
     command = [
         sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(ROOT / "accelerate_configs" / "multi_cpu.yaml"),
+        "--config_file", str(ROOT / "accelerate_configs" / accelerate_config),
         "--main_process_port", str(_free_port()),
-        str(ROOT / "tests" / "trainers" / "ppo_multiprocess_train.py"), tiny_model_dir, str(tmp_path),
+        str(ROOT / "tests" / "trainers" / "ppo_multiprocess_train.py"), *map(str, script_args),
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(extra_env or {})}
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rank0, rank1 = (json.loads((tmp_path / f"rank{i}.json").read_text()) for i in (0, 1))
+
+
+def ranks(output_dir) -> tuple[dict, dict]:
+    return tuple(json.loads((output_dir / f"rank{i}.json").read_text()) for i in (0, 1))
+
+
+@pytest.mark.timeout(600)
+def test_two_process_ppo_keeps_critic_replicas_equal(tiny_model_dir, tmp_path):
+    launch_two_processes("multi_cpu.yaml", tiny_model_dir, tmp_path, 3)
+    rank0, rank1 = ranks(tmp_path)
+    assert rank0["critic_engine"] == "TorchCritic"
     # The critic trained (weights moved) and DDP kept both replicas identical, like the policy's.
     assert rank0["critic"] != rank0["critic_before"]
     assert rank0["critic"] == pytest.approx(rank1["critic"], rel=1e-9)
@@ -172,14 +180,47 @@ def test_two_process_ppo_keeps_critic_replicas_equal(tiny_model_dir, tmp_path):
     assert len(rank0["ppo/value_loss"]) == 3
     assert rank0["ppo/value_loss"] == rank1["ppo/value_loss"]
     assert rank0["ppo/advantage_std"] == rank1["ppo/advantage_std"]
-    assert (tmp_path / "checkpoint-3" / "critic" / "value_head.safetensors").exists()
+    assert (tmp_path / "checkpoint-2" / "critic" / "value_head.safetensors").exists()
 
 
-def test_gae_under_deepspeed_or_fsdp_fails_before_any_model_loads(monkeypatch):
+@pytest.mark.timeout(900)
+def test_zero3_shards_the_critic_and_resumes_exactly(tiny_model_dir, tmp_path):
+    pytest.importorskip("deepspeed")
+    cpu = {"DS_ACCELERATOR": "cpu"}
+    launch_two_processes("zero3_cpu.yaml", tiny_model_dir, tmp_path / "straight", 4, extra_env=cpu)
+    straight0, straight1 = ranks(tmp_path / "straight")
+    assert straight0["critic_engine"] == "DeepSpeedCritic"
+    # ZeRO-3 partitions the critic: each rank holds about half of its parameters (the tiny model has
+    # ~0.1M; small tensors below the persistence threshold stay whole, hence the margin).
+    total = sum(p.numel() for p in torch.nn.Module.parameters(_critic_like(tiny_model_dir)))
+    assert straight0["critic_local_numel"] < 0.75 * total
+    assert straight0["critic"] != straight0["critic_before"]
+    assert straight0["reward"] == straight1["reward"] and len(straight0["reward"]) == 4
+    # The critic's DeepSpeed checkpoint (both ranks' shards, with the Adam states) is in every checkpoint.
+    shards = sorted(p.name for p in (tmp_path / "straight" / "checkpoint-2" / "critic" / "deepspeed").iterdir())
+    assert shards == [f"zero_pp_rank_{r}_mp_rank_00_{kind}_states.pt" for r in (0, 1) for kind in ("model", "optim")]
+
+    checkpoint = tmp_path / "straight" / "checkpoint-2"
+    launch_two_processes("zero3_cpu.yaml", tiny_model_dir, tmp_path / "resumed", 4, checkpoint, extra_env=cpu)
+    resumed0, _ = ranks(tmp_path / "resumed")
+    # Steps 3-4 after the resume equal the uninterrupted run's: same rollouts (rewards), and the
+    # same critic and Adam state (value losses); steps 1-2 come from trainer_state.json.
+    assert resumed0["reward"] == straight0["reward"]
+    assert resumed0["ppo/value_loss"] == straight0["ppo/value_loss"]
+    assert resumed0["critic"] == pytest.approx(straight0["critic"], rel=1e-9)
+
+
+def _critic_like(model_dir):
+    from trl_rankreward.trainers.critic import ValueModel
+
+    return ValueModel.from_pretrained(model_dir)
+
+
+def test_gae_under_fsdp_fails_before_any_model_loads(monkeypatch):
     common = dict(output_dir="/tmp/unused", use_cpu=True, report_to="none", per_device_train_batch_size=2)
-    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")  # what `accelerate launch --config_file zero3.yaml` sets
-    with pytest.raises(ValueError, match="DeepSpeed and FSDP do not shard the critic yet"):
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")  # what `accelerate launch` with an FSDP config sets
+    with pytest.raises(ValueError, match="FSDP is not supported for the critic"):
         CriticPPOConfig(**common, num_generations=1)
-    monkeypatch.delenv("ACCELERATE_USE_DEEPSPEED")
-    with pytest.raises(ValueError, match="do not shard the critic"):
+    monkeypatch.delenv("ACCELERATE_USE_FSDP")
+    with pytest.raises(ValueError, match="FSDP is not supported"):
         CriticPPOConfig(**common, num_generations=1, fsdp="full_shard")

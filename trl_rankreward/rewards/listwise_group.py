@@ -11,15 +11,20 @@ scores, we ask for an order with the paper's template.
 Cost per group: one `ListwiseRequest` over U unique valid answers (none when U < 2), one
 sequential round. A failed or invalid call (not a permutation) makes the group neutral,
 counted in `reward/neutral_groups` like every other method's failures.
+
+Each valid answer is audited against the order it was displayed in (`display_audit`:
+`rank/listwise_display_...`); `reshuffle_check` re-asks a seeded fraction of calls under
+another shuffle (`rank/listwise_reshuffle_...`), off by default.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from ..judging.protocol import ask
 from ..judging.requests import ListwiseRequest
-from .base import Candidates, Group, GroupRewardMethod, RankOutcome, require
+from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, require
+from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally, tally_metrics
 from .verdicts import check_order
 
 
@@ -28,10 +33,16 @@ class ListwiseGroupReward(GroupRewardMethod):
 
     Args:
         judge: answers `ListwiseRequest`.
+        reshuffle_check: fraction of calls also asked under another shuffle, to test whether
+            the judge copies the display order (`display_audit`); 0 (default) sends no extra call.
         lambda_fmt, answer_format, format_reward: as in `GroupRewardMethod`.
     """
 
     name = "listwise_group"
+
+    def __init__(self, judge, *, reshuffle_check: float = 0.0, **kwargs: Any):
+        super().__init__(judge, **kwargs)
+        self.reshuffle_check = check_reshuffle(reshuffle_check)
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
         answers = candidates.answers
@@ -39,8 +50,16 @@ class ListwiseGroupReward(GroupRewardMethod):
         if len(answers) < 2:  # nothing to compare: no call
             return RankOutcome([[u] for u in range(len(answers))], details)
         request = group.request(ListwiseRequest, step=step, candidates=tuple(answers))
-        (verdict,) = require([await ask(self.judge, request)])
+        details[DETAILS_KEY] = new_tally()
+        (verdict,) = require([await ask_listwise(self.judge, request, details[DETAILS_KEY], self.reshuffle_check)])
         return RankOutcome([[u] for u in check_order(verdict, len(answers))], details)
+
+    def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
+        """Base metrics plus the display audit: `rank/listwise_display_...` and, with
+        `reshuffle_check`, `rank/listwise_reshuffle_...` (docs/metrics.md)."""
+        out = super().step_metrics(results)
+        out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.reshuffle_check))
+        return out
 
 
 __all__ = ["ListwiseGroupReward"]

@@ -33,8 +33,9 @@ failure or invalid selection leaves the buffer unchanged but keeps the group's r
 Per-group `details`: `bucket_sizes`, `coarse_position_mean` (position / K averaged over
 valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` and
 `anchors_pruned` ({source: count}), `bootstrap`, `maintained`, and for the manager
-`manager_calls`, `manager_invalid`. `step_metrics` turns them into `buffer/...` and
-`rank/...` metrics (documented there).
+`manager_calls`, `manager_invalid`, and `listwise_display` (the audit of the fine and
+bootstrap answers against their display order, `display_audit`). `step_metrics` turns them
+into `buffer/...` and `rank/...` metrics (documented there).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from .anchor_checkpoint import CHECKPOINT_FOLDER, load_anchor_checkpoint, save_a
 from .anchor_store import InMemoryAnchorStore, SQLiteAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupJudgingFailed, GroupResult, GroupRewardMethod, RankOutcome, require
+from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally, tally_metrics
 from .state_files import METHOD_STATE_NAME, read_method_state
 from .verdicts import check_order, check_position
 
@@ -114,6 +116,8 @@ class RankBufferReward(GroupRewardMethod):
         anchor_store: where anchor texts live (default: `InMemoryAnchorStore()`); with a
             persistent store (`SQLiteAnchorStore`) `state_dict()` holds keys only.
         seed: seeds the within-bucket order used for maintenance by coarse_only, which has no fine ranking.
+        reshuffle_check: fraction of listwise calls also asked under another shuffle, to test whether
+            the judge copies the display order (`display_audit`); 0 (default) sends no extra call.
     """
 
     name = "rank_buffer"
@@ -133,6 +137,7 @@ class RankBufferReward(GroupRewardMethod):
         format_reward: Callable[[str], float] | None = None,
         anchor_store=None,
         seed: int = 0,
+        reshuffle_check: float = 0.0,
     ):
         super().__init__(judge, lambda_fmt=lambda_fmt, answer_format=answer_format, format_reward=format_reward)
         if not (isinstance(k0, int) and k0 >= 2):
@@ -157,6 +162,7 @@ class RankBufferReward(GroupRewardMethod):
         self.manager_judge = manager_judge or judge
         self.store = anchor_store if anchor_store is not None else InMemoryAnchorStore()
         self.seed = seed
+        self.reshuffle_check = check_reshuffle(reshuffle_check)
         self._buffers = self._empty_table()
         self._pending: dict[str, dict[str, Any]] = {}  # llm_lookahead: last ranked group per query
         self._journals: list[dict[str, _Saved]] = []  # one per open frozen_state() block, innermost last
@@ -287,11 +293,13 @@ class RankBufferReward(GroupRewardMethod):
         """Algorithm 1, lines 9-12: rank the first group listwise; its rewards come from that
         ranking and Select_K0 of it becomes the buffer; no maintenance on this group."""
         answers = candidates.answers
-        order = list(range(len(answers)))
+        order, tally = list(range(len(answers))), new_tally()
         if len(answers) >= 2:
-            (verdict,) = require([await ask(self.judge, self._listwise(group, answers, step))])
+            request = self._listwise(group, answers, step)
+            (verdict,) = require([await ask_listwise(self.judge, request, tally, self.reshuffle_check)])
             order = check_order(verdict, len(answers))
         details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": int(len(answers) >= 2)}
+        details[DETAILS_KEY] = tally
         if answers:  # a group of only invalid rollouts cannot seed a buffer; the next one will
             keys = [self.store.put(answers[u]) for u in select_endpoints(order, self.k0)]
             buffer = AnchorBuffer.initial(keys, "bootstrap", epoch)
@@ -328,14 +336,17 @@ class RankBufferReward(GroupRewardMethod):
                 seeded_rng(self.seed, group.query_id, step, p).shuffle(buckets[p])
             return _Ranking(positions, buckets, 0)
         requests = [self._listwise(group, [answers[u] for u in buckets[p]], step) for p in to_rank]
-        unranked, failures = set(), []
-        for p, verdict in zip(to_rank, await _gather(self.judge, requests), strict=True):
+        unranked, failures, tally = set(), [], new_tally()
+        verdicts = await asyncio.gather(*(ask_listwise(self.judge, r, tally, self.reshuffle_check) for r in requests))
+        for p, verdict in zip(to_rank, verdicts, strict=True):
             try:
                 buckets[p] = [buckets[p][j] for j in check_order(require([verdict])[0], len(buckets[p]))]
             except GroupJudgingFailed as exc:  # keep the coarse bucket as one tie block
                 unranked.add(p)
                 failures.append(str(exc))
-        return _Ranking(positions, buckets, len(to_rank), frozenset(unranked), tuple(failures))
+        return _Ranking(
+            positions, buckets, len(to_rank), frozenset(unranked), tuple(failures), extra={DETAILS_KEY: tally}
+        )
 
     async def _manage(
         self,
@@ -387,7 +398,9 @@ class RankBufferReward(GroupRewardMethod):
         - `rank/coarse_calls_mean`, `rank/fine_calls_mean`: per judged group;
         - `rank/bucket_size_hist_<n>`: number of buckets holding n >= 1 answers;
         - `rank/bootstrap_groups`, `buffer/manager_invalid`;
-        - `rank/fine_fallbacks`: buckets whose fine call failed and that kept one shared rank.
+        - `rank/fine_fallbacks`: buckets whose fine call failed and that kept one shared rank;
+        - `rank/listwise_display_...` (and, with `reshuffle_check`, `rank/listwise_reshuffle_...`):
+          the listwise answers audited against their display order (`display_audit.tally_metrics`).
         """
         out = super().step_metrics(results)
         out.update(self._buffers.stats())
@@ -412,6 +425,7 @@ class RankBufferReward(GroupRewardMethod):
         out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
         out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
         out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
+        out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), self.reshuffle_check))
         return out
 
     # ------------------------------------------------------------------ state

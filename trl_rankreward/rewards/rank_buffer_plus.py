@@ -33,7 +33,8 @@ or extra look is skipped: the order is fused from the looks that came back, the 
 not neutral, and `details["look_failures"]` counts it.
 
 Per-group `details` add to RankBuffer's: `placement_calls`, `look_calls` (second and extra
-looks that came back), `look_failures`.
+looks that came back), `look_failures`. Every listwise answer (joint placement, fine calls,
+looks) is audited against its display order in `details["listwise_display"]` (`display_audit`).
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..judging.protocol import ask, is_failure
+from ..judging.protocol import is_failure
 from ..judging.subsample import select_endpoints
 from .anchor_buffer import AnchorBuffer, BufferUpdate
 from .base import Group, GroupJudgingFailed, require
+from .display_audit import DETAILS_KEY, ask_listwise, new_tally
 from .rank_buffer import RankBufferReward, _Ranking
 from .verdicts import check_order
 
@@ -129,9 +131,11 @@ class RankBufferPlusReward(RankBufferReward):
     # ------------------------------------------------------------------ ranking
     async def _rank(self, group: Group, buffer: AnchorBuffer, answers: list[str], *, step: int) -> _Ranking:
         """Placement and the second look in one round, then extra looks over disputed windows."""
+        tally = new_tally()  # the looks' audit; the placement's is merged in below
         place = self._place(group, buffer, answers, step=step)
         if self.second_look and len(answers) >= 2:
-            ranking, second = await asyncio.gather(place, ask(self.judge, self._listwise(group, answers, step)))
+            look = ask_listwise(self.judge, self._listwise(group, answers, step), tally, self.reshuffle_check)
+            ranking, second = await asyncio.gather(place, look)
             looks = [second]
         else:
             ranking, looks = await place, []
@@ -146,7 +150,8 @@ class RankBufferPlusReward(RankBufferReward):
             window = disputed_window(orders, fused, self.disagreement, self.extra_scope)
             if len(window) < 2:
                 break
-            verdict = await ask(self.judge, self._listwise(group, [answers[u] for u in window], step))
+            request = self._listwise(group, [answers[u] for u in window], step)
+            verdict = await ask_listwise(self.judge, request, tally, self.reshuffle_check)
             sub = _valid_order(verdict, len(window))
             if sub is None:
                 failures += 1
@@ -157,7 +162,9 @@ class RankBufferPlusReward(RankBufferReward):
         buckets = [sorted(bucket, key=rank.__getitem__) for bucket in ranking.buckets]
         ranking.buckets = buckets
         ranking.order = fused if not ranking.unranked else None
-        ranking.extra.update(look_calls=len(orders) - 1, look_failures=failures)
+        for key, value in ranking.extra.get(DETAILS_KEY, {}).items():
+            tally[key] += value
+        ranking.extra.update({"look_calls": len(orders) - 1, "look_failures": failures, DETAILS_KEY: tally})
         return ranking
 
     async def _place(self, group: Group, buffer: AnchorBuffer, answers: list[str], *, step: int) -> _Ranking:
@@ -169,8 +176,8 @@ class RankBufferPlusReward(RankBufferReward):
         K, U = len(anchors), len(answers)
         if U == 0:
             return _Ranking([], [[] for _ in range(K + 1)], 0, coarse_calls=0, extra={"placement_calls": 0})
-        request = self._listwise(group, anchors + answers, step)
-        (verdict,) = require([await ask(self.judge, request)])
+        request, tally = self._listwise(group, anchors + answers, step), new_tally()
+        (verdict,) = require([await ask_listwise(self.judge, request, tally, self.reshuffle_check)])
         order = check_order(verdict, K + U)
         positions, buckets, below = [0] * U, [[] for _ in range(K + 1)], 0
         for i in order:  # worst -> best: an answer's position counts the anchors seen before it
@@ -179,7 +186,7 @@ class RankBufferPlusReward(RankBufferReward):
             else:
                 positions[i - K] = below
                 buckets[below].append(i - K)
-        return _Ranking(positions, buckets, 0, coarse_calls=1, extra={"placement_calls": 1})
+        return _Ranking(positions, buckets, 0, coarse_calls=1, extra={"placement_calls": 1, DETAILS_KEY: tally})
 
 
 def borda(orders: Sequence[Sequence[int]], n: int) -> list[int]:

@@ -36,6 +36,12 @@ request enters by the `text_id`s of its texts (`_compact`) and `n` counts earlie
 requests, so the same sequence of requests gets the same answers in any process, and
 repeating a request draws fresh noise. With probability `fail_rate` a
 call fails as an invalid answer (`JudgeFailure(kind="invalid")`), to exercise failure policies.
+
+With probability `copy_display_order` a `ListwiseRequest` is not judged at all: the answer is
+the IDs in the order they were shown (R0 worst, R1 next, ...), i.e. the display order in
+canonical terms, as a lazy LLM judge copies the list it was given. The draw comes from
+`seeded_rng(seed, "copy", request, n)` like the noise, so at 0 (the default) nothing changes;
+`rewards.display_audit` detects such a judge.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ class SimulatedJudge(QualityJudge):
         meta_threshold: float = 5.0,
         text_noise: float = 0.0,
         listwise_noise_growth: float = 0.0,
+        copy_display_order: float = 0.0,
     ):
         super().__init__(
             token_counter=token_counter,
@@ -91,6 +98,11 @@ class SimulatedJudge(QualityJudge):
                 f"listwise_noise_growth is the noise added per text beyond two and must be >= 0, "
                 f"got {listwise_noise_growth!r}"
             )
+        if not 0.0 <= copy_display_order <= 1.0:
+            raise ValueError(
+                f"copy_display_order is the probability that a listwise answer copies the displayed order "
+                f"and must be in [0, 1], got {copy_display_order!r}"
+            )
         if not 0.0 <= fail_rate <= 1.0:
             raise ValueError(f"fail_rate is a probability and must be in [0, 1], got {fail_rate!r}")
         self._quality = _quality_fn(quality)
@@ -101,6 +113,7 @@ class SimulatedJudge(QualityJudge):
         self.fail_rate = float(fail_rate)
         self.text_noise = float(text_noise)
         self.listwise_noise_growth = float(listwise_noise_growth)
+        self.copy_display_order = float(copy_display_order)
         self._seen: Counter[tuple] = Counter()  # draws per (purpose, request, rubric) so far
 
     async def judge(self, request):
@@ -113,6 +126,12 @@ class SimulatedJudge(QualityJudge):
             )
             return JudgeFailure("invalid", "SimulatedJudge: simulated invalid answer (fail_rate)")
         return await super().judge(request)
+
+    async def _verdict(self, request, display: tuple[int, ...]):
+        copying = self.copy_display_order and isinstance(request, ListwiseRequest) and display
+        if copying and self._rng("copy", request, None).random() < self.copy_display_order:
+            return list(display)  # the IDs as shown, R0 first: display[slot] is the canonical index in slot
+        return await super()._verdict(request, display)
 
     async def qualities(
         self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()

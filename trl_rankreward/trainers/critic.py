@@ -55,7 +55,8 @@ class ValueModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-        return self.value_head(hidden.float()).squeeze(-1)
+        # In the head's dtype (float32 unless DeepSpeed cast the whole model to bf16/fp16), values in float32.
+        return self.value_head(hidden.to(self.value_head.weight.dtype)).squeeze(-1).float()
 
     def save(self, directory: str) -> None:
         os.makedirs(directory, exist_ok=True)

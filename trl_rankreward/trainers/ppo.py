@@ -42,12 +42,12 @@ from .advantages import (
     token_rewards,
 )
 from .critic import ValueModel, completion_values
+from .critic_engine import DeepSpeedCritic, TorchCritic
 from .sampling import EpochSeededRepeatSampler
 
 logger = logging.get_logger(__name__)
 
 CRITIC_DIR = "critic"
-CRITIC_OPTIMIZER_NAME = "critic_optimizer.pt"
 ADVANTAGE_ESTIMATORS = ("group", "gae")
 
 
@@ -103,11 +103,11 @@ class CriticConfig:
             raise ValueError(
                 f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {self.advantage_estimator!r}"
             )
-        if self.advantage_estimator == "gae" and _sharded_launch(self):
+        if self.advantage_estimator == "gae" and _fsdp_launch(self):
             raise ValueError(
-                "advantage_estimator='gae' trains the critic on one device or with DDP (accelerate_configs/"
-                "single_gpu.yaml, multi_gpu.yaml, multi_cpu.yaml); DeepSpeed and FSDP do not shard the critic yet. "
-                "Launch without them, or use advantage_estimator='group' (GRPO)."
+                "advantage_estimator='gae' trains the critic on one device, with DDP or with DeepSpeed (ZeRO-3 "
+                "shards it); FSDP is not supported for the critic. Launch with DeepSpeed (accelerate_configs/"
+                "zero3.yaml) or DDP, or use advantage_estimator='group' (GRPO)."
             )
         single = self.advantage_estimator == "gae" and self.num_generations == 1
         if single:
@@ -130,11 +130,9 @@ class CriticConfig:
             )
 
 
-def _sharded_launch(args) -> bool:
-    """DeepSpeed or FSDP asked for, by the config or by `accelerate launch` (before TrainingArguments reads it)."""
-    env = os.environ
-    return bool(args.deepspeed or args.fsdp or env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
-                or env.get("ACCELERATE_USE_FSDP", "").lower() == "true")  # fmt: skip
+def _fsdp_launch(args) -> bool:
+    """FSDP asked for, by the config or by `accelerate launch` (before TrainingArguments reads it)."""
+    return bool(args.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
 
 
 def critic_card_settings(args: CriticConfig) -> dict:
@@ -155,7 +153,7 @@ class CriticPPOMixin:
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.critic = self.critic_optimizer = None
+        self.critic = self._critic_engine = None
         self._kept_rewards: torch.Tensor | None = None
         if self.args.advantage_estimator == "gae":
             self._init_critic()
@@ -170,10 +168,12 @@ class CriticPPOMixin:
         for module in critic.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0  # deterministic values: old and new values differ by the update only
-        self.critic_optimizer = torch.optim.AdamW(
-            critic.parameters(), lr=args.critic_learning_rate, weight_decay=args.weight_decay
-        )
-        self.critic = self.accelerator.prepare_model(critic)
+        if self.is_deepspeed_enabled:
+            self._critic_engine = DeepSpeedCritic(critic, self.accelerator, args)
+        else:
+            self._critic_engine = TorchCritic(critic, self.accelerator, lr=args.critic_learning_rate,
+                                              weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm)  # fmt: skip
+        self.critic = self._critic_engine.model
         self.add_callback(_CriticStep(self))
         if args.kl_in_reward_coef and self.ref_model is None and not self._is_peft():
             self.ref_model = self._build_reference()
@@ -195,6 +195,11 @@ class CriticPPOMixin:
             path = self.accelerator.unwrap_model(self.model).get_base_model().config._name_or_path
         if path:
             return ValueModel.from_pretrained(path, dtype=dtype)
+        if self.is_deepspeed_enabled:  # ZeRO-3 has already sharded the policy's weights: nothing to copy
+            raise ValueError(
+                "Under DeepSpeed the critic is loaded from a path, but the policy was passed in memory without one; "
+                "set critic_model_name_or_path (e.g. the policy's checkpoint)"
+            )
         return ValueModel.from_policy(self.accelerator.unwrap_model(self.model))
 
     def _build_reference(self):
@@ -269,7 +274,8 @@ class CriticPPOMixin:
     def _critic_values(self, ids, attention, prompt_length: int, completion_length: int) -> torch.Tensor:
         """Values of the completion states (B, T), computed in micro-batches like TRL's log-probs."""
         chunk = self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
-        parts = [self.critic(ids[i : i + chunk], attention[i : i + chunk]) for i in range(0, ids.size(0), chunk)]
+        engine = self._critic_engine
+        parts = [engine.values(ids[i : i + chunk], attention[i : i + chunk]) for i in range(0, ids.size(0), chunk)]
         return completion_values(torch.cat(parts), prompt_length, completion_length).float()
 
     def _kl_to_reference(self, output: dict, ids, attention) -> torch.Tensor:
@@ -324,48 +330,39 @@ class CriticPPOMixin:
         mask = inputs["completion_mask"].float()
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        new_values = completion_values(self.critic(ids, attention), inputs["prompt_ids"].size(1), mask.size(1))
+        values = self._critic_engine.values(ids, attention)
+        new_values = completion_values(values, inputs["prompt_ids"].size(1), mask.size(1))
         loss, clip_fraction = clipped_value_loss(
             new_values.float(), inputs["old_values"], inputs["returns"], mask, self.args.cliprange_value
         )
         if mode == "train":
-            (self.args.vf_coef * loss / self.current_gradient_accumulation_steps).backward()
+            self._critic_engine.backward(self.args.vf_coef * loss, self.current_gradient_accumulation_steps)
         stats = self.accelerator.gather(torch.stack([loss.detach(), clip_fraction.detach()])[None]).mean(dim=0)
         self._metrics[mode]["ppo/value_loss"].append(stats[0].item())
         self._metrics[mode]["ppo/value_clip_frac"].append(stats[1].item())
 
-    def _step_critic(self) -> None:
-        if self.args.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.args.max_grad_norm)
-        self.critic_optimizer.step()
-        self.critic_optimizer.zero_grad(set_to_none=True)
-
     # ---- checkpoints ------------------------------------------------------------------------------
 
     def _save_checkpoint(self, model, trial):
-        if self.critic is not None and self.accelerator.is_main_process:
-            folder = os.path.join(
-                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-            )
-            self.accelerator.unwrap_model(self.critic).save(os.path.join(folder, CRITIC_DIR))
-            torch.save(self.critic_optimizer.state_dict(), os.path.join(folder, CRITIC_OPTIMIZER_NAME))
+        # Before TRL's save, which writes trainer_state.json last: a checkpoint with it holds the critic.
+        if self._critic_engine is not None:
+            step_dir = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            self._critic_engine.save(os.path.join(self._get_output_dir(trial=trial), step_dir, CRITIC_DIR))
         super()._save_checkpoint(model, trial)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None or self.critic is None:
             return
-        folder, optimizer = os.path.join(checkpoint, CRITIC_DIR), os.path.join(checkpoint, CRITIC_OPTIMIZER_NAME)
-        missing = [p for p in (folder, optimizer) if not os.path.exists(p)]
-        if missing:
+        folder = os.path.join(checkpoint, CRITIC_DIR)
+        if not type(self._critic_engine).saved(folder):
+            other = "DeepSpeed" if isinstance(self._critic_engine, TorchCritic) else "plain PyTorch/DDP"
             raise FileNotFoundError(
-                f"Resuming PPO (advantage_estimator='gae') from {checkpoint}, which lacks {', '.join(missing)}: the "
-                "checkpoint holds no critic (written with advantage_estimator='group' or by plain TRL). Resume from a "
-                "checkpoint of a 'gae' run, or start a new run."
+                f"Resuming PPO (advantage_estimator='gae') from {checkpoint}, which holds no critic that this launch "
+                f"can read in {folder} (a run with advantage_estimator='group', plain TRL, or a {other} launch). "
+                "Resume from a checkpoint of a 'gae' run launched the same way, or start a new run."
             )
-        self.accelerator.unwrap_model(self.critic).load(folder)
-        state = torch.load(optimizer, map_location=self.accelerator.device, weights_only=True)
-        self.critic_optimizer.load_state_dict(state)
+        self._critic_engine.load(folder)
 
 
 class _CriticStep(TrainerCallback):
@@ -375,7 +372,7 @@ class _CriticStep(TrainerCallback):
         self.trainer = trainer
 
     def on_optimizer_step(self, args, state, control, **kwargs):
-        self.trainer._step_critic()
+        self.trainer._critic_engine.optimizer_step()
         return control
 
 
