@@ -32,6 +32,7 @@ RANK_BUFFER_OPTIONS = {
     "inactivity_epochs": "inactivity_epochs",
     "buffer_variant": "variant",
     "buffer_manager": "manager",
+    "reshuffle_check": "reshuffle_check",
 }
 MATRIX_REWARD_OPTIONS = {name: name for name in MATRIX_OPTIONS}
 

@@ -15,6 +15,7 @@ EXPECTED = {
     "single_gpu.yaml": ("NO", 1, 1, "bf16", None),
     "multi_node_zero3.yaml": ("DEEPSPEED", 16, 2, "bf16", 3),
     "multi_cpu.yaml": ("MULTI_GPU", 2, 1, "no", None),
+    "zero3_cpu.yaml": ("DEEPSPEED", 2, 1, "no", 3),
 }
 
 

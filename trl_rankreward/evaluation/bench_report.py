@@ -261,6 +261,7 @@ def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
         f"(tau {cheapest['kendall_tau']:.3f}, {cheapest['parsed_tokens_per_group']:,.0f} tokens per group, "
         f"{cheapest['parsed_tokens_per_group'] / best['parsed_tokens_per_group']:.2f} of the best row's)."
     )
+    out.extend(_against_all_pairs(rows))
     separated = [r["method"] for r in rows if r["advantage_levels"] >= 0.999 * max(x["advantage_levels"] for x in rows)]
     out.append(
         f"Most distinct advantage levels ({max(r['advantage_levels'] for r in rows):.2f} per group): "
@@ -277,6 +278,22 @@ def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
     failed = [f"{r['method']} {r['neutral_groups']}" for r in rows if r["neutral_groups"]]
     out.append("Neutral (failed) groups: " + (", ".join(failed) if failed else "none") + ".")
     return out
+
+
+def _against_all_pairs(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The one-look-per-rollout methods against all-pairs RRC-SCR: tau gap, call and token ratios (parsed calls)."""
+    by_name = {r["method"]: r for r in rows}
+    ref = by_name.get("rrc_scr")
+    names = [n for n in ("rank_buffer", "rank_buffer_plus", "listwise_group") if n in by_name]
+    if ref is None or not names or not ref["calls_per_group"] or not ref["parsed_tokens_per_group"]:
+        return []
+    parts = [
+        f"{n} {by_name[n]['kendall_tau']:.3f} ({by_name[n]['kendall_tau'] - ref['kendall_tau']:+.3f}) at "
+        f"{by_name[n]['calls_per_group'] / ref['calls_per_group']:.2f}x its calls and "
+        f"{by_name[n]['parsed_tokens_per_group'] / ref['parsed_tokens_per_group']:.2f}x its tokens"
+        for n in names
+    ]
+    return [f"Against all-pairs rrc_scr (tau {ref['kendall_tau']:.3f}): " + "; ".join(parts) + "."]
 
 
 def table8_findings(rows: Sequence[dict[str, Any]]) -> list[str]:

@@ -66,6 +66,13 @@ class RankBufferGRPOConfig(JudgeRewardGRPOConfig):
             "choices": list(BUFFER_MANAGERS),
         },
     )
+    reshuffle_check: float = field(
+        default=0.0,
+        metadata={
+            "help": "Fraction of listwise calls also asked under another display shuffle, to test whether the judge "
+            "copies the displayed order (`rank/listwise_reshuffle_agreement`); extra judge calls, rewards unchanged."
+        },
+    )
     anchor_store: str = field(
         default="sqlite",
         metadata={
@@ -85,7 +92,9 @@ class RankBufferGRPOConfig(JudgeRewardGRPOConfig):
     def __post_init__(self):
         super().__post_init__()
         self._check_own_method(
-            "rank_buffer", "RankBuffer", ("k0", "buffer_init", "inactivity_epochs", "buffer_variant", "buffer_manager")
+            "rank_buffer",
+            "RankBuffer",
+            ("k0", "buffer_init", "inactivity_epochs", "buffer_variant", "buffer_manager", "reshuffle_check"),
         )
         self._check_choices("buffer_init", "buffer_variant", "anchor_store", "buffer_manager")
         if self.k0 < 2:
@@ -135,6 +144,7 @@ class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
             inactivity_epochs=args.inactivity_epochs,
             variant=args.buffer_variant,
             manager=args.buffer_manager,
+            reshuffle_check=args.reshuffle_check,
             **self._common_method_kwargs(),
             anchor_store=store,
             seed=args.judge_seed,
