@@ -46,15 +46,9 @@ def genrm_judge(args: JudgeRewardGRPOConfig):
     from trl_rankreward.judging import OpenAICompatibleBackend
     from trl_rankreward.judging.retry import RetryPolicy
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
+    from trl_rankreward.trainers.judge_reward import judge_server_options
 
-    backend = OpenAICompatibleBackend(
-        args.judge_base_urls,
-        args.judge_model,
-        api_key_env=args.judge_api_key_env,
-        max_concurrency=args.judge_max_concurrency,
-        timeout_s=args.judge_timeout_s,
-        require_listed_model=args.judge_require_listed_model,
-    )
+    backend = OpenAICompatibleBackend(args.judge_base_urls, args.judge_model, **judge_server_options(args))
     return GenRMJudge(
         backend, seed=args.judge_seed, retry=RetryPolicy(max_attempts=args.judge_max_attempts),
         max_tokens=args.judge_max_tokens,

@@ -224,3 +224,19 @@ def test_gae_under_fsdp_fails_before_any_model_loads(monkeypatch):
     monkeypatch.delenv("ACCELERATE_USE_FSDP")
     with pytest.raises(ValueError, match="FSDP is not supported"):
         CriticPPOConfig(**common, num_generations=1, fsdp="full_shard")
+
+
+def test_lora_policy_uses_its_base_as_the_reference(tiny_model_dir, tmp_path):
+    from peft import LoraConfig
+
+    args = ppo_config(tmp_path, max_steps=3, kl_in_reward_coef=0.05)
+    lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj"])
+    trainer = CriticPPOTrainer(
+        tiny_model_dir, reward_funcs=low_token_share, args=args, train_dataset=prompts(), peft_config=lora
+    )
+    assert trainer.ref_model is None  # the reference is the policy with its adapter disabled: no second copy
+    # The critic is a full model from the base checkpoint, not an adapter.
+    assert all(p.requires_grad for p in trainer.critic.parameters())
+    trainer.train()
+    kl = logged(trainer, "ppo/kl_in_reward")
+    assert kl[0] == 0.0 and any(k != 0 for k in kl[1:]), kl

@@ -170,7 +170,8 @@ Rubric: {numbered_rubrics}"""
 
 # ---- Written in the papers' style (no printed prompt) -----------------------------------
 
-PAIRWISE = """You are a strict response-quality judge. Compare Response A and
+# The task both pairwise templates share; only the answer format differs.
+_PAIRWISE_TASK = """You are a strict response-quality judge. Compare Response A and
 Response B using the query and weighted rubrics, and decide which
 response is better overall. Weigh each rubric by its weight.
 The two responses are shown in random order; the labels A and B
@@ -189,29 +190,14 @@ RESPONSE A
 RESPONSE B
 {RESPONSE_B}
 
-Return JSON only: {"winner": "<one of A, B, or TIE>"}"""
+"""
 
-# Same instructions as PAIRWISE; only the answer format differs (rationale, then the verdict).
-PAIRWISE_RATIONALE = """You are a strict response-quality judge. Compare Response A and
-Response B using the query and weighted rubrics, and decide which
-response is better overall. Weigh each rubric by its weight.
-The two responses are shown in random order; the labels A and B
-carry no information about quality, and length or formatting are
-not evidence unless a rubric concerns them.
+PAIRWISE = _PAIRWISE_TASK + """Return JSON only: {"winner": "<one of A, B, or TIE>"}"""
 
-QUERY
-{QUERY}
-
-RUBRICS
-{WEIGHTED_RUBRICS}
-
-RESPONSE A
-{RESPONSE_A}
-
-RESPONSE B
-{RESPONSE_B}
-
-Answer in two parts. First, under the heading RATIONALE, compare
+# Rationale first, then the verdict.
+PAIRWISE_RATIONALE = (
+    _PAIRWISE_TASK
+    + """Answer in two parts. First, under the heading RATIONALE, compare
 the two responses rubric by rubric in a few short sentences. Then,
 under the heading VERDICT, give the JSON verdict and nothing after it:
 
@@ -220,6 +206,7 @@ RATIONALE
 
 VERDICT
 {"winner": "<one of A, B, or TIE>"}"""
+)
 
 POINTWISE = """You are a strict response-quality judge. Score the response below
 from 0 (worst) to 10 (best) using the query and weighted rubrics.

@@ -254,6 +254,12 @@ class JudgeRewardGRPOConfig(CriticConfig, GRPOConfig):
                 raise ValueError(f"{name} must be {none}one of {list(allowed)}, got {value!r}")
 
 
+def judge_server_options(args: JudgeRewardGRPOConfig) -> dict[str, Any]:
+    """The config's judge-server keywords, shared by `OpenAICompatibleBackend` and `LLMJudge.from_server`."""
+    return {"api_key_env": args.judge_api_key_env, "max_concurrency": args.judge_max_concurrency,
+            "timeout_s": args.judge_timeout_s, "require_listed_model": args.judge_require_listed_model}  # fmt: skip
+
+
 def build_judge(args: JudgeRewardGRPOConfig):
     """The judge the config describes: `LLMJudge` over OpenAI-compatible servers, or `EmbeddingJudge`.
 
@@ -272,10 +278,7 @@ def build_judge(args: JudgeRewardGRPOConfig):
     return LLMJudge.from_server(
         args.judge_base_urls,
         args.judge_model,
-        api_key_env=args.judge_api_key_env,
-        max_concurrency=args.judge_max_concurrency,
-        timeout_s=args.judge_timeout_s,
-        require_listed_model=args.judge_require_listed_model,
+        **judge_server_options(args),
         templates=templates,
         seed=args.judge_seed,
         max_attempts=args.judge_max_attempts,
