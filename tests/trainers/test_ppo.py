@@ -240,3 +240,12 @@ def test_lora_policy_uses_its_base_as_the_reference(tiny_model_dir, tmp_path):
     trainer.train()
     kl = logged(trainer, "ppo/kl_in_reward")
     assert kl[0] == 0.0 and any(k != 0 for k in kl[1:]), kl
+
+
+def test_a_critic_with_another_vocabulary_is_refused(tiny_model_dir, tmp_path):
+    from trl_rankreward.testing import build_tiny_model
+
+    other = str(build_tiny_model(tmp_path / "other", vocab_size=300))
+    args = ppo_config(tmp_path / "out", critic_model_name_or_path=other)
+    with pytest.raises(ValueError, match="vocabulary of 300 tokens, the policy 512"):
+        CriticPPOTrainer(tiny_model_dir, reward_funcs=low_token_share, args=args, train_dataset=prompts())

@@ -194,13 +194,26 @@ class CriticPPOMixin:
         if self._is_peft() and not self.args.critic_model_name_or_path:
             path = self.accelerator.unwrap_model(self.model).get_base_model().config._name_or_path
         if path:
-            return ValueModel.from_pretrained(path, dtype=dtype)
+            critic = ValueModel.from_pretrained(path, dtype=dtype)
+            self._check_same_vocabulary(critic, path)
+            return critic
         if self.is_deepspeed_enabled:  # ZeRO-3 has already sharded the policy's weights: nothing to copy
             raise ValueError(
                 "Under DeepSpeed the critic is loaded from a path, but the policy was passed in memory without one; "
                 "set critic_model_name_or_path (e.g. the policy's checkpoint)"
             )
         return ValueModel.from_policy(self.accelerator.unwrap_model(self.model))
+
+    def _check_same_vocabulary(self, critic: ValueModel, path: str) -> None:
+        """The critic reads the policy's token ids: a model with another vocabulary would give silent nonsense."""
+        policy = getattr(self.accelerator.unwrap_model(self.model).config, "vocab_size", None)
+        own = getattr(critic.backbone.config, "vocab_size", None)
+        if policy is not None and own is not None and policy != own:
+            raise ValueError(
+                f"critic_model_name_or_path={path!r} has a vocabulary of {own} tokens, the policy {policy}: the critic "
+                "reads the policy's token ids, so it needs the policy's tokenizer. Use a model of the same family "
+                "(same tokenizer), or leave critic_model_name_or_path unset to start from the policy."
+            )
 
     def _build_reference(self):
         from trl.trainer.utils import add_fused_lm_head, create_model_from_path
