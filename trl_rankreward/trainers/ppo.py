@@ -12,7 +12,8 @@ and the clipped policy surrogate (`loss_type`, `epsilon`, `beta`, `num_iteration
    RLHF PPO), and replaces TRL's group advantages by per-token GAE advantages (`advantages`),
    whitened over the whole batch on every process alike;
 2. adds the clipped value loss on the critic to every micro-batch's backward, and steps the
-   critic's own AdamW right after the policy's optimizer step (`_CriticStep`);
+   critic's own optimizer with the policy's (`critic_engine`: AdamW after the policy's step on
+   one device or DDP; a second DeepSpeed engine, sharded like the policy, under DeepSpeed);
 3. saves the critic and its optimizer in every checkpoint (`critic/`) and restores both on resume.
 
 No groups are needed: `num_generations=1` is allowed with "gae" (G > 1 works too). With
