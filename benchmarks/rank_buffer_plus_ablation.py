@@ -3,6 +3,8 @@
 Each row adds one change to the row above it, from the paper's RankBuffer to the variant's
 defaults, on the reward-method benchmark (`evaluation.reward_bench`, its default setting unless
 flags say otherwise); `rrc_scr` (all pairs) and `listwise_group` (one call per group) frame them.
+The S rows measure soft placement (issue 17: the coarse position's probabilities, which an LLM
+judge gives as log-probabilities at no extra call), each next to the row it changes.
 
     python benchmarks/rank_buffer_plus_ablation.py                    # the benchmark's default judge
     python benchmarks/rank_buffer_plus_ablation.py --text_noise 0 --listwise_noise_growth 0
@@ -30,6 +32,12 @@ ROWS = [
      {**PAPER_PLACEMENT, "placement": "joint", "extra_calls": 2, "extra_scope": "window"}),
     ("G: E + two anchors (defaults)", "rank_buffer_plus", {}),
     ("H: G with three anchors", "rank_buffer_plus", {"max_anchors": 3}),
+    ("S0: rank_buffer + soft placement", "rank_buffer", {"soft_placement": True}),
+    ("S1: rank_buffer coarse_only (no fine calls)", "rank_buffer", {"variant": "coarse_only"}),
+    ("S2: S1 + soft placement (ties by E[position])", "rank_buffer", {"variant": "coarse_only", "soft_placement": True}),
+    ("S3: A + 1 extra look on disputes", "rank_buffer_plus", {**PAPER_PLACEMENT, "extra_calls": 1}),
+    ("S4: S3 + soft flags (entropy > 0.5)", "rank_buffer_plus",
+     {**PAPER_PLACEMENT, "extra_calls": 1, "soft_placement": True, "soft_entropy": 0.5}),
 ]  # fmt: skip
 
 
@@ -38,7 +46,11 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=RewardBenchConfig.queries)
     parser.add_argument("--text_noise", type=float, default=RewardBenchConfig.text_noise)
     parser.add_argument("--listwise_noise_growth", type=float, default=RewardBenchConfig.listwise_noise_growth)
+    parser.add_argument(
+        "--rows", default="", help="Only the rows whose labels start with these comma-separated prefixes."
+    )
     args = parser.parse_args()
+    prefixes = tuple(p for p in args.rows.split(",") if p)
     config = RewardBenchConfig(queries=args.queries, text_noise=args.text_noise,
                                listwise_noise_growth=args.listwise_noise_growth)  # fmt: skip
     print(f"text_noise {config.text_noise}, listwise_noise_growth {config.listwise_noise_growth}, noise "
@@ -47,6 +59,8 @@ def main() -> int:
     print("|---|---|---|---|---|---|")
     base = None
     for label, registry, options in ROWS:
+        if prefixes and not label.startswith(prefixes) and registry != "listwise_group":
+            continue
         result = run_method(config, BenchMethod(label, registry, options))
         if isinstance(result, str):
             print(f"| {label} | failed: {result} | | | | |")

@@ -45,6 +45,8 @@ NOT_OPTIONS = {
     "manager_judge": "the trainer uses its one judge for the manager",
     "anchor_store": "an object; the config names it (anchor_store='sqlite'|'memory')",
     "seed": "the config's judge_seed",
+    "soft_placement": "needs a judge that serves log-probabilities; measured not to pay (docs/benchmarks.md), "
+    "so no trainer option",
 }
 
 #: config field -> the reward module's tuple of allowed values

@@ -177,3 +177,14 @@ def test_rank_buffer_default_is_unchanged_by_the_variant_hooks():
     assert result.rewards == pytest.approx(EXPECTED_REWARDS)
     assert dict(judge.counts) == {"coarse": 6, "listwise": 1}
     assert all(isinstance(r, (CoarseRequest, ListwiseRequest)) for r in judge.requests)
+
+
+# ----------------------------------------------------------------- soft placement (issue 17)
+def test_soft_placement_needs_coarse_placement_and_soft_entropy_needs_soft_placement():
+    from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward
+    from trl_rankreward.testing import OracleJudge
+
+    with pytest.raises(ValueError, match="placement='coarse'"):
+        RankBufferPlusReward(OracleJudge({}), soft_placement=True)
+    with pytest.raises(ValueError, match="soft_entropy"):
+        RankBufferPlusReward(OracleJudge({}), placement="coarse", soft_entropy=0.5)

@@ -303,3 +303,48 @@ def test_copy_display_order_returns_the_shown_order():
     assert asyncio.run(copier.judge(pair)) == "B"
     with pytest.raises(ValueError, match="copy_display_order"):
         SimulatedJudge(quality, copy_display_order=2.0)
+
+
+# ----------------------------------------------------------------- soft placement (log-probabilities)
+def _soft_request(candidate="x", probabilities=True):
+    from trl_rankreward.judging.requests import CoarseRequest
+
+    return CoarseRequest(query="q", query_id="q", anchors=("a", "b", "c"), candidate=candidate,
+                         probabilities=probabilities)  # fmt: skip
+
+
+def test_position_probabilities_sum_to_one_and_peak_where_the_perceived_quality_falls():
+    import math
+
+    from trl_rankreward.judging.requests import SoftPosition
+
+    # Anchors 1, 3, 5; candidate 3.2 lies in bucket 2 (between 3 and 5). noise 0.5 is the only
+    # spread here, but with seed 0 the draws move the perceived values a little; whatever they are,
+    # the distribution sums to 1, the verdict is the same as without probabilities (the same draw),
+    # and P(i) = Phi((b_i+1 - c)/s) - Phi((b_i - c)/s) puts most mass on the verdict's bucket.
+    quality = {"a": 1.0, "b": 3.0, "c": 5.0, "x": 3.2}
+    soft = asyncio.run(SimulatedJudge(quality, noise=0.5).judge(_soft_request()))
+    hard = asyncio.run(SimulatedJudge(quality, noise=0.5).judge(_soft_request(probabilities=False)))
+    assert isinstance(soft, SoftPosition) and type(hard) is int and soft == hard
+    assert sum(soft.probabilities) == pytest.approx(1.0) and len(soft.probabilities) == 4
+    assert max(range(4), key=soft.probabilities.__getitem__) == soft
+    # Exact values with known perceived qualities: anchors 1, 3, 5, candidate 3.2, s = 0.5:
+    # P(0) = Phi(-4.4) ~ 5e-6, P(1) = Phi(-0.4) - P(0) = 0.3446, P(2) = Phi(3.6) - Phi(-0.4) = 0.6552,
+    # P(3) = 1 - Phi(3.6) = 0.00016.
+    judge = SimulatedJudge(quality, noise=0.5)
+    probs = judge.position_probabilities(_soft_request(), [1.0, 5.0, 3.0], 3.2, 2)  # anchors in any order
+    phi = lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2)))  # noqa: E731
+    assert probs == pytest.approx([phi(-4.4), phi(-0.4) - phi(-4.4), phi(3.6) - phi(-0.4), 1 - phi(3.6)])
+    # a wider temperature flattens it (same perceived values, s = 1.0)
+    wide = SimulatedJudge(quality, noise=0.5, logprob_temperature=2.0).position_probabilities(
+        _soft_request(), [1.0, 3.0, 5.0], 3.2, 2
+    )
+    assert wide[2] < probs[2] and wide[1] > probs[1]
+
+
+def test_noiseless_judge_gives_a_one_hot_distribution_and_defaults_are_unchanged():
+    quality = {"a": 1.0, "b": 3.0, "c": 5.0, "x": 6.0}
+    soft = asyncio.run(SimulatedJudge(quality).judge(_soft_request()))
+    assert soft == 3 and soft.probabilities == (0.0, 0.0, 0.0, 1.0) and soft.entropy == 0.0
+    with pytest.raises(ValueError, match="logprob_temperature"):
+        SimulatedJudge(quality, logprob_temperature=0)

@@ -30,6 +30,14 @@ by chance); a buffer first built from this group's references is kept. An LLM ma
 failure or invalid selection leaves the buffer unchanged but keeps the group's rewards
 (the ranking itself succeeded).
 
+Soft placement (`soft_placement`, ours, not the paper's; off by default): the coarse requests
+ask for a probability per position (`CoarseRequest.probabilities`; an LLM judge reads them from
+the log-probabilities of the position token, at no extra call). Answers that share a bucket
+and get no fine order (variant coarse_only, or a bucket whose fine call failed) are then
+ordered by their expected position E[p] instead of a seeded shuffle or one tie block; answers
+with equal E[p] (or no probabilities: counted in `details["soft_fallbacks"]`) still tie.
+Buffer maintenance is unchanged (a failed fine call still skips it).
+
 Per-group `details`: `bucket_sizes`, `coarse_position_mean` (position / K averaged over
 valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` and
 `anchors_pruned` ({source: count}), `bootstrap`, `maintained`, and for the manager
@@ -50,7 +58,7 @@ from typing import Any
 
 from .._gc import paused_gc
 from ..judging.protocol import Judge, ask, is_failure
-from ..judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
+from ..judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest, SoftPosition
 from ..judging.seeding import seeded_rng, text_id
 from ..judging.subsample import select_endpoints
 from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferTable, BufferUpdate, StoredBufferTable, update_buffer
@@ -99,6 +107,12 @@ class _Ranking:
     coarse_calls: int | None = None  # placement calls, when not one coarse call per answer
     order: list[int] | None = None  # the final order worst -> best, when not the buckets' concatenation
     extra: dict[str, Any] = field(default_factory=dict)  # more per-group details
+    soft: list[SoftPosition | None] | None = None  # soft_placement: each answer's position probabilities
+
+    def expected(self, u: int) -> float:
+        """E[position] of answer `u` (its hard position without probabilities)."""
+        soft = self.soft[u] if self.soft is not None else None
+        return soft.expected if soft is not None else float(self.positions[u])
 
 
 class RankBufferReward(GroupRewardMethod):
@@ -118,6 +132,8 @@ class RankBufferReward(GroupRewardMethod):
         seed: seeds the within-bucket order used for maintenance by coarse_only, which has no fine ranking.
         reshuffle_check: fraction of listwise calls also asked under another shuffle, to test whether
             the judge copies the display order (`display_audit`); 0 (default) sends no extra call.
+        soft_placement: ask coarse calls for position probabilities and order answers of a bucket
+            without a fine order by their expected position (module docstring; ours, off by default).
     """
 
     name = "rank_buffer"
@@ -138,6 +154,7 @@ class RankBufferReward(GroupRewardMethod):
         anchor_store=None,
         seed: int = 0,
         reshuffle_check: float = 0.0,
+        soft_placement: bool = False,
     ):
         super().__init__(judge, lambda_fmt=lambda_fmt, answer_format=answer_format, format_reward=format_reward)
         if not (isinstance(k0, int) and k0 >= 2):
@@ -163,6 +180,9 @@ class RankBufferReward(GroupRewardMethod):
         self.store = anchor_store if anchor_store is not None else InMemoryAnchorStore()
         self.seed = seed
         self.reshuffle_check = check_reshuffle(reshuffle_check)
+        if not isinstance(soft_placement, bool):
+            raise ValueError(f"soft_placement must be True or False, got {soft_placement!r}")
+        self.soft_placement = soft_placement
         self._buffers = self._empty_table()
         self._pending: dict[str, dict[str, Any]] = {}  # llm_lookahead: last ranked group per query
         self._journals: list[dict[str, _Saved]] = []  # one per open frozen_state() block, innermost last
@@ -261,17 +281,32 @@ class RankBufferReward(GroupRewardMethod):
             anchors_pruned=dict(Counter(a.source for a in pruned)),
         )
         details.update(ranking.extra)
+        if ranking.soft is not None:
+            details["soft_fallbacks"] = sum(s is None for s in ranking.soft)
         if self.variant == "coarse_only":
-            return RankOutcome([b for b in ranking.buckets if b], details)
+            return RankOutcome([blk for b in ranking.buckets if b for blk in self._tie_blocks(b, ranking)], details)
         if ranking.order is not None:
             return RankOutcome([[u] for u in ranking.order], details)
         blocks: list[list[int]] = []
         for p, bucket in enumerate(ranking.buckets):
             if p in ranking.unranked:
-                blocks.append(list(bucket))
+                blocks.extend(self._tie_blocks(bucket, ranking))
             else:
                 blocks.extend([u] for u in bucket)
         return RankOutcome(blocks, details)
+
+    def _tie_blocks(self, bucket: list[int], ranking: _Ranking) -> list[list[int]]:
+        """A bucket without a fine order: one tie block, or with soft placement, blocks of equal
+        expected position, worst -> best."""
+        if not self.soft_placement:
+            return [list(bucket)]
+        blocks: list[list[int]] = []
+        for u in sorted(bucket, key=ranking.expected):
+            if blocks and ranking.expected(blocks[-1][-1]) == ranking.expected(u):
+                blocks[-1].append(u)
+            else:
+                blocks.append([u])
+        return blocks
 
     def _maintain(self, buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> BufferUpdate:
         """Algorithm 2 (`anchor_buffer.update_buffer`); a variant may add to it."""
@@ -323,18 +358,24 @@ class RankBufferReward(GroupRewardMethod):
                 anchors=anchors,
                 candidate=answer,
                 show_anchor_text=self.variant != "order_only",
+                probabilities=self.soft_placement,
             )
             for answer in answers
         ]
-        positions = [check_position(v, K) for v in require(await _gather(self.judge, coarse))]
+        verdicts = require(await _gather(self.judge, coarse))
+        positions = [check_position(v, K) for v in verdicts]
+        soft = [_soft(v, K) for v in verdicts] if self.soft_placement else None
         buckets: list[list[int]] = [[] for _ in range(K + 1)]
         for u, p in enumerate(positions):
             buckets[p].append(u)
         to_rank = [p for p, b in enumerate(buckets) if len(b) >= 2]
         if self.variant == "coarse_only":
-            for p in to_rank:  # no fine information: a seeded order picks maintenance anchors
+            ranking = _Ranking(positions, buckets, 0, soft=soft)
+            for p in to_rank:  # no fine information: a seeded order (or E[position]) picks maintenance anchors
                 seeded_rng(self.seed, group.query_id, step, p).shuffle(buckets[p])
-            return _Ranking(positions, buckets, 0)
+                if soft is not None:
+                    buckets[p].sort(key=ranking.expected)
+            return ranking
         requests = [self._listwise(group, [answers[u] for u in buckets[p]], step) for p in to_rank]
         unranked, failures, tally = set(), [], new_tally()
         verdicts = await asyncio.gather(*(ask_listwise(self.judge, r, tally, self.reshuffle_check) for r in requests))
@@ -345,7 +386,13 @@ class RankBufferReward(GroupRewardMethod):
                 unranked.add(p)
                 failures.append(str(exc))
         return _Ranking(
-            positions, buckets, len(to_rank), frozenset(unranked), tuple(failures), extra={DETAILS_KEY: tally}
+            positions,
+            buckets,
+            len(to_rank),
+            frozenset(unranked),
+            tuple(failures),
+            extra={DETAILS_KEY: tally},
+            soft=soft,
         )
 
     async def _manage(
@@ -587,6 +634,13 @@ class RankBufferReward(GroupRewardMethod):
         keys = {row[0] for b in buffers.values() for row in b["anchors"]}
         keys.update(k for p in pending.values() for bucket in p["buckets"] for k in bucket)
         return keys
+
+
+def _soft(verdict: Any, K: int) -> SoftPosition | None:
+    """The verdict's position probabilities, if the judge gave them for K + 1 positions."""
+    if isinstance(verdict, SoftPosition) and len(verdict.probabilities) == K + 1:
+        return verdict
+    return None
 
 
 async def _gather(judge: Judge, requests: Sequence[Any]) -> list[Any]:

@@ -24,6 +24,12 @@ ranked:
    `disagreement` places), each fused in by Borda as well. A group whose looks agree
    costs nothing more.
 
+4. **Soft flags** (`soft_entropy`, with `soft_placement` and placement "coarse"): an answer
+   whose coarse position distribution has an entropy above `soft_entropy` nats (a placement
+   the judge was unsure of) is disputed as well; the first extra look goes over the
+   disputed answers and the flagged ones with their neighbours in the fused order, within
+   the same `extra_calls` budget. Off (None) by default.
+
 Maintenance uses the placement's buckets, with each bucket's answers in the fused order
 (so interval refinement picks the fused median).
 
@@ -66,6 +72,8 @@ class RankBufferPlusReward(RankBufferReward):
         extra_calls: at most this many more listwise calls per group, over the answers the
             looks disagree on.
         disagreement: ranks (places) two looks must differ by for an answer to count as disputed.
+        soft_entropy: with `soft_placement` and placement "coarse", the entropy (nats) above which a
+            coarse placement is flagged for an extra look; None (default): no flags.
         **kwargs: `RankBufferReward`'s options (k0, init, inactivity_epochs, variant
             "dynamic" or "static", anchor_store, lambda_fmt, ...).
     """
@@ -83,9 +91,20 @@ class RankBufferPlusReward(RankBufferReward):
         disagreement: int = 1,
         max_anchors: int | None = 2,
         k0: int = 2,
+        soft_entropy: float | None = None,
         **kwargs: Any,
     ):
         super().__init__(judge, k0=k0, **kwargs)
+        if self.soft_placement and placement != "coarse":
+            raise ValueError(
+                f"soft_placement reads the coarse calls' position probabilities, but placement={placement!r} "
+                "makes none; set placement='coarse' or soft_placement=False"
+            )
+        if soft_entropy is not None and not (self.soft_placement and soft_entropy >= 0):
+            raise ValueError(
+                f"soft_entropy={soft_entropy!r} flags uncertain coarse placements: it needs soft_placement=True "
+                "and a value >= 0 (nats)"
+            )
         if placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
         if extra_scope not in SCOPES:
@@ -109,6 +128,7 @@ class RankBufferPlusReward(RankBufferReward):
         self.extra_scope = extra_scope
         self.disagreement = disagreement
         self.max_anchors = max_anchors
+        self.soft_entropy = soft_entropy
 
     def _config(self) -> dict[str, Any]:
         return {**super()._config(), "placement": self.placement, "max_anchors": self.max_anchors}
@@ -146,8 +166,11 @@ class RankBufferPlusReward(RankBufferReward):
             failures += order is None
             orders += [order] if order is not None else []
         fused = borda(orders, len(answers))
+        flagged = self._flagged(ranking, fused)
         for _ in range(self.extra_calls):
             window = disputed_window(orders, fused, self.disagreement, self.extra_scope)
+            if flagged:
+                window, flagged = [u for u in fused if u in set(window) | flagged], set()
             if len(window) < 2:
                 break
             request = self._listwise(group, [answers[u] for u in window], step)
@@ -166,6 +189,14 @@ class RankBufferPlusReward(RankBufferReward):
             tally[key] += value
         ranking.extra.update({"look_calls": len(orders) - 1, "look_failures": failures, DETAILS_KEY: tally})
         return ranking
+
+    def _flagged(self, ranking: _Ranking, fused: list[int]) -> set[int]:
+        """Answers whose coarse placement is flat (entropy > `soft_entropy`), with their neighbours in `fused`."""
+        if self.soft_entropy is None or ranking.soft is None:
+            return set()
+        flat = {u for u, s in enumerate(ranking.soft) if s is not None and s.entropy > self.soft_entropy}
+        ranking.extra["soft_flagged"] = len(flat)
+        return {fused[j] for i, u in enumerate(fused) if u in flat for j in (i - 1, i, i + 1) if 0 <= j < len(fused)}
 
     async def _place(self, group: Group, buffer: AnchorBuffer, answers: list[str], *, step: int) -> _Ranking:
         if self.placement == "coarse":
