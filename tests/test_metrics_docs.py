@@ -73,7 +73,8 @@ CONFIGS = [(name, {}) for name in REWARD_METHODS] + [
     ("rank_buffer", {"manager": "llm"}),
     ("rank_buffer", {"manager": "llm_lookahead"}),
     ("rank_buffer", {"variant": "coarse_only"}),
-    ("listwise_group", {"reshuffle_check": 1.0}),  # the shuffle check's rank/listwise_reshuffle_... names
+    ("listwise_group", {"reshuffle_check": 1.0}),
+    ("rank_buffer", {"soft_placement": True}),  # rank/soft_fallbacks  # the shuffle check's rank/listwise_reshuffle_... names
 ]
 
 

@@ -446,6 +446,8 @@ class RankBufferReward(GroupRewardMethod):
         - `rank/bucket_size_hist_<n>`: number of buckets holding n >= 1 answers;
         - `rank/bootstrap_groups`, `buffer/manager_invalid`;
         - `rank/fine_fallbacks`: buckets whose fine call failed and that kept one shared rank;
+        - `rank/soft_fallbacks` (with `soft_placement`): placements that came without position
+          probabilities (the server returned no log-probabilities) and were placed hard;
         - `rank/listwise_display_...` (and, with `reshuffle_check`, `rank/listwise_reshuffle_...`):
           the listwise answers audited against their display order (`display_audit.tally_metrics`).
         """
@@ -472,6 +474,8 @@ class RankBufferReward(GroupRewardMethod):
         out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
         out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
         out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
+        if self.soft_placement:
+            out["rank/soft_fallbacks"] = float(sum(d.get("soft_fallbacks", 0) for d in judged))
         out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), self.reshuffle_check))
         return out
 
