@@ -249,3 +249,44 @@ def test_a_critic_with_another_vocabulary_is_refused(tiny_model_dir, tmp_path):
     args = ppo_config(tmp_path / "out", critic_model_name_or_path=other)
     with pytest.raises(ValueError, match="vocabulary of 300 tokens, the policy 512"):
         CriticPPOTrainer(tiny_model_dir, reward_funcs=low_token_share, args=args, train_dataset=prompts())
+
+
+class _FailsOnFirstQuery(CountingMethod):
+    """CountingMethod whose judging of query q0 always fails: those groups go neutral."""
+
+    async def score_group(self, group, candidates, *, epoch, step):
+        from trl_rankreward.rewards.base import GroupJudgingFailed
+
+        if group.query_id == "q0":
+            raise GroupJudgingFailed("judge down for q0")
+        return await super().score_group(group, candidates, epoch=epoch, step=step)
+
+
+def test_neutral_groups_are_unscorable_for_the_critic(tiny_model_dir, tiny_dataset, tmp_path):
+    # A group whose judging failed must not teach the critic that its completions are worth 0.
+    args = JudgeRewardGRPOConfig(
+        output_dir=str(tmp_path), advantage_estimator="gae", per_device_train_batch_size=16, num_generations=4,
+        max_completion_length=8, max_steps=1, learning_rate=1e-2, critic_learning_rate=1e-3, logging_steps=1,
+        save_strategy="no", report_to="none", use_cpu=True, bf16=False, seed=0, judge_stop_after_failed_batches=0,
+        judge_max_neutral_fraction=1.0,
+    )  # fmt: skip
+    trainer = JudgeRewardGRPOTrainer(
+        tiny_model_dir, args=args, train_dataset=load_rows(tiny_dataset), reward_method=_FailsOnFirstQuery()
+    )
+    seen = {}
+    original = trainer._replace_advantages
+
+    def spy(output):
+        original(output)
+        seen.update(output)
+
+    trainer._replace_advantages = spy
+    trainer.train()
+    # The batch holds all 4 queries x G=4; q0's rows are NaN in the reward columns (unscorable).
+    columns = trainer._kept_rewards[:, 0]
+    neutral = torch.isnan(columns)
+    assert int(neutral.sum()) == 4
+    # Their advantages are exactly 0 and their returns equal the critic's own values (no value error).
+    assert torch.all(seen["advantages"][neutral] == 0)
+    torch.testing.assert_close(seen["returns"][neutral], seen["old_values"][neutral])
+    assert torch.any(seen["advantages"][~neutral] != 0)

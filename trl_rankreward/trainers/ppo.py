@@ -262,13 +262,15 @@ class CriticPPOMixin:
             kl = self._kl_to_reference(output, ids, attention) if args.kl_in_reward_coef else None
         rewards = token_rewards(scores, mask, kl, args.kl_in_reward_coef)
         advantages, returns = generalized_advantages(rewards, values, mask, args.gamma, args.lam)
-        # A completion no reward function scored carries no signal: no advantage, nothing to regress.
-        advantages = advantages * scorable[:, None]
+        # A completion no reward function scored (e.g. its judging failed) carries no signal: no advantage,
+        # nothing to regress, and it stays out of the whitening statistics.
+        scored = mask * scorable[:, None]
+        advantages = advantages * scored
         returns = torch.where(scorable[:, None], returns, values)
-        mean, std = self._global_mean_std(advantages, mask)
-        self._log_rollout(mode, advantages, returns, values, mask, kl, mean, std)
+        mean, std = self._global_mean_std(advantages, scored)
+        self._log_rollout(mode, advantages, returns, values, scored, kl, mean, std)
         if args.whiten_advantages:
-            advantages = masked_whiten(advantages, mask, mean, std)
+            advantages = masked_whiten(advantages, scored, mean, std)
         output["advantages"], output["old_values"], output["returns"] = advantages, values, returns
 
     def _local_scores(self, local_size: int) -> tuple[torch.Tensor, torch.Tensor]:
