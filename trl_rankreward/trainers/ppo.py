@@ -79,7 +79,9 @@ class CriticConfig:
             "checkpoint (or a copy of an in-memory policy)."
         },
     )
-    critic_learning_rate: float = field(default=9e-6, metadata={"help": "AdamW learning rate of the critic."})
+    critic_learning_rate: float = field(
+        default=9e-6, metadata={"help": "AdamW learning rate of the critic (constant; no warm-up or decay)."}
+    )
     gamma: float = field(default=1.0, metadata={"help": "GAE discount factor over completion tokens."})
     lam: float = field(default=0.95, metadata={"help": "GAE lambda (bias-variance trade-off)."})
     vf_coef: float = field(
