@@ -40,10 +40,11 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..judging.protocol import ask, is_failure
+from ..judging.protocol import ask
 from ..judging.rendering import display_order
 from ..judging.requests import ListwiseRequest
 from ..judging.seeding import seeded_rng, text_id
+from .verdicts import order_or_none
 
 #: key of the per-group tally in `GroupResult.details`
 DETAILS_KEY = "listwise_display"
@@ -124,11 +125,11 @@ async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, fl
         verdict, second = await asyncio.gather(ask(judge, request), ask(judge, twin))
     else:
         verdict, second, perm = await ask(judge, request), None, []
-    order = _valid(verdict, n)
+    order = order_or_none(verdict, n)
     if order is None:
         return verdict
     audit_answer(tally, request, order, seed)
-    again = _valid(second, n) if second is not None else None
+    again = order_or_none(second, n) if second is not None else None
     if again is not None:
         tally["reshuffles"] += 1
         tally["reshuffle_tau_sum"] += kendall_tau(order, [perm[j] for j in again])
@@ -167,15 +168,6 @@ def _draw(request: ListwiseRequest, seed: int) -> float:
     """The request's uniform draw for the shuffle check: `seeded_rng(seed, "reshuffle_check", query_id, step, text ids)`."""
     ids = tuple(text_id(t) for t in request.candidates)
     return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
-
-
-def _valid(verdict: Any, n: int) -> list[int] | None:
-    """A verdict that is a permutation of range(n), else None (failures are the caller's business)."""
-    if is_failure(verdict) or not isinstance(verdict, (list, tuple)):
-        return None
-    if any(isinstance(i, bool) or not isinstance(i, int) for i in verdict) or sorted(verdict) != list(range(n)):
-        return None
-    return list(verdict)
 
 
 __all__ = [

@@ -49,13 +49,12 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ..judging.protocol import is_failure
 from ..judging.subsample import select_endpoints
 from .anchor_buffer import AnchorBuffer, BufferUpdate
-from .base import Group, GroupJudgingFailed, require
+from .base import Group, require
 from .display_audit import DETAILS_KEY, ask_listwise, new_tally
 from .rank_buffer import RankBufferReward, _Ranking
-from .verdicts import check_order
+from .verdicts import check_order, order_or_none
 
 PLACEMENTS = ("coarse", "joint")
 SCOPES = ("set", "window")
@@ -162,7 +161,7 @@ class RankBufferPlusReward(RankBufferReward):
         placed = [u for bucket in ranking.buckets for u in bucket]
         orders, failures = [placed], 0
         for verdict in looks:
-            order = _valid_order(verdict, len(answers))
+            order = order_or_none(verdict, len(answers))
             failures += order is None
             orders += [order] if order is not None else []
         fused = borda(orders, len(answers))
@@ -170,12 +169,13 @@ class RankBufferPlusReward(RankBufferReward):
         for _ in range(self.extra_calls):
             window = disputed_window(orders, fused, self.disagreement, self.extra_scope)
             if flagged:
-                window, flagged = [u for u in fused if u in set(window) | flagged], set()
+                wanted = set(window) | flagged
+                window, flagged = [u for u in fused if u in wanted], set()
             if len(window) < 2:
                 break
             request = self._listwise(group, [answers[u] for u in window], step)
             verdict = await ask_listwise(self.judge, request, tally, self.reshuffle_check)
-            sub = _valid_order(verdict, len(window))
+            sub = order_or_none(verdict, len(window))
             if sub is None:
                 failures += 1
                 continue
@@ -258,16 +258,6 @@ def _embed(sub: Sequence[int], fused: Sequence[int]) -> list[int]:
     members = set(sub)
     it = iter(sub)
     return [next(it) if u in members else u for u in fused]
-
-
-def _valid_order(verdict: Any, n: int) -> list[int] | None:
-    """The verdict as an order, or None for a failure or an invalid answer (a skipped look)."""
-    if is_failure(verdict):
-        return None
-    try:
-        return check_order(verdict, n)
-    except GroupJudgingFailed:
-        return None
 
 
 __all__ = ["PLACEMENTS", "SCOPES", "RankBufferPlusReward", "borda", "disputed_window"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..judging.protocol import is_failure
 from ..judging.requests import JudgeFailure
 from .base import GroupJudgingFailed
 
@@ -33,4 +34,15 @@ def check_order(verdict: Any, n: int) -> list[int]:
     return list(verdict)
 
 
-__all__ = ["check_order", "check_position"]
+def order_or_none(verdict: Any, n: int) -> list[int] | None:
+    """`check_order`'s order, or None for a judge failure or an answer that is not a permutation
+    (for the optional looks and audits, which skip such answers instead of failing the group)."""
+    if is_failure(verdict):
+        return None
+    try:
+        return check_order(verdict, n)
+    except GroupJudgingFailed:
+        return None
+
+
+__all__ = ["check_order", "check_position", "order_or_none"]

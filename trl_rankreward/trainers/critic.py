@@ -13,6 +13,7 @@ the backbone.
 
 from __future__ import annotations
 
+import copy
 import os
 
 import torch
@@ -49,8 +50,6 @@ class ValueModel(nn.Module):
     @classmethod
     def from_policy(cls, policy: nn.Module) -> ValueModel:
         """A critic whose backbone is a copy of an in-memory policy's (for policies with no checkpoint path)."""
-        import copy
-
         return cls(copy.deepcopy(policy.base_model))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
