@@ -316,18 +316,9 @@ def test_lengthened_queries_and_rubrics_reach_their_target_lengths():
 
 
 def test_judge_noise_options_reach_the_simulated_judge():
-    import inspect
-
     from trl_rankreward.evaluation import reward_bench
-    from trl_rankreward.testing.simulated_judge import SimulatedJudge
 
     config = _tiny(text_noise=0.7, listwise_noise_growth=0.2)
-    passed, lacking = reward_bench.judge_options(config)
-    accepted = inspect.signature(SimulatedJudge).parameters
-    if "text_noise" not in accepted or "listwise_noise_growth" not in accepted:
-        assert set(lacking) >= {n for n in ("text_noise", "listwise_noise_growth") if n not in accepted}
-        pytest.skip("this SimulatedJudge has no text_noise / listwise_noise_growth parameters yet")
-    assert passed == {"text_noise": 0.7, "listwise_noise_growth": 0.2} and lacking == []
     seen = {}
     original = reward_bench.RationaleBenchJudge.__init__
 

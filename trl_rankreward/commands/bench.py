@@ -53,7 +53,7 @@ def run(config, args: BenchOutputArguments) -> int:
     from tqdm.auto import tqdm
 
     from ..evaluation import bench_report
-    from ..evaluation.reward_bench import judge_options, run_benchmark, selected_methods
+    from ..evaluation.reward_bench import run_benchmark, selected_methods
 
     total = len(selected_methods(config.methods)) * config.queries * config.epochs
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -90,11 +90,6 @@ def run(config, args: BenchOutputArguments) -> int:
             figures = bench_report.plot_fidelity(rows, page.parent / "figures" / "benchmarks", prefix=f"{name}_")
         except ImportError as exc:
             print(f"no plots on the page: {exc} (pip install 'trl-rankreward[plots]')", file=sys.stderr)
-        lacking = judge_options(config)[1]
-        notes = [
-            f"this installation's SimulatedJudge has no `{n}` parameter, so `{n}={getattr(config, n)}` was not applied."
-            for n in lacking
-        ]
         section = bench_report.docs_section(
             rows,
             config,
@@ -102,7 +97,6 @@ def run(config, args: BenchOutputArguments) -> int:
             timing=timing,
             name=name,
             figures=[os.path.relpath(f, page.parent) for f in figures],
-            notes=notes,
         )
         for f in figures:
             print(f"wrote {f}")

@@ -191,13 +191,11 @@ def docs_section(
     timing: dict[str, float],
     name: str = "default",
     figures: Sequence[str] = (),
-    notes: Sequence[str] = (),
 ) -> str:
     """One run's section of docs/benchmarks.md: command, setting, table, plots, Table 8 ratios, and
     sentences computed from the results (nothing in it is written independently of the run).
 
-    `figures` are the plots' paths relative to the page; `notes` are things the run could not
-    do as asked (e.g. judge options this SimulatedJudge lacks)."""
+    `figures` are the plots' paths relative to the page."""
     setting = ", ".join(f"`{k}={v}`" for k, v in vars(config).items())
     parts = [
         f"## Reward-method benchmark: `{name}` setting",
@@ -207,7 +205,6 @@ def docs_section(
         f"```\n{command}\n```",
         "",
         "Setting: " + setting + ".",
-        *(["", *(f"**Note:** {n}" for n in notes)] if notes else []),
         "",
         markdown_table(rows),
         "",

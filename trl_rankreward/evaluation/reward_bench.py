@@ -29,7 +29,6 @@ RankBuffer paper (docs/benchmarks.md says how).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import multiprocessing
@@ -45,12 +44,11 @@ from typing import Any
 
 from scipy.stats import kendalltau
 
-from ..judging.rendering import display_order
+from ..judging.rendering import pair_display
 from ..judging.requests import PairwiseRequest, Rubric
 from ..judging.seeding import seeded_rng, text_id
 from ..judging.templates import JudgeTemplates
 from ..rewards.registry import REWARD_METHODS, make_reward_method
-from ..testing.simulated_judge import SimulatedJudge
 from .bench_judge import BenchJudge, CallRecord
 from .latency import LatencyModel, step_wall_time
 from .prompt_cache import LineTokenizer, prefix_cache_savings
@@ -324,7 +322,8 @@ def run_method(
         length_bias=config.length_bias,
         fail_rate=config.fail_rate,
         seed=config.seed,
-        **judge_options(config)[0],
+        text_noise=config.text_noise,
+        listwise_noise_growth=config.listwise_noise_growth,
     )
     try:
         reward = make_reward_method(method.registry, judge, **method.kwargs)
@@ -374,16 +373,6 @@ def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
             ]
         _SETTINGS[key] = (sim, tokenizer)
     return _SETTINGS[key]
-
-
-def judge_options(config: RewardBenchConfig) -> tuple[dict[str, float], list[str]]:
-    """(`text_noise` and `listwise_noise_growth` for the judge, the names this SimulatedJudge lacks).
-
-    Passed by name when `SimulatedJudge` takes them; an older one without them gets neither,
-    and the report says so instead of the run failing."""
-    wanted = {"text_noise": config.text_noise, "listwise_noise_growth": config.listwise_noise_growth}
-    accepted = inspect.signature(SimulatedJudge).parameters
-    return {k: v for k, v in wanted.items() if k in accepted}, [k for k in wanted if k not in accepted]
 
 
 def lengthen_query(query, query_tokens: int | None, rubric_tokens: int | None, count, seed: int):
@@ -447,11 +436,7 @@ def rationale_answer(request: PairwiseRequest, verdict: str, *, seed: int, mean_
 
     About `mean_tokens` (0.6x-1.4x, seeded per request) of comparison sentences, one block
     per rubric in turn, then the verdict in display terms (A is the response shown first)."""
-    shown_first = (
-        display_order(request, 2, seed)
-        if request.display == "auto"
-        else [0, 1][:: 1 if request.display == "ab" else -1]
-    )
+    shown_first = pair_display(request, seed)
     letter = verdict if verdict == "TIE" or shown_first[0] == 0 else {"A": "B", "B": "A"}[verdict]
     rng = seeded_rng(seed, "rationale", request.query_id, request.step, text_id(request.a), text_id(request.b))
     target = mean_tokens * rng.uniform(0.6, 1.4)
@@ -596,7 +581,6 @@ __all__ = [
     "BENCH_METHODS",
     "BENCH_PRESETS",
     "RationaleBenchJudge",
-    "judge_options",
     "lengthen_query",
     "rationale_answer",
     "BenchMethod",

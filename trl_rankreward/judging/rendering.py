@@ -144,7 +144,9 @@ def _common(request) -> dict[str, str]:
     return {"QUERY": neutralize(request.query), "WEIGHTED_RUBRICS": weighted_rubrics(request.rubrics)}
 
 
-def _pair_display(request, seed: int) -> tuple[int, ...]:
+def pair_display(request, seed: int) -> tuple[int, ...]:
+    """The display of a two-text request: (0, 1) when its first text is shown as A, (1, 0) when swapped;
+    fixed by `request.display` ("ab"/"ba") or seeded ("auto")."""
     if request.display == "ab":
         return (0, 1)
     if request.display == "ba":
@@ -182,14 +184,14 @@ def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int):
 
 
 def _pairwise(request: PairwiseRequest, t: JudgeTemplates, seed: int):
-    display = _pair_display(request, seed)
+    display = pair_display(request, seed)
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
     values = {**_common(request), "RESPONSE_A": block(a, "A"), "RESPONSE_B": block(b, "B")}
     return fill(t.pairwise, values), display
 
 
 def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: int):
-    display = _pair_display(request, seed)
+    display = pair_display(request, seed)
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
     values = {"query": neutralize(request.query), "response_a": block(a, "A"), "response_b": block(b, "B")}
     if request.rubric_index is not None:
