@@ -148,6 +148,9 @@ def test_config_checks():
         JudgeRewardGRPOConfig(**common, num_generations=3, kl_in_reward_coef=0.1)
     with pytest.raises(ValueError, match="lam must be in"):
         CriticPPOConfig(**common, num_generations=1, lam=1.5)
+    # A critic path that does not exist stops at the config, before any model loads.
+    with pytest.raises(ValueError, match="critic_model_name_or_path='/nonexistent/critic' does not exist"):
+        CriticPPOConfig(**common, num_generations=1, critic_model_name_or_path="/nonexistent/critic")
 
 
 def launch_two_processes(accelerate_config: str, *script_args, extra_env=None) -> None:

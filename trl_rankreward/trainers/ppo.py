@@ -124,6 +124,12 @@ class CriticConfig:
         for name in ("critic_learning_rate", "vf_coef", "cliprange_value"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        path = self.critic_model_name_or_path
+        if path and path.startswith((".", "/", "~")) and not os.path.isdir(os.path.expanduser(path)):
+            raise ValueError(
+                f"critic_model_name_or_path={path!r} does not exist (expected a local model folder or a Hub id like "
+                "owner/name)"
+            )
         if self.kl_in_reward_coef < 0:
             raise ValueError(f"kl_in_reward_coef must be >= 0, got {self.kl_in_reward_coef}")
         if self.advantage_estimator == "group" and self.kl_in_reward_coef:
