@@ -8,9 +8,13 @@ The policy stays TRL's (one accelerate-prepared model). The critic gets
   the optimizer state;
 - `DeepSpeedCritic` (under `accelerate launch` with DeepSpeed): a second DeepSpeed engine built
   from the run's DeepSpeed config, so with ZeRO-3 the critic's parameters, gradients and Adam
-  states are sharded like the policy's (the two-engine layout of OpenRLHF's PPO). DeepSpeed
-  scales by the accumulation steps, clips and steps at the accumulation boundary itself;
-  checkpoints are DeepSpeed's sharded format (`engine.save_checkpoint`), written by every rank.
+  states are sharded like the policy's, and offloaded like the policy's when the config offloads
+  the optimizer (the two-engine layout of OpenRLHF's PPO). DeepSpeed scales by the accumulation
+  steps, clips and steps at the accumulation boundary itself; checkpoints are DeepSpeed's sharded
+  format (`engine.save_checkpoint`), written by every rank.
+
+Both optimizers take the run's Adam settings (`adam_beta1`, `adam_beta2`, `adam_epsilon`,
+`weight_decay`) with `critic_learning_rate`.
 
 Both expose `values(ids, mask)`, `backward(loss)`, `optimizer_step()`, `save(dir)`, `load(dir)`
 and `model` (what the trainer's `critic` attribute holds).
@@ -29,12 +33,18 @@ OPTIMIZER_NAME = "critic_optimizer.pt"
 DEEPSPEED_TAG = "deepspeed"
 
 
+def adam_settings(args) -> dict:
+    """The critic's Adam hyperparameters: its own learning rate, the run's betas, epsilon and weight decay."""
+    return dict(lr=args.critic_learning_rate, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon,
+                weight_decay=args.weight_decay)  # fmt: skip
+
+
 class TorchCritic:
-    def __init__(self, critic: ValueModel, accelerator, *, lr: float, weight_decay: float, max_grad_norm: float):
-        self.optimizer = torch.optim.AdamW(critic.parameters(), lr=lr, weight_decay=weight_decay)
+    def __init__(self, critic: ValueModel, accelerator, args):
+        self.optimizer = torch.optim.AdamW(critic.parameters(), **adam_settings(args))
         self.model = accelerator.prepare_model(critic)
         self.accelerator = accelerator
-        self.max_grad_norm = max_grad_norm
+        self.max_grad_norm = args.max_grad_norm
 
     def values(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.model(ids, mask)
@@ -70,9 +80,9 @@ class DeepSpeedCritic:
     def __init__(self, critic: ValueModel, accelerator, args):
         import deepspeed
 
-        optimizer = torch.optim.AdamW(critic.parameters(), lr=args.critic_learning_rate, weight_decay=args.weight_decay)
         config = critic_deepspeed_config(accelerator.state.deepspeed_plugin.deepspeed_config, args,
                                          critic.backbone.config.hidden_size, accelerator.num_processes)  # fmt: skip
+        optimizer = deepspeed_critic_optimizer(critic.parameters(), config, args)
         self.model, self.optimizer, _, _ = deepspeed.initialize(model=critic, optimizer=optimizer, config=config)
 
     def values(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -97,6 +107,18 @@ class DeepSpeedCritic:
     @staticmethod
     def saved(folder: str) -> bool:
         return os.path.isdir(os.path.join(folder, DEEPSPEED_TAG))
+
+
+def deepspeed_critic_optimizer(params, config: dict, args) -> torch.optim.Optimizer:
+    """AdamW for the critic's DeepSpeed engine. With the optimizer offloaded to the CPU, DeepSpeed accepts only
+    its own CPU Adam as a client optimizer (a torch one raises ZeRORuntimeException): the same swap that
+    accelerate makes for the policy, unless the config sets `zero_force_ds_cpu_optimizer: false`."""
+    offload = config.get("zero_optimization", {}).get("offload_optimizer") or {}
+    if offload.get("device", "none") not in ("none", None) and config.get("zero_force_ds_cpu_optimizer", True):
+        from deepspeed.ops.adam import DeepSpeedCPUAdam
+
+        return DeepSpeedCPUAdam(params, adamw_mode=True, **adam_settings(args))
+    return torch.optim.AdamW(params, **adam_settings(args))
 
 
 def critic_deepspeed_config(run_config: dict, args, hidden_size: int, world_size: int) -> dict:

@@ -3,25 +3,32 @@
 TRL 1.16 has no PPO trainer (its `PPOTrainer` and value-head models were removed), so the
 package adds the critic to TRL's GRPO machinery instead of copying an old trainer: TRL still
 generates (vLLM or transformers), computes old-policy and reference log-probs, the rewards
-and the clipped policy surrogate (`loss_type`, `epsilon`, `beta`, `num_iterations`). With
-`advantage_estimator="gae"` the mixin
+and the clipped policy surrogate (`loss_type`, `epsilon`, `beta`, `num_iterations`,
+`steps_per_generation`). With `advantage_estimator="gae"` the mixin
 
 1. after TRL scored the batch, runs the critic (`critic.ValueModel`) over prompt + completion,
    puts each completion's reward (the weighted sum of the reward columns) on its last token,
    minus an optional per-token KL penalty to the reference model (`kl_in_reward_coef`, classic
    RLHF PPO), and replaces TRL's group advantages by per-token GAE advantages (`advantages`),
-   whitened over the whole batch on every process alike;
-2. adds the clipped value loss on the critic to every micro-batch's backward, and steps the
-   critic's own optimizer with the policy's (`critic_engine`: AdamW after the policy's step on
-   one device or DDP; a second DeepSpeed engine, sharded like the policy, under DeepSpeed);
+   whitened over the whole batch on every process alike. Tool-result tokens (TRL's `tool_mask`)
+   and completions no reward function scored get no advantage and no value target;
+2. after the policy's backward on each micro-batch (its graph already freed, so the peak
+   activation memory is the larger of the two models', not their sum), runs the critic's
+   forward and the clipped value loss's backward, and steps the critic's own optimizer with the
+   policy's (`critic_engine`: AdamW on one device or DDP; a second DeepSpeed engine, sharded
+   like the policy, under DeepSpeed);
 3. saves the critic and its optimizer in every checkpoint (`critic/`) and restores both on resume.
 
+The rollout-time values (`old_values`) and returns stay fixed for all `steps_per_generation x
+num_iterations` optimizer steps on one rollout batch: that is what lets the value clip bite.
 No groups are needed: `num_generations=1` is allowed with "gae" (G > 1 works too). With
 `advantage_estimator="group"` (the default of the judge-reward trainers) nothing here runs.
 
-Defaults (`CriticConfig`) follow common PPO-for-LLM practice: gamma 1.0, lam 0.95, value clip
-0.2, vf_coef 0.1 (TRL's former `PPOConfig`); a critic learning rate of 9e-6 (OpenRLHF's PPO
-examples). Logged under `ppo/` (docs/metrics.md).
+Defaults (`CriticConfig`): gamma 1.0 and lam 1.0 (verl's and OpenRLHF's defaults; see `lam`),
+value clip 0.2, a critic learning rate of 9e-6 (OpenRLHF's PPO examples) with the run's Adam
+betas, epsilon and weight decay. There is no value-loss weight: the critic has an optimizer of
+its own, and Adam's update does not change when its loss is scaled, so `critic_learning_rate`
+is the knob. Logged under `ppo/` (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -39,11 +46,13 @@ from .advantages import (
     clipped_value_loss,
     explained_variance,
     generalized_advantages,
+    global_mean_std,
     masked_whiten,
     token_rewards,
 )
 from .critic import ValueModel, completion_values
 from .critic_engine import DeepSpeedCritic, TorchCritic
+from .model_loading import load_kwargs, load_reference
 from .sampling import EpochSeededRepeatSampler
 
 logger = logging.get_logger(__name__)
@@ -83,9 +92,13 @@ class CriticConfig:
         default=9e-6, metadata={"help": "AdamW learning rate of the critic (constant; no warm-up or decay)."}
     )
     gamma: float = field(default=1.0, metadata={"help": "GAE discount factor over completion tokens."})
-    lam: float = field(default=0.95, metadata={"help": "GAE lambda (bias-variance trade-off)."})
-    vf_coef: float = field(
-        default=0.1, metadata={"help": "Weight of the value loss (scales the critic's gradient before clipping)."}
+    lam: float = field(
+        default=1.0,
+        metadata={
+            "help": "GAE lambda. 1.0 (verl's and OpenRLHF's default): every token's advantage is the reward-to-go "
+            "minus its value, so the final reward reaches the first token at once. Below 1 the reward reaches token "
+            "t of an L-token completion scaled by about lam^(L-1-t) until the critic fits (0.95^100 < 1%)."
+        },
     )
     cliprange_value: float = field(
         default=0.2, metadata={"help": "Clip range of the value update around the rollout-time values."}
@@ -121,7 +134,7 @@ class CriticConfig:
         for name in ("gamma", "lam"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        for name in ("critic_learning_rate", "vf_coef", "cliprange_value"):
+        for name in ("critic_learning_rate", "cliprange_value"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         path = self.critic_model_name_or_path
@@ -148,7 +161,7 @@ def critic_card_settings(args: CriticConfig) -> dict:
     """The advantage estimator, and with "gae" the critic's settings, for the model card."""
     if args.advantage_estimator != "gae":
         return {"advantage_estimator": args.advantage_estimator}
-    names = ("advantage_estimator", "critic_model_name_or_path", "critic_learning_rate", "gamma", "lam", "vf_coef",
+    names = ("advantage_estimator", "critic_model_name_or_path", "critic_learning_rate", "gamma", "lam",
              "cliprange_value", "whiten_advantages", "kl_in_reward_coef")  # fmt: skip
     return {name: getattr(args, name) for name in names}
 
@@ -164,6 +177,7 @@ class CriticPPOMixin:
         super().__init__(*args, **kwargs)
         self.critic = self._critic_engine = None
         self._kept_rewards: torch.Tensor | None = None
+        self._micro_batch: dict | None = None
         if self.args.advantage_estimator == "gae":
             self._init_critic()
 
@@ -177,11 +191,9 @@ class CriticPPOMixin:
         for module in critic.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0  # deterministic values: old and new values differ by the update only
-        if self.is_deepspeed_enabled:
-            self._critic_engine = DeepSpeedCritic(critic, self.accelerator, args)
-        else:
-            self._critic_engine = TorchCritic(critic, self.accelerator, lr=args.critic_learning_rate,
-                                              weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm)  # fmt: skip
+        critic.train()  # from_pretrained returns eval mode, where activation checkpointing is skipped
+        engine = DeepSpeedCritic if self.is_deepspeed_enabled else TorchCritic
+        self._critic_engine = engine(critic, self.accelerator, args)
         self.critic = self._critic_engine.model
         self.add_callback(_CriticStep(self))
         if args.kl_in_reward_coef and self.ref_model is None and not self._is_peft():
@@ -194,16 +206,19 @@ class CriticPPOMixin:
     def _critic_source(self) -> str:
         return self.args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
 
+    def _policy(self):
+        return self.accelerator.unwrap_model(self.model)
+
     def _policy_path(self) -> str | None:
-        return getattr(self.accelerator.unwrap_model(self.model).config, "_name_or_path", None) or None
+        return getattr(self._policy().config, "_name_or_path", None) or None
 
     def _build_critic(self) -> ValueModel:
-        dtype = self.accelerator.unwrap_model(self.model).dtype
         path = self.args.critic_model_name_or_path or (None if self._is_peft() else self._policy_path())
         if self._is_peft() and not self.args.critic_model_name_or_path:
-            path = self.accelerator.unwrap_model(self.model).get_base_model().config._name_or_path
+            path = self._policy().get_base_model().config._name_or_path
         if path:
-            critic = ValueModel.from_pretrained(path, dtype=dtype)
+            kwargs = load_kwargs(self.args, self.accelerator.distributed_type, dtype=self._policy().dtype)
+            critic = ValueModel.from_pretrained(path, **kwargs)
             self._check_same_vocabulary(critic, path)
             return critic
         if self.is_deepspeed_enabled:  # ZeRO-3 has already sharded the policy's weights: nothing to copy
@@ -211,11 +226,11 @@ class CriticPPOMixin:
                 "Under DeepSpeed the critic is loaded from a path, but the policy was passed in memory without one; "
                 "set critic_model_name_or_path (e.g. the policy's checkpoint)"
             )
-        return ValueModel.from_policy(self.accelerator.unwrap_model(self.model))
+        return ValueModel.from_policy(self._policy())
 
     def _check_same_vocabulary(self, critic: ValueModel, path: str) -> None:
         """The critic reads the policy's token ids: a model with another vocabulary would give silent nonsense."""
-        policy = getattr(self.accelerator.unwrap_model(self.model).config, "vocab_size", None)
+        policy = getattr(self._policy().config, "vocab_size", None)
         own = getattr(critic.backbone.config, "vocab_size", None)
         if policy is not None and own is not None and policy != own:
             raise ValueError(
@@ -225,21 +240,18 @@ class CriticPPOMixin:
             )
 
     def _build_reference(self):
-        from trl.trainer.utils import add_fused_lm_head, create_model_from_path
-
         path = self._policy_path()
         if not path:
             raise ValueError(
                 "kl_in_reward_coef > 0 needs the reference model, loaded from the policy's path, but the policy was "
                 "passed in memory without one; pass the model as a path (or set beta > 0 so TRL builds it)"
             )
-        reference = create_model_from_path(path, dtype=self.accelerator.unwrap_model(self.model).dtype)
-        # TRL computes log-probs through a fused LM head it adds to its models; the reference needs it too.
-        add_fused_lm_head(reference, temperature=self.temperature, cast_lm_head_to_fp32=self.args.cast_lm_head_to_fp32)
-        return self.accelerator.prepare_model(reference, evaluation_mode=True)
+        policy = self._policy()
+        return load_reference(path, self.accelerator, self.args, dtype=policy.dtype,
+                              attn_implementation=policy.config._attn_implementation, temperature=self.temperature)  # fmt: skip
 
     def _is_peft(self) -> bool:
-        return hasattr(self.accelerator.unwrap_model(self.model), "peft_config")
+        return hasattr(self._policy(), "peft_config")
 
     # ---- rollout: values, per-token rewards, GAE ------------------------------------------------
 
@@ -259,9 +271,10 @@ class CriticPPOMixin:
         return output
 
     def _replace_advantages(self, output: dict) -> None:
-        """TRL's group advantages -> per-token GAE advantages; adds `old_values` and `returns`."""
+        """TRL's group advantages -> per-token GAE advantages; adds `old_values`, `returns` and
+        `value_mask` (the tokens the value loss regresses: generated, not tool output, scored)."""
         args, mode = self.args, "train" if self.model.training else "eval"
-        mask = output["completion_mask"].float()
+        mask = generated_tokens(output)
         scores, scorable = self._local_scores(mask.size(0))
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
         attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
@@ -271,15 +284,17 @@ class CriticPPOMixin:
         rewards = token_rewards(scores, mask, kl, args.kl_in_reward_coef)
         advantages, returns = generalized_advantages(rewards, values, mask, args.gamma, args.lam)
         # A completion no reward function scored (e.g. its judging failed) carries no signal: no advantage,
-        # nothing to regress, and it stays out of the whitening statistics.
+        # no value target, and it stays out of the whitening statistics.
         scored = mask * scorable[:, None]
-        advantages = advantages * scored
-        returns = torch.where(scorable[:, None], returns, values)
-        mean, std = self._global_mean_std(advantages, scored)
+        advantages, returns = advantages * scored, returns * scored
+        mean, std = global_mean_std(advantages, scored, self._reduce_sum)
         self._log_rollout(mode, advantages, returns, values, scored, kl, mean, std)
         if args.whiten_advantages:
             advantages = masked_whiten(advantages, scored, mean, std)
-        output["advantages"], output["old_values"], output["returns"] = advantages, values, returns
+        output.update(advantages=advantages, old_values=values, returns=returns, value_mask=scored)
+
+    def _reduce_sum(self, x: torch.Tensor) -> torch.Tensor:
+        return self.accelerator.reduce(x, reduction="sum")
 
     def _local_scores(self, local_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """This process's completions' scalar rewards (weighted sum of the columns) and which are scorable."""
@@ -312,46 +327,47 @@ class CriticPPOMixin:
         if reference is None and self.ref_model is not None:
             reference, _, _ = self._get_per_token_logps_and_entropies(self.ref_model, ids, attention, length, chunk)
         elif reference is None:  # PEFT: the base model is the policy with its adapter off
-            with self.accelerator.unwrap_model(self.model).disable_adapter():
+            with self._policy().disable_adapter():
                 reference, _, _ = self._get_per_token_logps_and_entropies(self.model, ids, attention, length, chunk)
         return policy - reference
 
-    def _global_mean_std(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and std of `x` over the real tokens of every process (all ranks get the same numbers)."""
-        sums = torch.stack([(x * mask).sum(), (x * x * mask).sum(), mask.sum()])
-        total, square, count = self.accelerator.reduce(sums, reduction="sum").tolist()
-        count = max(count, 1.0)
-        mean = total / count
-        var = max(square / count - mean * mean, 0.0)
-        return torch.tensor(mean, device=x.device), torch.tensor(var**0.5, device=x.device)
-
     def _log_rollout(self, mode, advantages, returns, values, mask, kl, adv_mean, adv_std) -> None:
-        metrics = self._metrics[mode]
-        ret_mean, ret_std = self._global_mean_std(returns, mask)
+        metrics, reduce_sum = self._metrics[mode], self._reduce_sum
+        ret_mean, ret_std = global_mean_std(returns, mask, reduce_sum)
         metrics["ppo/advantage_mean"].append(adv_mean.item())
         metrics["ppo/advantage_std"].append(adv_std.item())
         metrics["ppo/return_mean"].append(ret_mean.item())
         metrics["ppo/return_std"].append(ret_std.item())
-        metrics["ppo/value_mean"].append(self._global_mean_std(values, mask)[0].item())
-        variance = explained_variance(values, returns, mask)
-        metrics["ppo/explained_variance"].append(
-            self.accelerator.gather(torch.tensor([variance], device=mask.device)).nanmean().item()
-        )
+        metrics["ppo/value_mean"].append(global_mean_std(values, mask, reduce_sum)[0].item())
+        metrics["ppo/explained_variance"].append(explained_variance(values, returns, mask, reduce_sum))
         if kl is not None:
-            metrics["ppo/kl_in_reward"].append(self._global_mean_std(kl, mask)[0].item())
+            metrics["ppo/kl_in_reward"].append(global_mean_std(kl, mask, reduce_sum)[0].item())
 
-    # ---- training: the value loss beside TRL's policy loss ---------------------------------------
+    # ---- training: the critic's update after the policy's ---------------------------------------
+
+    def _prepare_inputs(self, generation_batch):
+        """TRL's micro-batch for this step, kept for the critic's update in `training_step`."""
+        self._micro_batch = super()._prepare_inputs(generation_batch)
+        return self._micro_batch
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        """The policy's forward and backward (TRL), then the critic's on the same micro-batch."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self.critic is not None:
+            value_loss = self._value_loss(self._micro_batch, "train")
+            self._critic_engine.backward(value_loss, self.current_gradient_accumulation_steps)
+        return loss
 
     def _compute_loss(self, model, inputs):
         loss = super()._compute_loss(model, inputs)
-        if self.critic is not None and "returns" in inputs:
-            self._critic_backward(inputs)
+        if self.critic is not None and not self.model.training:
+            with torch.no_grad():
+                self._value_loss(inputs, "eval")
         return loss
 
-    def _critic_backward(self, inputs) -> None:
-        """Clipped value loss of this micro-batch; backward in train mode (the step is `_CriticStep`)."""
-        mode = "train" if self.model.training else "eval"
-        mask = inputs["completion_mask"].float()
+    def _value_loss(self, inputs: dict, mode: str) -> torch.Tensor:
+        """PPO's clipped value loss on one micro-batch (logged; the caller runs its backward)."""
+        mask = inputs["value_mask"]
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
         values = self._critic_engine.values(ids, attention)
@@ -359,11 +375,10 @@ class CriticPPOMixin:
         loss, clip_fraction = clipped_value_loss(
             new_values.float(), inputs["old_values"], inputs["returns"], mask, self.args.cliprange_value
         )
-        if mode == "train":
-            self._critic_engine.backward(self.args.vf_coef * loss, self.current_gradient_accumulation_steps)
         stats = self.accelerator.gather(torch.stack([loss.detach(), clip_fraction.detach()])[None]).mean(dim=0)
         self._metrics[mode]["ppo/value_loss"].append(stats[0].item())
         self._metrics[mode]["ppo/value_clip_frac"].append(stats[1].item())
+        return loss
 
     # ---- checkpoints ------------------------------------------------------------------------------
 
@@ -387,6 +402,13 @@ class CriticPPOMixin:
                 "Resume from a checkpoint of a 'gae' run launched the same way, or start a new run."
             )
         self._critic_engine.load(folder)
+
+
+def generated_tokens(batch: dict) -> torch.Tensor:
+    """(B, T) float mask of the completion tokens the policy generated: TRL's `completion_mask`
+    times its `tool_mask` when tools ran (tool results are not the policy's actions)."""
+    mask = batch["completion_mask"].float()
+    return mask * batch["tool_mask"].float() if "tool_mask" in batch else mask
 
 
 class _CriticStep(TrainerCallback):
