@@ -9,6 +9,7 @@ from trl_rankreward.trainers.advantages import (
     clipped_value_loss,
     explained_variance,
     generalized_advantages,
+    global_mean_std,
     masked_whiten,
     token_rewards,
 )
@@ -74,3 +75,49 @@ def test_whitening_and_explained_variance():
     # predicting the mean: residual variance = return variance -> 0
     assert explained_variance(torch.full((1, 3), 2.0), returns, ones) == pytest.approx(0.0)
     assert math.isnan(explained_variance(ones, ones, ones))
+
+
+def _two_process_statistics(rank: int, init_file: str, results) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+
+    def reduce_sum(t):
+        t = t.clone()
+        dist.all_reduce(t)
+        return t
+
+    x, mask, values = TWO_RANKS[rank]
+    mean, std = global_mean_std(x, mask, reduce_sum)
+    results[rank] = (mean.item(), std.item(), masked_whiten(x, mask, mean, std).tolist(),
+                     explained_variance(values, x, mask, reduce_sum))  # fmt: skip
+    dist.destroy_process_group()
+
+
+# rank 0 holds real tokens [1, 3] (9 on padding), rank 1 holds [5, 7, 9] (100 on padding)
+TWO_RANKS = [
+    (torch.tensor([[1.0, 3.0, 9.0]]), torch.tensor([[1.0, 1.0, 0.0]]), torch.tensor([[1.0, 5.0, 0.0]])),
+    (
+        torch.tensor([[5.0, 7.0, 9.0, 100.0]]),
+        torch.tensor([[1.0, 1.0, 1.0, 0.0]]),
+        torch.tensor([[5.0, 7.0, 9.0, 0.0]]),
+    ),
+]
+
+
+def test_whitening_statistics_are_global_over_processes_and_skip_padding(tmp_path):
+    import torch.multiprocessing as mp
+
+    results = mp.Manager().dict()
+    mp.spawn(_two_process_statistics, args=(str(tmp_path / "init"), results), nprocs=2)
+    # the 5 real tokens of both ranks: 1, 3, 5, 7, 9 -> mean 5, population variance (16+4+0+4+16)/5 = 8
+    # (rank-local statistics would be mean 2 / std 1 and mean 7 / std sqrt(8/3); padding included, other numbers)
+    std = 8**0.5
+    for rank in (0, 1):
+        mean, got_std, whitened, variance = results[rank]
+        assert mean == pytest.approx(5.0) and got_std == pytest.approx(std)
+        # explained variance: residuals R - V are [0, -2] and [0, 0, 0]: mean -0.4, variance (0.16*4 + 2.56)/5
+        # = 0.64 -> 1 - 0.64 / 8 = 0.92
+        assert variance == pytest.approx(0.92)
+    assert results[0][2][0] == pytest.approx([-4 / std, -2 / std, 0.0])
+    assert results[1][2][0] == pytest.approx([0.0, 2 / std, 4 / std, 0.0])

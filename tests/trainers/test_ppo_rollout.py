@@ -94,7 +94,9 @@ def test_the_critic_trains_after_the_policy_backward(tiny_model_dir, tmp_path):
                                args=ppo_config(tmp_path, max_steps=1))  # fmt: skip
     events = []
     trainer.model.get_input_embeddings().register_full_backward_hook(lambda *_: events.append("policy backward"))
-    trainer.critic.register_forward_hook(lambda *_: events.append("critic forward") if torch.is_grad_enabled() else None)
+    trainer.critic.register_forward_hook(
+        lambda *_: events.append("critic forward") if torch.is_grad_enabled() else None
+    )
     trainer.train()
     # one micro-batch: the critic's forward with gradients (its training pass) follows the policy's backward
     assert events == ["policy backward", "critic forward"]

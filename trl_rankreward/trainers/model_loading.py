@@ -16,13 +16,22 @@ from accelerate.utils import DistributedType
 ONE_DEVICE_PER_PROCESS = (DistributedType.MULTI_GPU, DistributedType.DEEPSPEED)
 
 
-def load_kwargs(args, distributed_type, *, dtype, attn_implementation: str | None = None) -> dict:
-    """`from_pretrained` keyword arguments for a model loaded beside the policy (see the module docstring)."""
+def load_kwargs(
+    args, distributed_type, *, dtype, attn_implementation: str | None = None, of_policy: bool = True
+) -> dict:
+    """`from_pretrained` keyword arguments for a model loaded beside the policy (see the module docstring).
+
+    `dtype` (and `attn_implementation` when the run leaves it unset) are the loaded policy's, so the
+    critic and the reference compute as it does; `of_policy=False` (a critic from another checkpoint)
+    drops the policy's `revision`, which names a commit of another repository.
+    """
     kwargs = dict(args.model_init_kwargs or {})
     kwargs.setdefault("trust_remote_code", args.trust_remote_code)
-    kwargs.setdefault("dtype", dtype)
-    if attn_implementation is not None:
-        kwargs.setdefault("attn_implementation", attn_implementation)
+    kwargs["dtype"] = dtype
+    if kwargs.get("attn_implementation") is None and attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    if not of_policy:
+        kwargs.pop("revision", None)
     if distributed_type in ONE_DEVICE_PER_PROCESS:
         kwargs["device_map"] = None
     return kwargs

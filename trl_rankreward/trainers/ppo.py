@@ -217,7 +217,9 @@ class CriticPPOMixin:
         if self._is_peft() and not self.args.critic_model_name_or_path:
             path = self._policy().get_base_model().config._name_or_path
         if path:
-            kwargs = load_kwargs(self.args, self.accelerator.distributed_type, dtype=self._policy().dtype)
+            kwargs = load_kwargs(self.args, self.accelerator.distributed_type, dtype=self._policy().dtype,
+                                 attn_implementation=self._policy().config._attn_implementation,
+                                 of_policy=not self.args.critic_model_name_or_path)  # fmt: skip
             critic = ValueModel.from_pretrained(path, **kwargs)
             self._check_same_vocabulary(critic, path)
             return critic
