@@ -66,9 +66,9 @@ class TorchCritic:
 
     def load(self, folder: str) -> None:
         self.accelerator.unwrap_model(self.model).load(folder)
-        state = torch.load(
-            os.path.join(folder, OPTIMIZER_NAME), map_location=self.accelerator.device, weights_only=True
-        )
+        # Loaded on the CPU: load_state_dict moves each state to its parameter's device. (Mapping straight to
+        # accelerator.device fails for a DDP process on the CPU, whose device is "cpu:0".)
+        state = torch.load(os.path.join(folder, OPTIMIZER_NAME), map_location="cpu", weights_only=True)
         self.optimizer.load_state_dict(state)
 
     @staticmethod
