@@ -454,6 +454,8 @@ CASES = [
     Case("baseline", "none (valid judge)", "continued", lambda ctx, out: train_case(ctx, out), cheap=True),
     Case("timeout", "timeout (hang) on 3 requests, step 2", "continued",
          lambda ctx, out: train_case(ctx, out, actions={2: _inject("hang", 3)})),
+    Case("trickle", "answer trickled (a byte every 0.3 s) on 3 requests, step 2", "continued",
+         lambda ctx, out: train_case(ctx, out, actions={2: _inject("trickle", 3, interval_s=0.3)})),
     Case("slow", "slow answers (1 s) on 6 requests, step 2", "continued",
          lambda ctx, out: train_case(ctx, out, actions={2: _inject("slow", 6, delay_s=1.0)})),
     Case("http_429", "429, Retry-After 1, on 4 requests, step 2", "continued",

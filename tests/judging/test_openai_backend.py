@@ -263,3 +263,19 @@ def test_text_that_utf8_cannot_encode_is_sent_with_replacement_characters(server
     server = server_factory()
     asyncio.run(backend_for(server.url).complete(render(request).messages))
     assert "bad byte \ufffd here" in server.requests[0]["messages"][-1]["content"]
+
+
+def test_a_server_that_trickles_its_answer_times_out_at_the_deadline(server_factory):
+    """timeout_s bounds the whole answer: a byte every 0.3 s keeps every read short, never the request."""
+    from trl_rankreward.testing import FaultProxy
+
+    server = server_factory()
+    with FaultProxy(server.url) as proxy:
+        proxy.inject("trickle", interval_s=0.3)
+        start = time.monotonic()
+        with pytest.raises(BackendError) as info:
+            asyncio.run(backend_for(proxy.url, timeout_s=1.0).complete(MESSAGES))
+        elapsed = time.monotonic() - start
+        # the whole answer (~300 bytes) would take ~90 s; the deadline ends the try after 1 s
+        assert info.value.kind == "timeout" and "within 1s" in str(info.value) and elapsed < 3.0
+        assert asyncio.run(backend_for(proxy.url, timeout_s=1.0).complete(MESSAGES)).text == "ok"  # fault used up

@@ -16,6 +16,8 @@ Faults (`inject(kind, count=1, **params)`):
 |--------------------|---------------------------------------------------------------------------|
 | `timeout` / `hang` | no answer until it gives up (or `max_s`, default 60, passes: disconnect)  |
 | `slow`             | the upstream answer after `delay_s` (default 1)                           |
+| `trickle`          | the upstream answer one byte every `interval_s` (default 0.3): each read  |
+|                    | is quick, the whole answer slow (a per-read timeout never fires)          |
 | `http_429`         | 429 with `Retry-After: <retry_after_s>` (default 1) and an OpenAI error   |
 | `http_500`/`_503`  | 500 / 503 with an OpenAI error body                                       |
 | `reset`            | the connection reset (TCP RST) after its request was read                 |
@@ -48,6 +50,7 @@ FAULTS: dict[str, dict[str, float]] = {
     "timeout": {"max_s": 60.0},
     "hang": {"max_s": 60.0},
     "slow": {"delay_s": 1.0},
+    "trickle": {"interval_s": 0.3},
     "http_429": {"retry_after_s": 1.0},
     "http_500": {},
     "http_503": {},
@@ -223,6 +226,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reset()
             else:
                 self._send(*self._forward(body))
+        elif kind == "trickle":
+            self._trickle(*self._forward(body), interval_s=params["interval_s"])
         elif kind == "http_429":
             self._error(429, [("Retry-After", f"{params['retry_after_s']:g}")])
         elif kind in ("http_500", "http_503"):
@@ -268,6 +273,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def _trickle(self, status: int, headers: list[tuple[str, str]], body: bytes, *, interval_s: float) -> None:
+        """The answer's status and headers at once, then its body one byte per `interval_s`, until the client
+        hangs up or the proxy stops."""
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for i in range(len(body)):
+            if self.server.stopped.wait(interval_s):
+                return self._reset()
+            try:
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+            except OSError:  # the client gave up
+                return
 
     def _hang(self, max_s: float) -> None:
         """Answer nothing until the client hangs up, `max_s` passes (then close), or the proxy stops (reset)."""

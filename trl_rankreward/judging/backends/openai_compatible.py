@@ -3,7 +3,9 @@ OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
 One client per base URL, used round-robin; a URL that refused a connection or timed out is
 skipped for a few seconds while another one is live, so retries go to a live server; at most
-`max_concurrency` requests in flight; each request has a timeout. `complete` makes one
+`max_concurrency` requests in flight; each request has a deadline of `timeout_s` for the whole
+answer, counted from when it leaves the queue (a server that trickles bytes cannot hold it
+longer: httpx's own timeout bounds each read, not the request). `complete` makes one
 HTTP request: failures come out as `BackendError` (with the server's `Retry-After`), and
 the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
 whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
@@ -55,7 +57,7 @@ class OpenAICompatibleBackend:
         model: the served model name (for `transformers serve`, the path it was started with).
         api_key_env: environment variable holding the API key.
         max_concurrency: requests in flight at once, over all URLs.
-        timeout_s: timeout of one HTTP request.
+        timeout_s: deadline of one HTTP request, from sending it to the last byte of the answer.
         check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not
             answer or does not list `model` (see `check_server`).
         require_listed_model: with `check_on_start`, a `model` missing from a server's list is an
@@ -133,11 +135,12 @@ class OpenAICompatibleBackend:
         url, start = self.base_urls[index], time.perf_counter()
         try:
             async with state.semaphore:
-                response = await state.clients[index].chat.completions.create(
+                request = state.clients[index].chat.completions.create(
                     model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, **extra
                 )
-        except openai.OpenAIError as exc:
-            error = _backend_error(exc, url)
+                response = await asyncio.wait_for(request, self.timeout_s)
+        except (TimeoutError, openai.OpenAIError) as exc:
+            error = _backend_error(exc, url, self.timeout_s)
             if error.kind in ("transport", "timeout"):
                 self._resting_until[index] = time.monotonic() + _REST_S
             raise error from exc
@@ -214,9 +217,9 @@ def check_server(base_url: str, api_key: str, *, model: str | None = None, timeo
     return ids
 
 
-def _backend_error(exc: openai.OpenAIError, url: str) -> BackendError:
-    if isinstance(exc, openai.APITimeoutError):
-        return BackendError(f"Judge request to {url} timed out", kind="timeout")
+def _backend_error(exc: Exception, url: str, timeout_s: float) -> BackendError:
+    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+        return BackendError(f"Judge request to {url} got no complete answer within {timeout_s:g}s", kind="timeout")
     if isinstance(exc, openai.APIConnectionError):
         return BackendError(f"Cannot reach judge server {url}: {exc}", kind="transport")
     if isinstance(exc, openai.APIStatusError):
