@@ -255,7 +255,8 @@ def cli(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None
     A library error (`user_errors`: a bad config value, a missing dataset or checkpoint, an
     unreachable judge, `DatasetError`, `JudgeFailureError`, ...) is printed as one line,
     `<script>: error: <Type>: <message> [full traceback: --traceback]`, and returns 1; `--traceback` or TRL_RANKREWARD_TRACEBACK=1
-    re-raises it with its full traceback (also exit status 1). Ctrl-C returns 130.
+    re-raises it with its full traceback (also exit status 1). Ctrl-C returns 130. After a
+    successful `main` the process group of a distributed launch is destroyed (`end_process_group`).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     show_traceback = TRACEBACK_FLAG in argv or os.environ.get(TRACEBACK_ENV, "").lower() in ("1", "true", "yes")
@@ -272,7 +273,22 @@ def cli(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None
         else:
             print(f"{prog}: error: {_one_line(exc)} [full traceback: {TRACEBACK_FLAG}]", file=sys.stderr)
         return 1
+    end_process_group()
     return 0
+
+
+def end_process_group() -> None:
+    """Destroy the launch's process group, if there is one, before the interpreter exits.
+
+    Left to the interpreter's shutdown, a gloo group's worker threads can abort the process
+    ("terminate called without an active exception", SIGABRT: pytorch/pytorch#190489), so a run
+    that trained and saved still exits -6 under DDP or DeepSpeed on CPU. Only after a success: a
+    rank that failed while the others wait in a collective would hang here.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _one_line(exc: BaseException) -> str:

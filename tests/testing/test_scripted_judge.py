@@ -84,6 +84,20 @@ def test_pairwise_winner_is_higher_quality(judge, display):
     assert ask(judge, PairwiseRequest(query="q", a="red blue", b="blue red", display=display))[0] == "TIE"
 
 
+@pytest.mark.parametrize("display", ["ab", "ba"])
+def test_genrm_prompt_gets_the_boxed_higher_quality(judge, display):
+    # a GenRM (train_genrm_rlhf.py's judge) asks with GENRM_PROMPT and parses \boxed{A|B} in display order
+    import asyncio
+
+    from trl_rankreward.judging import OpenAICompatibleBackend
+    from trl_rankreward.rewards.genrm_reward import GenRMJudge
+
+    genrm = GenRMJudge(OpenAICompatibleBackend(judge, judge.model))
+    assert asyncio.run(genrm.judge(PairwiseRequest(query="q", a=WORST, b=MID, display=display))) == "B"
+    assert asyncio.run(genrm.judge(PairwiseRequest(query="q", a=GOOD, b=LOW, display=display))) == "A"
+    assert genrm.ledger.parsed == 2
+
+
 def test_rubric_pairwise_explicit_and_implicit(judge):
     # explicit (one rubric): LOW (3) vs GOOD (10) -> ["B"]
     explicit = RubricPairwiseRequest(query="q", rubrics=RUBRICS, rubric_index=1, a=LOW, b=GOOD)

@@ -16,6 +16,8 @@ EXPECTED = {
     "multi_node_zero3.yaml": ("DEEPSPEED", 16, 2, "bf16", 3),
     "multi_cpu.yaml": ("MULTI_GPU", 2, 1, "no", None),
     "zero3_cpu.yaml": ("DEEPSPEED", 2, 1, "no", 3),
+    "zero3_offload.yaml": ("DEEPSPEED", 8, 1, "bf16", 3),
+    "zero3_offload_cpu.yaml": ("DEEPSPEED", 2, 1, "no", 3),
 }
 
 
@@ -38,3 +40,9 @@ def test_config_loads_with_expected_keys(name):
 def test_zero3_saves_a_16bit_model_for_push_to_hub():
     raw = yaml.safe_load((CONFIGS / "zero3.yaml").read_text())
     assert raw["deepspeed_config"]["zero3_init_flag"] and raw["deepspeed_config"]["zero3_save_16bit_model"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_only_offload_configs_offload_the_optimizer(name):
+    offload = yaml.safe_load((CONFIGS / name).read_text()).get("deepspeed_config", {}).get("offload_optimizer_device")
+    assert (offload == "cpu") == ("offload" in name), offload

@@ -10,16 +10,6 @@ ROOT = Path(__file__).resolve().parents[2]
 YAMLS = sorted((ROOT / "examples").rglob("*.yaml"))
 
 
-# Each YAML belongs to the example script named by its prefix; every script has `make_parser()`.
-SCRIPT_FOR_PREFIX = {
-    "rankbuffer": "train_rankbuffer",
-    "matrixreward": "train_matrixreward",
-    "baseline": "train_baseline",
-    "ralign": "train_ralign_genrm",
-    "genrm": "train_genrm_rlhf",
-}
-
-
 def load_example(name: str):
     if str(ROOT / "examples") not in sys.path:  # scripts import train_common from their folder, as when run
         sys.path.insert(0, str(ROOT / "examples"))
@@ -30,11 +20,9 @@ def load_example(name: str):
     return module
 
 
-def script_for(path: Path) -> str:
-    prefix = path.name.split("_", 1)[0]
-    if prefix not in SCRIPT_FOR_PREFIX:
-        raise ValueError(f"{path.name}: no example script for prefix {prefix!r}; known: {sorted(SCRIPT_FOR_PREFIX)}")
-    return SCRIPT_FOR_PREFIX[prefix]
+# Each YAML belongs to the example script named by its prefix (examples/config_scripts.py, shared with the
+# launch matrix); every script has `make_parser()`.
+script_for = load_example("config_scripts").script_for
 
 
 def parse(path: Path, *extra: str):

@@ -23,7 +23,9 @@ The request kind is told from the prompt's blocks: a `golden` rationale -> meta;
 the position is `quality(candidate)` clipped to 0..K); a lone `response` -> pointwise;
 `"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
 IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
-numbered rubric when the instruction asks for `"winners"`.
+numbered rubric when the instruction asks for `"winners"`. A GenRM prompt (`[Response A]` ...
+`[End of Response B]` sections, `rewards.genrm_verdict.GENRM_PROMPT`) gets a one-line rationale
+ending in `\\boxed{A}` or `\\boxed{B}`: the higher quality, A on a tie (a GenRM has no ties).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ _BLOCK = re.compile(r'<(response|rationale) id="([^"]*)">\n(.*?)\n</\1>', re.DOT
 _ANCHOR_ID_LINE = re.compile(r"^\[A\d+\]$", re.MULTILINE)
 _RUBRIC_LINE = re.compile(r"\d+\.\[weight=[^\]]*\] ([^\n]*)")
 _SIZE = re.compile(r"exactly (\w+) selected IDs")
+_GENRM_SECTION = re.compile(r"\[Response ([AB])\]\n(.*?)\n\[End of Response \1\]", re.DOTALL)
 
 
 def distinct_words(text: str) -> float:
@@ -83,6 +86,15 @@ class _TextQualityJudge(QualityJudge):
 
     async def qualities(self, request, texts, rubric_index=None, *, display=()):
         return [float(self.quality(text)) for text in texts]
+
+
+def _content_for_prompt(prompt: str, judge: _TextQualityJudge) -> str:
+    """The answer to a judge prompt: a GenRM's boxed verdict, else the JSON of `_answer_for_prompt`."""
+    sections = dict(_GENRM_SECTION.findall(prompt))
+    if set(sections) == {"A", "B"}:
+        winner = "B" if judge.quality(sections["B"]) > judge.quality(sections["A"]) else "A"
+        return f"Response {winner} is better on the decisive criteria.\n\\boxed{{{winner}}}"
+    return json.dumps(_answer_for_prompt(prompt, judge))
 
 
 def _answer_for_prompt(prompt: str, judge: _TextQualityJudge) -> dict:
@@ -237,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
             content = PROSE_ANSWER
         else:
             try:
-                content = json.dumps(_answer_for_prompt(prompt, self.server.verdicts))
+                content = _content_for_prompt(prompt, self.server.verdicts)
             except ValueError as exc:
                 return self._error(400, f"scripted judge: {exc}", "invalid_request_error")
         prompt_tokens, completion_tokens = len(prompt.split()), len(content.split())
