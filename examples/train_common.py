@@ -47,7 +47,10 @@ class TrainScriptArguments(ScriptArguments):
 
     max_prompt_length: int | None = field(
         default=None,
-        metadata={"help": "Drop queries whose tokenized prompt is longer than this (the papers: 4096)."},
+        metadata={
+            "help": "Drop queries whose tokenized prompt is longer than this, before the model loads (the papers: "
+            "4096). Unset: a prompt that leaves no room for max_completion_length in the model's context is an error."
+        },
     )
 
 
@@ -61,19 +64,27 @@ def load_train_dataset(args: TrainScriptArguments):
     return data[args.dataset_train_split] if isinstance(data, DatasetDict) else data
 
 
-def drop_long_prompts(dataset, model_name: str, max_length: int):
-    from transformers import AutoTokenizer
+def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
+    """Before any model loads: drop prompts over `max_prompt_length` tokens (printing how many), or without a
+    limit stop on a prompt that leaves no room for `max_completion_length` in the model's context."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from trl_rankreward.data.prompt_lengths import check_prompts_fit, context_length, drop_long_prompts, prompt_lengths
 
     tokenizer = AutoTokenizer.from_pretrained(model_name)
-
-    def short_enough(row):
-        prompt = row["prompt"]
-        if isinstance(prompt, str):
-            return len(tokenizer(prompt).input_ids) <= max_length
-        ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
-        return len(ids["input_ids"] if isinstance(ids, dict) else ids) <= max_length
-
-    return dataset.filter(short_enough)
+    lengths = prompt_lengths(dataset["prompt"], tokenizer, training_args.chat_template_kwargs)
+    query_ids = dataset["query_id"] if "query_id" in dataset.column_names else None
+    if script_args.max_prompt_length:
+        dataset, dropped = drop_long_prompts(dataset, lengths, script_args.max_prompt_length)
+        if dropped.rows and training_args.process_index == 0:
+            print(f"Dropped {len(dropped.rows)} of {dropped.total} prompts longer than max_prompt_length="
+                  f"{dropped.limit} tokens ({dropped.describe(query_ids)})", file=sys.stderr)  # fmt: skip
+        return dataset
+    window = context_length(AutoConfig.from_pretrained(model_name))
+    if window:
+        check_prompts_fit(lengths, context_length=window, max_completion_length=training_args.max_completion_length,
+                          query_ids=query_ids)  # fmt: skip
+    return dataset
 
 
 # ---- the model: a path or Hub id, or `tiny` built once per machine ----------------------------------
@@ -180,8 +191,7 @@ def train(trainer_class, script_args, training_args, model_args, **trainer_kwarg
     resume = resume_argument(trainer_class, training_args)
     dataset = load_train_dataset(script_args)
     model = resolve_model(model_args.model_name_or_path, training_args)
-    if script_args.max_prompt_length:
-        dataset = drop_long_prompts(dataset, model, script_args.max_prompt_length)
+    dataset = check_prompt_lengths(dataset, model, script_args, training_args)
 
     trainer = trainer_class(
         model,
