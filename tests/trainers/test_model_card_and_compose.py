@@ -19,8 +19,16 @@ def test_the_card_names_method_judge_data_cost_and_buffers(tiny_model_dir, tiny_
         trainer.train()
         trainer.create_model_card(dataset_name="my-org/prefs")
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "## Training with trl-rankreward" in card and "`rank_buffer`" in card
-    assert "**Dataset:** my-org/prefs" in card and tiny_model_dir in card  # the base model, even a local path
+    assert "## How this model was trained" in card and "**Reward method:** `rank_buffer`" in card
+    assert "**Training:** GRPO (group-relative advantages)" in card
+    assert "**Dataset:** my-org/prefs" in card
+    # a local base model is named as given, never as TRL's "[None](https://huggingface.co/None)" or model="None"
+    assert f"**Base model:** `{tiny_model_dir}` (a local folder)" in card
+    assert "None" not in card and " object at 0x" not in card
+    assert f'pipeline("text-generation", model="{tmp_path / "out"}"' in card
+    # what we know comes first: method, judge and cost before the quick start and TRL's versions
+    head = card.split("## Quick start")[0]
+    assert "**Judge:**" in head and f"**Judge cost:** {trainer.reward_method.judge.ledger.calls:,} judge calls" in head
     assert "model='scripted-judge'" in card and "the papers' defaults" in card
     assert judge not in card and "<judge server>" in card  # server URLs are private
     assert "| `k0` | `3` |" in card and "| `buffer_init` | `'nectar'` |" in card
@@ -29,10 +37,11 @@ def test_the_card_names_method_judge_data_cost_and_buffers(tiny_model_dir, tiny_
     count = trainer.reward_method.summary()["buffer/count"]
     assert f"| `buffer/count` | {int(count)} |" in card
     assert "RankBuffer: Efficient Ranking-Based Rewards" in card and "TRL: Transformers Reinforcement Learning" in card
-    # TRL's own card is kept above ours, and a second write replaces our section instead of repeating it
-    trainer.create_model_card()
-    card = (tmp_path / "out" / "README.md").read_text()
-    assert card.count("## Training with trl-rankreward") == 1 and "GRPO" in card.split("## Training with")[0]
+    assert "### Framework versions\n\n- TRL: " in card and card.startswith("---\n") and "- trl-rankreward" in card
+    # a second write gives the same card, not a second copy of our section
+    trainer.create_model_card(dataset_name="my-org/prefs")
+    again = (tmp_path / "out" / "README.md").read_text()
+    assert again.count("## How this model was trained") == 1 and again == card
 
 
 def test_runs_are_named_by_method_and_judge(tiny_model_dir, tiny_dataset, tmp_path, monkeypatch):

@@ -147,6 +147,10 @@ class CallableMetaJudge:
         self.hook = hook
         self.ledger = JudgeLedger()
 
+    def describe(self) -> str:
+        """The hook by name (a function's, or an object's class), for logs and model cards."""
+        return f"MetaRM hook {getattr(self.hook, '__qualname__', None) or type(self.hook).__name__}"
+
     async def judge(self, request: MetaJudgeRequest) -> bool | JudgeFailure:
         start = time.perf_counter()
         try:

@@ -58,8 +58,8 @@ from .failures import FailureLog
 from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
 from .grouping import reward_row
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
-from .model_card import add_section, redact_urls, training_section
-from .ppo import CriticConfig, CriticPPOMixin, critic_card_settings
+from .model_card import compose_card, describe_judge, redact_urls, training_section
+from .ppo import CriticConfig, CriticPPOMixin, critic_card_settings, training_algorithm
 from .sampling import EpochSeededRepeatSampler
 
 logger = logging.get_logger(__name__)
@@ -481,6 +481,7 @@ class JudgeRewardGRPOTrainer(CriticPPOMixin, GRPOTrainer):
         urls = [*args.judge_base_urls, *map(normalize_base_url, args.judge_base_urls)]
         section = training_section(
             method=method.name,
+            algorithm=training_algorithm(args),
             settings=self._card_settings(),
             judge=redact_urls(_describe(method), urls),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
@@ -488,7 +489,8 @@ class JudgeRewardGRPOTrainer(CriticPPOMixin, GRPOTrainer):
             usage=usage,
             method_state=method.summary(),
         )
-        add_section(os.path.join(args.output_dir, "README.md"), section)
+        compose_card(os.path.join(args.output_dir, "README.md"), section, method=method.name,
+                     model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
 
     def _card_settings(self) -> dict[str, Any]:
         """The settings a reader needs to reproduce the reward: GRPO's main ones and the method's own."""
@@ -612,7 +614,7 @@ def _dataset_name(dataset) -> str | None:
 
 
 def _describe(method: GroupRewardMethod) -> str:
-    return "; ".join(getattr(j, "describe", lambda j=j: repr(j))() for j in method.judges)
+    return "; ".join(describe_judge(j) for j in method.judges)
 
 
 @dataclass(frozen=True)

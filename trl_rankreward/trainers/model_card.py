@@ -4,11 +4,14 @@ TRL's card (`create_model_card`) knows the trainer and the base model only. A re
 pushed checkpoint also needs the reward method and its settings, which judge scored the
 rollouts (its model and templates; server URLs are left out, they are private), what the
 judging cost, what state the method built (RankBuffer's buffers), and whom to cite.
-`training_section` renders that from plain values; the trainers append it to TRL's card.
+`training_section` renders that from plain values; `compose_card` puts it first in the card,
+in place of TRL's generic text.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,12 +48,21 @@ TRL_CITATION = """@software{vonwerra2020trl,
     year    = 2020,
 }"""
 
-SECTION_START = "<!-- trl-rankreward:training -->"
+QUICK_START = """## Quick start
+
+```python
+from transformers import pipeline
+
+generator = pipeline("text-generation", model="{model}", device_map="auto")
+messages = [{{"role": "user", "content": "Explain in two sentences why the sky is blue."}}]
+print(generator(messages, max_new_tokens=128, return_full_text=False)[0]["generated_text"])
+```"""
 
 
 def training_section(
     *,
     method: str,
+    algorithm: str,
     settings: Mapping[str, Any],
     judge: str,
     base_model: str | None,
@@ -58,24 +70,46 @@ def training_section(
     usage: Mapping[str, float],
     method_state: Mapping[str, float],
 ) -> str:
-    """Markdown: how the model was trained (method, judge, data, judge cost, method state, citations)."""
-    lines = [SECTION_START, "## Training with trl-rankreward", ""]
-    lines.append(f"- **Reward method:** `{method}` (trained with trl-rankreward on TRL's GRPO)")
-    lines.append(f"- **Base model:** {base_model or 'not recorded'}")
+    """Markdown: how the model was trained, what we know first (method and algorithm, base model, data,
+    judge, judge cost), then the settings, the cost in full and the method's state."""
+    lines = ["## How this model was trained", ""]
+    lines.append(f"- **Reward method:** `{method}`")
+    lines.append(f"- **Training:** {algorithm}, with trl-rankreward on TRL")
+    lines.append(f"- **Base model:** {base_model_text(base_model)}")
     lines.append(f"- **Dataset:** {dataset or 'not recorded'}")
     lines.append(f"- **Judge:** {judge}")
-    lines += ["", "| setting | value |", "|---|---|"]
-    lines += [f"| `{key}` | `{value!r}` |" for key, value in sorted(settings.items())]
+    lines.append(f"- **Judge cost:** {cost_summary(usage)}")
+    lines += ["", "### Settings", "", "| setting | value |", "|---|---|"]
+    lines += [f"| `{key}` | {'not set' if value is None else f'`{value!r}`'} |" for key, value in sorted(settings.items())]
     lines += ["", "### Judge cost of this run", "", "| quantity | total |", "|---|---|"]
     lines += [f"| {key} | {_number(value)} |" for key, value in usage.items()]
     if method_state:
         lines += ["", "### Reward method state at the end", "", "| statistic | value |", "|---|---|"]
         lines += [f"| `{key}` | {_number(value)} |" for key, value in sorted(method_state.items())]
-    lines += ["", "### Citations", ""]
-    for citation in (CITATIONS.get(method), TRL_CITATION):
-        if citation:
-            lines += ["```bibtex", citation, "```", ""]
     return "\n".join(lines)
+
+
+def base_model_text(name: str | None) -> str:
+    """The base model as given: a link for a Hub id, the path itself for a local folder."""
+    if not name:
+        return "not recorded"
+    if os.path.isdir(os.path.expanduser(name)):
+        return f"`{name}` (a local folder)"
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", name):
+        return f"[{name}](https://huggingface.co/{name})"
+    return f"`{name}`"
+
+
+def cost_summary(usage: Mapping[str, float]) -> str:
+    """The calls and tokens of `usage` on one line."""
+    parts = [f"{_number(value)} {key}" for key, value in usage.items() if "calls" in key or "tokens" in key]
+    return ", ".join(parts[:4]) or "none recorded"
+
+
+def describe_judge(judge) -> str:
+    """A judge as a reader can use it: its own `describe()`, else its class name (never a repr with an address)."""
+    describe = getattr(judge, "describe", None)
+    return describe() if callable(describe) else type(judge).__name__
 
 
 def redact_urls(text: str, urls: list[str]) -> str:
@@ -85,12 +119,23 @@ def redact_urls(text: str, urls: list[str]) -> str:
     return text
 
 
-def add_section(card_path: str, section: str) -> None:
-    """Rewrite the card at `card_path` with its trl-rankreward section replaced by `section` (or appended)."""
+def compose_card(card_path: str, section: str, *, method: str, model_ref: str) -> None:
+    """Rewrite the card TRL wrote at `card_path`: TRL's front matter (tags; `base_model` for a Hub base), a
+    title naming `model_ref`, then `section`, a quick start that loads `model_ref`, TRL's framework versions, the citations.
+
+    The rest of TRL's text is dropped: for a base model in a local folder it reads "a fine-tuned version of
+    [None](https://huggingface.co/None)" and `pipeline(model="None")`, and it says GRPO for a PPO run."""
     with open(card_path, encoding="utf-8") as f:
-        head = f.read().split(SECTION_START, 1)[0].rstrip()
+        text = f.read()
+    _, front, body = text.split("---\n", 2)
+    versions = re.search(r"^### Framework versions\n\n(.*?)(?:\n\n|\Z)", body, re.MULTILINE | re.DOTALL)
+    title = f"# Model Card for {model_ref.rstrip('/').rsplit('/', 1)[-1]}"  # the Hub repo's or the folder's name
+    parts = [f"---\n{front}---", title, section, QUICK_START.format(model=model_ref)]
+    if versions:
+        parts.append(f"### Framework versions\n\n{versions.group(1)}")
+    parts += ["## Citations", *(f"```bibtex\n{c}\n```" for c in (CITATIONS.get(method), TRL_CITATION) if c)]
     with open(card_path, "w", encoding="utf-8") as f:
-        f.write(f"{head}\n\n{section}\n")
+        f.write("\n\n".join(parts) + "\n")
 
 
 def _number(value: float) -> str:

@@ -166,6 +166,13 @@ def critic_card_settings(args: CriticConfig) -> dict:
     return {name: getattr(args, name) for name in names}
 
 
+def training_algorithm(args: CriticConfig) -> str:
+    """How the policy was optimized, in words for the model card."""
+    if args.advantage_estimator == "gae":
+        return "PPO with a learned critic (per-token GAE advantages)"
+    return "GRPO (group-relative advantages)"
+
+
 class CriticPPOMixin:
     """Adds the critic to a GRPOTrainer subclass; put it first among the bases (see module docstring).
 
@@ -459,4 +466,5 @@ __all__ = [
     "CriticPPOMixin",
     "CriticPPOTrainer",
     "critic_card_settings",
+    "training_algorithm",
 ]

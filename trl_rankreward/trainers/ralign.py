@@ -33,8 +33,8 @@ from ..evaluation.genrm_metrics import GenRMCounts
 from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .console_log import use_compact_console_log
-from .model_card import add_section, redact_urls, training_section
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, CriticPPOMixin, critic_card_settings
+from .model_card import compose_card, describe_judge, redact_urls, training_section
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, CriticPPOMixin, critic_card_settings, training_algorithm
 from .sampling import EpochSeededRepeatSampler
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
@@ -252,9 +252,9 @@ class RAlignGenRMTrainer(CriticPPOMixin, GRPOTrainer):
                  "MetaRM prompt tokens": ledger.prompt_tokens if ledger else 0,
                  "MetaRM completion tokens": ledger.completion_tokens if ledger else 0,
                  "training steps": self.state.global_step}  # fmt: skip
-        describe = getattr(judge, "describe", None)
         section = training_section(
             method="ralign",
+            algorithm=training_algorithm(args),
             settings={
                 "reward_mode": args.reward_mode,
                 **asdict(args.reward_values()),
@@ -263,13 +263,14 @@ class RAlignGenRMTrainer(CriticPPOMixin, GRPOTrainer):
                 "learning_rate": args.learning_rate,
                 **critic_card_settings(args),
             },  # fmt: skip
-            judge=redact_urls(describe() if describe else repr(judge), list(args.metarm_base_urls or [])),
+            judge=redact_urls(describe_judge(judge), list(args.metarm_base_urls or [])),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
             dataset=dataset_label or dataset_name,
             usage=usage,
             method_state={},
         )
-        add_section(os.path.join(args.output_dir, "README.md"), section)
+        compose_card(os.path.join(args.output_dir, "README.md"), section, method="ralign",
+                     model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
 
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
