@@ -124,3 +124,11 @@ def test_group_rewards_by_hand():
 def test_group_without_reference_is_an_error():
     with pytest.raises(ValueError, match="references"):
         asyncio.run(GenRMPairwiseReward(WinJudge()).score([Group("q", "Q", (), ["hi"])], epoch=0, step=0))
+
+
+def test_genrm_judge_describes_itself_without_a_repr():
+    class Served:
+        model = "ralign-genrm"
+
+    text = GenRMJudge(Served(), seed=3, max_tokens=512).describe()
+    assert text == "GenRM 'ralign-genrm' (temperature 0, max_tokens 512, seed 3)" and "0x" not in text

@@ -88,6 +88,11 @@ class GenRMJudge:
         self.system = system
         self.ledger = JudgeLedger()
 
+    def describe(self) -> str:
+        """The GenRM as a reader can use it: its server's model, its decoding and its seed."""
+        model = getattr(self.backend, "model", None) or type(self.backend).__name__
+        return f"GenRM {model!r} (temperature {self.temperature:g}, max_tokens {self.max_tokens}, seed {self.seed})"
+
     def order_for(self, request: PairwiseRequest) -> str:
         if request.display in ("ab", "ba"):
             return request.display
