@@ -151,18 +151,18 @@ def latest_checkpoint(output_dir: str, trainer_class) -> str:
 def resume_argument(trainer_class, training_args) -> str | bool | None:
     """What to pass to `trainer.train(resume_from_checkpoint=...)`, checked before any model is loaded.
 
-    Our judge-reward trainers take True themselves (the newest complete checkpoint); for other
-    trainers True is resolved here to that checkpoint's path. Starting afresh in a folder that
+    `latest` / True is resolved here to the newest complete checkpoint's path, for every trainer.
+    Starting afresh in a folder that
     holds checkpoints is allowed (they get overwritten), with a warning naming the resume flag.
     """
-    from trl_rankreward import JudgeRewardGRPOTrainer
     from trl_rankreward.trainers.checkpoints import checkpoint_steps
 
     resume = parse_resume(training_args.resume_from_checkpoint)
     output_dir = training_args.output_dir
     if resume is True:
-        checkpoint = latest_checkpoint(output_dir, trainer_class)  # fails fast when there is none
-        return True if issubclass(trainer_class, JudgeRewardGRPOTrainer) else checkpoint
+        # resolved once, here (failing fast when there is none): the trainer gets the path, so a skipped
+        # half-written checkpoint is reported once, not again by the trainer's own resolution of True
+        return latest_checkpoint(output_dir, trainer_class)
     steps = checkpoint_steps(output_dir)
     if resume is None and steps and training_args.process_index == 0:
         newest = steps[0]

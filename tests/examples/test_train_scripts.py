@@ -70,6 +70,24 @@ def test_latest_checkpoint_for_other_trainers_skips_half_written(common, tmp_pat
         common.latest_checkpoint(str(tmp_path / "empty"), GRPOTrainer)
 
 
+def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(common, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from trl_rankreward import RankBufferGRPOTrainer
+    from trl_rankreward.trainers import checkpoints
+
+    warnings = []
+    monkeypatch.setattr(checkpoints.logger, "warning", warnings.append)
+    (tmp_path / "checkpoint-2").mkdir()
+    for name in ("trainer_state.json", "reward_method_state.json"):
+        (tmp_path / "checkpoint-2" / name).write_text("{}")
+    (tmp_path / "checkpoint-9").mkdir()  # a save that was interrupted
+    args = SimpleNamespace(resume_from_checkpoint="latest", output_dir=str(tmp_path), process_index=0)
+    # the trainer gets the path, not True, so it does not look (and warn) a second time
+    assert common.resume_argument(RankBufferGRPOTrainer, args) == str(tmp_path / "checkpoint-2")
+    assert len(warnings) == 1 and "checkpoint-9" in warnings[0]
+
+
 # ---- the shared path: train, save, model card; resume with `latest` --------------------------------
 
 

@@ -12,6 +12,7 @@ import sys
 
 from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import tiny_config, tiny_trainer
+from tests.trainers.test_examples import load_example
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
 
@@ -26,6 +27,9 @@ class RecordingTrainer(JudgeRewardGRPOTrainer):
         return rewards
 
 
+end_process_group = load_example("train_common").end_process_group
+
+
 def main():
     model_dir, dataset_path, output_dir = sys.argv[1:4]
     args = tiny_config(JudgeRewardGRPOConfig, output_dir, per_device_train_batch_size=2, max_steps=2)
@@ -37,6 +41,7 @@ def main():
     logged = [e for e in trainer.state.log_history if "judge/calls" in e]
     with open(os.path.join(output_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"received": trainer.received, "judge_calls": [e["judge/calls"] for e in logged]}, f)
+    end_process_group()  # as the example scripts do: a gloo group left to interpreter exit can abort (-6)
 
 
 if __name__ == "__main__":

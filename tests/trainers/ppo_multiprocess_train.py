@@ -10,12 +10,16 @@ import json
 import os
 import sys
 
+from tests.trainers.test_examples import load_example
 from tests.trainers.test_ppo import low_token_share, ppo_config, prompts
 from trl_rankreward.trainers.ppo import CriticPPOTrainer
 
 
 def checksum(model) -> float:
     return float(sum(p.detach().double().sum() for p in model.parameters()))
+
+
+end_process_group = load_example("train_common").end_process_group
 
 
 def main():
@@ -35,6 +39,7 @@ def main():
               "critic_engine": type(trainer._critic_engine).__name__, **logged}  # fmt: skip
     with open(os.path.join(output_dir, f"rank{trainer.accelerator.process_index}.json"), "w") as f:
         json.dump(result, f)
+    end_process_group()  # as the example scripts do: a gloo group left to interpreter exit can abort (-6)
 
 
 if __name__ == "__main__":
