@@ -437,7 +437,8 @@ class JudgeRewardGRPOTrainer(CriticPPOMixin, GRPOTrainer):
         """Log judge failures (rate-limited) and feed training batches to the circuit breaker (every rank alike)."""
         if scored.failures and self.accelerator.is_main_process and self._failure_log.due():
             logger.warning(
-                f"trl-rankreward: {scored.neutral} of {scored.groups} groups neutral at step {self.state.global_step} "
+                # global_step counts finished steps; the one being computed is the next, as the console numbers it
+                f"trl-rankreward: {scored.neutral} of {scored.groups} groups neutral at step {self.state.global_step + 1} "
                 f"({mode}); judge failures: " + " | ".join(scored.failures)
             )
         if mode == "train":
