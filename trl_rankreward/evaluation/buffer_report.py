@@ -27,7 +27,7 @@ from typing import Any
 
 from ..rewards.anchor_buffer import SOURCES
 from ..rewards.anchor_checkpoint import checkpoint_buffer_rows
-from ..rewards.state_files import METHOD_STATE_NAME, read_method_state
+from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
 
 #: the file a trainer checkpoint stores the reward method's `state_dict()` in
 STATE_FILE = METHOD_STATE_NAME
@@ -76,7 +76,15 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
             f"No RankBuffer state at {file}; expected a trainer checkpoint directory holding {STATE_FILE} "
             "(saved by RankBufferGRPOTrainer) or the path of that file"
         )
-    state = read_method_state(file, "rank_buffer")
+    try:
+        state = read_method_state(file, "rank_buffer")
+    except CheckpointStateError as exc:
+        if exc.reason != "method":
+            raise
+        raise ValueError(
+            f"{file} holds the state of a {_saved_method(file)!r} run; buffer-report reads checkpoints of runs with "
+            "the rank_buffer reward only (other methods build no buffers)"
+        ) from None
     fmt = state.get("format") if isinstance(state, dict) else None
     if fmt != _RANK_BUFFER_FORMAT:
         raise ValueError(
@@ -87,6 +95,11 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
         rows = checkpoint_buffer_rows(os.path.dirname(file))
         state = {**state, "buffers": {qid: json.loads(row) for qid, row in rows}}
     return state
+
+
+def _saved_method(file: str) -> str | None:
+    with open(file, encoding="utf-8") as f:
+        return json.load(f).get("method")
 
 
 def normalized_position(index: int, size: int) -> float:
