@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from trl import ScriptArguments, get_peft_config
 
 from trl_rankreward.data.sources import load_source
@@ -98,12 +99,25 @@ def resolve_model(name: str, training_args) -> str:
     a filesystem never read a half-written folder either.
     """
     if name != TINY_MODEL:
+        check_local_model(name)
         return name
     from trl_rankreward.testing import build_tiny_model
 
     folder = Path(training_args.output_dir) / "tiny_model"
     with training_args.main_process_first(local=True, desc="building the tiny model"):
         return str(build_tiny_model(folder))
+
+
+def check_local_model(name: str) -> None:
+    """A model name that is a local path (it starts with ., / or ~, or its folder part exists here) must exist:
+    otherwise transformers reads it as a Hub id and fails with "Repo id must be in the form ..."."""
+    path = Path(name).expanduser()
+    local = name.startswith((".", "/", "~")) or ("/" in name and path.parent.is_dir() and str(path.parent) != ".")
+    if local and not path.is_dir():
+        raise FileNotFoundError(
+            f"model_name_or_path {name!r}: no such folder (for a Hub model give its id, owner/name; for a local one "
+            "the folder written by save_pretrained)"
+        )
 
 
 # ---- resuming ------------------------------------------------------------------------------------
@@ -189,8 +203,8 @@ def train(trainer_class, script_args, training_args, model_args, **trainer_kwarg
     training_args.model_init_kwargs = model_init_kwargs
 
     resume = resume_argument(trainer_class, training_args)
+    model = resolve_model(model_args.model_name_or_path, training_args)  # a missing local folder fails first
     dataset = load_train_dataset(script_args)
-    model = resolve_model(model_args.model_name_or_path, training_args)
     dataset = check_prompt_lengths(dataset, model, script_args, training_args)
 
     trainer = trainer_class(
@@ -273,7 +287,14 @@ def cli(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None
     argv = [a for a in argv if a != TRACEBACK_FLAG]
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
     try:
-        main(*make_parser().parse_args_and_config(argv))
+        parser = make_parser()
+        parser.error = _raise_usage_error  # one line, not argparse's usage block of every field
+        parsed = parser.parse_args_and_config(argv)
+        check_field_types(parsed)
+        main(*parsed)
+    except yaml.YAMLError as exc:
+        print(f"{prog}: error: {_yaml_problem(exc)} [full traceback: {TRACEBACK_FLAG}]", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
@@ -285,6 +306,38 @@ def cli(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None
         return 1
     end_process_group()
     return 0
+
+
+class UsageError(ValueError):
+    """A flag or config value the parser refused (argparse's message, as one line)."""
+
+
+def _raise_usage_error(message: str):
+    raise UsageError(f"{message} (see --help)")
+
+
+def _yaml_problem(exc) -> str:
+    """A YAML syntax error as one line: the file, line and column, and what is wrong there."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark else "the --config file"
+    return f"{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})"
+
+
+def check_field_types(parsed) -> None:
+    """A config value of the wrong kind (`learning_rate: [1, 2]`) is an error naming the key, before any model
+    loads: a YAML value reaches the config as it is, with no conversion to the field's type. Fields whose default
+    is a number must hold a number."""
+    import dataclasses
+
+    for config in parsed:
+        if not dataclasses.is_dataclass(config):
+            continue
+        for f in dataclasses.fields(config):
+            default, value = f.default, getattr(config, f.name, None)
+            if isinstance(default, bool) or not isinstance(default, int | float) or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{f.name}: expected a number, got {value!r} ({type(value).__name__})")
 
 
 def end_process_group() -> None:

@@ -5,6 +5,7 @@ Cheap: 1-3 GRPO steps of the tiny model on CPU per run (a few seconds each).
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -204,6 +205,46 @@ def test_cli_bad_resume_path_and_bad_config_value(common, tiny_model_dir, quicks
     assert common.cli(example.main, example.make_parser, [*argv, "--judge_max_attempts", "0"]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "judge_max_attempts must be >= 1" in line
+
+
+BAD_INPUTS = {
+    # name: (what goes into the config file, or a flag, or the dataset; what the one line must say)
+    "YAML syntax error": ("config", "k0: 3\nlambda_fmt: [0.2\n", r"bad\.yaml, line \d+, column \d+: invalid YAML \(expected"),
+    "a word for a number": ("config", "k0: four\n", r"argument --k0: invalid int value: 'four' \(see --help\)"),
+    "a list for a number": ("config", "learning_rate: [1, 2]\n", r"learning_rate: expected a number, got \[1, 2\]"),
+    "a local model that does not exist": ("flag", ["--model_name_or_path", "./no/such/model"],
+                                          r"model_name_or_path './no/such/model': no such folder"),
+    "a truncated JSONL line": ("data", b'{"prompt": "Name a col', r"data\.jsonl, line 5: not valid JSON"),
+    "an empty JSONL file": ("data", None, r"data\.jsonl holds no rows"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_files_and_config_are_one_line_before_any_model_loads(case, common, tiny_model_dir, quickstart_data,
+                                                                  tmp_path, capsys, monkeypatch):  # fmt: skip
+    import shutil
+
+    import transformers
+
+    kind, bad, message = BAD_INPUTS[case]
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", None)  # loading a model would fail
+    example = load_example("train_rankbuffer")
+    argv = rankbuffer_argv(tiny_model_dir, quickstart_data, tmp_path / "out")
+    if kind == "config":
+        config = tmp_path / "bad.yaml"
+        shutil.copy(CONFIGS / "rankbuffer_cpu_quickstart.yaml", config)
+        config.write_text(config.read_text() + bad)
+        argv[1] = str(config)
+    elif kind == "flag":
+        argv += bad
+    else:
+        data = tmp_path / "data.jsonl"
+        data.write_bytes(b"" if bad is None else open(quickstart_data, "rb").read() + bad)
+        argv[argv.index("--dataset_name") + 1] = str(data)
+    assert common.cli(example.main, example.make_parser, argv) == 1
+    err = capsys.readouterr().err
+    (line,) = [line for line in err.splitlines() if "error:" in line]  # beside progress bars, if any
+    assert re.search(message, line) and "Traceback" not in err, err
 
 
 def test_cli_judge_failure_exits_nonzero(common, monkeypatch, capsys):

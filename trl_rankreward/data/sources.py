@@ -8,6 +8,7 @@ and the expected schema spelled out, not with a KeyError deep inside a conversio
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import datasets
@@ -42,7 +43,46 @@ def _load_files(files: list[Path], split: str) -> datasets.Dataset:
     if None in builders or len(builders) != 1:
         raise ValueError(f"Expected .jsonl/.json or .parquet files of one kind, got suffixes {sorted(suffixes)}")
     builder = builders.pop()
+    for file in files:
+        if file.suffix == ".jsonl":
+            check_jsonl(file)
     return datasets.load_dataset(builder, data_files={split: [str(p) for p in files]}, split=split)
+
+
+def check_jsonl(path: Path) -> None:
+    """Raise ValueError naming the file, the line and the fix when a JSON-lines file is not one JSON object
+    per line of UTF-8 text (a cut-off last line, invalid bytes, a lone surrogate escape such as \\udcff,
+    which Arrow cannot store) or holds no row at all. Otherwise `datasets` fails with a long traceback
+    that names neither."""
+    rows = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            where = f"{path}, line {number}"
+            try:
+                value = json.loads(raw.decode("utf-8"))
+                json.dumps(value, ensure_ascii=False).encode("utf-8")  # lone surrogates cannot be UTF-8
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{where}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at byte {exc.start + 1} of "
+                    "the line); re-encode the file as UTF-8"
+                ) from None
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"{where}: a string holds a lone surrogate escape (such as \\udcff), which is not text; remove "
+                    "it or replace it with the character meant"
+                ) from None
+            except json.JSONDecodeError as exc:
+                cut = "; it looks cut off (an interrupted write?)" if not raw.endswith(b"\n") else ""
+                raise ValueError(
+                    f"{where}: not valid JSON ({exc.msg} at column {exc.colno}){cut}; fix or remove the line"
+                ) from None
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line")
+            rows += 1
+    if not rows:
+        raise ValueError(f"{path} holds no rows; write one JSON object per line")
 
 
 def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: str) -> None:
