@@ -358,6 +358,23 @@ def error_at_start(ctx: Context, out: Path, rows: list[dict], injected: str) -> 
     return train_case(ctx, out, dataset=dataset, injected=lambda ctx: injected)
 
 
+def file_case(out: Path, tail: bytes | None, injected: str) -> Result:
+    """A broken JSON-lines file (the tiny rows plus `tail`, or an empty file for None), read as the example
+    scripts read `dataset_name` (`load_source`): refused with one message before anything trains."""
+    from trl_rankreward.data.sources import load_source
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    path = out.parent / f"{out.name}.jsonl"
+    path.write_bytes(b"" if tail is None else Path(write_jsonl(path, tiny_rows())).read_bytes() + tail)
+    try:
+        load_source(str(path))
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        return Result(injected, 0, 0, {}, f"stopped: {first_line(message)}", message, type(exc).__name__,
+                      "0 (no step ran)")  # fmt: skip
+    return Result(injected, 0, 0, {}, "continued", None, None, "0")
+
+
 # ---- the cases ---------------------------------------------------------------------------------
 
 
@@ -481,6 +498,12 @@ CASES = [
          lambda ctx, out: train_case(ctx, out, model="no-such-judge", injected=lambda ctx: "config"), cheap=True),
     Case("hostile", "hostile data: fake delimiters, answer JSON, 1 MB reference", "continued", hostile_case),
     Case("surrogate", "lone surrogate / invalid UTF-8 in a rollout and a reference", "scored", surrogate_case),
+    Case("cut_off_file", "bad file: the last JSON line cut off", "stopped:DatasetFileError",
+         lambda ctx, out: file_case(out, b'{"prompt": "Name a col', "1 line cut off")),
+    Case("invalid_utf8_file", "bad file: a byte that is not UTF-8", "stopped:DatasetFileError",
+         lambda ctx, out: file_case(out, b'{"prompt": "caf\xe9"}\n', "1 byte (0xe9)")),
+    Case("empty_file", "bad file: an empty .jsonl", "stopped:DatasetFileError",
+         lambda ctx, out: file_case(out, None, "0 rows")),
     Case("missing_prompt", "bad data: no prompt column", "stopped:DatasetError",
          lambda ctx, out: error_at_start(ctx, out, *bad_rows("missing_prompt"))),
     Case("empty_prompt", "bad data: an empty prompt", "stopped:DatasetError",
@@ -492,7 +515,7 @@ CASES = [
 ]  # fmt: skip
 CASE_NAMES = [c.name for c in CASES]
 #: errors that are the library's own, clear answers (anything else escaping a run is a crash)
-CLEAR_ERRORS = ("JudgeFailureError", "BackendError", "DatasetError", "CheckpointStateError")
+CLEAR_ERRORS = ("JudgeFailureError", "BackendError", "DatasetError", "DatasetFileError", "CheckpointStateError")
 
 
 def check(case: Case, result: Result) -> str:
@@ -509,7 +532,7 @@ def check(case: Case, result: Result) -> str:
         kind = case.expect.split(":", 1)[1]
         if result.error_type != kind:
             problems.append(f"expected {kind}")
-        if kind in ("BackendError", "DatasetError") and result.steps != 0:
+        if kind in ("BackendError", "DatasetError", "DatasetFileError") and result.steps != 0:
             problems.append("steps ran before the error")
     if not result.data_lost.startswith("0"):
         problems.append("data lost")

@@ -120,6 +120,28 @@ def check_local_model(name: str) -> None:
         )
 
 
+def check_hub_push(training_args) -> None:
+    """With --push_to_hub, the Hub must be reachable with a token before training starts, not after it ends
+    (where a missing network used to end the run in an 88-line ConnectError)."""
+    if not training_args.push_to_hub:
+        return
+    from huggingface_hub import constants, whoami
+    from huggingface_hub.errors import LocalTokenNotFoundError
+
+    if constants.HF_HUB_OFFLINE:
+        raise ValueError("--push_to_hub needs the Hub, but HF_HUB_OFFLINE=1 is set; unset it or drop --push_to_hub")
+    try:
+        whoami()
+    except LocalTokenNotFoundError:
+        raise ValueError("--push_to_hub needs a Hugging Face token: run `hf auth login` or set HF_TOKEN") from None
+    except Exception as exc:  # network errors of the Hub client (httpx), HTTP 401 for a bad token
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValueError(
+            f"--push_to_hub: cannot reach the Hub at {constants.ENDPOINT} ({type(exc).__name__}: {reason}); check the "
+            "network and HF_TOKEN, or drop --push_to_hub and push the saved output_dir later"
+        ) from None
+
+
 # ---- resuming ------------------------------------------------------------------------------------
 
 
@@ -203,6 +225,7 @@ def train(trainer_class, script_args, training_args, model_args, **trainer_kwarg
     training_args.model_init_kwargs = model_init_kwargs
 
     resume = resume_argument(trainer_class, training_args)
+    check_hub_push(training_args)
     model = resolve_model(model_args.model_name_or_path, training_args)  # a missing local folder fails first
     dataset = load_train_dataset(script_args)
     dataset = check_prompt_lengths(dataset, model, script_args, training_args)

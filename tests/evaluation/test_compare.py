@@ -121,6 +121,8 @@ def test_cli_writes_table_csv_and_png(run_a, run_b, tmp_path, capsys):
     assert main(["compare", str(run_a), str(run_b), "--labels", "a", "b", "--output_dir", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| a | 3 | 0.600 |" in printed and "| b | 4 | 0.400 |" in printed
+    # the footer counts steps as the table does; run b logged every 2 steps: 4 steps in 2 entries
+    assert "a: 3 steps in 3 log entries" in printed and "b: 4 steps in 2 log entries" in printed
     assert (out / "compare.md").read_text().startswith("| run | steps |")
     assert (out / "compare.csv").read_text().splitlines()[0].startswith("run,steps,reward_std_final")
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -247,6 +247,25 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, common, 
     assert re.search(message, line) and "Traceback" not in err, err
 
 
+def test_push_to_hub_is_checked_before_training(common, monkeypatch):
+    from types import SimpleNamespace
+
+    from huggingface_hub import constants
+
+    args = SimpleNamespace(push_to_hub=True)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ValueError, match="HF_HUB_OFFLINE=1 is set"):
+        common.check_hub_push(args)
+    # no network: a Hub endpoint nobody listens on, a token set
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    with pytest.raises(ValueError, match=r"cannot reach the Hub at http://127\.0\.0\.1:9 \(ConnectError") as info:
+        common.check_hub_push(args)
+    assert "\n" not in str(info.value)
+    common.check_hub_push(SimpleNamespace(push_to_hub=False))  # nothing to check
+
+
 def test_cli_judge_failure_exits_nonzero(common, monkeypatch, capsys):
     from trl_rankreward.trainers.judge_reward import JudgeFailureError
 

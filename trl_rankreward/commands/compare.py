@@ -52,7 +52,8 @@ def run(args: CompareArguments) -> int:
     print()
     for run, row in zip(runs, rows):
         wall = f"; wall time: {row['wall_time_from']}" if row["wall_time_from"] else ""
-        print(f"{run.label}: {len(run.entries)} logged steps from {run.source}{wall}")
+        # steps as the table counts them (the last logged step); entries can be fewer (logging_steps > 1)
+        print(f"{run.label}: {run.last_step} steps in {len(run.entries)} log entries from {run.source}{wall}")
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(table + "\n", encoding="utf-8")

@@ -20,6 +20,10 @@ class SchemaError(ValueError):
     """An upstream dataset lacks a column (or a row a field) its converter needs."""
 
 
+class DatasetFileError(ValueError):
+    """A local dataset file that cannot be read as rows: its message names the file, the line and the fix."""
+
+
 def load_source(source: str, *, split: str = "train", config: str | None = None) -> datasets.Dataset:
     """Load `source` as one `datasets.Dataset` split (see the module docstring for the forms)."""
     path = Path(source)
@@ -50,7 +54,7 @@ def _load_files(files: list[Path], split: str) -> datasets.Dataset:
 
 
 def check_jsonl(path: Path) -> None:
-    """Raise ValueError naming the file, the line and the fix when a JSON-lines file is not one JSON object
+    """Raise `DatasetFileError` naming the file, the line and the fix when a JSON-lines file is not one JSON object
     per line of UTF-8 text (a cut-off last line, invalid bytes, a lone surrogate escape such as \\udcff,
     which Arrow cannot store) or holds no row at all. Otherwise `datasets` fails with a long traceback
     that names neither."""
@@ -64,25 +68,25 @@ def check_jsonl(path: Path) -> None:
                 value = json.loads(raw.decode("utf-8"))
                 json.dumps(value, ensure_ascii=False).encode("utf-8")  # lone surrogates cannot be UTF-8
             except UnicodeDecodeError as exc:
-                raise ValueError(
+                raise DatasetFileError(
                     f"{where}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at byte {exc.start + 1} of "
                     "the line); re-encode the file as UTF-8"
                 ) from None
             except UnicodeEncodeError:
-                raise ValueError(
+                raise DatasetFileError(
                     f"{where}: a string holds a lone surrogate escape (such as \\udcff), which is not text; remove "
                     "it or replace it with the character meant"
                 ) from None
             except json.JSONDecodeError as exc:
                 cut = "; it looks cut off (an interrupted write?)" if not raw.endswith(b"\n") else ""
-                raise ValueError(
-                    f"{where}: not valid JSON ({exc.msg} at column {exc.colno}){cut}; fix or remove the line"
+                raise DatasetFileError(
+                    f"{where}: not valid JSON ({exc.msg}, column {exc.colno}){cut}; fix or remove the line"
                 ) from None
             if not isinstance(value, dict):
-                raise ValueError(f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line")
+                raise DatasetFileError(f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line")
             rows += 1
     if not rows:
-        raise ValueError(f"{path} holds no rows; write one JSON object per line")
+        raise DatasetFileError(f"{path} holds no rows; write one JSON object per line")
 
 
 def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: str) -> None:
@@ -100,7 +104,7 @@ def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: 
 def save_dataset(dataset: datasets.Dataset, output_dir: str | None, push_to_hub: str | None = None) -> None:
     """Save with `save_to_disk(output_dir)` and/or push to the Hub repo `push_to_hub`."""
     if not output_dir and not push_to_hub:
-        raise ValueError("Nowhere to write the dataset: give an output directory, a Hub repo (push_to_hub), or both")
+        raise DatasetFileError("Nowhere to write the dataset: give an output directory, a Hub repo (push_to_hub), or both")
     if output_dir:
         dataset.save_to_disk(output_dir)
     if push_to_hub:

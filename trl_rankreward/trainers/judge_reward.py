@@ -50,7 +50,7 @@ from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
 from ..rewards.registry import REWARD_METHODS, make_reward_method
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
-from .checkpoints import latest_complete_checkpoint
+from .checkpoints import TiedWeightsOnResume, latest_complete_checkpoint
 from .circuit_breaker import JudgeCircuitBreaker
 from .console_log import use_compact_console_log
 from .dataset_checks import check_group_size, check_training_dataset, method_requirements
@@ -286,7 +286,7 @@ def build_judge(args: JudgeRewardGRPOConfig):
     )
 
 
-class JudgeRewardGRPOTrainer(CriticPPOMixin, GRPOTrainer):
+class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
     """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
 
     Args:

@@ -50,6 +50,7 @@ from .advantages import (
     masked_whiten,
     token_rewards,
 )
+from .checkpoints import TiedWeightsOnResume
 from .critic import ValueModel, completion_values
 from .critic_engine import DeepSpeedCritic, TorchCritic
 from .model_loading import load_kwargs, load_reference
@@ -441,7 +442,7 @@ class CriticPPOConfig(CriticConfig, GRPOConfig):
     )
 
 
-class CriticPPOTrainer(CriticPPOMixin, GRPOTrainer):
+class CriticPPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
     """PPO with a learned critic for any TRL reward functions: `GRPOTrainer`'s arguments, a `CriticPPOConfig`.
 
     trainer = CriticPPOTrainer("Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=CriticPPOConfig(

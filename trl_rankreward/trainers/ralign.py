@@ -32,6 +32,7 @@ from trl import GRPOConfig, GRPOTrainer
 from ..evaluation.genrm_metrics import GenRMCounts
 from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
+from .checkpoints import TiedWeightsOnResume
 from .console_log import use_compact_console_log
 from .model_card import compose_card, describe_judge, redact_urls, training_section
 from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, CriticPPOMixin, critic_card_settings, training_algorithm
@@ -200,7 +201,7 @@ def step_metrics(statuses: list[str], meta_calls: int) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if v is not None}
 
 
-class RAlignGenRMTrainer(CriticPPOMixin, GRPOTrainer):
+class RAlignGenRMTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
     """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward).
 
     Args:
