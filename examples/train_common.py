@@ -374,6 +374,7 @@ def end_process_group() -> None:
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()  # every rank done with every collective (rank 0 may still be writing the card)
         dist.destroy_process_group()
 
 
