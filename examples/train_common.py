@@ -364,12 +364,13 @@ def check_field_types(parsed) -> None:
 
 
 def end_process_group() -> None:
-    """Destroy the launch's process group, if there is one, before the interpreter exits.
+    """Destroy the launch's process group, if there is one, before the interpreter exits, as PyTorch asks.
 
-    Left to the interpreter's shutdown, a gloo group's worker threads can abort the process
-    ("terminate called without an active exception", SIGABRT: pytorch/pytorch#190489), so a run
-    that trained and saved still exits -6 under DDP or DeepSpeed on CPU. Only after a success: a
-    rank that failed while the others wait in a collective would hang here.
+    A gloo group left to the interpreter's shutdown can abort the process after the work is done
+    ("terminate called without an active exception", SIGABRT: pytorch/pytorch#190489). Ending it here
+    removes that cause; a rarer abort at exit with the same message remains (docs/performance.md,
+    "Launch matrix"). Only after a success: the barrier would wait for a rank that failed (under
+    `accelerate launch`, the launcher then stops the others).
     """
     import torch.distributed as dist
 
