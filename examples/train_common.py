@@ -315,17 +315,15 @@ def cli(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None
         parsed = parser.parse_args_and_config(argv)
         check_field_types(parsed)
         main(*parsed)
-    except yaml.YAMLError as exc:
-        print(f"{prog}: error: {_yaml_problem(exc)} [full traceback: {TRACEBACK_FLAG}]", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    except user_errors() as exc:
+    except (yaml.YAMLError, *user_errors()) as exc:
         if show_traceback:
             traceback.print_exc()
         else:
-            print(f"{prog}: error: {_one_line(exc)} [full traceback: {TRACEBACK_FLAG}]", file=sys.stderr)
+            message = _yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else _one_line(exc)
+            print(f"{prog}: error: {message} [full traceback: {TRACEBACK_FLAG}]", file=sys.stderr)
         return 1
     end_process_group()
     return 0

@@ -245,6 +245,9 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, common, 
     err = capsys.readouterr().err
     (line,) = [line for line in err.splitlines() if "error:" in line]  # beside progress bars, if any
     assert re.search(message, line) and "Traceback" not in err, err
+    # the line offers --traceback, and --traceback gives it
+    assert common.cli(example.main, example.make_parser, [*argv, "--traceback"]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
 
 
 def test_push_to_hub_is_checked_before_training(common, monkeypatch):
