@@ -24,12 +24,12 @@ import statistics
 
 from scipy.stats import kendalltau
 
+from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.judging.tokens import ApproxCounter
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.listwise_group import ListwiseGroupReward
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward
-from trl_rankreward.testing import SimulatedJudge
 
 RUBRICS = [{"text": "Correct and complete", "weight": 5}, {"text": "Clear", "weight": 2}]
 # latent quality of the seven references, best first (Nectar rank 1 .. 7)

@@ -68,7 +68,7 @@ def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig):
     model = resolve_model(script_args.model_name_or_path, training_args)
     meta_judge = None  # "server": the trainer builds an LLMJudge from metarm_base_urls / metarm_model
     if script_args.metarm == "keyword" and training_args.reward_mode == "ralign":
-        from trl_rankreward.testing import KeywordMetaJudge
+        from trl_rankreward.evaluation.meta_judge import KeywordMetaJudge
 
         meta_judge = KeywordMetaJudge(script_args.keyword_threshold)
     trainer = RAlignGenRMTrainer(model, args=training_args, train_dataset=dataset, meta_judge=meta_judge)

@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import pytest
 
 from tests.trainers.helpers import tiny_config
+from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.rewards import matrix_math
 from trl_rankreward.rewards import matrix_reward as matrix_module
 from trl_rankreward.rewards import rank_buffer as rank_buffer_module
 from trl_rankreward.rewards.matrix_reward import MatrixReward
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.registry import reward_method_class
-from trl_rankreward.testing import SimulatedJudge
 from trl_rankreward.trainers import matrix_reward as matrix_trainer
 from trl_rankreward.trainers import rank_buffer as rank_buffer_trainer
 from trl_rankreward.trainers.matrix_reward import MATRIX_OPTIONS, MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer

@@ -1,5 +1,5 @@
-"""Every package `__init__.py` that exports names lazily (`_EXPORTS` + `lazy_exports`) also imports
-them under `if TYPE_CHECKING:`, so IDEs and type checkers see them, while a plain import stays lazy.
+"""Every package `__init__.py` that exports names lazily lists each name once, in a
+`lazy_exports(__name__, {module: names})` call; a plain import of the package stays lazy.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from trl_rankreward._lazy import lazy_exports
+
 PACKAGE = Path(__file__).resolve().parents[1] / "trl_rankreward"
 LAZY_INITS = sorted(p for p in PACKAGE.rglob("__init__.py") if "lazy_exports(" in p.read_text(encoding="utf-8"))
 
@@ -22,39 +24,17 @@ def module_name(init: Path) -> str:
 
 
 def exports(tree: ast.Module) -> dict[str, str]:
-    """The `_EXPORTS` table: name -> relative module."""
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise AssertionError("no `_EXPORTS = {...}` at module level")
-
-
-def type_checking_imports(tree: ast.Module) -> dict[str, str]:
-    """name -> relative module, of the `from ... import name` statements under `if TYPE_CHECKING:`."""
-    found: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            for statement in node.body:
-                assert isinstance(statement, ast.ImportFrom), ast.unparse(statement)
-                for alias in statement.names:
-                    found[alias.asname or alias.name] = "." * statement.level + (statement.module or "")
-    return found
+    """name -> relative module, from the `lazy_exports(__name__, {...})` call's table."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_exports":
+            table = ast.literal_eval(node.args[1])
+            return {name: module for module, names in table.items() for name in names}
+    raise AssertionError("no `lazy_exports(__name__, {...})` call")
 
 
 def test_lazy_packages_found():
     names = {module_name(p) for p in LAZY_INITS}
     assert {"trl_rankreward", "trl_rankreward.judging", "trl_rankreward.rewards", "trl_rankreward.data"} <= names
-
-
-@pytest.mark.parametrize("init", LAZY_INITS, ids=module_name)
-def test_type_checking_block_imports_every_export(init):
-    tree = ast.parse(init.read_text(encoding="utf-8"))
-    table, seen = exports(tree), type_checking_imports(tree)
-    assert seen, f"{init}: no `if TYPE_CHECKING:` block importing the exported names"
-    missing = sorted(set(table) - set(seen))
-    extra = sorted(set(seen) - set(table))
-    moved = sorted(name for name in set(table) & set(seen) if table[name] != seen[name])
-    assert not (missing or extra or moved), f"{init}: missing {missing}, not exported {extra}, other module {moved}"
 
 
 @pytest.mark.parametrize("init", LAZY_INITS, ids=module_name)
@@ -68,7 +48,7 @@ def test_every_export_resolves(init):
 
 
 def test_importing_a_package_imports_none_of_its_exports():
-    # The TYPE_CHECKING imports never run: a fresh interpreter imports each package and no exported module.
+    # A fresh interpreter imports each package and none of the modules it exports from.
     modules = {
         module_name(init): sorted(
             set(
@@ -87,3 +67,15 @@ def test_importing_a_package_imports_none_of_its_exports():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"packages that import their exports eagerly: {out.stdout.strip()}"
+
+
+def test_a_name_exported_from_two_modules_is_an_error():
+    with pytest.raises(ValueError, match=r"pkg exports 'X' from both '\.a' and '\.b'; keep one"):
+        lazy_exports("pkg", {".a": ("X", "Y"), ".b": ("X",)})
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    getattr_, all_ = lazy_exports("trl_rankreward.judging", {".ledger": ("JudgeLedger",)})
+    assert all_ == ["JudgeLedger"]
+    with pytest.raises(AttributeError, match="module 'trl_rankreward.judging' has no attribute 'Nope'"):
+        getattr_("Nope")

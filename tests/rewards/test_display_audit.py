@@ -4,6 +4,8 @@ import asyncio
 
 import pytest
 
+from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.judging.rendering import display_order, render
 from trl_rankreward.judging.requests import ListwiseRequest
 from trl_rankreward.rewards.base import Group
@@ -16,7 +18,6 @@ from trl_rankreward.rewards.display_audit import (
     twin_request,
 )
 from trl_rankreward.rewards.registry import make_reward_method
-from trl_rankreward.testing import OracleJudge, SimulatedJudge
 
 
 def test_kendall_tau_by_hand():

@@ -11,11 +11,11 @@ import json
 
 import pytest
 
+from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, ListwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward, borda, disputed_window
-from trl_rankreward.testing import OracleJudge
 
 REFS = [f"n{i}" for i in range(1, 8)]  # best first
 QUALITY = {f"n{i}": 8 - i for i in range(1, 8)}
@@ -181,8 +181,8 @@ def test_rank_buffer_default_is_unchanged_by_the_variant_hooks():
 
 # ----------------------------------------------------------------- soft placement (issue 17)
 def test_soft_placement_needs_coarse_placement_and_soft_entropy_needs_soft_placement():
+    from trl_rankreward.evaluation.oracle_judge import OracleJudge
     from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward
-    from trl_rankreward.testing import OracleJudge
 
     with pytest.raises(ValueError, match="placement='coarse'"):
         RankBufferPlusReward(OracleJudge({}), soft_placement=True)

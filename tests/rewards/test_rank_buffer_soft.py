@@ -9,10 +9,10 @@ import asyncio
 
 import pytest
 
+from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, SoftPosition
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
-from trl_rankreward.testing import SimulatedJudge
 
 SOFT = {"x": SoftPosition(1, (0.3, 0.6, 0.1)), "y": SoftPosition(1, (0.0, 0.7, 0.3))}
 

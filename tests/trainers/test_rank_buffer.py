@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 
 from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
-from trl_rankreward.testing import SimulatedJudge
+from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME
 from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 

@@ -24,8 +24,8 @@ import contextvars
 from dataclasses import dataclass
 
 from ..judging.templates import JudgeTemplates
-from ..testing.simulated_judge import SimulatedJudge
 from .prompt_cache import LineTokenizer, PromptKey
+from .simulated_judge import SimulatedJudge
 
 #: the prompt of the call in progress, set by `BenchJudge._render` (one value per asyncio task)
 _PROMPT: contextvars.ContextVar[PromptKey] = contextvars.ContextVar("bench_judge_prompt")

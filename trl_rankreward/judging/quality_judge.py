@@ -1,7 +1,7 @@
 """`QualityJudge`: answers every request type from one quality number per text.
 
-Offline judges (`EmbeddingJudge`, `testing.SimulatedJudge`) differ only in how they score
-a text; the mapping from scores to verdicts lives here, once:
+Offline judges (`EmbeddingJudge`, `evaluation.simulated_judge.SimulatedJudge`) differ only in
+how they score a text; the mapping from scores to verdicts lives here, once:
 
 | request                 | verdict from qualities `q`                                          |
 |-------------------------|---------------------------------------------------------------------|
