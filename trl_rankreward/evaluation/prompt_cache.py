@@ -44,7 +44,6 @@ class LineTokenizer:
     def __init__(self, path: str | Path | None = None):
         path = path or bundled_tokenizer_path()
         self._encode = _approx_ids if path is None else _tokenizer_encoder(Path(path))
-        self.exact = path is not None
         self._lines: dict[str, Line] = {}
 
     def line(self, text: str) -> Line:

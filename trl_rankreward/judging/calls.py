@@ -50,7 +50,6 @@ async def complete_and_parse(
         usage = dict(
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
-            latency_s=completion.latency_s,
         )
         try:
             value = parse(completion)

@@ -9,12 +9,8 @@ costed on one scale.
 
 from __future__ import annotations
 
-import math
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass, field
-
-# Enough calls to give stable latency percentiles without growing with the run.
-_LATENCY_WINDOW = 10_000
 
 
 @dataclass
@@ -72,11 +68,10 @@ def _diff(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 
 class JudgeLedger:
-    """Counts calls, parsed calls, failures by kind, tokens and latency of one judge."""
+    """Counts calls, parsed calls, failures by kind and tokens of one judge."""
 
     def __init__(self):
         self._totals = LedgerSnapshot()
-        self._latencies: deque[float] = deque(maxlen=_LATENCY_WINDOW)
 
     def record(
         self,
@@ -85,7 +80,6 @@ class JudgeLedger:
         parsed: bool,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
-        latency_s: float | None = None,
         failure: str | None = None,
     ) -> None:
         """Record one call. `failure` is the kind ('transport', 'timeout', 'invalid', ...)."""
@@ -100,26 +94,12 @@ class JudgeLedger:
             t.parsed_by_kind[request_kind] = t.parsed_by_kind.get(request_kind, 0) + 1
         if failure:
             t.failures[failure] = t.failures.get(failure, 0) + 1
-        if latency_s is not None:
-            self._latencies.append(float(latency_s))
 
     def snapshot(self) -> LedgerSnapshot:
         t = self._totals
         return LedgerSnapshot(
             t.calls, t.parsed, t.prompt_tokens, t.completion_tokens, dict(t.failures), dict(t.parsed_by_kind)
         )
-
-    def latency_percentiles(self, qs=(50, 90, 99)) -> dict[int, float]:
-        """Latency percentiles (seconds) over the most recent calls; NaN when none."""
-        values = sorted(self._latencies)
-        if not values:
-            return {q: math.nan for q in qs}
-        out = {}
-        for q in qs:
-            pos = (len(values) - 1) * q / 100
-            lo, hi = math.floor(pos), math.ceil(pos)
-            out[q] = values[lo] + (values[hi] - values[lo]) * (pos - lo)
-        return out
 
     # Convenience views of the running totals.
     @property

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Sequence
 
 from .protocol import Judge, ask, is_failure
 from .requests import JudgeFailure, PairwiseRequest, RubricPairwiseRequest
@@ -54,7 +53,3 @@ async def ask_pair(
     if isinstance(s1, float):
         return (s1 + s2) / 2
     return [(x + y) / 2 for x, y in zip(s1, s2)]
-
-
-def mean_score(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.5

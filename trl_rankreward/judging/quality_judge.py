@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import abc
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,19 +86,17 @@ class QualityJudge(abc.ABC):
     async def judge(self, request) -> Any:
         """Verdict for `request` (see `judging.requests`); records the call in `.ledger`."""
         kind = request_kind(request)
-        start = time.perf_counter()
         rendered = self._render(request)
         try:
             verdict = await self._verdict(request, rendered.display)
         except JudgeError as exc:
-            self.ledger.record(request_kind=kind, parsed=False, failure=exc.kind, latency_s=time.perf_counter() - start)
+            self.ledger.record(request_kind=kind, parsed=False, failure=exc.kind)
             raise
         self.ledger.record(
             request_kind=kind,
             parsed=True,
             prompt_tokens=count_message_tokens(self.token_counter, rendered.messages),
             completion_tokens=self.token_counter.count(json.dumps(_answer_json(request, verdict))),
-            latency_s=time.perf_counter() - start,
         )
         return verdict
 

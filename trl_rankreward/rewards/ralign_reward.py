@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -152,7 +151,6 @@ class CallableMetaJudge:
         return f"MetaRM hook {getattr(self.hook, '__qualname__', None) or type(self.hook).__name__}"
 
     async def judge(self, request: MetaJudgeRequest) -> bool | JudgeFailure:
-        start = time.perf_counter()
         try:
             verdict = self.hook(request)
             if inspect.isawaitable(verdict):
@@ -160,11 +158,10 @@ class CallableMetaJudge:
         except Exception as exc:
             self.ledger.record(request_kind="meta", parsed=False, failure="error")
             return JudgeFailure("error", f"meta-judge hook raised {type(exc).__name__}: {exc}")
-        latency = time.perf_counter() - start
         if not isinstance(verdict, bool):
-            self.ledger.record(request_kind="meta", parsed=False, failure="invalid", latency_s=latency)
+            self.ledger.record(request_kind="meta", parsed=False, failure="invalid")
             return JudgeFailure("invalid", f"meta-judge hook returned {verdict!r}; expected True or False")
-        self.ledger.record(request_kind="meta", parsed=True, latency_s=latency)
+        self.ledger.record(request_kind="meta", parsed=True)
         return verdict
 
 

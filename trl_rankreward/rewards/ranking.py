@@ -38,8 +38,3 @@ def tie_block_rewards(blocks: Sequence[Sequence[int]], group_size: int) -> list[
 
 def flatten(blocks: Sequence[Sequence[int]]) -> list[int]:
     return [i for block in blocks for i in block]
-
-
-def order_from_scores(scores: Sequence[float]) -> list[int]:
-    """Indices worst -> best by score; equal scores keep index order (stable)."""
-    return sorted(range(len(scores)), key=lambda i: scores[i])
