@@ -1,4 +1,4 @@
-"""GPU check for issue 9: RankBufferGRPOTrainer vs plain GRPOTrainer, and the in-process judge.
+"""GPU check: RankBufferGRPOTrainer vs plain GRPOTrainer, and the in-process judge.
 
 1. GRPO step time: a random-init Qwen3-style policy (`build_tiny_model`, ~42M parameters at
    the defaults) trains --steps GRPO steps in bf16 (TRL 1.16, no vLLM) twice, with the same
@@ -17,7 +17,7 @@
 Needs torch, transformers (5.17 or later), accelerate, trl 1.16, datasets; not openai or wandb.
 Prints a report and writes it as JSON to $OUT/gpu_check.json when $OUT is set.
 
-    bash benchmarks/gpu_check.sh             # on the GPU machine (see the script for wheels)
+    bash benchmarks/gpu_check.sh             # on a GPU machine (see the script for wheels)
     python benchmarks/gpu_check.py --tiny    # CPU smoke check: tiny sizes, not a measurement
 """
 

@@ -1,22 +1,19 @@
 #!/usr/bin/env bash
-# Issue 9 GPU check, as one command on the lent GPU machine (device tool; ../shared/gpu/README.md).
+# The GPU check (docs/performance.md, GPU check) as one command on a machine with one NVIDIA GPU.
 #
-# What the GPU machine lacks (../shared/gpu/README.md: it has torch 2.11, transformers 5.17,
-# accelerate, peft, sentence-transformers; no trl, datasets, openai, wandb, network). The run imports
+# The machine needs torch, transformers (5.17 or later) and accelerate. The run imports
 # trl_rankreward.RankBufferGRPOTrainer, whose import path needs neither openai nor wandb (the judging
 # layer loads openai only in the OpenAI backend; tests/benchmarks/test_gpu_check.py checks it).
-# Once, on the development machine, fetch exactly these wheels (about 1.8 MB; TRL 1.16 and datasets
-# 5.2.0 as in /work/venv, and the two pure-Python deps of datasets seen missing there):
+# On a machine without network, put these wheels (about 1.8 MB) in .whl/ first; they are installed
+# into .site/ before the run:
 #   echo /.whl/ >> .git/info/exclude
 #   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 #     -d .whl trl==1.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19
-# If missing (seen present on 2026-11-30 with the wheels above; a run fails with ModuleNotFoundError
-# naming one), add to the same command, within the 64 MiB carry limit (pyarrow alone is some 40 MB):
-#   xxhash "pyarrow>=24" pandas "fsspec>=2023.1.0,<=2026.9.0" "huggingface_hub>=1.31,<2"
-# Then run with the device tool, carrying .whl (about 3-5 minutes of device time):
-#   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=540)
-# Results: printed, and $OUT/gpu_check.json. Extra arguments go to gpu_check.py.
+# If the machine also lacks one of datasets' other dependencies (a run fails with ModuleNotFoundError
+# naming it), add it to the same command: xxhash "pyarrow>=24" pandas "fsspec>=2023.1.0,<=2026.9.0"
+# "huggingface_hub>=1.31,<2".
+# Results: printed, and $OUT/gpu_check.json when $OUT is set. Extra arguments go to gpu_check.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -d .whl ]; then
