@@ -66,6 +66,14 @@ def test_nectar_missing_column_names_it_and_the_schema(tmp_path):
         prepare_nectar(load_source(str(path)))
 
 
+def test_nectar_answer_without_a_field_is_a_schema_error_naming_the_column(tmp_path):
+    row = nectar_row(0)
+    del row["answers"][2]["rank"]
+    expected = r"berkeley-nest/Nectar: an entry of 'answers' lacks \['rank'\]; expected list of \{answer: str"
+    with pytest.raises(SchemaError, match=expected):
+        prepare_nectar(load_source(str(write_jsonl(tmp_path / "nectar.jsonl", [row]))), num_queries=None)
+
+
 def test_ultrafeedback_sorted_by_score_with_stable_ties(tmp_path):
     path = write_jsonl(tmp_path / "uf.jsonl", [ultrafeedback_row(i) for i in range(6)])
     dataset, report = prepare_ultrafeedback(load_source(str(path)), num_queries=4, seed=42)

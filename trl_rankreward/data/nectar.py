@@ -16,14 +16,15 @@ import datasets
 
 from .conversation import parse_nectar_prompt, query_id
 from .features import RANKED_FEATURES
-from .sampling import Ineligible, SampleReport, sample_rows
-from .sources import SchemaError, require_columns
+from .sampling import Ineligible, SampleReport, list_entries, sample_rows
+from .sources import require_columns
 
 NECTAR_COLUMNS = {
     "prompt": 'str, "\\n\\nHuman: ...\\n\\nAssistant:"',
     "answers": "list of {answer: str, model: str, rank: number (1 = best)}",
 }
 _ANSWER_FIELDS = ("answer", "model", "rank")
+SCHEMA = "berkeley-nest/Nectar"
 
 
 def prepare_nectar(
@@ -34,16 +35,10 @@ def prepare_nectar(
     Rows with a number of answers other than `num_answers`, an empty answer or a prompt
     that is not HH format are skipped and counted in the report.
     """
-    require_columns(source, NECTAR_COLUMNS, "berkeley-nest/Nectar")
+    require_columns(source, NECTAR_COLUMNS, SCHEMA)
 
     def convert(row: dict) -> dict:
-        answers = row["answers"] or []
-        if len(answers) != num_answers:
-            raise Ineligible(f"{len(answers)} answers (need {num_answers})")
-        for answer in answers:
-            missing = [f for f in _ANSWER_FIELDS if f not in answer]
-            if missing:
-                raise SchemaError(f"A Nectar answer lacks {missing}; expected {NECTAR_COLUMNS['answers']}")
+        answers = list_entries(row, "answers", NECTAR_COLUMNS, count=num_answers, fields=_ANSWER_FIELDS, schema=SCHEMA)
         if any(not (a["answer"] or "").strip() for a in answers):
             raise Ineligible("empty answer")
         try:

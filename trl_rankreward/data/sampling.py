@@ -11,15 +11,35 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import datasets
 from tqdm.auto import tqdm
 
+from .sources import SchemaError
+
 
 class Ineligible(Exception):
     """A row that cannot be used (e.g. six answers where seven are needed); the reason is counted."""
+
+
+def list_entries(
+    row: dict, column: str, columns: dict[str, str], *, count: int, fields: Sequence[str], schema: str
+) -> list[dict]:
+    """The `count` entries of a row's list column (e.g. Nectar's seven answers), each a dict with `fields`.
+
+    Another number of entries makes the row `Ineligible` ("6 answers (need 7)"); an entry without
+    a field means the source has another schema: `SchemaError` quoting `columns[column]`.
+    """
+    entries = row[column] or []
+    if len(entries) != count:
+        raise Ineligible(f"{len(entries)} {column} (need {count})")
+    for entry in entries:
+        missing = [f for f in fields if f not in entry]
+        if missing:
+            raise SchemaError(f"{schema}: an entry of {column!r} lacks {missing}; expected {columns[column]}")
+    return entries
 
 
 @dataclass

@@ -19,14 +19,15 @@ import datasets
 
 from .conversation import query_id, user_prompt
 from .features import SCORED_FEATURES
-from .sampling import Ineligible, SampleReport, sample_rows
-from .sources import SchemaError, require_columns
+from .sampling import Ineligible, SampleReport, list_entries, sample_rows
+from .sources import require_columns
 
 ULTRAFEEDBACK_COLUMNS = {
     "instruction": "str",
     "completions": "list of {response: str, overall_score: number, model: str, ...}",
 }
 _COMPLETION_FIELDS = ("response", "overall_score", "model")
+SCHEMA = "openbmb/UltraFeedback"
 
 
 def _score(value) -> float:
@@ -43,18 +44,12 @@ def prepare_ultrafeedback(
     source: datasets.Dataset, *, num_queries: int | None = 2560, seed: int = 42, num_answers: int = 4
 ) -> tuple[datasets.Dataset, SampleReport]:
     """Sample `num_queries` instructions with `seed`; references sorted by overall score, best first."""
-    require_columns(source, ULTRAFEEDBACK_COLUMNS, "openbmb/UltraFeedback")
+    require_columns(source, ULTRAFEEDBACK_COLUMNS, SCHEMA)
 
     def convert(row: dict) -> dict:
-        completions = row["completions"] or []
-        if len(completions) != num_answers:
-            raise Ineligible(f"{len(completions)} completions (need {num_answers})")
-        for completion in completions:
-            missing = [f for f in _COMPLETION_FIELDS if f not in completion]
-            if missing:
-                raise SchemaError(
-                    f"An UltraFeedback completion lacks {missing}; expected {ULTRAFEEDBACK_COLUMNS['completions']}"
-                )
+        completions = list_entries(
+            row, "completions", ULTRAFEEDBACK_COLUMNS, count=num_answers, fields=_COMPLETION_FIELDS, schema=SCHEMA
+        )
         if not (row["instruction"] or "").strip() or any(not (c["response"] or "").strip() for c in completions):
             raise Ineligible("empty instruction or response")
         scores = [_score(c["overall_score"]) for c in completions]
