@@ -267,21 +267,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         if self.server.stopped.is_set():
             return self._reset()  # went down meanwhile: die as a killed server would
+        self._send_head(status, headers, len(body))
+        self.wfile.write(body)
+
+    def _send_head(self, status: int, headers: list[tuple[str, str]], length: int) -> None:
         self.send_response(status)
         for name, value in headers:
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         self.end_headers()
-        self.wfile.write(body)
 
     def _trickle(self, status: int, headers: list[tuple[str, str]], body: bytes, *, interval_s: float) -> None:
         """The answer's status and headers at once, then its body one byte per `interval_s`, until the client
         hangs up or the proxy stops."""
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
+        self._send_head(status, headers, len(body))
         for i in range(len(body)):
             if self.server.stopped.wait(interval_s):
                 return self._reset()
