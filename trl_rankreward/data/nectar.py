@@ -24,7 +24,7 @@ NECTAR_COLUMNS = {
     "answers": "list of {answer: str, model: str, rank: number (1 = best)}",
 }
 _ANSWER_FIELDS = ("answer", "model", "rank")
-SCHEMA = "berkeley-nest/Nectar"
+_SCHEMA = "berkeley-nest/Nectar"
 
 
 def prepare_nectar(
@@ -35,10 +35,10 @@ def prepare_nectar(
     Rows with a number of answers other than `num_answers`, an empty answer or a prompt
     that is not HH format are skipped and counted in the report.
     """
-    require_columns(source, NECTAR_COLUMNS, SCHEMA)
+    require_columns(source, NECTAR_COLUMNS, _SCHEMA)
 
     def convert(row: dict) -> dict:
-        answers = list_entries(row, "answers", NECTAR_COLUMNS, count=num_answers, fields=_ANSWER_FIELDS, schema=SCHEMA)
+        answers = list_entries(row, "answers", NECTAR_COLUMNS, count=num_answers, fields=_ANSWER_FIELDS, schema=_SCHEMA)
         if any(not (a["answer"] or "").strip() for a in answers):
             raise Ineligible("empty answer")
         try:

@@ -27,7 +27,7 @@ ULTRAFEEDBACK_COLUMNS = {
     "completions": "list of {response: str, overall_score: number, model: str, ...}",
 }
 _COMPLETION_FIELDS = ("response", "overall_score", "model")
-SCHEMA = "openbmb/UltraFeedback"
+_SCHEMA = "openbmb/UltraFeedback"
 
 
 def _score(value) -> float:
@@ -44,11 +44,11 @@ def prepare_ultrafeedback(
     source: datasets.Dataset, *, num_queries: int | None = 2560, seed: int = 42, num_answers: int = 4
 ) -> tuple[datasets.Dataset, SampleReport]:
     """Sample `num_queries` instructions with `seed`; references sorted by overall score, best first."""
-    require_columns(source, ULTRAFEEDBACK_COLUMNS, SCHEMA)
+    require_columns(source, ULTRAFEEDBACK_COLUMNS, _SCHEMA)
 
     def convert(row: dict) -> dict:
         completions = list_entries(
-            row, "completions", ULTRAFEEDBACK_COLUMNS, count=num_answers, fields=_COMPLETION_FIELDS, schema=SCHEMA
+            row, "completions", ULTRAFEEDBACK_COLUMNS, count=num_answers, fields=_COMPLETION_FIELDS, schema=_SCHEMA
         )
         if not (row["instruction"] or "").strip() or any(not (c["response"] or "").strip() for c in completions):
             raise Ineligible("empty instruction or response")
