@@ -105,7 +105,8 @@ class JudgeServerSettings:
         return RetryPolicy(max_attempts=self.max_attempts)
 
 
-SETTINGS = tuple(f.name for f in dataclasses.fields(JudgeServerSettings) if f.name != "prefix")
+_DECLARED = {f.name: f for f in dataclasses.fields(JudgeServerSettings) if f.name != "prefix"}
+SETTINGS = tuple(_DECLARED)
 
 
 @dataclass(frozen=True)
@@ -132,25 +133,30 @@ class JudgeRole:
         declared = _DECLARED[name]
         return declared.default_factory() if declared.default is dataclasses.MISSING else declared.default
 
+    def help(self, name: str) -> str:
+        text = _DECLARED[name].metadata["help"].format(what=self.what, prefix=self.prefix)
+        return f"{text} {self.notes[name]}" if name in self.notes else text
+
     def fields(self) -> type:
-        """A dataclass with one field per setting (`<prefix><name>`, TRL's field style), whose
-        `__post_init__` checks them (after its other bases') and splits comma-separated URLs."""
+        """A dataclass with one field per setting (`<prefix><name>`, TRL's field style), to inherit
+        from; its `__post_init__` runs the other bases' first, then checks the settings and writes
+        back the URLs as a list (a comma-separated string is split)."""
         hints = typing.get_type_hints(JudgeServerSettings)
         spec = []
         for name in self.names:
-            default = self.default(name)
-            text = _DECLARED[name].metadata["help"].format(what=self.what, prefix=self.prefix)
-            help_text = f"{text} {self.notes[name]}" if name in self.notes else text
-            kind = "default_factory" if isinstance(default, list) else "default"
-            value = (lambda d=default: list(d)) if kind == "default_factory" else default
-            spec.append((self.prefix + name, hints[name], field(**{kind: value}, metadata={"help": help_text})))
+            default, metadata = self.default(name), {"help": self.help(name)}
+            if isinstance(default, list):
+                declared = field(default_factory=lambda d=default: list(d), metadata=metadata)
+            else:
+                declared = field(default=default, metadata=metadata)
+            spec.append((self.prefix + name, hints[name], declared))
         role = self
 
-        def __post_init__(self):
-            parent = getattr(super(generated, self), "__post_init__", None)
+        def __post_init__(config):
+            parent = getattr(super(generated, config), "__post_init__", None)
             if parent is not None:
                 parent()
-            setattr(self, role.prefix + "base_urls", role.settings(self).base_urls)
+            setattr(config, role.prefix + "base_urls", role.settings(config).base_urls)
 
         name = "".join(part.capitalize() for part in self.prefix.split("_")) + "ServerFields"
         generated = dataclasses.make_dataclass(name, spec, namespace={"__post_init__": __post_init__}, kw_only=True)
@@ -163,8 +169,6 @@ class JudgeRole:
         values = {name: getattr(config, self.prefix + name) for name in self.names}
         return JudgeServerSettings(**values, prefix=self.prefix)
 
-
-_DECLARED = {f.name: f for f in dataclasses.fields(JudgeServerSettings)}
 
 TRAINING_JUDGE = JudgeRole(
     "judge_",
