@@ -409,9 +409,9 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
     trainer's reward method directly: one group whose rollout and reference hold it, judged over HTTP."""
     import asyncio
 
+    from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.testing import FaultProxy, serve_scripted_judge
-    from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
     from trl_rankreward.trainers.rank_buffer import RankBufferGRPOTrainer
 
     refused = []

@@ -10,10 +10,10 @@ import pytest
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.judging.requests import CoarseRequest
+from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
 from trl_rankreward.rewards.anchor_buffer import AnchorBuffer
 from trl_rankreward.rewards.base import Candidates
 from trl_rankreward.testing import serve_transformers
-from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
 from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
