@@ -409,9 +409,9 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
     trainer's reward method directly: one group whose rollout and reference hold it, judged over HTTP."""
     import asyncio
 
+    from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.testing import FaultProxy, serve_scripted_judge
-    from trl_rankreward.trainers.judge_reward import build_judge
     from trl_rankreward.trainers.rank_buffer import RankBufferGRPOTrainer
 
     refused = []
@@ -435,7 +435,7 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
                       references=rows[3]["references"])  # fmt: skip
         error, neutral = None, 0
         try:
-            method = RankBufferGRPOTrainer._build_reward_method(_Args(args), build_judge(args))
+            method = RankBufferGRPOTrainer._build_reward_method(_Args(args), build_judge(TRAINING_JUDGE.settings(args)))
             (result,) = asyncio.run(method.score([group], epoch=0, step=0))
             neutral = int(result.neutral)
             detail = result.details.get("failure")

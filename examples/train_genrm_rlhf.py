@@ -42,16 +42,14 @@ class GenRMScriptArguments(TrainScriptArguments):
 
 
 def genrm_judge(args: JudgeRewardGRPOConfig):
-    """`GenRMJudge` over the config's judge server, with the config's retry budget and token limit."""
-    from trl_rankreward.judging import OpenAICompatibleBackend
-    from trl_rankreward.judging.retry import RetryPolicy
+    """`GenRMJudge` over the config's judge server, with the config's retry budget and decoding."""
+    from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_backend
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
-    from trl_rankreward.trainers.judge_reward import judge_server_options
 
-    backend = OpenAICompatibleBackend(args.judge_base_urls, args.judge_model, **judge_server_options(args))
+    settings = TRAINING_JUDGE.settings(args)
     return GenRMJudge(
-        backend, seed=args.judge_seed, retry=RetryPolicy(max_attempts=args.judge_max_attempts),
-        max_tokens=args.judge_max_tokens,
+        build_backend(settings), seed=settings.seed, retry=settings.retry_policy(),
+        temperature=settings.temperature, max_tokens=settings.max_tokens,
     )  # fmt: skip
 
 

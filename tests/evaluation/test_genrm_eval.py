@@ -107,6 +107,29 @@ def test_cli_prints_denominators_and_writes_json(tmp_path, monkeypatch, capsys):
     assert report["metrics"]["all"]["l_acc_den"] == 6 and len(report["records"]) == 6
 
 
+def test_cli_decodes_with_the_genrm_settings(tmp_path, monkeypatch):
+    # --genrm_* are the judge-server settings with the GenRM's prefix: they reach the benchmark run.
+    from trl_rankreward.evaluation import genrm_eval
+
+    rows, plan = _rows()
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    monkeypatch.setattr(eval_genrm, "make_genrm_backend", lambda genrm: ScriptedGenRM(plan))
+    seen = {}
+
+    async def recording(rows, backend, meta_judge, **kwargs):
+        seen.update(kwargs)
+        return await evaluate_genrm(rows, backend, meta_judge, **kwargs)
+
+    monkeypatch.setattr(genrm_eval, "evaluate_genrm", recording)
+    argv = ["eval-genrm", "--data", str(data), "--output", str(tmp_path / "o.json"), "--no_metarm"]
+    assert main(argv) == 0
+    assert seen == {"seed": 0, "temperature": 0.0, "max_tokens": 4096, "concurrency": 32}  # GENRM's defaults
+    assert main([*argv, "--genrm_seed", "5", "--genrm_temperature", "0.6", "--genrm_max_tokens", "64",
+                 "--genrm_max_concurrency", "3"]) == 0  # fmt: skip
+    assert seen == {"seed": 5, "temperature": 0.6, "max_tokens": 64, "concurrency": 3}
+
+
 class MetaJSONBackend:
     """A MetaRM server stand-in: answers the R-Align meta template in its JSON format."""
 
@@ -142,7 +165,7 @@ def test_cli_with_a_local_tiny_genrm(tmp_path, capsys):
     data.write_text("\n".join(json.dumps(r) for r in rows[:2]) + "\n")
     out = tmp_path / "eval.json"
     args = ["eval-genrm", "--data", str(data), "--genrm_local", str(model_dir), "--no_metarm"]
-    assert main([*args, "--max_tokens", "4", "--output", str(out)]) == 0
+    assert main([*args, "--genrm_max_tokens", "4", "--output", str(out)]) == 0
     metrics = json.loads(out.read_text())["metrics"]["all"]
     # a random model never writes a boxed verdict in 4 tokens: 2 parse failures, L-Acc 0/2
     assert (metrics["samples"], metrics["parse_failures"], metrics["l_acc"]) == (2, 2, 0.0)

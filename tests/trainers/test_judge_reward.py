@@ -10,11 +10,11 @@ import pytest
 from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.judging.backends.base import BackendError
+from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
 from trl_rankreward.trainers.judge_reward import (
     METHOD_STATE_NAME,
     JudgeRewardGRPOConfig,
     JudgeRewardGRPOTrainer,
-    build_judge,
 )
 
 #: a few-second CPU run with the generic trainer (tests.trainers.helpers.TINY_CPU_SETTINGS)
@@ -212,10 +212,10 @@ def test_bad_reliability_settings_name_the_field(tmp_path, field, value, message
 
 
 def test_build_judge_passes_the_retry_policy_and_timeout(tmp_path, models_server):
-    # build_judge runs exactly as in training; the judge is built, never asked.
+    # build_judge runs exactly as the trainer calls it; the judge is built, never asked.
     args = cpu_config(tmp_path, judge_base_urls=[models_server], judge_model="m", judge_max_attempts=7,
                       judge_timeout_s=9)  # fmt: skip
-    judge = build_judge(args)
+    judge = build_judge(TRAINING_JUDGE.settings(args), embedded_without_urls=True)
     assert (judge.retry.max_attempts, judge.backend.timeout_s) == (7, 9)
     assert judge.backend.base_urls == [models_server]
     assert models_server in judge.describe() and "the papers' defaults" in judge.describe()

@@ -195,9 +195,13 @@ def test_step_metrics_by_hand():
     assert "ralign/spurious_rate" not in step_metrics(["wrong"], meta_calls=0)  # no judged sample: no rate
 
 
-def test_metarm_from_config_uses_the_authors_decoding_and_a_template_file(tmp_path, models_server):
-    # The stub server lists model "m" (tests.trainers.test_judge_reward.models_server).
-    from trl_rankreward.trainers.ralign import metarm_from_config
+def test_training_and_eval_genrm_build_the_same_metarm_from_one_declaration(tmp_path, models_server):
+    # The stub server lists model "m" (tests.conftest.models_server). The trainer builds its MetaRM as
+    # build_judge(METARM.settings(args)); eval-genrm through make_meta_judge. Both read METARM's
+    # defaults: the authors' metarm_judge.py decoding (temperature 0.4, 16K tokens), three tries.
+    from trl_rankreward.cli import parse_command
+    from trl_rankreward.commands import eval_genrm
+    from trl_rankreward.judging.server_settings import METARM, build_judge
 
     template = tmp_path / "metarm.yaml"
     template.write_text(
@@ -205,6 +209,15 @@ def test_metarm_from_config_uses_the_authors_decoding_and_a_template_file(tmp_pa
         "  Answer <final_verdict>Correct</final_verdict> or <final_verdict>Incorrect</final_verdict>.\n"
     )
     args = _config(tmp_path, metarm_base_urls=[models_server], metarm_model="m", metarm_templates=str(template))
-    judge = metarm_from_config(args)
-    assert (judge.temperature, judge.max_tokens) == (0.4, 16384)  # the authors' metarm_judge.py defaults
-    assert judge.templates.meta.startswith("Custom MetaRM prompt.")
+    _, (_, _, metarm) = parse_command("eval-genrm", eval_genrm, ["--data", "d", "--output", "o", "--genrm_local", "g",
+                                      "--metarm_base_urls", models_server, "--metarm_model", "m",
+                                      "--metarm_templates", str(template)])  # fmt: skip
+    trained, evaluated = build_judge(METARM.settings(args)), eval_genrm.make_meta_judge(metarm)
+
+    def decoding(judge):
+        return (judge.temperature, judge.max_tokens, judge.retry.max_attempts, judge.backend.timeout_s,
+                judge.backend.max_concurrency, judge.templates.meta)  # fmt: skip
+
+    assert decoding(trained) == decoding(evaluated)
+    assert decoding(trained)[:5] == (0.4, 16384, 3, 120.0, 64)
+    assert trained.templates.meta.startswith("Custom MetaRM prompt.")

@@ -10,10 +10,11 @@ import pytest
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.judging.requests import CoarseRequest
+from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
 from trl_rankreward.rewards.anchor_buffer import AnchorBuffer
 from trl_rankreward.rewards.base import Candidates
 from trl_rankreward.testing import serve_transformers
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, build_judge
+from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
 from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 ATTEMPTS = 2
@@ -51,7 +52,7 @@ def nectar_texts(query_index: int) -> list[str]:
 
 @pytest.mark.server
 def test_build_judge_passes_max_tokens_and_attempts(server, tmp_path):
-    judge = build_judge(server_config(server, tmp_path))
+    judge = build_judge(TRAINING_JUDGE.settings(server_config(server, tmp_path)))
     assert (judge.max_tokens, judge.retry.max_attempts) == (MAX_TOKENS, ATTEMPTS)
 
 

@@ -10,6 +10,11 @@ Examples:
     trl-rankreward eval-genrm --data pairs.jsonl --genrm_local ./genrm-ckpt --no_metarm --output out.json
     # the options in a YAML file (keys as the flags), flags on the command line win
     trl-rankreward eval-genrm --config eval.yaml --limit 100
+
+The GenRM's and the MetaRM's settings are the judge-server settings with the prefixes `genrm_`
+and `metarm_` (`judging.server_settings`): `--genrm_temperature`, `--genrm_max_tokens`,
+`--genrm_max_concurrency`, `--genrm_seed` (the A/B display order), `--metarm_max_tokens`, ...
+The MetaRM decodes as in training (`RAlignGenRMConfig`): the same fields, the same defaults.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..judging.server_settings import GENRM, METARM, build_backend, build_judge
 from . import UsageError
 
 HELP = "Rationale-aware GenRM benchmark: L-Acc, S-Corr, F-Score per dataset with denominators"
@@ -31,33 +37,25 @@ class EvalGenRMArguments:
     output: str = field(metadata={"help": "JSON file for metrics and per-pair records"})
     split: str = field(default="train", metadata={"help": "split to read from a Hub id or files"})
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N pairs"})
-    seed: int = field(default=0, metadata={"help": "seed of the A/B display order"})
-    temperature: float = field(default=0.0, metadata={"help": "GenRM sampling temperature"})
-    max_tokens: int = field(default=4096, metadata={"help": "GenRM completion token limit"})
-    concurrency: int = field(default=32, metadata={"help": "concurrent GenRM requests"})
 
 
 @dataclass
-class GenRMArguments:
+class GenRMArguments(GENRM.fields()):
+    """The GenRM's server settings (`genrm_*`, `judging.server_settings.GENRM`), or a local model."""
+
     _argument_group_name = "GenRM (one of: server or local)"
 
-    genrm_base_urls: list[str] | None = field(default=None, metadata={"help": "OpenAI-compatible base URL(s)"})
-    genrm_model: str | None = field(default=None, metadata={"help": "model name the GenRM server expects"})
-    genrm_api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "environment variable of the API key"})
     genrm_local: str | None = field(
         default=None, metadata={"help": "local model path, run in-process (TransformersBackend)"}
     )
 
 
 @dataclass
-class MetaRMArguments:
+class MetaRMArguments(METARM.fields()):
+    """The MetaRM's server settings (`metarm_*`): the training MetaRM's, defaults included."""
+
     _argument_group_name = "MetaRM"
 
-    metarm_base_urls: list[str] | None = field(default=None, metadata={"help": "OpenAI-compatible base URL(s)"})
-    metarm_model: str | None = field(
-        default=None, metadata={"help": "e.g. openai/gpt-oss-120b (the paper: Gemini-3-Pro)"}
-    )
-    metarm_api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "environment variable of the API key"})
     no_metarm: bool = field(default=False, metadata={"help": "skip meta-judging: L-Acc only"})
 
 
@@ -67,34 +65,28 @@ def arguments():
 
 def make_genrm_backend(args: GenRMArguments):
     """The GenRM's chat backend from the arguments."""
-    if bool(args.genrm_base_urls) == bool(args.genrm_local):
+    settings = GENRM.settings(args)
+    if bool(settings.base_urls) == bool(args.genrm_local):
         raise UsageError("give exactly one GenRM: --genrm_base_urls with --genrm_model, or --genrm_local PATH")
     if args.genrm_local:
         from ..judging.backends.transformers_backend import TransformersBackend
 
         return TransformersBackend(args.genrm_local)
-    if not args.genrm_model:
-        raise UsageError("--genrm_base_urls needs --genrm_model (the name the server serves)")
-    from ..judging.backends.openai_compatible import OpenAICompatibleBackend
-
-    return OpenAICompatibleBackend(args.genrm_base_urls, args.genrm_model, api_key_env=args.genrm_api_key_env)
+    return build_backend(settings)
 
 
-def make_meta_judge(args: MetaRMArguments, seed: int = 0):
+def make_meta_judge(args: MetaRMArguments):
     """An `LLMJudge` over the MetaRM server, or None with --no_metarm."""
     if args.no_metarm:
         return None
-    if not (args.metarm_base_urls and args.metarm_model):
+    if not args.metarm_base_urls:
         raise UsageError("give --metarm_base_urls and --metarm_model, or --no_metarm for L-Acc only")
-    from ..judging.backends.openai_compatible import OpenAICompatibleBackend
-    from ..judging.llm_judge import LLMJudge
-
-    backend = OpenAICompatibleBackend(args.metarm_base_urls, args.metarm_model, api_key_env=args.metarm_api_key_env)
-    return LLMJudge(backend, seed=seed)
+    return build_judge(METARM.settings(args))
 
 
 def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments) -> int:
-    backend, meta_judge = make_genrm_backend(genrm), make_meta_judge(metarm, seed=args.seed)
+    backend, meta_judge = make_genrm_backend(genrm), make_meta_judge(metarm)
+    decoding = GENRM.settings(genrm)
     from ..data.sources import load_source
     from ..evaluation.genrm_eval import evaluate_genrm
     from ..evaluation.genrm_metrics import format_table
@@ -107,10 +99,10 @@ def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments
             rows,
             backend,
             meta_judge,
-            seed=args.seed,
-            temperature=args.temperature,
-            max_tokens=args.max_tokens,
-            concurrency=args.concurrency,
+            seed=decoding.seed,
+            temperature=decoding.temperature,
+            max_tokens=decoding.max_tokens,
+            concurrency=decoding.max_concurrency,
         )
     )
     print(format_table(report.metrics))

@@ -13,27 +13,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..judging.server_settings import RUBRIC_GENERATOR, build_backend
+
 HELP = "Generate query-specific rubrics or R-Align golden rationales with an LLM (resumable)"
 CONFIG_FILE = True
 
 
 @dataclass
-class GenerationArguments:
-    """The dataset, the server and the request settings (both subcommands)."""
+class GenerationArguments(RUBRIC_GENERATOR.fields()):
+    """The dataset, the server (`judging.server_settings.RUBRIC_GENERATOR`, no prefix) and the request
+    settings (both subcommands)."""
 
     dataset: str = field(metadata={"positional": True, "help": "prepared dataset: save_to_disk folder, file or Hub id"})
     output: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)"})
-    base_urls: list[str] = field(metadata={"help": "OpenAI-compatible base URL(s) of the server(s)"})
-    model: str = field(metadata={"help": "model name the server serves"})
     split: str = field(default="train", metadata={"help": "split when the dataset is a Hub id or files"})
     failures: str | None = field(
         default=None, metadata={"help": "failures JSONL (default: OUTPUT with .failures before .jsonl)"}
     )
-    api_key_env: str = field(default="OPENAI_API_KEY", metadata={"help": "environment variable holding the API key"})
-    max_concurrency: int = field(default=32, metadata={"help": "requests in flight at once"})
-    max_attempts: int = field(default=3, metadata={"help": "tries per id (invalid answers and errors)"})
-    temperature: float | None = field(default=None, metadata={"help": "override the template's temperature"})
-    max_tokens: int | None = field(default=None, metadata={"help": "override the template's max output tokens"})
     json_mode: bool = field(default=False, metadata={"help": 'send response_format={"type": "json_object"}'})
 
 
@@ -69,11 +65,7 @@ def arguments():
 
 def make_backend(args: GenerationArguments):
     """The judging layer's OpenAI-compatible backend for `--base_urls`/`--model`."""
-    from ..judging import OpenAICompatibleBackend
-
-    return OpenAICompatibleBackend(
-        args.base_urls, args.model, api_key_env=args.api_key_env, max_concurrency=args.max_concurrency
-    )
+    return build_backend(RUBRIC_GENERATOR.settings(args))
 
 
 def run(command: str, args: GenerationArguments, templates_args) -> int:

@@ -113,41 +113,6 @@ class LLMJudge:
             self.soft_fallbacks += 1
         return verdict
 
-    @classmethod
-    def from_server(
-        cls,
-        base_urls: str | list[str],
-        model: str,
-        *,
-        api_key_env: str = "OPENAI_API_KEY",
-        max_concurrency: int = 64,
-        timeout_s: float = 120.0,
-        require_listed_model: bool = True,
-        templates: JudgeTemplates | None = None,
-        seed: int = 0,
-        max_attempts: int = 3,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        top_logprobs: int = 10,
-    ) -> LLMJudge:
-        """An `LLMJudge` over `OpenAICompatibleBackend(base_urls, model, ...)`, checked at once (the
-        servers answer and serve `model`): how every trainer builds its judge from its config."""
-        from .backends.openai_compatible import OpenAICompatibleBackend
-
-        backend = OpenAICompatibleBackend(
-            base_urls,
-            model,
-            api_key_env=api_key_env,
-            max_concurrency=max_concurrency,
-            timeout_s=timeout_s,
-            require_listed_model=require_listed_model,
-        )
-        retry = RetryPolicy(max_attempts=max_attempts)
-        return cls(
-            backend, templates, seed=seed, retry=retry, temperature=temperature, max_tokens=max_tokens,
-            top_logprobs=top_logprobs,
-        )  # fmt: skip
-
     def describe(self) -> str:
         """One line for the run's log: what judges, where, with which templates."""
         return (f"LLMJudge over {self.backend!r}, templates: {self.templates.source}, "

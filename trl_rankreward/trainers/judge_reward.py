@@ -17,7 +17,7 @@ process gathers at the same point either way, so results are identical with
 `overlap_judging` on or off.
 
 Failures. Before TRL loads the model, the dataset is checked (`dataset_checks`) and the judge
-servers too (`build_judge`). A judge that keeps failing trips the circuit breaker
+servers too (`judging.server_settings.build_judge`). A judge that keeps failing trips the circuit breaker
 (`circuit_breaker`): a checkpoint is saved and `train()` raises `JudgeFailureError`.
 
 Epochs. Reward methods with state (RankBuffer's maintenance, Algorithm 2) count epochs as
@@ -46,6 +46,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from .._gc import paused_gc
 from ..judging.retry import RetryPolicy
+from ..judging.server_settings import TRAINING_JUDGE, build_judge
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
 from ..rewards.registry import REWARD_METHODS, make_reward_method
@@ -68,58 +69,19 @@ JUDGE_USAGE_NAME = "judge_usage.json"
 
 
 @dataclass
-class JudgeRewardGRPOConfig(CriticConfig, GRPOConfig):
+class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), CriticConfig, GRPOConfig):
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
-    With `judge_base_urls` empty the judge is the embedded `EmbeddingJudge` (offline,
-    ranks by similarity to the query's `references`); otherwise an `LLMJudge` over an
-    OpenAI-compatible server (vLLM `vllm serve`, SGLang, `transformers serve`, ...).
+    The judge server's fields (`judge_base_urls`, `judge_model`, ...) come from
+    `judging.server_settings.TRAINING_JUDGE`, which checks them. With `judge_base_urls` empty the
+    judge is the embedded `EmbeddingJudge` (offline, ranks by similarity to the query's
+    `references`); otherwise an `LLMJudge` over an OpenAI-compatible server (vLLM `vllm serve`,
+    SGLang, `transformers serve`, ...).
     """
 
     reward_method: str = field(
         default="pointwise",
         metadata={"help": "Group reward method by registry name.", "choices": list(REWARD_METHODS)},
-    )
-    judge_base_urls: list[str] = field(
-        default_factory=list,
-        metadata={
-            "help": "Base URL(s) of OpenAI-compatible judge servers, e.g. http://localhost:8000/v1; several URLs "
-            "share the load. Empty: the embedded EmbeddingJudge."
-        },
-    )
-    judge_model: str | None = field(
-        default=None,
-        metadata={
-            "help": "Model name served at judge_base_urls (required with them). With the embedded judge: an optional "
-            "local sentence-transformers model path."
-        },
-    )
-    judge_api_key_env: str = field(
-        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the judge server's API key."}
-    )
-    judge_max_concurrency: int = field(default=64, metadata={"help": "Most judge requests in flight at once."})
-    judge_timeout_s: float = field(
-        default=120.0,
-        metadata={
-            "help": "Timeout of one judge HTTP request, in seconds. The other processes wait for the judging in a "
-            "collective, so keep judge_max_attempts x judge_timeout_s (plus backoff) below ddp_timeout (a warning "
-            "says so)."
-        },
-    )
-    judge_max_attempts: int = field(
-        default=3,
-        metadata={
-            "help": "HTTP requests per judge request in all: an invalid answer is asked again at once; a timeout, "
-            "transport error, malformed response, 408, 429 or 5xx after exponential backoff with jitter (or the "
-            "server's Retry-After)."
-        },
-    )
-    judge_require_listed_model: bool = field(
-        default=True,
-        metadata={
-            "help": "At start, judge_model must be among the models each judge server lists at /models (else the "
-            "run stops before loading anything). Turn off for gateways that route models they do not list."
-        },
     )
     judge_stop_after_failed_batches: int = field(
         default=3,
@@ -152,18 +114,6 @@ class JudgeRewardGRPOConfig(CriticConfig, GRPOConfig):
             "error for methods with state (RankBuffer's buffers); set this to start them afresh instead."
         },
     )
-    judge_max_tokens: int = field(
-        default=1024,
-        metadata={"help": "Most tokens the judge may generate per call (its answer, and reasoning if any)."},
-    )
-    judge_templates: str | None = field(
-        default=None,
-        metadata={
-            "help": "YAML file overriding judge prompt templates (the embedded judge uses them to count the tokens "
-            "an LLM judge would read)."
-        },
-    )
-    judge_seed: int = field(default=0, metadata={"help": "Seed of the judge's display-order shuffles."})
     lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
     thinking_format: bool = field(
         default=False,
@@ -175,9 +125,7 @@ class JudgeRewardGRPOConfig(CriticConfig, GRPOConfig):
     )
 
     def __post_init__(self):
-        super().__post_init__()
-        if isinstance(self.judge_base_urls, str):
-            self.judge_base_urls = [url for url in self.judge_base_urls.split(",") if url]
+        super().__post_init__()  # the judge server's fields are checked there (TRAINING_JUDGE)
         if isinstance(self.reward_method_kwargs, str):
             try:
                 self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
@@ -194,22 +142,14 @@ class JudgeRewardGRPOConfig(CriticConfig, GRPOConfig):
         self.reward_method_kwargs = dict(self.reward_method_kwargs or {})
         if self.reward_method not in REWARD_METHODS:
             raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
-        if self.judge_base_urls and not self.judge_model:
-            raise ValueError(
-                f"judge_base_urls={self.judge_base_urls} needs judge_model, the model name the server serves "
-                "(e.g. judge_model=Qwen/Qwen3-30B-A3B-Instruct-2507)"
-            )
-        for name in ("judge_max_concurrency", "judge_max_attempts", "judge_max_tokens", "judge_failure_window"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.judge_failure_window < 1:
+            raise ValueError(f"judge_failure_window must be >= 1, got {self.judge_failure_window}")
         if self.judge_stop_after_failed_batches < 0:
             raise ValueError(
                 f"judge_stop_after_failed_batches must be >= 0, got {self.judge_stop_after_failed_batches}"
             )
         if not 0.0 <= self.judge_max_neutral_fraction <= 1.0:
             raise ValueError(f"judge_max_neutral_fraction must be in [0, 1], got {self.judge_max_neutral_fraction}")
-        if not self.judge_timeout_s > 0:
-            raise ValueError(f"judge_timeout_s must be > 0, got {self.judge_timeout_s}")
         if self.judge_base_urls:
             # The other processes wait in a collective while the main process judges one round.
             worst = RetryPolicy(max_attempts=self.judge_max_attempts).worst_case_s(self.judge_timeout_s)
@@ -254,38 +194,6 @@ class JudgeRewardGRPOConfig(CriticConfig, GRPOConfig):
                 raise ValueError(f"{name} must be {none}one of {list(allowed)}, got {value!r}")
 
 
-def judge_server_options(args: JudgeRewardGRPOConfig) -> dict[str, Any]:
-    """The config's judge-server keywords, shared by `OpenAICompatibleBackend` and `LLMJudge.from_server`."""
-    return {"api_key_env": args.judge_api_key_env, "max_concurrency": args.judge_max_concurrency,
-            "timeout_s": args.judge_timeout_s, "require_listed_model": args.judge_require_listed_model}  # fmt: skip
-
-
-def build_judge(args: JudgeRewardGRPOConfig):
-    """The judge the config describes: `LLMJudge` over OpenAI-compatible servers, or `EmbeddingJudge`.
-
-    An `LLMJudge` checks its servers now: one that does not answer, or does not serve
-    `judge_model`, raises `BackendError` naming the URL, the model and what is served.
-    """
-    from ..judging.templates import JudgeTemplates
-
-    templates = JudgeTemplates.from_yaml(args.judge_templates) if args.judge_templates else None
-    if not args.judge_base_urls:
-        from ..judging.embedding_judge import EmbeddingJudge
-
-        return EmbeddingJudge(args.judge_model, seed=args.judge_seed, templates=templates)
-    from ..judging.llm_judge import LLMJudge
-
-    return LLMJudge.from_server(
-        args.judge_base_urls,
-        args.judge_model,
-        **judge_server_options(args),
-        templates=templates,
-        seed=args.judge_seed,
-        max_attempts=args.judge_max_attempts,
-        max_tokens=args.judge_max_tokens,
-    )
-
-
 class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
     """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
 
@@ -293,7 +201,8 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
         model, args, train_dataset, ...: as `trl.GRPOTrainer` (all keyword arguments pass through).
         reward_method: a ready `GroupRewardMethod`; by default one is built from `args`
             (`make_reward_method(args.reward_method, judge, ...)`) on the main process.
-        judge: the judge for a method built from `args` (default: `build_judge(args)`).
+        judge: the judge for a method built from `args` (default: the one `args.judge_*` describe,
+            `judging.server_settings.build_judge`).
 
     Only the main process scores; on other processes `reward_method` is None unless given.
     """
@@ -318,7 +227,7 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process
         if reward_method is None and judge is None and is_main:
-            judge = build_judge(args)
+            judge = build_judge(TRAINING_JUDGE.settings(args), embedded_without_urls=True)
         _name_the_run(args, name)
         super().__init__(model, reward_funcs=[_RewardColumn(name), *extra], args=args, **kwargs)
         if reward_method is None and is_main:

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from trl import GRPOConfig, GRPOTrainer
 
 from ..evaluation.genrm_metrics import GenRMCounts
+from ..judging.server_settings import METARM, build_judge
 from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .checkpoints import TiedWeightsOnResume
@@ -43,8 +44,12 @@ PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale
 
 
 @dataclass
-class RAlignGenRMConfig(CriticConfig, GRPOConfig):
-    """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md)."""
+class RAlignGenRMConfig(METARM.fields(), CriticConfig, GRPOConfig):
+    """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md).
+
+    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) come from
+    `judging.server_settings.METARM`, which checks them; `eval-genrm` uses the same ones.
+    """
 
     advantage_estimator: str = field(
         default="gae",
@@ -70,31 +75,6 @@ class RAlignGenRMConfig(CriticConfig, GRPOConfig):
     reward_invalid_format: float = field(
         default=-1.0, metadata={"help": "Reward of an output without a single valid \\boxed{A|B} verdict."}
     )
-    metarm_base_urls: list[str] | None = field(
-        default=None,
-        metadata={"help": "OpenAI-compatible base URL(s) of the MetaRM server (e.g. vLLM serving GPT-OSS-120B)."},
-    )
-    metarm_model: str | None = field(default=None, metadata={"help": "Model name the MetaRM server expects."})
-    metarm_api_key_env: str = field(
-        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the MetaRM API key."}
-    )
-    metarm_max_concurrency: int = field(default=64, metadata={"help": "Concurrent MetaRM requests per process."})
-    metarm_max_attempts: int = field(default=3, metadata={"help": "Tries per MetaRM request before it fails."})
-    metarm_max_tokens: int = field(
-        default=16384,
-        metadata={"help": "Completion token limit of a MetaRM call (the R-Align authors' release: 16K)."},
-    )
-    metarm_temperature: float = field(
-        default=0.4, metadata={"help": "MetaRM sampling temperature (the R-Align authors' release: 0.4)."}
-    )
-    metarm_templates: str | None = field(
-        default=None,
-        metadata={
-            "help": "YAML file overriding the MetaRM prompt (key `meta`; placeholders as in docs/judging.md). "
-            "Answers may be our JSON or the authors' <final_verdict>Correct|Incorrect</final_verdict>."
-        },
-    )
-    metarm_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one MetaRM call (seconds)."})
     display_seed: int | None = field(
         default=None, metadata={"help": "Seed of the A/B display coin flip; None: use `seed`."}
     )
@@ -104,10 +84,6 @@ class RAlignGenRMConfig(CriticConfig, GRPOConfig):
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")
         self.reward_values()  # validates the table
-        if isinstance(self.metarm_base_urls, str):
-            self.metarm_base_urls = [self.metarm_base_urls]
-        if self.metarm_base_urls and not self.metarm_model:
-            raise ValueError("metarm_base_urls is set but metarm_model is not; name the model the MetaRM server serves")
 
     def reward_values(self) -> RAlignRewardValues:
         return RAlignRewardValues(
@@ -131,29 +107,6 @@ def build_genrm_prompts(dataset, seed: int):
             "Build it with `trl-rankreward data` (helpsteer3 / rewardbench2 / ppe) and fill golden rationales."
         )
     return dataset.map(lambda row: genrm_row(row, seed), desc="GenRM prompts")
-
-
-def metarm_from_config(args: RAlignGenRMConfig):
-    """An `LLMJudge` over an `OpenAICompatibleBackend` at `metarm_base_urls` (the paper's training MetaRM).
-
-    Decoding follows the R-Align authors' public MetaRM script (github.com/lyn22333/R-Align,
-    `metarm_judge.py`; our copy of the paper is silent there): temperature 0.4, up to 16K tokens.
-    """
-    from ..judging.llm_judge import LLMJudge
-    from ..judging.templates import JudgeTemplates
-
-    return LLMJudge.from_server(
-        args.metarm_base_urls,
-        args.metarm_model,
-        api_key_env=args.metarm_api_key_env,
-        max_concurrency=args.metarm_max_concurrency,
-        timeout_s=args.metarm_timeout_s,
-        templates=JudgeTemplates.from_yaml(args.metarm_templates) if args.metarm_templates else None,
-        seed=args.seed,
-        max_attempts=args.metarm_max_attempts,
-        max_tokens=args.metarm_max_tokens,
-        temperature=args.metarm_temperature,
-    )
 
 
 def _text(completion) -> str:
@@ -209,7 +162,8 @@ class RAlignGenRMTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
             `GRPOTrainer`. Datasets hold pairwise rows (`data.preferences` schema); the GenRM
             prompt columns are added by `build_genrm_prompts` unless already there.
         meta_judge: the MetaRM: any judge (`async judge(MetaJudgeRequest) -> bool`) or a
-            `(request) -> bool` hook. None: built from `args.metarm_*` in "ralign" mode.
+            `(request) -> bool` hook. None: built from `args.metarm_*` in "ralign" mode
+            (`judging.server_settings.build_judge`).
     """
 
     def __init__(self, model, args: RAlignGenRMConfig, train_dataset=None, eval_dataset=None, *,
@@ -224,7 +178,7 @@ class RAlignGenRMTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
                     "reward_mode='ralign' needs a MetaRM: set metarm_base_urls and metarm_model "
                     "(an OpenAI-compatible server), pass meta_judge=..., or use reward_mode='outcome'"
                 )
-            meta_judge = metarm_from_config(args)
+            meta_judge = build_judge(METARM.settings(args))
         self.ralign = RAlignReward(meta_judge, mode=args.reward_mode, values=args.reward_values())
         seed = args.seed if args.display_seed is None else args.display_seed
         train_dataset = self._with_genrm_prompts(train_dataset, seed)
