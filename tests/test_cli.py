@@ -1,6 +1,7 @@
 """The `trl-rankreward` entry point: every command listed with its one-line help, options built from
 dataclasses with one flag style (underscores; hyphens accepted), one-line errors, --traceback, --config."""
 
+import os
 import subprocess
 import sys
 
@@ -108,7 +109,7 @@ def test_config_file_sets_options_and_flags_win(tmp_path, monkeypatch):
     module = cli.importlib.import_module(cli.COMMANDS["bench"])
     _, (bench, output) = cli.parse_command("bench", module, ["--config", str(config), "--epochs", "2"])
     assert (bench.queries, bench.epochs, bench.methods) == (7, 2, "pointwise")
-    assert cli.os.environ["TRL_RANKREWARD_TEST_VAR"] == "set"
+    assert os.environ["TRL_RANKREWARD_TEST_VAR"] == "set"
     config.write_text("queries: 7\nno_such_option: 1\n")
     with pytest.raises(SystemExit) as exit_info:
         cli.parse_command("bench", module, ["--config", str(config)])
