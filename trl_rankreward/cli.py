@@ -74,8 +74,12 @@ def parser_class() -> type:
             plain = copy.copy(field)
             plain.metadata = types.MappingProxyType({k: v for k, v in field.metadata.items() if k not in _OWN_KEYS})
             TrlParser._parse_dataclass_field(parser, plain)
-            parser._actions[-1].required = False  # it may come positionally; `_take_old_positionals` checks
-            parser.add_argument(_old_positional(field.name), nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            action = parser._actions[-1]
+            if action.required:  # it may come positionally: `_take_old_positionals` checks that it came
+                action.required, action.help = False, f"{action.help} (required)"
+            parser.add_argument(
+                _old_positional(field.name), nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+            )
 
     return CommandParser
 

@@ -42,9 +42,7 @@ class UsageError(Exception):
 
 def user_error_types() -> tuple[type[BaseException], ...]:
     """Exceptions that describe a fix for the user: printed as one line, without a traceback."""
-    loaded = tuple(
-        getattr(sys.modules[module], name) for module, name in _LIBRARY_USER_ERRORS if module in sys.modules
-    )
+    loaded = tuple(getattr(sys.modules[module], name) for module, name in _LIBRARY_USER_ERRORS if module in sys.modules)
     return _BUILTIN_USER_ERRORS + loaded
 
 
