@@ -136,6 +136,9 @@ def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "DATASET_NAME as a positional argument is deprecated; use --dataset_name" in err
     assert f"output in {config} is deprecated; use output_file" in err
+    config.write_text("dataset: data/uf\noutput: r.jsonl\nbase_urls: [http://a/v1]\nmodel: m\n")
+    _, args, _ = _parse("rubrics", ["generate", "--config", str(config)])  # the positional's name as a key
+    assert args.dataset_name == "data/uf"
     _, args, _ = _parse("data", ["attach-rubrics", "ds", "r.jsonl", "--output_dir", "out"])
     assert (args.dataset_name, args.results_file) == ("ds", "r.jsonl")
     assert "RESULTS_FILE as a positional argument is deprecated" in capsys.readouterr().err

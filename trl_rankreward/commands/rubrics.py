@@ -22,7 +22,11 @@ class GenerationArguments:
     """The dataset, the server and the request settings (both subcommands)."""
 
     dataset_name: str = field(
-        metadata={"deprecated_positional": True, "help": "prepared dataset: save_to_disk folder, file or Hub id"}
+        metadata={
+            "deprecated_positional": True,
+            "aliases": ["--dataset"],  # the former positional's name, a key of older config files
+            "help": "prepared dataset: save_to_disk folder, file or Hub id",
+        }
     )
     output_file: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)", "aliases": ["--output"]})
     base_urls: list[str] = field(metadata={"help": "OpenAI-compatible base URL(s) of the server(s)"})
