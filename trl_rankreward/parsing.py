@@ -52,6 +52,9 @@ class OneLineErrors:
         self._option_string_actions[alias] = action
 
     def error(self, message: str):
+        for action in self._actions:  # argparse names a flag by all its spellings: keep the current one
+            if len(action.option_strings) > 1 and action.option_strings[0] == f"--{action.dest}":
+                message = message.replace("/".join(action.option_strings), action.option_strings[0])
         unknown = self._unknown_flags()
         if unknown and not message.startswith("unrecognized arguments"):
             message += f"; unrecognized arguments: {' '.join(unknown)}"
@@ -69,8 +72,9 @@ class OneLineErrors:
 
 
 def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
-    """' (did you mean --x?)' for unrecognized flags close to a real one (`--base_url` -> `--base_urls`)."""
-    known = [s for a in parser._actions for s in a.option_strings if "-" not in s[2:]]
+    """' (did you mean --x?)' for unrecognized flags close to a real one (`--base_url` -> `--base_urls`); only
+    current spellings are suggested."""
+    known = [s for a in parser._actions for s in a.option_strings if s in (f"--{a.dest}", f"--no_{a.dest}")]
     hints = []
     for flag in flags:
         hints += difflib.get_close_matches("--" + flag[2:].replace("-", "_"), known, n=1, cutoff=0.6)
