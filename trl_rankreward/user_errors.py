@@ -64,7 +64,7 @@ def run_reporting_errors(prog: str, body: Callable[[], int | None], argv: Sequen
     except UsageError as exc:
         if show_traceback:
             raise
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc} (see `{prog} --help`)", file=sys.stderr)
         return 2
     except Exception as exc:
         if show_traceback or not isinstance(exc, user_error_types()):
