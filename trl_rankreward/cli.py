@@ -37,7 +37,7 @@ import sys
 import types
 
 from . import __version__
-from .parsing import CONFIG_HELP, OneLineErrors, apply_config_file, to_dataclasses
+from .parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
 from .user_errors import TRACEBACK_ENV, TRACEBACK_HELP, run_reporting_errors
 
 PROG = "trl-rankreward"
@@ -115,23 +115,6 @@ def _take_old_positionals(leaf: argparse.ArgumentParser, namespace: argparse.Nam
                 setattr(namespace, f.name, old)
             if getattr(namespace, f.name) is None and f.default is dataclasses.MISSING:
                 leaf.error(f"the following arguments are required: --{f.name}")
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Defaults shown only where they say something; a flag's hyphenated twin and deprecated spellings left out."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if action.required or action.default in (None, False, argparse.SUPPRESS) or "default" in text:
-            return text
-        return super()._get_help_string(action)
-
-    def _format_action_invocation(self, action):
-        shown = [o for o in action.option_strings if o in (f"--{action.dest}", f"--no_{action.dest}", "-h")]
-        if action.option_strings and shown and shown != action.option_strings:
-            action = copy.copy(action)
-            action.option_strings = shown
-        return super()._format_action_invocation(action)
 
 
 class _TopParser(OneLineErrors, argparse.ArgumentParser):

@@ -18,12 +18,15 @@ Imports nothing heavy (yaml on use), so `trl-rankreward --help` stays fast.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import difflib
 import os
+import re
 import sys
 
 CONFIG_FLAG = "--config"
+_LONE_PERCENT = re.compile(r"(?<!%)%(?![%(])")
 CONFIG_HELP = "YAML file of option values (keys as the flags, without --); flags given on the command line win"
 
 
@@ -69,6 +72,24 @@ class OneLineErrors:
         words = getattr(self, "_seen_args", [])
         words = words[: words.index("--")] if "--" in words else words
         return [w.split("=", 1)[0] for w in words if w.startswith("--") and w.split("=", 1)[0] not in known]
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown only where they say something; a flag's hyphenated twin and deprecated spellings left out;
+    a lone `%` in a field's help (`< 1%`) printed as it is, not read as a format."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if not (action.required or action.default in (None, False, argparse.SUPPRESS) or "default" in text):
+            text = super()._get_help_string(action)
+        return _LONE_PERCENT.sub("%%", text)
+
+    def _format_action_invocation(self, action):
+        shown = [o for o in action.option_strings if o in (f"--{action.dest}", f"--no_{action.dest}", "-h")]
+        if action.option_strings and shown and shown != action.option_strings:
+            action = copy.copy(action)
+            action.option_strings = shown
+        return super()._format_action_invocation(action)
 
 
 def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:

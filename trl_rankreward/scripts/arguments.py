@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from trl import ScriptArguments, TrlParser
 
-from ..parsing import CONFIG_HELP, OneLineErrors, apply_config_file, to_dataclasses
+from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP
 
 
@@ -47,7 +47,7 @@ class ScriptParser(OneLineErrors, TrlParser):
     types, a dataclass's own check (`__post_init__`) a usage error too; `--traceback` is a flag."""
 
     def __init__(self, dataclass_types, **kwargs):
-        super().__init__(dataclass_types, **kwargs)
+        super().__init__(dataclass_types, **{"formatter_class": HelpFormatter, **kwargs})
         self.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
         self.add_argument(TRACEBACK_FLAG, action="store_true", help=TRACEBACK_HELP)
 
