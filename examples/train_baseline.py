@@ -1,15 +1,15 @@
 """Train a policy with GRPO and one of the baseline reward methods, chosen by name.
 
     accelerate launch --num_processes 1 --cpu examples/train_baseline.py \
-        --config examples/configs/baseline_cpu.yaml --method tournament
+        --config examples/configs/baseline_cpu.yaml --reward_method tournament
 
-`--method` (overriding the config's `reward_method`) is one of: pointwise, gdpo, rrc_scr, rrc_agr,
+`--reward_method` (overriding the config's) is one of: pointwise, gdpo, rrc_scr, rrc_agr,
 pairwise_rank, tournament, arena (docs/methods.md). RankBuffer and MatrixReward have their
 own scripts (train_rankbuffer.py, train_matrixreward.py). Method options go in
 `reward_method_kwargs` (e.g. `--reward_method_kwargs '{"brackets": 3}'`). The methods and the
 papers they come from: docs/methods.md and docs/references.md. Resuming (`--resume_from_checkpoint
 latest`), saving, the model card, `--push_to_hub` and the one-line errors (`--traceback` for the
-full traceback) are shared with the other examples (train_common.py).
+full traceback) are shared with the other examples (`trl_rankreward.scripts`).
 
 The loss settings of the pointwise baselines (GRPO, Dr. GRPO, DAPO, GPG) are TRL's own
 `GRPOConfig` fields; examples/configs/baseline_<loss>_qwen3_8b.yaml hold them at paper scale
@@ -24,36 +24,23 @@ CPU check (tiny random model, embedded judge; build them as in scripts/quickstar
     python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
     for m in pointwise gdpo rrc_scr rrc_agr pairwise_rank tournament arena; do
         python examples/train_baseline.py --config examples/configs/baseline_cpu.yaml \
-            --method $m --output_dir outputs/baseline-$m
+            --reward_method $m --output_dir outputs/baseline-$m
     done
 """
 
 import sys
-from dataclasses import dataclass, field
 
-from train_common import TrainScriptArguments, cli, train
-from trl import ModelConfig, TrlParser
+from trl import ModelConfig
 
 from trl_rankreward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
 
 #: the methods this script trains; the other registry entries have dedicated trainers and scripts
 BASELINES = ("pointwise", "gdpo", "rrc_scr", "rrc_agr", "pairwise_rank", "tournament", "arena")
 
 
-@dataclass
-class BaselineScriptArguments(TrainScriptArguments):
-    """The shared script arguments plus `--method`, the baseline to train."""
-
-    method: str | None = field(
-        default=None,
-        metadata={"help": "Baseline reward method; overrides the config's reward_method.", "choices": list(BASELINES)},
-    )
-
-
-def select_method(script_args: BaselineScriptArguments, training_args: JudgeRewardGRPOConfig) -> None:
-    """`--method` sets `reward_method` (a registry name, so the config's own check still holds); baselines only."""
-    if script_args.method is not None:
-        training_args.reward_method = script_args.method
+def check_baseline(training_args: JudgeRewardGRPOConfig) -> None:
+    """`reward_method` must be a baseline: RankBuffer and MatrixReward have their own scripts."""
     if training_args.reward_method not in BASELINES:
         raise ValueError(
             f"train_baseline.py trains the baselines {list(BASELINES)}, got reward_method="
@@ -63,13 +50,15 @@ def select_method(script_args: BaselineScriptArguments, training_args: JudgeRewa
 
 
 def main(script_args, training_args, model_args):
-    select_method(script_args, training_args)
+    check_baseline(training_args)
     return train(JudgeRewardGRPOTrainer, script_args, training_args, model_args)
 
 
-def make_parser() -> TrlParser:
-    return TrlParser((BaselineScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
+def make_parser() -> ScriptParser:
+    parser = ScriptParser((TrainScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
+    parser.add_alias("--method", "reward_method")  # this script's former flag
+    return parser
 
 
 if __name__ == "__main__":
-    sys.exit(cli(main, make_parser))
+    sys.exit(run_script(main, make_parser))

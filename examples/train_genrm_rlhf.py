@@ -22,10 +22,10 @@ CPU check (tiny random model, embedded judge; about a minute):
 import sys
 from dataclasses import dataclass, field
 
-from train_common import TrainScriptArguments, cli, train
-from trl import ModelConfig, TrlParser
+from trl import ModelConfig
 
 from trl_rankreward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
 
 
 @dataclass
@@ -64,9 +64,9 @@ def main(script_args, training_args, model_args):
     return train(JudgeRewardGRPOTrainer, script_args, training_args, model_args, judge=judge)
 
 
-def make_parser() -> TrlParser:
-    return TrlParser((GenRMScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
+def make_parser() -> ScriptParser:
+    return ScriptParser((GenRMScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
 
 
 if __name__ == "__main__":
-    sys.exit(cli(main, make_parser))
+    sys.exit(run_script(main, make_parser))

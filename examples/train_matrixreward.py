@@ -22,26 +22,26 @@ Every config field can be overridden on the command line (`--protocol implicit`,
 `--both_orders true`, `--extractor svd`, `--report_to wandb`), as in TRL's example scripts.
 Resuming (`--resume_from_checkpoint latest`), saving, the model card, `--push_to_hub` and the
 one-line errors (`--traceback` for the full traceback) are shared with the other examples
-(train_common.py).
+(`trl_rankreward.scripts`).
 Dataset columns: `prompt`, `query_id`, `rubrics` ({text, weight}: the weights are the prior p);
 `references` is only read by the embedded judge (docs/trainers.md).
 """
 
 import sys
 
-from train_common import TrainScriptArguments, cli, train
-from trl import ModelConfig, TrlParser
+from trl import ModelConfig
 
 from trl_rankreward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
+from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
 
 
 def main(script_args, training_args, model_args):
     return train(MatrixRewardGRPOTrainer, script_args, training_args, model_args)
 
 
-def make_parser() -> TrlParser:
-    return TrlParser((TrainScriptArguments, MatrixRewardGRPOConfig, ModelConfig))
+def make_parser() -> ScriptParser:
+    return ScriptParser((TrainScriptArguments, MatrixRewardGRPOConfig, ModelConfig))
 
 
 if __name__ == "__main__":
-    sys.exit(cli(main, make_parser))
+    sys.exit(run_script(main, make_parser))

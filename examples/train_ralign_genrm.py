@@ -16,38 +16,26 @@ Paper setup (Qwen3-8B GenRM on 8 GPUs, GPT-OSS-120B MetaRM served separately):
 CPU smoke run (tiny random model, deterministic keyword MetaRM, no server):
     HF_HUB_OFFLINE=1 python examples/train_ralign_genrm.py --config examples/configs/ralign_cpu.yaml
 
-Resuming (`--resume_from_checkpoint latest` or a checkpoint-N path), saving (model, tokenizer,
-trainer_state.json, model card), `--push_to_hub` and the one-line errors (`--traceback` for the
-full traceback) are shared with the other examples (train_common.py).
+The GenRM is `model_name_or_path` (TRL's `ModelConfig`; `tiny` builds a tiny random model) and the
+pairs are `dataset_name` (TRL's `ScriptArguments`). Resuming (`--resume_from_checkpoint latest` or a
+checkpoint-N path), saving (model, tokenizer, trainer_state.json, model card), `--push_to_hub` and
+the one-line errors (`--traceback` for the full traceback) are shared with the other examples
+(`trl_rankreward.scripts`).
 """
-
-from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from trl import TrlParser
-
-# Run as a script, this folder is on sys.path; loaded by path (tests, runpy), it may not be.
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from train_common import cli, resolve_model, resume_argument, run  # noqa: E402
+from trl import ModelConfig
 
 from trl_rankreward import RAlignGenRMConfig, RAlignGenRMTrainer
+from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
 
 
 @dataclass
-class RAlignScriptArguments:
-    model_name_or_path: str = field(
-        default="Qwen/Qwen3-8B", metadata={"help": "GenRM to train; 'tiny' builds a random tiny model (CPU smoke run)."}
-    )
-    dataset_path: str = field(
-        default="examples/data/ralign_toy_pairs.jsonl",
-        metadata={"help": "Pairwise set with golden rationales: a file, a save_to_disk folder or a Hub id."},
-    )
-    dataset_split: str = field(default="train", metadata={"help": "Split to read."})
+class RAlignScriptArguments(TrainScriptArguments):
+    """The shared script arguments (`dataset_name`: pairs with golden rationales) plus the MetaRM to use."""
+
     metarm: str = field(
         default="server",
         metadata={
@@ -60,24 +48,20 @@ class RAlignScriptArguments:
     )
 
 
-def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig):
-    from trl_rankreward.data import load_source
-
-    resume = resume_argument(RAlignGenRMTrainer, training_args)
-    dataset = load_source(script_args.dataset_path, split=script_args.dataset_split)
-    model = resolve_model(script_args.model_name_or_path, training_args)
+def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig, model_args: ModelConfig):
     meta_judge = None  # "server": the trainer builds an LLMJudge from metarm_base_urls / metarm_model
     if script_args.metarm == "keyword" and training_args.reward_mode == "ralign":
         from trl_rankreward.evaluation.meta_judge import KeywordMetaJudge
 
         meta_judge = KeywordMetaJudge(script_args.keyword_threshold)
-    trainer = RAlignGenRMTrainer(model, args=training_args, train_dataset=dataset, meta_judge=meta_judge)
-    return run(trainer, resume, dataset_name=script_args.dataset_path)
+    # the rows' `prompt` is the question the GenRM judges, not its prompt: no prompt-length check
+    return train(RAlignGenRMTrainer, script_args, training_args, model_args, check_prompts=False,
+                 meta_judge=meta_judge)  # fmt: skip
 
 
-def make_parser() -> TrlParser:
-    return TrlParser((RAlignScriptArguments, RAlignGenRMConfig))
+def make_parser() -> ScriptParser:
+    return ScriptParser((RAlignScriptArguments, RAlignGenRMConfig, ModelConfig))
 
 
 if __name__ == "__main__":
-    sys.exit(cli(main, make_parser))
+    sys.exit(run_script(main, make_parser))

@@ -19,8 +19,8 @@ CPU quickstart (tiny random model, embedded judge; what scripts/quickstart.sh ru
 Every config field can be overridden on the command line (`--k0 7`, `--report_to wandb`,
 `--push_to_hub --hub_model_id me/policy`), as in TRL's example scripts. Continue a run with
 `--resume_from_checkpoint latest` (or a checkpoint-N path); the run ends by saving the model,
-tokenizer, trainer_state.json and a model card to output_dir (train_common.py). Errors print one
-line; `--traceback` shows the full traceback.
+tokenizer, trainer_state.json and a model card to output_dir (`trl_rankreward.scripts`). Errors print
+one line; `--traceback` shows the full traceback.
 
 The dataset (`dataset_name`): a directory written by `Dataset.save_to_disk`, a .json/.jsonl/
 .parquet file, or a Hub id; columns `prompt`, `query_id`, `rubrics`, `references` (docs/trainers.md).
@@ -28,19 +28,19 @@ The dataset (`dataset_name`): a directory written by `Dataset.save_to_disk`, a .
 
 import sys
 
-from train_common import TrainScriptArguments, cli, train
-from trl import ModelConfig, TrlParser
+from trl import ModelConfig
 
 from trl_rankreward import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
 
 
 def main(script_args, training_args, model_args):
     return train(RankBufferGRPOTrainer, script_args, training_args, model_args)
 
 
-def make_parser() -> TrlParser:
-    return TrlParser((TrainScriptArguments, RankBufferGRPOConfig, ModelConfig))
+def make_parser() -> ScriptParser:
+    return ScriptParser((TrainScriptArguments, RankBufferGRPOConfig, ModelConfig))
 
 
 if __name__ == "__main__":
-    sys.exit(cli(main, make_parser))
+    sys.exit(run_script(main, make_parser))

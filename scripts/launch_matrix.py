@@ -132,8 +132,7 @@ def overrides(config: dict, script: str, stand_ins: StandIns, output_dir: Path, 
             flags[key] = stand_ins.judge_url
             flags[key.removesuffix("_base_urls") + "_model"] = SCRIPTED_JUDGE_MODEL
     # the prepared dataset is not here: a dozen rows with the columns the script reads
-    data_key = "dataset_path" if "dataset_path" in config else "dataset_name"
-    flags[data_key] = stand_ins.pairs if script == "train_ralign_genrm" else stand_ins.prompts
+    flags["dataset_name"] = stand_ins.pairs if script == "train_ralign_genrm" else stand_ins.prompts
     # no GPU: no vLLM, no bf16; use_cpu puts DDP on gloo, and without it ZeRO-3 on CPU counts a world of 1 process
     flags.update(use_vllm="false", bf16="false", use_cpu="true")
     flags["report_to"] = "none"  # no wandb account here

@@ -38,7 +38,7 @@ python -c "from trl_rankreward.testing import build_tiny_model; print(build_tiny
 python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
 python examples/train_rankbuffer.py --config examples/configs/rankbuffer_cpu_quickstart.yaml "$@"
 
-# Report the run just made: output_dir/trainer_state.json is written at its end (examples/train_common.py).
+# Report the run just made: output_dir/trainer_state.json is written at its end (trl_rankreward/scripts/train.py).
 # Rank rewards are zero-mean in every group, so watch a signal that can rise: the mean normalized
 # coarse position of the rollouts among their query's anchors (0 = below every anchor, 1 = above all).
 OUT="$out" python - <<'PY'
@@ -60,7 +60,7 @@ last_step=$(python -c "import json, sys; print(json.load(open(sys.argv[1]))['glo
 # The buffers the run built, at its last step: statistics and a PNG of anchor sources (the paper's Figure 6).
 checkpoint="$out/checkpoint-$last_step"
 if [ -d "$checkpoint" ]; then
-    trl-rankreward buffer-report "$checkpoint" --output "$out/buffer_report.png"
+    trl-rankreward buffer-report "$checkpoint" --plot_file "$out/buffer_report.png"
 else
     echo "No $checkpoint (saving was off), so no buffer report."
 fi
@@ -74,7 +74,7 @@ echo "  - continue this run:    bash scripts/quickstart.sh --resume_from_checkpo
 echo "  - a real LLM judge:     serve one (e.g. vllm serve Qwen/Qwen3-30B-A3B-Instruct-2507 --port 8001) and add"
 echo "                          --judge_base_urls http://localhost:8001/v1 --judge_model Qwen/Qwen3-30B-A3B-Instruct-2507 (docs/judging.md)"
 echo "  - compare with a baseline on the same data (reward std, judge calls and tokens, neutral groups):"
-echo "        python examples/train_baseline.py --config examples/configs/baseline_cpu.yaml --method pointwise \\"
+echo "        python examples/train_baseline.py --config examples/configs/baseline_cpu.yaml --reward_method pointwise \\"
 echo "            --max_steps $last_step --output_dir outputs/baseline-pointwise"
 echo "        trl-rankreward compare $out outputs/baseline-pointwise"
 echo "  - curves in W&B:        add --report_to wandb (pip install -e \".[wandb]\"); every metric: docs/metrics.md"

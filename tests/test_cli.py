@@ -1,6 +1,7 @@
 """The `trl-rankreward` entry point: every command listed with its one-line help, options built from
 dataclasses with one flag style (underscores; hyphens accepted), one-line errors, --traceback, --config."""
 
+import os
 import subprocess
 import sys
 
@@ -108,8 +109,56 @@ def test_config_file_sets_options_and_flags_win(tmp_path, monkeypatch):
     module = cli.importlib.import_module(cli.COMMANDS["bench"])
     _, (bench, output) = cli.parse_command("bench", module, ["--config", str(config), "--epochs", "2"])
     assert (bench.queries, bench.epochs, bench.methods) == (7, 2, "pointwise")
-    assert cli.os.environ["TRL_RANKREWARD_TEST_VAR"] == "set"
+    assert os.environ["TRL_RANKREWARD_TEST_VAR"] == "set"
     config.write_text("queries: 7\nno_such_option: 1\n")
     with pytest.raises(SystemExit) as exit_info:
         cli.parse_command("bench", module, ["--config", str(config)])
     assert exit_info.value.code == 2
+
+
+def _parse(name, argv):
+    return cli.parse_command(name, cli.importlib.import_module(cli.COMMANDS[name]), argv)[1]
+
+
+def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
+    # flags renamed to the convention of docs/cli.md keep their old spelling (flag or config key) with a note
+    args, _, _ = _parse("eval-genrm", ["--data", "pairs.jsonl", "--output", "out.json", "--split", "test"])
+    assert (args.dataset_name, args.output_file, args.dataset_split) == ("pairs.jsonl", "out.json", "test")
+    err = capsys.readouterr().err
+    assert "note: --data is deprecated; use --dataset_name" in err and "--output is deprecated" in err
+    (args,) = _parse("correlation-report", ["--input", "a.csv", "--output_json", "c.json", "--plot", "c.png"])
+    assert (args.input_file, args.output_file, args.plot_file) == ("a.csv", "c.json", "c.png")
+    # a former positional argument
+    config = tmp_path / "rubrics.yaml"
+    config.write_text("output: r.jsonl\nbase_urls: [http://a/v1]\nmodel: m\n")
+    _, args, _ = _parse("rubrics", ["generate", "data/nectar", "--config", str(config)])
+    assert (args.dataset_name, args.output_file) == ("data/nectar", "r.jsonl")
+    err = capsys.readouterr().err
+    assert "DATASET_NAME as a positional argument is deprecated; use --dataset_name" in err
+    assert f"output in {config} is deprecated; use output_file" in err
+    config.write_text("dataset: data/uf\noutput: r.jsonl\nbase_urls: [http://a/v1]\nmodel: m\n")
+    _, args, _ = _parse("rubrics", ["generate", "--config", str(config)])  # the positional's name as a key
+    assert args.dataset_name == "data/uf"
+    _, args, _ = _parse("data", ["attach-rubrics", "ds", "r.jsonl", "--output_dir", "out"])
+    assert (args.dataset_name, args.results_file) == ("ds", "r.jsonl")
+    assert "RESULTS_FILE as a positional argument is deprecated" in capsys.readouterr().err
+    # the new spellings print no note
+    _parse("data", ["attach-rubrics", "--dataset_name", "ds", "--results_file", "r.jsonl", "--output_dir", "out"])
+    assert "note:" not in capsys.readouterr().err
+
+
+def test_a_flag_given_twice_or_not_at_all_is_a_usage_error(capsys):
+    for argv, message in (
+        (["attach-rubrics", "ds", "--dataset_name", "ds2", "--results_file", "r"], "give --dataset_name once"),
+        (["attach-rubrics", "--dataset_name", "ds"], "the following arguments are required: --results_file"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            _parse("data", argv)
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_booleans_take_a_value_or_none(tmp_path):
+    # one style for every boolean, as TRL's: --plots / --plots false / --no_plots
+    for argv, expected in (([], True), (["--plots"], True), (["--plots", "false"], False), (["--no_plots"], False)):
+        (args,) = _parse("compare", ["a", "b", *argv])
+        assert args.plots is expected, argv

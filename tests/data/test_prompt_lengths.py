@@ -7,7 +7,6 @@ import pytest
 from datasets import Dataset
 from transformers import AutoTokenizer
 
-from tests.trainers.test_examples import load_example
 from trl_rankreward.data.prompt_lengths import check_prompts_fit, drop_long_prompts, prompt_lengths
 
 
@@ -47,15 +46,16 @@ def test_a_prompt_that_cannot_fit_the_context_is_named():
 
 
 def test_the_example_scripts_check_before_the_model_loads(tiny_model_dir, tokenizer, capsys):
-    common = load_example("train_common")
+    from trl_rankreward.scripts.data import check_prompt_lengths
+
     data = Dataset.from_list([{"prompt": chat(n), "query_id": f"q{n}"} for n in (5, 600)])
     short, long = prompt_lengths(data["prompt"], tokenizer)
     assert long > 2048  # over the tiny model's context
     training = SimpleNamespace(chat_template_kwargs=None, max_completion_length=64, process_index=0)
-    kept = common.check_prompt_lengths(data, tiny_model_dir, SimpleNamespace(max_prompt_length=long), training)
+    kept = check_prompt_lengths(data, tiny_model_dir, SimpleNamespace(max_prompt_length=long), training)
     assert kept["query_id"] == ["q5", "q600"]  # both within the limit
-    kept = common.check_prompt_lengths(data, tiny_model_dir, SimpleNamespace(max_prompt_length=long - 1), training)
+    kept = check_prompt_lengths(data, tiny_model_dir, SimpleNamespace(max_prompt_length=long - 1), training)
     assert kept["query_id"] == ["q5"] and "Dropped 1 of 2 prompts" in capsys.readouterr().err
     # no limit: the 600-word prompt cannot fit the tiny model's context of 2,048 tokens
     with pytest.raises(ValueError, match=f"query_id 'q600'\\): {long:,} tokens"):
-        common.check_prompt_lengths(data, tiny_model_dir, SimpleNamespace(max_prompt_length=None), training)
+        check_prompt_lengths(data, tiny_model_dir, SimpleNamespace(max_prompt_length=None), training)

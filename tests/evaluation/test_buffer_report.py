@@ -97,7 +97,7 @@ def test_cli_on_a_trained_state(tmp_path, capsys):
     method.save_state(str(checkpoint))
 
     png = tmp_path / "fig.png"
-    assert main(["buffer-report", str(checkpoint), "--output", str(png)]) == 0
+    assert main(["buffer-report", str(checkpoint), "--plot_file", str(png)]) == 0
     out = capsys.readouterr().out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The report must agree with the method's own running totals (BufferTable.stats).

@@ -40,7 +40,10 @@ def test_cli_writes_json_and_png(tmp_path, capsys):
     ]
     path.write_text(json.dumps(rows))
     out_json, png = tmp_path / "c.json", tmp_path / "c.png"
-    assert main(["correlation-report", "--input", str(path), "--output_json", str(out_json), "--plot", str(png)]) == 0
+    assert (
+        main(["correlation-report", "--input_file", str(path), "--output_file", str(out_json), "--plot_file", str(png)])
+        == 0
+    )
     assert "0.500" in capsys.readouterr().out
     assert [c["r"] for c in json.loads(out_json.read_text())] == pytest.approx([0.5, 1.0])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -100,7 +100,7 @@ def test_cli_prints_denominators_and_writes_json(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(eval_genrm, "make_genrm_backend", lambda genrm: ScriptedGenRM(plan))
     monkeypatch.setattr(eval_genrm, "make_meta_judge", lambda metarm, seed=0: RationaleMeta())
     out = tmp_path / "eval.json"
-    assert main(["eval-genrm", "--data", str(data), "--output", str(out)]) == 0
+    assert main(["eval-genrm", "--dataset_name", str(data), "--output_file", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "50.0% (2/4)" in printed and "25.0% (1/4)" in printed  # hs3 L-Acc and F-Score with denominators
     report = json.loads(out.read_text())
@@ -164,8 +164,8 @@ def test_cli_with_a_local_tiny_genrm(tmp_path, capsys):
     data = tmp_path / "pairs.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows[:2]) + "\n")
     out = tmp_path / "eval.json"
-    args = ["eval-genrm", "--data", str(data), "--genrm_local", str(model_dir), "--no_metarm"]
-    assert main([*args, "--genrm_max_tokens", "4", "--output", str(out)]) == 0
+    args = ["eval-genrm", "--dataset_name", str(data), "--genrm_local", str(model_dir), "--no_metarm"]
+    assert main([*args, "--genrm_max_tokens", "4", "--output_file", str(out)]) == 0
     metrics = json.loads(out.read_text())["metrics"]["all"]
     # a random model never writes a boxed verdict in 4 tokens: 2 parse failures, L-Acc 0/2
     assert (metrics["samples"], metrics["parse_failures"], metrics["l_acc"]) == (2, 2, 0.0)

@@ -1,4 +1,4 @@
-"""examples/train_common.py: the shared train -> save -> model card path, resuming, `tiny`, one-line errors.
+"""trl_rankreward.scripts behind examples/train_*.py: the train -> save -> model card path, resuming, `tiny`, errors.
 
 Cheap: 1-3 GRPO steps of the tiny model on CPU per run (a few seconds each).
 """
@@ -14,16 +14,15 @@ from pathlib import Path
 import pytest
 
 from tests.trainers.test_examples import ROOT, load_example
+from trl_rankreward.scripts import run_script
+from trl_rankreward.scripts.hub import check_hub_push
+from trl_rankreward.scripts.resume import latest_checkpoint, parse_resume, resume_argument
+from trl_rankreward.user_errors import TRACEBACK_ENV
 
 CONFIGS = ROOT / "examples" / "configs"
 #: the tiniest run that judges whole groups: 2 groups of G=4, 8 new tokens each
 TINY_STEP = ["--num_generations", "4", "--per_device_train_batch_size", "8", "--max_completion_length", "8"]
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "offline"}
-
-
-@pytest.fixture(scope="module")
-def common():
-    return load_example("train_common")
 
 
 @pytest.fixture(scope="module")
@@ -49,29 +48,29 @@ def run_main(name, argv):
     [(None, None), (False, None), ("", None), ("false", None), ("None", None), ("no", None),
      (True, True), ("true", True), ("True", True), ("latest", True), ("LATEST", True)],
 )  # fmt: skip
-def test_parse_resume_words(common, value, expected):
-    assert common.parse_resume(value) is expected
+def test_parse_resume_words(value, expected):
+    assert parse_resume(value) is expected
 
 
-def test_parse_resume_path_must_exist(common, tmp_path):
-    assert common.parse_resume(str(tmp_path)) == str(tmp_path)
+def test_parse_resume_path_must_exist(tmp_path):
+    assert parse_resume(str(tmp_path)) == str(tmp_path)
     with pytest.raises(FileNotFoundError, match="no such checkpoint folder.*latest"):
-        common.parse_resume(str(tmp_path / "checkpoint-7"))
+        parse_resume(str(tmp_path / "checkpoint-7"))
 
 
-def test_latest_checkpoint_for_other_trainers_skips_half_written(common, tmp_path):
+def test_latest_checkpoint_for_other_trainers_skips_half_written(tmp_path):
     from trl import GRPOTrainer
 
     for step, complete in ((5, True), (10, True), (15, False)):
         (tmp_path / f"checkpoint-{step}").mkdir()
         if complete:
             (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
-    assert common.latest_checkpoint(str(tmp_path), GRPOTrainer) == str(tmp_path / "checkpoint-10")
+    assert latest_checkpoint(str(tmp_path), GRPOTrainer) == str(tmp_path / "checkpoint-10")
     with pytest.raises(ValueError, match="no complete checkpoint"):
-        common.latest_checkpoint(str(tmp_path / "empty"), GRPOTrainer)
+        latest_checkpoint(str(tmp_path / "empty"), GRPOTrainer)
 
 
-def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(common, tmp_path, monkeypatch):
+def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from trl_rankreward import RankBufferGRPOTrainer
@@ -85,7 +84,7 @@ def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(com
     (tmp_path / "checkpoint-9").mkdir()  # a save that was interrupted
     args = SimpleNamespace(resume_from_checkpoint="latest", output_dir=str(tmp_path), process_index=0)
     # the trainer gets the path, not True, so it does not look (and warn) a second time
-    assert common.resume_argument(RankBufferGRPOTrainer, args) == str(tmp_path / "checkpoint-2")
+    assert resume_argument(RankBufferGRPOTrainer, args) == str(tmp_path / "checkpoint-2")
     assert len(warnings) == 1 and "checkpoint-9" in warnings[0]
 
 
@@ -116,7 +115,7 @@ def test_train_saves_and_resumes_latest(tiny_model_dir, quickstart_data, tmp_pat
 
 def test_ralign_builds_tiny_saves_and_resumes(tmp_path):
     out = tmp_path / "ralign"
-    argv = ["--config", str(CONFIGS / "ralign_cpu.yaml"), "--dataset_path", str(ROOT / "examples/data/ralign_toy_pairs.jsonl"),
+    argv = ["--config", str(CONFIGS / "ralign_cpu.yaml"), "--dataset_name", str(ROOT / "examples/data/ralign_toy_pairs.jsonl"),
             "--output_dir", str(out), "--max_completion_length", "8", "--save_strategy", "steps", "--save_steps", "1"]  # fmt: skip
     first = run_main("train_ralign_genrm", [*argv, "--max_steps", "2"])
     assert first.state.global_step == 2
@@ -182,51 +181,57 @@ def test_model_card_without_checkpoints(tiny_model_dir, quickstart_data, tmp_pat
 # ---- one-line errors ---------------------------------------------------------------------------------
 
 
-def test_cli_prints_one_line_and_exits_1(common, tiny_model_dir, tmp_path, capsys):
+def test_cli_prints_one_line_and_exits_1(tiny_model_dir, tmp_path, capsys):
     example = load_example("train_rankbuffer")
     argv = rankbuffer_argv(tiny_model_dir, str(tmp_path / "missing.jsonl"), tmp_path / "out")
-    assert common.cli(example.main, example.make_parser, argv) == 1
+    assert run_script(example.main, example.make_parser, argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "error: FileNotFoundError:" in err[0] and "missing.jsonl does not exist" in err[0]
     assert "--traceback" in err[0]
 
-    # --traceback (or the environment variable): the full traceback, still exit status 1
-    assert common.cli(example.main, example.make_parser, [*argv, "--traceback"]) == 1
-    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    # --traceback (or the environment variable): the exception itself, with its traceback (exit status 1)
+    with pytest.raises(FileNotFoundError, match="missing.jsonl"):
+        run_script(example.main, example.make_parser, [*argv, "--traceback"])
 
 
-def test_cli_bad_resume_path_and_bad_config_value(common, tiny_model_dir, quickstart_data, tmp_path, capsys):
+def test_cli_bad_resume_path_and_bad_config_value(tiny_model_dir, quickstart_data, tmp_path, capsys):
     example = load_example("train_rankbuffer")
     argv = rankbuffer_argv(tiny_model_dir, quickstart_data, tmp_path / "out")
-    assert common.cli(example.main, example.make_parser, [*argv, "--resume_from_checkpoint", "nope/checkpoint-3"]) == 1
+    assert run_script(example.main, example.make_parser, [*argv, "--resume_from_checkpoint", "nope/checkpoint-3"]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "nope/checkpoint-3: no such checkpoint folder" in line
-    # a config value the config class rejects in __post_init__, while parsing
-    assert common.cli(example.main, example.make_parser, [*argv, "--judge_max_attempts", "0"]) == 1
+    # a value the config class rejects in __post_init__, while parsing: a usage error (exit status 2), as in the CLI
+    with pytest.raises(SystemExit) as exit_info:
+        run_script(example.main, example.make_parser, [*argv, "--judge_max_attempts", "0"])
+    assert exit_info.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "judge_max_attempts must be >= 1" in line
+    assert "judge_max_attempts must be >= 1" in line and "--help" in line
 
 
 BAD_INPUTS = {
-    # name: (what goes into the config file, or a flag, or the dataset; what the one line must say)
-    "YAML syntax error": ("config", "k0: 3\nlambda_fmt: [0.2\n", r"bad\.yaml, line \d+, column \d+: invalid YAML \(expected"),
-    "a word for a number": ("config", "k0: four\n", r"argument --k0: invalid int value: 'four' \(see --help\)"),
-    "a list for a number": ("config", "learning_rate: [1, 2]\n", r"learning_rate: expected a number, got \[1, 2\]"),
+    # name: (what goes into the config file, or a flag, or the dataset; what the one line must say; exit status:
+    # 2 for a flag or config value the parser refuses, 1 for an error found while running)
+    "YAML syntax error": ("config", "k0: 3\nlambda_fmt: [0.2\n",
+                          r"bad\.yaml, line \d+, column \d+: invalid YAML \(expected", 2),
+    "a word for a number": ("config", "k0: four\n", r"argument --k0: invalid int value: 'four' \(see `", 2),
+    "a list for a number": ("config", "learning_rate: [1, 2]\n", r"learning_rate: expected a number, got \[1, 2\]", 2),
+    "an unknown key": ("config", "lamda_fmt: 0.2\n", r"bad\.yaml has unknown option\(s\) lamda_fmt \(did you mean lambda_fmt\?\)", 2),
+    "an unknown flag": ("flag", ["--k_0", "3"], r"unrecognized arguments: --k_0 3 \(did you mean --k0\?\)", 2),
     "a local model that does not exist": ("flag", ["--model_name_or_path", "./no/such/model"],
-                                          r"model_name_or_path './no/such/model': no such folder"),
-    "a truncated JSONL line": ("data", b'{"prompt": "Name a col', r"data\.jsonl, line 5: not valid JSON"),
-    "an empty JSONL file": ("data", None, r"data\.jsonl holds no rows"),
+                                          r"model_name_or_path './no/such/model': no such folder", 1),
+    "a truncated JSONL line": ("data", b'{"prompt": "Name a col', r"data\.jsonl, line 5: not valid JSON", 1),
+    "an empty JSONL file": ("data", None, r"data\.jsonl holds no rows", 1),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_bad_files_and_config_are_one_line_before_any_model_loads(case, common, tiny_model_dir, quickstart_data,
-                                                                  tmp_path, capsys, monkeypatch):  # fmt: skip
+def test_bad_files_and_config_are_one_line_before_any_model_loads(case, tiny_model_dir, quickstart_data, tmp_path,
+                                                                  capsys, monkeypatch):  # fmt: skip
     import shutil
 
     import transformers
 
-    kind, bad, message = BAD_INPUTS[case]
+    kind, bad, message, status = BAD_INPUTS[case]
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", None)  # loading a model would fail
     example = load_example("train_rankbuffer")
     argv = rankbuffer_argv(tiny_model_dir, quickstart_data, tmp_path / "out")
@@ -241,16 +246,44 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, common, 
         data = tmp_path / "data.jsonl"
         data.write_bytes(b"" if bad is None else open(quickstart_data, "rb").read() + bad)
         argv[argv.index("--dataset_name") + 1] = str(data)
-    assert common.cli(example.main, example.make_parser, argv) == 1
+
+    def exit_status(words):
+        try:
+            return run_script(example.main, example.make_parser, words)
+        except SystemExit as exc:  # the parser's usage error, as argparse exits
+            return exc.code
+
+    assert exit_status(argv) == status
     err = capsys.readouterr().err
     (line,) = [line for line in err.splitlines() if "error:" in line]  # beside progress bars, if any
     assert re.search(message, line) and "Traceback" not in err, err
-    # the line offers --traceback, and --traceback gives it
-    assert common.cli(example.main, example.make_parser, [*argv, "--traceback"]) == 1
-    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    if status == 2:  # a usage error says where to look, whatever --traceback says
+        assert line.endswith("--help`)") and exit_status([*argv, "--traceback"]) == 2
+        return
+    # an error while running offers --traceback, and --traceback gives the exception itself
+    assert line.endswith("[full traceback: --traceback]")
+    with pytest.raises(Exception, match=message.split(": ")[-1][:12]):
+        exit_status([*argv, "--traceback"])
 
 
-def test_push_to_hub_is_checked_before_training(common, monkeypatch):
+def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
+    # R-Align's former --dataset_path (and the key in a config file), train_baseline's former --method
+    ralign = load_example("train_ralign_genrm").make_parser()
+    config = tmp_path / "old.yaml"
+    config.write_text((CONFIGS / "ralign_cpu.yaml").read_text().replace("dataset_name:", "dataset_path:"))
+    script_args, _, _ = ralign.parse_args_and_config(["--config", str(config)])
+    assert script_args.dataset_name == "examples/data/ralign_toy_pairs.jsonl"
+    script_args, _, _ = ralign.parse_args_and_config(["--config", str(config), "--dataset_path", "x.jsonl"])
+    assert script_args.dataset_name == "x.jsonl"
+    err = capsys.readouterr().err
+    assert "dataset_path in " in err and "is deprecated; use dataset_name" in err
+    assert "--dataset_path is deprecated; use --dataset_name" in err
+    baseline = load_example("train_baseline").make_parser()
+    _, args, _ = baseline.parse_args_and_config(["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", "arena"])
+    assert args.reward_method == "arena" and "--method is deprecated; use --reward_method" in capsys.readouterr().err
+
+
+def test_push_to_hub_is_checked_before_training(monkeypatch):
     from types import SimpleNamespace
 
     from huggingface_hub import constants
@@ -258,47 +291,47 @@ def test_push_to_hub_is_checked_before_training(common, monkeypatch):
     args = SimpleNamespace(push_to_hub=True)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(ValueError, match="HF_HUB_OFFLINE=1 is set"):
-        common.check_hub_push(args)
+        check_hub_push(args)
     # no network: a Hub endpoint nobody listens on, a token set
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
     with pytest.raises(ValueError, match=r"cannot reach the Hub at http://127\.0\.0\.1:9 \(ConnectError") as info:
-        common.check_hub_push(args)
+        check_hub_push(args)
     assert "\n" not in str(info.value)
-    common.check_hub_push(SimpleNamespace(push_to_hub=False))  # nothing to check
+    check_hub_push(SimpleNamespace(push_to_hub=False))  # nothing to check
 
 
-def test_cli_judge_failure_exits_nonzero(common, monkeypatch, capsys):
+def test_cli_judge_failure_exits_nonzero(monkeypatch, capsys):
     from trl_rankreward.trainers.judge_reward import JudgeFailureError
 
     def main(*_):
         raise JudgeFailureError("The judge failed 3 batches in a row.\nThe run stopped at step 7 and saved x.")
 
-    monkeypatch.setenv(common.TRACEBACK_ENV, "0")
-    assert common.cli(main, lambda: _FakeParser(), []) == 1
+    monkeypatch.setenv(TRACEBACK_ENV, "0")
+    assert run_script(main, lambda: _FakeParser(), []) == 1
     err = capsys.readouterr().err
     assert "error: JudgeFailureError: The judge failed" in err and "Traceback" not in err
-    monkeypatch.setenv(common.TRACEBACK_ENV, "1")
-    assert common.cli(main, lambda: _FakeParser(), []) == 1
-    assert "Traceback" in capsys.readouterr().err
+    monkeypatch.setenv(TRACEBACK_ENV, "1")
+    with pytest.raises(JudgeFailureError):
+        run_script(main, lambda: _FakeParser(), [])
 
 
-def test_cli_leaves_programming_errors_alone(common):
+def test_cli_leaves_programming_errors_alone():
     def main(*_):
         raise TypeError("a bug")
 
     with pytest.raises(TypeError, match="a bug"):
-        common.cli(main, lambda: _FakeParser(), [])
+        run_script(main, lambda: _FakeParser(), [])
 
 
-def test_cli_ends_the_process_group_after_a_success(common, tmp_path):
+def test_cli_ends_the_process_group_after_a_success(tmp_path):
     # left to the interpreter's exit, a gloo group can abort a finished run (SIGABRT, exit -6)
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
     try:
-        assert common.cli(lambda *_: None, lambda: _FakeParser(), []) == 0
+        assert run_script(lambda *_: None, lambda: _FakeParser(), []) == 0
         assert not dist.is_initialized()
     finally:
         if dist.is_initialized():
@@ -372,3 +405,14 @@ def test_examples_cite_papers_by_name():
     assert not found, "cite the paper by name (docs/references.md) instead of: " + ", ".join(found)
     for script in ("train_rankbuffer", "train_matrixreward", "train_ralign_genrm"):
         assert "docs/references.md" in (ROOT / "examples" / f"{script}.py").read_text()
+
+
+@pytest.mark.parametrize("script", ["train_rankbuffer", "train_matrixreward", "train_baseline", "train_genrm_rlhf",
+                                    "train_ralign_genrm"])  # fmt: skip
+def test_help_lists_every_flag(script, capsys):
+    # a field's help with a lone % (`< 1%`) once made --help itself fail with a format error
+    with pytest.raises(SystemExit) as exit_info:
+        load_example(script).make_parser().parse_args_and_config(["--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0 and "--dataset_name" in out and "--config FILE.yaml" in out
+    assert "--dataset_path" not in out  # former spellings work but are not advertised

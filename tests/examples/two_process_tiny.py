@@ -12,7 +12,7 @@ from pathlib import Path
 
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
-from tests.trainers.test_examples import load_example
+from trl_rankreward.scripts.model import resolve_model
 from trl_rankreward.testing import tiny_models
 
 writes = []
@@ -28,7 +28,7 @@ def main():
     work = Path(sys.argv[1])
     tiny_models._write_tiny_model = counting_write
     args = TrainingArguments(output_dir=str(work / "out"), use_cpu=True, report_to="none")
-    path = load_example("train_common").resolve_model("tiny", args)
+    path = resolve_model("tiny", args)
     complete = (Path(path) / "tiny_model_settings.json").exists()
     AutoConfig.from_pretrained(path)
     AutoTokenizer.from_pretrained(path)

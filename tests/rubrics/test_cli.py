@@ -22,7 +22,7 @@ def test_generate_then_rerun_resumes_and_exit_status_reflects_failures(nectar_da
         return backend
 
     monkeypatch.setattr(command, "make_backend", fake_backend)
-    argv = ["rubrics", "generate", str(tmp_path / "ds"), "--output", str(tmp_path / "r.jsonl"),
+    argv = ["rubrics", "generate", "--dataset_name", str(tmp_path / "ds"), "--output_file", str(tmp_path / "r.jsonl"),
             "--base_urls", "http://a/v1", "http://b/v1", "--model", "judge",
             "--template", "matrixreward", "--max_attempts", "2"]  # fmt: skip
     # the matrixreward template cannot show Nectar rows (no scores): a one-line error, exit 1, nothing sent

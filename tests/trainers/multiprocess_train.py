@@ -12,7 +12,7 @@ import sys
 
 from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import tiny_config, tiny_trainer
-from tests.trainers.test_examples import load_example
+from trl_rankreward.scripts import end_process_group
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
 
@@ -27,7 +27,6 @@ class RecordingTrainer(JudgeRewardGRPOTrainer):
         return rewards
 
 
-end_process_group = load_example("train_common").end_process_group
 
 
 def main():

@@ -10,16 +10,13 @@ import json
 import os
 import sys
 
-from tests.trainers.test_examples import load_example
 from tests.trainers.test_ppo import low_token_share, ppo_config, prompts
+from trl_rankreward.scripts import end_process_group
 from trl_rankreward.trainers.ppo import CriticPPOTrainer
 
 
 def checksum(model) -> float:
     return float(sum(p.detach().double().sum() for p in model.parameters()))
-
-
-end_process_group = load_example("train_common").end_process_group
 
 
 def main():

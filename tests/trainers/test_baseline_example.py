@@ -16,7 +16,7 @@ def quickstart_data(tmp_path_factory):
 def run_baseline(method, model_dir, data, output_dir, *extra):
     example = load_example("train_baseline")
     # One step of 2 groups of G=4, 8 new tokens each: the tiniest run that judges whole groups.
-    argv = ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", method,
+    argv = ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--reward_method", method,
             "--model_name_or_path", model_dir, "--dataset_name", data, "--output_dir", str(output_dir),
             "--max_steps", "1", "--num_generations", "4", "--per_device_train_batch_size", "8",
             "--max_completion_length", "8", *extra]  # fmt: skip
@@ -48,16 +48,12 @@ def test_method_options_pass_through(tiny_model_dir, quickstart_data, tmp_path):
 def test_dedicated_methods_point_to_their_scripts(method):
     example = load_example("train_baseline")
     assert example.BASELINES == BASELINES
-    with pytest.raises(SystemExit):  # argparse rejects a name outside the --method choices
-        example.make_parser().parse_args_and_config(
-            ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", method]
-        )
-    # A YAML naming it as reward_method is caught before the trainer is built.
-    script_args, args, _ = example.make_parser().parse_args_and_config(
+    # A method with its own script, named by flag or YAML, is caught before the trainer is built.
+    _, args, _ = example.make_parser().parse_args_and_config(
         ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--reward_method", method]
     )
     with pytest.raises(ValueError, match=f"reward_method='{method}'.*train_"):
-        example.select_method(script_args, args)
+        example.check_baseline(args)
 
 
 # loss setting -> the TRL GRPOConfig fields its YAML must hold (docs/trainers.md, "Loss settings")

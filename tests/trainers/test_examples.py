@@ -11,8 +11,6 @@ YAMLS = sorted((ROOT / "examples").rglob("*.yaml"))
 
 
 def load_example(name: str):
-    if str(ROOT / "examples") not in sys.path:  # scripts import train_common from their folder, as when run
-        sys.path.insert(0, str(ROOT / "examples"))
     spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

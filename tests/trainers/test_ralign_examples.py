@@ -21,19 +21,14 @@ def _example():
 
 @pytest.mark.parametrize("name", ["ralign_qwen3_8b.yaml", "ralign_cpu.yaml"])
 def test_config_parses(name, tmp_path):
-    from trl import TrlParser
-
-    from trl_rankreward import RAlignGenRMConfig
-
-    example = _example()
-    parser = TrlParser((example.RAlignScriptArguments, RAlignGenRMConfig))
+    parser = _example().make_parser()
     path = str(ROOT / "examples/configs" / name)
     # the paper config asks for bf16 (a GPU); the command line overrides that one value here
     overrides = ["--bf16", "false", "--use_cpu", "true"] if name == "ralign_qwen3_8b.yaml" else []
-    script, config = parser.parse_args_and_config(["--config", path, "--output_dir", str(tmp_path), *overrides])
+    script, config, model = parser.parse_args_and_config(["--config", path, "--output_dir", str(tmp_path), *overrides])
     if name == "ralign_cpu.yaml":
-        assert (script.model_name_or_path, script.metarm, config.reward_mode) == ("tiny", "keyword", "ralign")
-        assert (ROOT / script.dataset_path).exists()
+        assert (model.model_name_or_path, script.metarm, config.reward_mode) == ("tiny", "keyword", "ralign")
+        assert (ROOT / script.dataset_name).exists()
     else:
         assert config.metarm_model == "openai/gpt-oss-120b" and config.metarm_base_urls == ["http://localhost:8001/v1"]
         assert (config.reward_correct_but_spurious, config.reward_wrong) == (0.0, -1.0)

@@ -1,5 +1,5 @@
 """Subcommands of the `trl-rankreward` CLI (see `trl_rankreward.cli`)."""
 
+from ..user_errors import UsageError
 
-class UsageError(Exception):
-    """A wrong or missing combination of options: `trl-rankreward CMD: error: ...`, exit status 2."""
+__all__ = ["UsageError"]

@@ -32,7 +32,7 @@ class BenchOutputArguments:
 
     output_dir: str = field(default="outputs/bench", metadata={"help": "where bench.csv and the plots go"})
     workers: int = field(default=min(2, os.cpu_count() or 1), metadata={"help": "processes (one method each)"})
-    no_plots: bool = field(default=False, metadata={"help": "skip the PNG plots"})
+    plots: bool = field(default=True, metadata={"help": "write the PNG plots (--no_plots skips them)"})
     write_docs: str | None = field(
         default=None,
         metadata={
@@ -67,7 +67,7 @@ def run(config, args: BenchOutputArguments) -> int:
     out = Path(args.output_dir)
     print(bench_report.markdown_table(rows))
     print(f"\nwrote {bench_report.write_csv(rows, out / 'bench.csv')}")
-    if not args.no_plots:
+    if args.plots:
         try:
             for path in bench_report.plot_fidelity(rows, out):
                 print(f"wrote {path}")

@@ -1,6 +1,6 @@
-"""`trl-rankreward buffer-report CHECKPOINT [--output PNG]`: RankBuffer buffer statistics.
+"""`trl-rankreward buffer-report CHECKPOINT [--plot_file PNG]`: RankBuffer buffer statistics.
 
-trl-rankreward buffer-report outputs/rankbuffer/checkpoint-500 --output buffers.png
+trl-rankreward buffer-report outputs/rankbuffer/checkpoint-500 --plot_file buffers.png
 """
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ class BufferReportArguments:
     checkpoint: str = field(
         metadata={"positional": True, "help": "trainer checkpoint directory (or its reward_method_state.json)"}
     )
-    output: str | None = field(
+    plot_file: str | None = field(
         default=None,
-        metadata={"help": "PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)"},
+        metadata={
+            "help": "PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)",
+            "aliases": ["--output"],
+        },
     )
     bins: int = field(default=10, metadata={"help": "normalized-position bins of panel (b)"})
 
@@ -32,7 +35,7 @@ def run(args: BufferReportArguments) -> int:
 
     report = buffer_report(load_buffer_state(args.checkpoint), bins=args.bins)
     print(format_report(report))
-    output = args.output
+    output = args.plot_file
     if output is None:
         folder = args.checkpoint if os.path.isdir(args.checkpoint) else os.path.dirname(args.checkpoint)
         output = os.path.join(folder or ".", "buffer_report.png")

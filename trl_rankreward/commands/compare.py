@@ -33,7 +33,7 @@ class CompareArguments:
     output_dir: str = field(
         default="outputs/compare", metadata={"help": "where compare.md, compare.csv and compare.png go"}
     )
-    no_plots: bool = field(default=False, metadata={"help": "skip the PNG"})
+    plots: bool = field(default=True, metadata={"help": "write compare.png (--no_plots skips it)"})
 
 
 def arguments():
@@ -59,7 +59,7 @@ def run(args: CompareArguments) -> int:
     (out / "compare.md").write_text(table + "\n", encoding="utf-8")
     print(f"wrote {out / 'compare.md'}")
     print(f"wrote {compare.write_csv(rows, out / 'compare.csv')}")
-    if not args.no_plots:
+    if args.plots:
         try:
             print(f"wrote {compare.plot_runs(runs, out)}")
         except ImportError as exc:

@@ -1,8 +1,8 @@
 """`trl-rankreward correlation-report`: Pearson r of GenRM benchmark metrics with downstream RLHF scores.
 
 Example:
-    trl-rankreward correlation-report --input genrms.csv --metrics l_acc f_score \\
-        --output_json corr.json --plot corr.png
+    trl-rankreward correlation-report --input_file genrms.csv --metrics l_acc f_score \\
+        --output_file corr.json --plot_file corr.png
 """
 
 from __future__ import annotations
@@ -17,10 +17,16 @@ HELP = "Pearson r of GenRM metrics (L-Acc, F-Score, ...) with downstream RLHF sc
 
 @dataclass
 class CorrelationReportArguments:
-    input: str = field(metadata={"help": "CSV or JSON: model, dataset (optional), metrics, downstream"})
+    input_file: str = field(
+        metadata={"help": "CSV or JSON: model, dataset (optional), metrics, downstream", "aliases": ["--input"]}
+    )
     metrics: list[str] = field(default_factory=lambda: ["l_acc", "f_score"], metadata={"help": "metric columns"})
-    output_json: str | None = field(default=None, metadata={"help": "write the correlations here"})
-    plot: str | None = field(default=None, metadata={"help": "write the scatter PNG here"})
+    output_file: str | None = field(
+        default=None, metadata={"help": "JSON file for the correlations", "aliases": ["--output_json"]}
+    )
+    plot_file: str | None = field(
+        default=None, metadata={"help": "PNG file for the scatter plot", "aliases": ["--plot"]}
+    )
 
 
 def arguments():
@@ -30,12 +36,12 @@ def arguments():
 def run(args: CorrelationReportArguments) -> int:
     from ..evaluation.correlation import correlations, format_correlations, load_records, scatter_plot
 
-    records = load_records(args.input)
+    records = load_records(args.input_file)
     results = correlations(records, metrics=args.metrics)
     print(format_correlations(results))
-    if args.output_json:
-        Path(args.output_json).write_text(json.dumps([dataclasses.asdict(c) for c in results], indent=2))
-        print(f"wrote {args.output_json}")
-    if args.plot:
-        print(f"wrote {scatter_plot(records, results, args.plot, metrics=args.metrics)}")
+    if args.output_file:
+        Path(args.output_file).write_text(json.dumps([dataclasses.asdict(c) for c in results], indent=2))
+        print(f"wrote {args.output_file}")
+    if args.plot_file:
+        print(f"wrote {scatter_plot(records, results, args.plot_file, metrics=args.metrics)}")
     return 0

@@ -2,9 +2,10 @@
 
 trl-rankreward data nectar --output_dir data/nectar-1k                # 1,000 queries, seed 42
 trl-rankreward data ultrafeedback --output_dir data/uf-2560           # 2,560 queries
-trl-rankreward data helpsteer3 --split validation --output_dir data/hs3-val
+trl-rankreward data helpsteer3 --dataset_split validation --output_dir data/hs3-val
 trl-rankreward data code-preference-pairs --output_dir data/code-8k    # 8,000 pairs, RM-R1's selection
-trl-rankreward data attach-rubrics data/nectar-1k rubrics.jsonl --output_dir data/nectar-1k-rubrics
+trl-rankreward data attach-rubrics --dataset_name data/nectar-1k --results_file rubrics.jsonl \
+    --output_dir data/nectar-1k-rubrics
 """
 
 from __future__ import annotations
@@ -52,10 +53,14 @@ class OutputArguments:
 
 @dataclass
 class JoinArguments:
-    """`data attach-rubrics|attach-rationales DATASET JSONL`."""
+    """`data attach-rubrics|attach-rationales --dataset_name DATASET --results_file JSONL`."""
 
-    dataset: str = field(metadata={"positional": True, "help": "prepared dataset (save_to_disk folder or Hub id)"})
-    jsonl: str = field(metadata={"positional": True, "help": "results JSONL written by `trl-rankreward rubrics ...`"})
+    dataset_name: str = field(
+        metadata={"deprecated_positional": True, "help": "prepared dataset (save_to_disk folder or Hub id)"}
+    )
+    results_file: str = field(
+        metadata={"deprecated_positional": True, "help": "results JSONL written by `trl-rankreward rubrics ...`"}
+    )
     missing: Literal["error", "drop", "keep"] = field(default="error", metadata={"help": "rows with no result"})
 
 
@@ -83,12 +88,21 @@ def _source_arguments(name: str) -> type:
             raise ValueError(f"argument --{count}: {exc}") from None
 
     fields = [
-        ("source", str, field(default=hub_id, metadata={"help": "Hub id or local JSONL/parquet file/folder"})),
-        ("split", str, field(default=split, metadata={"help": "split to read"})),
         (
-            "source_config",
+            "dataset_name",
+            str,
+            field(
+                default=hub_id, metadata={"help": "Hub id or local JSONL/parquet file/folder", "aliases": ["--source"]}
+            ),
+        ),
+        ("dataset_split", str, field(default=split, metadata={"help": "split to read", "aliases": ["--split"]})),
+        (
+            "dataset_config",
             str | None,
-            field(default=config, metadata={"help": "Hub dataset config (ignored for local files)"}),
+            field(
+                default=config,
+                metadata={"help": "Hub dataset config (ignored for local files)", "aliases": ["--source_config"]},
+            ),
         ),
         ("seed", int, field(default=42, metadata={"help": "sampling seed (42, as in the papers)"})),
         (
@@ -103,8 +117,11 @@ def _source_arguments(name: str) -> type:
     for option, option_default, option_help in _LIST_OPTIONS.get(name, []):
         fields.append((option, str, field(default=option_default, metadata={"help": option_help})))
     if count == "num_queries":
-        rubrics_help = "rubric JSONL (from `rubrics generate`) to join into the result"
-        fields.append(("rubrics", str | None, field(default=None, metadata={"help": rubrics_help})))
+        rubrics_help = {
+            "help": "rubric JSONL (from `rubrics generate`) to join into the result",
+            "aliases": ["--rubrics"],
+        }
+        fields.append(("rubrics_file", str | None, field(default=None, metadata=rubrics_help)))
     cls_name = "".join(part.capitalize() for part in name.split("-")) + "Arguments"
     return make_dataclass(cls_name, fields, namespace={"__post_init__": post_init, "__module__": __name__})
 
@@ -128,18 +145,20 @@ def run(command: str, args, output: OutputArguments) -> int:
     from .. import data
 
     if command in _JOINS:
-        dataset = getattr(data, _JOINS[command])(data.load_source(args.dataset), args.jsonl, missing=args.missing)
+        dataset = getattr(data, _JOINS[command])(
+            data.load_source(args.dataset_name), args.results_file, missing=args.missing
+        )
     else:
         *_, function, count, _ = SOURCES[command]
-        source = data.load_source(args.source, split=args.split, config=args.source_config)
+        source = data.load_source(args.dataset_name, split=args.dataset_split, config=args.dataset_config)
         options = {
             option: tuple(v.strip() for v in getattr(args, option).split(",") if v.strip())
             for option, *_ in _LIST_OPTIONS.get(command, [])
         }
         dataset, report = getattr(data, function)(source, **{count: getattr(args, count)}, seed=args.seed, **options)
         print(f"{command}: {report}")
-        if getattr(args, "rubrics", None):
-            dataset = data.attach_rubrics(dataset, args.rubrics)
+        if getattr(args, "rubrics_file", None):
+            dataset = data.attach_rubrics(dataset, args.rubrics_file)
     data.save_dataset(dataset, output.output_dir, output.push_to_hub)
     print(f"wrote {len(dataset)} rows with columns {dataset.column_names} to {output.output_dir or output.push_to_hub}")
     return 0

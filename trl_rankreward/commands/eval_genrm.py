@@ -2,12 +2,12 @@
 
 Examples:
     # GenRM and MetaRM behind OpenAI-compatible servers (e.g. vLLM)
-    trl-rankreward eval-genrm --data rb2_with_rationales/ \\
+    trl-rankreward eval-genrm --dataset_name rb2_with_rationales/ \\
         --genrm_base_urls http://localhost:8000/v1 --genrm_model my-genrm \\
         --metarm_base_urls http://localhost:8001/v1 --metarm_model openai/gpt-oss-120b \\
-        --output genrm_eval.json
+        --output_file genrm_eval.json
     # a local GenRM checkpoint, label accuracy only
-    trl-rankreward eval-genrm --data pairs.jsonl --genrm_local ./genrm-ckpt --no_metarm --output out.json
+    trl-rankreward eval-genrm --dataset_name pairs.jsonl --genrm_local ./genrm-ckpt --no_metarm --output_file out.json
     # the options in a YAML file (keys as the flags), flags on the command line win
     trl-rankreward eval-genrm --config eval.yaml --limit 100
 
@@ -33,9 +33,13 @@ CONFIG_FILE = True
 
 @dataclass
 class EvalGenRMArguments:
-    data: str = field(metadata={"help": "pairwise set with golden rationales (file, folder or Hub id)"})
-    output: str = field(metadata={"help": "JSON file for metrics and per-pair records"})
-    split: str = field(default="train", metadata={"help": "split to read from a Hub id or files"})
+    dataset_name: str = field(
+        metadata={"help": "pairwise set with golden rationales (file, folder or Hub id)", "aliases": ["--data"]}
+    )
+    output_file: str = field(metadata={"help": "JSON file for metrics and per-pair records", "aliases": ["--output"]})
+    dataset_split: str = field(
+        default="train", metadata={"help": "split to read from a Hub id or files", "aliases": ["--split"]}
+    )
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N pairs"})
 
 
@@ -91,7 +95,7 @@ def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments
     from ..evaluation.genrm_eval import evaluate_genrm
     from ..evaluation.genrm_metrics import format_table
 
-    rows = load_source(args.data, split=args.split)
+    rows = load_source(args.dataset_name, split=args.dataset_split)
     if args.limit is not None:
         rows = rows.select(range(min(args.limit, len(rows))))
     report = asyncio.run(
@@ -106,7 +110,7 @@ def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments
         )
     )
     print(format_table(report.metrics))
-    output = Path(args.output)
+    output = Path(args.output_file)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     print(f"wrote {output}")

@@ -1,9 +1,9 @@
 """`trl-rankreward rubrics generate|rationales`: offline generation through an OpenAI-compatible server.
 
-    trl-rankreward rubrics generate data/nectar-1k --output rubrics.jsonl \\
+    trl-rankreward rubrics generate --dataset_name data/nectar-1k --output_file rubrics.jsonl \\
         --base_urls http://localhost:8000/v1 --model deepseek-ai/DeepSeek-V4-Flash
-    trl-rankreward rubrics rationales data/hs3 --output rationales.jsonl --base_urls ... --model ...
-    trl-rankreward rubrics generate data/nectar-1k --config rubrics.yaml   # the options in a YAML file
+    trl-rankreward rubrics rationales --dataset_name data/hs3 --output_file rationales.jsonl --base_urls ... --model ...
+    trl-rankreward rubrics generate --config rubrics.yaml   # the options in a YAML file
 
 Results are appended as they arrive; rerunning the same command skips finished ids. Exit
 status 1 when some ids still failed after all attempts (listed in the failures JSONL).
@@ -24,11 +24,23 @@ class GenerationArguments(RUBRIC_GENERATOR.fields()):
     """The dataset, the server (`judging.server_settings.RUBRIC_GENERATOR`, no prefix) and the request
     settings (both subcommands)."""
 
-    dataset: str = field(metadata={"positional": True, "help": "prepared dataset: save_to_disk folder, file or Hub id"})
-    output: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)"})
-    split: str = field(default="train", metadata={"help": "split when the dataset is a Hub id or files"})
-    failures: str | None = field(
-        default=None, metadata={"help": "failures JSONL (default: OUTPUT with .failures before .jsonl)"}
+    dataset_name: str = field(
+        metadata={
+            "deprecated_positional": True,
+            "aliases": ["--dataset"],  # the former positional's name, a key of older config files
+            "help": "prepared dataset: save_to_disk folder, file or Hub id",
+        }
+    )
+    output_file: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)", "aliases": ["--output"]})
+    dataset_split: str = field(
+        default="train", metadata={"help": "split when the dataset is a Hub id or files", "aliases": ["--split"]}
+    )
+    failures_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "failures JSONL (default: OUTPUT_FILE with .failures before .jsonl)",
+            "aliases": ["--failures"],
+        },
     )
     json_mode: bool = field(default=False, metadata={"help": 'send response_format={"type": "json_object"}'})
 
@@ -72,9 +84,9 @@ def run(command: str, args: GenerationArguments, templates_args) -> int:
     from ..data import load_source
     from ..rubrics import templates
 
-    dataset = load_source(args.dataset, split=args.split)
+    dataset = load_source(args.dataset_name, split=args.dataset_split)
     options = dict(
-        failures_path=args.failures,
+        failures_path=args.failures_file,
         max_concurrency=args.max_concurrency,
         max_attempts=args.max_attempts,
         temperature=args.temperature,
@@ -86,12 +98,12 @@ def run(command: str, args: GenerationArguments, templates_args) -> int:
         from ..rubrics.generate import generate_rubrics
 
         template = templates.load_template(templates_args.template, templates.RUBRIC_TEMPLATES)
-        summary = generate_rubrics(dataset, backend, args.output, template=template, **options)
+        summary = generate_rubrics(dataset, backend, args.output_file, template=template, **options)
     else:
         from ..rubrics.rationales import RATIONALE_TEMPLATES, generate_rationales
 
         summary = generate_rationales(
-            dataset, backend, args.output,
+            dataset, backend, args.output_file,
             label_template=templates.load_template(templates_args.label_template, RATIONALE_TEMPLATES),
             review_template=templates.load_template(templates_args.review_template, RATIONALE_TEMPLATES),
             **options,

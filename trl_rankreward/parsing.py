@@ -1,0 +1,196 @@
+"""Command-line parsing shared by `trl-rankreward` and the example training scripts.
+
+Both build their flags from dataclasses with `trl.TrlParser` and read `--config FILE.yaml` the
+same way, so a flag or config value is refused the same way everywhere: one line
+`PROG: error: MESSAGE (see `PROG --help`)` and exit status 2 (`trl_rankreward.user_errors`),
+before anything runs. Here:
+
+- `OneLineErrors`, the parser mixin: one-line errors, the closest real flag for an unknown one,
+  and a note when a deprecated spelling is used (a field's `metadata["aliases"]`);
+- `apply_config_file`: `--config FILE` values become the parser's defaults (flags win), its `env:`
+  mapping sets environment variables, a deprecated key is read as its new name;
+- `to_dataclasses`: the parsed namespace into the dataclasses, their own checks (`__post_init__`)
+  and a number check on config values turned into usage errors.
+
+Imports nothing heavy (yaml on use), so `trl-rankreward --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import difflib
+import os
+import re
+import sys
+
+CONFIG_FLAG = "--config"
+_LONE_PERCENT = re.compile(r"(?<!%)%(?![%(])")
+CONFIG_HELP = "YAML file of option values (keys as the flags, without --); flags given on the command line win"
+
+
+class OneLineErrors:
+    """Parser mixin: `error()` prints `PROG: error: MESSAGE` (one line, no usage block) and exits 2.
+
+    An unknown flag is named (with the closest real one) even when argparse stops first at a missing
+    required option, so `--base_url` says: did you mean --base_urls? A deprecated spelling of a flag
+    works and prints a note naming the new one.
+    """
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._seen_args = list(sys.argv[1:] if args is None else args)
+        parsed = super().parse_known_args(args, namespace)
+        renamed = deprecated_aliases(self)
+        for word in dict.fromkeys(w.split("=", 1)[0] for w in self._seen_args if w.startswith("--")):
+            if word in renamed:
+                print(f"{self.prog}: note: {word} is deprecated; use --{renamed[word]}", file=sys.stderr)
+        return parsed
+
+    def add_alias(self, alias: str, dest: str) -> None:
+        """Accept `alias` as a deprecated spelling of the flag of field `dest`, for a field declared where no
+        `metadata["aliases"]` can be added (a TRL config)."""
+        action = next(a for a in self._actions if f"--{dest}" in a.option_strings)
+        action.option_strings.append(alias)
+        self._option_string_actions[alias] = action
+
+    def error(self, message: str):
+        for action in self._actions:  # argparse names a flag by all its spellings: keep the current one
+            if len(action.option_strings) > 1 and action.option_strings[0] == f"--{action.dest}":
+                message = message.replace("/".join(action.option_strings), action.option_strings[0])
+        unknown = self._unknown_flags()
+        if unknown and not message.startswith("unrecognized arguments"):
+            message += f"; unrecognized arguments: {' '.join(unknown)}"
+        if unknown:
+            message += suggestions(self, unknown)
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+    def _unknown_flags(self) -> list[str]:
+        if any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return []  # the subcommand's parser judges its own flags
+        known = {s for a in self._actions for s in a.option_strings}
+        words = getattr(self, "_seen_args", [])
+        words = words[: words.index("--")] if "--" in words else words
+        return [w.split("=", 1)[0] for w in words if w.startswith("--") and w.split("=", 1)[0] not in known]
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown only where they say something; a flag's hyphenated twin and deprecated spellings left out;
+    a lone `%` in a field's help (`< 1%`) printed as it is, not read as a format."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if not (action.required or action.default in (None, False, argparse.SUPPRESS) or "default" in text):
+            text = super()._get_help_string(action)
+        return _LONE_PERCENT.sub("%%", text)
+
+    def _format_action_invocation(self, action):
+        shown = [o for o in action.option_strings if o in (f"--{action.dest}", f"--no_{action.dest}", "-h")]
+        if action.option_strings and shown and shown != action.option_strings:
+            action = copy.copy(action)
+            action.option_strings = shown
+        return super()._format_action_invocation(action)
+
+
+def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
+    """' (did you mean --x?)' for unrecognized flags close to a real one (`--base_url` -> `--base_urls`); only
+    current spellings are suggested."""
+    known = [s for a in parser._actions for s in a.option_strings if s in (f"--{a.dest}", f"--no_{a.dest}")]
+    hints = []
+    for flag in flags:
+        hints += difflib.get_close_matches("--" + flag[2:].replace("-", "_"), known, n=1, cutoff=0.6)
+    return f" (did you mean {', '.join(dict.fromkeys(hints))}?)" if hints else ""
+
+
+def deprecated_aliases(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """`{old flag: field name}`: every spelling of a flag other than `--name`, its hyphenated twin and `--no_name`
+    (the declared `aliases` of a field, kept so that old command lines and configs still work)."""
+    renamed = {}
+    for action in parser._actions:
+        current = {f"--{action.dest}", f"--{action.dest.replace('_', '-')}"}
+        for option in action.option_strings:
+            if option not in current and not option.startswith(("--no_", "--no-")) and option.startswith("--"):
+                renamed[option] = action.dest
+    return renamed
+
+
+def apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """Take `--config FILE` out of argv and make the file's values the parser's defaults (TrlParser's way:
+    flags on the command line win; an `env:` mapping sets environment variables). A file that cannot be read,
+    is not YAML, is not a mapping or has unknown keys is a usage error naming it."""
+    path, argv = _pop_config(parser, argv)
+    if path is None:
+        return argv
+    import yaml
+
+    from .user_errors import yaml_problem
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f) or {}
+    except OSError as exc:
+        parser.error(f"argument {CONFIG_FLAG}: cannot read {path}: {exc.strerror or exc}")
+    except yaml.YAMLError as exc:
+        parser.error(yaml_problem(exc))
+    if not isinstance(config, dict):
+        parser.error(f"argument {CONFIG_FLAG}: {path} must hold a YAML mapping of option: value")
+    env = config.pop("env", {})
+    if not isinstance(env, dict):
+        parser.error(f"argument {CONFIG_FLAG}: `env` in {path} must be a mapping")
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    renamed = {old: new for p in _with_subparsers(parser) for old, new in deprecated_aliases(p).items()}
+    for key in [k for k in config if f"--{k}" in renamed]:
+        print(f"{parser.prog}: note: {key} in {path} is deprecated; use {renamed[f'--{key}']}", file=sys.stderr)
+        config[renamed[f"--{key}"]] = config.pop(key)
+    unknown = [flag.removeprefix("--") for flag in parser.set_defaults_with_config(**config)[::2]]
+    if unknown:
+        known = [a.dest for p in _with_subparsers(parser) for a in p._actions]
+        hints = [m for key in unknown for m in difflib.get_close_matches(key, known, n=1, cutoff=0.6)]
+        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+        parser.error(f"argument {CONFIG_FLAG}: {path} has unknown option(s) {', '.join(unknown)}{hint}")
+    return argv
+
+
+def _with_subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [parser] + [p for action in subparsers for sub in action.choices.values() for p in _with_subparsers(sub)]
+
+
+def _pop_config(parser, argv: list[str]) -> tuple[str | None, list[str]]:
+    argv = list(argv)
+    for i, word in enumerate(argv):
+        if word == CONFIG_FLAG:
+            if i + 1 >= len(argv):
+                parser.error(f"argument {CONFIG_FLAG}: expected one argument")
+            return argv[i + 1], argv[:i] + argv[i + 2 :]
+        if word.startswith(f"{CONFIG_FLAG}="):
+            return word.split("=", 1)[1], argv[:i] + argv[i + 1 :]
+    return None, argv
+
+
+def to_dataclasses(parser: argparse.ArgumentParser, namespace: argparse.Namespace, types) -> list:
+    """One instance of each dataclass in `types` from the parsed values; a check that refuses a value (the
+    dataclass's `__post_init__`, `check_field_types`) is a usage error of `parser`."""
+    values = vars(namespace)
+    parsed = []
+    for dtype in types:
+        kwargs = {f.name: values[f.name] for f in dataclasses.fields(dtype) if f.init and f.name in values}
+        try:
+            instance = dtype(**kwargs)
+            check_field_types(instance)
+        except (ValueError, TypeError) as exc:
+            parser.error(str(exc).strip())
+        parsed.append(instance)
+    return parsed
+
+
+def check_field_types(config) -> None:
+    """A config-file value of the wrong kind (`learning_rate: [1, 2]`) is an error naming the key: a YAML value
+    reaches the dataclass as it is, with no conversion to the field's type. Fields whose default is a number must
+    hold a number."""
+    for f in dataclasses.fields(config):
+        default, value = f.default, getattr(config, f.name, None)
+        if isinstance(default, bool) or not isinstance(default, int | float) or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{f.name}: expected a number, got {value!r} ({type(value).__name__})")

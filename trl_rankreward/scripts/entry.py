@@ -1,0 +1,43 @@
+"""`run_script`: what an example script's `if __name__ == "__main__"` runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from ..user_errors import run_reporting_errors
+
+
+def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
+    """Parse the command line with `make_parser()` (a `ScriptParser`), run `main(*parsed)`; return the exit status.
+
+    Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI: a refused flag or
+    config value is one line and exit status 2, a library error while running one line
+    `<script>: error: <Type>: <message> [full traceback: --traceback]` and 1, Ctrl-C 130. After a
+    successful `main` the process group of a distributed launch is destroyed (`end_process_group`).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
+
+    def body() -> None:
+        main(*make_parser().parse_args_and_config(argv))
+        end_process_group()
+
+    return run_reporting_errors(prog, body, argv)
+
+
+def end_process_group() -> None:
+    """Destroy the launch's process group, if there is one, before the interpreter exits, as PyTorch asks.
+
+    A gloo group left to the interpreter's shutdown can abort the process after the work is done
+    ("terminate called without an active exception", SIGABRT: pytorch/pytorch#190489). Ending it here
+    removes that cause; a rarer abort at exit with the same message remains (docs/performance.md,
+    "Launch matrix"). Only after a success: the barrier would wait for a rank that failed (under
+    `accelerate launch`, the launcher then stops the others).
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()  # every rank done with every collective (rank 0 may still be writing the card)
+        dist.destroy_process_group()
