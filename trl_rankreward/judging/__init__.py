@@ -28,14 +28,12 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` i
     from .requests import PointwiseRequest as PointwiseRequest
     from .requests import Rubric as Rubric
     from .requests import RubricPairwiseRequest as RubricPairwiseRequest
-    from .requests import SoftPosition as SoftPosition
     from .templates import JudgeTemplates as JudgeTemplates
 
 _EXPORTS = {
     # requests and verdicts
     "Rubric": ".requests",
     "CoarseRequest": ".requests",
-    "SoftPosition": ".requests",
     "ListwiseRequest": ".requests",
     "PairwiseRequest": ".requests",
     "RubricPairwiseRequest": ".requests",

@@ -33,7 +33,9 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` i
     from .pairwise import ReferenceWinRateReward as ReferenceWinRateReward
     from .pointwise import GDPOReward as GDPOReward
     from .pointwise import PointwiseRubricReward as PointwiseRubricReward
+    from .rank_buffer import RankBufferOptions as RankBufferOptions
     from .rank_buffer import RankBufferReward as RankBufferReward
+    from .rank_buffer_plus import RankBufferPlusOptions as RankBufferPlusOptions
     from .rank_buffer_plus import RankBufferPlusReward as RankBufferPlusReward
     from .registry import REWARD_METHODS as REWARD_METHODS
     from .registry import make_reward_method as make_reward_method
@@ -47,7 +49,9 @@ _EXPORTS = {
     "GroupJudgingFailed": ".base",
     "AnswerFormat": ".answers",
     "RankBufferReward": ".rank_buffer",
+    "RankBufferOptions": ".rank_buffer",
     "RankBufferPlusReward": ".rank_buffer_plus",
+    "RankBufferPlusOptions": ".rank_buffer_plus",
     "ListwiseGroupReward": ".listwise_group",
     "MatrixReward": ".matrix_reward",
     "PointwiseRubricReward": ".pointwise",
