@@ -49,7 +49,7 @@ import asyncio
 import contextlib
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +57,7 @@ from .._gc import paused_gc
 from ..judging.protocol import Judge
 from ..judging.seeding import text_id
 from ..judging.subsample import select_endpoints
-from .anchor_buffer import SOURCES, Anchor, AnchorBuffer
+from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferUpdate
 from .anchor_store import AnchorStore, InMemoryAnchorStore, SQLiteAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, require
@@ -65,7 +65,7 @@ from .buffer_manager import BufferManager, LLMManager, RuleManager, changes
 from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally, tally_metrics
 from .options import DataNeeds, MethodOptions
 from .query_buffers import QueryBuffers
-from .ranking_strategy import CoarseToFine, RankingStrategy, listwise_request
+from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_request
 from .state_files import METHOD_STATE_NAME, read_method_state
 from .verdicts import check_order
 
@@ -218,7 +218,7 @@ class RankBufferReward(GroupRewardMethod):
         options: RankBufferOptions | None = None,
         *,
         answer_format: AnswerFormat | None = None,
-        format_reward=None,
+        format_reward: Callable[[str], float] | None = None,
         store: AnchorStore | None = None,
         manager_judge: Judge | None = None,
         seed: int = 0,
@@ -319,29 +319,8 @@ class RankBufferReward(GroupRewardMethod):
                 self.store.put(texts[key])
             self.buffers.set_pending(qid, epoch, key_buckets)
         self.buffers.set(qid, update.buffer)
-        details.update(self._group_details(candidates, ranking, ranked, old, update, initial))
+        details.update(_ranked_details(candidates, ranking, ranked, old, update, initial))
         return RankOutcome(ranking.blocks(), details)
-
-    def _group_details(self, candidates: Candidates, ranking, ranked: AnchorBuffer, old: AnchorBuffer, update,
-                       initial: tuple[Anchor, ...]) -> dict[str, Any]:  # fmt: skip
-        """The per-group numbers of a ranked group (module docstring)."""
-        details: dict[str, Any] = {}
-        K, valid = ranked.size, [len(m) for m in candidates.members]
-        if valid:  # position / K averaged over valid rollouts (duplicates count once each)
-            positions = zip(valid, ranking.positions, strict=True)
-            details["coarse_position_mean"] = sum(n * p / K for n, p in positions) / sum(valid)
-        details.update(
-            maintained=update.buffer is not old,
-            bucket_sizes=[len(b) for b in ranking.buckets],
-            coarse_calls=len(candidates.answers) if ranking.coarse_calls is None else ranking.coarse_calls,
-            fine_calls=ranking.fine_calls,
-            fine_fallbacks=len(ranking.unranked),
-            buffer_size=update.buffer.size,
-            anchors_added=dict(Counter(a.source for a in initial + tuple(update.added))),
-            anchors_pruned=dict(Counter(a.source for a in update.pruned)),
-        )
-        details.update(ranking.extra)
-        return details
 
     def _nectar_buffer(self, group: Group, epoch: int) -> AnchorBuffer:
         """Algorithm 1, lines 5-7: Select_K0 of the references, worst -> best."""
@@ -473,3 +452,26 @@ class RankBufferReward(GroupRewardMethod):
                 "construct RankBufferReward with the saved settings to resume"
             )
         self.buffers.load(state)
+
+
+def _ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffer, old: AnchorBuffer,
+                    update: BufferUpdate, initial: tuple[Anchor, ...]) -> dict[str, Any]:  # fmt: skip
+    """The per-group numbers of a ranked group (module docstring): `ranked` is the buffer it was
+    ranked against, `old` the buffer before, `update` what is kept, `initial` a new buffer's anchors."""
+    details: dict[str, Any] = {}
+    K, valid = ranked.size, [len(m) for m in candidates.members]
+    if valid:  # position / K averaged over valid rollouts (duplicates count once each)
+        positions = zip(valid, ranking.positions, strict=True)
+        details["coarse_position_mean"] = sum(n * p / K for n, p in positions) / sum(valid)
+    details.update(
+        maintained=update.buffer is not old,
+        bucket_sizes=[len(b) for b in ranking.buckets],
+        coarse_calls=len(candidates.answers) if ranking.coarse_calls is None else ranking.coarse_calls,
+        fine_calls=ranking.fine_calls,
+        fine_fallbacks=len(ranking.unranked),
+        buffer_size=update.buffer.size,
+        anchors_added=dict(Counter(a.source for a in initial + tuple(update.added))),
+        anchors_pruned=dict(Counter(a.source for a in update.pruned)),
+    )
+    details.update(ranking.extra)
+    return details
