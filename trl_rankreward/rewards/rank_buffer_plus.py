@@ -25,7 +25,11 @@ ranked:
    costs nothing more.
 
 Maintenance uses the placement's buckets, with each bucket's answers in the fused order
-(so interval refinement picks the fused median).
+(so interval refinement picks the fused median), and `max_anchors` caps the buffer.
+
+In code: `RankBufferPlusOptions`; the ranking is `LookingRanking` over a placement
+(`ranking_strategy.CoarseToFine` or `JointPlacement`), both `RankingStrategy`s, and the
+maintenance `buffer_manager.RuleManager` with the cap; `RankBufferPlusReward` only picks them.
 
 Failure policy: as the paper's for the placement (a failed coarse call or joint call makes
 the group neutral; a failed fine call keeps its bucket as one tie block). A failed second
