@@ -177,4 +177,3 @@ def test_rank_buffer_default_is_unchanged_by_the_variant_hooks():
     assert result.rewards == pytest.approx(EXPECTED_REWARDS)
     assert dict(judge.counts) == {"coarse": 6, "listwise": 1}
     assert all(isinstance(r, (CoarseRequest, ListwiseRequest)) for r in judge.requests)
-

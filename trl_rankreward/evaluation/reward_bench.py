@@ -89,7 +89,9 @@ BENCH_METHODS: tuple[BenchMethod, ...] = (
     BenchMethod("rank_buffer_k0_2", "rank_buffer", {"k0": 2}),
     BenchMethod("rank_buffer_k0_7", "rank_buffer", {"k0": 7}),
     BenchMethod("rank_buffer_llm", "rank_buffer", {"buffer_manager": "llm"}, paper="LLM"),
-    BenchMethod("rank_buffer_llm_lookahead", "rank_buffer", {"buffer_manager": "llm_lookahead"}, paper="LLM + look-ahead"),
+    BenchMethod(
+        "rank_buffer_llm_lookahead", "rank_buffer", {"buffer_manager": "llm_lookahead"}, paper="LLM + look-ahead"
+    ),
     BenchMethod("matrix_explicit", "matrix", {"protocol": "explicit"}),
     BenchMethod("matrix_implicit", "matrix", {"protocol": "implicit"}),
 )
