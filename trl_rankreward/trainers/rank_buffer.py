@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 
 from ..rewards.base import GroupRewardMethod
-from ..rewards.rank_buffer import RankBufferOptions
+from ..rewards.rank_buffer import RankBufferOptions, RankBufferReward
 from .judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
 
@@ -30,6 +30,7 @@ class RankBufferGRPOConfig(RankBufferOptions, JudgeRewardGRPOConfig):
     reward_method: str = field(default="rank_buffer", metadata={"help": "Fixed to 'rank_buffer' for this trainer."})
 
     def __post_init__(self):
+        # Each base's checks: MethodOptions.__post_init__ does not chain on to TRL's, so both are called.
         JudgeRewardGRPOConfig.__post_init__(self)
         RankBufferOptions.__post_init__(self)
         self._check_own_method("rank_buffer", "RankBuffer", [f.name for f in fields(RankBufferOptions)])
@@ -60,8 +61,6 @@ class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
         return {"buffer_init": args.buffer_init}
 
     def _build_reward_method(self, judge) -> GroupRewardMethod:
-        from ..rewards.rank_buffer import RankBufferReward
-
         answer_format = self._common_method_kwargs()["answer_format"]
         return RankBufferReward(
             judge, rank_buffer_options(self.args), answer_format=answer_format, seed=self.args.judge_seed
