@@ -149,14 +149,8 @@ class RankBufferOptions(MethodOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        if isinstance(self.k0, bool) or not isinstance(self.k0, int) or self.k0 < 2:
-            raise ValueError(f"k0 must be an integer >= 2 (the paper uses 2, 4, 7), got {self.k0!r}")
-        if (
-            isinstance(self.inactivity_epochs, bool)
-            or not isinstance(self.inactivity_epochs, int)
-            or self.inactivity_epochs < 1
-        ):
-            raise ValueError(f"inactivity_epochs (H) must be an integer >= 1, got {self.inactivity_epochs!r}")
+        check_int("k0", self.k0, 2, " (the paper uses 2, 4, 7)")
+        check_int("inactivity_epochs (H)", self.inactivity_epochs, 1)
         if self.buffer_manager is not None and self.buffer_variant == "static":
             raise ValueError(
                 f"buffer_manager={self.buffer_manager!r} maintains the buffer but buffer_variant='static' freezes it; "
@@ -178,6 +172,12 @@ class RankBufferOptions(MethodOptions):
         if self.anchor_store == "sqlite" and self.anchor_store_path is not None:
             return SQLiteAnchorStore(self.anchor_store_path)
         return InMemoryAnchorStore()
+
+
+def check_int(name: str, value: Any, low: int, note: str = "") -> None:
+    """Raise `ValueError` unless `value` is an integer (not a bool) >= `low`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}{note}, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from ..judging.protocol import Judge
 from .base import Group, require
 from .buffer_manager import BufferManager, RuleManager
 from .display_audit import DETAILS_KEY, ask_listwise, new_tally
-from .rank_buffer import RankBufferOptions, RankBufferReward
+from .rank_buffer import RankBufferOptions, RankBufferReward, check_int
 from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_request
 from .verdicts import check_order, order_or_none
 
@@ -106,18 +106,14 @@ class RankBufferPlusOptions(RankBufferOptions):
             raise ValueError(
                 f"rank_buffer_plus keeps the rule-based maintenance (buffer_manager=None), got {self.buffer_manager!r}"
             )
-        for name, low in (("extra_calls", 0), ("disagreement", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if self.max_anchors is not None and (
-            isinstance(self.max_anchors, bool) or not isinstance(self.max_anchors, int)
-        ):
-            raise ValueError(f"max_anchors must be None or an integer >= k0, got {self.max_anchors!r}")
-        if self.max_anchors is not None and self.max_anchors < self.k0:
-            raise ValueError(
-                f"max_anchors={self.max_anchors} is below k0={self.k0}: the first buffer would not fit; raise it"
-            )
+        check_int("extra_calls", self.extra_calls, 0)
+        check_int("disagreement", self.disagreement, 1)
+        if self.max_anchors is not None:
+            check_int("max_anchors", self.max_anchors, 0, " or None")
+            if self.max_anchors < self.k0:
+                raise ValueError(
+                    f"max_anchors={self.max_anchors} is below k0={self.k0}: the first buffer would not fit; raise it"
+                )
         self.second_look = bool(self.second_look)
 
 
