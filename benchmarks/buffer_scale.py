@@ -55,7 +55,7 @@ def build(n: int, store: SQLiteAnchorStore, args) -> tuple[dict, float]:
     """The state of `n` buffers (texts put into `store`); returns (state, rate of single puts per second)."""
     rng = random.Random(args.seed)
     blocks = ["".join(rng.choice("abcdefghij klmnopqrstuvwxyz.,") for _ in range(args.text_chars)) for _ in range(64)]
-    method = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
+    method = RankBufferReward(OracleJudge({}), k0=4, store=store)
     timed = min(n, max(1, args.timed_puts // K))  # queries whose texts go in one `put` each
     buffers, t_put = {}, 0.0
     with paused_gc():  # setup only: millions of objects (see trl_rankreward/_gc.py)
@@ -82,7 +82,7 @@ def measure(n: int, args, tmpdir: str) -> dict[str, float]:
     live = os.path.join(tmpdir, f"anchors-{n}.sqlite")
     store = SQLiteAnchorStore(live)
     state, put_rate = build(n, store, args)
-    method = RankBufferReward(OracleJudge({}), k0=4, anchor_store=store)
+    method = RankBufferReward(OracleJudge({}), k0=4, store=store)
     method.load_state_dict(state)  # writes the N buffer structures into the store once
     del state
     gc.collect()
@@ -97,7 +97,7 @@ def measure(n: int, args, tmpdir: str) -> dict[str, float]:
     for qid in touched:  # one step later: a step's groups changed their buffers, and one new text each
         buffer = method.buffer(qid)
         key = store.put(f"{qid} new anchor after the first checkpoint")
-        method._buffers.set(qid, AnchorBuffer((*buffer.anchors[:-1], Anchor(key, "right", 4, 0)), 0, 4, None, 4))
+        method.buffers.set(qid, AnchorBuffer((*buffer.anchors[:-1], Anchor(key, "right", 4, 0)), 0, 4, None, 4))
     t0 = time.perf_counter()
     method.save_state(second)
     save_next = time.perf_counter() - t0
@@ -110,7 +110,7 @@ def measure(n: int, args, tmpdir: str) -> dict[str, float]:
     gc.collect()
 
     t0 = time.perf_counter()  # a restarted trainer in the same output_dir: texts are there already
-    in_place = RankBufferReward(OracleJudge({}), k0=4, anchor_store=SQLiteAnchorStore(live))
+    in_place = RankBufferReward(OracleJudge({}), k0=4, store=SQLiteAnchorStore(live))
     in_place.load_state(second)
     restore_in_place = time.perf_counter() - t0
     in_place.store.close()
@@ -120,7 +120,7 @@ def measure(n: int, args, tmpdir: str) -> dict[str, float]:
     base = tracemalloc.get_traced_memory()[0]
     t0 = time.perf_counter()
     fresh = SQLiteAnchorStore(os.path.join(tmpdir, f"resumed-{n}.sqlite"))
-    restored = RankBufferReward(OracleJudge({}), k0=4, anchor_store=fresh)
+    restored = RankBufferReward(OracleJudge({}), k0=4, store=fresh)
     with paused_gc():
         restored.load_state(second)
     restore_fresh = time.perf_counter() - t0

@@ -70,9 +70,11 @@ async def run_config(args, variant: str, noise: float) -> list[dict[str, float]]
     if variant == "listwise_group":
         method = ListwiseGroupReward(judge)
     elif variant == "rank_buffer_plus":
-        method = RankBufferPlusReward(judge, init="nectar", inactivity_epochs=args.H)
+        method = RankBufferPlusReward(judge, buffer_init="nectar", inactivity_epochs=args.H)
     else:
-        method = RankBufferReward(judge, k0=args.k0, init="nectar", inactivity_epochs=args.H, variant=variant)
+        method = RankBufferReward(
+            judge, k0=args.k0, buffer_init="nectar", inactivity_epochs=args.H, buffer_variant=variant
+        )
     rows, step = [], 0
     for e, epoch_groups in enumerate(world):
         before = judge.ledger.snapshot()

@@ -3,8 +3,8 @@
 Each row adds one change to the row above it, from the paper's RankBuffer to the variant's
 defaults, on the reward-method benchmark (`evaluation.reward_bench`, its default setting unless
 flags say otherwise); `rrc_scr` (all pairs) and `listwise_group` (one call per group) frame them.
-The S rows measure soft placement (issue 17: the coarse position's probabilities, which an LLM
-judge gives as log-probabilities at no extra call), each next to the row it changes.
+The S rows are the baselines of the soft-placement measurement in docs/benchmarks.md (the
+option itself was removed: it did not pay).
 
     python benchmarks/rank_buffer_plus_ablation.py                    # the benchmark's default judge
     python benchmarks/rank_buffer_plus_ablation.py --text_noise 0 --listwise_noise_growth 0
@@ -32,12 +32,8 @@ ROWS = [
      {**PAPER_PLACEMENT, "placement": "joint", "extra_calls": 2, "extra_scope": "window"}),
     ("G: E + two anchors (defaults)", "rank_buffer_plus", {}),
     ("H: G with three anchors", "rank_buffer_plus", {"max_anchors": 3}),
-    ("S0: rank_buffer + soft placement", "rank_buffer", {"soft_placement": True}),
-    ("S1: rank_buffer coarse_only (no fine calls)", "rank_buffer", {"variant": "coarse_only"}),
-    ("S2: S1 + soft placement (ties by E[position])", "rank_buffer", {"variant": "coarse_only", "soft_placement": True}),
+    ("S1: rank_buffer coarse_only (no fine calls)", "rank_buffer", {"buffer_variant": "coarse_only"}),
     ("S3: A + 1 extra look on disputes", "rank_buffer_plus", {**PAPER_PLACEMENT, "extra_calls": 1}),
-    ("S4: S3 + soft flags (entropy > 0.5)", "rank_buffer_plus",
-     {**PAPER_PLACEMENT, "extra_calls": 1, "soft_placement": True, "soft_entropy": 0.5}),
 ]  # fmt: skip
 
 

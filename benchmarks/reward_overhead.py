@@ -43,7 +43,7 @@ REALISTIC_STEPS_S = (2.0, 30.0)
 
 def build(name: str, judge, store_path: str):
     if name == "rank_buffer":  # the trainer's layout: texts in an SQLite store next to the checkpoints
-        return make_reward_method(name, judge, k0=4, inactivity_epochs=3, anchor_store=SQLiteAnchorStore(store_path))
+        return make_reward_method(name, judge, k0=4, inactivity_epochs=3, store=SQLiteAnchorStore(store_path))
     return make_reward_method(name, judge)
 
 

@@ -1,7 +1,8 @@
-"""RankBuffer's and MatrixReward's options are declared twice: as keywords of the reward class
-(`rewards/`) and as fields of the trainer config (`trainers/`). Their defaults, choices and range
-checks must agree, so a run from a default config trains with the same method a user gets from
-`RankBufferReward(judge)` / `MatrixReward(judge)` / `make_reward_method(name, judge)`.
+"""MatrixReward's options are declared twice: as keywords of the reward class (`rewards/`) and as
+fields of the trainer config (`trainers/`). Their defaults, choices and range checks must agree, so
+a run from a default config trains with the same method a user gets from `MatrixReward(judge)` /
+`make_reward_method(name, judge)`. (RankBuffer's options have one source, `RankBufferOptions`,
+which its config inherits: tests/trainers/test_rank_buffer.py.)
 """
 
 from __future__ import annotations
@@ -16,24 +17,12 @@ from tests.trainers.helpers import tiny_config
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.rewards import matrix_math
 from trl_rankreward.rewards import matrix_reward as matrix_module
-from trl_rankreward.rewards import rank_buffer as rank_buffer_module
 from trl_rankreward.rewards.matrix_reward import MatrixReward
-from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.registry import reward_method_class
 from trl_rankreward.trainers import matrix_reward as matrix_trainer
-from trl_rankreward.trainers import rank_buffer as rank_buffer_trainer
 from trl_rankreward.trainers.matrix_reward import MATRIX_OPTIONS, MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 #: config field -> reward keyword, for every option of the method that is a config field
-RANK_BUFFER_OPTIONS = {
-    "k0": "k0",
-    "buffer_init": "init",
-    "inactivity_epochs": "inactivity_epochs",
-    "buffer_variant": "variant",
-    "buffer_manager": "manager",
-    "reshuffle_check": "reshuffle_check",
-}
 MATRIX_REWARD_OPTIONS = {name: name for name in MATRIX_OPTIONS}
 
 #: reward keywords that are deliberately not a method-specific config field, and why
@@ -42,20 +31,10 @@ NOT_OPTIONS = {
     "lambda_fmt": "a JudgeRewardGRPOConfig field; the trainer configs set the paper's value, the class keeps 0.0",
     "answer_format": "built from thinking_format",
     "format_reward": "a Python callable, not a config value",
-    "manager_judge": "the trainer uses its one judge for the manager",
-    "anchor_store": "an object; the config names it (anchor_store='sqlite'|'memory')",
-    "seed": "the config's judge_seed",
-    "soft_placement": "needs a judge that serves log-probabilities; measured not to pay (docs/benchmarks.md), "
-    "so no trainer option",
 }
 
 #: config field -> the reward module's tuple of allowed values
 CHOICES = {
-    RankBufferGRPOConfig: {
-        "buffer_init": rank_buffer_module.INITS,
-        "buffer_variant": rank_buffer_module.VARIANTS,
-        "buffer_manager": rank_buffer_module.MANAGERS,
-    },
     MatrixRewardGRPOConfig: {
         "protocol": matrix_module.PROTOCOLS,
         "extractor": tuple(matrix_math.EXTRACTORS),
@@ -67,7 +46,6 @@ CHOICES = {
 }
 
 METHODS = [
-    pytest.param(RankBufferGRPOConfig, RankBufferGRPOTrainer, RankBufferReward, RANK_BUFFER_OPTIONS, id="rank_buffer"),
     pytest.param(MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer, MatrixReward, MATRIX_REWARD_OPTIONS, id="matrix"),
 ]
 
@@ -86,10 +64,8 @@ def keyword_defaults(reward_class) -> dict:
 
 
 def options_of(method) -> dict:
-    """The method's option values as it stores them (RankBuffer: attributes; MatrixReward: `options` + two attributes)."""
-    if isinstance(method, MatrixReward):
-        return {"protocol": method.protocol, "both_orders": method.both_orders, **method.options}
-    return {name: getattr(method, name) for name in RANK_BUFFER_OPTIONS.values()} | {"manager": method.manager}
+    """The method's option values as it stores them (MatrixReward: `options` + two attributes)."""
+    return {"protocol": method.protocol, "both_orders": method.both_orders, **method.options}
 
 
 @pytest.mark.parametrize(("config_class", "trainer_class", "reward_class", "options"), METHODS)
@@ -115,8 +91,7 @@ def test_every_reward_keyword_is_a_config_field_or_known_not_to_be(config_class,
 @pytest.mark.parametrize(("config_class", "trainer_class", "reward_class", "options"), METHODS)
 def test_default_config_builds_the_default_method(config_class, trainer_class, reward_class, options, tmp_path):
     # The trainer's own mapping (`_build_reward_method`) from a default config gives the class's default method.
-    overrides = {"anchor_store": "memory"} if config_class is RankBufferGRPOConfig else {}  # no SQLite file needed
-    args = tiny_config(config_class, tmp_path, **overrides)
+    args = tiny_config(config_class, tmp_path)
     fake_trainer = SimpleNamespace(args=args, _common_method_kwargs=dict)
     built = trainer_class._build_reward_method(fake_trainer, judge())
     assert type(built) is reward_class is reward_method_class(args.reward_method)
@@ -134,8 +109,6 @@ def test_choices_are_the_reward_modules_tuples(config_class):
 
 
 def test_config_tuples_are_imported_not_repeated():
-    assert rank_buffer_trainer.BUFFER_INITS is rank_buffer_module.INITS
-    assert rank_buffer_trainer.BUFFER_VARIANTS is rank_buffer_module.VARIANTS
     assert matrix_trainer.PROTOCOLS is matrix_module.PROTOCOLS
     for name in ("EXTRACTORS", "FUSIONS", "IDEALS", "DISTANCES", "AGGREGATIONS"):
         assert getattr(matrix_trainer, name) is getattr(matrix_math, name), name
@@ -144,16 +117,6 @@ def test_config_tuples_are_imported_not_repeated():
 @pytest.mark.parametrize(
     ("config_class", "reward_class", "options", "overrides"),
     [
-        (RankBufferGRPOConfig, RankBufferReward, RANK_BUFFER_OPTIONS, {"k0": 1}),
-        (RankBufferGRPOConfig, RankBufferReward, RANK_BUFFER_OPTIONS, {"inactivity_epochs": 0}),
-        (RankBufferGRPOConfig, RankBufferReward, RANK_BUFFER_OPTIONS, {"buffer_variant": "frozen"}),
-        (RankBufferGRPOConfig, RankBufferReward, RANK_BUFFER_OPTIONS, {"buffer_init": "random"}),
-        (
-            RankBufferGRPOConfig,
-            RankBufferReward,
-            RANK_BUFFER_OPTIONS,
-            {"buffer_manager": "llm", "buffer_variant": "static"},
-        ),
         (MatrixRewardGRPOConfig, MatrixReward, MATRIX_REWARD_OPTIONS, {"protocol": "listwise"}),
         (MatrixRewardGRPOConfig, MatrixReward, MATRIX_REWARD_OPTIONS, {"protocol": "pointwise", "both_orders": True}),
         (MatrixRewardGRPOConfig, MatrixReward, MATRIX_REWARD_OPTIONS, {"fusion": "additive", "mixture_alpha": 1.5}),
@@ -171,11 +134,7 @@ def test_config_and_reward_class_reject_the_same_values(config_class, reward_cla
 
 @pytest.mark.parametrize("config_class", list(CHOICES), ids=lambda c: c.__name__)
 def test_every_config_choice_builds_a_reward_method(config_class):
-    reward_class, options = (
-        (RankBufferReward, RANK_BUFFER_OPTIONS)
-        if config_class is RankBufferGRPOConfig
-        else (MatrixReward, MATRIX_REWARD_OPTIONS)
-    )
+    reward_class, options = MatrixReward, MATRIX_REWARD_OPTIONS
     for name, allowed in CHOICES[config_class].items():
         for value in allowed:
             reward_class(judge(), **{options[name]: value})  # raises if the class does not accept a config choice

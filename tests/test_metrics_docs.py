@@ -69,12 +69,11 @@ def _run(method, epochs: int = 2) -> set[str]:
 
 # Each registered method with its defaults, plus the RankBuffer settings that take other code paths.
 CONFIGS = [(name, {}) for name in REWARD_METHODS] + [
-    ("rank_buffer", {"init": "bootstrap"}),
-    ("rank_buffer", {"manager": "llm"}),
-    ("rank_buffer", {"manager": "llm_lookahead"}),
-    ("rank_buffer", {"variant": "coarse_only"}),
-    ("listwise_group", {"reshuffle_check": 1.0}),
-    ("rank_buffer", {"soft_placement": True}),  # rank/soft_fallbacks  # the shuffle check's rank/listwise_reshuffle_... names
+    ("rank_buffer", {"buffer_init": "bootstrap"}),
+    ("rank_buffer", {"buffer_manager": "llm"}),
+    ("rank_buffer", {"buffer_manager": "llm_lookahead"}),
+    ("rank_buffer", {"buffer_variant": "coarse_only"}),
+    ("listwise_group", {"reshuffle_check": 1.0}),  # the shuffle check's rank/listwise_reshuffle_... names
 ]
 
 

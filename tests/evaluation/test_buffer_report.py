@@ -76,7 +76,7 @@ def _run_rankbuffer(store, queries=6, epochs=3, G=8):
     refs = {f"q{q}": [f"q{q} ref {r}" for r in range(7)] for q in range(queries)}  # best first
     for texts in refs.values():
         quality.update({t: 7.0 - r for r, t in enumerate(texts)})
-    method = RankBufferReward(OracleJudge(quality), k0=4, inactivity_epochs=2, anchor_store=store)
+    method = RankBufferReward(OracleJudge(quality), k0=4, inactivity_epochs=2, store=store)
     results = None
     for e in range(epochs):
         groups = []

@@ -16,7 +16,7 @@ QUALITY = {f"ref {i}": 8.0 - i for i in range(1, 8)}
 
 
 def method(path):
-    return RankBufferReward(OracleJudge(QUALITY), k0=4, anchor_store=SQLiteAnchorStore(path))
+    return RankBufferReward(OracleJudge(QUALITY), k0=4, store=SQLiteAnchorStore(path))
 
 
 def train(m, epoch, queries=("q0", "q1", "q2")):

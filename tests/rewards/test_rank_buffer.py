@@ -154,7 +154,7 @@ BOOT = [f"b{i}" for i in range(8)]
 )
 def test_bootstrap_init_subsets_rewards_and_no_maintenance(k0, anchors):
     judge = OracleJudge(dict(zip(BOOT, BOOT_Q, strict=True)))
-    method = RankBufferReward(judge, k0=k0, init="bootstrap")
+    method = RankBufferReward(judge, k0=k0, buffer_init="bootstrap", lambda_fmt=0.0)
     (res,) = _score(method, [_group(BOOT, references=None)])
     assert judge.counts == {"listwise": 1}  # no coarse calls on the bootstrap group
     # the quality IS the zero-based position here, so r = -1 + 2 * quality / 7
@@ -168,7 +168,7 @@ def test_bootstrap_init_subsets_rewards_and_no_maintenance(k0, anchors):
 def test_bootstrap_then_coarse_to_fine_in_the_same_epoch():
     quality = dict(zip(BOOT, BOOT_Q, strict=True)) | {"low": -1, "mid": 1.5}
     judge = OracleJudge(quality)
-    method = RankBufferReward(judge, k0=4, init="bootstrap")
+    method = RankBufferReward(judge, k0=4, buffer_init="bootstrap", lambda_fmt=0.0)
     _score(method, [_group(BOOT, references=None)])
     (res,) = _score(method, [_group(["mid", "low"], references=None)], step=1)
     # anchors b3(0) b1(2) b0(5) b2(7): mid -> 1, low -> 0; left expansion adds "low" (markers
@@ -180,7 +180,7 @@ def test_bootstrap_then_coarse_to_fine_in_the_same_epoch():
 
 
 def test_bootstrap_with_only_invalid_rollouts_waits_for_the_next_group():
-    method = RankBufferReward(OracleJudge({}), init="bootstrap")
+    method = RankBufferReward(OracleJudge({}), buffer_init="bootstrap")
     (res,) = _score(method, [_group(["", "  "], references=None)])
     assert res.rewards == [0.0, 0.0] and not res.neutral
     assert method.buffer("q") is None
@@ -189,7 +189,7 @@ def test_bootstrap_with_only_invalid_rollouts_waits_for_the_next_group():
 # ----------------------------------------------------------------- variants
 def test_coarse_only_shares_the_average_rank_without_fine_calls():
     judge = OracleJudge(QUALITY)
-    method = RankBufferReward(judge, k0=4, variant="coarse_only")
+    method = RankBufferReward(judge, k0=4, buffer_variant="coarse_only", lambda_fmt=0.0)
     (res,) = _score(method, [_group()])
     assert judge.counts == {"coarse": 6}
     # blocks: "" | c0 | {c1 c1 c5 c7} | c3 | c6 -> q = 0, 1, (2+3+4+5)/4 = 3.5, 6, 7
@@ -202,7 +202,7 @@ def test_coarse_only_shares_the_average_rank_without_fine_calls():
 
 def test_order_only_hides_anchor_text_in_coarse_requests():
     judge = OracleJudge(QUALITY)
-    method = RankBufferReward(judge, k0=4, variant="order_only")
+    method = RankBufferReward(judge, k0=4, buffer_variant="order_only", lambda_fmt=0.0)
     (res,) = _score(method, [_group()])
     assert all(not r.show_anchor_text for r in _of(judge, CoarseRequest))
     assert judge.counts == {"coarse": 6, "listwise": 1}
@@ -211,7 +211,7 @@ def test_order_only_hides_anchor_text_in_coarse_requests():
 
 def test_static_buffer_is_frozen_after_its_first_epoch():
     judge = OracleJudge(QUALITY)
-    method = RankBufferReward(judge, k0=4, variant="static")
+    method = RankBufferReward(judge, k0=4, buffer_variant="static")
     _score(method, [_group()], epoch=0)
     after_epoch0 = _texts(method)
     assert after_epoch0 == ["c0", "n7", "c1", "n5", "n3", "n1", "c6"]  # maintained in epoch 0
@@ -260,7 +260,7 @@ def test_failed_fine_call_keeps_the_coarse_ranking_and_leaves_the_buffer_unchang
 
 def test_failed_fine_call_on_first_sight_keeps_the_reference_buffer():
     judge = OracleJudge(QUALITY, fail=lambda r: isinstance(r, ListwiseRequest))
-    method = RankBufferReward(judge, k0=4)
+    method = RankBufferReward(judge, k0=4, lambda_fmt=0.0)
     (res,) = _score(method, [_group()])
     # The fine call over bucket C1 [c1 c5 c7] failed: those answers share one place. Order:
     # "" | c0 | {c1 c1 c5 c7} | c3 | c6 -> q = 0, 1, (2+3+4+5)/4 = 3.5, 6, 7 and r = -1 + 2q/7.
@@ -282,7 +282,7 @@ def test_invalid_verdict_is_a_failure_not_a_guess():
 
 def test_failed_bootstrap_ranking_is_neutral_and_retried_next_time():
     judge = OracleJudge(dict(zip(BOOT, BOOT_Q, strict=True)), fail=lambda r: r.step == 0)
-    method = RankBufferReward(judge, init="bootstrap")
+    method = RankBufferReward(judge, buffer_init="bootstrap")
     (res,) = _score(method, [_group(BOOT, references=None)], step=0)
     assert res.neutral and method.buffer("q") is None
     (res,) = _score(method, [_group(BOOT, references=None)], step=1)
@@ -294,7 +294,7 @@ def test_failed_bootstrap_ranking_is_neutral_and_retried_next_time():
 # c0 c7 c1 c5 c3 c6 (4-9). Combined order: c0 n7 c7 c1 c5 n5 c3 n3 n1 c6.
 def test_llm_manager_selects_and_sorts_by_the_combined_order():
     judge = OracleJudge(QUALITY, select=lambda r: [9, 1, 3, 4])
-    method = RankBufferReward(judge, k0=4, manager="llm")
+    method = RankBufferReward(judge, k0=4, buffer_manager="llm", lambda_fmt=0.0)
     (res,) = _score(method, [_group()])
     (req,) = _of(judge, BufferSelectRequest)
     assert req.anchors == ("n7", "n5", "n3", "n1") and req.rollouts == ("c0", "c7", "c1", "c5", "c3", "c6")
@@ -308,7 +308,7 @@ def test_llm_manager_selects_and_sorts_by_the_combined_order():
 
 def test_llm_manager_is_shown_the_combined_order():
     judge = OracleJudge(QUALITY, select=lambda r: [9, 1, 3, 4])
-    _score(RankBufferReward(judge, k0=4, manager="llm"), [_group()])
+    _score(RankBufferReward(judge, k0=4, buffer_manager="llm"), [_group()])
     (req,) = _of(judge, BufferSelectRequest)
     # pool indices: n7 0, n5 1, n3 2, n1 3, c0 4, c7 5, c1 6, c5 7, c3 8, c6 9. Buckets C0 [c0],
     # C1 [c7 c1 c5] (fine order), C2 [c3], C3 [], C4 [c6]; C_p sits before anchor p:
@@ -320,7 +320,7 @@ def test_llm_manager_is_shown_the_combined_order():
 
 def test_llm_lookahead_manager_is_shown_the_previous_epochs_combined_order():
     judge = OracleJudge(QUALITY | {"d1": 3.5, "d2": 9}, select=lambda r: [0, 1, 2, 3])
-    method = RankBufferReward(judge, k0=4, manager="llm_lookahead")
+    method = RankBufferReward(judge, k0=4, buffer_manager="llm_lookahead")
     _score(method, [_group(["d1"])], epoch=0)
     _score(method, [_group(["d2"])], epoch=1, step=1)
     (req,) = _of(judge, BufferSelectRequest)
@@ -334,7 +334,7 @@ def test_llm_lookahead_manager_is_shown_the_previous_epochs_combined_order():
 def test_invalid_manager_answer_leaves_the_buffer_unchanged(answer):
     fail = (lambda r: isinstance(r, BufferSelectRequest)) if answer is None else None
     judge = OracleJudge(QUALITY, select=lambda r: answer, fail=fail)
-    method = RankBufferReward(judge, k0=4, manager="llm")
+    method = RankBufferReward(judge, k0=4, buffer_manager="llm", lambda_fmt=0.0)
     (res,) = _score(method, [_group()])
     assert _texts(method) == ["n7", "n5", "n3", "n1"]
     assert not res.neutral and res.rewards == pytest.approx(EXPECTED_REWARDS)
@@ -344,7 +344,7 @@ def test_invalid_manager_answer_leaves_the_buffer_unchanged(answer):
 
 def test_llm_lookahead_updates_when_the_query_returns_next_epoch():
     judge = OracleJudge(QUALITY | {"d1": 3.5, "d2": 9}, select=lambda r: [9, 1, 3, 4])
-    method = RankBufferReward(judge, k0=4, manager="llm_lookahead")
+    method = RankBufferReward(judge, k0=4, buffer_manager="llm_lookahead")
     _score(method, [_group()], epoch=0)
     assert judge.counts["buffer_select"] == 0 and _texts(method) == ["n7", "n5", "n3", "n1"]
     _score(method, [_group(["d1"])], epoch=0, step=1)  # same epoch: still no update
@@ -361,7 +361,7 @@ def test_llm_lookahead_updates_when_the_query_returns_next_epoch():
 
 def test_llm_lookahead_ranks_with_the_updated_buffer():
     judge = OracleJudge(QUALITY | {"d1": 3.5, "d2": 9}, select=lambda r: [9, 1, 3, 4])
-    method = RankBufferReward(judge, k0=4, manager="llm_lookahead")
+    method = RankBufferReward(judge, k0=4, buffer_manager="llm_lookahead")
     _score(method, [_group()], epoch=0)
     n_before = len(judge.requests)
     (res,) = _score(method, [_group(["d1", "d2"])], epoch=1, step=1)
@@ -375,13 +375,13 @@ def test_llm_lookahead_ranks_with_the_updated_buffer():
 def test_config_errors_name_the_fields():
     j = OracleJudge({})
     with pytest.raises(ValueError, match="variant must be one of"):
-        RankBufferReward(j, variant="frozen")
+        RankBufferReward(j, buffer_variant="frozen")
     with pytest.raises(ValueError, match="manager='llm'.*variant='static'"):
-        RankBufferReward(j, manager="llm", variant="static")
+        RankBufferReward(j, buffer_manager="llm", buffer_variant="static")
     with pytest.raises(ValueError, match="k0 must be"):
         RankBufferReward(j, k0=1)
     with pytest.raises(ValueError, match="init must be"):
-        RankBufferReward(j, init="random")
+        RankBufferReward(j, buffer_init="random")
 
 
 # ----------------------------------------------------------------- state
@@ -392,7 +392,7 @@ def _two_epochs(method):
 
 @pytest.mark.parametrize("manager", [None, "llm_lookahead"])
 def test_state_round_trip_in_memory(manager):
-    kw = {"k0": 4, "manager": manager}
+    kw = {"k0": 4, "buffer_manager": manager}
     a = RankBufferReward(OracleJudge(QUALITY), **kw)
     _two_epochs(a)
     state = json.loads(json.dumps(a.state_dict()))
@@ -409,7 +409,7 @@ def test_state_round_trip_in_memory(manager):
 
 
 def test_state_with_sqlite_store_keeps_the_buffers_in_the_store(tmp_path):
-    a = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "a.sqlite"))
+    a = RankBufferReward(OracleJudge(QUALITY), store=SQLiteAnchorStore(tmp_path / "a.sqlite"))
     _two_epochs(a)
     state = json.loads(json.dumps(a.state_dict()))
     # texts and buffer structures are in the store; the state holds the running totals only
@@ -418,10 +418,10 @@ def test_state_with_sqlite_store_keeps_the_buffers_in_the_store(tmp_path):
     checkpoint = tmp_path / "checkpoint"
     checkpoint.mkdir()
     a.save_state(str(checkpoint))  # the state file and a snapshot of the store
-    b = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "b.sqlite"))
+    b = RankBufferReward(OracleJudge(QUALITY), store=SQLiteAnchorStore(tmp_path / "b.sqlite"))
     b.load_state(str(checkpoint))
     assert b.export_buffers() == a.export_buffers() and b.state_dict() == a.state_dict() and _texts(b) == _texts(a)
-    c = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(tmp_path / "c.sqlite"))
+    c = RankBufferReward(OracleJudge(QUALITY), store=SQLiteAnchorStore(tmp_path / "c.sqlite"))
     with pytest.raises(ValueError, match="holds 0 buffers, but the RankBuffer state counts 2"):
         c.load_state_dict(state)  # the state without its store: refused, not silently empty
 
@@ -429,8 +429,8 @@ def test_state_with_sqlite_store_keeps_the_buffers_in_the_store(tmp_path):
 def test_a_new_method_on_an_old_store_starts_without_buffers(tmp_path):
     # A fresh run reusing an output_dir must not inherit the previous run's buffers (texts may stay).
     path = tmp_path / "anchors.sqlite"
-    _two_epochs(RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path)))
-    again = RankBufferReward(OracleJudge(QUALITY), anchor_store=SQLiteAnchorStore(path))
+    _two_epochs(RankBufferReward(OracleJudge(QUALITY), store=SQLiteAnchorStore(path)))
+    again = RankBufferReward(OracleJudge(QUALITY), store=SQLiteAnchorStore(path))
     assert again.export_buffers() == {} and again.anchors("q") == []
 
 
@@ -448,7 +448,7 @@ def test_state_with_other_settings_is_refused():
 def test_a_step_takes_two_judge_rounds(manager, rounds):
     # coarse calls of all groups in one round, then all fine calls (+ the manager's round)
     judge = OracleJudge(QUALITY, gated=True)
-    method = RankBufferReward(judge, k0=4, manager=manager)
+    method = RankBufferReward(judge, k0=4, buffer_manager=manager)
     groups = [_group(), _group(["c3", "c5", "c7", "c1"], qid="q2")]
     asyncio.run(judge.run_in_rounds(method.score(groups, epoch=0, step=0)))
     assert judge.rounds == rounds
@@ -475,7 +475,7 @@ def _check_frozen_scoring(method, groups, epoch, step=5):
 @pytest.mark.parametrize("init", ["nectar", "bootstrap"])
 @pytest.mark.parametrize("manager", [None, "llm", "llm_lookahead"])
 def test_frozen_state_restores_new_and_existing_queries(init, manager):
-    kw = {"k0": 4, "init": init, "manager": manager}
+    kw = {"k0": 4, "buffer_init": init, "buffer_manager": manager}
     judge = OracleJudge(QUALITY, select=lambda r: [0, 1, 2, 3])
     trained = RankBufferReward(judge, **kw)
     _check_frozen_scoring(trained, [_group(), _group(["c3", "c6"], qid="q2")], epoch=0)  # new queries only
@@ -497,7 +497,7 @@ def test_frozen_state_restores_new_and_existing_queries(init, manager):
 def test_frozen_state_with_sqlite_store_keeps_texts_but_not_state(tmp_path):
     store = SQLiteAnchorStore(tmp_path / "anchors.sqlite")
     refs = [f"m{i}" for i in range(1, 8)]  # a new query's references, best first, quality 8 - i
-    method = RankBufferReward(OracleJudge(QUALITY | {m: 8 - i for i, m in enumerate(refs, 1)}), anchor_store=store)
+    method = RankBufferReward(OracleJudge(QUALITY | {m: 8 - i for i, m in enumerate(refs, 1)}), store=store)
     _two_epochs(method)
     keys = [text_id(t) for t in ("m7", "m5", "m3", "m1")]  # Select_4 of m1..m7 (as for n1..n7)
     assert store.missing(keys) == sorted(keys)  # missing() answers sorted
@@ -507,7 +507,7 @@ def test_frozen_state_with_sqlite_store_keeps_texts_but_not_state(tmp_path):
 
 
 def test_frozen_state_restores_on_an_exception_in_the_block():
-    method = RankBufferReward(OracleJudge(QUALITY), manager="llm_lookahead")
+    method = RankBufferReward(OracleJudge(QUALITY), buffer_manager="llm_lookahead")
     _two_epochs(method)
     before = _state_json(method)
     with pytest.raises(KeyError, match="stop"):
@@ -520,7 +520,7 @@ def test_frozen_state_restores_on_an_exception_in_the_block():
 
 def test_frozen_state_never_serializes_the_whole_state(monkeypatch):
     # O(touched queries): the override must not snapshot or reload state_dict (O(all queries))
-    method = RankBufferReward(OracleJudge(QUALITY), manager="llm_lookahead")
+    method = RankBufferReward(OracleJudge(QUALITY), buffer_manager="llm_lookahead")
     _two_epochs(method)
     before = _state_json(method)
 

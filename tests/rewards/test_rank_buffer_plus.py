@@ -33,7 +33,7 @@ def _score(method, completions=COMPLETIONS, epoch=0):
 
 def test_joint_placement_gives_the_papers_rewards_and_buffer_without_noise():
     judge = OracleJudge(QUALITY)
-    plus = RankBufferPlusReward(judge, k0=4, max_anchors=None)
+    plus = RankBufferPlusReward(judge, k0=4, max_anchors=None, lambda_fmt=0.0)
     result = _score(plus)
     assert result.rewards == pytest.approx(EXPECTED_REWARDS)
     # one joint call (4 anchors + 6 unique answers) and the second look; the looks agree: no extra call
@@ -44,14 +44,14 @@ def test_joint_placement_gives_the_papers_rewards_and_buffer_without_noise():
     # positions = anchors judged below: c0 0, c1 1, c3 2, c5 1, c6 4, c7 1 (as the coarse calls give)
     assert result.details["bucket_sizes"] == [1, 3, 1, 0, 1]
     assert result.details["coarse_calls"] == 1 and result.details["look_calls"] == 1
-    paper = RankBufferReward(OracleJudge(QUALITY), k0=4)
+    paper = RankBufferReward(OracleJudge(QUALITY), k0=4, lambda_fmt=0.0)
     _score(paper)
     assert plus.anchors("q") == paper.anchors("q")  # same buckets -> the same Algorithm 2 update
 
 
 def test_coarse_placement_is_the_papers_rounds_plus_the_second_look():
     judge = OracleJudge(QUALITY)
-    result = _score(RankBufferPlusReward(judge, placement="coarse", k0=4, max_anchors=None))
+    result = _score(RankBufferPlusReward(judge, placement="coarse", k0=4, max_anchors=None, lambda_fmt=0.0))
     assert result.rewards == pytest.approx(EXPECTED_REWARDS)
     # 6 coarse calls, 1 fine call (bucket C1 = c7 c1 c5), 1 second look over the 6 answers
     assert dict(judge.counts) == {"coarse": 6, "listwise": 2}
@@ -60,7 +60,7 @@ def test_coarse_placement_is_the_papers_rounds_plus_the_second_look():
 
 def test_buffer_is_capped_to_evenly_spaced_anchors():
     judge = OracleJudge(QUALITY)
-    plus = RankBufferPlusReward(judge)  # defaults: k0 = 2, max_anchors = 2
+    plus = RankBufferPlusReward(judge, lambda_fmt=0.0)  # defaults: k0 = 2, max_anchors = 2
     result = _score(plus)
     # K0 = 2 keeps n7 (1) and n1 (7). Positions: c0 0, c6 2, the others 1. Algorithm 2: c0 becomes
     # the left anchor, c6 the right one, and C1 = [c7 c1 c5 c3] (4 >= 3) gets its lower median c1:
@@ -98,14 +98,14 @@ def test_extra_looks_go_to_the_disputed_answers_and_fix_the_order():
     # Placement [0, 2, 1, 3]; second look [0, 1, 2, 3]. Borda sums: 0, 3, 3, 6 -> c7 and c1 tie and keep
     # the placement order: fused [0, 2, 1, 3], wrong. Without extra looks that is the answer:
     judge = _Scripted(WRONG_JOINT, QUALITY)
-    result = _score(RankBufferPlusReward(judge, extra_calls=0), GROUP4)
+    result = _score(RankBufferPlusReward(judge, extra_calls=0, lambda_fmt=0.0), GROUP4)
     assert result.rewards == pytest.approx([-1, 1 / 3, -1 / 3, 1])  # -1 + 2q/3, c7 above c1
     assert len(judge.requests) == 2
     # Only c7 and c1 differ (by one place): each extra look shows just them, in the fused order of
     # the moment, and says c7 < c1. The first shows (c1, c7); after it the sums are 0, 4, 5, 9:
     # fused [0, 1, 2, 3], so the second shows (c7, c1) and agrees.
     judge = _Scripted(WRONG_JOINT, QUALITY)
-    result = _score(RankBufferPlusReward(judge, extra_calls=2), GROUP4)
+    result = _score(RankBufferPlusReward(judge, extra_calls=2, lambda_fmt=0.0), GROUP4)
     assert result.rewards == pytest.approx([-1, -1 / 3, 1 / 3, 1])
     extra = judge.requests[2:]
     assert [r.candidates for r in extra] == [("c1", "c7"), ("c7", "c1")]
@@ -114,7 +114,7 @@ def test_extra_looks_go_to_the_disputed_answers_and_fix_the_order():
 
 def test_a_failed_look_is_skipped_and_counted_not_neutral():
     judge = _Scripted(WRONG_JOINT, QUALITY, fail_looks=True)
-    result = _score(RankBufferPlusReward(judge), GROUP4)
+    result = _score(RankBufferPlusReward(judge, lambda_fmt=0.0), GROUP4)
     assert not result.neutral
     assert result.rewards == pytest.approx([-1, 1 / 3, -1 / 3, 1])  # the placement order alone
     # one order left: nothing is disputed, so no extra look is spent
@@ -159,8 +159,8 @@ def test_state_round_trip_and_config_check():
     [
         ({"placement": "pairs"}, "placement must be one of"),
         ({"extra_scope": "all"}, "extra_scope must be one of"),
-        ({"variant": "coarse_only"}, "variant must be 'dynamic' or 'static'"),
-        ({"manager": "llm"}, "rule-based maintenance"),
+        ({"buffer_variant": "coarse_only"}, "variant must be 'dynamic' or 'static'"),
+        ({"buffer_manager": "llm"}, "rule-based maintenance"),
         ({"extra_calls": -1}, "extra_calls must be an integer >= 0"),
         ({"k0": 4, "max_anchors": 3}, "max_anchors=3 is below k0=4"),
     ],
@@ -173,18 +173,7 @@ def test_bad_options_say_what_was_expected(kwargs, message):
 def test_rank_buffer_default_is_unchanged_by_the_variant_hooks():
     # the paper's method still makes one coarse call per answer and one fine call per crowded bucket
     judge = OracleJudge(QUALITY)
-    result = _score(RankBufferReward(judge, k0=4))
+    result = _score(RankBufferReward(judge, k0=4, lambda_fmt=0.0))
     assert result.rewards == pytest.approx(EXPECTED_REWARDS)
     assert dict(judge.counts) == {"coarse": 6, "listwise": 1}
     assert all(isinstance(r, (CoarseRequest, ListwiseRequest)) for r in judge.requests)
-
-
-# ----------------------------------------------------------------- soft placement (issue 17)
-def test_soft_placement_needs_coarse_placement_and_soft_entropy_needs_soft_placement():
-    from trl_rankreward.evaluation.oracle_judge import OracleJudge
-    from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward
-
-    with pytest.raises(ValueError, match="placement='coarse'"):
-        RankBufferPlusReward(OracleJudge({}), soft_placement=True)
-    with pytest.raises(ValueError, match="soft_entropy"):
-        RankBufferPlusReward(OracleJudge({}), placement="coarse", soft_entropy=0.5)

@@ -148,7 +148,7 @@ def test_required_references_and_rubrics():
     assert "row 1 (query_id 'q1'): has no references" in message
     assert "row 2 (query_id 'q2'): has no references" in message
     assert "row 3 (query_id 'q3'): has no rubrics" in message
-    assert "use a method without them (e.g. rank_buffer with init='bootstrap')" in message
+    assert "use a method without them (e.g. rank_buffer with buffer_init='bootstrap')" in message
     check_training_dataset(Dataset.from_list(rows))  # optional without the flags
 
 
@@ -234,8 +234,8 @@ def test_streamed_dataset_gets_the_column_checks_only():
 
 def test_method_requirements():
     assert method_requirements("rank_buffer", {}) == {"needs_references": True, "needs_rubrics": False}
-    assert method_requirements("rank_buffer", {"init": "nectar"})["needs_references"]
-    assert not method_requirements("rank_buffer", {"init": "bootstrap"})["needs_references"]
+    assert method_requirements("rank_buffer", {"buffer_init": "nectar"})["needs_references"]
+    assert not method_requirements("rank_buffer", {"buffer_init": "bootstrap"})["needs_references"]
     assert method_requirements("pointwise", {}) == {"needs_references": False, "needs_rubrics": False}
     assert method_requirements("gdpo", {}) == {"needs_references": False, "needs_rubrics": True}
     assert method_requirements("matrix", {"protocol": "implicit"})["needs_rubrics"]

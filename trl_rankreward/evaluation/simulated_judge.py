@@ -42,33 +42,17 @@ the IDs in the order they were shown (R0 worst, R1 next, ...), i.e. the display 
 canonical terms, as a lazy LLM judge copies the list it was given. The draw comes from
 `seeded_rng(seed, "copy", request, n)` like the noise, so at 0 (the default) nothing changes;
 `rewards.display_audit` detects such a judge.
-
-Log-probabilities (soft placement): a `CoarseRequest(probabilities=True)` gets the same
-position (the same noise draw: the flag is not part of the request's identity here) as a
-`SoftPosition` carrying a probability per position, from a Thurstone model of the judge's own
-uncertainty. With perceived anchor qualities sorted, b_1 <= ... <= b_K (b_0 = -inf,
-b_{K+1} = +inf), and perceived candidate quality c,
-
-    P(position = i) = Phi((b_{i+1} - c) / s) - Phi((b_i - c) / s),   s = logprob_temperature * noise * g(request)
-
-the probability that c, read with the call's own noise s, falls between the anchors around
-bucket i: it peaks in the bucket where c fell, and it is flat when c lies near an anchor or
-the anchors lie close together. `logprob_temperature` 1 (the default) is a judge that knows
-its per-call noise; sqrt(2) would also count the anchors' noise; the fixed `text_noise`
-offset is a bias the judge does not know, so it never widens the distribution. With
-`noise` 0 the distribution is one-hot at the position.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from functools import lru_cache
 
 from ..judging.quality_judge import QualityJudge
-from ..judging.requests import CoarseRequest, JudgeFailure, ListwiseRequest, SoftPosition, request_kind
+from ..judging.requests import CoarseRequest, JudgeFailure, ListwiseRequest, request_kind
 from ..judging.seeding import seeded_rng, stable_seed, text_id
 from ..judging.tokens import TokenCounter
 
@@ -96,7 +80,6 @@ class SimulatedJudge(QualityJudge):
         text_noise: float = 0.0,
         listwise_noise_growth: float = 0.0,
         copy_display_order: float = 0.0,
-        logprob_temperature: float = 1.0,
     ):
         super().__init__(
             token_counter=token_counter,
@@ -120,9 +103,6 @@ class SimulatedJudge(QualityJudge):
                 f"copy_display_order is the probability that a listwise answer copies the displayed order "
                 f"and must be in [0, 1], got {copy_display_order!r}"
             )
-        if not logprob_temperature > 0:
-            raise ValueError(f"logprob_temperature scales the noise of soft placements and must be > 0, got "
-                             f"{logprob_temperature!r}")  # fmt: skip
         if not 0.0 <= fail_rate <= 1.0:
             raise ValueError(f"fail_rate is a probability and must be in [0, 1], got {fail_rate!r}")
         self._quality = _quality_fn(quality)
@@ -134,7 +114,6 @@ class SimulatedJudge(QualityJudge):
         self.text_noise = float(text_noise)
         self.listwise_noise_growth = float(listwise_noise_growth)
         self.copy_display_order = float(copy_display_order)
-        self.logprob_temperature = float(logprob_temperature)
         self._seen: Counter[tuple] = Counter()  # draws per (purpose, request, rubric) so far
 
     async def judge(self, request):
@@ -152,22 +131,7 @@ class SimulatedJudge(QualityJudge):
         copying = self.copy_display_order and isinstance(request, ListwiseRequest) and display
         if copying and self._rng("copy", request, None).random() < self.copy_display_order:
             return list(display)  # the IDs as shown, R0 first: display[slot] is the canonical index in slot
-        if isinstance(request, CoarseRequest) and request.probabilities:
-            *anchors, candidate = await self.qualities(request, (*request.anchors, request.candidate))
-            position = sum(1 for q in anchors if q < candidate)  # QualityJudge's coarse rule
-            return SoftPosition(position, self.position_probabilities(request, anchors, candidate, position))
         return await super()._verdict(request, display)
-
-    def position_probabilities(self, request, anchors: Sequence[float], candidate: float, position: int) -> list[float]:
-        """P(position = i), i = 0..K, for perceived qualities (module docstring: the Thurstone model)."""
-        s = self.logprob_temperature * self.noise * self.noise_scale(request, len(anchors) + 1)
-        if not s:
-            return [float(i == position) for i in range(len(anchors) + 1)]
-        cdf = [0.0] + [0.5 * (1 + math.erf((b - candidate) / (s * math.sqrt(2)))) for b in sorted(anchors)] + [1.0]
-        probs = [max(0.0, hi - lo) for lo, hi in zip(cdf, cdf[1:])]
-        if not sum(probs) > 0:  # c far outside every anchor, beyond float precision
-            return [float(i == position) for i in range(len(anchors) + 1)]
-        return probs
 
     async def qualities(
         self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
@@ -232,9 +196,8 @@ def _compact(value: object) -> object:
         return _text_key(value)
     if isinstance(value, (tuple, list)):
         return tuple(map(_compact, value))
-    if is_dataclass(value):  # a coarse request's `probabilities` flag asks for more, not for another call
-        kept = (f.name for f in fields(value) if f.name != "probabilities")
-        return (type(value).__name__, *(_compact(getattr(value, name)) for name in kept))
+    if is_dataclass(value):
+        return (type(value).__name__, *(_compact(getattr(value, f.name)) for f in fields(value)))
     return value
 
 

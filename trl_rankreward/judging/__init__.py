@@ -11,7 +11,6 @@ __getattr__, __all__ = lazy_exports(
         ".requests": (
             "Rubric",
             "CoarseRequest",
-            "SoftPosition",
             "ListwiseRequest",
             "PairwiseRequest",
             "RubricPairwiseRequest",

@@ -8,13 +8,6 @@ error that repeats on every try (HTTP 400, 401, 404) fails the request at once. 
 the request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in
 `ledger`, with the backend's token usage and latency, so one request makes at most
 `retry.max_attempts` HTTP requests; `retry.worst_case_s(timeout_s)` bounds its time.
-
-Soft placement: a `CoarseRequest(probabilities=True)` sent to a backend that serves
-log-probabilities (`supports_logprobs`, e.g. `OpenAICompatibleBackend`) asks for
-`top_logprobs` alternatives per token and comes back as a `SoftPosition`
-(`parsing.soft_position`) at no extra call; when the backend cannot, the server sends none,
-or the position token cannot be read, it comes back as the plain int and `soft_fallbacks`
-counts it.
 """
 
 from __future__ import annotations
@@ -24,9 +17,9 @@ from typing import Any
 from .backends.base import ChatBackend
 from .calls import complete_and_parse
 from .ledger import JudgeLedger
-from .parsing import answer_schema, parse_answer, soft_position
+from .parsing import answer_schema, parse_answer
 from .rendering import render
-from .requests import CoarseRequest, JudgeError, request_kind
+from .requests import JudgeError, request_kind
 from .retry import RetryPolicy
 from .templates import JudgeTemplates
 
@@ -43,8 +36,6 @@ class LLMJudge:
         temperature, max_tokens: sampling settings of every call.
         structured_output: send a JSON-schema `response_format` per request kind, for
             servers with guided decoding (vLLM, SGLang). Answers are validated either way.
-        top_logprobs: alternatives per token asked for when a coarse request wants
-            probabilities (`CoarseRequest.probabilities`); other requests never ask.
 
     Example:
         judge = LLMJudge(OpenAICompatibleBackend("http://localhost:8000/v1", "Qwen/Qwen3-30B-A3B-Instruct-2507"))
@@ -61,12 +52,9 @@ class LLMJudge:
         temperature: float = 0.0,
         max_tokens: int = 1024,
         structured_output: bool = False,
-        top_logprobs: int = 10,
     ):
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
-        if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or not 1 <= top_logprobs <= 20:
-            raise ValueError(f"top_logprobs must be an integer in 1..20 (the OpenAI API's range), got {top_logprobs!r}")
         self.backend = backend
         self.templates = templates or JudgeTemplates()
         self.seed = seed
@@ -74,24 +62,15 @@ class LLMJudge:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.structured_output = structured_output
-        self.top_logprobs = top_logprobs
-        self.soft_fallbacks = 0  # coarse requests that asked for probabilities and got a plain int
         self.ledger = JudgeLedger()
 
     async def judge(self, request) -> Any:
         """The canonical verdict for `request`, or a `JudgeFailure` once the retry policy gives up."""
         kind = request_kind(request)
         rendered = render(request, self.templates, seed=self.seed)
-        soft = isinstance(request, CoarseRequest) and request.probabilities
-        extra = (
-            {"top_logprobs": self.top_logprobs} if soft and getattr(self.backend, "supports_logprobs", False) else {}
-        )
 
         def parse(completion):
-            verdict = parse_answer(completion.text, request, rendered)
-            if soft:
-                verdict = soft_position(completion.text, completion.logprobs, verdict, request, rendered) or verdict
-            return verdict
+            return parse_answer(completion.text, request, rendered)
 
         try:
             verdict, _ = await complete_and_parse(
@@ -105,12 +84,9 @@ class LLMJudge:
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
                 response_format=answer_schema(request) if self.structured_output else None,
-                **extra,
             )
         except JudgeError as exc:
             return exc.as_failure()
-        if soft and type(verdict) is int:
-            self.soft_fallbacks += 1
         return verdict
 
     def describe(self) -> str:

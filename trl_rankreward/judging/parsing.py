@@ -25,11 +25,6 @@ cannot decide; an answer without a final verdict section (e.g. cut off in the ra
 is invalid instead of falling back to an object quoted earlier. The prompt is recognized
 from its template text after the last `</response>`, which rollout text cannot produce
 (`rendering.neutralize`), so a rollout cannot switch the parser's mode either.
-
-Soft placement (`soft_position`): for a `CoarseRequest(probabilities=True)` the position's
-probabilities come from the log-probabilities of the one token that spells the parsed
-verdict's number, found by character offset inside the very JSON object the verdict was read
-from, never from a digit earlier in the answer (a position the judge quoted from a rollout).
 """
 
 from __future__ import annotations
@@ -49,7 +44,6 @@ from .requests import (
     PairwiseRequest,
     PointwiseRequest,
     RubricPairwiseRequest,
-    SoftPosition,
 )
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -286,89 +280,6 @@ _EXPECTED = {
     MetaJudgeRequest: '{"consistent": true | false} (or <final_verdict>Correct|Incorrect</final_verdict>)',
     BufferSelectRequest: '{"keep_anchor_ids": [...], "add_rollout_ids": [...]}',
 }
-
-
-# ---- soft placement from log-probabilities ---------------------------------------------------
-
-_POSITION_VALUE = re.compile(r'"position"\s*:\s*(\d+)')
-_DIGITS = re.compile(r"\d+")
-
-
-def soft_position(
-    text: str, logprobs, position: int, request: CoarseRequest, rendered: Rendered
-) -> SoftPosition | None:
-    """The verdict `position` with a probability per position 0..K from the judge's log-probabilities,
-    or None when they cannot be read (then soft placement falls back to the hard position).
-
-    1. The number: the character span of the `"position"` value in the JSON object the verdict was
-       parsed from (the last object after the last `</think>`, or the one after the last VERDICT
-       heading), so a digit quoted earlier in the answer is never read.
-    2. The token: `logprobs` (`TokenLogprob`s, as `Completion.logprobs`) must spell `text` (or end
-       with it); the one token that holds the whole number is used. A number split over several
-       tokens (e.g. "10" as "1", "0" under a digit-by-digit tokenizer) gives None: the first
-       token's alternatives would only say how the number starts. A one-digit position always
-       sits in one token; under a digit-by-digit tokenizer with K >= 10, the mass of the
-       alternative "1" includes the answers that would have gone on to 10..K.
-    3. The alternatives: the token itself and its `top` alternatives that repeat the token's text
-       before the number (e.g. the space of " 2") and then spell a number in 0..K (anything
-       non-digit may follow) give P(number); other alternatives (not a number, out of range, a
-       different prefix) and the mass outside the top-k are dropped, the rest renormalized;
-       `SoftPosition.coverage` is the mass kept.
-    """
-    span = _position_span(text or "", position, rendered)
-    tokens = list(logprobs or ())
-    if span is None or not tokens:
-        return None
-    joined = "".join(t.token for t in tokens)
-    if not joined.endswith(text):
-        return None
-    shift, start = len(joined) - len(text), 0
-    for token in tokens:
-        t0, t1 = start - shift, start - shift + len(token.token)
-        start += len(token.token)
-        if t1 <= span[0]:
-            continue
-        if t0 > span[0] or t1 < span[1]:  # the number starts in an earlier token or ends in a later one
-            return None
-        soft = _token_distribution(token, token.token[: span[0] - t0], len(request.anchors))
-        return soft if soft is not None and int(soft) == position else None
-    return None
-
-
-def _token_distribution(token, prefix: str, k: int) -> SoftPosition | None:
-    mass = [0.0] * (k + 1)
-    alternatives = dict(token.top)
-    alternatives.setdefault(token.token, token.logprob)
-    chosen = None
-    for alt, logprob in alternatives.items():
-        digits = _DIGITS.match(alt[len(prefix) :]) if alt.startswith(prefix) else None
-        if digits is None or int(digits.group()) > k or not math.isfinite(logprob):
-            continue
-        mass[int(digits.group())] += math.exp(logprob)
-        chosen = int(digits.group()) if alt == token.token else chosen
-    if chosen is None or not sum(mass) > 0:
-        return None
-    return SoftPosition(chosen, mass, coverage=min(1.0, sum(mass)))
-
-
-def _position_span(text: str, position: int, rendered: Rendered) -> tuple[int, int] | None:
-    """(start, end) in `text` of the digits of the parsed answer's `"position"` value, or None."""
-    base = text.rfind(_THINK_CLOSE)
-    base = 0 if base < 0 else base + len(_THINK_CLOSE)
-    tail = text[base:]
-    if asks_rationale_first(rendered):
-        headings = list(_VERDICT_HEADING.finditer(tail))
-        if not headings:
-            return None
-        obj = _last_object_span(tail, headings[-1].end())
-    else:
-        obj = _last_object_span(tail, 0)
-    if obj is None:
-        return None
-    matches = [m for m in _POSITION_VALUE.finditer(tail, *obj) if int(m.group(1)) == position]
-    if not matches:
-        return None
-    return base + matches[-1].start(1), base + matches[-1].end(1)
 
 
 def _last_object_span(text: str, start: int) -> tuple[int, int] | None:

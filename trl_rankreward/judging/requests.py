@@ -8,8 +8,7 @@ Verdicts, in canonical terms:
 
 | request                 | verdict                                                     |
 |-------------------------|-------------------------------------------------------------|
-| `CoarseRequest`         | `int` insertion position in `0..len(anchors)` (a            |
-|                         | `SoftPosition` when `probabilities=True` and the judge can) |
+| `CoarseRequest`         | `int` insertion position in `0..len(anchors)`               |
 | `ListwiseRequest`       | `list[int]`, candidate indices worst -> best                |
 | `PairwiseRequest`       | `"A"`, `"B"` or `"TIE"` (A is `request.a`)                  |
 | `RubricPairwiseRequest` | `list` of `"A"/"B"/"TIE"`, one per judged rubric            |
@@ -23,7 +22,6 @@ A judge that cannot answer raises `JudgeError` or returns a `JudgeFailure`; call
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal, Sequence, Union
 
@@ -94,63 +92,15 @@ class _Request:
 
 @dataclass(frozen=True, kw_only=True)
 class CoarseRequest(_Request):
-    """Where does `candidate` fall among `anchors` (ordered worst -> best)? Verdict: 0..K.
-
-    `probabilities=True` asks for a probability per position as well (an LLM judge's
-    log-probabilities of the position token): the verdict is then a `SoftPosition`, an `int`
-    that carries them, when the judge can give them, and a plain `int` when it cannot. It does
-    not change what is asked of the judge, only what comes back.
-    """
+    """Where does `candidate` fall among `anchors` (ordered worst -> best)? Verdict: 0..K."""
 
     anchors: tuple[str, ...]
     candidate: str
     show_anchor_text: bool = True  # False: the paper's order-only control (Appendix H)
-    probabilities: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         object.__setattr__(self, "anchors", _texts("CoarseRequest.anchors", self.anchors, 1))
-
-
-class SoftPosition(int):
-    """A coarse verdict (an `int` position 0..K) with the judge's probability of every position.
-
-    `probabilities[p]` is P(position = p), p = 0..K, summing to 1; `coverage` is the mass the
-    judge gave to valid positions before it was renormalized (1.0 for a simulated judge; for an
-    LLM judge, the top-k log-probabilities of the position token that spell 0..K). Everything
-    that takes an int position takes a `SoftPosition` unchanged.
-
-    Example: `SoftPosition(1, (0.2, 0.7, 0.1)).expected` is 0.2*0 + 0.7*1 + 0.1*2 = 0.9.
-    """
-
-    def __new__(cls, position: int, probabilities: Sequence[float], coverage: float = 1.0):
-        probs = tuple(float(p) for p in probabilities)
-        total = sum(probs)
-        if not probs or not 0 <= position < len(probs) or any(p < 0 for p in probs) or not total > 0:
-            raise ValueError(
-                f"SoftPosition needs position {position} in 0..{len(probs) - 1} and non-negative probabilities with "
-                f"a positive sum, got {probs}"
-            )
-        self = super().__new__(cls, position)
-        self.probabilities = tuple(p / total for p in probs)
-        self.coverage = float(coverage)
-        return self
-
-    def __getnewargs__(self):
-        return int(self), self.probabilities, self.coverage
-
-    def __repr__(self) -> str:
-        return f"SoftPosition({int(self)}, probabilities={tuple(round(p, 4) for p in self.probabilities)})"
-
-    @property
-    def expected(self) -> float:
-        """E[position] = sum_p p * P(p): breaks ties between answers with the same position."""
-        return sum(p * q for p, q in enumerate(self.probabilities))
-
-    @property
-    def entropy(self) -> float:
-        """Shannon entropy in nats (0 for a sure placement, ln(K + 1) for a flat one)."""
-        return -sum(q * math.log(q) for q in self.probabilities if q > 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -338,7 +288,6 @@ __all__ = [
     "Winner",
     "WINNERS",
     "CoarseRequest",
-    "SoftPosition",
     "ListwiseRequest",
     "PairwiseRequest",
     "RubricPairwiseRequest",

@@ -194,6 +194,13 @@ class BufferTable:
     def items(self):
         return self._buffers.items()
 
+    def flush(self) -> None:
+        """Nothing to write: the buffers live in memory."""
+
+    def state(self) -> dict[str, Any]:
+        """The state file's part: every buffer structure (`buffers`), so the file resumes on its own."""
+        return {"buffers": {qid: b.to_state() for qid, b in self._buffers.items()}}
+
     def __len__(self) -> int:
         return len(self._buffers)
 
@@ -270,6 +277,11 @@ class StoredBufferTable(BufferTable):
 
     def __len__(self) -> int:
         return self._count_buffers
+
+    def state(self) -> dict[str, Any]:
+        """The state file's part: the running totals only (`buffers_stored`); the structures are in the store."""
+        self.flush()
+        return {"buffers_stored": self.totals()}
 
     def totals(self) -> dict:
         """The running totals, JSON-able (restored with `StoredBufferTable(store, totals)`)."""

@@ -5,7 +5,10 @@ digits of the text's SHA-256), so a checkpoint of 10^5 query buffers holds short
 each text is stored once, however many buffers or epochs refer to it. Stores are
 append-only: a text is never changed or removed, so a key in any old checkpoint stays valid.
 
-- `InMemoryAnchorStore`: a dict; its texts travel inside `RankBufferReward.state_dict()`.
+- `AnchorStore`: the protocol RankBuffer calls; each store says itself where the buffer
+  structures live (`buffer_table`) and what a checkpoint folder gets (`save_checkpoint`).
+- `InMemoryAnchorStore`: a dict; its texts and the buffers travel inside
+  `RankBufferReward.state_dict()`.
 - `SQLiteAnchorStore(path)`: a stdlib `sqlite3` file (e.g. in the trainer's output
   directory) holding the texts, and RankBuffer's buffer structures too (`buffers` table).
   `export(path, ...)` writes texts and/or structures to a new file atomically (checkpoints:
@@ -26,8 +29,10 @@ import pathlib
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
 from ..judging.seeding import text_id
+from .anchor_buffer import BufferTable, StoredBufferTable
 from .state_files import durable_replace
 
 # SQLite's default limit on host parameters in one statement is 999 in old builds.
@@ -41,10 +46,35 @@ def _collision(key: str) -> ValueError:
     )
 
 
-class InMemoryAnchorStore:
-    """Anchor texts in a dict keyed by `text_id(text)`."""
+class AnchorStore(Protocol):
+    """What RankBuffer asks of an anchor store: texts by key, and where its buffers and checkpoints go."""
 
-    persistent = False
+    def put(self, text: str) -> str:
+        """Store `text` (if new) and return its key."""
+
+    def get(self, key: str) -> str:
+        """The text of `key` (`KeyError` when absent)."""
+
+    def missing(self, keys: Iterable[str]) -> list[str]:
+        """The keys of `keys` that the store does not hold (sorted, unique)."""
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """`{key: text}` for `keys`."""
+
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable:
+        """A table for the query buffers: new and empty (`totals` None), or the one a state file's
+        `buffers_stored` totals describe (a store that keeps no buffers raises `ValueError`)."""
+
+    def save_checkpoint(self, directory: str) -> None:
+        """Write what a checkpoint folder needs beyond the state file (nothing for texts that travel in it)."""
+
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
+        """Take back what `save_checkpoint` wrote into `directory`, with the buffer structures if `buffers`."""
+
+
+class InMemoryAnchorStore:
+    """Anchor texts in a dict keyed by `text_id(text)`; the buffers live in memory too and both
+    travel in the method's state file."""
 
     def __init__(self, texts: dict[str, str] | None = None):
         self._texts: dict[str, str] = {}
@@ -75,6 +105,20 @@ class InMemoryAnchorStore:
 
     def __len__(self) -> int:
         return len(self._texts)
+
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable:
+        if totals is not None:
+            raise ValueError(
+                "This RankBuffer state keeps its buffers in an SQLite anchor store, but this RankBufferReward has "
+                f"{type(self).__name__}; construct it with SQLiteAnchorStore (anchor_store='sqlite')"
+            )
+        return BufferTable()
+
+    def save_checkpoint(self, directory: str) -> None:
+        """Nothing: the texts travel in the state file."""
+
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
+        """Nothing: the texts come with the state file (an SQLite checkpoint's `anchors/` is not read)."""
 
 
 class AnchorStoreError(ValueError):
@@ -196,8 +240,6 @@ class SQLiteAnchorStore:
     (checkpoints: `rewards.anchor_checkpoint`) and `merge_from(path)` adds a file's texts back. With `read_only=True` the file
     must exist and is neither changed nor marked.
     """
-
-    persistent = True
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False):
         self.path = os.fspath(path)
@@ -417,3 +459,30 @@ class SQLiteAnchorStore:
 
     def close(self) -> None:
         self._db.close()
+
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> StoredBufferTable:
+        """The buffer structures live in this file: a new table clears what an earlier run left; a
+        state's table is checked against its totals (another checkpoint's store raises)."""
+        if totals is None:
+            return StoredBufferTable(self, clear=True)
+        found = self.buffer_count()
+        if found != totals["count"]:
+            raise ValueError(
+                f"The anchor store {self.path} holds {found} buffers, but the RankBuffer state counts "
+                f"{totals['count']}: they are not from the same checkpoint. Resume from the checkpoint folder "
+                "(its anchors/ folder and reward_method_state.json belong together)"
+            )
+        return StoredBufferTable(self, totals)
+
+    def save_checkpoint(self, directory: str) -> None:
+        """`directory/anchors/`: text segments and a snapshot of the buffer structures (`anchor_checkpoint`)."""
+        from .anchor_checkpoint import save_anchor_checkpoint  # it opens stores itself: imported here, not above
+
+        save_anchor_checkpoint(self, directory)
+
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
+        """The checkpoint's texts and, with `buffers`, its buffer structures, when it has an `anchors/` folder."""
+        from .anchor_checkpoint import CHECKPOINT_FOLDER, load_anchor_checkpoint
+
+        if os.path.isdir(os.path.join(directory, CHECKPOINT_FOLDER)):
+            load_anchor_checkpoint(self, directory, buffers=buffers)

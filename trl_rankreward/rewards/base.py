@@ -24,13 +24,14 @@ import asyncio
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ..judging.protocol import Judge, is_failure
 from ..judging.rendering import encodable
 from ..judging.requests import JudgeFailure, Rubric
 from .answers import AnswerFormat
+from .options import MethodOptions
 from .ranking import flatten, tie_block_rewards
 from .state_files import METHOD_STATE_NAME, read_method_state, write_method_state
 
@@ -177,6 +178,8 @@ class GroupRewardMethod(abc.ABC):
 
     #: short name used by `JudgeRewardGRPOTrainer` and the benchmark
     name: str = "base"
+    #: the dataclass of the method's options (`rewards.options`)
+    options_class: type[MethodOptions] = MethodOptions
 
     def __init__(
         self,
@@ -192,6 +195,22 @@ class GroupRewardMethod(abc.ABC):
         self.lambda_fmt = float(lambda_fmt)
         self.answer_format = answer_format or AnswerFormat()
         self.format_reward = format_reward or self.answer_format.format_reward
+
+    @classmethod
+    def make_options(cls, options: MethodOptions | None, values: dict[str, Any]) -> MethodOptions:
+        """The method's options: `options` as given, or `options_class(**values)`; not both."""
+        if options is not None:
+            if values:
+                raise TypeError(f"{cls.__name__} takes options or option keywords ({sorted(values)}), not both")
+            if not isinstance(options, cls.options_class):
+                raise TypeError(f"{cls.__name__} options must be {cls.options_class.__name__}, "
+                                f"got {type(options).__name__}")  # fmt: skip
+            return options
+        known = {f.name for f in fields(cls.options_class)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise TypeError(f"{cls.__name__} got unknown options {unknown}; its options are {sorted(known)}")
+        return cls.options_class(**values)
 
     @abc.abstractmethod
     async def score_group(

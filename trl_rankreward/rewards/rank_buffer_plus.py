@@ -24,14 +24,12 @@ ranked:
    `disagreement` places), each fused in by Borda as well. A group whose looks agree
    costs nothing more.
 
-4. **Soft flags** (`soft_entropy`, with `soft_placement` and placement "coarse"): an answer
-   whose coarse position distribution has an entropy above `soft_entropy` nats (a placement
-   the judge was unsure of) is disputed as well; the first extra look goes over the
-   disputed answers and the flagged ones with their neighbours in the fused order, within
-   the same `extra_calls` budget. Off (None) by default.
-
 Maintenance uses the placement's buckets, with each bucket's answers in the fused order
-(so interval refinement picks the fused median).
+(so interval refinement picks the fused median), and `max_anchors` caps the buffer.
+
+In code: `RankBufferPlusOptions`; the ranking is `LookingRanking` over a placement
+(`ranking_strategy.CoarseToFine` or `JointPlacement`), both `RankingStrategy`s, and the
+maintenance `buffer_manager.RuleManager` with the cap; `RankBufferPlusReward` only picks them.
 
 Failure policy: as the paper's for the placement (a failed coarse call or joint call makes
 the group neutral; a failed fine call keeps its bucket as one tie block). A failed second
@@ -47,113 +45,148 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..judging.subsample import select_endpoints
-from .anchor_buffer import AnchorBuffer, BufferUpdate
+from ..judging.protocol import Judge
 from .base import Group, require
+from .buffer_manager import BufferManager, RuleManager
 from .display_audit import DETAILS_KEY, ask_listwise, new_tally
-from .rank_buffer import RankBufferReward, _Ranking
+from .rank_buffer import RankBufferOptions, RankBufferReward, check_int
+from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_request
 from .verdicts import check_order, order_or_none
 
 PLACEMENTS = ("coarse", "joint")
 SCOPES = ("set", "window")
 
 
+@dataclass
+class RankBufferPlusOptions(RankBufferOptions):
+    """RankBuffer's options (variant "dynamic" or "static", no LLM manager) plus the looks (module docstring)."""
+
+    k0: int = field(default=2, metadata=RankBufferOptions.__dataclass_fields__["k0"].metadata)
+    placement: str = field(
+        default="joint",
+        metadata={
+            "help": "'coarse' (the paper's coarse + fine rounds) or 'joint' (one listwise call over anchors and "
+            "answers).",
+            "choices": list(PLACEMENTS),
+        },
+    )
+    second_look: bool = field(
+        default=True, metadata={"help": "One listwise call over the group's answers, fused with the placement order."}
+    )
+    extra_calls: int = field(
+        default=2, metadata={"help": "At most this many more listwise calls per group, over the disputed answers."}
+    )
+    extra_scope: str = field(
+        default="set",
+        metadata={
+            "help": "Extra looks over the disputed answers ('set') or the stretch of the fused order between the "
+            "first and the last of them ('window').",
+            "choices": list(SCOPES),
+        },
+    )
+    disagreement: int = field(
+        default=1, metadata={"help": "Places two looks must differ by for an answer to count as disputed."}
+    )
+    max_anchors: int | None = field(
+        default=2,
+        metadata={"help": "Cap of the buffer after maintenance (evenly spaced, both ends kept); None: no cap."},
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.buffer_variant not in ("dynamic", "static"):
+            raise ValueError(
+                "rank_buffer_plus ranks every answer, so buffer_variant must be 'dynamic' or 'static', got "
+                f"{self.buffer_variant!r}"
+            )
+        if self.buffer_manager is not None:
+            raise ValueError(
+                f"rank_buffer_plus keeps the rule-based maintenance (buffer_manager=None), got {self.buffer_manager!r}"
+            )
+        check_int("extra_calls", self.extra_calls, 0)
+        check_int("disagreement", self.disagreement, 1)
+        if self.max_anchors is not None:
+            check_int("max_anchors", self.max_anchors, 0, " or None")
+            if self.max_anchors < self.k0:
+                raise ValueError(
+                    f"max_anchors={self.max_anchors} is below k0={self.k0}: the first buffer would not fit; raise it"
+                )
+        self.second_look = bool(self.second_look)
+
+
 class RankBufferPlusReward(RankBufferReward):
     """RankBuffer with joint placement, a second look and budgeted extra looks (module docstring).
 
-    Args:
-        judge: answers `CoarseRequest` (placement "coarse") and `ListwiseRequest`.
-        placement: "coarse" (the paper's coarse + fine rounds) or "joint" (one listwise call
-            over anchors and answers).
-        second_look: one listwise call over the group's answers, fused with the placement order.
-        extra_calls: at most this many more listwise calls per group, over the answers the
-            looks disagree on.
-        disagreement: ranks (places) two looks must differ by for an answer to count as disputed.
-        soft_entropy: with `soft_placement` and placement "coarse", the entropy (nats) above which a
-            coarse placement is flagged for an extra look; None (default): no flags.
-        **kwargs: `RankBufferReward`'s options (k0, init, inactivity_epochs, variant
-            "dynamic" or "static", anchor_store, lambda_fmt, ...).
+    Takes `RankBufferReward`'s arguments; its options are `RankBufferPlusOptions`.
     """
 
     name = "rank_buffer_plus"
+    options_class = RankBufferPlusOptions
 
-    def __init__(
-        self,
-        judge,
-        *,
-        placement: str = "joint",
-        second_look: bool = True,
-        extra_calls: int = 2,
-        extra_scope: str = "set",
-        disagreement: int = 1,
-        max_anchors: int | None = 2,
-        k0: int = 2,
-        soft_entropy: float | None = None,
-        **kwargs: Any,
-    ):
-        super().__init__(judge, k0=k0, **kwargs)
-        if self.soft_placement and placement != "coarse":
-            raise ValueError(
-                f"soft_placement reads the coarse calls' position probabilities, but placement={placement!r} "
-                "makes none; set placement='coarse' or soft_placement=False"
-            )
-        if soft_entropy is not None and not (self.soft_placement and soft_entropy >= 0):
-            raise ValueError(
-                f"soft_entropy={soft_entropy!r} flags uncertain coarse placements: it needs soft_placement=True "
-                "and a value >= 0 (nats)"
-            )
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
-        if extra_scope not in SCOPES:
-            raise ValueError(f"extra_scope must be one of {SCOPES}, got {extra_scope!r}")
-        if self.variant not in ("dynamic", "static"):
-            raise ValueError(
-                f"rank_buffer_plus ranks every answer, so variant must be 'dynamic' or 'static', got {self.variant!r}"
-            )
-        if self.manager is not None:
-            raise ValueError(f"rank_buffer_plus keeps the rule-based maintenance (manager=None), got {self.manager!r}")
-        for name, value, low in (("extra_calls", extra_calls, 0), ("disagreement", disagreement, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        if max_anchors is not None and (isinstance(max_anchors, bool) or not isinstance(max_anchors, int)):
-            raise ValueError(f"max_anchors must be None or an integer >= k0, got {max_anchors!r}")
-        if max_anchors is not None and max_anchors < k0:
-            raise ValueError(f"max_anchors={max_anchors} is below k0={k0}: the first buffer would not fit; raise it")
+    def make_ranking(self, seed: int) -> RankingStrategy:
+        o = self.options
+        if o.placement == "coarse":
+            placement = CoarseToFine(self.judge, seed=seed, reshuffle_check=o.reshuffle_check)
+        else:
+            placement = JointPlacement(self.judge, reshuffle_check=o.reshuffle_check)
+        return LookingRanking(self.judge, placement, second_look=o.second_look, extra_calls=o.extra_calls,
+                              extra_scope=o.extra_scope, disagreement=o.disagreement,
+                              reshuffle_check=o.reshuffle_check)  # fmt: skip
+
+    def make_manager(self) -> BufferManager:
+        o = self.options
+        return RuleManager(o.inactivity_epochs, static=o.buffer_variant == "static", max_anchors=o.max_anchors)
+
+    def _config(self) -> dict[str, Any]:
+        return {**super()._config(), "placement": self.options.placement, "max_anchors": self.options.max_anchors}
+
+
+class JointPlacement(RankingStrategy):
+    """One `ListwiseRequest` over the anchors and the answers together (module docstring, placement "joint")."""
+
+    def __init__(self, judge: Judge, *, reshuffle_check: float = 0.0):
+        self.judge = judge
+        self.reshuffle_check = reshuffle_check
+
+    async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
+        K, U = len(anchors), len(answers)
+        if U == 0:
+            return Ranking([], [[] for _ in range(K + 1)], 0, coarse_calls=0)
+        request, tally = listwise_request(group, [*anchors, *answers], step), new_tally()
+        (verdict,) = require([await ask_listwise(self.judge, request, tally, self.reshuffle_check)])
+        order = check_order(verdict, K + U)
+        positions, buckets, below = [0] * U, [[] for _ in range(K + 1)], 0
+        for i in order:  # worst -> best: an answer's position counts the anchors seen before it
+            if i < K:
+                below += 1
+            else:
+                positions[i - K] = below
+                buckets[below].append(i - K)
+        return Ranking(positions, buckets, 0, coarse_calls=1, extra={DETAILS_KEY: tally})
+
+
+class LookingRanking(RankingStrategy):
+    """A placement strategy, then the second look in the same round, then extra looks over disputed
+    answers, fused by Borda count (module docstring); buckets keep the placement's, in fused order."""
+
+    def __init__(self, judge: Judge, placement: RankingStrategy, *, second_look: bool = True, extra_calls: int = 2,
+                 extra_scope: str = "set", disagreement: int = 1, reshuffle_check: float = 0.0):  # fmt: skip
+        self.judge = judge
         self.placement = placement
-        self.second_look = bool(second_look)
+        self.second_look = second_look
         self.extra_calls = extra_calls
         self.extra_scope = extra_scope
         self.disagreement = disagreement
-        self.max_anchors = max_anchors
-        self.soft_entropy = soft_entropy
+        self.reshuffle_check = reshuffle_check
 
-    def _config(self) -> dict[str, Any]:
-        return {**super()._config(), "placement": self.placement, "max_anchors": self.max_anchors}
-
-    def _maintain(self, buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> BufferUpdate:
-        """Algorithm 2, then, past `max_anchors`, keep an evenly spaced subset (both ends kept: Select_K0's rule)."""
-        update = super()._maintain(buffer, key_buckets, epoch)
-        anchors = update.buffer.anchors
-        if self.max_anchors is None or len(anchors) <= self.max_anchors:
-            return update
-        kept_idx = set(select_endpoints(list(range(len(anchors))), self.max_anchors))
-        kept = tuple(a for i, a in enumerate(anchors) if i in kept_idx)
-        dropped = tuple(a for i, a in enumerate(anchors) if i not in kept_idx)
-        b = update.buffer
-        capped = AnchorBuffer(kept, b.created_epoch, b.observed_epoch, b.left_epoch, b.right_epoch)
-        added = tuple(a for a in update.added if a in kept)  # an anchor added and dropped at once was never there
-        pruned = update.pruned + tuple(a for a in dropped if a not in update.added)
-        return BufferUpdate(capped, added, pruned)
-
-    # ------------------------------------------------------------------ ranking
-    async def _rank(self, group: Group, buffer: AnchorBuffer, answers: list[str], *, step: int) -> _Ranking:
-        """Placement and the second look in one round, then extra looks over disputed windows."""
+    async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
         tally = new_tally()  # the looks' audit; the placement's is merged in below
-        place = self._place(group, buffer, answers, step=step)
+        place = self._place(group, anchors, answers, step=step)
         if self.second_look and len(answers) >= 2:
-            look = ask_listwise(self.judge, self._listwise(group, answers, step), tally, self.reshuffle_check)
+            look = ask_listwise(self.judge, listwise_request(group, answers, step), tally, self.reshuffle_check)
             ranking, second = await asyncio.gather(place, look)
             looks = [second]
         else:
@@ -165,15 +198,11 @@ class RankBufferPlusReward(RankBufferReward):
             failures += order is None
             orders += [order] if order is not None else []
         fused = borda(orders, len(answers))
-        flagged = self._flagged(ranking, fused)
         for _ in range(self.extra_calls):
             window = disputed_window(orders, fused, self.disagreement, self.extra_scope)
-            if flagged:
-                wanted = set(window) | flagged
-                window, flagged = [u for u in fused if u in wanted], set()
             if len(window) < 2:
                 break
-            request = self._listwise(group, [answers[u] for u in window], step)
+            request = listwise_request(group, [answers[u] for u in window], step)
             verdict = await ask_listwise(self.judge, request, tally, self.reshuffle_check)
             sub = order_or_none(verdict, len(window))
             if sub is None:
@@ -182,42 +211,18 @@ class RankBufferPlusReward(RankBufferReward):
             orders.append(_embed([window[j] for j in sub], fused))
             fused = borda(orders, len(answers))
         rank = {u: i for i, u in enumerate(fused)}
-        buckets = [sorted(bucket, key=rank.__getitem__) for bucket in ranking.buckets]
-        ranking.buckets = buckets
+        ranking.buckets = [sorted(bucket, key=rank.__getitem__) for bucket in ranking.buckets]
         ranking.order = fused if not ranking.unranked else None
         for key, value in ranking.extra.get(DETAILS_KEY, {}).items():
             tally[key] += value
         ranking.extra.update({"look_calls": len(orders) - 1, "look_failures": failures, DETAILS_KEY: tally})
         return ranking
 
-    def _flagged(self, ranking: _Ranking, fused: list[int]) -> set[int]:
-        """Answers whose coarse placement is flat (entropy > `soft_entropy`), with their neighbours in `fused`."""
-        if self.soft_entropy is None or ranking.soft is None:
-            return set()
-        flat = {u for u, s in enumerate(ranking.soft) if s is not None and s.entropy > self.soft_entropy}
-        ranking.extra["soft_flagged"] = len(flat)
-        return {fused[j] for i, u in enumerate(fused) if u in flat for j in (i - 1, i, i + 1) if 0 <= j < len(fused)}
-
-    async def _place(self, group: Group, buffer: AnchorBuffer, answers: list[str], *, step: int) -> _Ranking:
-        if self.placement == "coarse":
-            ranking = await super()._rank(group, buffer, answers, step=step)
-            ranking.extra["placement_calls"] = len(answers) + ranking.fine_calls
-            return ranking
-        anchors = [self.store.get(k) for k in buffer.keys]
-        K, U = len(anchors), len(answers)
-        if U == 0:
-            return _Ranking([], [[] for _ in range(K + 1)], 0, coarse_calls=0, extra={"placement_calls": 0})
-        request, tally = self._listwise(group, anchors + answers, step), new_tally()
-        (verdict,) = require([await ask_listwise(self.judge, request, tally, self.reshuffle_check)])
-        order = check_order(verdict, K + U)
-        positions, buckets, below = [0] * U, [[] for _ in range(K + 1)], 0
-        for i in order:  # worst -> best: an answer's position counts the anchors seen before it
-            if i < K:
-                below += 1
-            else:
-                positions[i - K] = below
-                buckets[below].append(i - K)
-        return _Ranking(positions, buckets, 0, coarse_calls=1, extra={"placement_calls": 1, DETAILS_KEY: tally})
+    async def _place(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
+        ranking = await self.placement.rank(group, anchors, answers, step=step)
+        placing = len(answers) if ranking.coarse_calls is None else ranking.coarse_calls  # None: one per answer
+        ranking.extra["placement_calls"] = placing + ranking.fine_calls
+        return ranking
 
 
 def borda(orders: Sequence[Sequence[int]], n: int) -> list[int]:
@@ -260,4 +265,13 @@ def _embed(sub: Sequence[int], fused: Sequence[int]) -> list[int]:
     return [next(it) if u in members else u for u in fused]
 
 
-__all__ = ["PLACEMENTS", "SCOPES", "RankBufferPlusReward", "borda", "disputed_window"]
+__all__ = [
+    "PLACEMENTS",
+    "SCOPES",
+    "JointPlacement",
+    "LookingRanking",
+    "RankBufferPlusOptions",
+    "RankBufferPlusReward",
+    "borda",
+    "disputed_window",
+]

@@ -9,11 +9,6 @@ verdict `judging.quality_judge.QualityJudge` gives under a deterministic `qualit
 `usage` counts words: the prompt's and the answer's. Put `testing.FaultProxy` in front of it
 to exercise the failure paths as well.
 
-A request with `"logprobs": true` gets `choices[0].logprobs.content` as vLLM sends it: the
-answer cut into tokens (each digit one token, each run of other characters one token), every
-token sure of itself, except that a digit d has the alternatives d: 0.7, d + 1: 0.2, d - 1: 0.1
-(those in 0..9, the first `top_logprobs` of them), so a test can predict a soft placement.
-
     with serve_scripted_judge() as url:
         backend = OpenAICompatibleBackend(url, url.model)
         url.mode = "prose"  # from now on: a friendly paragraph, no JSON verdict
@@ -33,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import re
 import threading
 import time
@@ -254,8 +248,6 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._error(400, f"scripted judge: {exc}", "invalid_request_error")
         prompt_tokens, completion_tokens = len(prompt.split()), len(content.split())
         choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        if payload.get("logprobs"):
-            choice["logprobs"] = {"content": _token_logprobs(content, int(payload.get("top_logprobs") or 0))}
         self._send(200, {
             "id": f"chatcmpl-scripted-{number}", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [choice],
@@ -273,23 +265,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-
-
-_TOKEN = re.compile(r"\d|\D+")
-_DIGIT_ALTERNATIVES = ((0, 0.7), (1, 0.2), (-1, 0.1))
-
-
-def _token_logprobs(content: str, top: int) -> list[dict]:
-    """OpenAI-style `logprobs.content` for `content` (module docstring: tokens and alternatives)."""
-    out = []
-    for token in _TOKEN.findall(content):
-        if token.isdigit():
-            alternatives = [(str(int(token) + d), p) for d, p in _DIGIT_ALTERNATIVES if 0 <= int(token) + d <= 9]
-        else:
-            alternatives = [(token, 1.0)]
-        entries = [{"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in alternatives]
-        out.append({**entries[0], "top_logprobs": entries[:top]})
-    return out
 
 
 def _content(message: dict) -> str:

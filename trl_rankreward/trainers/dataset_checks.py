@@ -5,7 +5,7 @@ Without these checks a bad dataset fails late and obscurely: no `prompt` column 
 generation, `rubrics: "be good"` is read character by character (eight one-letter rubrics),
 and four different prompts sharing one `query_id` silently share one RankBuffer buffer.
 
-    check_training_dataset(dataset, **method_requirements("rank_buffer", {"init": "nectar"}))
+    check_training_dataset(dataset, **method_requirements("rank_buffer", {"buffer_init": "nectar"}))
     check_group_size("rank_buffer", num_generations=8)
 
 Columns (see `grouping.py`, which turns rows into groups): `prompt` (a non-empty string, or a
@@ -34,7 +34,7 @@ from ..rewards.registry import REWARD_METHODS
 
 #: methods that judge each rollout per rubric and fail on a group without rubrics
 RUBRIC_METHODS = frozenset({"gdpo", "matrix"})
-#: methods that compare each rollout with the query's reference responses (and rank_buffer with init="nectar")
+#: methods that compare each rollout with the query's reference responses (and rank_buffer with buffer_init="nectar")
 REFERENCE_METHODS = frozenset({"rrc_agr", "genrm"})
 #: methods whose reward compares the rollouts of one group with each other (rank, win rate or
 #: within-group normalization): a group of one rollout gives them nothing to compare
@@ -73,7 +73,7 @@ _FIXES = {
     "references": "references: make each row's references a list of non-empty response strings, best first; "
     "use None for a row without references.",
     "missing_references": "references: this reward method compares rollouts with reference responses; give every "
-    "row references (best first), or use a method without them (e.g. rank_buffer with init='bootstrap').",
+    "row references (best first), or use a method without them (e.g. rank_buffer with buffer_init='bootstrap').",
     "missing_rubrics": "rubrics: this reward method judges per rubric; give every row at least one rubric "
     "(e.g. with `trl-rankreward rubrics`), or use a method without rubrics (e.g. pointwise or rank_buffer).",
 }
@@ -87,12 +87,12 @@ def method_requirements(method_name: str, method_kwargs: Mapping[str, Any] | Non
     """What reward method `method_name` (a registry name) built with `method_kwargs` needs from each row.
 
     Returns `{"needs_references": ..., "needs_rubrics": ...}`, the keyword arguments of
-    `check_training_dataset`. RankBuffer (and `rank_buffer_plus`) needs references unless `init="bootstrap"`.
+    `check_training_dataset`. RankBuffer (and `rank_buffer_plus`) needs references unless `buffer_init="bootstrap"`.
     """
     _check_method_name(method_name)
     kwargs = dict(method_kwargs or {})
     needs_references = method_name in REFERENCE_METHODS or (
-        method_name in ("rank_buffer", "rank_buffer_plus") and kwargs.get("init", "nectar") != "bootstrap"
+        method_name in ("rank_buffer", "rank_buffer_plus") and kwargs.get("buffer_init", "nectar") != "bootstrap"
     )
     return {"needs_references": needs_references, "needs_rubrics": method_name in RUBRIC_METHODS}
 

@@ -9,27 +9,13 @@ BackendFailure = Literal["transport", "timeout", "http", "malformed"]
 
 
 @dataclass(frozen=True)
-class TokenLogprob:
-    """One generated token with its log-probability and the server's top alternatives
-    (`top`: `(token, logprob)` pairs, most likely first; OpenAI's `logprobs.content[i]`)."""
-
-    token: str
-    logprob: float
-    top: tuple[tuple[str, float], ...] = ()
-
-
-@dataclass(frozen=True)
 class Completion:
-    """One chat completion: the text and what it cost (the server's `usage` numbers).
-
-    `logprobs`: one `TokenLogprob` per generated token when they were asked for
-    (`top_logprobs`) and the server sent them; else None."""
+    """One chat completion: the text and what it cost (the server's `usage` numbers)."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
-    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 class BackendError(RuntimeError):
@@ -68,11 +54,7 @@ class BackendError(RuntimeError):
 
 @runtime_checkable
 class ChatBackend(Protocol):
-    """Anything that completes a chat: `OpenAICompatibleBackend`, `TransformersBackend`, a test fake.
-
-    A backend that can return token log-probabilities says so with a true `supports_logprobs`
-    attribute and takes `top_logprobs: int` in `complete`; `LLMJudge` passes it only to those.
-    """
+    """Anything that completes a chat: `OpenAICompatibleBackend`, `TransformersBackend`, a test fake."""
 
     async def complete(
         self,

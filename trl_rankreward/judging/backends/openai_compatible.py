@@ -10,9 +10,6 @@ HTTP request: failures come out as `BackendError` (with the server's `Retry-Afte
 the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
 whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
 "malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
-With `top_logprobs=k` a request asks for `logprobs=True, top_logprobs=k` (vLLM, SGLang and
-OpenAI serve them) and the completion carries them (`Completion.logprobs`); a server that
-sends none gives `logprobs=None`, not an error.
 
 Clients and the concurrency bound belong to an event loop, and trainers call
 `asyncio.run` once per step, so they are created lazily for each running loop.
@@ -36,7 +33,7 @@ from dataclasses import dataclass
 
 import openai
 
-from .base import BackendError, Completion, TokenLogprob
+from .base import BackendError, Completion
 
 _START_CHECK_TIMEOUT_S = 5.0
 # A URL that refused a connection or timed out is skipped this long while another URL is live.
@@ -63,8 +60,6 @@ class OpenAICompatibleBackend:
         require_listed_model: with `check_on_start`, a `model` missing from a server's list is an
             error; turn off for gateways that route models they do not list.
     """
-
-    supports_logprobs = True
 
     def __init__(
         self,
@@ -121,16 +116,10 @@ class OpenAICompatibleBackend:
         temperature: float = 0.0,
         max_tokens: int = 1024,
         response_format: dict | None = None,
-        top_logprobs: int | None = None,
     ) -> Completion:
-        """One chat completion from the next URL in turn; raises `BackendError` if it fails.
-
-        `top_logprobs=k` asks for each generated token's log-probability and its k most likely
-        alternatives (`Completion.logprobs`)."""
+        """One chat completion from the next URL in turn; raises `BackendError` if it fails."""
         state = self._state()
         extra = {"response_format": response_format} if response_format is not None else {}
-        if top_logprobs is not None:
-            extra.update(logprobs=True, top_logprobs=top_logprobs)
         index = self._pick_url()
         url, start = self.base_urls[index], time.perf_counter()
         try:
@@ -266,32 +255,7 @@ def _completion(response, url: str, latency_s: float) -> Completion:
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         latency_s=latency_s,
-        logprobs=token_logprobs(getattr(choices[0], "logprobs", None)) if choices else None,
     )
-
-
-def token_logprobs(logprobs) -> tuple[TokenLogprob, ...] | None:
-    """A choice's `logprobs` (`{"content": [{"token", "logprob", "top_logprobs": [...]}, ...]}`, as
-    objects or dicts) as `TokenLogprob`s; None when the server sent none or an entry is unreadable."""
-    content = _get(logprobs, "content")
-    if not isinstance(content, list) or not content:
-        return None
-    out = []
-    for entry in content:
-        token, logprob = _get(entry, "token"), _get(entry, "logprob")
-        if not isinstance(token, str) or not isinstance(logprob, (int, float)):
-            return None
-        top = tuple(
-            (_get(t, "token"), float(_get(t, "logprob")))
-            for t in (_get(entry, "top_logprobs") or ())
-            if isinstance(_get(t, "token"), str) and isinstance(_get(t, "logprob"), (int, float))
-        )
-        out.append(TokenLogprob(token, float(logprob), top))
-    return tuple(out)
-
-
-def _get(value, key: str):
-    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
 
 
 def _short(text: str, limit: int = 300) -> str:
