@@ -168,26 +168,11 @@ def parse_resume(value) -> str | bool | None:
     return text
 
 
-def latest_checkpoint(output_dir: str, trainer_class) -> str:
-    """The newest complete `checkpoint-N` of `output_dir` (raises ValueError if there is none).
-
-    For our judge-reward trainers a complete checkpoint also holds the reward method's state;
-    for other trainers (R-Align) `trainer_state.json`, which transformers writes last, suffices.
-    """
-    from transformers.trainer import TRAINER_STATE_NAME
-
-    from trl_rankreward import JudgeRewardGRPOTrainer
-    from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
-
-    if issubclass(trainer_class, JudgeRewardGRPOTrainer):
-        return latest_complete_checkpoint(output_dir)
-    return latest_complete_checkpoint(output_dir, required=(TRAINER_STATE_NAME,))
-
-
 def resume_argument(trainer_class, training_args) -> str | bool | None:
     """What to pass to `trainer.train(resume_from_checkpoint=...)`, checked before any model is loaded.
 
-    `latest` / True is resolved here to the newest complete checkpoint's path, for every trainer.
+    `latest` / True is resolved here to the newest complete checkpoint's path, for every trainer
+    (`trainer_class.latest_checkpoint`: which files make a checkpoint complete is the trainer's to say).
     Starting afresh in a folder that
     holds checkpoints is allowed (they get overwritten), with a warning naming the resume flag.
     """
@@ -198,7 +183,7 @@ def resume_argument(trainer_class, training_args) -> str | bool | None:
     if resume is True:
         # resolved once, here (failing fast when there is none): the trainer gets the path, so a skipped
         # half-written checkpoint is reported once, not again by the trainer's own resolution of True
-        return latest_checkpoint(output_dir, trainer_class)
+        return trainer_class.latest_checkpoint(output_dir)
     steps = checkpoint_steps(output_dir)
     if resume is None and steps and training_args.process_index == 0:
         newest = steps[0]

@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # what IDEs and type checkers see; at runtime `__getattr__` i
     from .trainers.judge_reward import JudgeRewardGRPOTrainer as JudgeRewardGRPOTrainer
     from .trainers.matrix_reward import MatrixRewardGRPOConfig as MatrixRewardGRPOConfig
     from .trainers.matrix_reward import MatrixRewardGRPOTrainer as MatrixRewardGRPOTrainer
+    from .trainers.ppo import CriticPPOConfig as CriticPPOConfig
+    from .trainers.ppo import CriticPPOTrainer as CriticPPOTrainer
     from .trainers.ralign import RAlignGenRMConfig as RAlignGenRMConfig
     from .trainers.ralign import RAlignGenRMTrainer as RAlignGenRMTrainer
     from .trainers.rank_buffer import RankBufferGRPOConfig as RankBufferGRPOConfig
@@ -27,6 +29,8 @@ _EXPORTS = {
     "RankBufferGRPOConfig": ".trainers.rank_buffer",
     "MatrixRewardGRPOTrainer": ".trainers.matrix_reward",
     "MatrixRewardGRPOConfig": ".trainers.matrix_reward",
+    "CriticPPOTrainer": ".trainers.ppo",
+    "CriticPPOConfig": ".trainers.ppo",
     "RAlignGenRMTrainer": ".trainers.ralign",
     "RAlignGenRMConfig": ".trainers.ralign",
 }

@@ -60,15 +60,18 @@ def test_parse_resume_path_must_exist(common, tmp_path):
 
 
 def test_latest_checkpoint_for_other_trainers_skips_half_written(common, tmp_path):
-    from trl import GRPOTrainer
+    from types import SimpleNamespace
+
+    from trl_rankreward import RAlignGenRMTrainer
 
     for step, complete in ((5, True), (10, True), (15, False)):
         (tmp_path / f"checkpoint-{step}").mkdir()
         if complete:
             (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
-    assert common.latest_checkpoint(str(tmp_path), GRPOTrainer) == str(tmp_path / "checkpoint-10")
+    args = SimpleNamespace(resume_from_checkpoint="latest", output_dir=str(tmp_path), process_index=0)
+    assert common.resume_argument(RAlignGenRMTrainer, args) == str(tmp_path / "checkpoint-10")
     with pytest.raises(ValueError, match="no complete checkpoint"):
-        common.latest_checkpoint(str(tmp_path / "empty"), GRPOTrainer)
+        common.resume_argument(RAlignGenRMTrainer, SimpleNamespace(**{**vars(args), "output_dir": str(tmp_path / "e")}))
 
 
 def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(common, tmp_path, monkeypatch):
