@@ -502,7 +502,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **args.reward_method_kwargs,
                 **own}  # fmt: skip
 
-    # ---- stopping on judge failure, and resuming from the last complete checkpoint ------------------
+    # ---- stopping on judge failure ----------------------------------------------------------------
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
