@@ -37,7 +37,8 @@ TRL_GROUP_SIZE_RULE = "GRPO requires at least 2 generations per prompt"
 
 @dataclass
 class CriticConfig:
-    """PPO-with-critic fields, mixed into the package's GRPO-based configs (see `trainers.ppo`)."""
+    """PPO-with-critic fields, in every config of the package since every trainer can run PPO: its base
+    (`base.GRPOTrainerBase`) builds the critic when `advantage_estimator="gae"`. Mixed in before `GRPOConfig`."""
 
     advantage_estimator: str = field(
         default="group",
