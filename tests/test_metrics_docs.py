@@ -33,7 +33,7 @@ from trl_rankreward.trainers.judge_usage import JudgeUsage, combined_snapshot
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "metrics.md"
 RALIGN_TRAINER = ROOT / "trl_rankreward" / "trainers" / "ralign.py"
-PPO_TRAINER = ROOT / "trl_rankreward" / "trainers" / "ppo.py"
+PPO_CRITIC = ROOT / "trl_rankreward" / "trainers" / "ppo_critic.py"
 
 RUBRICS = [{"text": "Answers the question", "weight": 3}, {"text": "Is clear", "weight": 1}]
 REFERENCES = [f"reference answer {i}" for i in range(7)]  # best first; enough for k0 = 4
@@ -110,12 +110,12 @@ def ralign_names() -> set[str]:
 
 
 def ppo_names() -> set[str]:
-    """The `ppo/...` string constants of `trainers/ppo.py` (importing it would import trl; tests/trainers/test_ppo.py
-    checks that a run logs them)."""
-    tree = ast.parse(PPO_TRAINER.read_text(encoding="utf-8"))
+    """The `ppo/...` string constants of `trainers/ppo_critic.py` (importing it would import trl;
+    tests/trainers/test_ppo.py checks that a run logs them)."""
+    tree = ast.parse(PPO_CRITIC.read_text(encoding="utf-8"))
     names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).startswith("ppo/")}
     if not names:
-        raise AssertionError("trainers/ppo.py names no ppo/ metric as a string constant; update this test")
+        raise AssertionError("trainers/ppo_critic.py names no ppo/ metric as a string constant; update this test")
     return names
 
 
@@ -160,7 +160,7 @@ def emitted() -> dict[str, set[str]]:
     sources["JudgeUsage.step_metrics"] = judge_usage_names()
     sources["LedgerSnapshot.metrics"] = set(LedgerSnapshot(failures={"invalid": 1}).metrics())
     sources["trainers/ralign.py:step_metrics"] = ralign_names()
-    sources["trainers/ppo.py"] = ppo_names()
+    sources["trainers/ppo_critic.py"] = ppo_names()
     return sources
 
 

@@ -16,7 +16,7 @@ import pytest
 from tests.trainers.test_examples import ROOT, load_example
 from trl_rankreward.scripts import run_script
 from trl_rankreward.scripts.hub import check_hub_push
-from trl_rankreward.scripts.resume import latest_checkpoint, parse_resume, resume_argument
+from trl_rankreward.scripts.resume import parse_resume, resume_argument
 from trl_rankreward.user_errors import TRACEBACK_ENV
 
 CONFIGS = ROOT / "examples" / "configs"
@@ -59,15 +59,18 @@ def test_parse_resume_path_must_exist(tmp_path):
 
 
 def test_latest_checkpoint_for_other_trainers_skips_half_written(tmp_path):
-    from trl import GRPOTrainer
+    from types import SimpleNamespace
+
+    from trl_rankreward import RAlignGenRMTrainer
 
     for step, complete in ((5, True), (10, True), (15, False)):
         (tmp_path / f"checkpoint-{step}").mkdir()
         if complete:
             (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
-    assert latest_checkpoint(str(tmp_path), GRPOTrainer) == str(tmp_path / "checkpoint-10")
+    args = SimpleNamespace(resume_from_checkpoint="latest", output_dir=str(tmp_path), process_index=0)
+    assert resume_argument(RAlignGenRMTrainer, args) == str(tmp_path / "checkpoint-10")
     with pytest.raises(ValueError, match="no complete checkpoint"):
-        latest_checkpoint(str(tmp_path / "empty"), GRPOTrainer)
+        resume_argument(RAlignGenRMTrainer, SimpleNamespace(**{**vars(args), "output_dir": str(tmp_path / "e")}))
 
 
 def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(tmp_path, monkeypatch):

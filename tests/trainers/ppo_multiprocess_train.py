@@ -33,7 +33,7 @@ def main():
     }
     result = {"critic_before": critic_before, "critic": checksum(trainer.critic), "policy": checksum(trainer.model),
               "critic_local_numel": sum(p.numel() for p in trainer.critic.parameters()),
-              "critic_engine": type(trainer._critic_engine).__name__, **logged}  # fmt: skip
+              "critic_engine": type(trainer._ppo.engine).__name__, **logged}  # fmt: skip
     with open(os.path.join(output_dir, f"rank{trainer.accelerator.process_index}.json"), "w") as f:
         json.dump(result, f)
     end_process_group()  # as the example scripts do: a gloo group left to interpreter exit can abort (-6)

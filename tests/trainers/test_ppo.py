@@ -14,7 +14,8 @@ from tests.trainers.helpers import load_rows, snapshot
 from tests.trainers.test_multiprocess import ROOT, _free_port
 from trl_rankreward.trainers.critic import VALUE_HEAD_NAME
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
-from trl_rankreward.trainers.ppo import CRITIC_DIR, CriticPPOConfig, CriticPPOTrainer
+from trl_rankreward.trainers.ppo import CriticPPOConfig, CriticPPOTrainer
+from trl_rankreward.trainers.ppo_critic import CRITIC_DIR
 
 LOW_TOKENS = 128  # of the tiny model's 512: a random policy writes ~25% of them
 
@@ -139,7 +140,6 @@ def test_config_checks():
     common = dict(output_dir="/tmp/unused", use_cpu=True, report_to="none", per_device_train_batch_size=3)
     # G=1 is PPO's normal case with a critic; TRL's GRPO rule (G >= 2) still holds for "group".
     assert CriticPPOConfig(**common, num_generations=1).num_generations == 1
-    assert type(CriticPPOConfig(**common, num_generations=1).num_generations) is int
     with pytest.raises(ValueError, match="at least 2 generations"):
         CriticPPOConfig(**common, num_generations=1, advantage_estimator="group")
     with pytest.raises(ValueError, match="advantage_estimator must be one of"):
@@ -151,6 +151,34 @@ def test_config_checks():
     # A critic path that does not exist stops at the config, before any model loads.
     with pytest.raises(ValueError, match="critic_model_name_or_path='/nonexistent/critic' does not exist"):
         CriticPPOConfig(**common, num_generations=1, critic_model_name_or_path="/nonexistent/critic")
+
+
+def test_one_generation_reaches_trl_as_a_plain_int_and_trl_checks_the_rest(monkeypatch):
+    from trl import GRPOConfig
+
+    seen = []
+    trl_post_init = GRPOConfig.__post_init__
+
+    def spy(self):
+        seen.append(type(self.num_generations))
+        trl_post_init(self)
+
+    monkeypatch.setattr(GRPOConfig, "__post_init__", spy)
+    # per_device_train_batch_size=3, one process: a generation batch of 3, which no G >= 2 divides
+    common = dict(output_dir="/tmp/unused", use_cpu=True, report_to="none", per_device_train_batch_size=3)
+    args = CriticPPOConfig(**common, num_generations=1)
+    assert seen == [int] and type(args.num_generations) is int and args.generation_batch_size == 3
+    # TRL's checks after its group-size rule still hold at G=1 (vLLM importance-sampling bounds) ...
+    with pytest.raises(ValueError, match=r"vllm_importance_sampling_clip_min \(5.0\) must be less than"):
+        CriticPPOConfig(**common, num_generations=1, vllm_importance_sampling_clip_min=5.0)
+    # ... and its deprecated cap still moves to clip_max
+    with pytest.warns(FutureWarning, match="vllm_importance_sampling_cap"):
+        capped = CriticPPOConfig(**common, num_generations=1, vllm_importance_sampling_cap=2.0)
+    assert capped.vllm_importance_sampling_clip_max == 2.0
+    # TRL's other errors are TRL's: an eval group size that does not divide the eval batch
+    with pytest.raises(ValueError, match="divisible by the number of generations used for evaluation"):
+        CriticPPOConfig(**common, num_generations=1, num_generations_eval=2, eval_strategy="steps",
+                        per_device_eval_batch_size=3)  # fmt: skip
 
 
 def launch_two_processes(accelerate_config: str, *script_args, extra_env=None) -> None:
@@ -277,16 +305,16 @@ def test_neutral_groups_are_unscorable_for_the_critic(tiny_model_dir, tiny_datas
         tiny_model_dir, args=args, train_dataset=load_rows(tiny_dataset), reward_method=_FailsOnFirstQuery()
     )
     seen = {}
-    original = trainer._replace_advantages
+    original = trainer._ppo.replace_advantages
 
-    def spy(output):
-        original(output)
-        seen.update(output)
+    def spy(output, reward_columns):
+        original(output, reward_columns)
+        seen.update(output, reward_columns=reward_columns)
 
-    trainer._replace_advantages = spy
+    trainer._ppo.replace_advantages = spy
     trainer.train()
     # The batch holds all 4 queries x G=4; q0's rows are NaN in the reward columns (unscorable).
-    columns = trainer._kept_rewards[:, 0]
+    columns = seen["reward_columns"][:, 0]
     neutral = torch.isnan(columns)
     assert int(neutral.sum()) == 4
     # Their advantages are exactly 0 and their returns equal the critic's own values (no value error).

@@ -37,22 +37,6 @@ def parse_resume(value) -> str | bool | None:
     return text
 
 
-def latest_checkpoint(output_dir: str, trainer_class) -> str:
-    """The newest complete `checkpoint-N` of `output_dir` (raises ValueError if there is none).
-
-    For our judge-reward trainers a complete checkpoint also holds the reward method's state;
-    for other trainers (R-Align) `trainer_state.json`, which transformers writes last, suffices.
-    """
-    from transformers.trainer import TRAINER_STATE_NAME
-
-    from ..trainers.checkpoints import latest_complete_checkpoint
-    from ..trainers.judge_reward import JudgeRewardGRPOTrainer
-
-    if issubclass(trainer_class, JudgeRewardGRPOTrainer):
-        return latest_complete_checkpoint(output_dir)
-    return latest_complete_checkpoint(output_dir, required=(TRAINER_STATE_NAME,))
-
-
 def resume_argument(trainer_class, training_args) -> str | None:
     """What to pass to `trainer.train(resume_from_checkpoint=...)`: a checkpoint path or None.
 
@@ -65,7 +49,7 @@ def resume_argument(trainer_class, training_args) -> str | None:
     resume = parse_resume(training_args.resume_from_checkpoint)
     output_dir = training_args.output_dir
     if resume is True:
-        return latest_checkpoint(output_dir, trainer_class)
+        return trainer_class.latest_checkpoint(output_dir)
     steps = checkpoint_steps(output_dir)
     if resume is None and steps and training_args.process_index == 0:
         print(

@@ -45,19 +45,3 @@ def latest_complete_checkpoint(
         f"checkpoint (a checkpoint-N folder with {' and '.join(required)}); pass a checkpoint path, or start "
         "without resuming"
     )
-
-
-class TiedWeightsOnResume:
-    """Resuming a model with tied weights (`tie_word_embeddings`, Qwen3's small models) restores the weights
-    without transformers' warning "There were missing keys in the checkpoint model loaded: ['lm_head.weight']":
-    a tied key is saved once, under the weight it is tied to, so its absence is expected. Any other missing
-    or unexpected key is still reported."""
-
-    def _issue_warnings_after_load(self, load_result):
-        if not hasattr(load_result, "_replace"):  # not torch's (missing_keys, unexpected_keys) named tuple
-            return super()._issue_warnings_after_load(load_result)
-        tied = set(getattr(self.accelerator.unwrap_model(self.model), "all_tied_weights_keys", None) or {})
-        missing = [key for key in load_result.missing_keys if key not in tied]
-        if len(missing) < len(load_result.missing_keys):
-            self.accelerator.unwrap_model(self.model).tie_weights()
-        super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))

@@ -1,11 +1,12 @@
 """`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge.
 
-The trainer overrides TRL's `_calculate_rewards`: it gathers every process's rollouts,
-rebuilds whole groups (a group may be split across processes), has the main process score
-all groups of the step once with the reward method, broadcasts the rewards and returns the
-gathered reward columns (the method's first, then any TRL `reward_funcs`) that TRL turns into
-advantages. It also logs judge usage and the method's metrics, and saves the method's state
-with every checkpoint (`reward_method_state.json`) so a resume continues exactly.
+The trainer overrides `_reward_columns`, what its base (`base.GRPOTrainerBase`) returns from
+TRL's `_calculate_rewards`: it gathers every process's rollouts, rebuilds whole groups (a group
+may be split across processes), has the main process score all groups of the step once with the
+reward method, broadcasts the rewards and returns the gathered reward columns (the method's
+first, then any TRL `reward_funcs`) that TRL turns into advantages. It also logs judge usage
+and the method's metrics, and saves the method's state with every checkpoint
+(`reward_method_state.json`) so a resume continues exactly.
 
 Overlap. TRL computes the old-policy and reference log-probs between generation and
 `_calculate_rewards`, in one long method (`_generate_and_score_completions`) with no hook in
@@ -40,9 +41,9 @@ import torch
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list, gather_object
 from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOConfig
 
 from .._gc import paused_gc
 from ..judging.retry import RetryPolicy
@@ -51,7 +52,7 @@ from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod
 from ..rewards.registry import REWARD_METHODS, make_reward_method
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
-from .checkpoints import TiedWeightsOnResume, latest_complete_checkpoint
+from .base import GRPOTrainerBase
 from .circuit_breaker import JudgeCircuitBreaker
 from .console_log import use_compact_console_log
 from .dataset_checks import check_group_size, check_training_dataset, method_requirements
@@ -60,8 +61,7 @@ from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
 from .grouping import reward_row
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
 from .model_card import compose_card, describe_judge, redact_urls, training_section
-from .ppo import CriticConfig, CriticPPOMixin, critic_card_settings, training_algorithm
-from .sampling import EpochSeededRepeatSampler
+from .ppo import CriticConfig, critic_card_settings, training_algorithm
 
 logger = logging.get_logger(__name__)
 
@@ -194,7 +194,7 @@ class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), CriticConfig, GRPOConfig):
                 raise ValueError(f"{name} must be {none}one of {list(allowed)}, got {value!r}")
 
 
-class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
+class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
 
     Args:
@@ -206,6 +206,9 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
 
     Only the main process scores; on other processes `reward_method` is None unless given.
     """
+
+    #: a complete checkpoint also holds the reward method's state (`_save_state`)
+    checkpoint_files = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
 
     def __init__(
         self,
@@ -281,14 +284,14 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
 
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+    def _reward_columns(self, inputs, prompts, completions, completion_ids_list):
         """Column 0: the group method's rewards; further columns: the TRL `reward_funcs` given beside it."""
         group_column = self._group_rewards(inputs, prompts, completions)
         if len(self.reward_funcs) == 1:
-            return self._keep_rewards(group_column.unsqueeze(1))
-        columns = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            return group_column.unsqueeze(1)
+        columns = super()._reward_columns(inputs, prompts, completions, completion_ids_list)
         columns[:, 0] = group_column  # TRL left it NaN (`_RewardColumn` returns None)
-        return self._keep_rewards(columns)
+        return columns
 
     def _generate_and_score_completions(self, inputs):
         self._batch_inputs = inputs  # for `_generate`, which TRL calls with the prompts only
@@ -355,10 +358,6 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
             if self._breaker.record(scored.neutral, scored.groups, scored.failures):
                 logger.error(f"trl-rankreward: {self._breaker.reason()}\nSaving a checkpoint and stopping.")
 
-    def _get_train_sampler(self, dataset=None):
-        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
-        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
-
     # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
@@ -412,16 +411,14 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
                 "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **args.reward_method_kwargs,
                 **own}  # fmt: skip
 
-    # ---- stopping on judge failure, and resuming from the last complete checkpoint ------------------
+    # ---- stopping on judge failure ----------------------------------------------------------------
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """TRL's `train`; `resume_from_checkpoint=True` skips a checkpoint a crash left half-written, and a
-        run stopped by the judge circuit breaker raises `JudgeFailureError` after its checkpoint is saved."""
-        if resume_from_checkpoint is True:
-            resume_from_checkpoint = latest_complete_checkpoint(self.args.output_dir)
+        """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
+        checkpoint is saved."""
         output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         if self._breaker.tripped:
-            checkpoint = os.path.join(self.args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            checkpoint = self._checkpoint_folder()
             raise JudgeFailureError(
                 f"{self._breaker.reason()}\nThe run stopped at step {self.state.global_step} and saved {checkpoint}. "
                 f"Fix the judge ({_describe(self.reward_method) if self.reward_method else 'see the main process'}), "
@@ -431,23 +428,17 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
 
     # ---- checkpoints: the method's state (and judge usage totals) travel with every checkpoint ------
 
-    def _save_checkpoint(self, model, trial):
-        # Written before TRL's save so that a push of this checkpoint to the Hub includes it.
-        if self.accelerator.is_main_process and self.reward_method is not None:
-            output_dir = os.path.join(
-                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-            )
-            os.makedirs(output_dir, exist_ok=True)
-            current = combined_snapshot(self.reward_method.judges)
-            self.reward_method.save_state(output_dir)
-            usage = {**self._judge_usage.state_dict(current), "breaker": self._breaker.state_dict(),
-                     "neutral_groups": self._neutral_total}  # fmt: skip
-            write_json_atomic(os.path.join(output_dir, JUDGE_USAGE_NAME), usage)
-        super()._save_checkpoint(model, trial)
+    def _save_state(self, checkpoint: str) -> None:
+        if self.reward_method is None:
+            return
+        current = combined_snapshot(self.reward_method.judges)
+        self.reward_method.save_state(checkpoint)
+        usage = {**self._judge_usage.state_dict(current), "breaker": self._breaker.state_dict(),
+                 "neutral_groups": self._neutral_total}  # fmt: skip
+        write_json_atomic(os.path.join(checkpoint, JUDGE_USAGE_NAME), usage)
 
-    def _load_optimizer_and_scheduler(self, checkpoint):
-        super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is None or self.reward_method is None:
+    def _load_state(self, checkpoint: str) -> None:
+        if self.reward_method is None:
             return
         if not os.path.exists(os.path.join(checkpoint, METHOD_STATE_NAME)) and self._may_start_fresh(checkpoint):
             return

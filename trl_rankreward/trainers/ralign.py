@@ -7,9 +7,9 @@ shown in a seeded A/B order; the reward is R-Align's rationale-aware table
 `reward_mode="outcome"`, the GenRM-RLVR baseline (label correctness only).
 
 Algorithm: the paper optimizes with PPO (Sec. 5, App. D). TRL removed `PPOTrainer` and
-value-head models, so this trainer adds a learned critic to TRL's GRPO machinery
-(`trainers.ppo`): `advantage_estimator="gae"` (the default here, as the paper) trains a value
-model beside the GenRM and uses per-token GAE advantages; `"group"` is GRPO's group-mean
+value-head models, so this trainer's base (`trainers.base`) adds a learned critic to TRL's GRPO
+machinery (`trainers.ppo`): `advantage_estimator="gae"` (the default here, as the paper) trains a
+value model beside the GenRM and uses per-token GAE advantages; `"group"` is GRPO's group-mean
 baseline (no critic).
 
 The reward is per sample (no group coupling), so a plain TRL async reward function is the
@@ -27,17 +27,16 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOConfig
 
 from ..evaluation.genrm_metrics import GenRMCounts
 from ..judging.server_settings import METARM, build_judge
 from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
-from .checkpoints import TiedWeightsOnResume
+from .base import GRPOTrainerBase
 from .console_log import use_compact_console_log
 from .model_card import compose_card, describe_judge, redact_urls, training_section
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, CriticPPOMixin, critic_card_settings, training_algorithm
-from .sampling import EpochSeededRepeatSampler
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings, training_algorithm
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -154,7 +153,7 @@ def step_metrics(statuses: list[str], meta_calls: int) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if v is not None}
 
 
-class RAlignGenRMTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
+class RAlignGenRMTrainer(GRPOTrainerBase):
     """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward).
 
     Args:
@@ -226,10 +225,6 @@ class RAlignGenRMTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
         )
         compose_card(os.path.join(args.output_dir, "README.md"), section, method="ralign",
                      model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
-
-    def _get_train_sampler(self, dataset=None):
-        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
-        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
 
     @staticmethod
     def _with_genrm_prompts(dataset, seed: int):

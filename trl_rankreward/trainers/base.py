@@ -1,0 +1,151 @@
+"""`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once.
+
+- **Sampler**: TRL's, reseeded per epoch, so a resumed run sees the data in the same order (`sampling`).
+- **Checkpoint folder**: `_checkpoint_folder()` is the one place that names `checkpoint-N`; a
+  subclass writes its own files there in `_save_state` and reads them back in `_load_state`.
+- **Resume**: `train(resume_from_checkpoint=True)` resumes from the newest complete checkpoint,
+  one holding every file in `checkpoint_files` (`checkpoints.latest_complete_checkpoint`), for
+  every trainer; a checkpoint a crash left half-written is skipped.
+- **Tied weights**: resuming a model whose `lm_head` is tied to its embeddings (Qwen3's small
+  models) does not warn that `lm_head.weight` is missing: a tied key is saved once.
+- **Critic**: with `advantage_estimator="gae"` (the config's `trainers.ppo.CriticConfig` fields)
+  a `PPOCritic` replaces TRL's group advantages by per-token GAE advantages, trains after the
+  policy on every micro-batch and travels in every checkpoint (`ppo_critic`). With "group"
+  nothing of it runs.
+
+Subclasses produce their reward columns in `_reward_columns` (by default TRL's reward functions)
+instead of overriding `_calculate_rewards`, so the critic always sees the rewards.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl import GRPOTrainer
+
+from .checkpoints import latest_complete_checkpoint
+from .ppo_critic import PPOCritic
+from .sampling import EpochSeededRepeatSampler
+
+
+class GRPOTrainerBase(GRPOTrainer):
+    """TRL's `GRPOTrainer` with the package's sampler, checkpoints, resume and optional critic (module docstring).
+
+    `args` is a `GRPOConfig` with the `CriticConfig` fields (every config of the package has them).
+    """
+
+    #: files a `checkpoint-N` of this trainer holds once complete (transformers writes trainer_state.json last)
+    checkpoint_files: tuple[str, ...] = (TRAINER_STATE_NAME,)
+
+    def __init__(self, model, reward_funcs, args, **kwargs):
+        super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
+        self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
+        self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
+        self._ppo = PPOCritic(self) if args.advantage_estimator == "gae" else None
+
+    @property
+    def critic(self) -> torch.nn.Module | None:
+        """The critic being trained (wrapped by DDP or DeepSpeed when launched so); None with "group"."""
+        return self._ppo.model if self._ppo is not None else None
+
+    # ---- rewards and advantages -------------------------------------------------------------------
+
+    def _reward_columns(self, inputs, prompts, completions, completion_ids_list) -> torch.Tensor:
+        """The gathered (B_total, n_reward_funcs) rewards of this batch: TRL's reward functions.
+        Subclasses with their own reward override this, not `_calculate_rewards`."""
+        return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        self._batch_rewards = self._reward_columns(inputs, prompts, completions, completion_ids_list)
+        return self._batch_rewards
+
+    def _generate_and_score_completions(self, inputs):
+        """TRL's rollout; with the critic, its GAE advantages replace TRL's group advantages."""
+        self._batch_rewards = None
+        output = super()._generate_and_score_completions(inputs)
+        if self._ppo is not None:
+            self._ppo.replace_advantages(output, self._batch_rewards)
+        return output
+
+    # ---- training: the critic's update after the policy's -----------------------------------------
+
+    def _prepare_inputs(self, generation_batch):
+        """TRL's micro-batch for this step, kept for the critic's update in `training_step`."""
+        self._micro_batch = super()._prepare_inputs(generation_batch)
+        return self._micro_batch
+
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        """The policy's forward and backward (TRL), then the critic's on the same micro-batch."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if self._ppo is not None:
+            self._ppo.train_on(self._micro_batch)
+        return loss
+
+    def _compute_loss(self, model, inputs):
+        loss = super()._compute_loss(model, inputs)
+        if self._ppo is not None and not self.model.training:  # evaluation: the value loss is logged only
+            with torch.no_grad():
+                self._ppo.value_loss(inputs, "eval")
+        return loss
+
+    def _get_train_sampler(self, dataset=None):
+        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
+        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
+
+    # ---- checkpoints and resume -------------------------------------------------------------------
+
+    @classmethod
+    def latest_checkpoint(cls, output_dir: str) -> str:
+        """The newest complete `checkpoint-N` of `output_dir` for this trainer (raises ValueError if none)."""
+        return latest_complete_checkpoint(output_dir, required=cls.checkpoint_files)
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
+        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`."""
+        if resume_from_checkpoint is True:
+            resume_from_checkpoint = self.latest_checkpoint(self.args.output_dir)
+        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+
+    def _checkpoint_folder(self, trial=None) -> str:
+        """`checkpoint-N` of the current step, where transformers saves (and where resume reads) it."""
+        return os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+
+    def _save_state(self, checkpoint: str) -> None:
+        """Write this trainer's own files into `checkpoint` (main process only). Default: none."""
+
+    def _load_state(self, checkpoint: str) -> None:
+        """Read back what `_save_state` wrote (every process). Default: nothing."""
+
+    def _save_checkpoint(self, model, trial):
+        # Before TRL's save, which writes trainer_state.json last: a checkpoint with it holds our files too,
+        # and a push of the checkpoint to the Hub includes them.
+        checkpoint = self._checkpoint_folder(trial)
+        if self._ppo is not None:
+            self._ppo.save(checkpoint)  # every process: DeepSpeed writes one shard per rank
+        if self.accelerator.is_main_process:
+            os.makedirs(checkpoint, exist_ok=True)
+            self._save_state(checkpoint)
+        super()._save_checkpoint(model, trial)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        # Runs on resume under every backend (transformers skips `_load_from_checkpoint` under DeepSpeed).
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        if self._ppo is not None:
+            self._ppo.load(checkpoint)
+        self._load_state(checkpoint)
+
+    def _issue_warnings_after_load(self, load_result):
+        """Transformers' missing-keys warning, without the tied keys (saved once, under the weight they are tied
+        to); any other missing or unexpected key is still reported."""
+        if not hasattr(load_result, "_replace"):  # not torch's (missing_keys, unexpected_keys) named tuple
+            return super()._issue_warnings_after_load(load_result)
+        policy = self.accelerator.unwrap_model(self.model)
+        tied = set(getattr(policy, "all_tied_weights_keys", None) or {})
+        missing = [key for key in load_result.missing_keys if key not in tied]
+        if len(missing) < len(load_result.missing_keys):
+            policy.tie_weights()
+        super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
