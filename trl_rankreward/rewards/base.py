@@ -210,17 +210,23 @@ class GroupRewardMethod(abc.ABC):
     ):
         if not hasattr(judge, "judge"):
             raise TypeError(f"judge must have an async `judge(request)` method, got {type(judge).__name__}")
-        if options is None:
-            options = self.options_class.from_values(option_values, source=f"{type(self).__name__}(...)")
-        elif option_values:
-            raise TypeError(f"{type(self).__name__} takes options or option keywords {sorted(option_values)}, not both")
-        elif type(options) is not self.options_class:
-            raise TypeError(f"{type(self).__name__} needs {self.options_class.__name__}, got {type(options).__name__}")
         self.judge = judge
-        self.options = options
-        self.lambda_fmt = float(options.lambda_fmt)
+        self.options = self.make_options(options, option_values)
+        self.lambda_fmt = float(self.options.lambda_fmt)
         self.answer_format = answer_format or AnswerFormat()
         self.format_reward = format_reward or self.answer_format.format_reward
+
+    @classmethod
+    def make_options(cls, options: MethodOptions | None, values: dict[str, Any]) -> MethodOptions:
+        """The method's options: `options` as given, or `options_class` built from `values`; not both.
+        A name in `values` that is not an option is a `ValueError` listing the options."""
+        if options is None:
+            return cls.options_class.from_values(values, source=f"{cls.__name__}(...)")
+        if values:
+            raise TypeError(f"{cls.__name__} takes options or option keywords {sorted(values)}, not both")
+        if type(options) is not cls.options_class:
+            raise TypeError(f"{cls.__name__} needs {cls.options_class.__name__}, got {type(options).__name__}")
+        return options
 
     @classmethod
     def for_run(cls, judge: Judge, options: MethodOptions, run: RunContext) -> GroupRewardMethod:

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..rewards.base import GroupRewardMethod
+from ..rewards.options import MethodOptions
 from ..rewards.rank_buffer import INITS, MANAGERS, VARIANTS
 from .judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
@@ -29,7 +30,7 @@ ANCHOR_STORES = ("sqlite", "memory")
 
 
 @dataclass
-class RankBufferGRPOConfig(JudgeRewardGRPOConfig):
+class RankBufferGRPOConfig(MethodOptions, JudgeRewardGRPOConfig):
     """`JudgeRewardGRPOConfig` with RankBuffer's options; `reward_method` is always "rank_buffer"."""
 
     reward_method: str = field(default="rank_buffer", metadata={"help": "Fixed to 'rank_buffer' for this trainer."})
@@ -91,11 +92,6 @@ class RankBufferGRPOConfig(JudgeRewardGRPOConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        self._check_own_method(
-            "rank_buffer",
-            "RankBuffer",
-            ("k0", "buffer_init", "inactivity_epochs", "buffer_variant", "buffer_manager", "reshuffle_check"),
-        )
         self._check_choices("buffer_init", "buffer_variant", "anchor_store", "buffer_manager")
         if self.k0 < 2:
             raise ValueError(f"k0 must be >= 2 (the paper uses 2, 4, 7), got {self.k0}")
@@ -124,10 +120,6 @@ class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
     @classmethod
     def _config_class(cls) -> type:
         return RankBufferGRPOConfig
-
-    @staticmethod
-    def _requirement_kwargs(args) -> dict:
-        return {"init": args.buffer_init}
 
     def _build_reward_method(self, judge) -> GroupRewardMethod:
         from ..rewards.anchor_store import SQLiteAnchorStore
