@@ -50,10 +50,22 @@ class BaselineScriptArguments(TrainScriptArguments):
     )
 
 
+class BaselineParser(TrlParser):
+    """`TrlParser` where `--method NAME` also passes `--reward_method NAME`, so the config is built (and its
+    `reward_method_kwargs` and `lambda_fmt` checked) for the method that trains, not the YAML's."""
+
+    def parse_args_and_config(self, args=None, *rest, **kwargs):
+        args = list(sys.argv[1:] if args is None else args)
+        for i, arg in enumerate(args):
+            if arg == "--method" and i + 1 < len(args):
+                args += ["--reward_method", args[i + 1]]
+            elif arg.startswith("--method="):
+                args += ["--reward_method", arg.split("=", 1)[1]]
+        return super().parse_args_and_config(args, *rest, **kwargs)
+
+
 def select_method(script_args: BaselineScriptArguments, training_args: JudgeRewardGRPOConfig) -> None:
-    """`--method` sets `reward_method` (a registry name, so the config's own check still holds); baselines only."""
-    if script_args.method is not None:
-        training_args.reward_method = script_args.method
+    """Baselines only (`--method` already set `reward_method`: `BaselineParser`)."""
     if training_args.reward_method not in BASELINES:
         raise ValueError(
             f"train_baseline.py trains the baselines {list(BASELINES)}, got reward_method="
@@ -68,7 +80,7 @@ def main(script_args, training_args, model_args):
 
 
 def make_parser() -> TrlParser:
-    return TrlParser((BaselineScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
+    return BaselineParser((BaselineScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
 
 
 if __name__ == "__main__":
