@@ -72,8 +72,8 @@ def test_a_changed_option_reaches_both_routes_alike(name, tmp_path):
 @pytest.mark.parametrize("name", REWARD_METHODS)
 def test_the_trainers_build_the_same_method_both_ways(name, tmp_path):
     trainer_class = OWN_CONFIGS.get(name, (None, JudgeRewardGRPOTrainer))[1]
-    by_own = built(own_config(name, tmp_path / "own"), trainer_class)
-    by_name = built(generic_config(name, tmp_path / "generic"))
+    by_own = built(own_config(name, tmp_path), trainer_class)  # one output_dir: files a method keeps there agree
+    by_name = built(generic_config(name, tmp_path))
     assert type(by_own) is type(by_name) is reward_method_class(name)
     assert by_own.options == by_name.options and by_own.lambda_fmt == by_name.lambda_fmt
 

@@ -224,7 +224,7 @@ class GroupRewardMethod(abc.ABC):
             return cls.options_class.from_values(values, source=f"{cls.__name__}(...)")
         if values:
             raise TypeError(f"{cls.__name__} takes options or option keywords {sorted(values)}, not both")
-        if type(options) is not cls.options_class:
+        if not isinstance(options, cls.options_class):
             raise TypeError(f"{cls.__name__} needs {cls.options_class.__name__}, got {type(options).__name__}")
         return options
 

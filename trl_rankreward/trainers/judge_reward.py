@@ -370,7 +370,7 @@ class JudgeRewardGRPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
         """Before TRL's `__init__`: G and every dataset row against what the method needs (its options'
-        `data_needs()`, see `dataset_checks`); a custom method object (not in the registry) gets the row
+        `data_needs()`, see `dataset_checks`); a ready method object other than the config's gets the row
         checks without requirements."""
         needs = args.method_options().data_needs() if name == args.reward_method else None
         if needs is not None:
