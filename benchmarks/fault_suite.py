@@ -450,7 +450,10 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
 
 
 class _Args:
-    """What `RankBufferGRPOTrainer._build_reward_method` reads (`self.args`, the common kwargs)."""
+    """What `RankBufferGRPOTrainer._build_reward_method` reads (`self.args`, the common kwargs; the generic
+    build also `self.processing_class`, whose token count the RankBuffer method never asks)."""
+
+    processing_class = None
 
     def __init__(self, args):
         self.args = args
