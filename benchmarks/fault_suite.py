@@ -450,15 +450,13 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
 
 
 class _Args:
-    """What `RankBufferGRPOTrainer._build_reward_method` reads (`self.args`, the common kwargs)."""
+    """What `JudgeRewardGRPOTrainer._build_reward_method` reads: `self.args`, and `self.processing_class`
+    for the policy's token count, which RankBuffer never asks for."""
+
+    processing_class = None
 
     def __init__(self, args):
         self.args = args
-
-    def _common_method_kwargs(self):
-        from trl_rankreward.rewards.answers import AnswerFormat
-
-        return {"lambda_fmt": self.args.lambda_fmt, "answer_format": AnswerFormat(thinking=self.args.thinking_format)}
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -146,8 +146,12 @@ def test_genrm_rlhf_trains_with_ppo_and_names_it_in_the_card(quickstart_data, tm
     assert [e["step"] for e in trainer.state.log_history if "ppo/value_loss" in e] == [1, 2]
     assert (out / "checkpoint-2" / "critic" / "value_head.safetensors").exists()
     assert "| `advantage_estimator` | `'gae'` |" in (out / "README.md").read_text()
-    with pytest.raises(ValueError, match="reward_method: genrm"):
+    # another method: its YAML's GenRM options are refused for it when the config is built ...
+    with pytest.raises(ValueError, match=r"reward_method='pointwise' sets \['length_coef', 'length_tolerance'\]"):
         run_main("train_genrm_rlhf", [*argv, "--reward_method", "pointwise"])
+    # ... and without them the script names the method it trains
+    with pytest.raises(ValueError, match="reward_method: genrm"):
+        run_main("train_genrm_rlhf", [*argv, "--reward_method", "pointwise", "--reward_method_kwargs", "{}"])
 
 
 def test_genrm_rlhf_asks_a_served_genrm_in_its_own_format(models_server, tmp_path):

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trl_rankreward.rewards import matrix_math
 from trl_rankreward.rewards.matrix_math import (
     critic_weights,
     entropy_weights,
     fuse,
     game_combination,
-    matrix_reward,
     pair_indices,
     prior_weights,
     svd_weights,
@@ -21,6 +21,13 @@ from trl_rankreward.rewards.matrix_math import (
     weighted_aggregation,
     win_rate_matrix,
 )
+from trl_rankreward.rewards.matrix_reward import MatrixRewardOptions
+
+
+def matrix_reward(M, points, **options):
+    """`matrix_math.matrix_reward` with the paper's method (`MatrixRewardOptions`' defaults) where `options` are silent."""
+    return matrix_math.matrix_reward(M, points, **{**MatrixRewardOptions().math_options(), **options})
+
 
 # A G=3, K=3 matrix used by several tests. Rubric 0: 0 beats 1, 0 beats 2, 1 beats 2 -> wins
 # (2, 1, 0) / 2 = (1, .5, 0). Rubric 1: 0 ties 1, 0 beats 2, 1 beats 2 -> (1.5, 1.5, 0) / 2.

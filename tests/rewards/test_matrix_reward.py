@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from trl_rankreward.judging.requests import JudgeError, PointwiseRequest, RubricPairwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.matrix_math import matrix_reward
-from trl_rankreward.rewards.matrix_reward import MatrixReward
+from trl_rankreward.rewards.matrix_reward import MatrixReward, MatrixRewardOptions
 
 PAIRWISE = ("explicit", "implicit")
 RUBRICS = [{"text": "accurate", "weight": 3}, {"text": "clear", "weight": 1}]
@@ -49,6 +49,11 @@ class ScriptedJudge:
         if self.first_shown_wins:
             return ["B" if request.display == "ba" else "A" for _ in ks]
         return [self.table[(request.a, request.b, k)] for k in ks]
+
+
+def _quality_only(judge, **options):
+    """MatrixReward without the format term (lambda_fmt 0; its default is the paper's 1.0): r = r^qual."""
+    return MatrixReward(judge, lambda_fmt=0.0, **options)
 
 
 def _group(completions, rubrics=RUBRICS, query_id="q"):
@@ -104,7 +109,7 @@ def _four_answer_judge():
 def test_request_counts(options, expected):
     judge = _four_answer_judge()
     # six completions: four unique answers, one duplicate of "b", one empty (invalid)
-    (res,) = _score(MatrixReward(judge, **options), _group(["a", "b", "c", "d", "b", ""]))
+    (res,) = _score(_quality_only(judge, **options), _group(["a", "b", "c", "d", "b", ""]))
     assert len(judge.requests) == expected
     assert all(isinstance(r, RubricPairwiseRequest) for r in judge.requests)
     implicit = options["protocol"] == "implicit"
@@ -117,7 +122,7 @@ def test_request_counts(options, expected):
 
 
 def test_explicit_and_implicit_fill_the_same_matrix():
-    results = [_score(MatrixReward(_four_answer_judge(), protocol=p), _group(list("abcd")))[0] for p in PAIRWISE]
+    results = [_score(_quality_only(_four_answer_judge(), protocol=p), _group(list("abcd")))[0] for p in PAIRWISE]
     assert results[0].rewards == pytest.approx(results[1].rewards)
 
 
@@ -126,7 +131,7 @@ def test_both_orders_cancel_a_pure_position_bias(protocol):
     # the first-shown response always wins: "ab" -> A, "ba" -> B; averaged, every pair is 1/2,
     # M is all 1/2 and every answer gets the closeness of a vanished distance, 1/2.
     judge = ScriptedJudge(first_shown_wins=True)
-    (res,) = _score(MatrixReward(judge, protocol=protocol, both_orders=True), _group(list("abc")))
+    (res,) = _score(_quality_only(judge, protocol=protocol, both_orders=True), _group(list("abc")))
     assert res.rewards == pytest.approx([0.5, 0.5, 0.5])
 
 
@@ -139,7 +144,7 @@ def test_pointwise_protocol_by_hand():
     scores = {("x", 0): 8.0, ("x", 1): 2.0, ("y", 0): 4.0, ("y", 1): 6.0}
     judge = ScriptedJudge(scores=scores)
     rubrics = [{"text": "accurate", "weight": 1}, {"text": "clear", "weight": 1}]
-    (res,) = _score(MatrixReward(judge, protocol="pointwise"), _group(["x", "y", "x"], rubrics))
+    (res,) = _score(_quality_only(judge, protocol="pointwise"), _group(["x", "y", "x"], rubrics))
     s2 = np.sqrt(2)
     assert res.rewards == pytest.approx([1 / (1 + s2), s2 / (1 + s2), 1 / (1 + s2)])
     # K * U = 2 * 2 independent per-rubric requests
@@ -162,8 +167,8 @@ def test_pointwise_protocol_by_hand():
 def test_options_reach_the_math(options):
     # _four_answer_judge's matrix (derived in test_request_counts), rows a, b, c, d
     M = np.array([[3, 3], [2, 1.5], [1, 1.5], [0, 0]]) / 3
-    (res,) = _score(MatrixReward(_four_answer_judge(), **options), _group(list("abcd")))
-    expected = matrix_reward(M, [3, 1], **options)
+    (res,) = _score(_quality_only(_four_answer_judge(), **options), _group(list("abcd")))
+    expected = matrix_reward(M, [3, 1], **{**MatrixRewardOptions().math_options(), **options})
     assert res.rewards == pytest.approx(expected.rewards.tolist())
     assert res.details["weights"] == pytest.approx(expected.weights.tolist())
 
@@ -183,13 +188,13 @@ def test_failed_request_makes_the_group_neutral():
 def test_malformed_pairwise_verdict_is_an_invalid_failure(reply):
     # implicit with K=2 expects two winners per request; any other shape or value is invalid
     judge = ScriptedJudge(reply=reply)
-    (res,) = _score(MatrixReward(judge, protocol="implicit"), _group(["x", "y"]))
+    (res,) = _score(_quality_only(judge, protocol="implicit"), _group(["x", "y"]))
     assert res.neutral and res.details["failure_kind"] == "invalid"
 
 
 @pytest.mark.parametrize("reply", [11.0, -1, float("nan"), "7", True])
 def test_out_of_range_pointwise_score_is_an_invalid_failure(reply):
-    (res,) = _score(MatrixReward(ScriptedJudge(reply=reply), protocol="pointwise"), _group(["x", "y"]))
+    (res,) = _score(_quality_only(ScriptedJudge(reply=reply), protocol="pointwise"), _group(["x", "y"]))
     assert res.neutral and res.details["failure_kind"] == "invalid"
 
 
@@ -202,10 +207,10 @@ def test_fewer_than_two_answers_need_no_judge():
 
 
 def test_step_metrics():
-    method = MatrixReward(ScriptedJudge(XY))
+    method = _quality_only(ScriptedJudge(XY))
     results = _score(method, _group(["x", "y"]), _group(["x"]))
-    results += _score(MatrixReward(_four_answer_judge(), fusion="multiplicative"), _group(list("abcd")))
-    results += _score(MatrixReward(ScriptedJudge(fail_on="x")), _group(["x", "y"]))
+    results += _score(_quality_only(_four_answer_judge(), fusion="multiplicative"), _group(list("abcd")))
+    results += _score(_quality_only(ScriptedJudge(fail_on="x")), _group(["x", "y"]))
     m = method.step_metrics(results)
     # only the first group has coefficients (the lone-answer and neutral groups have no matrix,
     # the multiplicative group has none): alpha 0, beta 1, weights (.75, .25) = p, spread (1, 1)
@@ -221,18 +226,18 @@ def test_step_metrics():
 
 
 def test_option_validation():
-    with pytest.raises(ValueError, match="protocol='listwise' is not supported"):
+    with pytest.raises(ValueError, match=r"protocol must be one of \[.*\], got 'listwise'"):
         MatrixReward(ScriptedJudge(), protocol="listwise")
-    with pytest.raises(ValueError, match="both_orders=True needs a pairwise protocol"):
+    with pytest.raises(ValueError, match="both_orders=True judges pairs.*protocol='pointwise'"):
         MatrixReward(ScriptedJudge(), protocol="pointwise", both_orders=True)
     with pytest.raises(ValueError, match="mixture_alpha must be in"):
         MatrixReward(ScriptedJudge(), fusion="additive", mixture_alpha=1.5)
     with pytest.raises(ValueError, match=r"svd_variance must be in \(0, 1\], got 0"):
         MatrixReward(ScriptedJudge(), extractor="svd", svd_variance=0)
-    with pytest.raises(ValueError, match="distance='cosine' is not supported"):
+    with pytest.raises(ValueError, match="distance must be one of .*, got 'cosine'"):
         MatrixReward(ScriptedJudge(), distance="cosine")
     with pytest.raises(ValueError, match="needs rubrics"):
-        _score(MatrixReward(ScriptedJudge()), _group(["x", "y"], rubrics=[]))
+        _score(_quality_only(ScriptedJudge()), _group(["x", "y"], rubrics=[]))
 
 
 # --- properties through the whole method ------------------------------------------------------
@@ -257,7 +262,7 @@ def judged_groups(draw):
 @given(judged_groups(), st.randoms(use_true_random=False), st.sampled_from(PAIRWISE), st.booleans())
 def test_method_permutation_equivariant_and_bounded(case, rnd, protocol, both_orders):
     texts, table, rubrics = case
-    method = MatrixReward(ScriptedJudge(table), protocol=protocol, both_orders=both_orders)
+    method = _quality_only(ScriptedJudge(table), protocol=protocol, both_orders=both_orders)
     (before,) = _score(method, _group(texts, rubrics))
     perm = list(range(len(texts)))
     rnd.shuffle(perm)
@@ -272,5 +277,5 @@ def test_method_winner_of_everything_gets_one(case, data):
     texts, table, rubrics = case
     best = data.draw(st.sampled_from(texts))
     table = {(a, b, k): ("A" if a == best else "B" if b == best else w) for (a, b, k), w in table.items()}
-    (res,) = _score(MatrixReward(ScriptedJudge(table), protocol="implicit"), _group(texts, rubrics))
+    (res,) = _score(_quality_only(ScriptedJudge(table), protocol="implicit"), _group(texts, rubrics))
     assert res.rewards[texts.index(best)] == pytest.approx(1.0)

@@ -64,7 +64,7 @@ def test_options_are_one_dataclass_given_whole_or_as_keywords():
     assert options.data_needs() == DataNeeds(references=0) and RankBufferOptions().data_needs().references == 1
     with pytest.raises(TypeError, match="not both"):
         RankBufferReward(OracleJudge({}), options, k0=2)
-    with pytest.raises(TypeError, match=r"unknown options \['init'\]"):
+    with pytest.raises(ValueError, match=r"sets \['init'\].*options are: .*buffer_init"):
         RankBufferReward(OracleJudge({}), init="bootstrap")
     with pytest.raises(ValueError, match="anchor_store_path.*anchor_store='memory'"):
         RankBufferOptions(anchor_store="memory", anchor_store_path="a.sqlite")

@@ -22,8 +22,9 @@ def test_each_baseline_builds_with_its_own_name(name):
 
 
 def test_kwargs_reach_the_constructor():
-    assert make_reward_method("tournament", OracleJudge({}), brackets=5).brackets == 5
-    with pytest.raises(TypeError):
+    assert make_reward_method("tournament", OracleJudge({}), brackets=5).options.brackets == 5
+    # a keyword that is not an option: one ValueError naming it and the method's options
+    with pytest.raises(ValueError, match=r"sets \['brackets'\].*PointwiseOptions.*its options are: lambda_fmt"):
         make_reward_method("pointwise", OracleJudge({}), brackets=5)
 
 

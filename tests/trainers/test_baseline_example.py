@@ -39,7 +39,7 @@ def test_method_options_pass_through(tiny_model_dir, quickstart_data, tmp_path):
     # orders makes two requests per pair, so the step's call count is even and the flag is set.
     trainer = run_baseline("rrc_agr", tiny_model_dir, quickstart_data, tmp_path / "out",
                            "--reward_method_kwargs", '{"both_orders": true}')  # fmt: skip
-    assert trainer.reward_method.both_orders is True
+    assert trainer.reward_method.options.both_orders is True
     (log,) = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert log["judge/calls"] > 0 and log["judge/calls"] % 2 == 0
 

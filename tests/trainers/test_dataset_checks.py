@@ -6,16 +6,12 @@ import pytest
 from datasets import Dataset, load_dataset
 
 from tests.conftest import write_tiny_dataset
-from trl_rankreward.rewards.registry import REWARD_METHODS
-from trl_rankreward.trainers.dataset_checks import (
-    GROUP_RELATIVE_METHODS,
-    SINGLE_ROLLOUT_METHODS,
-    DatasetError,
-    check_group_size,
-    check_training_dataset,
-    method_requirements,
-)
+from trl_rankreward.rewards.options import DataNeeds
+from trl_rankreward.rewards.registry import REWARD_METHODS, reward_method_class
+from trl_rankreward.trainers.dataset_checks import DatasetError, check_group_size, check_training_dataset
 
+#: rows must carry rubrics and references
+BOTH = DataNeeds(rubrics=True, references=1)
 RUBRICS = [{"text": "Names a colour", "weight": 2.0}, {"text": "Is short", "weight": 1.0}]
 
 
@@ -33,16 +29,21 @@ def rows_with(bad: dict[int, dict], n: int = 6) -> list[dict]:
     return [good_row(i, **bad.get(i, {})) for i in range(n)]
 
 
-def error_of(dataset, **kwargs) -> str:
+def error_of(dataset, needs=None, **kwargs) -> str:
     with pytest.raises(DatasetError) as info:
-        check_training_dataset(dataset, **kwargs)
+        check_training_dataset(dataset, needs, **kwargs)
     return str(info.value)
+
+
+def needs_of(name: str, **options) -> DataNeeds:
+    """What registered method `name` with these options asks of the data (its options' `data_needs()`)."""
+    return reward_method_class(name).options_class(**options).data_needs()
 
 
 def test_a_good_dataset_passes():
     rows = rows_with({})
-    check_training_dataset(Dataset.from_list(rows), needs_references=True, needs_rubrics=True)
-    check_training_dataset(rows, needs_references=True, needs_rubrics=True)
+    check_training_dataset(Dataset.from_list(rows), BOTH)
+    check_training_dataset(rows, BOTH)
     plain = [{"prompt": "What is 2 + 2?"}, {"prompt": "Name a colour.", "rubrics": ["Is a colour"]}]
     check_training_dataset(plain)  # no query_id, rubrics as plain strings, no references: all optional
 
@@ -50,7 +51,7 @@ def test_a_good_dataset_passes():
 def test_the_projects_jsonl_layout_passes_every_methods_requirements(tmp_path):
     dataset = load_dataset("json", data_files=write_tiny_dataset(tmp_path / "data.jsonl"), split="train")
     for name in REWARD_METHODS:
-        check_training_dataset(dataset, **method_requirements(name, {}))
+        check_training_dataset(dataset, needs_of(name))
 
 
 def test_missing_prompt_column_names_the_columns_and_the_rename():
@@ -143,7 +144,7 @@ def test_bad_references(references, expected):
 
 def test_required_references_and_rubrics():
     rows = rows_with({1: {"references": []}, 2: {"references": None}, 3: {"rubrics": []}})
-    message = error_of(Dataset.from_list(rows), needs_references=True, needs_rubrics=True)
+    message = error_of(Dataset.from_list(rows), BOTH)
     assert "3 of 6 rows have problems" in message
     assert "row 1 (query_id 'q1'): has no references" in message
     assert "row 2 (query_id 'q2'): has no references" in message
@@ -154,7 +155,7 @@ def test_required_references_and_rubrics():
 
 def test_required_columns_missing_are_reported_once():
     dataset = Dataset.from_list([{"prompt": f"Question {i}?"} for i in range(50)])
-    message = error_of(dataset, needs_references=True, needs_rubrics=True)
+    message = error_of(dataset, BOTH)
     assert "no 'references' column (its columns: 'prompt')" in message
     assert "no 'rubrics' column (its columns: 'prompt')" in message
     assert not re.search(r"^  row ", message, flags=re.M)
@@ -232,28 +233,31 @@ def test_streamed_dataset_gets_the_column_checks_only():
     check_training_dataset(Dataset.from_list([good_row(0, rubrics="bad")]).to_iterable_dataset())
 
 
-def test_method_requirements():
-    assert method_requirements("rank_buffer", {}) == {"needs_references": True, "needs_rubrics": False}
-    assert method_requirements("rank_buffer", {"buffer_init": "nectar"})["needs_references"]
-    assert not method_requirements("rank_buffer", {"buffer_init": "bootstrap"})["needs_references"]
-    assert method_requirements("pointwise", {}) == {"needs_references": False, "needs_rubrics": False}
-    assert method_requirements("gdpo", {}) == {"needs_references": False, "needs_rubrics": True}
-    assert method_requirements("matrix", {"protocol": "implicit"})["needs_rubrics"]
-    assert method_requirements("rrc_agr", {})["needs_references"]
-    assert method_requirements("genrm", {})["needs_references"]
-    with pytest.raises(ValueError, match="Unknown reward method 'nope'"):
-        method_requirements("nope", {})
+def test_too_few_references():
+    # a method that needs two references per row: the row with one is named, the others pass
+    rows = rows_with({2: {"references": ["Only one."]}})
+    message = error_of(rows, DataNeeds(references=2))
+    assert "1 of 6 rows have problems" in message
+    assert "row 2 (query_id 'q2'): has 1 references; the method needs 2" in message
+
+
+def test_methods_declare_what_they_need():
+    # each method's options say it (rewards/*.py `data_needs`); RankBuffer's depends on buffer_init
+    assert needs_of("rank_buffer") == DataNeeds(references=1)
+    assert needs_of("rank_buffer", buffer_init="bootstrap") == DataNeeds()
+    assert needs_of("pointwise") == DataNeeds(min_group_size=1)
+    assert needs_of("gdpo") == needs_of("matrix", protocol="implicit") == DataNeeds(rubrics=True)
+    assert needs_of("rrc_agr") == needs_of("genrm") == DataNeeds(references=1, min_group_size=1)
+    assert needs_of("tournament") == needs_of("listwise_group") == DataNeeds()
 
 
 def test_group_size():
-    check_group_size("pointwise", 1)
-    check_group_size("rank_buffer", 2)
-    with pytest.raises(DatasetError, match=r"num_generations=1 .*Fix: set num_generations >= 2"):
-        check_group_size("tournament", 1)
+    check_group_size("pointwise", needs_of("pointwise"), 1)
+    check_group_size("rank_buffer", needs_of("rank_buffer"), 2)
+    # the fix names the registered methods whose default options rank a group of one
+    with pytest.raises(
+        DatasetError, match=r"num_generations=1\. Fix: set num_generations >= 2 .*\(genrm, pointwise, rrc_agr\)"
+    ):
+        check_group_size("tournament", needs_of("tournament"), 1)
     with pytest.raises(DatasetError, match="num_generations must be a positive integer"):
-        check_group_size("pointwise", 0)
-
-
-def test_every_registered_method_has_a_group_size_rule():
-    assert GROUP_RELATIVE_METHODS | SINGLE_ROLLOUT_METHODS == set(REWARD_METHODS)
-    assert not GROUP_RELATIVE_METHODS & SINGLE_ROLLOUT_METHODS
+        check_group_size("pointwise", needs_of("pointwise"), 0)

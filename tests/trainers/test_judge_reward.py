@@ -95,6 +95,7 @@ def test_config_cross_field_errors_name_both_fields(tmp_path):
         cpu_config(tmp_path, reward_method="nope")
     args = cpu_config(
         tmp_path,
+        reward_method="rrc_scr",
         reward_method_kwargs='{"both_orders": true}',
         judge_base_urls="http://a/v1,http://b/v1",
         judge_model="m",

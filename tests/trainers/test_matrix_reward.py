@@ -11,7 +11,7 @@ from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
 from tests.trainers.test_examples import ROOT, load_example, parse
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import PointwiseRequest, RubricPairwiseRequest
-from trl_rankreward.rewards.matrix_reward import MatrixReward
+from trl_rankreward.rewards.matrix_reward import MatrixReward, MatrixRewardOptions
 from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
 
 MATRIX_KEYS = ("matrix/alpha", "matrix/beta", "matrix/fallbacks", "matrix/weight_max", "matrix/weight_min",
@@ -39,7 +39,7 @@ def test_matrix_reward_trains_and_logs_matrix_metrics(tiny_model_dir, tiny_datas
     trainer = make_trainer(tiny_model_dir, tiny_dataset, config(tmp_path / "out"), judge)
     method = trainer.reward_method
     assert isinstance(method, MatrixReward)
-    assert (method.protocol, method.both_orders, method.options["fusion"]) == ("explicit", False, "game")
+    assert (method.options.protocol, method.options.both_orders, method.options.fusion) == ("explicit", False, "game")
     before = snapshot(trainer.model)
     trainer.train()
     assert moved(before, trainer.model)
@@ -79,9 +79,10 @@ def test_options_reach_the_method(tiny_model_dir, tiny_dataset, tmp_path):
                   mixture_alpha=0.3, aggregation="topsis", ideals="theoretical", distance="mahalanobis",
                   lambda_fmt=0.2, thinking_format=True)  # fmt: skip
     method = make_trainer(tiny_model_dir, tiny_dataset, args, oracle()).reward_method
-    assert method.both_orders and method.lambda_fmt == 0.2 and method.answer_format.thinking
-    assert method.options == dict(extractor="svd", fusion="additive", mixture_alpha=0.3, ideals="theoretical",
-                                  distance="mahalanobis", aggregation="topsis", svd_variance=0.9)  # fmt: skip
+    assert method.options == MatrixRewardOptions(
+        lambda_fmt=0.2, protocol="explicit", both_orders=True, extractor="svd", fusion="additive", mixture_alpha=0.3,
+        ideals="theoretical", distance="mahalanobis", aggregation="topsis", svd_variance=0.9)  # fmt: skip
+    assert method.lambda_fmt == 0.2 and method.answer_format.thinking
 
 
 @pytest.mark.parametrize(
@@ -149,21 +150,3 @@ def test_cpu_example_trains_with_the_embedded_judge(tiny_model_dir, tmp_path):
     logs = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert len(logs) == 1 and logs[0]["judge/calls"] > 0 and "matrix/fallbacks" in logs[0]
     assert Path(tmp_path / "out" / "model.safetensors").exists()
-
-
-def test_option_defaults_agree_across_config_method_and_math():
-    # The option defaults are written in three signatures (config fields, MatrixReward, matrix_math.matrix_reward);
-    # a change in one that misses another would silently train a different method than the one configured.
-    import dataclasses
-    import inspect
-
-    from trl_rankreward.rewards.matrix_math import matrix_reward
-    from trl_rankreward.trainers.matrix_reward import MATRIX_OPTIONS
-
-    def defaults(fn):
-        return {n: p.default for n, p in inspect.signature(fn).parameters.items() if n in MATRIX_OPTIONS}
-
-    config = {f.name: f.default for f in dataclasses.fields(MatrixRewardGRPOConfig) if f.name in MATRIX_OPTIONS}
-    assert config == defaults(MatrixReward) and set(config) == set(MATRIX_OPTIONS)
-    math_defaults = defaults(matrix_reward)
-    assert len(math_defaults) == 7 and math_defaults == {k: config[k] for k in math_defaults}  # no protocol/both_orders

@@ -8,10 +8,11 @@ import pytest
 
 from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
-from trl_rankreward.rewards.rank_buffer import RankBufferOptions
+from trl_rankreward.rewards.base import RunContext
+from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
 from trl_rankreward.rewards.registry import make_reward_method
 from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer, rank_buffer_options
+from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 #: the tiny dataset has 3 references per query; K0=2 keeps the best and the worst
 config = partial(tiny_config, RankBufferGRPOConfig, k0=2)
@@ -99,9 +100,13 @@ def test_config_checks_name_both_fields(tmp_path):
 def test_the_config_builds_the_options_it_inherits(tmp_path):
     # The config's RankBuffer fields are RankBufferOptions's (inherited: one source of defaults), so a config
     # with k0=4 gives RankBufferOptions(k0=4), the SQLite store put in the output directory when no path is set.
-    sqlite = rank_buffer_options(config(tmp_path / "out", k0=4))
+    def built_options(args):
+        run = RunContext(output_dir=args.output_dir)
+        return RankBufferReward.for_run(SimulatedJudge({}), args.method_options(), run).options
+
+    sqlite = built_options(config(tmp_path / "out", k0=4))
     assert sqlite == RankBufferOptions(k0=4, anchor_store_path=str(tmp_path / "out" / "anchors.sqlite"))
-    assert rank_buffer_options(config(tmp_path, k0=4, anchor_store="memory")) == RankBufferOptions(
+    assert built_options(config(tmp_path, k0=4, anchor_store="memory")) == RankBufferOptions(
         k0=4, anchor_store="memory"
     )
     # The registry route (JudgeRewardGRPOConfig's reward_method_kwargs) reads the same dataclass.

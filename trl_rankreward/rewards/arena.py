@@ -10,11 +10,23 @@ robin; that variant is `PairwiseRankReward(both_orders=True)` up to its rank map
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from itertools import groupby
 
 from ..judging.seeding import seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, RankOutcome
+from .options import MethodOptions
 from .pair_judging import judge_pairs, match_player, requests_per_match, single_elimination
+
+
+@dataclass
+class ArenaOptions(MethodOptions):
+    """`ArenaReward`'s options (see its docstring)."""
+
+    both_orders: bool = field(
+        default=True, metadata={"help": "Judge each match in both display orders (the paper's setting)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Global seed for ordering answers with equal anchor scores."})
 
 
 class ArenaReward(GroupRewardMethod):
@@ -35,30 +47,26 @@ class ArenaReward(GroupRewardMethod):
     in both display orders by default: 4 (U - 1) `PairwiseRequest`s (14 matches, 28 requests
     for G = 8). Sequential judge rounds: 1 + ceil(log2 U) (4 for G = 8).
 
-    Args:
-        both_orders: judge each match in both display orders (the paper's setting).
-        seed: global seed for ordering answers with equal anchor scores.
+    Options (`ArenaOptions`): both_orders (the paper's setting: on), seed (for ordering answers
+    with equal anchor scores).
     """
 
     name = "arena"
-
-    def __init__(self, judge, *, both_orders: bool = True, seed: int = 0, **kwargs):
-        super().__init__(judge, **kwargs)
-        self.both_orders = bool(both_orders)
-        self.seed = seed
+    options_class = ArenaOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
+        both_orders = self.options.both_orders
         answers = candidates.answers
         n = len(answers)
         vs_seed = await judge_pairs(
-            self.judge, group, [(answers[u], answers[0]) for u in range(1, n)], step=step, both_orders=self.both_orders
+            self.judge, group, [(answers[u], answers[0]) for u in range(1, n)], step=step, both_orders=both_orders
         )
         anchor = [0.5] + vs_seed if n else []
-        rng = seeded_rng(self.seed, "arena", group.query_id, step)
+        rng = seeded_rng(self.options.seed, "arena", group.query_id, step)
         jitter = [rng.random() for _ in range(n)]
         ranked = sorted(range(n), key=lambda u: (-anchor[u], jitter[u]))
         place = {u: k for k, u in enumerate(ranked)}
-        play = match_player(self.judge, group, answers, step=step, both_orders=self.both_orders)
+        play = match_player(self.judge, group, answers, step=step, both_orders=both_orders)
         bracket = await single_elimination(ranked, play, lambda a, b: a if place[a] < place[b] else b)
 
         def key(u: int) -> tuple[int, float]:
@@ -67,7 +75,7 @@ class ArenaReward(GroupRewardMethod):
         blocks = [list(block) for _, block in groupby(sorted(range(n), key=key), key=key)]
         matches = (n - 1 if n else 0) + bracket.matches
         details = {
-            "requests": matches * requests_per_match(self.both_orders),
+            "requests": matches * requests_per_match(both_orders),
             "matches": matches,
             "rounds": (1 if n > 1 else 0) + bracket.rounds,
             "anchor_scores": anchor,

@@ -10,7 +10,9 @@ A method sees whole groups. The base class does the parts every method shares:
 3. the failure policy: a subclass raises `GroupJudgingFailed` when a required call failed
    after the judge's retries, and the group gets a neutral reward (all zeros, hence zero
    advantage), counted in `reward/neutral_groups`. A failure never becomes a made-up verdict;
-4. the format reward: `reward = semantic + lambda_fmt * format_reward(completion)`.
+4. the format reward: `reward = semantic + lambda_fmt * format_reward(completion)`;
+5. options: a method's knobs live in one dataclass (`options_class`, see `options`), taken
+   ready-made or as keywords; a trainer builds the method with `for_run`.
 
 Subclasses implement `score_group(group, candidates, *, epoch, step)` and return a
 `RankOutcome` (tie blocks over unique answers -> rank rewards in [-1, 1]) or a
@@ -24,7 +26,7 @@ import asyncio
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ..judging.protocol import Judge, is_failure
@@ -166,51 +168,70 @@ def require(verdicts: Sequence[Any]) -> list[Any]:
     return list(verdicts)
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What a training run gives a method beside its judge and options (a trainer builds it from its config).
+
+    `answer_format`: how final answers are extracted; `seed`: the run's judge seed;
+    `output_dir`: where the run writes (a method may keep files there); `length_fn`: the
+    policy's token count of a text. Each method takes the parts it uses (`for_run`).
+    """
+
+    answer_format: AnswerFormat = field(default_factory=AnswerFormat)
+    seed: int = 0
+    output_dir: str | None = None
+    length_fn: Callable[[str], int] | None = None
+
+
 class GroupRewardMethod(abc.ABC):
     """Base of every group reward method (see the module docstring for what it handles).
 
     Args:
         judge: any object with `async judge(request)` (see `judging.protocol.Judge`).
-        lambda_fmt: weight of the format reward added to every non-neutral reward.
+        options: the method's `options_class` instance; or give its fields as keywords
+            (`**option_values`, e.g. `lambda_fmt=0.2`), not both.
         answer_format: how final answers are extracted and the format judged.
         format_reward: replaces `answer_format.format_reward` (any `str -> float`).
     """
 
     #: short name used by `JudgeRewardGRPOTrainer` and the benchmark
     name: str = "base"
-    #: the dataclass of the method's options (`rewards.options`)
+    #: the dataclass of this method's knobs and their defaults (the single source of both)
     options_class: type[MethodOptions] = MethodOptions
 
     def __init__(
         self,
         judge: Judge,
+        options: MethodOptions | None = None,
         *,
-        lambda_fmt: float = 0.0,
         answer_format: AnswerFormat | None = None,
         format_reward: Callable[[str], float] | None = None,
+        **option_values: Any,
     ):
         if not hasattr(judge, "judge"):
             raise TypeError(f"judge must have an async `judge(request)` method, got {type(judge).__name__}")
         self.judge = judge
-        self.lambda_fmt = float(lambda_fmt)
+        self.options = self.make_options(options, option_values)
+        self.lambda_fmt = float(self.options.lambda_fmt)
         self.answer_format = answer_format or AnswerFormat()
         self.format_reward = format_reward or self.answer_format.format_reward
 
     @classmethod
     def make_options(cls, options: MethodOptions | None, values: dict[str, Any]) -> MethodOptions:
-        """The method's options: `options` as given, or `options_class(**values)`; not both."""
-        if options is not None:
-            if values:
-                raise TypeError(f"{cls.__name__} takes options or option keywords ({sorted(values)}), not both")
-            if not isinstance(options, cls.options_class):
-                raise TypeError(f"{cls.__name__} options must be {cls.options_class.__name__}, "
-                                f"got {type(options).__name__}")  # fmt: skip
-            return options
-        known = {f.name for f in fields(cls.options_class)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise TypeError(f"{cls.__name__} got unknown options {unknown}; its options are {sorted(known)}")
-        return cls.options_class(**values)
+        """The method's options: `options` as given, or `options_class` built from `values`; not both.
+        A name in `values` that is not an option is a `ValueError` listing the options."""
+        if options is None:
+            return cls.options_class.from_values(values, source=f"{cls.__name__}(...)")
+        if values:
+            raise TypeError(f"{cls.__name__} takes options or option keywords {sorted(values)}, not both")
+        if not isinstance(options, cls.options_class):
+            raise TypeError(f"{cls.__name__} needs {cls.options_class.__name__}, got {type(options).__name__}")
+        return options
+
+    @classmethod
+    def for_run(cls, judge: Judge, options: MethodOptions, run: RunContext) -> GroupRewardMethod:
+        """The method a trainer builds: `options` plus the parts of `run` it uses (override to take more)."""
+        return cls(judge, options, answer_format=run.answer_format)
 
     @abc.abstractmethod
     async def score_group(

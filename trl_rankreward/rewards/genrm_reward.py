@@ -26,6 +26,7 @@ Rubrics are not shown: the GenRM was trained on plain pairs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ..judging.calls import complete_and_parse
 from ..judging.ledger import JudgeLedger
@@ -34,8 +35,9 @@ from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, reques
 from ..judging.retry import RetryPolicy
 from ..judging.seeding import text_id
 from .answers import strip_thinking
-from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
+from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
 from .genrm_verdict import GENRM_PROMPT, GENRM_SYSTEM, display_order, genrm_messages, parse_verdict, to_canonical
+from .options import DataNeeds, MethodOptions
 from .pair_judging import judge_pairs, requests_per_match
 
 
@@ -130,56 +132,69 @@ def _canonical_verdict(text: str, order: str) -> str:
     return to_canonical(shown, order)
 
 
+@dataclass
+class GenRMOptions(MethodOptions):
+    """`GenRMPairwiseReward`'s options: the comparison and the length penalty (module docstring)."""
+
+    both_orders: bool = field(
+        default=False,
+        metadata={"help": "Judge each comparison in both display orders and average (2 requests per rollout)."},
+    )
+    length_coef: float = field(default=1.0, metadata={"help": "Slope of the length penalty."})
+    length_tolerance: float = field(
+        default=0.2, metadata={"help": "Relative length difference from the reference that costs nothing."}
+    )
+    max_length_penalty: float = field(default=1.0, metadata={"help": "Cap of the length penalty."})
+    only_longer: bool = field(default=False, metadata={"help": "Penalize only rollouts longer than the reference."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.length_coef < 0 or self.length_tolerance < 0 or self.max_length_penalty < 0:
+            raise ValueError(
+                f"length_coef ({self.length_coef}), length_tolerance ({self.length_tolerance}) and "
+                f"max_length_penalty ({self.max_length_penalty}) must all be >= 0"
+            )
+
+    def data_needs(self) -> DataNeeds:
+        return DataNeeds(references=1, min_group_size=1)
+
+
 class GenRMPairwiseReward(GroupRewardMethod):
     """Each rollout vs the query's reference response, judged by a GenRM, minus a length penalty.
 
     Args:
         judge: answers `PairwiseRequest` (A = the rollout, B = the reference); e.g. `GenRMJudge`.
-        both_orders: judge each comparison in both display orders and average (2 requests).
-        length_coef, length_tolerance, max_length_penalty: the penalty (module docstring).
+        options: `GenRMOptions` (both_orders; length_coef, length_tolerance, max_length_penalty and
+            only_longer of the penalty, module docstring), or their values as keywords.
         length_fn: `str -> int` length unit (default `word_count`; trainers pass the policy's token count).
-        only_longer: penalize only rollouts longer than the reference.
 
     Judge cost per group: U `PairwiseRequest`s for U unique valid answers (2U with
     `both_orders`), one sequential round.
     """
 
     name = "genrm"
+    options_class = GenRMOptions
 
     def __init__(
-        self,
-        judge,
-        *,
-        both_orders: bool = False,
-        length_coef: float = 1.0,
-        length_tolerance: float = 0.2,
-        max_length_penalty: float = 1.0,
-        length_fn: Callable[[str], int] | None = None,
-        only_longer: bool = False,
-        **kwargs,
+        self, judge, options: GenRMOptions | None = None, *, length_fn: Callable[[str], int] | None = None, **kwargs
     ):
-        super().__init__(judge, **kwargs)
-        if length_coef < 0 or length_tolerance < 0 or max_length_penalty < 0:
-            raise ValueError(
-                f"length_coef ({length_coef}), length_tolerance ({length_tolerance}) and max_length_penalty "
-                f"({max_length_penalty}) must all be >= 0"
-            )
-        self.both_orders = bool(both_orders)
-        self.length_coef = float(length_coef)
-        self.length_tolerance = float(length_tolerance)
-        self.max_length_penalty = float(max_length_penalty)
+        super().__init__(judge, options, **kwargs)
         self.length_fn = length_fn or word_count
-        self.only_longer = bool(only_longer)
+
+    @classmethod
+    def for_run(cls, judge, options: GenRMOptions, run: RunContext) -> GenRMPairwiseReward:
+        """Lengths in the policy's tokens where the run gives them (`run.length_fn`)."""
+        return cls(judge, options, answer_format=run.answer_format, length_fn=run.length_fn)
 
     def penalty(self, answer: str, reference: str) -> float:
         """Length penalty of a final answer against a reference (thinking removed from both)."""
         return length_penalty(
             self.length_fn(strip_thinking(answer)),
             self.length_fn(strip_thinking(reference)),
-            coef=self.length_coef,
-            tolerance=self.length_tolerance,
-            max_penalty=self.max_length_penalty,
-            only_longer=self.only_longer,
+            coef=self.options.length_coef,
+            tolerance=self.options.length_tolerance,
+            max_penalty=self.options.max_length_penalty,
+            only_longer=self.options.only_longer,
         )
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
@@ -190,16 +205,16 @@ class GenRMPairwiseReward(GroupRewardMethod):
             )
         reference = group.references[0]
         texts = [(answer, reference) for answer in candidates.answers]
-        scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=self.both_orders)
+        scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=self.options.both_orders)
         penalties = [self.penalty(answer, reference) for answer in candidates.answers]
         values = [2.0 * s - 1.0 - p for s, p in zip(scores, penalties, strict=True)]
         details = {
-            "requests": len(texts) * requests_per_match(self.both_orders),
+            "requests": len(texts) * requests_per_match(self.options.both_orders),
             "rounds": 1 if texts else 0,
             "win_rate": sum(scores) / len(scores) if scores else None,
             "length_penalty": sum(penalties) / len(penalties) if penalties else None,
         }
-        return ScoreOutcome(values, invalid_reward=-1.0 - self.max_length_penalty, details=details)
+        return ScoreOutcome(values, invalid_reward=-1.0 - self.options.max_length_penalty, details=details)
 
     def step_metrics(self, results):
         """Base metrics plus `genrm/win_rate` and `genrm/length_penalty` (means over scored groups)."""
@@ -211,4 +226,4 @@ class GenRMPairwiseReward(GroupRewardMethod):
         return out
 
 
-__all__ = ["GenRMJudge", "GenRMPairwiseReward", "length_penalty", "word_count"]
+__all__ = ["GenRMJudge", "GenRMOptions", "GenRMPairwiseReward", "length_penalty", "word_count"]

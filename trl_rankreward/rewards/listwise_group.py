@@ -20,29 +20,43 @@ another shuffle (`rank/listwise_reshuffle_...`), off by default.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..judging.requests import ListwiseRequest
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, require
 from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally, tally_metrics
+from .options import MethodOptions
 from .verdicts import check_order
+
+
+@dataclass
+class ListwiseGroupOptions(MethodOptions):
+    """`ListwiseGroupReward`'s options."""
+
+    reshuffle_check: float = field(
+        default=0.0,
+        metadata={
+            "help": "Fraction of calls also asked under another display shuffle, to test whether the judge copies "
+            "the displayed order (`rank/listwise_reshuffle_agreement`); extra judge calls, rewards unchanged."
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.reshuffle_check = check_reshuffle(self.reshuffle_check)
 
 
 class ListwiseGroupReward(GroupRewardMethod):
     """One `ListwiseRequest` over the group's unique valid answers; rank rewards (RankBuffer Eq. 9).
 
-    Args:
-        judge: answers `ListwiseRequest`.
-        reshuffle_check: fraction of calls also asked under another shuffle, to test whether
-            the judge copies the display order (`display_audit`); 0 (default) sends no extra call.
-        lambda_fmt, answer_format, format_reward: as in `GroupRewardMethod`.
+    The judge answers `ListwiseRequest`. Options (`ListwiseGroupOptions`): reshuffle_check, the
+    fraction of calls also asked under another shuffle, to test whether the judge copies the
+    display order (`display_audit`); 0 (default) sends no extra call.
     """
 
     name = "listwise_group"
-
-    def __init__(self, judge, *, reshuffle_check: float = 0.0, **kwargs: Any):
-        super().__init__(judge, **kwargs)
-        self.reshuffle_check = check_reshuffle(reshuffle_check)
+    options_class = ListwiseGroupOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
         answers = candidates.answers
@@ -51,15 +65,16 @@ class ListwiseGroupReward(GroupRewardMethod):
             return RankOutcome([[u] for u in range(len(answers))], details)
         request = group.request(ListwiseRequest, step=step, candidates=tuple(answers))
         details[DETAILS_KEY] = new_tally()
-        (verdict,) = require([await ask_listwise(self.judge, request, details[DETAILS_KEY], self.reshuffle_check)])
+        tally, fraction = details[DETAILS_KEY], self.options.reshuffle_check
+        (verdict,) = require([await ask_listwise(self.judge, request, tally, fraction)])
         return RankOutcome([[u] for u in check_order(verdict, len(answers))], details)
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
         """Base metrics plus the display audit: `rank/listwise_display_...` and, with
         `reshuffle_check`, `rank/listwise_reshuffle_...` (docs/metrics.md)."""
         out = super().step_metrics(results)
-        out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.reshuffle_check))
+        out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.options.reshuffle_check))
         return out
 
 
-__all__ = ["ListwiseGroupReward"]
+__all__ = ["ListwiseGroupOptions", "ListwiseGroupReward"]

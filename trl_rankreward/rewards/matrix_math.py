@@ -348,18 +348,19 @@ def matrix_reward(
     M,
     points,
     *,
-    extractor: str = "critic",
-    fusion: str = "game",
-    mixture_alpha: float = 0.5,
-    ideals: str = "observed",
-    distance: str = "euclidean",
-    aggregation: str = "topsis",
-    svd_variance: float = 0.85,
+    extractor: str,
+    fusion: str,
+    mixture_alpha: float,
+    ideals: str,
+    distance: str,
+    aggregation: str,
+    svd_variance: float,
 ) -> MatrixRewardResult:
     """Algorithm 1 lines 12-28 for one group: weights from M and rubric points, then r^qual.
 
-    `points` are the rubrics' stored importance weights t_k (normalized to p here).
-    Defaults are the paper's method; the other options are its ablations (see `fuse`,
+    `points` are the rubrics' stored importance weights t_k (normalized to p here). The
+    options have no defaults here: the paper's method is the defaults of `MatrixRewardOptions`
+    (`MatrixRewardOptions().math_options()`); the other values are its ablations (see `fuse`,
     `topsis_closeness`, App. F extractors, and aggregation="weighted_sum" of Sec. 4.4).
     """
     reward_options(

@@ -26,17 +26,28 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from ..judging.outcomes import ask_pair
-from ..judging.protocol import Judge, ask, is_failure
+from ..judging.protocol import ask, is_failure
 from ..judging.requests import JudgeFailure, PointwiseRequest, RubricPairwiseRequest
-from .answers import AnswerFormat
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, ScoreOutcome, require
-from .matrix_math import check_choice, matrix_reward, pair_indices, reward_options, win_rate_matrix
+from .matrix_math import (
+    AGGREGATIONS,
+    DISTANCES,
+    EXTRACTORS,
+    FUSIONS,
+    IDEALS,
+    matrix_reward,
+    pair_indices,
+    reward_options,
+    win_rate_matrix,
+)
+from .options import DataNeeds, MethodOptions
 from .pointwise import check_points
 
 PROTOCOLS = ("explicit", "implicit", "pointwise")
@@ -46,67 +57,145 @@ INVALID_REWARD = 0.0
 LONE_ANSWER_REWARD = 0.5
 
 
+#: the options that `matrix_math.matrix_reward` takes (all but the protocol, both_orders and lambda_fmt)
+MATH_OPTIONS = ("extractor", "fusion", "mixture_alpha", "ideals", "distance", "aggregation", "svd_variance")
+
+
+@dataclass
+class MatrixRewardOptions(MethodOptions):
+    """MatrixReward's options. Defaults are the paper's method (Sec. 3); the other choices are its
+    ablations (Sec. 4.2-4.5, App. F). An option the chosen setting would silently ignore (e.g.
+    `mixture_alpha` without `fusion="additive"`) is rejected.
+    """
+
+    lambda_fmt: float = field(
+        default=1.0,
+        metadata={
+            "help": "Weight of the format reward in r = r_qual + lambda_fmt * f (Eq. 8); 1.0 is the value of the "
+            "paper's worked example (App. E)."
+        },
+    )
+    protocol: str = field(
+        default="explicit",
+        metadata={
+            "help": "'explicit': one judge request per pair and rubric, K*C(G,2) per group (Sec. 3.1); 'implicit': "
+            "all K verdicts in one request per pair, C(G,2) per group; 'pointwise': K*G independent 0-10 scores, "
+            "M = score/10 (the 'pointwise + MatrixReward' variant, Sec. 4.2).",
+            "choices": list(PROTOCOLS),
+        },
+    )
+    both_orders: bool = field(
+        default=False,
+        metadata={
+            "help": "Judge every pair in both display orders and average the aligned outcomes (doubles the "
+            "requests; pairwise protocols only)."
+        },
+    )
+    extractor: str = field(
+        default="critic",
+        metadata={
+            "help": "Matrix-derived rubric weights: 'critic' (Eq. 3), 'entropy' or 'svd' (Sec. 4.3, App. F).",
+            "choices": list(EXTRACTORS),
+        },
+    )
+    fusion: str = field(
+        default="game",
+        metadata={
+            "help": "Combining matrix weights a with the rubric prior p: 'game' (Eq. 4-5), 'prior_only' (w = p), "
+            "'additive' (w = (1 - mixture_alpha) p + mixture_alpha a) or 'multiplicative' (w ~ a p) (Sec. 4.5).",
+            "choices": list(FUSIONS),
+        },
+    )
+    mixture_alpha: float = field(
+        default=0.5,
+        metadata={"help": "Coefficient of fusion='additive', in [0, 1] (the paper tries 0.1 to 0.5, Table 4)."},
+    )
+    ideals: str = field(
+        default="observed",
+        metadata={
+            "help": "TOPSIS ideals: 'observed' column max/min (Sec. 3.3) or 'theoretical' weighted upper bound "
+            "and zero (Sec. 4.4).",
+            "choices": list(IDEALS),
+        },
+    )
+    distance: str = field(
+        default="euclidean",
+        metadata={
+            "help": "TOPSIS distance: 'euclidean' (Eq. 7) or 'mahalanobis' (Sec. 4.4).",
+            "choices": list(DISTANCES),
+        },
+    )
+    aggregation: str = field(
+        default="topsis",
+        metadata={
+            "help": "'topsis' closeness (Eq. 7) or 'weighted_sum' of the win rates (Sec. 4.4).",
+            "choices": list(AGGREGATIONS),
+        },
+    )
+    svd_variance: float = field(
+        default=0.85,
+        metadata={"help": "Variance share kept by extractor='svd', in (0, 1] (App. F: 0.85)."},
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
+        self._check_unused_options()
+
+    def math_options(self) -> dict[str, Any]:
+        """The keyword arguments of `matrix_math.matrix_reward`."""
+        return {name: getattr(self, name) for name in MATH_OPTIONS}
+
+    def data_needs(self) -> DataNeeds:
+        return DataNeeds(rubrics=True)
+
+    def _check_unused_options(self) -> None:
+        """An option changed from its default that the chosen setting ignores is a mistake: name both fields."""
+        if self.both_orders and self.protocol == "pointwise":
+            raise ValueError(
+                "both_orders=True judges pairs in both display orders, but protocol='pointwise' shows one answer per "
+                "request; use protocol='explicit' or 'implicit', or set both_orders=False"
+            )
+        default = {f.name: f.default for f in fields(MatrixRewardOptions)}
+        ignored = (
+            ("mixture_alpha", "fusion", self.fusion != "additive", "fusion='additive'"),
+            ("svd_variance", "extractor", self.extractor != "svd", "extractor='svd'"),
+            ("extractor", "fusion", self.fusion == "prior_only", "a fusion other than 'prior_only' (w = p)"),
+            ("ideals", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
+            ("distance", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
+        )
+        for option, by, unused, needs in ignored:
+            value = getattr(self, option)
+            if unused and value != default[option]:
+                raise ValueError(
+                    f"{option}={value!r} has no effect with {by}={getattr(self, by)!r}; it needs {needs}. Set "
+                    f"{by} accordingly or leave {option} at its default {default[option]!r}"
+                )
+
+
 class MatrixReward(GroupRewardMethod):
     """MatrixReward (MatrixReward paper, Algorithm 1); rewards r^qual in [0, 1] + lambda_fmt * f.
 
     Args:
         judge: answers `RubricPairwiseRequest` (pairwise protocols) or `PointwiseRequest`.
-        protocol: "explicit" (Sec. 3.1, App. A.2): one request per pair and rubric,
-            K * C(U, 2) requests; "implicit" (Sec. 3.1, App. A.3): all K verdicts in one
-            request per pair, C(U, 2) requests; "pointwise" (Sec. 4.2): K * U independent
-            0-10 scores, M_ik = score / 10 (see the module docstring).
-        both_orders: judge each pair in both display orders and average the identity-aligned
-            outcomes (Sec. 3.1, App. A.2); doubles the requests. Pairwise protocols only.
-        extractor: matrix-derived weights: "critic" (Sec. 3.2, Eq. 3), "entropy" or "svd"
-            (Sec. 4.3, App. F).
-        fusion: "game" (Sec. 3.2, Eq. 4-5), "prior_only" (w = p, Table 2), "additive"
-            (w = (1 - mixture_alpha) p + mixture_alpha a) or "multiplicative" (w ~ a p)
-            (Sec. 4.5, Table 4).
-        mixture_alpha: coefficient of the additive fusion (the paper tries 0.1 to 0.5).
-        ideals: "observed" column extrema (Sec. 3.3) or "theoretical" weighted upper bound
-            and zero (Sec. 4.4).
-        distance: "euclidean" (Eq. 7) or "mahalanobis" (Sec. 4.4).
-        aggregation: "topsis" closeness (Eq. 7) or "weighted_sum" of win rates (Sec. 4.4).
-        svd_variance: variance share the SVD extractor keeps (App. F: 0.85).
-        lambda_fmt, answer_format, format_reward: as in `GroupRewardMethod` (Eq. 8).
+        options: `MatrixRewardOptions` (or their values as keywords):
+            protocol: "explicit" (Sec. 3.1, App. A.2): one request per pair and rubric,
+                K * C(U, 2) requests; "implicit" (Sec. 3.1, App. A.3): all K verdicts in one
+                request per pair, C(U, 2) requests; "pointwise" (Sec. 4.2): K * U independent
+                0-10 scores, M_ik = score / 10 (see the module docstring).
+            both_orders: judge each pair in both display orders and average the identity-aligned
+                outcomes (Sec. 3.1, App. A.2); doubles the requests. Pairwise protocols only.
+            extractor, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance: the
+                weights and the reward (`matrix_math.matrix_reward`; Sec. 3.2-4.5, App. F).
+            lambda_fmt: the format reward's weight (Eq. 8; default 1.0, App. E).
+        answer_format, format_reward: as in `GroupRewardMethod`.
 
     Per-group `details`: alpha, beta (None for multiplicative fusion), fallback, weights w,
     matrix_weights a, prior p, column_spread (max - min of each M column), unique_answers.
     """
 
     name = "matrix"
-
-    def __init__(
-        self,
-        judge: Judge,
-        *,
-        protocol: str = "explicit",
-        both_orders: bool = False,
-        extractor: str = "critic",
-        fusion: str = "game",
-        mixture_alpha: float = 0.5,
-        ideals: str = "observed",
-        distance: str = "euclidean",
-        aggregation: str = "topsis",
-        svd_variance: float = 0.85,
-        lambda_fmt: float = 0.0,
-        answer_format: AnswerFormat | None = None,
-        format_reward: Callable[[str], float] | None = None,
-    ):
-        super().__init__(judge, lambda_fmt=lambda_fmt, answer_format=answer_format, format_reward=format_reward)
-        self.protocol = check_choice("protocol", protocol, PROTOCOLS)
-        if both_orders and protocol == "pointwise":
-            raise ValueError("both_orders=True needs a pairwise protocol; the 'pointwise' protocol shows one answer")
-        self.both_orders = bool(both_orders)
-        self.options = reward_options(
-            extractor=extractor,
-            fusion=fusion,
-            mixture_alpha=mixture_alpha,
-            ideals=ideals,
-            distance=distance,
-            aggregation=aggregation,
-            svd_variance=svd_variance,
-        )
+    options_class = MatrixRewardOptions
 
     # --- judging: the matrix M over unique answers (Sec. 3.1) ------------------------------
 
@@ -117,11 +206,11 @@ class MatrixReward(GroupRewardMethod):
         details: dict[str, Any] = {"unique_answers": len(answers)}
         if len(answers) < 2:
             return ScoreOutcome([LONE_ANSWER_REWARD] * len(answers), INVALID_REWARD, details)
-        if self.protocol == "pointwise":
+        if self.options.protocol == "pointwise":
             M = await self._pointwise_matrix(group, answers, step)
         else:
             M = await self._pairwise_matrix(group, answers, step)
-        result = matrix_reward(M, [r.weight for r in group.rubrics], **self.options)
+        result = matrix_reward(M, [r.weight for r in group.rubrics], **self.options.math_options())
         details.update(
             alpha=result.alpha,
             beta=result.beta,
@@ -136,7 +225,7 @@ class MatrixReward(GroupRewardMethod):
     async def _pairwise_matrix(self, group: Group, answers: list[str], step: int) -> np.ndarray:
         """Explicit: one request per (pair, rubric); implicit: one per pair. Pairs i < j, row-major."""
         K, U = len(group.rubrics), len(answers)
-        rubric_indices: Sequence[int | None] = range(K) if self.protocol == "explicit" else [None]
+        rubric_indices: Sequence[int | None] = range(K) if self.options.protocol == "explicit" else [None]
         requests = [
             group.request(RubricPairwiseRequest, step=step, a=answers[i], b=answers[j], rubric_index=k)
             for i, j in zip(*pair_indices(U), strict=True)
@@ -148,7 +237,7 @@ class MatrixReward(GroupRewardMethod):
     async def _compare(self, request: RubricPairwiseRequest) -> list[float] | JudgeFailure:
         """Scores of `request.a` per judged rubric, or a failure (a malformed verdict is an invalid answer)."""
         try:
-            scores = await ask_pair(self.judge, request, both_orders=self.both_orders)
+            scores = await ask_pair(self.judge, request, both_orders=self.options.both_orders)
         except (TypeError, ValueError) as exc:
             return JudgeFailure("invalid", f"malformed rubric-pairwise verdict: {exc}")
         if is_failure(scores):

@@ -5,11 +5,18 @@ texts and checks. The method class reads its options from it (`options_class`), 
 config inherits the same fields, and `reward_method=NAME` with `reward_method_kwargs` builds
 the same dataclass, so both routes give the same method with the same defaults by
 construction. `data_needs()` tells the dataset checks what each training row must carry.
+
+    options = MatrixRewardOptions.from_values({"protocol": "implicit"}, source="reward_method_kwargs")
+    method = MatrixReward(judge, options)          # or MatrixReward(judge, protocol="implicit")
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, TypeVar
+
+OptionsT = TypeVar("OptionsT", bound="MethodOptions")
 
 
 @dataclass(frozen=True)
@@ -31,20 +38,59 @@ class MethodOptions:
     """Options every group reward method has; subclasses add theirs (see the module docstring).
 
     A field with `metadata["choices"]` must hold one of them (or None where its default is None).
+    A trainer config that inherits an options class (`class XGRPOConfig(XOptions, JudgeRewardGRPOConfig)`)
+    runs its own `__post_init__` first (the call goes on along the MRO), then these checks on
+    the options' fields only.
     """
 
     lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
 
     def __post_init__(self):
+        later = getattr(super(), "__post_init__", None)
+        if later is not None:  # a trainer config inheriting these options: the config's checks too
+            later()
         if self.lambda_fmt < 0:
             raise ValueError(f"lambda_fmt must be >= 0, got {self.lambda_fmt}")
-        for f in fields(self):
+        for f in option_fields(type(self)):
             allowed = f.metadata.get("choices")
             value = getattr(self, f.name)
             if allowed is not None and value not in allowed and not (value is None and f.default is None):
                 none = "None or " if f.default is None else ""
                 raise ValueError(f"{f.name} must be {none}one of {list(allowed)}, got {value!r}")
 
+    @classmethod
+    def from_values(cls: type[OptionsT], values: Mapping[str, Any], *, source: str) -> OptionsT:
+        """`cls(**values)`; a name that is not an option is one `ValueError` naming `source` and the valid names."""
+        names = [f.name for f in option_fields(cls)]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ValueError(
+                f"{source} sets {unknown}, which {options_class_of(cls).__name__} does not have; its options are: "
+                f"{', '.join(names)}"
+            )
+        return options_class_of(cls)(**values)
+
     def data_needs(self) -> DataNeeds:
         """What this method, with these options, needs from each row (override where it needs more)."""
         return DataNeeds()
+
+
+def options_class_of(cls: type) -> type[MethodOptions]:
+    """The options dataclass `cls` holds: `cls` itself, or, for a trainer config that inherits one
+    beside the TRL config, that options class (the first in the MRO built from options alone)."""
+    for c in cls.__mro__:
+        if c is MethodOptions or (
+            issubclass(c, MethodOptions) and all(issubclass(b, MethodOptions) for b in c.__bases__)
+        ):
+            return c
+    raise TypeError(f"{cls.__name__} holds no MethodOptions")
+
+
+def option_fields(cls: type) -> tuple[Field, ...]:
+    """The option fields of `cls` (an options class or a trainer config inheriting one), TRL's excluded."""
+    return fields(options_class_of(cls))
+
+
+def option_values(options: MethodOptions) -> dict[str, Any]:
+    """`{name: value}` of every option of `options` (a trainer config: its option fields only)."""
+    return {f.name: getattr(options, f.name) for f in option_fields(type(options))}

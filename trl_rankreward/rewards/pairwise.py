@@ -14,27 +14,61 @@ Duplicated answers are judged once: requests count unique valid answers U, not G
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
+from .options import DataNeeds, MethodOptions
 from .pair_judging import all_pairs, judge_pairs, requests_per_match, shared_ranks, win_rates
+
+
+@dataclass
+class PairwiseOptions(MethodOptions):
+    """Options of the pairwise methods: RRC-SCR's and RRC-AGR's (Pairwise Rank adds `ties`)."""
+
+    both_orders: bool = field(
+        default=False,
+        metadata={"help": "Judge each comparison in both display orders and average (2 requests per comparison)."},
+    )
+
+
+@dataclass
+class PairwiseRankOptions(PairwiseOptions):
+    """`PairwiseRankReward`'s options."""
+
+    ties: str = field(
+        default="min",
+        metadata={
+            "help": "Equal win rates share 'min', the first rank they occupy (RankBuffer App. E), or 'average', "
+            "their mean rank (MatrixReward App. D).",
+            "choices": ["min", "average"],
+        },
+    )
+
+
+@dataclass
+class ReferenceWinRateOptions(PairwiseOptions):
+    """`ReferenceWinRateReward`'s options; it needs each query's references and scores rollouts one by one."""
+
+    def data_needs(self) -> DataNeeds:
+        return DataNeeds(references=1, min_group_size=1)
 
 
 class _AllPairsMethod(GroupRewardMethod):
     """Judges every unordered pair of unique valid answers once (C(U, 2) logical comparisons).
 
-    Args:
-        both_orders: judge each pair in both display orders and average (2 requests per pair).
+    Options (`PairwiseOptions`): both_orders: judge each pair in both display orders and average
+    (2 requests per pair).
     """
 
-    def __init__(self, judge, *, both_orders: bool = False, **kwargs):
-        super().__init__(judge, **kwargs)
-        self.both_orders = bool(both_orders)
+    options_class = PairwiseOptions
 
     async def _group_win_rates(self, group: Group, candidates: Candidates, step: int) -> tuple[list[float], dict]:
+        both_orders = self.options.both_orders
         pairs = all_pairs(len(candidates.answers))
         texts = [(candidates.answers[u], candidates.answers[v]) for u, v in pairs]
-        scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=self.both_orders)
+        scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=both_orders)
         rates = win_rates(pairs, scores, [len(m) for m in candidates.members])
-        details = {"requests": len(pairs) * requests_per_match(self.both_orders), "rounds": 1 if pairs else 0}
+        details = {"requests": len(pairs) * requests_per_match(both_orders), "rounds": 1 if pairs else 0}
         return rates, details
 
 
@@ -70,20 +104,13 @@ class PairwiseRankReward(_AllPairsMethod):
     """
 
     name = "pairwise_rank"
-
-    def __init__(self, judge, *, ties: str = "min", **kwargs):
-        super().__init__(judge, **kwargs)
-        if ties not in ("min", "average"):
-            raise ValueError(
-                f"PairwiseRankReward ties must be 'min' (RankBuffer) or 'average' (MatrixReward), got {ties!r}"
-            )
-        self.ties = ties
+    options_class = PairwiseRankOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         rates, details = await self._group_win_rates(group, candidates, step)
         multiplicities = [len(m) for m in candidates.members]
         n = sum(multiplicities)
-        ranks = shared_ranks(rates, multiplicities, ties=self.ties)
+        ranks = shared_ranks(rates, multiplicities, ties=self.options.ties)
         values = [2.0 * (n - s) / (n - 1) - 1.0 if n > 1 else 0.0 for s in ranks]
         return ScoreOutcome(values, invalid_reward=-1.0, details={**details, "win_rates": rates})
 
@@ -102,10 +129,7 @@ class ReferenceWinRateReward(GroupRewardMethod):
     """
 
     name = "rrc_agr"
-
-    def __init__(self, judge, *, both_orders: bool = False, **kwargs):
-        super().__init__(judge, **kwargs)
-        self.both_orders = bool(both_orders)
+    options_class = ReferenceWinRateOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         refs = group.references or ()
@@ -115,7 +139,8 @@ class ReferenceWinRateReward(GroupRewardMethod):
                 "add a 'references' column (e.g. Nectar answers) to the dataset"
             )
         texts = [(a, ref) for a in candidates.answers for ref in refs]
-        scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=self.both_orders)
+        both_orders = self.options.both_orders
+        scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=both_orders)
         rates = [sum(scores[u * len(refs) : (u + 1) * len(refs)]) / len(refs) for u in range(len(candidates.answers))]
-        requests = len(texts) * requests_per_match(self.both_orders)
+        requests = len(texts) * requests_per_match(both_orders)
         return ScoreOutcome(rates, invalid_reward=0.0, details={"requests": requests, "rounds": 1 if texts else 0})

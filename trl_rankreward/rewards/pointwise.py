@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ..judging.protocol import Judge, ask
 from ..judging.requests import JudgeFailure, PointwiseRequest
 from .base import Candidates, Group, GroupJudgingFailed, GroupRewardMethod, ScoreOutcome, require
+from .options import DataNeeds, MethodOptions
 
 
 async def judge_points(
@@ -31,6 +33,29 @@ def check_points(verdicts: Sequence) -> list[float]:
                 JudgeFailure("invalid", f"Pointwise verdict must be a number in [0, 10], got {v!r}")
             )
     return [float(v) for v in verdicts]
+
+
+@dataclass
+class PointwiseOptions(MethodOptions):
+    """`PointwiseRubricReward`'s options: only `lambda_fmt`; each rollout is scored on its own, so G = 1 works."""
+
+    def data_needs(self) -> DataNeeds:
+        return DataNeeds(min_group_size=1)
+
+
+@dataclass
+class GDPOOptions(MethodOptions):
+    """`GDPOReward`'s options; it judges per rubric and normalizes within the group."""
+
+    eps: float = field(default=1e-4, metadata={"help": "Added to each rubric's within-group std (GDPO: 1e-4)."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.eps > 0:
+            raise ValueError(f"eps must be > 0, got {self.eps}")
+
+    def data_needs(self) -> DataNeeds:
+        return DataNeeds(rubrics=True)
 
 
 class PointwiseRubricReward(GroupRewardMethod):
@@ -58,6 +83,7 @@ class PointwiseRubricReward(GroupRewardMethod):
     """
 
     name = "pointwise"
+    options_class = PointwiseOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         scores = await judge_points(self.judge, group, candidates.answers, None, step)
@@ -94,10 +120,7 @@ class GDPOReward(GroupRewardMethod):
     """
 
     name = "gdpo"
-
-    def __init__(self, judge, *, eps: float = 1e-4, **kwargs):
-        super().__init__(judge, **kwargs)
-        self.eps = float(eps)
+    options_class = GDPOOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         if not group.rubrics:
@@ -120,11 +143,12 @@ class GDPOReward(GroupRewardMethod):
 
     def _normalize(self, scores: list[float], counts: list[int], invalid: int) -> tuple[list[float], float]:
         """z-scores of unique answers' scores and of the invalid score 0, over the whole group."""
+        eps = self.options.eps
         population = [(s, c) for s, c in zip(scores, counts, strict=True)] + [(0.0, invalid)]
         n = sum(c for _, c in population)
         mean = sum(s * c for s, c in population) / n
         std = math.sqrt(sum(c * (s - mean) ** 2 for s, c in population) / (n - 1)) if n > 1 else 0.0
-        return [(s - mean) / (std + self.eps) for s in scores], (0.0 - mean) / (std + self.eps)
+        return [(s - mean) / (std + eps) for s in scores], (0.0 - mean) / (std + eps)
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -50,7 +50,7 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._gc import paused_gc
@@ -60,7 +60,7 @@ from ..judging.subsample import select_endpoints
 from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferUpdate
 from .anchor_store import AnchorStore, InMemoryAnchorStore, SQLiteAnchorStore
 from .answers import AnswerFormat
-from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, require
+from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, RunContext, require
 from .buffer_manager import BufferManager, LLMManager, RuleManager, changes
 from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally, tally_metrics
 from .options import DataNeeds, MethodOptions
@@ -224,18 +224,25 @@ class RankBufferReward(GroupRewardMethod):
         seed: int = 0,
         **option_values: Any,
     ):
-        options = self.make_options(options, option_values)
-        super().__init__(judge, lambda_fmt=options.lambda_fmt, answer_format=answer_format, format_reward=format_reward)
+        super().__init__(judge, options, answer_format=answer_format, format_reward=format_reward, **option_values)
+        options = self.options
         if options.buffer_manager is None and manager_judge is not None:
             raise ValueError(
                 "manager_judge is given but buffer_manager is None; set buffer_manager='llm' or 'llm_lookahead'"
             )
-        self.options = options
         self.manager_judge = manager_judge or judge
         self.store = store if store is not None else options.open_store()
         self.ranking = self.make_ranking(seed)
         self.manager = self.make_manager()
         self.buffers = QueryBuffers(self.store)
+
+    @classmethod
+    def for_run(cls, judge: Judge, options: RankBufferOptions, run: RunContext) -> RankBufferReward:
+        """The trainer's RankBuffer: the run's seed and answer format; with `anchor_store="sqlite"` and no
+        path, the anchors live in `{output_dir}/anchors.sqlite`."""
+        if options.anchor_store == "sqlite" and options.anchor_store_path is None and run.output_dir:
+            options = replace(options, anchor_store_path=os.path.join(run.output_dir, "anchors.sqlite"))
+        return cls(judge, options, answer_format=run.answer_format, seed=run.seed)
 
     def make_ranking(self, seed: int) -> RankingStrategy:
         """How groups are ranked: the paper's coarse and fine rounds, per `buffer_variant`."""

@@ -1,6 +1,7 @@
 """Reward methods by name, for `JudgeRewardGRPOTrainer`, the CLI and the benchmark.
 
     method = make_reward_method("tournament", judge, brackets=3, lambda_fmt=0.2)
+    options = reward_method_class("tournament").options_class(brackets=3)   # its knobs and defaults
 
 Modules are imported only when their method is asked for.
 """
@@ -45,5 +46,6 @@ def reward_method_class(name: str) -> type[GroupRewardMethod]:
 
 
 def make_reward_method(name: str, judge, **kwargs) -> GroupRewardMethod:
-    """Build the reward method `name` with `judge`; `kwargs` go to its constructor."""
+    """Build the reward method `name` with `judge`; `kwargs` go to its constructor (option values and
+    runtime objects such as `answer_format`; a name that is neither is a `ValueError` listing the options)."""
     return reward_method_class(name)(judge, **kwargs)

@@ -9,10 +9,31 @@ accumulates tournament scores, and normalizes the resulting group rewards").
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 from ..judging.seeding import seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
+from .options import MethodOptions
 from .pair_judging import match_player, requests_per_match, single_elimination
+
+
+@dataclass
+class TournamentOptions(MethodOptions):
+    """`TournamentReward`'s options (see its docstring)."""
+
+    brackets: int = field(
+        default=3,
+        metadata={"help": "Independently shuffled single-elimination brackets per group (RankBuffer App. E uses 3)."},
+    )
+    both_orders: bool = field(
+        default=False, metadata={"help": "Judge each match in both display orders (2 requests per match)."}
+    )
+    seed: int = field(default=0, metadata={"help": "Global seed of the bracket shuffles and tie coin flips."})
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.brackets, bool) or not isinstance(self.brackets, int) or self.brackets < 1:
+            raise ValueError(f"TournamentReward brackets must be a positive integer, got {self.brackets!r}")
 
 
 class TournamentReward(GroupRewardMethod):
@@ -31,35 +52,26 @@ class TournamentReward(GroupRewardMethod):
     with `both_orders`). Brackets run concurrently, rounds within a bracket sequentially:
     R = ceil(log2 U) sequential judge rounds (3 for G = 8).
 
-    Args:
-        brackets: number of independently shuffled brackets (Tournament-GRPO's run-specific
-            setting; RankBuffer App. E uses 3).
-        both_orders: judge each match in both display orders (2 requests per match).
-        seed: global seed of the shuffles and tie coin flips.
+    Options (`TournamentOptions`): brackets (Tournament-GRPO's run-specific setting; RankBuffer
+    App. E uses 3), both_orders, seed (of the shuffles and tie coin flips).
     """
 
     name = "tournament"
-
-    def __init__(self, judge, *, brackets: int = 3, both_orders: bool = False, seed: int = 0, **kwargs):
-        super().__init__(judge, **kwargs)
-        if not (isinstance(brackets, int) and brackets >= 1):
-            raise ValueError(f"TournamentReward brackets must be a positive integer, got {brackets!r}")
-        self.brackets = brackets
-        self.both_orders = bool(both_orders)
-        self.seed = seed
+    options_class = TournamentOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
-        play = match_player(self.judge, group, candidates.answers, step=step, both_orders=self.both_orders)
+        brackets, both_orders = self.options.brackets, self.options.both_orders
+        play = match_player(self.judge, group, candidates.answers, step=step, both_orders=both_orders)
         results = await asyncio.gather(
-            *(self._bracket(group, len(candidates.answers), step, b, play) for b in range(self.brackets))
+            *(self._bracket(group, len(candidates.answers), step, b, play) for b in range(brackets))
         )
         rounds = max(r.rounds for r in results)
         matches = sum(r.matches for r in results)
         wins = [sum(r.score[u] for r in results) for u in range(len(candidates.answers))]
-        top = self.brackets * rounds
+        top = brackets * rounds
         values = [2.0 * w / top - 1.0 if top else 0.0 for w in wins]
         details = {
-            "requests": matches * requests_per_match(self.both_orders),
+            "requests": matches * requests_per_match(both_orders),
             "matches": matches,
             "rounds": rounds,
             "wins": wins,
@@ -67,7 +79,7 @@ class TournamentReward(GroupRewardMethod):
         return ScoreOutcome(values, invalid_reward=-1.0, details=details)
 
     async def _bracket(self, group: Group, n: int, step: int, bracket: int, play):
-        rng = seeded_rng(self.seed, "tournament", group.query_id, step, bracket)
+        rng = seeded_rng(self.options.seed, "tournament", group.query_id, step, bracket)
         entrants = list(range(n))
         rng.shuffle(entrants)
         return await single_elimination(entrants, play, lambda a, b: a if rng.random() < 0.5 else b)

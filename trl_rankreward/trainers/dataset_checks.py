@@ -5,8 +5,9 @@ Without these checks a bad dataset fails late and obscurely: no `prompt` column 
 generation, `rubrics: "be good"` is read character by character (eight one-letter rubrics),
 and four different prompts sharing one `query_id` silently share one RankBuffer buffer.
 
-    check_training_dataset(dataset, **method_requirements("rank_buffer", {"buffer_init": "nectar"}))
-    check_group_size("rank_buffer", num_generations=8)
+    needs = args.method_options().data_needs()    # what the reward method asks of the data
+    check_group_size("rank_buffer", needs, num_generations=8)
+    check_training_dataset(dataset, needs)
 
 Columns (see `grouping.py`, which turns rows into groups): `prompt` (a non-empty string, or a
 list of chat messages `{"role", "content"}` with at least one non-system message that has
@@ -24,35 +25,14 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._gc import paused_gc
 from ..data.conversation import message_text, query_text
 from ..judging.requests import Rubric
-from ..rewards.registry import REWARD_METHODS
-
-#: methods that judge each rollout per rubric and fail on a group without rubrics
-RUBRIC_METHODS = frozenset({"gdpo", "matrix"})
-#: methods that compare each rollout with the query's reference responses (and rank_buffer with buffer_init="nectar")
-REFERENCE_METHODS = frozenset({"rrc_agr", "genrm"})
-#: methods whose reward compares the rollouts of one group with each other (rank, win rate or
-#: within-group normalization): a group of one rollout gives them nothing to compare
-GROUP_RELATIVE_METHODS = frozenset(
-    {
-        "rrc_scr",
-        "pairwise_rank",
-        "tournament",
-        "arena",
-        "rank_buffer",
-        "rank_buffer_plus",
-        "listwise_group",
-        "matrix",
-        "gdpo",
-    }
-)
-#: methods that score each rollout on its own (or against references): a group of one is enough
-SINGLE_ROLLOUT_METHODS = frozenset({"pointwise", "rrc_agr", "genrm"})
+from ..rewards.options import DataNeeds
+from ..rewards.registry import REWARD_METHODS, reward_method_class
 
 _COLUMNS = ("prompt", "query_id", "rubrics", "references")
 _PROMPT_GUESSES = ("query", "question", "instruction", "messages", "conversations", "input", "text")
@@ -83,45 +63,31 @@ class DatasetError(ValueError):
     """The dataset (or the group size) cannot be used for training; the message lists what and how to fix it."""
 
 
-def method_requirements(method_name: str, method_kwargs: Mapping[str, Any] | None = None) -> dict[str, bool]:
-    """What reward method `method_name` (a registry name) built with `method_kwargs` needs from each row.
-
-    Returns `{"needs_references": ..., "needs_rubrics": ...}`, the keyword arguments of
-    `check_training_dataset`. RankBuffer (and `rank_buffer_plus`) needs references unless `buffer_init="bootstrap"`.
-    """
-    _check_method_name(method_name)
-    kwargs = dict(method_kwargs or {})
-    needs_references = method_name in REFERENCE_METHODS or (
-        method_name in ("rank_buffer", "rank_buffer_plus") and kwargs.get("buffer_init", "nectar") != "bootstrap"
-    )
-    return {"needs_references": needs_references, "needs_rubrics": method_name in RUBRIC_METHODS}
-
-
-def check_group_size(method_name: str, num_generations: int) -> None:
-    """Raise `DatasetError` when `num_generations` rollouts per query are too few for `method_name`."""
-    _check_method_name(method_name)
+def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -> None:
+    """Raise `DatasetError` when `num_generations` rollouts per query are fewer than the method
+    `method_name` needs (`needs.min_group_size`, from its options' `data_needs()`)."""
     if isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1:
         raise DatasetError(f"num_generations must be a positive integer, got {num_generations!r}")
-    if method_name in GROUP_RELATIVE_METHODS and num_generations < 2:
+    if num_generations < needs.min_group_size:
+        fit = [name for name in REWARD_METHODS if _default_needs(name).min_group_size <= num_generations]
         raise DatasetError(
-            f"Reward method {method_name!r} compares the rollouts of a group with each other, but "
-            f"num_generations={num_generations} gives one rollout per query and nothing to compare. "
-            "Fix: set num_generations >= 2 (the papers use 8), or use a method that scores rollouts one by one "
-            f"({', '.join(sorted(SINGLE_ROLLOUT_METHODS))})."
+            f"Reward method {method_name!r} compares the rollouts of a group with each other and needs at least "
+            f"{needs.min_group_size} per query, but num_generations={num_generations}. Fix: set num_generations >= "
+            f"{needs.min_group_size} (the papers use 8), or use a method that ranks groups of {num_generations} "
+            f"({', '.join(sorted(fit)) or 'none'})."
         )
 
 
-def check_training_dataset(
-    dataset: Any, *, needs_references: bool = False, needs_rubrics: bool = False, max_examples: int = 5
-) -> None:
+def check_training_dataset(dataset: Any, needs: DataNeeds | None = None, *, max_examples: int = 5) -> None:
     """Raise one `DatasetError` describing every unusable row of `dataset`; return None when it is fine.
 
     Args:
         dataset: a `datasets.Dataset`, a list of row mappings, or an `IterableDataset` (columns only).
-        needs_references: every row must have references (see `method_requirements`).
-        needs_rubrics: every row must have at least one rubric.
+        needs: what the reward method needs from each row (its options' `data_needs()`): rubrics,
+            at least `needs.references` references; None: nothing beyond well-formed rows.
         max_examples: how many offending rows the message lists (all of them are counted).
     """
+    needs = needs or DataNeeds()
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
         raise ValueError(f"max_examples must be a positive integer, got {max_examples!r}")
     report = _Report(max_examples)
@@ -130,17 +96,20 @@ def check_training_dataset(
         report.add_dataset("The dataset has no rows.", "empty")
         report.raise_if_any(total=0)
     if columns is not None:
-        _check_columns(columns, report, needs_references=needs_references, needs_rubrics=needs_rubrics)
+        _check_columns(columns, report, needs)
         # a missing column is reported once above, not once per row
-        needs_references = needs_references and "references" in columns
-        needs_rubrics = needs_rubrics and "rubrics" in columns
+        needs = replace(
+            needs,
+            references=needs.references if "references" in columns else 0,
+            rubrics=needs.rubrics and "rubrics" in columns,
+        )
     if "prompt_column" in report.fixes or not _has_rows(dataset):
         report.raise_if_any(total=None)
         return
     total, seen = 0, {}
     with paused_gc():  # reading a column builds millions of lists and dicts, none in a cycle (see _gc)
         for index, values in enumerate(_rows(dataset)):
-            found = _row_problems(*values, needs_references=needs_references, needs_rubrics=needs_rubrics)
+            found = _row_problems(*values, needs)
             found += _duplicate_problem(index, values[0], values[1], seen, found)
             report.add_row(index, values[1], found)
             total = index + 1
@@ -193,7 +162,7 @@ def _rows(dataset: Any) -> Iterator[tuple[Any, Any, Any, Any]]:
 # --- checks --------------------------------------------------------------------------------
 
 
-def _check_columns(columns: list[str], report: _Report, *, needs_references: bool, needs_rubrics: bool) -> None:
+def _check_columns(columns: list[str], report: _Report, needs: DataNeeds) -> None:
     listed = ", ".join(repr(c) for c in columns) or "none"
     if "prompt" not in columns:
         guess = next((c for c in _PROMPT_GUESSES if c in columns), "<column with the queries>")
@@ -202,15 +171,13 @@ def _check_columns(columns: list[str], report: _Report, *, needs_references: boo
             "prompt_column",
             fix=f"prompt: rename the column that holds the queries, e.g. dataset.rename_column({guess!r}, 'prompt').",
         )
-    if needs_references and "references" not in columns:
+    if needs.references and "references" not in columns:
         report.add_dataset(f"The dataset has no 'references' column (its columns: {listed}).", "missing_references")
-    if needs_rubrics and "rubrics" not in columns:
+    if needs.rubrics and "rubrics" not in columns:
         report.add_dataset(f"The dataset has no 'rubrics' column (its columns: {listed}).", "missing_rubrics")
 
 
-def _row_problems(
-    prompt: Any, query_id: Any, rubrics: Any, references: Any, *, needs_references: bool, needs_rubrics: bool
-) -> list[tuple[str, str]]:
+def _row_problems(prompt: Any, query_id: Any, rubrics: Any, references: Any, needs: DataNeeds) -> list[tuple[str, str]]:
     """(kind, message) of each problem of one row; kinds index `_FIXES`."""
     found = []
     for kind, problem in (
@@ -221,9 +188,11 @@ def _row_problems(
     ):
         if problem:
             found.append((kind, problem))
-    if needs_references and _is_empty(references):
+    if needs.references and _is_empty(references):
         found.append(("missing_references", "has no references"))
-    if needs_rubrics and _is_empty(rubrics):
+    elif needs.references > 1 and isinstance(references, (list, tuple)) and len(references) < needs.references:
+        found.append(("missing_references", f"has {len(references)} references; the method needs {needs.references}"))
+    if needs.rubrics and _is_empty(rubrics):
         found.append(("missing_rubrics", "has no rubrics"))
     return found
 
@@ -399,9 +368,9 @@ class _Report:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def _check_method_name(method_name: str) -> None:
-    if method_name not in REWARD_METHODS:
-        raise ValueError(f"Unknown reward method {method_name!r}; expected one of {', '.join(REWARD_METHODS)}")
+def _default_needs(method_name: str) -> DataNeeds:
+    """What registered method `method_name` needs with its default options."""
+    return reward_method_class(method_name).options_class().data_needs()
 
 
 def _show(value: Any) -> str:

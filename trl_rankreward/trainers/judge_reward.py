@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -49,13 +48,14 @@ from .._gc import paused_gc
 from ..judging.retry import RetryPolicy
 from ..judging.server_settings import TRAINING_JUDGE, build_judge
 from ..rewards.answers import AnswerFormat
-from ..rewards.base import GroupRewardMethod
-from ..rewards.registry import REWARD_METHODS, make_reward_method
+from ..rewards.base import GroupRewardMethod, RunContext
+from ..rewards.options import MethodOptions, option_values
+from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
 from .base import GRPOTrainerBase
 from .circuit_breaker import JudgeCircuitBreaker
 from .console_log import use_compact_console_log
-from .dataset_checks import check_group_size, check_training_dataset, method_requirements
+from .dataset_checks import check_group_size, check_training_dataset
 from .failures import FailureLog
 from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
 from .grouping import reward_row
@@ -77,6 +77,11 @@ class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), CriticConfig, GRPOConfig):
     judge is the embedded `EmbeddingJudge` (offline, ranks by similarity to the query's
     `references`); otherwise an `LLMJudge` over an OpenAI-compatible server (vLLM `vllm serve`,
     SGLang, `transformers serve`, ...).
+
+    The method's options are `reward_method_kwargs` and `lambda_fmt`, checked by the method's
+    options dataclass (`rewards.options`; `method_options()` builds it). A config for one method
+    (`MatrixRewardGRPOConfig`, `RankBufferGRPOConfig`) inherits that dataclass, so its options
+    are its own fields, with the same names and defaults.
     """
 
     reward_method: str = field(
@@ -114,14 +119,23 @@ class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), CriticConfig, GRPOConfig):
             "error for methods with state (RankBuffer's buffers); set this to start them afresh instead."
         },
     )
-    lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
+    lambda_fmt: float | None = field(
+        default=None,
+        metadata={
+            "help": "Weight of the format reward added to each reward. None: the method's default (RankBuffer 0.2, "
+            "MatrixReward 1.0, the others 0.0)."
+        },
+    )
     thinking_format: bool = field(
         default=False,
         metadata={"help": "Rollouts must close a <think> block before the answer; the judge sees the answer only."},
     )
     reward_method_kwargs: dict[str, Any] | str | None = field(
         default_factory=dict,
-        metadata={"help": "Extra keyword arguments of the reward method (a dict, or a JSON string on the CLI)."},
+        metadata={
+            "help": "The reward method's options other than lambda_fmt (a dict, or a JSON string on the CLI), e.g. "
+            "'{\"brackets\": 3}'; a name the method does not have is an error listing its options."
+        },
     )
 
     def __post_init__(self):
@@ -161,37 +175,44 @@ class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), CriticConfig, GRPOConfig):
                     "judges: raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
                     stacklevel=2,
                 )
-        if self.lambda_fmt < 0:
-            raise ValueError(f"lambda_fmt must be >= 0, got {self.lambda_fmt}")
         clash = sorted({"lambda_fmt", "answer_format", "judge"} & set(self.reward_method_kwargs))
         if clash:
             raise ValueError(
                 f"reward_method_kwargs sets {clash}, which come from the config's own fields (lambda_fmt, "
                 "thinking_format, judge_*); set those fields instead"
             )
+        self._check_own_method()
+        self.lambda_fmt = self.method_options().lambda_fmt  # None: the method's default
 
-    def _check_own_method(self, method: str, trains: str, options: Sequence[str]) -> None:
-        """For a config of one reward method: `reward_method` stays `method`, its options are fields, not kwargs."""
-        name = type(self).__name__
-        if self.reward_method != method:
+    def method_options(self) -> MethodOptions:
+        """The reward method's options this config describes, built (and checked) by the method's options
+        dataclass: a config for one method holds them as fields; otherwise `reward_method_kwargs` and
+        `lambda_fmt` (None: the method's default)."""
+        options_class = reward_method_class(self.reward_method).options_class
+        if isinstance(self, options_class):
+            values = option_values(self)
+        else:
+            values = {**self.reward_method_kwargs, "lambda_fmt": self.lambda_fmt}
+        if values["lambda_fmt"] is None:
+            del values["lambda_fmt"]
+        return options_class.from_values(values, source=f"reward_method_kwargs of reward_method={self.reward_method!r}")
+
+    def _check_own_method(self) -> None:
+        """A config for one method (it inherits the method's options): `reward_method` stays that method,
+        and its options are fields, not `reward_method_kwargs`."""
+        if not isinstance(self, MethodOptions):
+            return
+        name, own = type(self).__name__, self.__dataclass_fields__["reward_method"].default
+        if self.reward_method != own:
             raise ValueError(
-                f"{name} trains {trains}, but reward_method={self.reward_method!r}; use JudgeRewardGRPOConfig for "
+                f"{name} trains {own}, but reward_method={self.reward_method!r}; use JudgeRewardGRPOConfig for "
                 "other methods"
             )
         if self.reward_method_kwargs:
             raise ValueError(
-                f"reward_method_kwargs={self.reward_method_kwargs} is not used by {name}: {trains}'s options are its "
-                f"own fields ({', '.join(options)})"
+                f"reward_method_kwargs={self.reward_method_kwargs} is not used by {name}: {own}'s options are its "
+                f"own fields ({', '.join(option_values(self))})"
             )
-
-    def _check_choices(self, *names: str) -> None:
-        """Each named field holds one of its `choices` (metadata); a field whose default is None may also be None."""
-        declared = {f.name: f for f in fields(self)}
-        for name in names:
-            value, allowed, default = getattr(self, name), declared[name].metadata["choices"], declared[name].default
-            if value not in allowed and not (value is None and default is None):
-                none = "None or " if default is None else ""
-                raise ValueError(f"{name} must be {none}one of {list(allowed)}, got {value!r}")
 
 
 class JudgeRewardGRPOTrainer(GRPOTrainerBase):
@@ -199,8 +220,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     Args:
         model, args, train_dataset, ...: as `trl.GRPOTrainer` (all keyword arguments pass through).
-        reward_method: a ready `GroupRewardMethod`; by default one is built from `args`
-            (`make_reward_method(args.reward_method, judge, ...)`) on the main process.
+        reward_method: a ready `GroupRewardMethod`; by default one is built from `args` on the main
+            process (its class's `for_run` with `args.method_options()`).
         judge: the judge for a method built from `args` (default: the one `args.judge_*` describe,
             `judging.server_settings.build_judge`).
 
@@ -250,37 +271,32 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self.add_callback(_StopOnJudgeFailure(self))
         use_compact_console_log(self)
 
-    @staticmethod
-    def _requirement_kwargs(args) -> dict[str, Any]:
-        """The method options that decide what it needs from the data (RankBuffer: its `init`)."""
-        return args.reward_method_kwargs
-
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
-        """Before TRL's `__init__`: G and every dataset row against what the method needs (`dataset_checks`);
-        a custom method object (not in the registry) gets the row checks without requirements."""
-        needs: dict[str, bool] = {}
-        if name in REWARD_METHODS:
-            check_group_size(name, args.num_generations)
-            needs = method_requirements(name, self._requirement_kwargs(args))
+        """Before TRL's `__init__`: G and every dataset row against what the method needs (its options'
+        `data_needs()`, see `dataset_checks`); a ready method object other than the config's gets the row
+        checks without requirements."""
+        needs = args.method_options().data_needs() if name == args.reward_method else None
+        if needs is not None:
+            check_group_size(name, needs, args.num_generations)
         evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
         for dataset in [train_dataset, *evals]:
             if dataset is not None:
-                check_training_dataset(dataset, **needs)
+                check_training_dataset(dataset, needs)
 
     @classmethod
     def _config_class(cls) -> type:
         return JudgeRewardGRPOConfig
 
     def _build_reward_method(self, judge) -> GroupRewardMethod:
-        """Config -> method. Subclasses override this (and nothing else) for their method."""
-        kwargs = dict(self.args.reward_method_kwargs)
-        if self.args.reward_method == "genrm" and "length_fn" not in kwargs:
-            kwargs["length_fn"] = TokenLength(self.processing_class)  # the policy's tokens, any language
-        return make_reward_method(self.args.reward_method, judge, **self._common_method_kwargs(), **kwargs)
-
-    def _common_method_kwargs(self) -> dict[str, Any]:
-        """What every `GroupRewardMethod` takes from the config: the format reward's weight and the answer format."""
-        return {"lambda_fmt": self.args.lambda_fmt, "answer_format": AnswerFormat(thinking=self.args.thinking_format)}
+        """Config -> method: the options the config describes and what the run provides (`RunContext`)."""
+        args = self.args
+        run = RunContext(
+            answer_format=AnswerFormat(thinking=args.thinking_format),
+            seed=args.judge_seed,
+            output_dir=args.output_dir,
+            length_fn=TokenLength(self.processing_class),  # the policy's tokens, any language
+        )
+        return reward_method_class(args.reward_method).for_run(judge, args.method_options(), run)
 
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 

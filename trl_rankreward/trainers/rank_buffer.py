@@ -15,11 +15,9 @@ Example (CPU quickstart; the paper's setup is examples/configs/rankbuffer_qwen3_
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 
-from ..rewards.base import GroupRewardMethod
-from ..rewards.rank_buffer import RankBufferOptions, RankBufferReward
+from ..rewards.rank_buffer import RankBufferOptions
 from .judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
 
@@ -30,23 +28,12 @@ class RankBufferGRPOConfig(RankBufferOptions, JudgeRewardGRPOConfig):
     reward_method: str = field(default="rank_buffer", metadata={"help": "Fixed to 'rank_buffer' for this trainer."})
 
     def __post_init__(self):
-        # Each base's checks: MethodOptions.__post_init__ does not chain on to TRL's, so both are called.
-        JudgeRewardGRPOConfig.__post_init__(self)
-        RankBufferOptions.__post_init__(self)
-        self._check_own_method("rank_buffer", "RankBuffer", [f.name for f in fields(RankBufferOptions)])
+        super().__post_init__()  # TRL's, the judge's and RankBufferOptions' checks
         if self.buffer_init == "bootstrap" and self.k0 > self.num_generations:
             raise ValueError(
                 f"buffer_init='bootstrap' takes k0={self.k0} anchors from the first group, but num_generations="
                 f"{self.num_generations}; lower k0 or raise num_generations"
             )
-
-
-def rank_buffer_options(args: RankBufferGRPOConfig) -> RankBufferOptions:
-    """The config's `RankBufferOptions`, the SQLite store in `{output_dir}/anchors.sqlite` unless a path is set."""
-    options = RankBufferOptions(**{f.name: getattr(args, f.name) for f in fields(RankBufferOptions)})
-    if options.anchor_store == "sqlite" and options.anchor_store_path is None:
-        options = replace(options, anchor_store_path=os.path.join(args.output_dir, "anchors.sqlite"))
-    return options
 
 
 class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
@@ -55,13 +42,3 @@ class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
     @classmethod
     def _config_class(cls) -> type:
         return RankBufferGRPOConfig
-
-    @staticmethod
-    def _requirement_kwargs(args) -> dict:
-        return {"buffer_init": args.buffer_init}
-
-    def _build_reward_method(self, judge) -> GroupRewardMethod:
-        answer_format = self._common_method_kwargs()["answer_format"]
-        return RankBufferReward(
-            judge, rank_buffer_options(self.args), answer_format=answer_format, seed=self.args.judge_seed
-        )
