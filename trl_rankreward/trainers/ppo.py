@@ -137,8 +137,8 @@ def _grpo_checks_after_group_size(args: GRPOConfig) -> None:
     the vLLM importance-sampling bounds, with the deprecated `vllm_importance_sampling_cap` moved to `_clip_max`."""
     if args.vllm_importance_sampling_cap is not None:
         warnings.warn(
-            "The `vllm_importance_sampling_cap` argument is deprecated and will be removed in v2.0.0. "
-            "Use `vllm_importance_sampling_clip_max` instead.",
+            "vllm_importance_sampling_cap is deprecated in TRL (removal planned for 2.0); its value is used as "
+            "vllm_importance_sampling_clip_max, which is the setting to use instead",
             FutureWarning,
             stacklevel=4,
         )
@@ -146,13 +146,14 @@ def _grpo_checks_after_group_size(args: GRPOConfig) -> None:
     low, high = args.vllm_importance_sampling_clip_min, args.vllm_importance_sampling_clip_max
     if low is not None and high is not None and low >= high:
         raise ValueError(
-            f"vllm_importance_sampling_clip_min ({low}) must be less than vllm_importance_sampling_clip_max ({high})."
+            f"vllm_importance_sampling_clip_min={low} is not below vllm_importance_sampling_clip_max={high}; "
+            "the lower bound must be the smaller"
         )
     truncate = args.vllm_importance_sampling_mode in ("token_truncate", "sequence_truncate")
     if args.vllm_importance_sampling_correction and truncate and low is None and high is None:
         raise ValueError(
-            "At least one of `vllm_importance_sampling_clip_min` or `vllm_importance_sampling_clip_max` "
-            "must be set when `vllm_importance_sampling_mode` is a `*_truncate` mode."
+            f"vllm_importance_sampling_mode={args.vllm_importance_sampling_mode!r} truncates the importance "
+            "weights, so it needs a bound: set vllm_importance_sampling_clip_min or vllm_importance_sampling_clip_max"
         )
 
 
