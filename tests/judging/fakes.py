@@ -24,7 +24,7 @@ class ScriptedBackend:
         item = self.script.pop(0)
         if isinstance(item, BackendError):
             raise item
-        return Completion(item, self.prompt_tokens, self.completion_tokens, latency_s=0.01)
+        return Completion(item, self.prompt_tokens, self.completion_tokens)
 
     @property
     def prompts(self) -> list[str]:

@@ -17,7 +17,6 @@ class Completion:
     text: str
     prompt_tokens: int = 10
     completion_tokens: int = 5
-    latency_s: float = 0.01
 
 
 class FakeGenRM:

@@ -15,7 +15,6 @@ class Completion:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    latency_s: float = 0.0
 
 
 class BackendError(RuntimeError):

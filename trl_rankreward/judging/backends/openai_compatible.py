@@ -121,7 +121,7 @@ class OpenAICompatibleBackend:
         state = self._state()
         extra = {"response_format": response_format} if response_format is not None else {}
         index = self._pick_url()
-        url, start = self.base_urls[index], time.perf_counter()
+        url = self.base_urls[index]
         try:
             async with state.semaphore:
                 request = state.clients[index].chat.completions.create(
@@ -139,7 +139,7 @@ class OpenAICompatibleBackend:
                 "a proxy or the server cut the response",
                 kind="malformed",
             ) from exc
-        return _completion(response, url, time.perf_counter() - start)
+        return _completion(response, url)
 
     def _pick_url(self) -> int:
         """The next URL in turn, skipping those that failed to connect or timed out in the last
@@ -240,7 +240,7 @@ def retry_after_s(headers) -> float | None:
         return None
 
 
-def _completion(response, url: str, latency_s: float) -> Completion:
+def _completion(response, url: str) -> Completion:
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list):  # e.g. the client hands back the text of an HTML page
         raise BackendError(
@@ -254,7 +254,6 @@ def _completion(response, url: str, latency_s: float) -> Completion:
         text=text,
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        latency_s=latency_s,
     )
 
 

@@ -11,7 +11,6 @@ validated by `LLMJudge` either way). Sampling (`temperature > 0`) uses torch's g
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -116,7 +115,6 @@ class TransformersBackend:
     def _generate(self, batch: list[_Pending]) -> list[Completion]:
         import torch
 
-        start = time.perf_counter()
         prompts = [
             self.tokenizer.apply_chat_template(p.messages, tokenize=False, add_generation_prompt=True) for p in batch
         ]
@@ -131,12 +129,11 @@ class TransformersBackend:
             )
         generated = output[:, inputs["input_ids"].shape[1] :].tolist()
         prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
-        latency = time.perf_counter() - start
         completions = []
         for tokens, prompt_tokens in zip(generated, prompt_lengths, strict=True):
             answer, used = _until_stop(tokens, self._stop_ids)
             text = self.tokenizer.decode(answer, skip_special_tokens=False)
-            completions.append(Completion(text, int(prompt_tokens), used, latency))
+            completions.append(Completion(text, int(prompt_tokens), used))
         return completions
 
     def __repr__(self) -> str:
