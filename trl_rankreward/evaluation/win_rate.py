@@ -86,26 +86,30 @@ def win_rate(scores: Sequence[float | None], z: float = Z_95) -> WinRate:
 @dataclass(frozen=True)
 class EvalPrompt:
     """One evaluation prompt: what the policy reads (`prompt`, text or chat messages), what the judge
-    reads (`query`, `rubrics`), its id, and its best reference answer (None without references)."""
+    reads (`query`, `rubrics`), its id, and its reference answers, best first (may be none)."""
 
     query_id: str
     prompt: object
     query: str
     rubrics: tuple[Rubric, ...] = ()
-    best_reference: str | None = None
+    references: tuple[str, ...] = ()
+
+    @property
+    def best_reference(self) -> str | None:
+        return self.references[0] if self.references else None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EvalPrompt:
         """A dataset row in the training layout (`prompt`; optional `query_id`, `rubrics`, `references`
         best first); without a `query_id` the id is the query text's `text_id`, as in training."""
         query = query_text(row["prompt"])
-        query_id, references = row.get("query_id"), row.get("references") or ()
+        query_id = row.get("query_id")
         return cls(
             query_id=str(query_id) if query_id is not None else text_id(query),
             prompt=row["prompt"],
             query=query,
             rubrics=tuple(Rubric.coerce(r) for r in row.get("rubrics") or ()),
-            best_reference=references[0] if references else None,
+            references=tuple(row.get("references") or ()),
         )
 
 

@@ -53,6 +53,7 @@ from .advantages import (
 from .checkpoints import TiedWeightsOnResume
 from .critic import ValueModel, completion_values
 from .critic_engine import DeepSpeedCritic, TorchCritic
+from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_loading import load_kwargs, load_reference
 from .sampling import EpochSeededRepeatSampler
 
@@ -433,7 +434,7 @@ class _CriticStep(TrainerCallback):
 
 
 @dataclass
-class CriticPPOConfig(CriticConfig, GRPOConfig):
+class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
     """`GRPOConfig` plus the critic (`CriticConfig`), with "gae" as the default: PPO for plain TRL reward functions."""
 
     advantage_estimator: str = field(
@@ -453,6 +454,7 @@ class CriticPPOTrainer(TiedWeightsOnResume, CriticPPOMixin, GRPOTrainer):
         if not isinstance(args, CriticConfig):
             raise TypeError(f"CriticPPOTrainer needs args=CriticPPOConfig(...), got {type(args).__name__}")
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
+        add_judge_evaluation(self)
 
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
