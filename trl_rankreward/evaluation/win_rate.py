@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.conversation import query_text
+from ..judging.ledger import LedgerSnapshot
 from ..judging.outcomes import ask_pair
 from ..judging.protocol import Judge, is_failure
 from ..judging.requests import JudgeFailure, PairwiseRequest, Rubric
@@ -57,6 +58,12 @@ class WinRate:
             out.update({f"{PREFIX}win_rate": self.rate, f"{PREFIX}win_rate_low": self.low,
                         f"{PREFIX}win_rate_high": self.high})  # fmt: skip
         return out
+
+
+def evaluation_metrics(scores: Sequence[float | None], usage: LedgerSnapshot) -> dict[str, float]:
+    """What one evaluation logs: the win rate of `scores` (`WinRate.metrics`) and its judge's usage as
+    `eval/judge_calls`, `eval/judge_prompt_tokens`, ... (`LedgerSnapshot.metrics`), apart from `judge/*`."""
+    return {**win_rate(scores).metrics(), **usage.metrics(f"{PREFIX}judge_")}
 
 
 def wilson_interval(p: float, n: int, z: float = Z_95) -> tuple[float, float]:

@@ -39,7 +39,7 @@ from accelerate.utils import broadcast_object_list
 from transformers import Trainer, TrainerCallback
 from transformers.utils import logging
 
-from ..evaluation.win_rate import PREFIX, EvalPrompt, judge_against_baselines, win_rate
+from ..evaluation.win_rate import PREFIX, EvalPrompt, evaluation_metrics, judge_against_baselines
 from ..judging.ledger import LedgerSnapshot
 from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
 from ..rewards.state_files import write_json_atomic
@@ -257,7 +257,7 @@ class JudgeWinRateCallback(TrainerCallback):
         scores, messages = asyncio.run(judge_against_baselines(self.judge, self.prompts, answers, self.baselines))
         now = combined_snapshot([self.judge])
         usage, self._ledger = now - self._ledger, now
-        return {**win_rate(scores).metrics(), **usage.metrics(f"{PREFIX}judge_")}, messages
+        return evaluation_metrics(scores, usage), messages
 
     def _record(self, metrics: dict[str, float], messages: list[str]) -> None:
         failed = int(metrics[f"{PREFIX}prompts_failed"])
