@@ -72,6 +72,8 @@ def test_win_rate_is_logged_with_its_own_judge_cost_and_resumes_without_new_base
     assert cached["answers"] == baselines and cached["query_ids"] == [f"q{i}" for i in range(PROMPTS)]
     logged = evaluations(trainer)
     assert [e["step"] for e in logged] == [1, 2]
+    # an entry of its own: the training metrics of steps 1 and 2 are still logged at their steps
+    assert [e["step"] for e in trainer.state.log_history if "judge/calls" in e] == [1, 2]
     for entry, answers in zip(logged, answered[1:], strict=True):
         scores = [expected_score(a, b) for a, b in zip(answers, baselines, strict=True)]
         assert entry["eval/win_rate"] == pytest.approx(sum(scores) / PROMPTS)

@@ -209,7 +209,9 @@ class JudgeWinRateCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         every = state.eval_steps if args.eval_steps is not None else state.logging_steps
         if state.global_step % max(int(every), 1) == 0 or state.global_step >= state.max_steps:
+            should_log = control.should_log
             self.evaluate(state)
+            control.should_log = should_log  # logging resets it; the step's own training log must still happen
             if self.breaker.tripped:
                 logger.error(
                     f"trl-rankreward: evaluation judge: {self.breaker.reason()}\nSaving a checkpoint, stopping."
