@@ -2,11 +2,15 @@
 resumes, the final win rate in the model card. A tiny policy on CPU, the scripted judge server (HTTP)."""
 
 import json
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
+from tests.trainers.test_multiprocess import ROOT, _free_port
 from trl_rankreward.evaluation.win_rate import EvalPrompt
 from trl_rankreward.testing import serve_scripted_judge
 from trl_rankreward.testing.scripted_judge import distinct_words
@@ -155,3 +159,27 @@ def test_a_config_without_a_training_judge_needs_an_evaluation_judge(tmp_path):
     args = tiny_config(CriticPPOConfig, tmp_path, eval_prompts="prompts.jsonl")
     with pytest.raises(ValueError, match="set eval_judge_base_urls and eval_judge_model"):
         judge_eval.eval_judge_settings(args)
+
+
+@pytest.mark.timeout(600)
+def test_two_processes_judge_each_answer_once_and_log_the_same(judge, tiny_model_dir, tiny_dataset, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch",
+        "--config_file", str(ROOT / "accelerate_configs" / "multi_cpu.yaml"), "--main_process_port", str(_free_port()),
+        str(ROOT / "tests" / "trainers" / "judge_eval_multiprocess_train.py"), tiny_model_dir, tiny_dataset, str(out),
+        judge, judge.model,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    rank0, rank1 = (json.loads((out / f"rank{i}.json").read_text()) for i in range(2))
+    # 3 prompts over 2 processes (2 + 1): every answer gathered, judged once by the main process in both
+    # orders, 2 evaluations: 2 x 3 x 2 = 12 requests; both processes logged the same numbers.
+    assert judge.requests == 12
+    assert rank0["evaluations"] == rank1["evaluations"] and [e["step"] for e in rank0["evaluations"]] == [1, 2]
+    assert all(e["eval/prompts_judged"] == 3 and e["eval/judge_calls"] == 6 for e in rank0["evaluations"])
+    cached = json.loads((out / BASELINE_FILE).read_text())
+    assert rank0["baselines"] == rank1["baselines"] == cached["answers"] and len(cached["answers"]) == 3
