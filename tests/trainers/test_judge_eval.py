@@ -12,6 +12,7 @@ import pytest
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from tests.trainers.test_multiprocess import ROOT, _free_port
 from trl_rankreward.evaluation.win_rate import EvalPrompt
+from trl_rankreward.rewards.answers import strip_thinking
 from trl_rankreward.testing import serve_scripted_judge
 from trl_rankreward.testing.scripted_judge import distinct_words
 from trl_rankreward.trainers import judge_eval
@@ -29,13 +30,15 @@ def judge():
 
 @pytest.fixture
 def answered(monkeypatch):
-    """Records every list of answers the policy generated for the evaluation, in call order."""
+    """Records every list of answers the policy generated for the evaluation, in call order, as the judge
+    sees them (without a closed thinking block)."""
     calls = []
     generate = judge_eval.generate_answers
 
     def spy(*args, **kwargs):
-        calls.append(generate(*args, **kwargs))
-        return calls[-1]
+        answers = generate(*args, **kwargs)
+        calls.append([strip_thinking(a) for a in answers])
+        return answers
 
     monkeypatch.setattr(judge_eval, "generate_answers", spy)
     return calls
@@ -153,12 +156,19 @@ def test_reference_baseline_needs_references(tiny_dataset):
     assert JudgeWinRateCallback(trainer, prompts, judge=None, baseline="reference").max_new_tokens == 8
 
 
-def test_a_config_without_a_training_judge_needs_an_evaluation_judge(tmp_path):
-    from trl_rankreward.trainers.ppo import CriticPPOConfig
+def test_a_config_without_a_training_judge_needs_an_evaluation_judge(judge, tiny_model_dir, tiny_dataset, tmp_path):
+    from trl_rankreward.trainers.ppo import CriticPPOConfig, CriticPPOTrainer
 
-    args = tiny_config(CriticPPOConfig, tmp_path, eval_prompts="prompts.jsonl")
+    args = tiny_config(CriticPPOConfig, tmp_path, eval_prompts=tiny_dataset, num_generations=1)
     with pytest.raises(ValueError, match="set eval_judge_base_urls and eval_judge_model"):
         judge_eval.eval_judge_settings(args)
+    # With its own judge, the PPO trainer for plain TRL reward functions attaches the evaluation too.
+    args = tiny_config(CriticPPOConfig, tmp_path, eval_prompts=tiny_dataset, num_generations=1,
+                       eval_judge_base_urls=[judge], eval_judge_model=judge.model)  # fmt: skip
+    trainer = tiny_trainer(CriticPPOTrainer, tiny_model_dir, tiny_dataset, args, reward_funcs=lambda completions,
+                           **kw: [0.0] * len(completions))  # fmt: skip
+    (callback,) = [c for c in trainer.callback_handler.callbacks if isinstance(c, JudgeWinRateCallback)]
+    assert [p.query_id for p in callback.prompts] == [f"q{i}" for i in range(PROMPTS)]
 
 
 @pytest.mark.timeout(600)

@@ -1,7 +1,8 @@
 """Judge win rate during training: `JudgeEvalConfig` (the fields) and `JudgeWinRateCallback` (the work).
 
 Every `eval_steps` steps (TrainingArguments' field; None: `logging_steps`) and at the last step,
-the policy answers a fixed set of evaluation prompts greedily (`eval_generation`); a fixed judge
+the policy answers a fixed set of evaluation prompts greedily (`eval_generation`; the judge sees
+an answer without its closed thinking block, as in training); a fixed judge
 compares each answer with the prompt's baseline answer in both display orders, ties split
 (`evaluation.win_rate`), and the callback logs `eval/win_rate` with its Wilson interval, the
 prompt counts and the evaluation judge's own calls and tokens (`eval/judge_*`, never part of
@@ -42,6 +43,7 @@ from transformers.utils import logging
 from ..evaluation.win_rate import PREFIX, EvalPrompt, evaluation_metrics, judge_against_baselines
 from ..judging.ledger import LedgerSnapshot
 from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
+from ..rewards.answers import strip_thinking
 from ..rewards.state_files import write_json_atomic
 from .circuit_breaker import JudgeCircuitBreaker
 from .eval_generation import generate_answers
@@ -235,8 +237,7 @@ class JudgeWinRateCallback(TrainerCallback):
 
     def evaluate(self, state) -> dict[str, float]:
         """Every process: answer, gather; the main process judges; every process logs the broadcast metrics."""
-        answers = generate_answers(self.trainer, [p.prompt for p in self.prompts],
-                                   max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)  # fmt: skip
+        answers = self._answers()
         payload: list[Any] = [None]
         if self.trainer.accelerator.is_main_process:
             try:
@@ -254,6 +255,13 @@ class JudgeWinRateCallback(TrainerCallback):
         Trainer.log(self.trainer, dict(metrics))
         self.evaluations.append({**metrics, "step": state.global_step})
         return metrics
+
+    def _answers(self) -> list[str]:
+        """The policy's greedy answers (every process), as the judge sees answers in training: without a closed
+        thinking block (`rewards.answers.strip_thinking`)."""
+        answers = generate_answers(self.trainer, [p.prompt for p in self.prompts],
+                                   max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)  # fmt: skip
+        return [strip_thinking(a) for a in answers]
 
     def _judge(self, answers: list[str]) -> tuple[dict[str, float], list[str]]:
         scores, messages = asyncio.run(judge_against_baselines(self.judge, self.prompts, answers, self.baselines))
@@ -281,8 +289,7 @@ class JudgeWinRateCallback(TrainerCallback):
         path = os.path.join(args.output_dir, BASELINE_FILE)
         ids = [p.query_id for p in self.prompts]
         if state.global_step == 0:  # the model is the starting policy: answer now, keep the answers for resumes
-            answers = generate_answers(self.trainer, [p.prompt for p in self.prompts],
-                                       max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)  # fmt: skip
+            answers = self._answers()
             if self.trainer.accelerator.is_main_process:
                 write_json_atomic(path, {"query_ids": ids, "max_new_tokens": self.max_new_tokens, "answers": answers})
             return answers
