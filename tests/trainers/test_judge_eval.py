@@ -99,7 +99,7 @@ def test_win_rate_is_logged_with_its_own_judge_cost_and_resumes_without_new_base
     final = logged[-1]["eval/win_rate"]
     assert f"**Evaluation:** win rate {final:.3f} (95% Wilson interval" in card
     assert "at step 2 against the starting policy's greedy answers on 4 prompts" in card
-    assert f"evaluation judging cost {4 * PROMPTS} calls" in card
+    assert f"evaluation judging cost {4 * PROMPTS} calls" in card and "kept apart from the training judge's" in card
 
     # Resume from checkpoint-2 with other baselines in the cache: they are read, not generated again.
     cached["answers"] = [f"baseline number {i}" for i in range(PROMPTS)]
@@ -117,12 +117,14 @@ def test_win_rate_is_logged_with_its_own_judge_cost_and_resumes_without_new_base
     assert step3["eval/win_rate"] == pytest.approx(sum(scores) / PROMPTS)
     assert "at step 3 against" in callback.card_text()
 
-    # Without the cache a resume cannot answer as the starting policy: an error, not new baselines.
-    (out / BASELINE_FILE).unlink()
-    again = tiny_trainer(JudgeRewardGRPOTrainer, tiny_model_dir, tiny_dataset,
-                         config(judge, tiny_dataset, out, max_steps=3))  # fmt: skip
-    with pytest.raises(ValueError, match=f"{BASELINE_FILE} not found"):
-        again.train(resume_from_checkpoint=str(out / "checkpoint-2"))
+    # Without a readable cache a resume cannot answer as the starting policy: an error, not new baselines.
+    (out / BASELINE_FILE).write_text("{truncated")
+    for error in ("cannot be read", "not found"):
+        again = tiny_trainer(JudgeRewardGRPOTrainer, tiny_model_dir, tiny_dataset,
+                             config(judge, tiny_dataset, out, max_steps=3))  # fmt: skip
+        with pytest.raises(ValueError, match=f"{BASELINE_FILE} {error}"):
+            again.train(resume_from_checkpoint=str(out / "checkpoint-2"))
+        (out / BASELINE_FILE).unlink(missing_ok=True)
 
 
 def test_a_failing_judge_is_counted_neutral_and_trips_the_breaker(judge, tiny_model_dir, tiny_dataset, tmp_path):

@@ -316,8 +316,8 @@ class JudgeWinRateCallback(TrainerCallback):
             f"win rate {last[f'{PREFIX}win_rate']:.3f} (95% Wilson interval {last[f'{PREFIX}win_rate_low']:.3f}-"
             f"{last[f'{PREFIX}win_rate_high']:.3f}) at step {int(last['step'])} against {_BASELINE_TEXT[self.baseline]} "
             f"on {int(last[f'{PREFIX}prompts_judged'])} prompts, judged by {self.judge_text} in both display orders "
-            f"(ties count half); evaluation judging cost {int(calls):,} calls and {int(tokens):,} tokens, not part of "
-            "the judge cost above"
+            f"(ties count half); evaluation judging cost {int(calls):,} calls and {int(tokens):,} tokens, kept apart "
+            "from the training judge's cost"
         )
 
     def add_to_model_card(self, card_path: str) -> None:
@@ -333,8 +333,13 @@ def _read_baselines(path: str, ids: list[str], max_new_tokens: int) -> list[str]
            "eval_baseline='reference'")  # fmt: skip
     if not os.path.exists(path):
         return f"{path} not found: it holds the baseline answers written when this run started; {fix}"
-    with open(path, encoding="utf-8") as f:
-        cached = json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            cached = json.load(f)
+    except (OSError, ValueError) as exc:  # a message, so that the other processes hear of it too
+        return f"{path} cannot be read ({exc}); {fix}"
+    if not isinstance(cached, dict) or not isinstance(cached.get("answers"), list):
+        return f"{path} holds no list of answers; {fix}"
     if cached.get("query_ids") != ids or cached.get("max_new_tokens") != max_new_tokens:
         return (
             f"{path} holds baseline answers for other evaluation prompts or another answer length "
