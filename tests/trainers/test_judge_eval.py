@@ -147,6 +147,12 @@ def test_a_failing_judge_is_counted_neutral_and_trips_the_breaker(judge, tiny_mo
     assert (tmp_path / "out" / "checkpoint-2").is_dir()  # saved before stopping
 
 
+def test_eval_prompts_need_a_prompt_column(tmp_path):
+    (tmp_path / "rows.jsonl").write_text('{"question": "Hi?"}\n')
+    with pytest.raises(ValueError, match=r"has columns \['question'\], no `prompt`"):
+        load_eval_prompts(str(tmp_path / "rows.jsonl"))
+
+
 def test_reference_baseline_needs_references(tiny_dataset):
     prompts = load_eval_prompts(tiny_dataset)
     assert [p.best_reference for p in prompts] == [f"Blue is a colour ({i})." for i in range(PROMPTS)]

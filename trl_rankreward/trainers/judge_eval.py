@@ -116,6 +116,11 @@ def load_eval_prompts(source: str, limit: int | None = None) -> list[EvalPrompt]
     from ..data.sources import load_source
 
     rows = load_source(source, split="train")
+    if "prompt" not in rows.column_names:
+        raise ValueError(
+            f"eval_prompts={source!r} has columns {rows.column_names}, no `prompt`; it needs the training data's "
+            "layout (prompt; query_id, rubrics, references optional)"
+        )
     rows = rows.select(range(min(limit, len(rows)))) if limit is not None else rows
     return [EvalPrompt.from_row(row) for row in rows]
 
