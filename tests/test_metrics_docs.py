@@ -4,7 +4,8 @@ The emitted names are collected by running the code that emits them, not by read
 every registered reward method scores two small groups for two epochs with an `OracleJudge`
 (so RankBuffer's maintenance and the LLM manager run too) and its `step_metrics` is called;
 the judge-usage helper turns ledger snapshots into `judge/...` and `judge/..._total` names,
-with one failure of every `FailureKind`. The R-Align trainer module imports trl (seconds
+with one failure of every `FailureKind`; the win-rate evaluation's `evaluation_metrics` gives
+the `eval/...` names. The R-Align trainer module imports trl (seconds
 of start-up), so its `step_metrics` keys are read from that function's dict literal instead.
 
 The doc's tables name one metric per row in the first cell; `<placeholder>` parts are
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.evaluation.win_rate import evaluation_metrics
 from trl_rankreward.judging.ledger import LedgerSnapshot
 from trl_rankreward.judging.requests import FailureKind
 from trl_rankreward.rewards.anchor_buffer import SOURCES
@@ -99,6 +101,14 @@ def judge_usage_names() -> set[str]:
     return set(first) | set(usage.step_metrics(failed))
 
 
+def evaluation_names() -> set[str]:
+    """Names one win-rate evaluation logs: a judged and a failed prompt, evaluation-judge failures of every kind;
+    and an evaluation whose every comparison failed (no rate)."""
+    kinds = typing.get_args(FailureKind)
+    usage = LedgerSnapshot(calls=2 * len(kinds), failures=dict.fromkeys(kinds, 1))
+    return set(evaluation_metrics([1.0, None], usage)) | set(evaluation_metrics([None], LedgerSnapshot()))
+
+
 def ralign_names() -> set[str]:
     """Keys of the dict literal in `trainers/ralign.py:step_metrics` (importing it would import trl)."""
     tree = ast.parse(RALIGN_TRAINER.read_text(encoding="utf-8"))
@@ -159,6 +169,7 @@ def emitted() -> dict[str, set[str]]:
     sources = reward_method_names()
     sources["JudgeUsage.step_metrics"] = judge_usage_names()
     sources["LedgerSnapshot.metrics"] = set(LedgerSnapshot(failures={"invalid": 1}).metrics())
+    sources["evaluation.win_rate.evaluation_metrics"] = evaluation_names()
     sources["trainers/ralign.py:step_metrics"] = ralign_names()
     sources["trainers/ppo_critic.py"] = ppo_names()
     return sources

@@ -16,5 +16,6 @@ __getattr__, __all__ = lazy_exports(
         ".trainers.matrix_reward": ("MatrixRewardGRPOTrainer", "MatrixRewardGRPOConfig"),
         ".trainers.ralign": ("RAlignGenRMTrainer", "RAlignGenRMConfig"),
         ".trainers.ppo": ("CriticPPOTrainer", "CriticPPOConfig"),
+        ".trainers.judge_eval": ("JudgeWinRateCallback", "JudgeEvalConfig"),
     },
 )

@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from trl_rankreward.judging.server_settings import (
+    EVAL_JUDGE,
     GENRM,
     METARM,
     RUBRIC_GENERATOR,
@@ -14,7 +15,7 @@ from trl_rankreward.judging.server_settings import (
     build_judge,
 )
 
-ROLES = [TRAINING_JUDGE, METARM, GENRM, RUBRIC_GENERATOR]
+ROLES = [TRAINING_JUDGE, EVAL_JUDGE, METARM, GENRM, RUBRIC_GENERATOR]
 
 
 @dataclasses.dataclass

@@ -7,7 +7,10 @@ A RUN is a training output directory or checkpoint folder (its newest trainer_st
 trainer_state.json, or a W&B run directory or `.wandb` file (offline runs too; needs wandb).
 Prints a markdown table (reward std, judge calls and tokens per step, total judge tokens,
 neutral groups, final buffer size, wall time) and writes compare.md, compare.csv and
-compare.png (the curves side by side) to `--output_dir`. See docs/compare.md.
+compare.png (the curves side by side) to `--output_dir`. Runs that logged the judge win rate
+(`eval/win_rate`) get a second table and win_rate.png: the win rate at equal training judge
+token budgets and the tokens each needed to reach `--win_rate_targets`; without it the command
+says why the first table does not compare quality. See docs/compare.md.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-HELP = "Compare training runs: reward std, judge calls and tokens per step, neutral groups, buffer size (table + PNG)"
+from ..evaluation.win_rate_compare import DEFAULT_TARGETS
+
+HELP = (
+    "Compare training runs: judge win rate at equal training judge tokens, reward std, judge calls and tokens "
+    "per step, neutral groups, buffer size (tables + PNG)"
+)
 
 
 @dataclass
@@ -34,6 +42,17 @@ class CompareArguments:
         default="outputs/compare", metadata={"help": "where compare.md, compare.csv and compare.png go"}
     )
     plots: bool = field(default=True, metadata={"help": "write compare.png (--no_plots skips it)"})
+    budgets: list[float] | None = field(
+        default=None,
+        metadata={
+            "help": "training judge token budgets at which to compare win rates (default: 1/4, 1/2, 3/4 and all of "
+            "the largest budget every run reached)"
+        },
+    )
+    win_rate_targets: list[float] = field(
+        default_factory=lambda: list(DEFAULT_TARGETS),
+        metadata={"help": "win rates whose training judge token cost to report"},
+    )
 
 
 def arguments():
@@ -43,11 +62,19 @@ def arguments():
 def run(args: CompareArguments) -> int:
     from pathlib import Path
 
-    from ..evaluation import compare
+    from ..evaluation import compare, win_rate_compare
 
     runs = compare.load_runs(args.runs, args.labels)
     rows = [compare.summarize(r) for r in runs]
     table = compare.markdown_table(rows)
+    curves = [win_rate_compare.win_rate_curve(r) for r in runs]
+    evaluated = any(curves)
+    if evaluated:
+        budgets = args.budgets or win_rate_compare.default_budgets(curves)
+        quality = win_rate_compare.win_rate_table(runs, budgets, args.win_rate_targets)
+    else:
+        quality = win_rate_compare.NO_EVALUATION
+    table = f"{table}\n\n{quality}"
     print(table)
     print()
     for run, row in zip(runs, rows):
@@ -62,6 +89,8 @@ def run(args: CompareArguments) -> int:
     if args.plots:
         try:
             print(f"wrote {compare.plot_runs(runs, out)}")
+            if evaluated:
+                print(f"wrote {win_rate_compare.plot_win_rate(runs, out)}")
         except ImportError as exc:
             print(f"no plot: {exc}", file=sys.stderr)
     return 0

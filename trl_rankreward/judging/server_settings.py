@@ -1,7 +1,8 @@
 """Judge-server settings: one dataclass, used with a flag prefix wherever a judge server is configured.
 
-A judge server is configured in four roles: the training judge (`judge_*` fields of
-`JudgeRewardGRPOConfig`, a GenRM too in `examples/train_genrm_rlhf.py`), R-Align's MetaRM
+A judge server is configured in five roles: the training judge (`judge_*` fields of
+`JudgeRewardGRPOConfig`, a GenRM too in `examples/train_genrm_rlhf.py`), the evaluation judge
+(`eval_judge_*`, the win rate during training), R-Align's MetaRM
 (`metarm_*`, in `RAlignGenRMConfig` and in `trl-rankreward eval-genrm` alike), the GenRM under
 evaluation (`genrm_*`, `eval-genrm`) and the rubric and rationale generator
 (`trl-rankreward rubrics`, no prefix). Each role is a `JudgeRole` below: its prefix, the settings
@@ -207,6 +208,18 @@ GENRM = JudgeRole(
     notes={"seed": "It decides which response the GenRM sees as A."},
 )
 """The GenRM under evaluation (`eval-genrm`): its own prompt, asked once per pair (three tries)."""
+
+EVAL_JUDGE = JudgeRole(
+    "eval_judge_",
+    "evaluation judge",
+    notes={
+        "base_urls": "Empty: the training judge's settings (judge_*), as a separate judge with its own ledger, so "
+        "evaluation calls never count toward the training judge's cost.",
+        "max_concurrency": "Only the main process judges the evaluation.",
+    },
+)
+"""The judge of the win-rate evaluation during training (`trainers.judge_eval`): fixed for the whole run,
+it compares the policy's answers with baseline answers (docs/evaluation.md)."""
 
 RUBRIC_GENERATOR = JudgeRole(
     "",

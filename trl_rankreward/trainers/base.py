@@ -27,6 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 from .checkpoints import latest_complete_checkpoint
+from .judge_eval import add_judge_evaluation
 from .ppo_critic import PPOCritic
 from .sampling import EpochSeededRepeatSampler
 
@@ -45,6 +46,7 @@ class GRPOTrainerBase(GRPOTrainer):
         self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
         self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
         self._ppo = PPOCritic(self) if args.advantage_estimator == "gae" else None
+        add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
 
     @property
     def critic(self) -> torch.nn.Module | None:

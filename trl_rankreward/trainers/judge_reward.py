@@ -59,6 +59,7 @@ from .dataset_checks import check_group_size, check_training_dataset
 from .failures import FailureLog
 from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
 from .grouping import reward_row
+from .judge_eval import JudgeEvalConfig, evaluation_summary
 from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
 from .model_card import compose_card, describe_judge, redact_urls, training_section
 from .ppo import CriticConfig, critic_card_settings, training_algorithm
@@ -69,7 +70,7 @@ JUDGE_USAGE_NAME = "judge_usage.json"
 
 
 @dataclass
-class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), CriticConfig, GRPOConfig):
+class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), JudgeEvalConfig, CriticConfig, GRPOConfig):
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
     The judge server's fields (`judge_base_urls`, `judge_model`, ...) come from
@@ -413,6 +414,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             dataset=self._card_dataset or _dataset_name(self.train_dataset),
             usage=usage,
             method_state=method.summary(),
+            evaluation=evaluation_summary(self),
         )
         compose_card(os.path.join(args.output_dir, "README.md"), section, method=method.name,
                      model_ref=args.hub_model_id or args.output_dir)  # fmt: skip

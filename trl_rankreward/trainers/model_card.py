@@ -69,9 +69,11 @@ def training_section(
     dataset: str | None,
     usage: Mapping[str, float],
     method_state: Mapping[str, float],
+    evaluation: str | None = None,
 ) -> str:
     """Markdown: how the model was trained, what we know first (method and algorithm, base model, data,
-    judge, judge cost), then the settings, the cost in full and the method's state."""
+    judge, judge cost, the judge win rate when it was evaluated), then the settings, the cost in full and
+    the method's state."""
     lines = ["## How this model was trained", ""]
     lines.append(f"- **Reward method:** `{method}`")
     lines.append(f"- **Training:** {algorithm}, with trl-rankreward on TRL")
@@ -79,6 +81,8 @@ def training_section(
     lines.append(f"- **Dataset:** {dataset or 'not recorded'}")
     lines.append(f"- **Judge:** {judge}")
     lines.append(f"- **Judge cost:** {cost_summary(usage)}")
+    if evaluation:
+        lines.append(f"- **Evaluation:** {evaluation}")
     lines += ["", "### Settings", "", "| setting | value |", "|---|---|"]
     lines += [f"| `{key}` | {'not set' if value is None else f'`{value!r}`'} |" for key, value in sorted(settings.items())]
     lines += ["", "### Judge cost of this run", "", "| quantity | total |", "|---|---|"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from .base import GRPOTrainerBase
+from .judge_eval import JudgeEvalConfig
 
 ADVANTAGE_ESTIMATORS = ("group", "gae")
 #: how TRL 1.16's `GRPOConfig.__post_init__` words its group-size rule (the error a G=1 "gae" config gets from it)
@@ -179,7 +180,7 @@ def training_algorithm(args: CriticConfig) -> str:
 
 
 @dataclass
-class CriticPPOConfig(CriticConfig, GRPOConfig):
+class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
     """`GRPOConfig` plus the critic (`CriticConfig`), with "gae" as the default: PPO for plain TRL reward functions."""
 
     advantage_estimator: str = field(

@@ -35,6 +35,7 @@ from ..rewards.genrm_verdict import genrm_row
 from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .base import GRPOTrainerBase
 from .console_log import use_compact_console_log
+from .judge_eval import JudgeEvalConfig, evaluation_summary
 from .model_card import compose_card, describe_judge, redact_urls, training_section
 from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings, training_algorithm
 
@@ -43,7 +44,7 @@ PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale
 
 
 @dataclass
-class RAlignGenRMConfig(METARM.fields(), CriticConfig, GRPOConfig):
+class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConfig):
     """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md).
 
     The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) come from
@@ -222,6 +223,7 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             dataset=dataset_label or dataset_name,
             usage=usage,
             method_state={},
+            evaluation=evaluation_summary(self),
         )
         compose_card(os.path.join(args.output_dir, "README.md"), section, method="ralign",
                      model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
