@@ -28,8 +28,8 @@ def main():
     evaluations = [e for e in trainer.state.log_history if "eval/prompts_judged" in e]
     with open(os.path.join(output_dir, f"rank{trainer.accelerator.process_index}.json"), "w") as f:
         json.dump({"evaluations": evaluations, "baselines": callback.baselines}, f)
-    end_process_group()  # as the example scripts do: a gloo group left to interpreter exit can abort (-6)
 
 
 if __name__ == "__main__":
     main()
+    end_process_group()  # as the example scripts do, once the trainer is released

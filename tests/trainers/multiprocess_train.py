@@ -40,8 +40,23 @@ def main():
     logged = [e for e in trainer.state.log_history if "judge/calls" in e]
     with open(os.path.join(output_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"received": trainer.received, "judge_calls": [e["judge/calls"] for e in logged]}, f)
-    end_process_group()  # as the example scripts do: a gloo group left to interpreter exit can abort (-6)
+    return rank
+
+
+def native_thread_names() -> list[str]:
+    """The names of this process's OS threads (Linux), e.g. gloo's `gloo_tcp_loop` and `pt_gloo_runloop`."""
+    tasks = f"/proc/{os.getpid()}/task"
+    if not os.path.isdir(tasks):
+        return []
+    names = []
+    for task in sorted(os.listdir(tasks)):
+        with open(os.path.join(tasks, task, "comm")) as f:
+            names.append(f.read().strip())
+    return names
 
 
 if __name__ == "__main__":
-    main()
+    rank = main()
+    end_process_group()  # as the example scripts do, once the trainer is released
+    with open(os.path.join(sys.argv[3], f"threads{rank}.txt"), "w") as f:
+        f.write("\n".join(native_thread_names()))

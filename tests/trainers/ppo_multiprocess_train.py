@@ -36,8 +36,8 @@ def main():
               "critic_engine": type(trainer._ppo.engine).__name__, **logged}  # fmt: skip
     with open(os.path.join(output_dir, f"rank{trainer.accelerator.process_index}.json"), "w") as f:
         json.dump(result, f)
-    end_process_group()  # as the example scripts do: a gloo group left to interpreter exit can abort (-6)
 
 
 if __name__ == "__main__":
     main()
+    end_process_group()  # as the example scripts do, once the trainer is released

@@ -30,14 +30,19 @@ def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None
 def end_process_group() -> None:
     """Destroy the launch's process group, if there is one, before the interpreter exits, as PyTorch asks.
 
-    A gloo group left to the interpreter's shutdown can abort the process after the work is done
-    ("terminate called without an active exception", SIGABRT: pytorch/pytorch#190489). Ending it here
-    removes that cause; a rarer abort at exit with the same message remains (docs/performance.md,
-    "Launch matrix"). Only after a success: the barrier would wait for a rank that failed (under
-    `accelerate launch`, the launcher then stops the others).
+    Call it once the trainer is released: the trainer's DDP or DeepSpeed wrapper holds the group, and
+    a trainer lives in reference cycles (its callbacks point back at it), hence the garbage collection
+    first. Then nothing else holds the group (`trainers.base.WORLD_GROUP_DEFAULTS` says what once did),
+    and destroying it stops gloo's threads here, in order, instead of leaving them to the interpreter's
+    exit, where a finished rank could abort ("terminate called without an active exception", exit -6).
+    Only after a success: the barrier would wait for a rank that failed (under `accelerate launch`, the
+    launcher then stops the others).
     """
+    import gc
+
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
+        gc.collect()
         dist.barrier()  # every rank done with every collective (rank 0 may still be writing the card)
         dist.destroy_process_group()

@@ -19,6 +19,8 @@ instead of overriding `_calculate_rewards`, so the critic always sees the reward
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 
 import torch
@@ -30,6 +32,23 @@ from .checkpoints import latest_complete_checkpoint
 from .judge_eval import add_judge_evaluation
 from .ppo_critic import PPOCritic
 from .sampling import EpochSeededRepeatSampler
+
+#: Modules that evaluate `torch.distributed.group.WORLD` into default arguments when imported: DeepSpeed's
+#: `TorchBackend.barrier` / `monitored_barrier`, ten collectives of `torch.distributed.nn.functional`, and two
+#: more in torch. Imported after the process group exists (DeepSpeed's while a Trainer is built, even without
+#: DeepSpeed), those defaults hold the group, so `destroy_process_group` cannot free it and its gloo threads
+#: run on into interpreter exit, where a finished rank can abort ("terminate called without an active
+#: exception", exit -6). Imported here, before any config creates the group, the defaults are None.
+WORLD_GROUP_DEFAULTS = (
+    "deepspeed.comm.torch",
+    "torch.distributed.nn.functional",
+    "torch.distributed.fsdp.sharded_grad_scaler",
+    "torch.distributed.optim.zero_redundancy_optimizer",
+)
+if torch.distributed.is_available():
+    for _module in WORLD_GROUP_DEFAULTS:
+        if importlib.util.find_spec(_module.split(".")[0]) is not None:
+            importlib.import_module(_module)
 
 
 class GRPOTrainerBase(GRPOTrainer):
