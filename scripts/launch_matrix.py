@@ -225,7 +225,6 @@ class RowResult:
     run: Launch
     resume: Launch | None = None
     problem: str | None = None  # None: the row passed
-    notes: list[str] = field(default_factory=list)  # what went wrong without failing the row
 
     @property
     def ok(self) -> bool:
@@ -266,9 +265,7 @@ def run_row(row: Row, work_dir: Path, stand: StandIns, judge) -> RowResult:
     flags = overrides(load_config(row.config), row.script, stand, output_dir, row.layout.processes)
     result = RowResult(row, launch(row, [*flags, "--max_steps", "2"], row_dir / "run.log", judge))
     checkpoint_state = output_dir / "checkpoint-2" / "trainer_state.json"
-    if result.run.rc != 0 and _aborted_after_finishing(result.run, output_dir, 2):
-        result.notes.append("run: a rank aborted at exit after finishing")
-    elif result.run.rc != 0:
+    if result.run.rc != 0:
         result.problem = f"run exited {result.run.rc}"
     elif not checkpoint_state.exists():
         result.problem = f"run wrote no checkpoint-2 (ended at global step {_global_step(output_dir)})"
@@ -277,24 +274,13 @@ def run_row(row: Row, work_dir: Path, stand: StandIns, judge) -> RowResult:
     written = checkpoint_state.stat().st_mtime_ns
     resume_args = [*flags, "--max_steps", "3", "--resume_from_checkpoint", "latest"]
     result.resume = launch(row, resume_args, row_dir / "resume.log", judge)
-    if result.resume.rc != 0 and _aborted_after_finishing(result.resume, output_dir, 3):
-        result.notes.append("resume: a rank aborted at exit after finishing")
-    elif result.resume.rc != 0:
+    if result.resume.rc != 0:
         result.problem = f"resume exited {result.resume.rc}"
     elif checkpoint_state.stat().st_mtime_ns != written:
         result.problem = "the resume rewrote checkpoint-2: it trained from step 0"
     elif (step := _global_step(output_dir)) != 3:
         result.problem = f"the resume ended at global step {step}, not 3"
     return result
-
-
-def _aborted_after_finishing(launch: Launch, output_dir: Path, steps: int) -> bool:
-    """A launch whose ranks trained, saved and wrote the final state, but one of which then aborted in the
-    interpreter's shutdown (`terminate called without an active exception`, exit -6: a C++ thread of the
-    distributed runtime outliving it). Reported in the row's notes, not as a failed row: the work is done
-    and on disk; the abort itself is a known open problem (docs/performance.md, "Launch matrix")."""
-    text = launch.log.read_text(errors="replace")
-    return "terminate called without an active exception" in text and _global_step(output_dir) == steps
 
 
 def _global_step(output_dir: Path) -> int | None:
@@ -322,7 +308,7 @@ def table(results: list[RowResult], total_s: float) -> str:
     for r in results:
         resume = (str(r.resume.rc), f"{r.resume.seconds:.0f}") if r.resume else ("-", "-")
         requests = r.run.judge_requests + (r.resume.judge_requests if r.resume else 0)
-        outcome = ("ok" if r.ok else r.problem) + "".join(f"; {note}" for note in r.notes)
+        outcome = "ok" if r.ok else r.problem
         lines.append(f"| {r.row.name} | {r.run.rc} | {r.run.seconds:.0f} | {resume[0]} | {resume[1]} | {requests} | "
                      f"{outcome} |")  # fmt: skip
     passed = sum(r.ok for r in results)
