@@ -1,8 +1,9 @@
 """Repeat a multi-process test under CPU load and count the runs that fail, e.g. a launch that trains and saves
 and then aborts at interpreter exit (`terminate called without an active exception`, exit -6).
 
-Busy-loop processes keep every core loaded while the test runs again and again; an abort at exit
-shows up a few times in a hundred launches on a loaded 2-core machine, so one run proves nothing.
+Busy-loop processes keep every core loaded while the test runs again and again. Such an abort once
+showed up a few times in a hundred launches on a loaded 2-core machine (docs/performance.md has its
+cause), so one run proves nothing.
 
     python benchmarks/exit_under_load.py --runs 20 \\
         tests/trainers/test_multiprocess.py::test_split_groups_are_judged_whole_once
