@@ -184,16 +184,28 @@ def sample_answers(trainer, prompts: list[str], samples: int, max_new_tokens: in
     return tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
-def run_all(args) -> list[dict]:
+SETTINGS = ("tasks", "methods", "seeds", "steps", "eval_steps", "eval_prompts", "samples", "batch", "group",
+            "completion_tokens", "hidden", "lr", "noise", "threads")  # fmt: skip
+
+
+def run_all(args) -> dict:
+    """Train every (seed, task, method); the record: command, settings, wall time and the runs, saved to
+    `args.out` after each run. Runs already in `args.out` (same settings) are kept, not trained again."""
     import torch
 
     from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
     from trl_rankreward.testing import serve_scripted_judge
 
     torch.set_num_threads(args.threads)
-    results = json.load(open(args.out)) if args.out and os.path.exists(args.out) else []
-    done = {(r["method"], r["task"], r["seed"]) for r in results}
-    work = tempfile.mkdtemp(prefix="training_outcome-")
+    settings = {k: getattr(args, k) for k in SETTINGS}
+    record = {"command": " ".join(["python benchmarks/training_outcome.py", *sys.argv[1:]]), "settings": settings,
+              "wall_s": 0.0, "runs": []}  # fmt: skip
+    if args.out and os.path.exists(args.out):
+        record = load(args.out)
+        if record["settings"] != settings:
+            raise SystemExit(f"{args.out} holds runs with other settings ({record['settings']}); use another --out")
+    done = {(r["method"], r["task"], r["seed"]) for r in record["runs"]}
+    work, start, before = tempfile.mkdtemp(prefix="training_outcome-"), time.perf_counter(), record["wall_s"]
     for seed in args.seeds:  # seed-major: a run cut short still has whole seeds
         for task_name in args.tasks:
             task = TASKS[task_name]
@@ -203,15 +215,21 @@ def run_all(args) -> list[dict]:
                     if (method, task_name, seed) in done:
                         continue
                     result = train_one(method, task, seed, url, url.model, args, work)
-                    results.append(result)
+                    record["runs"].append(result)
+                    record["wall_s"] = before + time.perf_counter() - start
                     first, last = result["checkpoints"][0], result["checkpoints"][-1]
                     print(f"{task_name} seed {seed} {method}: quality {first['quality']:.2f} -> {last['quality']:.2f}, "
                           f"win rate {last['win_rate']}, {last['tokens']:.0f} judge tokens, {result['wall_s']:.0f} s",
                           flush=True)  # fmt: skip
                     if args.out:
                         with open(args.out, "w") as f:
-                            json.dump(results, f, indent=1)
-    return results
+                            json.dump(record, f, indent=1)
+    return record
+
+
+def load(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
 
 
 # ---- the report -------------------------------------------------------------------------------
@@ -255,18 +273,24 @@ def ranks(xs: list[float]) -> list[float]:
     return out
 
 
+def corr(r: float) -> str:
+    return "n/a (a constant series)" if math.isnan(r) else f"{r:.2f}"
+
+
 def fmt(mean: float, se: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f}" + ("" if math.isnan(se) else f" ± {se:.{digits}f}")
 
 
-def report(results: list[dict], markdown: bool) -> str:
-    lines = []
+def report(record: dict, markdown: bool) -> str:
+    """Per task: the table of methods (mean +- standard error over seeds) and the win-rate correlations."""
+    results, lines = record["runs"], []
     for task in dict.fromkeys(r["task"] for r in results):
         runs = [r for r in results if r["task"] == task]
         names = list(dict.fromkeys(r["method"] for r in runs))
         budget = min(r["checkpoints"][-1]["tokens"] for r in runs if r["checkpoints"][-1]["tokens"] > 0)
         seeds = sorted({r["seed"] for r in runs})
-        lines.append(f"\n{task}: {len(runs)} runs, seeds {seeds}; equal budget = {budget:,.0f} training judge tokens")
+        title = f"{task}: {len(runs)} runs, seeds {seeds}; equal budget = {budget:,.0f} training judge tokens"
+        lines += ["", f"**{title}**", ""] if markdown else ["", title]
         header = ["method", "start quality", "final quality", f"quality at {budget:,.0f} tok", "final win rate",
                   "judge calls", "judge tokens", "s/run"]  # fmt: skip
         rows = []
@@ -287,10 +311,11 @@ def report(results: list[dict], markdown: bool) -> str:
         r_sampled = pearson(wins, [c["quality"] for c in judged])
         rho_sampled = pearson(ranks(wins), ranks([c["quality"] for c in judged]))
         r_greedy = pearson(wins, [c["greedy_quality"] for c in judged])
+        lines += [""] if markdown else []
         lines.append(
             f"eval win rate vs latent quality over {len(judged)} checkpoints (every run of {task}, step 0 left out): "
-            f"Pearson r = {r_sampled:.2f}, Spearman rho = {rho_sampled:.2f} (quality of sampled answers); "
-            f"Pearson r = {r_greedy:.2f} with the quality of the greedy answers the win rate judged"
+            f"Pearson r = {corr(r_sampled)}, Spearman rho = {corr(rho_sampled)} (quality of sampled answers); "
+            f"Pearson r = {corr(r_greedy)} with the quality of the greedy answers the win rate judged"
         )
     return "\n".join(lines)
 
@@ -331,6 +356,47 @@ def plot(results: list[dict], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+BEGIN, END = "<!-- training-outcome: begin", "<!-- training-outcome: end -->"
+
+
+def docs_section(record: dict, figure: str | None, docs_path: str) -> str:
+    """The generated section of docs/benchmarks.md: command, settings, tables, correlations, figure, time."""
+    settings = ", ".join(f"`{k}={v}`" for k, v in record["settings"].items())
+    runs = record["runs"]
+    lines = [
+        f"{BEGIN} (generated by `benchmarks/training_outcome.py --write_docs`) -->",
+        "### Measured in this run", "",
+        "Generated by the command below; do not edit this section by hand (rerun the command):", "",
+        "```", record["command"], "```", "",
+        f"Settings: {settings}.", "",
+        report(record, markdown=True).strip(), "",
+    ]  # fmt: skip
+    if figure:
+        link = os.path.relpath(figure, os.path.dirname(os.path.abspath(docs_path)))
+        lines += [f'<img src="{link}" alt="Latent quality against cumulative training judge tokens, per method and '
+                  'task (mean over seeds)" width="100%">', ""]  # fmt: skip
+    lines += [
+        f"Run time: {record['wall_s'] / 60:.1f} minutes of wall time for {len(runs)} runs on the shared CPU "
+        f"(training and evaluation; per run {min(r['wall_s'] for r in runs):.0f}-{max(r['wall_s'] for r in runs):.0f} "
+        "s, the s/run column).",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def write_docs(path: str, section: str) -> None:
+    """Replace the generated section in `path` (between its markers), or append it with the markers."""
+    with open(path) as f:
+        text = f.read()
+    if BEGIN in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
@@ -348,18 +414,20 @@ def main() -> int:
     parser.add_argument("--noise", type=float, default=1.0, help="the simulated judge's per-call noise (sd)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--out", help="results JSON: written after every run, and runs already in it are skipped")
-    parser.add_argument("--report", help="print the report of this results JSON and exit (no training)")
+    parser.add_argument("--report", help="report this results JSON (no training)")
     parser.add_argument("--figure", help="write the curves to this PNG")
+    parser.add_argument("--write_docs", help="replace (or append) the generated section of this markdown file")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    start = time.perf_counter()
-    results = json.load(open(args.report)) if args.report else run_all(args)
-    print(report(results, args.markdown))
+    record = load(args.report) if args.report else run_all(args)
+    print(report(record, args.markdown))
     if args.figure:
-        plot(results, args.figure)
+        plot(record["runs"], args.figure)
         print(f"curves: {args.figure}")
-    if not args.report:
-        print(f"wall time {time.perf_counter() - start:.0f} s")
+    if args.write_docs:
+        write_docs(args.write_docs, docs_section(record, args.figure, args.write_docs))
+        print(f"wrote the generated section of {args.write_docs}")
+    print(f"wall time {record['wall_s']:.0f} s for {len(record['runs'])} runs")
     return 0
 
 

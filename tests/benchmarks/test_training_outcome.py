@@ -43,15 +43,18 @@ def test_quality_at_an_equal_budget_interpolates_between_checkpoints():
 
 @pytest.mark.timeout(300)
 def test_two_steps_of_one_method_end_to_end(tmp_path):
-    out, figure = tmp_path / "results.json", tmp_path / "curves.png"
+    out, figure, docs = tmp_path / "results.json", tmp_path / "figures" / "curves.png", tmp_path / "bench.md"
+    docs.write_text("# Benchmarks\n")
     command = [sys.executable, str(SCRIPT), "--methods", "pointwise", "--tasks", "echo_letters", "--seeds", "0",
                "--steps", "2", "--eval_steps", "1", "--eval_prompts", "2", "--samples", "1", "--out", str(out),
-               "--figure", str(figure)]  # fmt: skip
+               "--figure", str(figure), "--write_docs", str(docs)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=280)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (run,) = json.loads(out.read_text())
+    record = json.loads(out.read_text())
+    (run,) = record["runs"]
     assert (run["method"], run["task"], run["seed"]) == ("pointwise", "echo_letters", 0)
+    assert record["settings"]["steps"] == 2 and record["wall_s"] >= run["wall_s"] > 0
     checkpoints = run["checkpoints"]
     assert [c["step"] for c in checkpoints] == [0, 1, 2]  # the start, then an evaluation at each step
     # pointwise with G=4 and 16 completions per step: 16 judge calls a step, 32 after two
@@ -60,3 +63,12 @@ def test_two_steps_of_one_method_end_to_end(tmp_path):
     assert all(0.0 <= c["quality"] <= 10.0 and 0.0 <= c["win_rate"] <= 1.0 for c in checkpoints)
     assert "echo_letters: 1 runs, seeds [0]" in done.stdout and "eval win rate vs latent quality over 2" in done.stdout
     assert figure.stat().st_size > 0
+    # the generated section: appended once with its command, table and figure; a report run replaces it
+    section = docs.read_text()
+    assert section.startswith("# Benchmarks\n\n<!-- training-outcome: begin")
+    assert "--steps 2" in section and "| pointwise |" in section and 'src="figures/curves.png"' in section
+    again = subprocess.run([sys.executable, str(SCRIPT), "--report", str(out), "--write_docs", str(docs)],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    rewritten = docs.read_text()  # without --figure this time: no image
+    assert rewritten.count("<!-- training-outcome: begin") == 1 and "<img" not in rewritten
