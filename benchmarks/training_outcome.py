@@ -10,18 +10,19 @@ quality (0..10) is read from the answer text:
 - `echo_letters`: 10 x the share that are letters of the word the prompt names ("sea" or "dog"),
   so the best answer depends on the prompt.
 
-Each run evaluates every `--eval_steps` with the win-rate evaluation (`JudgeWinRateCallback`:
-greedy answers on fixed evaluation prompts against the starting policy's, judged by the same
-server in both orders); the latent quality of the same answers is measured beside it. Reported
-per method: final latent quality (mean +- standard error over seeds), final eval win rate, the
-training judge's calls and tokens, the quality at an equal training-judge budget; a PNG of quality
-against cumulative training judge tokens; and, per task, the correlation over checkpoints between
-the eval win rate and the latent quality. `genrm`'s trainer judge is the plain pairwise judge over
-HTTP (the simulated judge answers it), as `JudgeRewardGRPOTrainer` builds it.
+Each run evaluates at step 0 and every `--eval_steps`: the latent quality of answers sampled at
+temperature 1 to fixed evaluation prompts (what training raises), and the win-rate evaluation
+(`JudgeWinRateCallback`: greedy answers against the starting policy's, judged by the same server
+in both orders) with the latent quality of those greedy answers beside it. Reported per method:
+start and final latent quality (mean +- standard error over seeds), the quality at an equal
+training-judge budget, the final eval win rate, the training judge's calls and tokens; a PNG of
+quality against cumulative training judge tokens; and, per task, the correlation over checkpoints
+between the eval win rate and the latent quality. `genrm`'s trainer judge is the plain pairwise
+judge over HTTP (the simulated judge answers it), as `JudgeRewardGRPOTrainer` builds it.
 
-    python benchmarks/training_outcome.py --steps 30 --seeds 0 1 --out results.json \\
-        --figure docs/figures/benchmarks/training_outcome.png --markdown
-    python benchmarks/training_outcome.py --report results.json --markdown   # table again, no training
+    python benchmarks/training_outcome.py --out outputs/training_outcome.json \\
+        --figure docs/figures/benchmarks/training_outcome.png --write_docs docs/benchmarks.md --markdown
+    python benchmarks/training_outcome.py --report outputs/training_outcome.json --markdown  # no training
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ def train_one(method: str, task: Task, seed: int, url: str, model_name: str, arg
     wall = time.perf_counter() - start
     totals = {e["step"]: e for e in trainer.state.log_history if "judge/calls_total" in e}
     wins = {e["step"]: e for e in evaluation.evaluations}
-    checkpoints = [{"step": 0, "quality": qualities[0][0], "greedy_quality": qualities[0][1], "win_rate": 0.5,
+    # step 0 is not judged: the starting policy is its own baseline
+    checkpoints = [{"step": 0, "quality": qualities[0][0], "greedy_quality": qualities[0][1], "win_rate": None,
                     "calls": 0, "tokens": 0}]  # fmt: skip
     for step in sorted(s for s in qualities if s):
         t = totals[step]
@@ -157,7 +159,6 @@ def train_one(method: str, task: Task, seed: int, url: str, model_name: str, arg
             "step": step, "quality": qualities[step][0], "greedy_quality": qualities[step][1],
             "win_rate": wins[step].get("eval/win_rate"),
             "calls": t["judge/calls_total"], "tokens": t["judge/prompt_tokens_total"] + t["judge/completion_tokens_total"],
-            "eval_calls": wins[step]["eval/judge_calls"],
         })  # fmt: skip
     return {"method": method, "task": task.name, "seed": seed, "wall_s": wall, "checkpoints": checkpoints}
 

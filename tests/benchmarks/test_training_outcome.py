@@ -60,7 +60,9 @@ def test_two_steps_of_one_method_end_to_end(tmp_path):
     # pointwise with G=4 and 16 completions per step: 16 judge calls a step, 32 after two
     assert [c["calls"] for c in checkpoints] == [0, 16, 32]
     assert 0 < checkpoints[1]["tokens"] < checkpoints[2]["tokens"]
-    assert all(0.0 <= c["quality"] <= 10.0 and 0.0 <= c["win_rate"] <= 1.0 for c in checkpoints)
+    assert checkpoints[0]["win_rate"] is None  # the starting policy is not judged against itself
+    assert all(0.0 <= c["quality"] <= 10.0 for c in checkpoints)
+    assert all(0.0 <= c["win_rate"] <= 1.0 for c in checkpoints[1:])
     assert "echo_letters: 1 runs, seeds [0]" in done.stdout and "eval win rate vs latent quality over 2" in done.stdout
     assert figure.stat().st_size > 0
     # the generated section: appended once with its command, table and figure; a report run replaces it
