@@ -141,6 +141,32 @@ def test_custom_quality_function():
         assert ask(url, PairwiseRequest(query="q", a="aaaaaaaaaaaa", b="b c"))[0] == "A"
 
 
+def test_a_served_judge_reads_its_task_from_the_query():
+    # SimulatedJudge without noise, quality = how often the word named in the query after "word:" occurs:
+    # for "word: sea" the answer "sea sea" (2) beats "fox" (0); for "word: fox" it is the other way round.
+    # The same texts in a GenRM prompt and an order-only coarse prompt (position = quality 2, clipped to K=2).
+    import asyncio
+    import re
+
+    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+    from trl_rankreward.judging import OpenAICompatibleBackend
+    from trl_rankreward.rewards.genrm_reward import GenRMJudge
+
+    def echoed(context: str, text: str) -> float:
+        return float(text.split().count(re.search(r"word: (\w+)", context).group(1)))
+
+    with serve_scripted_judge(judge=SimulatedJudge(echoed)) as url:
+        assert ask(url, PairwiseRequest(query="Say the word: sea", a="fox", b="sea sea"))[0] == "B"
+        assert ask(url, PairwiseRequest(query="Say the word: fox", a="fox", b="sea sea"))[0] == "A"
+        genrm = GenRMJudge(OpenAICompatibleBackend(url, url.model))
+        assert asyncio.run(genrm.judge(PairwiseRequest(query="Say the word: fox", a="sea sea", b="fox"))) == "B"
+        coarse = CoarseRequest(query="Say the word: sea", anchors=["a", "b"], candidate="sea sea x", show_anchor_text=False)
+        assert ask(url, coarse)[0] == 2
+    with pytest.raises(TypeError, match="judge must be a QualityJudge"):
+        with serve_scripted_judge(judge=echoed):
+            pass
+
+
 def test_usage_counts_words_of_prompt_and_answer(judge):
     request = PairwiseRequest(query="q", a=LOW, b=MID)
     _, completion = ask(judge, request)

@@ -6,6 +6,11 @@ with the default templates, takes the texts back out of their `<response id=...>
 `<rationale id=...>` blocks (as shown, so in display order and neutralized), and answers the
 verdict `judging.quality_judge.QualityJudge` gives under a deterministic `quality(text)`
 (default: the number of distinct lower-cased words), as the JSON `judging.parsing` reads.
+`judge=` serves another `QualityJudge` instead, e.g. an `evaluation.SimulatedJudge` with noise:
+the server cannot know the dataset's query ids, so each request it builds carries the judge
+prompt with the response blocks cut out (which holds the query) as both `query` and
+`query_id`, and a prompt-dependent latent quality `quality(query_id, text)` reads its task
+from there.
 `usage` counts words: the prompt's and the answer's. Put `testing.FaultProxy` in front of it
 to exercise the failure paths as well.
 
@@ -15,12 +20,12 @@ to exercise the failure paths as well.
 
 The request kind is told from the prompt's blocks: a `golden` rationale -> meta; a
 `candidate` -> coarse (no `A0` block: the order-only control, anchors shown by ID only, so
-the position is `quality(candidate)` clipped to 0..K); a lone `response` -> pointwise;
+the position is the candidate's quality clipped to 0..K); a lone `response` -> pointwise;
 `"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
 IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
 numbered rubric when the instruction asks for `"winners"`. A GenRM prompt (`[Response A]` ...
 `[End of Response B]` sections, `rewards.genrm_verdict.GENRM_PROMPT`) gets a one-line rationale
-ending in `\\boxed{A}` or `\\boxed{B}`: the higher quality, A on a tie (a GenRM has no ties).
+ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties).
 """
 
 from __future__ import annotations
@@ -82,19 +87,22 @@ class _TextQualityJudge(QualityJudge):
         return [float(self.quality(text)) for text in texts]
 
 
-def _content_for_prompt(prompt: str, judge: _TextQualityJudge) -> str:
+def _content_for_prompt(prompt: str, judge: QualityJudge) -> str:
     """The answer to a judge prompt: a GenRM's boxed verdict, else the JSON of `_answer_for_prompt`."""
     sections = dict(_GENRM_SECTION.findall(prompt))
     if set(sections) == {"A", "B"}:
-        winner = "B" if judge.quality(sections["B"]) > judge.quality(sections["A"]) else "A"
+        context = _GENRM_SECTION.sub("", prompt)
+        request = PairwiseRequest(query=context, query_id=context, a=sections["A"], b=sections["B"])
+        winner = "B" if asyncio.run(judge.judge(request)) == "B" else "A"
         return f"Response {winner} is better on the decisive criteria.\n\\boxed{{{winner}}}"
     return json.dumps(_answer_for_prompt(prompt, judge))
 
 
-def _answer_for_prompt(prompt: str, judge: _TextQualityJudge) -> dict:
+def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
     """The JSON answer to a default-template judge prompt (kinds: module docstring); ValueError if none fits."""
     blocks = {ident: text for _, ident, text in _BLOCK.findall(prompt)}
     outside = _BLOCK.sub("", prompt)
+    about = {"query": outside, "query_id": outside}  # what the request is about (module docstring)
 
     def numbered(prefix: str) -> list[str]:
         texts = []
@@ -104,32 +112,34 @@ def _answer_for_prompt(prompt: str, judge: _TextQualityJudge) -> dict:
 
     if "golden" in blocks:  # the verdict reads the rationale only, so the label is not parsed
         request = MetaJudgeRequest(
-            query="", response_a=blocks["A"], response_b=blocks["B"], label="A",
+            **about, response_a=blocks["A"], response_b=blocks["B"], label="A",
             golden_rationale=blocks["golden"], rationale=blocks["reward_model"],
         )  # fmt: skip
     elif "candidate" in blocks and "A0" not in blocks:
         k = len(_ANCHOR_ID_LINE.findall(outside))
-        return {"position": min(k, max(0, int(judge.quality(blocks["candidate"]))))}
+        candidate = PointwiseRequest(**about, response=blocks["candidate"])
+        (quality,) = asyncio.run(judge.qualities(candidate, [blocks["candidate"]]))
+        return {"position": min(k, max(0, int(quality)))}
     elif "candidate" in blocks:
-        request = CoarseRequest(query="", anchors=numbered("A"), candidate=blocks["candidate"])
+        request = CoarseRequest(**about, anchors=numbered("A"), candidate=blocks["candidate"])
     elif "response" in blocks:
-        request = PointwiseRequest(query="", response=blocks["response"])
+        request = PointwiseRequest(**about, response=blocks["response"])
     elif '"keep_anchor_ids"' in outside:
         size = _SIZE.search(outside)
         if size is None:
             raise ValueError("buffer-select prompt does not say 'exactly <n> selected IDs'")
         word = size.group(1)
         request = BufferSelectRequest(
-            query="", anchors=numbered("A"), rollouts=numbered("R"),
+            **about, anchors=numbered("A"), rollouts=numbered("R"),
             size=int(word) if word.isdigit() else _NUMBER_WORDS.index(word),
         )  # fmt: skip
     elif "R0" in blocks:
-        request = ListwiseRequest(query="", candidates=numbered("R"))
+        request = ListwiseRequest(**about, candidates=numbered("R"))
     elif "A" in blocks and "B" in blocks and '"winners"' in outside:
         rubrics = _RUBRIC_LINE.findall(prompt[prompt.rfind("</response>") :])
-        request = RubricPairwiseRequest(query="", a=blocks["A"], b=blocks["B"], rubrics=rubrics)
+        request = RubricPairwiseRequest(**about, a=blocks["A"], b=blocks["B"], rubrics=rubrics)
     elif "A" in blocks and "B" in blocks:  # holistic, or one rubric: both answer {"winner": ...}
-        request = PairwiseRequest(query="", a=blocks["A"], b=blocks["B"])
+        request = PairwiseRequest(**about, a=blocks["A"], b=blocks["B"])
     else:
         raise ValueError(
             f"cannot tell which judge request this prompt is (response blocks: {sorted(blocks)}); "
@@ -177,11 +187,14 @@ def serve_scripted_judge(
     mode: str = "valid",
     latency_s: float = 0.0,
     meta_threshold: float = 5.0,
+    judge: QualityJudge | None = None,
 ) -> Iterator[ScriptedJudge]:
     """Serve on a free loopback port; yield the base URL (a `ScriptedJudge`); stop on exit.
 
     `model`: the name(s) served; any other `model` gets HTTP 404 `model_not_found`.
     `meta_threshold`: a meta request is consistent when `quality(rationale) >= meta_threshold`.
+    `judge`: answer with this judge's verdicts instead of `quality`'s and `meta_threshold`'s (module
+    docstring); it answers one request at a time, so a judge with state (seeded noise) needs no lock.
     """
     models = (model,) if isinstance(model, str) else tuple(model)
     if not models or not all(isinstance(m, str) and m for m in models):
@@ -190,16 +203,19 @@ def serve_scripted_judge(
         raise TypeError(f"quality must be a callable (text) -> float, got {type(quality).__name__}")
     if latency_s < 0:
         raise ValueError(f"latency_s must be >= 0, got {latency_s!r}")
+    if judge is not None and not isinstance(judge, QualityJudge):
+        raise TypeError(f"judge must be a QualityJudge (e.g. evaluation.SimulatedJudge), got {type(judge).__name__}")
     _check_mode(mode)
     server = _Server(("127.0.0.1", 0), _Handler)
-    judge = ScriptedJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
-    judge.models, judge.mode, judge.latency_s, judge.requests = models, mode, float(latency_s), 0
-    server.judge, server.verdicts, server.lock = judge, _TextQualityJudge(quality, meta_threshold), threading.Lock()
+    url = ScriptedJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    url.models, url.mode, url.latency_s, url.requests = models, mode, float(latency_s), 0
+    server.judge, server.lock, server.verdict_lock = url, threading.Lock(), threading.Lock()
+    server.verdicts = judge if judge is not None else _TextQualityJudge(quality, meta_threshold)
     server.closed = threading.Event()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield judge
+        yield url
     finally:
         server.closed.set()
         server.shutdown()
@@ -243,7 +259,8 @@ class _Handler(BaseHTTPRequestHandler):
             content = PROSE_ANSWER
         else:
             try:
-                content = _content_for_prompt(prompt, self.server.verdicts)
+                with self.server.verdict_lock:
+                    content = _content_for_prompt(prompt, self.server.verdicts)
             except ValueError as exc:
                 return self._error(400, f"scripted judge: {exc}", "invalid_request_error")
         prompt_tokens, completion_tokens = len(prompt.split()), len(content.split())

@@ -183,6 +183,7 @@ class JudgeWinRateCallback(TrainerCallback):
         self.judge_text = judge_text or (describe_judge(judge) if judge is not None else "the evaluation judge")
         self.baselines: list[str] | None = None
         self.evaluations: list[dict[str, float]] = []  # the logged metrics of each evaluation, with "step"
+        self.answers: list[str] = []  # the latest evaluation's answers, for scoring them otherwise (a benchmark)
         self._ledger = LedgerSnapshot()  # the judge's ledger after the previous evaluation
         for j in [judge] if judge is not None else []:
             for p in self.prompts:  # judges that rank by the references (EmbeddingJudge) need them
@@ -242,7 +243,7 @@ class JudgeWinRateCallback(TrainerCallback):
 
     def evaluate(self, state) -> dict[str, float]:
         """Every process: answer, gather; the main process judges; every process logs the broadcast metrics."""
-        answers = self._answers()
+        answers = self.answers = self._answers()
         payload: list[Any] = [None]
         if self.trainer.accelerator.is_main_process:
             try:
