@@ -37,6 +37,13 @@ ROWS = [
 ]  # fmt: skip
 
 
+def selected_rows(spec: str) -> list[tuple[str, str, dict]]:
+    """The ROWS whose labels start with one of the comma-separated prefixes in `spec` (all when empty);
+    `listwise_group` always, the base of the gain column."""
+    prefixes = tuple(p for p in spec.split(",") if p)
+    return [row for row in ROWS if not prefixes or row[0].startswith(prefixes) or row[1] == "listwise_group"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=RewardBenchConfig.queries)
@@ -46,7 +53,6 @@ def main() -> int:
         "--rows", default="", help="Only the rows whose labels start with these comma-separated prefixes."
     )
     args = parser.parse_args()
-    prefixes = tuple(p for p in args.rows.split(",") if p)
     config = RewardBenchConfig(queries=args.queries, text_noise=args.text_noise,
                                listwise_noise_growth=args.listwise_noise_growth)  # fmt: skip
     print(f"text_noise {config.text_noise}, listwise_noise_growth {config.listwise_noise_growth}, noise "
@@ -54,9 +60,7 @@ def main() -> int:
     print("| row | Kendall tau | top-1 | calls/group | tokens/group | tau per 1k tokens over listwise_group |")
     print("|---|---|---|---|---|---|")
     base = None
-    for label, registry, options in ROWS:
-        if prefixes and not label.startswith(prefixes) and registry != "listwise_group":
-            continue
+    for label, registry, options in selected_rows(args.rows):
         result = run_method(config, BenchMethod(label, registry, options))
         if isinstance(result, str):
             print(f"| {label} | failed: {result} | | | | |")
