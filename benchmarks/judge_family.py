@@ -12,10 +12,11 @@ the judge's noise and the display shuffles). The family crosses three switches:
   if shown the texts in the order the method put them in the request).
 
 A cell is the mean Kendall tau over seeds, with its standard error; "worst" is a row's lowest
-cell, "mean rank" its rank among the rows (1 = best tau), averaged over the members.
+cell, "mean rank" its rank among the rows (1 = best tau), averaged over the members; top-1
+agreement is summarized the same way (mean over the members, and the lowest).
 
     python benchmarks/judge_family.py                                       # 12 judges x 5 seeds
-    python benchmarks/judge_family.py --queries 10 --epochs 1 --seeds 1 --rows G
+    python benchmarks/judge_family.py --queries 10 --epochs 1 --seeds 1 --rows I
 """
 
 from __future__ import annotations
@@ -60,9 +61,10 @@ def family() -> list[Member]:
 
 @dataclass
 class Cell:
-    """One row on one member: its tau, calls and tokens per group, one value per seed."""
+    """One row on one member: its tau, top-1, calls and tokens per group, one value per seed."""
 
     tau: list[float]
+    top1: list[float]
     calls: list[float]
     tokens: list[float]
 
@@ -79,8 +81,9 @@ def measure(rows, members: list[Member], seeds: list[int], *, queries: int, epoc
             if isinstance(result, str):
                 raise RuntimeError(f"row {label!r} on judge {member.label!r}, seed {seed}: {result}")
             row = result.row()
-            cell = cells.setdefault((label, member.label), Cell([], [], []))
+            cell = cells.setdefault((label, member.label), Cell([], [], [], []))
             cell.tau.append(row["kendall_tau"])
+            cell.top1.append(row["top1"])
             cell.calls.append(row["calls_per_group"])
             cell.tokens.append(row["parsed_tokens_per_group"])
         progress(f"judge {member.label}, seed {seed}: done")
@@ -88,7 +91,8 @@ def measure(rows, members: list[Member], seeds: list[int], *, queries: int, epoc
 
 
 def summarize(cells, row_labels: list[str], member_labels: list[str]) -> dict[str, dict]:
-    """Per row: mean tau and standard error per member, worst member tau, mean rank, calls and tokens."""
+    """Per row: mean tau and standard error per member, worst member tau, mean rank, top-1 (mean over members,
+    worst member), calls and tokens."""
     means = {key: statistics.fmean(c.tau) for key, c in cells.items()}
     ranks = {m: sorted(row_labels, key=lambda r: -means[r, m]) for m in member_labels}
     out = {}
@@ -99,6 +103,8 @@ def summarize(cells, row_labels: list[str], member_labels: list[str]) -> dict[st
             "se": [_se(c.tau) for c in row_cells],
             "worst": min(means[r, m] for m in member_labels),
             "mean_rank": statistics.fmean(ranks[m].index(r) + 1 for m in member_labels),
+            "top1": statistics.fmean(statistics.fmean(c.top1) for c in row_cells),
+            "top1_worst": min(statistics.fmean(c.top1) for c in row_cells),
             "calls": statistics.fmean(x for c in row_cells for x in c.calls),
             "tokens": statistics.fmean(x for c in row_cells for x in c.tokens),
         }
@@ -111,12 +117,13 @@ def _se(values: list[float]) -> float | None:
 
 def markdown(summary: dict[str, dict], member_labels: list[str]) -> str:
     """Rows = ablation rows, columns = members (tau ± standard error), then cost and the summary columns."""
-    head = ["row", *member_labels, "calls/group", "tokens/group", "worst", "mean rank"]
+    head = ["row", *member_labels, "calls/group", "tokens/group", "worst", "mean rank", "top-1 mean / worst"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, s in summary.items():
         taus = [f"{t:.3f}" + (f" ± {e:.3f}" if e is not None else "") for t, e in zip(s["tau"], s["se"])]
         lines.append(f"| {label} | " + " | ".join(taus) +
-                     f" | {s['calls']:.2f} | {s['tokens']:,.0f} | {s['worst']:.3f} | {s['mean_rank']:.1f} |")  # fmt: skip
+                     f" | {s['calls']:.2f} | {s['tokens']:,.0f} | {s['worst']:.3f} | {s['mean_rank']:.1f} "
+                     f"| {s['top1']:.3f} / {s['top1_worst']:.3f} |")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ import sys
 
 from trl_rankreward.evaluation.reward_bench import BenchMethod, RewardBenchConfig, run_method
 
-PAPER_PLACEMENT = {"placement": "coarse", "extra_calls": 0, "max_anchors": None, "k0": 4}
+PAPER_PLACEMENT = {"placement": "coarse", "extra_calls": 0, "extra_scope": "set", "max_anchors": None, "k0": 4}
 ROWS = [
     ("rrc_scr (all pairs)", "rrc_scr", {}),
     ("rank_buffer (paper)", "rank_buffer", {}),
@@ -30,8 +30,9 @@ ROWS = [
     ("E: C + 2 extra looks", "rank_buffer_plus", {**PAPER_PLACEMENT, "placement": "joint", "extra_calls": 2}),
     ("F: E, extra looks over a window", "rank_buffer_plus",
      {**PAPER_PLACEMENT, "placement": "joint", "extra_calls": 2, "extra_scope": "window"}),
-    ("G: E + two anchors (defaults)", "rank_buffer_plus", {}),
-    ("H: G with three anchors", "rank_buffer_plus", {"max_anchors": 3}),
+    ("G: E + two anchors", "rank_buffer_plus", {"extra_scope": "set"}),
+    ("H: G with three anchors", "rank_buffer_plus", {"extra_scope": "set", "max_anchors": 3}),
+    ("I: G, extra looks over a window (defaults)", "rank_buffer_plus", {}),
     ("S1: rank_buffer coarse_only (no fine calls)", "rank_buffer", {"buffer_variant": "coarse_only"}),
     ("S3: A + 1 extra look on disputes", "rank_buffer_plus", {**PAPER_PLACEMENT, "extra_calls": 1}),
 ]  # fmt: skip

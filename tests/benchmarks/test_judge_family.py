@@ -24,10 +24,10 @@ def test_family_crosses_offset_growth_and_position_bias():
 
 def test_summary_worst_member_mean_rank_and_standard_error():
     cells = {
-        ("a", "m1"): Cell([0.6, 0.8], [1.0, 1.0], [100.0, 300.0]),
-        ("a", "m2"): Cell([0.5, 0.5], [1.0, 1.0], [100.0, 100.0]),
-        ("b", "m1"): Cell([0.6, 0.6], [4.0, 4.0], [400.0, 400.0]),
-        ("b", "m2"): Cell([0.9, 0.7], [4.0, 4.0], [400.0, 400.0]),
+        ("a", "m1"): Cell([0.6, 0.8], [1.0, 0.0], [1.0, 1.0], [100.0, 300.0]),
+        ("a", "m2"): Cell([0.5, 0.5], [0.0, 0.0], [1.0, 1.0], [100.0, 100.0]),
+        ("b", "m1"): Cell([0.6, 0.6], [1.0, 1.0], [4.0, 4.0], [400.0, 400.0]),
+        ("b", "m2"): Cell([0.9, 0.7], [1.0, 0.5], [4.0, 4.0], [400.0, 400.0]),
     }
     s = judge_family.summarize(cells, ["a", "b"], ["m1", "m2"])
     # a: means 0.7 (m1), 0.5 (m2); b: 0.6, 0.8. On m1 a is 1st, on m2 2nd: mean rank 1.5, the same for b.
@@ -38,17 +38,20 @@ def test_summary_worst_member_mean_rank_and_standard_error():
     assert s["a"]["se"] == pytest.approx([0.1, 0.0])
     # cost: mean over members and seeds, (100 + 300 + 100 + 100) / 4 = 150 tokens
     assert (s["a"]["calls"], s["a"]["tokens"]) == pytest.approx((1.0, 150.0))
+    # top-1: a's members 0.5 and 0, mean 0.25, worst 0; b's 1 and 0.75, mean 0.875, worst 0.75
+    assert (s["a"]["top1"], s["a"]["top1_worst"]) == pytest.approx((0.25, 0.0))
+    assert (s["b"]["top1"], s["b"]["top1_worst"]) == pytest.approx((0.875, 0.75))
 
 
 def test_tiny_run_prints_one_row_per_method_and_one_column_per_judge(capsys):
-    assert judge_family.main(["--queries", "4", "--epochs", "1", "--seeds", "2", "--rows", "G"]) == 0
+    assert judge_family.main(["--queries", "4", "--epochs", "1", "--seeds", "2", "--rows", "I"]) == 0
     out = capsys.readouterr().out
     table = [line for line in out.splitlines() if line.startswith("|")]
     header = [c.strip() for c in table[0].strip("|").split("|")]
     assert header[1:13] == [m.label for m in judge_family.family()]
     assert [line.split("|")[1].strip() for line in table[2:]] == [
         "listwise_group (one call)",
-        "G: E + two anchors (defaults)",
+        "I: G, extra looks over a window (defaults)",
     ]
     listwise = [c.strip() for c in table[2].strip("|").split("|")]
     assert all(" ± " in cell for cell in listwise[1:13])  # two seeds: every cell has its standard error
