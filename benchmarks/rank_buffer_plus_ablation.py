@@ -17,7 +17,7 @@ import sys
 
 from trl_rankreward.evaluation.reward_bench import BenchMethod, RewardBenchConfig, run_method
 
-PAPER_PLACEMENT = {"placement": "coarse", "extra_calls": 0, "max_anchors": None, "k0": 4}
+PAPER_PLACEMENT = {"placement": "coarse", "extra_calls": 0, "extra_scope": "set", "max_anchors": None, "k0": 4}
 ROWS = [
     ("rrc_scr (all pairs)", "rrc_scr", {}),
     ("rank_buffer (paper)", "rank_buffer", {}),
@@ -30,11 +30,19 @@ ROWS = [
     ("E: C + 2 extra looks", "rank_buffer_plus", {**PAPER_PLACEMENT, "placement": "joint", "extra_calls": 2}),
     ("F: E, extra looks over a window", "rank_buffer_plus",
      {**PAPER_PLACEMENT, "placement": "joint", "extra_calls": 2, "extra_scope": "window"}),
-    ("G: E + two anchors (defaults)", "rank_buffer_plus", {}),
-    ("H: G with three anchors", "rank_buffer_plus", {"max_anchors": 3}),
+    ("G: E + two anchors", "rank_buffer_plus", {"extra_scope": "set"}),
+    ("H: G with three anchors", "rank_buffer_plus", {"extra_scope": "set", "max_anchors": 3}),
+    ("I: G, extra looks over a window (defaults)", "rank_buffer_plus", {}),
     ("S1: rank_buffer coarse_only (no fine calls)", "rank_buffer", {"buffer_variant": "coarse_only"}),
     ("S3: A + 1 extra look on disputes", "rank_buffer_plus", {**PAPER_PLACEMENT, "extra_calls": 1}),
 ]  # fmt: skip
+
+
+def selected_rows(spec: str) -> list[tuple[str, str, dict]]:
+    """The ROWS whose labels start with one of the comma-separated prefixes in `spec` (all when empty);
+    `listwise_group` always, the base of the gain column."""
+    prefixes = tuple(p for p in spec.split(",") if p)
+    return [row for row in ROWS if not prefixes or row[0].startswith(prefixes) or row[1] == "listwise_group"]
 
 
 def main() -> int:
@@ -46,7 +54,6 @@ def main() -> int:
         "--rows", default="", help="Only the rows whose labels start with these comma-separated prefixes."
     )
     args = parser.parse_args()
-    prefixes = tuple(p for p in args.rows.split(",") if p)
     config = RewardBenchConfig(queries=args.queries, text_noise=args.text_noise,
                                listwise_noise_growth=args.listwise_noise_growth)  # fmt: skip
     print(f"text_noise {config.text_noise}, listwise_noise_growth {config.listwise_noise_growth}, noise "
@@ -54,9 +61,7 @@ def main() -> int:
     print("| row | Kendall tau | top-1 | calls/group | tokens/group | tau per 1k tokens over listwise_group |")
     print("|---|---|---|---|---|---|")
     base = None
-    for label, registry, options in ROWS:
-        if prefixes and not label.startswith(prefixes) and registry != "listwise_group":
-            continue
+    for label, registry, options in selected_rows(args.rows):
         result = run_method(config, BenchMethod(label, registry, options))
         if isinstance(result, str):
             print(f"| {label} | failed: {result} | | | | |")

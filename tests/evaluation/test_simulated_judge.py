@@ -221,6 +221,25 @@ def test_position_bias_follows_the_rendered_display_order():
     assert _verdicts(judge, requests) == shown_first
 
 
+def test_without_display_shuffle_position_bias_follows_the_canonical_order():
+    # noise 0, equal qualities, bias 1: unshuffled, the canonical first text is shown first and wins
+    # every "auto" pair; a display the caller fixed ("ba") still puts b first; a listwise order is
+    # the canonical one reversed (bonus 1 - index/3, worst -> best).
+    judge = SimulatedJudge(
+        {"x": 0.0, "y": 0.0, "p": 0.0, "q": 0.0, "r": 0.0, "s": 0.0},
+        position_bias=1.0,
+        display_shuffle=False,
+        token_counter=ApproxCounter(),
+    )
+    requests = [PairwiseRequest(query="Q", query_id=f"q{i}", a="x", b="y") for i in range(20)]
+    assert {render(r, seed=0).display for r in requests} == {(0, 1), (1, 0)}  # the renderer does shuffle them
+    assert _verdicts(judge, requests) == ["A"] * 20
+    assert ask(judge, PairwiseRequest, a="x", b="y", display="ba") == "B"
+    listwise = ListwiseRequest(query="Q", query_id="q", candidates=["p", "q", "r", "s"])
+    assert render(listwise, seed=0).display != (0, 1, 2, 3)
+    assert run(judge.judge(listwise)) == [3, 2, 1, 0]
+
+
 def test_bad_configuration_is_rejected():
     with pytest.raises(ValueError, match="noise"):
         SimulatedJudge({}, noise=-1)

@@ -132,6 +132,13 @@ class RewardBenchConfig:
     noise: float = field(default=0.5, metadata=_help("Judge noise: std of the Thurstone noise per call."))
     position_bias: float = field(default=0.0, metadata=_help("Judge bonus for the text shown first."))
     length_bias: float = field(default=0.0, metadata=_help("Judge bonus per 100 characters of a text."))
+    display_shuffle: bool = field(
+        default=True,
+        metadata=_help(
+            "Judge: position bias acts on the seeded shuffled display (as rendered); False: on the canonical order, "
+            "as for a judge shown unshuffled prompts (SimulatedJudge's `display_shuffle`)."
+        ),
+    )
     fail_rate: float = field(default=0.0, metadata=_help("Probability that a judge call fails (invalid answer)."))
     text_noise: float = field(
         default=0.3,
@@ -321,6 +328,7 @@ def run_method(
         rubric_quality=sim.rubric_quality,
         noise=config.noise,
         position_bias=config.position_bias,
+        display_shuffle=config.display_shuffle,
         length_bias=config.length_bias,
         fail_rate=config.fail_rate,
         seed=config.seed,

@@ -42,6 +42,12 @@ the IDs in the order they were shown (R0 worst, R1 next, ...), i.e. the display 
 canonical terms, as a lazy LLM judge copies the list it was given. The draw comes from
 `seeded_rng(seed, "copy", request, n)` like the noise, so at 0 (the default) nothing changes;
 `rewards.display_audit` detects such a judge.
+
+With `display_shuffle=False` the judge answers as if the renderer had not shuffled: position
+bias (and `copy_display_order`) act on the canonical order, the texts in the order the method
+put them in the request (a pair whose display the method fixed, "ab" or "ba", keeps it). This
+models an LLM judge shown unshuffled prompts, to measure what the seeded shuffles buy; the
+prompt is costed as rendered (the same texts, so the same tokens).
 """
 
 from __future__ import annotations
@@ -80,6 +86,7 @@ class SimulatedJudge(QualityJudge):
         text_noise: float = 0.0,
         listwise_noise_growth: float = 0.0,
         copy_display_order: float = 0.0,
+        display_shuffle: bool = True,
     ):
         super().__init__(
             token_counter=token_counter,
@@ -114,6 +121,7 @@ class SimulatedJudge(QualityJudge):
         self.text_noise = float(text_noise)
         self.listwise_noise_growth = float(listwise_noise_growth)
         self.copy_display_order = float(copy_display_order)
+        self.display_shuffle = bool(display_shuffle)
         self._seen: Counter[tuple] = Counter()  # draws per (purpose, request, rubric) so far
 
     async def judge(self, request):
@@ -128,6 +136,8 @@ class SimulatedJudge(QualityJudge):
         return await super().judge(request)
 
     async def _verdict(self, request, display: tuple[int, ...]):
+        if display and not self.display_shuffle and getattr(request, "display", "auto") == "auto":
+            display = tuple(range(len(display)))  # what an unshuffled rendering shows (module docstring)
         copying = self.copy_display_order and isinstance(request, ListwiseRequest) and display
         if copying and self._rng("copy", request, None).random() < self.copy_display_order:
             return list(display)  # the IDs as shown, R0 first: display[slot] is the canonical index in slot

@@ -19,10 +19,11 @@ ranked:
    issued in the same round as the placement. Its order and the placement order are fused by
    Borda count: rank sum, ties broken by the placement order.
 3. **Extra looks** (`extra_calls`): up to that many more listwise calls per group, only over
-   the answers whose place the looks so far disagree on (a contiguous window of the fused
-   order, from the first to the last answer whose ranks differ by more than
-   `disagreement` places), each fused in by Borda as well. A group whose looks agree
-   costs nothing more.
+   the answers whose place the looks so far disagree on (`extra_scope`: "window", the default,
+   the contiguous stretch of the fused order from the first to the last answer whose places in
+   two looks differ by at least `disagreement`; "set", those answers only), each fused in by
+   Borda as well. A group whose looks agree costs nothing more. The defaults are the ones that
+   ranked best on every judge of docs/benchmarks.md's judge family.
 
 Maintenance uses the placement's buckets, with each bucket's answers in the fused order
 (so interval refinement picks the fused median), and `max_anchors` caps the buffer.
@@ -80,7 +81,7 @@ class RankBufferPlusOptions(RankBufferOptions):
         default=2, metadata={"help": "At most this many more listwise calls per group, over the disputed answers."}
     )
     extra_scope: str = field(
-        default="set",
+        default="window",
         metadata={
             "help": "Extra looks over the disputed answers ('set') or the stretch of the fused order between the "
             "first and the last of them ('window').",
