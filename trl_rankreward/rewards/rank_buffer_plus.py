@@ -171,10 +171,11 @@ class JointPlacement(RankingStrategy):
 
 class LookingRanking(RankingStrategy):
     """A placement strategy, then the second look in the same round, then extra looks over disputed
-    answers, fused by Borda count (module docstring); buckets keep the placement's, in fused order."""
+    answers, fused by Borda count (module docstring); buckets keep the placement's, in fused order. The
+    knobs have no defaults here: `RankBufferPlusOptions` holds them, once."""
 
-    def __init__(self, judge: Judge, placement: RankingStrategy, *, second_look: bool = True, extra_calls: int = 2,
-                 extra_scope: str = "set", disagreement: int = 1, reshuffle_check: float = 0.0):  # fmt: skip
+    def __init__(self, judge: Judge, placement: RankingStrategy, *, second_look: bool, extra_calls: int,
+                 extra_scope: str, disagreement: int, reshuffle_check: float):  # fmt: skip
         self.judge = judge
         self.placement = placement
         self.second_look = second_look
