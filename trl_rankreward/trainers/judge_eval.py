@@ -45,7 +45,7 @@ from ..judging.ledger import LedgerSnapshot
 from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
 from ..rewards.answers import strip_thinking
 from ..rewards.state_files import write_json_atomic
-from .circuit_breaker import JudgeCircuitBreaker
+from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .eval_generation import generate_answers
 from .judge_usage import combined_snapshot
 from .model_card import describe_judge, redact_urls
@@ -230,8 +230,6 @@ class JudgeWinRateCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.breaker.tripped:
-            from .judge_reward import JudgeFailureError
-
             raise JudgeFailureError(
                 f"Evaluation judge ({self.judge_text}): {self.breaker.reason()}\nThe run stopped at step "
                 f"{state.global_step} and saved a checkpoint. Fix the evaluation judge (eval_judge_*), then resume "
