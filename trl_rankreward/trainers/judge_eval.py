@@ -48,7 +48,7 @@ from ..rewards.state_files import write_json_atomic
 from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .eval_generation import generate_answers
 from .judge_usage import combined_snapshot
-from .model_card import describe_judge, redact_urls
+from .model_card import describe_judge, redact_server_urls, redact_urls
 
 logger = logging.get_logger(__name__)
 
@@ -92,6 +92,11 @@ class JudgeEvalConfig(EVAL_JUDGE.fields()):
             raise ValueError(f"eval_baseline must be one of {list(BASELINES)}, got {self.eval_baseline!r}")
         if self.eval_num_prompts is not None and self.eval_num_prompts < 1:
             raise ValueError(f"eval_num_prompts must be >= 1 or None, got {self.eval_num_prompts}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """`TrainingArguments.to_dict()` (what W&B and the other loggers store as the run's config) with the
+        judge server URLs of every role redacted, as the model card redacts them (they can be private hosts)."""
+        return redact_server_urls(super().to_dict())
 
 
 def add_judge_evaluation(trainer) -> JudgeWinRateCallback | None:

@@ -154,7 +154,7 @@ class GroupRewardCallback(TrainerCallback):
         self._model = None
 
     def mode(self) -> str:
-        """"eval" while the trainer evaluates (its model in eval mode), else "train" (also outside a trainer)."""
+        """The mode of the batch being judged: "eval" while the trainer evaluates, else "train" (outside one too)."""
         return "eval" if self._model is not None and not self._model.training else "train"
 
     def on_init_end(self, args, state, control, model=None, **kwargs):
