@@ -32,11 +32,11 @@ from trl_rankreward.trainers.reward_state import JUDGE_USAGE_NAME
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def plain_trainer(model_dir, dataset_path, fn, output_dir, *callbacks, **overrides):
+def plain_trainer(model_dir, dataset_path, fn, output_dir, *callbacks, eval_dataset=None, **overrides):
     """A plain TRL GRPOTrainer (2 groups of G=4 per step) with `fn` as its one reward function."""
     args = tiny_config(GRPOConfig, output_dir, **overrides)
     return GRPOTrainer(model_dir, reward_funcs=[fn], args=args, train_dataset=load_rows(dataset_path),
-                       callbacks=[fn.callback, *callbacks])  # fmt: skip
+                       eval_dataset=eval_dataset, callbacks=[fn.callback, *callbacks])  # fmt: skip
 
 
 @pytest.mark.timeout(600)
@@ -123,7 +123,7 @@ def test_a_checkpoint_without_the_buffers_is_an_error_not_a_silent_restart(tiny_
         trainer.train(resume_from_checkpoint=True)
 
 
-def test_inside_a_running_event_loop_as_in_a_notebook():
+def test_inside_a_running_event_loop_as_in_a_notebook(tiny_model_dir, tiny_dataset, tmp_path):
     fn = as_reward_func(CountingMethod(), num_generations=4)
     completions = ["a", "bb", "ccc", "dddd"]
 
@@ -138,6 +138,29 @@ def test_inside_a_running_event_loop_as_in_a_notebook():
     # was seen before (lambda_fmt 0: no format bonus).
     assert first == pytest.approx([0.1, 0.2, 0.3, 0.4])
     assert second == pytest.approx([0.11, 0.21, 0.31, 0.41])
+
+    async def training_cell():
+        fn = as_reward_func(CountingMethod(), num_generations=4)
+        trainer = plain_trainer(tiny_model_dir, tiny_dataset, fn, tmp_path / "out", max_steps=1)
+        trainer.train()
+        return trainer
+
+    trainer = asyncio.run(training_cell())
+    assert [e["judge/calls"] > 0 for e in trainer.state.log_history if "judge/calls" in e] == [True]
+
+
+def test_evaluation_batches_are_judged_but_leave_the_state_unchanged(tiny_model_dir, tiny_dataset, tmp_path):
+    log = tmp_path / "groups.jsonl"
+    method = CountingMethod(log_path=str(log))
+    fn = as_reward_func(method, num_generations=4)
+    trainer = plain_trainer(tiny_model_dir, tiny_dataset, fn, tmp_path / "out", max_steps=2, eval_strategy="steps",
+                            eval_steps=1, per_device_eval_batch_size=8, eval_dataset=load_rows(tiny_dataset))  # fmt: skip
+    trainer.train()
+    scored = [json.loads(line) for line in log.read_text().splitlines()]
+    # 2 training steps x 2 groups, and 2 evaluations x 4 queries (every eval query once, G=4 each)
+    assert len(scored) == 2 * 2 + 2 * 4 and all(g["size"] == 4 for g in scored)
+    # Only the 4 training groups count in the method's state: evaluation ran inside frozen_state().
+    assert sum(method.seen.values()) == 4
 
 
 class DownJudge:
