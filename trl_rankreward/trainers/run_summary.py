@@ -41,7 +41,8 @@ def startup_message(
         f"  processes:              {processes}",
         f"  completions per step:   {completions} ({per_device_batch} per device x {processes} processes x "
         f"{gradient_accumulation} accumulation)",
-        f"  queries per step:       {_count(groups)} groups of G={num_generations} judged{reuse}",
+        f"  queries per step:       {_count(groups)} group{'' if groups == 1 else 's'} of G={num_generations} "
+        f"judged{reuse}",
     ]
     if queries:
         per_epoch = queries * num_generations * num_iterations / completions
