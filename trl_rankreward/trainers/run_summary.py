@@ -1,7 +1,9 @@
 """What a run prints when it starts and when it resumes, so a user sees what it is doing.
 
 `startup_message` is the block the main process prints before the first step: processes,
-completions and queries per optimizer step, steps per epoch, the method and the judge.
+completions and queries per optimizer step, steps per epoch, the method and the judge. A
+method's judge calls per step depend on its verdicts (RankBuffer's on where rollouts fall among
+the anchors), so the block points to where they are counted instead of guessing.
 `accelerate launch --num_processes 2 --cpu` that ends up running one process shows
 "processes: 1" here. `resume_message` says which checkpoint a run resumed from and what it
 restored: the method's state (RankBuffer's buffer count and sizes), the judge totals and the
@@ -49,7 +51,11 @@ def startup_message(
         lines.append(f"  steps per epoch:        {_count(per_epoch)} ({queries} queries); max_steps {max_steps}")
     else:
         lines.append(f"  max_steps:              {max_steps}")
-    lines += [f"  reward method:          {method}", f"  judge:                  {judge}"]
+    lines += [
+        f"  reward method:          {method}",
+        f"  judge:                  {judge}",
+        "  judge calls per step:   in the console line from step 1 (before training: trl-rankreward bench --config)",
+    ]
     return "\n".join(lines)
 
 
