@@ -15,8 +15,9 @@ def test_startup_block_counts_per_step_and_per_epoch():
     assert "queries per step:       16 groups of G=8 judged" in text
     assert "steps per epoch:        62.50 (1000 queries); max_steps 200" in text
     assert "judge:                  LLMJudge(model='judge')" in text
-    assert text.endswith("judge calls per step:   in the console line from step 1 (before training: trl-rankreward "
-                         "bench --config)")  # fmt: skip
+    assert text.endswith(
+        "judge calls per step:   on the console line at each log (estimate: trl-rankreward bench --config)"
+    )
 
 
 def test_startup_block_with_reused_batches_and_one_process():

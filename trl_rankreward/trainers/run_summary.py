@@ -54,7 +54,7 @@ def startup_message(
     lines += [
         f"  reward method:          {method}",
         f"  judge:                  {judge}",
-        "  judge calls per step:   in the console line from step 1 (before training: trl-rankreward bench --config)",
+        "  judge calls per step:   on the console line at each log (estimate: trl-rankreward bench --config)",
     ]
     return "\n".join(lines)
 
