@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..judging.server_settings import GENRM, METARM, build_backend, build_judge
+from ..judging.server_settings import GENRM, METARM, build_backend
 from . import UsageError
 
 HELP = "Rationale-aware GenRM benchmark: L-Acc, S-Corr, F-Score per dataset with denominators"
@@ -95,21 +95,14 @@ def make_genrm_backend(args: GenRMArguments):
 
 
 def make_meta_judge(args: MetaRMArguments, release=None):
-    """An `LLMJudge` over the MetaRM server (a `ReleaseMetaJudge` with the authors' release), or None
-    with --no_metarm."""
+    """The MetaRM over its server (the authors' prompt and parse with `release`), or None with --no_metarm."""
     if args.no_metarm:
         return None
     if not args.metarm_base_urls:
         raise UsageError("give --metarm_base_urls and --metarm_model, or --no_metarm for L-Acc only")
-    settings = METARM.settings(args)
-    if release is None:
-        return build_judge(settings)
-    if settings.templates:
-        raise UsageError("--metarm_templates and --r_align_release both set the MetaRM prompt; give one of them")
-    from ..rewards.ralign_release import ReleaseMetaJudge
+    from ..rewards.ralign_release import build_meta_judge
 
-    return ReleaseMetaJudge(build_backend(settings), retry=settings.retry_policy(),
-                            temperature=settings.temperature, max_tokens=settings.max_tokens)  # fmt: skip
+    return build_meta_judge(METARM.settings(args), release)
 
 
 def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments) -> int:

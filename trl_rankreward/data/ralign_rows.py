@@ -64,11 +64,15 @@ def _drop_thinking(text: str) -> str:
 
 def _turns(value, where: str) -> list[dict[str, str]]:
     if not isinstance(value, list) or not value:
-        raise RAlignRowError(f"{where}: 'conversations' must be a non-empty list of {{role, content}} turns, got {value!r:.80}")
+        raise RAlignRowError(
+            f"{where}: 'conversations' must be a non-empty list of {{role, content}} turns, got {value!r:.80}"
+        )
     turns = []
     for turn in value:
         if not isinstance(turn, dict) or not isinstance(turn.get("content", ""), str):
-            raise RAlignRowError(f"{where}: every turn of 'conversations' must be {{role, content}} with text content, got {turn!r:.80}")
+            raise RAlignRowError(
+                f"{where}: every turn of 'conversations' must be {{role, content}} with text content, got {turn!r:.80}"
+            )
         turns.append({"role": str(turn.get("role", "")), "content": turn.get("content", "")})
     return turns
 
@@ -82,7 +86,7 @@ def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
             )
     label = str(raw["gt_label"] or "").strip()
     if label not in ("A", "B"):
-        raise RAlignRowError(f"{where}: 'gt_label' must be \"A\" or \"B\", got {raw['gt_label']!r}")
+        raise RAlignRowError(f'{where}: \'gt_label\' must be "A" or "B", got {raw["gt_label"]!r}')
     for name in ("response_A", "response_B", "gt_judgment"):
         if not isinstance(raw[name], str):
             raise RAlignRowError(f"{where}: {name!r} must be a string, got {type(raw[name]).__name__}")
@@ -127,4 +131,12 @@ def download_ralign_repo(repo_id: str) -> Path:
     return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.jsonl", "**/*.jsonl"]))
 
 
-__all__ = ["HUB_REPOS", "REQUIRED_FIELDS", "RAlignRowError", "is_ralign_file", "load_ralign_files", "ralign_pair", "read_ralign_file"]
+__all__ = [
+    "HUB_REPOS",
+    "REQUIRED_FIELDS",
+    "RAlignRowError",
+    "is_ralign_file",
+    "load_ralign_files",
+    "ralign_pair",
+    "read_ralign_file",
+]

@@ -59,7 +59,9 @@ class GenRMReport:
 
 async def _generate(backend, messages, *, protocol, temperature: float, max_tokens: int, limiter: asyncio.Semaphore):
     async def attempt(_: int) -> str:
-        return protocol.completion_text(await backend.complete(messages, temperature=temperature, max_tokens=max_tokens))
+        return protocol.completion_text(
+            await backend.complete(messages, temperature=temperature, max_tokens=max_tokens)
+        )
 
     async with limiter:
         try:

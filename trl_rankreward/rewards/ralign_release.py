@@ -71,7 +71,9 @@ def read_string_constant(path: Path, name: str) -> str:
         )
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             value = node.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -282,6 +284,19 @@ def _conversation(prompt) -> list[dict]:
     return [dict(turn) for turn in prompt]
 
 
+def build_meta_judge(settings, release: RAlignRelease | None = None):
+    """The MetaRM the `metarm_*` settings describe: an `LLMJudge` with our templates, or with
+    `release` a `ReleaseMetaJudge` over the same server (the one place both are chosen from)."""
+    from ..judging.server_settings import build_backend, build_judge
+
+    if release is None:
+        return build_judge(settings)
+    if settings.templates:
+        raise ValueError(f"{settings.prefix}templates and r_align_release both set the MetaRM prompt; keep one of them")
+    return ReleaseMetaJudge(build_backend(settings), retry=settings.retry_policy(),
+                            temperature=settings.temperature, max_tokens=settings.max_tokens)  # fmt: skip
+
+
 class ReleaseMetaJudge:
     """The MetaRM asked with the authors' prompt and parsed with their rule (`meta_verdict`).
 
@@ -316,6 +331,7 @@ __all__ = [
     "ReleaseMetaJudge",
     "ReleaseMetaRequest",
     "answer_once",
+    "build_meta_judge",
     "drop_thinking",
     "first_boxed_verdict",
     "joined_text",
