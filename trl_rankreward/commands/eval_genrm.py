@@ -106,19 +106,18 @@ def make_meta_judge(args: MetaRMArguments, release=None):
 
 
 def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments) -> int:
-    from ..rewards.ralign_release import RAlignRelease
-    from ..rewards.ralign_reward import OWN_PROTOCOL
-
-    release = RAlignRelease.load(args.r_align_release) if args.r_align_release else None
-    backend, meta_judge = make_genrm_backend(genrm), make_meta_judge(metarm, release)
-    decoding = GENRM.settings(genrm)
     from ..data.sources import load_source
     from ..evaluation.genrm_eval import evaluate_genrm
     from ..evaluation.genrm_metrics import format_table
+    from ..rewards.ralign_release import RAlignRelease
+    from ..rewards.ralign_reward import OWN_PROTOCOL
 
-    rows = load_source(args.dataset_name, split=args.dataset_split)
+    rows = load_source(args.dataset_name, split=args.dataset_split)  # a bad file fails before any server is asked
     if args.limit is not None:
         rows = rows.select(range(min(args.limit, len(rows))))
+    release = RAlignRelease.load(args.r_align_release) if args.r_align_release else None
+    backend, meta_judge = make_genrm_backend(genrm), make_meta_judge(metarm, release)
+    decoding = GENRM.settings(genrm)
     report = asyncio.run(
         evaluate_genrm(
             rows,
