@@ -91,3 +91,24 @@ def test_data_r_align_writes_the_pairwise_set(tmp_path):
                  "--output_dir", str(out)]) == 0  # fmt: skip
     prepared = load_source(str(out))
     assert len(prepared) == 10 and set(prepared["source"]) <= {"helpsteer3_aug", "reward_bench2_aug"}
+
+
+def test_the_hub_repositories_are_read_file_by_file(tmp_path, monkeypatch):
+    from trl_rankreward.data import ralign_rows
+
+    write_bmk_files(tmp_path / "snapshot" / "data")
+    asked = []
+
+    def download(repo_id):  # stands in for huggingface_hub.snapshot_download (no network in tests)
+        asked.append(repo_id)
+        return tmp_path / "snapshot"
+
+    monkeypatch.setattr(ralign_rows, "download_ralign_repo", download)
+    rows = load_source("lyn22333/R-Align-BMK")
+    assert asked == ["lyn22333/R-Align-BMK"]
+    assert sorted(set(rows["source"])) == ["helpsteer3_aug", "reward_bench2_aug"] and len(rows) == 96
+
+
+def test_a_null_gt_judgment_is_an_empty_rationale_as_in_the_authors_scripts(tmp_path):
+    (row,) = load_source(str(_write(tmp_path / "x.jsonl", [{**bmk_row("x", 1), "gt_judgment": None}]))).to_list()
+    assert row["golden_rationale"] == ""

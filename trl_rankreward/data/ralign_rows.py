@@ -87,9 +87,10 @@ def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
     label = str(raw["gt_label"] or "").strip()
     if label not in ("A", "B"):
         raise RAlignRowError(f'{where}: \'gt_label\' must be "A" or "B", got {raw["gt_label"]!r}')
-    for name in ("response_A", "response_B", "gt_judgment"):
-        if not isinstance(raw[name], str):
-            raise RAlignRowError(f"{where}: {name!r} must be a string, got {type(raw[name]).__name__}")
+    golden = "" if raw["gt_judgment"] is None else raw["gt_judgment"]  # their scripts read null as ""
+    for name, value in (("response_A", raw["response_A"]), ("response_B", raw["response_B"]), ("gt_judgment", golden)):
+        if not isinstance(value, str):
+            raise RAlignRowError(f"{where}: {name!r} must be a string, got {type(value).__name__}")
     messages = _turns(raw["conversations"], where)
     subset = raw.get("source")
     return {
@@ -99,7 +100,7 @@ def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
         "response_b": raw["response_B"],
         "label": label,
         "reviews": [],
-        "golden_rationale": _drop_thinking(raw["gt_judgment"]),
+        "golden_rationale": _drop_thinking(golden),
         "subset": str(subset.get("subset") or "") if isinstance(subset, dict) else str(subset or ""),
         "source": benchmark,
         "pair_id": str(raw["id"]) if raw["id"] not in (None, "") else text_id(json.dumps(raw, sort_keys=True)),
