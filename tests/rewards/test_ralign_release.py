@@ -71,6 +71,10 @@ def test_single_turn_layout():
     assert pair_block([{"role": "user", "content": "What is 2+2?"}], "4", "5") == expected
 
 
+def test_no_turn_at_all_is_an_empty_user_prompt():
+    assert pair_block([], "a", "b").startswith("<|User Prompt|>\n\n<|The Start of Assistant A's")
+
+
 def test_earlier_turns_are_the_dialogue_context_and_other_roles_are_capitalized():
     turns = [
         {"role": "system", "content": "Be brief."},

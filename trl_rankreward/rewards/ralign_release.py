@@ -71,9 +71,12 @@ def read_string_constant(path: Path, name: str) -> str:
         )
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in tree.body:
-        targets = (
-            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        )
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             value = node.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -108,8 +111,8 @@ def pair_block(conversation: Sequence[dict], first: str, second: str) -> str:
     context = ""
     if len(conversation) > 1:
         context = f"<|Dialogue Context|>\n{dialogue_lines(conversation[:-1])}\n\n<|End of Dialogue Context|>\n\n"
-    last = conversation[-1].get("content", "") if conversation else ""
-    return f"{context}<|User Prompt|>\n{last}\n\n" + _answer_section("A", first) + _answer_section("B", second)
+    prompt = f"<|User Prompt|>\n{conversation[-1].get('content', '')}\n\n" if conversation else "<|User Prompt|>\n\n"
+    return context + prompt + _answer_section("A", first) + _answer_section("B", second)
 
 
 def joined_text(content: str | None, reasoning: str | None) -> str:
