@@ -159,7 +159,8 @@ def test_cli_writes_table_csv_and_png(run_a, run_b, tmp_path, capsys):
     assert "b: 4 steps (0 after epoch 1) in 2 log entries" in printed
     assert "train_runtime 8 s" in printed.split("a: 3 steps", 1)[1].splitlines()[0]  # run a's 7.5 s, kept apart
     assert (out / "compare.md").read_text().startswith("| run | steps |")
-    assert (out / "compare.csv").read_text().splitlines()[0].startswith("run,steps,steps_after_epoch_1,reward_std_final")
+    header = (out / "compare.csv").read_text().splitlines()[0]
+    assert header.startswith("run,steps,steps_after_epoch_1,reward_std_final")
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

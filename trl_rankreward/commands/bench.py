@@ -145,8 +145,10 @@ def _estimate(config, cost) -> int:
     import yaml
 
     from ..evaluation.config_cost import estimate
+    from ..trainers.judge_reward import JudgeRewardGRPOConfig  # TRL's defaults and the package's
 
     with open(cost.training_config, encoding="utf-8") as f:
         values = yaml.safe_load(f) or {}
-    print(estimate(cost.training_config, values, cost, config))
+    defaults = {f.name: f.default for f in dataclasses.fields(JudgeRewardGRPOConfig)}
+    print(estimate(cost.training_config, values, defaults, cost, config))
     return 0

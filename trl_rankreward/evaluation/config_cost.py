@@ -91,11 +91,15 @@ class RunShape:
         return self.queries_per_batch * self.batches_per_step
 
 
-def run_shape(values: Mapping[str, Any], num_processes: int, dataset_size: int | None) -> tuple[RunShape, str]:
-    """The run's shape from the config's values (TRL's defaults where unset), and one line saying how."""
-    get = _with_defaults(values)
-    g, per_device, accumulation = get("num_generations"), get("per_device_train_batch_size"), get(
-        "gradient_accumulation_steps"
+def run_shape(
+    values: Mapping[str, Any], defaults: Mapping[str, Any], num_processes: int, dataset_size: int | None
+) -> tuple[RunShape, str]:
+    """The run's shape from the config's values (`defaults` where unset), and one line saying how."""
+    get = _with_defaults(values, defaults)
+    g, per_device, accumulation = (
+        get("num_generations"),
+        get("per_device_train_batch_size"),
+        get("gradient_accumulation_steps"),
     )
     per_generation, iterations = get("steps_per_generation") or accumulation, get("num_iterations")
     batch = get("generation_batch_size") or per_device * num_processes * per_generation
@@ -127,30 +131,29 @@ def run_shape(values: Mapping[str, Any], num_processes: int, dataset_size: int |
     return shape, how
 
 
-def _with_defaults(values: Mapping[str, Any]):
-    """`get(name)`: the config's value, else the training config's default (TRL's, or the package's)."""
-    from ..trainers.judge_reward import JudgeRewardGRPOConfig
-
-    defaults = {f.name: f.default for f in dataclasses.fields(JudgeRewardGRPOConfig)}
+def _with_defaults(values: Mapping[str, Any], defaults: Mapping[str, Any]):
+    """`get(name)`: the config's value, else the training config's default."""
     return lambda name: values[name] if values.get(name) is not None else defaults[name]
 
 
-def config_methods(values: Mapping[str, Any], spec: str) -> list[BenchMethod]:
+def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec: str) -> list[BenchMethod]:
     """The methods to cost: `spec`'s (registry names or benchmark rows) or, for "all", the config's own
-    method (its `reward_method`, else the one whose options the config sets) with the config's options."""
+    method (its `reward_method`, else the one whose options the config sets, keys of the training
+    config itself, `defaults`, aside) with the config's options."""
     from ..rewards.options import option_fields
     from ..rewards.registry import REWARD_METHODS, reward_method_class
 
-    from ..trainers.judge_reward import JudgeRewardGRPOConfig
-
-    fields_of = {name: {f.name for f in option_fields(reward_method_class(name).options_class)} for name in REWARD_METHODS}
+    fields_of = {
+        name: {f.name for f in option_fields(reward_method_class(name).options_class)} for name in REWARD_METHODS
+    }
     name = values.get("reward_method")
     if name is not None:  # JudgeRewardGRPOConfig: the options are reward_method_kwargs and lambda_fmt
         kwargs = {**(values.get("reward_method_kwargs") or {}), "lambda_fmt": values.get("lambda_fmt")}
     else:  # a method's own config (RankBufferGRPOConfig, ...): its options are its keys
-        training = {f.name for f in dataclasses.fields(JudgeRewardGRPOConfig)}
-        specific = {k for k in values if k not in training and any(k in f for f in fields_of.values())}
-        matches = sorted((n for n, f in fields_of.items() if specific and specific <= f), key=lambda n: len(fields_of[n]))
+        specific = {k for k in values if k not in defaults and any(k in f for f in fields_of.values())}
+        matches = sorted(
+            (n for n, f in fields_of.items() if specific and specific <= f), key=lambda n: len(fields_of[n])
+        )
         if not matches:
             return []
         name = matches[0]  # the smallest options class that has every key (rank_buffer before rank_buffer_plus)
@@ -193,11 +196,18 @@ def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
     return rows, f"{len(rows)} queries of {name}"
 
 
-def estimate(path: str, values: Mapping[str, Any], args: ConfigCostArguments, bench: RewardBenchConfig) -> str:
-    """The report of `bench --config TRAIN.yaml`: how the run was read, and the cost table."""
+def estimate(
+    path: str,
+    values: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    args: ConfigCostArguments,
+    bench: RewardBenchConfig,
+) -> str:
+    """The report of `bench --config TRAIN.yaml`: how the run was read, and the cost table. `defaults` are
+    the training config's fields and defaults (`JudgeRewardGRPOConfig`'s: TRL's and the package's)."""
     rows, data_note = dataset_queries(values)
-    shape, how = run_shape(values, args.num_processes, len(rows) if rows else bench.queries)
-    methods = config_methods(values, bench.methods)
+    shape, how = run_shape(values, defaults, args.num_processes, len(rows) if rows else bench.queries)
+    methods = config_methods(values, defaults, bench.methods)
     if not methods:
         from ..user_errors import UsageError
 
@@ -205,7 +215,7 @@ def estimate(path: str, values: Mapping[str, Any], args: ConfigCostArguments, be
             f"{path} names no reward_method and sets no method's own options, so its method is not known; "
             "pass --methods NAME (a registry name, e.g. rank_buffer)"
         )
-    completion = args.completion_tokens or _with_defaults(values)("max_completion_length")
+    completion = args.completion_tokens or _with_defaults(values, defaults)("max_completion_length")
     sample = min(len(rows) if rows else bench.queries, max(SAMPLE_QUERIES, 2 * shape.queries_per_batch))
     epochs = min(MAX_EPOCHS, max(1, math.ceil(shape.epochs)))
     settings = dataclasses.replace(
@@ -243,7 +253,11 @@ ESTIMATE_NOTE = (
 
 
 def _texts_note(rows, data_note: str, bench: RewardBenchConfig, completion: int, args, thinks: bool) -> str:
-    where = "--completion_tokens" if args.completion_tokens else "max_completion_length; every completion assumed to reach it"
+    where = (
+        "--completion_tokens"
+        if args.completion_tokens
+        else "max_completion_length; every completion assumed to reach it"
+    )
     text = f"completions {completion} tokens ({where}); "
     if thinks and not args.completion_tokens:
         text += (
@@ -297,7 +311,10 @@ def _method_rows(method: BenchMethod, result: MethodResult, shape: RunShape) -> 
         if not part:
             continue
         sums = sum_results(part)
-        per_group_calls, per_group_tokens = sums.parsed / sums.groups, (sums.prompt_tokens + sums.completion_tokens) / sums.groups
+        per_group_calls, per_group_tokens = (
+            sums.parsed / sums.groups,
+            (sums.prompt_tokens + sums.completion_tokens) / sums.groups,
+        )
         calls, tokens = per_group_calls * shape.queries_per_step, per_group_tokens * shape.queries_per_step
         rounds = sums.rounds / sums.steps * shape.batches_per_step
         options = ", ".join(f"{k}={v!r}" for k, v in method.kwargs.items() if k != "anchor_store")
@@ -311,8 +328,6 @@ def _method_rows(method: BenchMethod, result: MethodResult, shape: RunShape) -> 
 
 def _steps_per_epoch(result: MethodResult, shape: RunShape) -> float:
     return shape.steps / shape.epochs if shape.steps and shape.epochs else result.epochs[0].steps
-
-
 
 
 def _run_total(method: BenchMethod, result: MethodResult, shape: RunShape) -> str:

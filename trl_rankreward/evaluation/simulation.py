@@ -98,7 +98,9 @@ class SimulatedRun:
         if rubrics_per_query is not None and rubrics_per_query < 1:
             raise ValueError(f"rubrics_per_query must be >= 1 or None (3 to 5), got {rubrics_per_query}")
         if not 0 <= references_per_query <= len(_REFERENCE_OFFSETS):
-            raise ValueError(f"references_per_query must be in 0..{len(_REFERENCE_OFFSETS)}, got {references_per_query}")
+            raise ValueError(
+                f"references_per_query must be in 0..{len(_REFERENCE_OFFSETS)}, got {references_per_query}"
+            )
         self.rubrics_per_query = rubrics_per_query
         self.references_per_query = references_per_query
         self.group_size = group_size
