@@ -150,7 +150,8 @@ def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec:
     if name is not None:  # JudgeRewardGRPOConfig: the options are reward_method_kwargs and lambda_fmt
         kwargs = {**(values.get("reward_method_kwargs") or {}), "lambda_fmt": values.get("lambda_fmt")}
     else:  # a method's own config (RankBufferGRPOConfig, ...): its options are its keys
-        specific = {k for k in values if k not in defaults and any(k in f for f in fields_of.values())}
+        shared = {"lambda_fmt", *defaults}  # every method's option, and the training config's own keys
+        specific = {k for k in values if k not in shared and any(k in f for f in fields_of.values())}
         matches = sorted(
             (n for n, f in fields_of.items() if specific and specific <= f), key=lambda n: len(fields_of[n])
         )
