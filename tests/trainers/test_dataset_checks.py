@@ -149,7 +149,7 @@ def test_required_references_and_rubrics():
     assert "row 1 (query_id 'q1'): has no references" in message
     assert "row 2 (query_id 'q2'): has no references" in message
     assert "row 3 (query_id 'q3'): has no rubrics" in message
-    assert "use a method without them (e.g. rank_buffer with buffer_init='bootstrap')" in message
+    assert "use a method without them (e.g. rank_buffer with buffer_init='auto', its default, or 'bootstrap')" in message
     check_training_dataset(Dataset.from_list(rows))  # optional without the flags
 
 
@@ -243,8 +243,8 @@ def test_too_few_references():
 
 def test_methods_declare_what_they_need():
     # each method's options say it (rewards/*.py `data_needs`); RankBuffer's depends on buffer_init
-    assert needs_of("rank_buffer") == DataNeeds(references=1)
-    assert needs_of("rank_buffer", buffer_init="bootstrap") == DataNeeds()
+    assert needs_of("rank_buffer", buffer_init="nectar") == DataNeeds(references=1)
+    assert needs_of("rank_buffer") == needs_of("rank_buffer", buffer_init="bootstrap") == DataNeeds()  # auto
     assert needs_of("pointwise") == DataNeeds(min_group_size=1)
     assert needs_of("gdpo") == needs_of("matrix", protocol="implicit") == DataNeeds(rubrics=True)
     assert needs_of("rrc_agr") == needs_of("genrm") == DataNeeds(references=1, min_group_size=1)
