@@ -15,8 +15,9 @@ Per run (`summarize`): steps, final and mean `reward_std` (TRL 1.16 logs the sta
 deviation of the step's whole reward column; for methods whose rewards have the same mean in
 every group, the rank methods, that is the within-group spread GRPO learns from; otherwise it
 is an upper bound on it, as it adds the spread between queries), judge calls and prompt + completion tokens per step,
-over the whole run and after the first epoch (RankBuffer's first epoch only builds its buffers and
-is cheap, so the run's mean understates what a longer run pays per step), total judge calls and
+over the whole run and after the first epoch (RankBuffer's first epoch starts its buffers, with one
+listwise call per group under bootstrap and against K0 anchors only otherwise, so the run's mean
+understates what a longer run pays per step), total judge calls and
 tokens, neutral groups in all, the final `buffer/size_mean` (RankBuffer) and the wall time.
 Metrics logged every k > 1 steps are the means over those k steps (TRL averages over the logging
 interval), so means and sums weight each log entry by the steps it covers.
@@ -310,8 +311,8 @@ COLUMNS = (
 #: printed under the table: what the columns that are easy to misread mean
 COLUMN_NOTE = (
     "Per step: the mean over the run's steps; 'after epoch 1' over the steps logged after the first epoch "
-    "(RankBuffer's first epoch only builds its buffers and is cheaper than the steps after it; '–': the run "
-    "did not pass epoch 1). Step time: the sum of TRL's step_time (evaluation and checkpoints excluded)."
+    "(RankBuffer's first epoch starts its buffers and costs less than the steps after it; '–': the run did not "
+    "pass epoch 1). Step time: the sum of TRL's step_time (evaluation and checkpoints excluded)."
 )
 
 

@@ -20,9 +20,10 @@ The config fixes the shape of the run; the rest is simulated by the benchmark's 
   with the default templates, counted with the benchmark's tokenizer (MiniLM's; a judge's own
   tokenizer counts differently), plus the judge's JSON answers.
 
-The first epoch and the steps after it are reported apart: RankBuffer's first epoch only
-builds its buffers (one coarse call per rollout against K0 anchors), later steps rank against
-buffers that grow. A sample of the queries (all of a small dataset) is simulated for every
+The first epoch and the steps after it are reported apart: RankBuffer's first epoch starts
+its buffers (ranking against the K0 reference anchors, or one listwise call per group under
+bootstrap), later steps rank against buffers that grow.
+A sample of the queries (all of a small dataset) is simulated for every
 epoch of the run, up to `MAX_EPOCHS`; per-group costs do not depend on the number of queries.
 """
 
