@@ -67,9 +67,9 @@ def test_method_from_the_config():
     # run's (a TRL field), not tournament's option; the anchors stay in memory for an estimate
     assert method.registry == "rank_buffer"
     assert method.kwargs == {"lambda_fmt": 0.2, "k0": 4, "buffer_init": "nectar", "anchor_store": "memory"}
-    (method,) = config_methods({"reward_method": "tournament", "reward_method_kwargs": {"brackets": 3}}, DEFAULTS,
-                               "all")  # fmt: skip
-    assert (method.registry, method.kwargs) == ("tournament", {"brackets": 3})
+    for kwargs in ({"brackets": 3}, '{"brackets": 3}'):  # a mapping, or the command line's JSON string
+        (method,) = config_methods({"reward_method": "tournament", "reward_method_kwargs": kwargs}, DEFAULTS, "all")
+        assert (method.registry, method.kwargs) == ("tournament", {"brackets": 3})
     # --methods: registry names; the config's own method keeps its options, others have their defaults
     methods = config_methods(quickstart, DEFAULTS, "matrix,rank_buffer")
     assert [(m.label, m.registry) for m in methods] == [("matrix", "matrix"), ("rank_buffer", "rank_buffer")]
@@ -154,6 +154,9 @@ def test_refused_values_exit_2(tmp_path, capsys):
     no_method.write_text(re.sub(r"reward_method: null\n", "", no_method.read_text()))
     assert main(["bench", "--config", str(no_method)]) == 2  # found while reading the config: UsageError
     assert "names no reward_method" in capsys.readouterr().err
+    odd = _training_run(tmp_path, per_device_train_batch_size=6)  # 6 completions: not whole groups of G=4
+    assert main(["bench", "--config", str(odd)]) == 2
+    assert "not a multiple of num_generations=4; set --num_processes" in capsys.readouterr().err
     with pytest.raises(SystemExit) as refused:
         main(["bench", "--config", str(config), "--num_processes", "0"])
     assert refused.value.code == 2 and "num_processes must be >= 1" in capsys.readouterr().err

@@ -30,6 +30,7 @@ epoch of the run, up to `MAX_EPOCHS`; per-group costs do not depend on the numbe
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -149,7 +150,9 @@ def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec:
     }
     name = values.get("reward_method")
     if name is not None:  # JudgeRewardGRPOConfig: the options are reward_method_kwargs and lambda_fmt
-        kwargs = {**(values.get("reward_method_kwargs") or {}), "lambda_fmt": values.get("lambda_fmt")}
+        extra = values.get("reward_method_kwargs") or {}
+        extra = json.loads(extra) if isinstance(extra, str) else extra  # the CLI's JSON spelling
+        kwargs = {**extra, "lambda_fmt": values.get("lambda_fmt")}
     else:  # a method's own config (RankBufferGRPOConfig, ...): its options are its keys
         shared = {"lambda_fmt", *defaults}  # every method's option, and the training config's own keys
         specific = {k for k in values if k not in shared and any(k in f for f in fields_of.values())}
@@ -207,12 +210,15 @@ def estimate(
 ) -> str:
     """The report of `bench --config TRAIN.yaml`: how the run was read, and the cost table. `defaults` are
     the training config's fields and defaults (`JudgeRewardGRPOConfig`'s: TRL's and the package's)."""
+    from ..user_errors import UsageError
+
     rows, data_note = dataset_queries(values)
-    shape, how = run_shape(values, defaults, args.num_processes, len(rows) if rows else bench.queries)
+    try:
+        shape, how = run_shape(values, defaults, args.num_processes, len(rows) if rows else bench.queries)
+    except ValueError as exc:  # a batch the config and --num_processes cannot make: refused, exit 2
+        raise UsageError(f"{path}: {exc}") from None
     methods = config_methods(values, defaults, bench.methods)
     if not methods:
-        from ..user_errors import UsageError
-
         raise UsageError(
             f"{path} names no reward_method and sets no method's own options, so its method is not known; "
             "pass --methods NAME (a registry name, e.g. rank_buffer)"
