@@ -190,10 +190,10 @@ def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
     from ..judging.seeding import text_id
 
     rows = []
-    for i, row in enumerate(data):
+    for row in data:
         query = query_text(row["prompt"])
         rows.append({
-            "query_id": str(row.get("query_id") or text_id(query) or i),
+            "query_id": str(row.get("query_id") or text_id(query)),
             "query": query,
             "rubrics": tuple(Rubric.coerce(r) for r in (row.get("rubrics") or ())),
             "references": tuple(row.get("references") or ()),

@@ -168,7 +168,11 @@ class RewardBenchConfig:
         default=None, metadata=_help("Mean rubric text length in tokens (default: the simulation's own, about 15).")
     )
     rubrics_per_query: int | None = field(
-        default=None, metadata=_help("Rubrics of every query (default: 3 to 5, drawn per query).")
+        default=None,
+        metadata=_help(
+            "Rubrics of every query (default: 3 to 5, drawn per query; with a training config: each row's, "
+            "repeated or cut to this many)."
+        ),
     )
     references_per_query: int = field(
         default=7, metadata=_help("Ranked references of every query, 0-7 (Nectar's seven; fewer: the best ones).")
@@ -178,7 +182,13 @@ class RewardBenchConfig:
     latency_per_1k_prompt_s: float = field(default=0.25, metadata=_help("Latency model: seconds per 1k prompt tokens."))
     latency_sigma: float = field(default=0.5, metadata=_help("Latency model: lognormal sigma of the per-call factor."))
     concurrency: int = field(default=64, metadata=_help("Judge calls in flight at most (the backends' default)."))
-    methods: str = field(default="all", metadata=_help("Comma-separated benchmark rows, or 'all'."))
+    methods: str = field(
+        default="all",
+        metadata=_help(
+            "'all', or comma-separated reward methods (registry names: a method with its default options) and "
+            "benchmark rows (rank_buffer_bootstrap, matrix_implicit, ...)."
+        ),
+    )
     tokenizer: str | None = field(default=None, metadata=_help("tokenizer.json for token counts (default: MiniLM)."))
     seed: int = field(default=0, metadata=_help("Seeds the simulation, the judge and the latencies."))
     preset: str | None = field(
