@@ -217,11 +217,16 @@ def estimate(
         shape, how = run_shape(values, defaults, args.num_processes, len(rows) if rows else bench.queries)
     except ValueError as exc:  # a batch the config and --num_processes cannot make: refused, exit 2
         raise UsageError(f"{path}: {exc}") from None
+    if shape.group_size < 2:
+        raise UsageError(
+            f"{path} has num_generations={shape.group_size} (one rollout per prompt, PPO): bench --config simulates "
+            "groups of at least 2 rollouts; docs/methods.md gives the method's judge calls per completion"
+        )
     methods = config_methods(values, defaults, bench.methods)
     if not methods:
         raise UsageError(
-            f"{path} names no reward_method and sets no method's own options, so its method is not known; "
-            "pass --methods NAME (a registry name, e.g. rank_buffer)"
+            f"{path} names no reward_method and sets no method's own options, so its method is not known (an "
+            "R-Align config trains a GenRM and has none); pass --methods NAME (a registry name, e.g. rank_buffer)"
         )
     completion = args.completion_tokens or _with_defaults(values, defaults)("max_completion_length")
     sample = min(len(rows) if rows else bench.queries, max(SAMPLE_QUERIES, 2 * shape.queries_per_batch))
