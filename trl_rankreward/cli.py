@@ -12,7 +12,8 @@ training scripts) is the table in docs/cli.md. A command module defines
 - `run(*parsed)` (or `run(subcommand, *parsed)`) -> exit status;
 - optionally `CONFIG_FILE = True`: the command also takes `--config FILE.yaml` (option values;
   flags on the command line win; an `env:` mapping sets environment variables), as TRL's
-  scripts do.
+  scripts do; `config_values(path, mapping)`, where defined, turns the file's mapping into
+  option values first (`bench` reads a training config this way).
 
 A field with `metadata={"positional": True}` is a positional argument; one with
 `metadata={"aliases": ["--old"]}` keeps an old spelling working (with a note), and
@@ -165,7 +166,7 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
     """Parse a command's argv into (its leaf parser, [subcommand name,] dataclass instances)."""
     parser = command_parser(name, module)
     if getattr(module, "CONFIG_FILE", False):
-        argv = apply_config_file(parser, argv)
+        argv = apply_config_file(parser, argv, getattr(module, "config_values", None))
     namespace = parser.parse_args(argv)
     leaf, prefix = parser, []
     if getattr(namespace, "subcommand", None):
