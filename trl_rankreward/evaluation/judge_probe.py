@@ -113,17 +113,29 @@ class _Probe:
     def __init__(self, judge, groups, *, run: RunContext, seed: int, warmup_groups, warmup_passes: int):
         self.judge, self.groups, self.run, self.seed = judge, list(groups), run, seed
         self.warmup_groups, self.warmup_passes = list(warmup_groups or groups), warmup_passes
-        self.judges: dict[int, Any] = {id(judge): judge}
-        self.start = self._snapshot()
+        self.judges: dict[int, Any] = {}
+        self.start = LedgerSnapshot()
+        self._add_judge(judge)
+
+    def _add_judge(self, judge) -> None:
+        """Count `judge`'s ledger from now on, and give it the groups' references if it keeps a table of them
+        (`EmbeddingJudge`), as the trainer does."""
+        if id(judge) in self.judges:
+            return
+        if getattr(judge, "ledger", None) is None:
+            raise TypeError(f"probe_judge measures cost from the judge's ledger, but {type(judge).__name__} has no "
+                            "`ledger` (a judging.ledger.JudgeLedger); give the judge one")  # fmt: skip
+        self.judges[id(judge)] = judge
+        self.start = self.start + judge.ledger.snapshot()
+        if hasattr(judge, "set_references"):
+            for g in [*self.groups, *self.warmup_groups]:
+                if g.references:
+                    judge.set_references(g.query_id, list(g.references))
 
     def _snapshot(self) -> LedgerSnapshot:
         total = LedgerSnapshot()
         for j in self.judges.values():
-            ledger = getattr(j, "ledger", None)
-            if ledger is None:
-                raise TypeError(f"probe_judge measures cost from the judge's ledger, but {type(j).__name__} has no "
-                                "`ledger` (a judging.ledger.JudgeLedger); give the judge one")  # fmt: skip
-            total = total + ledger.snapshot()
+            total = total + j.ledger.snapshot()
         return total
 
     def spent(self) -> LedgerSnapshot:
@@ -131,10 +143,8 @@ class _Probe:
 
     async def judge_once(self, plan: _Plan, repeat: int) -> _Judging:
         method = reward_method_class(plan.name).for_run(self.judge, plan.options, self.run)
-        for j in method.judges:
-            if id(j) not in self.judges:  # a judge of the method's own: its ledger counts from zero
-                self.judges[id(j)] = j
-                self.start = self.start + j.ledger.snapshot()
+        for j in method.judges:  # a judge of the method's own counts too
+            self._add_judge(j)
         plan.stateful = type(method).state_dict is not GroupRewardMethod.state_dict
         passes = self.warmup_passes if plan.stateful else 0
         first = self._snapshot()

@@ -24,6 +24,9 @@ from typing import Any
 
 #: a pointwise method whose rewards tie in more than this share of pairs gets a warning in the reason
 MANY_TIES = 0.25
+#: a method whose judging failed for more of the groups than this is not recommended (training's circuit
+#: breaker stops a run above 0.5 by default, `judge_max_neutral_fraction`)
+MAX_NEUTRAL = 0.5
 #: a judge whose swap-test answers favour the first-shown text by more than this gets a warning
 POSITION_BIAS_WARNING = 0.1
 
@@ -170,15 +173,19 @@ class ProbeReport:
 
 
 def recommend(rows: Sequence[ProbeRow], margin: float, swap: SwapTest | None = None) -> tuple[str | None, str]:
-    """(the cheapest method within `margin` of the best reliability, a one-line reason)."""
-    measured = [r for r in rows if r.reliability is not None]
+    """(the cheapest method within `margin` of the best reliability, a one-line reason); methods whose judging
+    failed for more than `MAX_NEUTRAL` of the groups are left out."""
+    measured = [r for r in rows if r.reliability is not None and r.neutral_groups <= MAX_NEUTRAL]
     if not measured:
-        return None, "no method was judged twice on the same groups (budget too small, or every judging failed)"
+        return None, (
+            "no method was judged twice on the same groups with most of its groups judged (budget too small, or the "
+            "judge failed: see the neutral column and the failed calls)"
+        )
     best = max(measured, key=lambda r: r.reliability)
     near = [r for r in measured if r.reliability >= best.reliability - margin]
     pick = min(near, key=lambda r: (r.tokens_per_group, r.calls_per_group, r.method))
     parts = [f"{pick.method} orders groups with reliability {pick.reliability:.2f}"]
-    if pick is best:
+    if pick.reliability >= best.reliability:
         parts[0] += ", the best measured"
     else:
         parts[0] += f", within {margin:g} of the best ({best.method} {best.reliability:.2f})"
@@ -187,8 +194,10 @@ def recommend(rows: Sequence[ProbeRow], margin: float, swap: SwapTest | None = N
         " (the cheapest within the margin)" if cheaper else " (the cheapest probed)")  # fmt: skip
     for r in measured:
         if r.pointwise and r is not pick and r.tied_pairs is not None and r.tied_pairs > MANY_TIES:
-            parts.append(f"{r.method} scores tie in {r.tied_pairs:.0%} of pairs: {r.zero_advantage_groups:.0%} of "
-                         f"groups would give zero advantages (reliability {r.reliability:.2f})")  # fmt: skip
+            zero = r.zero_advantage_groups
+            parts.append(f"{r.method} scores tie in {r.tied_pairs:.0%} of pairs" + (
+                f": {zero:.0%} of groups would give zero advantages" if zero else " (no advantage between them)")
+                + f", reliability {r.reliability:.2f}")  # fmt: skip
     if pick.pointwise and pick.tied_pairs is not None:
         parts.append(f"its scores tie in {pick.tied_pairs:.0%} of pairs")
     if swap and swap.position_bias is not None and abs(swap.position_bias) > POSITION_BIAS_WARNING:
