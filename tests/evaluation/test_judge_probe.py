@@ -140,3 +140,13 @@ def test_the_probe_imports_neither_torch_nor_trl():
     code = "import sys, trl_rankreward.evaluation.judge_probe; print('torch' in sys.modules or 'trl' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_position_bias_is_flagged_only_beyond_chance():
+    from trl_rankreward.evaluation import SwapTest
+
+    # 32 decided answers: chance spread 2 * sqrt(0.25 / 32) = 0.177, so +0.12 is not flagged
+    assert not SwapTest(pairs=16, position_bias=0.12, decided=32).biased
+    # 400 decided answers: 2 * sqrt(0.25 / 400) = 0.05 < the 0.1 floor, so +0.12 is flagged and +0.08 is not
+    assert SwapTest(pairs=200, position_bias=0.12, decided=400).biased
+    assert not SwapTest(pairs=200, position_bias=0.08, decided=400).biased

@@ -31,7 +31,9 @@ class ProbeJudgeArguments:
     margin: float = field(
         default=0.1, metadata={"help": "reliability a cheaper method may lose to the best and still be recommended"}
     )
-    budget_tokens: int = field(default=2_000_000, metadata={"help": "the most judge tokens the probe may spend (0: no bound)"})
+    budget_tokens: int = field(
+        default=2_000_000, metadata={"help": "the most judge tokens the probe may spend (0: no bound)"}
+    )
     swap_pairs: int = field(default=2, metadata={"help": "pairs per query judged in both display orders (0: none)"})
     warmup: bool = field(
         default=True, metadata={"help": "G more rollouts per query warm up stateful methods' buffers (else the same)"}
@@ -71,7 +73,9 @@ def run(config: str, args: ProbeJudgeArguments) -> int:
     judge = build_judge(TRAINING_JUDGE.settings(training_args), embedded_without_urls=True)
     print(f"sampling {args.queries} queries x {2 if args.warmup else 1} x G={training_args.num_generations} rollouts "
           f"from {model_args.model_name_or_path}", file=sys.stderr)  # fmt: skip
-    groups, warm = sample_groups(model, dataset, training_args, queries=args.queries, seed=args.seed, warmup=args.warmup)
+    groups, warm = sample_groups(
+        model, dataset, training_args, queries=args.queries, seed=args.seed, warmup=args.warmup
+    )
     methods = [m for m in args.methods.split(",") if m] or None
     current = training_args.reward_method
     options = {current: {k: v for k, v in option_values(training_args.method_options()).items() if k != "lambda_fmt"}}

@@ -195,6 +195,7 @@ class _Probe:
             pairs=judged,
             consistency=same / judged if judged else None,
             position_bias=first / decided - 0.5 if decided else None,
+            decided=decided,
         )
 
 

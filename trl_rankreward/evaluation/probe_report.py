@@ -27,6 +27,8 @@ MANY_TIES = 0.25
 #: a method whose judging failed for more of the groups than this is not recommended (training's circuit
 #: breaker stops a run above 0.5 by default, `judge_max_neutral_fraction`)
 MAX_NEUTRAL = 0.5
+#: below this best reliability the reason warns that no method gives much signal yet
+LOW_SIGNAL = 0.2
 #: a judge whose swap-test answers favour the first-shown text by more than this gets a warning
 POSITION_BIAS_WARNING = 0.1
 
@@ -101,12 +103,22 @@ class SwapTest:
     """The judge asked about the same pairs in both display orders (`probe_judge(swap_pairs=...)`).
 
     `consistency`: the share of pairs with the same verdict in both orders; `position_bias`: the share
-    of decided answers that picked the text shown first, minus 0.5 (0: none; 0.5: always the first).
+    of the `decided` (not tied) answers that picked the text shown first, minus 0.5 (0: none; 0.5:
+    always the first).
     """
 
     pairs: int = 0
     consistency: float | None = None
     position_bias: float | None = None
+    decided: int = 0
+
+    @property
+    def biased(self) -> bool:
+        """`position_bias` beyond `POSITION_BIAS_WARNING` and beyond chance: 2 standard errors of a share of
+        `decided` fair coin flips (sqrt(0.25 / decided))."""
+        if self.position_bias is None or not self.decided:
+            return False
+        return abs(self.position_bias) > max(POSITION_BIAS_WARNING, 2 * math.sqrt(0.25 / self.decided))
 
 
 @dataclass
@@ -200,7 +212,10 @@ def recommend(rows: Sequence[ProbeRow], margin: float, swap: SwapTest | None = N
                 + f", reliability {r.reliability:.2f}")  # fmt: skip
     if pick.pointwise and pick.tied_pairs is not None:
         parts.append(f"its scores tie in {pick.tied_pairs:.0%} of pairs")
-    if swap and swap.position_bias is not None and abs(swap.position_bias) > POSITION_BIAS_WARNING:
+    if best.reliability < LOW_SIGNAL:
+        parts.append(f"no method orders these groups reliably (best {best.reliability:.2f}): the rollouts differ "
+                     "less than the judge's noise; probe more queries, or expect a slow start")  # fmt: skip
+    if swap and swap.biased:
         parts.append(f"the judge favours the {'first' if swap.position_bias > 0 else 'second'}-shown text "
                      f"(bias {swap.position_bias:+.2f}): keep the display shuffles or both-order judging on")  # fmt: skip
     return pick.method, "; ".join(parts)
