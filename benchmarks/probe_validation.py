@@ -3,8 +3,8 @@
 Two checks, each printing one table:
 
 - **training**: the training-outcome benchmark's judges (`benchmarks/training_outcome.py`, task
-  `letter_e`): its tiny starting policy (hidden 64, seed 0) samples G = 4 rollouts for `--queries`
-  training prompts at temperature 1 (and 4 more for the warm-up), and the probe runs every method the
+  `letter_e`): its tiny starting policy (hidden 64, seed 0) samples G = 4 rollouts for
+  `--training_queries` training prompts at temperature 1 (and 4 more for the warm-up), and the probe runs every method the
   data allows against `SimulatedJudge(task.quality, noise=1)` served over HTTP as in training, for a
   judge as sharp in its 0-10 scores as in its comparisons and for one whose scores cluster
   (`pointwise_compression=0.3`, integer scores). Put its recommendation beside the trained quality in
@@ -162,12 +162,14 @@ def print_family(results: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", choices=["training", "family", "both"], default="both")
-    parser.add_argument("--queries", type=int, default=8, help="probe groups per judge")
+    parser.add_argument("--queries", type=int, default=8, help="probe groups per judge of the family check")
+    parser.add_argument("--training_queries", type=int, default=32,
+                        help="probe groups of the training check (32: every training prompt of the benchmark)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.check in ("training", "both"):
-        print_training(training_check(args.queries, args.seed))
+        print_training(training_check(args.training_queries, args.seed))
     if args.check in ("family", "both"):
         print_family(family_check(args.queries, args.seed))
     print(f"\nwall time {time.perf_counter() - start:.0f} s")
