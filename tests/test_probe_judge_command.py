@@ -74,6 +74,14 @@ def test_refusals_are_one_line(config_values, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:  # a refused flag: the parser's one line, status 2
         main(["probe-judge", "--config", config, "--querys", "2"])
     assert exit_info.value.code == 2
+    ppo = _write(tmp_path, {**config_values, "num_generations": 1, "advantage_estimator": "gae"})
+    assert main(["probe-judge", "--config", ppo]) == 2  # PPO's one rollout per prompt: no group to compare within
+    assert "num_generations=1" in capsys.readouterr().err
+    refused = _write(tmp_path, {**config_values, "num_generations": 1})  # the training config's own check refuses it
+    with pytest.raises(SystemExit) as exit_info:
+        main(["probe-judge", "--config", refused])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.startswith(f"trl-rankreward probe-judge ({refused}): error: GRPO requires")
     bad = _write(tmp_path, {**config_values, "no_such_setting": 1})
     assert main(["probe-judge", "--config", bad]) == 1
     assert "fit none of the judge-reward trainer configs" in capsys.readouterr().err

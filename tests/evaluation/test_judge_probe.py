@@ -150,3 +150,12 @@ def test_position_bias_is_flagged_only_beyond_chance():
     # 400 decided answers: 2 * sqrt(0.25 / 400) = 0.05 < the 0.1 floor, so +0.12 is flagged and +0.08 is not
     assert SwapTest(pairs=200, position_bias=0.12, decided=400).biased
     assert not SwapTest(pairs=200, position_bias=0.08, decided=400).biased
+
+
+def test_the_probe_keeps_anchors_in_memory_whatever_the_options(tmp_path):
+    sim, groups, warm = _world()
+    store = tmp_path / "anchors.sqlite"
+    options = {"rank_buffer": {"anchor_store": "sqlite", "anchor_store_path": str(store), "k0": 3}}
+    report = probe_judge(_judge(sim), groups[:2], methods=["rank_buffer"], options=options, warmup_groups=warm[:2])
+    assert report.row("rank_buffer").reliability is not None
+    assert not store.exists()  # a probe never writes a training run's anchor file

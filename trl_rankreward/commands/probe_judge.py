@@ -67,11 +67,15 @@ def run(config: str, args: ProbeJudgeArguments) -> int:
         raise UsageError(f"need --repeats >= 2, --queries >= 1, --num_processes >= 1 and --budget_tokens >= 0; got "
                          f"{args.repeats}, {args.queries}, {args.num_processes}, {args.budget_tokens}")  # fmt: skip
     script_args, training_args, model_args = parse_training_config(config)
+    if training_args.num_generations < 2:
+        raise UsageError(f"{config} has num_generations={training_args.num_generations} (PPO's one rollout per "
+                         "prompt): the probe compares the rewards within a group; probe a copy of the config with the G of "
+                         "the GRPO run you consider, e.g. num_generations: 4")  # fmt: skip
     start = time.perf_counter()
     model = resolve_model(model_args.model_name_or_path, training_args)
     dataset = check_prompt_lengths(load_train_dataset(script_args), model, script_args, training_args)
     judge = build_judge(TRAINING_JUDGE.settings(training_args), embedded_without_urls=True)
-    print(f"sampling {args.queries} queries x {2 if args.warmup else 1} x G={training_args.num_generations} rollouts "
+    print(f"sampling {min(args.queries, len(dataset))} queries x {2 if args.warmup else 1} x G={training_args.num_generations} rollouts "
           f"from {model_args.model_name_or_path}", file=sys.stderr)  # fmt: skip
     groups, warm = sample_groups(
         model, dataset, training_args, queries=args.queries, seed=args.seed, warmup=args.warmup

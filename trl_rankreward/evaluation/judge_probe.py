@@ -25,7 +25,8 @@ ranks) and is measured on the pass after. Warm-up calls count in the probe's cos
 method's per-group cost.
 
 The format reward is left out (`lambda_fmt=0`), and so is GenRM's length penalty
-(`NON_JUDGE_TERMS`): the probe measures the judge's part of the reward.
+(`NON_JUDGE_TERMS`): the probe measures the judge's part of the reward. RankBuffer's anchors stay in
+memory (`PROBE_STATE`): a probe never writes a training run's anchor file.
 Judge failures are what they are in training: a failed group is neutral (zero rewards, counted),
 failed calls are counted by kind. The probe's own cost is bounded by `budget_tokens`: the first
 judging of every method runs while budget is left; later ones only when their measured cost still
@@ -38,6 +39,7 @@ about some texts, or a method that is biased the same way every time, still agre
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -64,11 +66,19 @@ Progress = Callable[[int, int, str], None]  # (judgings done, judgings planned, 
 NON_JUDGE_TERMS: dict[str, dict[str, Any]] = {"genrm": {"length_coef": 0.0}}
 
 
+#: options the probe always sets: its buffers live in memory, never in a training run's anchor file
+PROBE_STATE = {"anchor_store": "memory", "anchor_store_path": None}
+
+
 def method_options(name: str, values: Mapping[str, Any] | None = None) -> MethodOptions:
     """Method `name`'s options from `values` (its defaults for the rest), with the rewards' terms that do
-    not come from the judge off: the format reward (`lambda_fmt=0`) and `NON_JUDGE_TERMS`."""
-    return reward_method_class(name).options_class.from_values(
-        {**(values or {}), "lambda_fmt": 0.0, **NON_JUDGE_TERMS.get(name, {})},
+    not come from the judge off (the format reward, `lambda_fmt=0`, and `NON_JUDGE_TERMS`) and any
+    anchor store in memory (`PROBE_STATE`), so probing never writes a run's files."""
+    options_class = reward_method_class(name).options_class
+    names = {f.name for f in dataclasses.fields(options_class)}
+    fixed = {k: v for k, v in PROBE_STATE.items() if k in names}
+    return options_class.from_values(
+        {**(values or {}), "lambda_fmt": 0.0, **NON_JUDGE_TERMS.get(name, {}), **fixed},
         source=f"the probe's options for {name!r}",
     )
 

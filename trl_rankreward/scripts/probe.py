@@ -55,7 +55,8 @@ def parse_training_config(path: str) -> tuple[Any, Any, Any]:
     names = {f.name for cls in (TrainScriptArguments, ModelConfig) for f in dataclasses.fields(cls)}
     for cls in config_classes():
         if keys <= names | {f.name for f in dataclasses.fields(cls)}:
-            return ScriptParser((TrainScriptArguments, cls, ModelConfig)).parse_args_and_config(["--config", path])
+            parser = ScriptParser((TrainScriptArguments, cls, ModelConfig), prog=f"trl-rankreward probe-judge ({path})")
+            return parser.parse_args_and_config(["--config", path])
     raise ValueError(
         f"--config {path}: keys {sorted(keys - names)[:8]} fit none of the judge-reward trainer configs "
         f"({', '.join(c.__name__ for c in config_classes())}); probe-judge reads the config of a training run "
