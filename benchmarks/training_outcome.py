@@ -23,6 +23,9 @@ judge over HTTP (the simulated judge answers it), as `JudgeRewardGRPOTrainer` bu
     python benchmarks/training_outcome.py --out outputs/training_outcome.json \\
         --figure docs/figures/benchmarks/training_outcome.png --write_docs docs/benchmarks.md --markdown
     python benchmarks/training_outcome.py --report outputs/training_outcome.json --markdown  # no training
+
+`--pointwise_compression 0.3 --integer_scores` makes the judge's 0-10 scores cluster (comparisons
+unchanged): the clustering judge of docs/benchmarks.md's judge-probe section.
 """
 
 from __future__ import annotations
