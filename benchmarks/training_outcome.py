@@ -23,6 +23,9 @@ judge over HTTP (the simulated judge answers it), as `JudgeRewardGRPOTrainer` bu
     python benchmarks/training_outcome.py --out outputs/training_outcome.json \\
         --figure docs/figures/benchmarks/training_outcome.png --write_docs docs/benchmarks.md --markdown
     python benchmarks/training_outcome.py --report outputs/training_outcome.json --markdown  # no training
+
+`--pointwise_compression 0.3 --integer_scores` makes the judge's 0-10 scores cluster (comparisons
+unchanged): the clustering judge of docs/benchmarks.md's judge-probe section.
 """
 
 from __future__ import annotations
@@ -186,7 +189,10 @@ def sample_answers(trainer, prompts: list[str], samples: int, max_new_tokens: in
 
 
 SETTINGS = ("tasks", "methods", "seeds", "steps", "eval_steps", "eval_prompts", "samples", "batch", "group",
-            "completion_tokens", "hidden", "lr", "noise", "threads")  # fmt: skip
+            "completion_tokens", "hidden", "lr", "noise", "threads", "pointwise_compression",
+            "integer_scores")  # fmt: skip
+#: settings added later, with the value every earlier results file was run with
+LATER_SETTINGS = {"pointwise_compression": 1.0, "integer_scores": False}
 
 
 def run_all(args) -> dict:
@@ -203,6 +209,7 @@ def run_all(args) -> dict:
               "wall_s": 0.0, "runs": []}  # fmt: skip
     if args.out and os.path.exists(args.out):
         record = load(args.out)
+        record["settings"] = {**LATER_SETTINGS, **record["settings"]}
         if record["settings"] != settings:
             raise SystemExit(f"{args.out} holds runs with other settings ({record['settings']}); use another --out")
     done = {(r["method"], r["task"], r["seed"]) for r in record["runs"]}
@@ -211,7 +218,9 @@ def run_all(args) -> dict:
         for task_name in args.tasks:
             task = TASKS[task_name]
             # the judge reads the prompt from the judge prompt it is given (`serve_scripted_judge(judge=...)`)
-            with serve_scripted_judge(judge=SimulatedJudge(task.quality, noise=args.noise, seed=seed)) as url:
+            judge = SimulatedJudge(task.quality, noise=args.noise, seed=seed, integer_scores=args.integer_scores,
+                                   pointwise_compression=args.pointwise_compression)  # fmt: skip
+            with serve_scripted_judge(judge=judge) as url:
                 for method in methods(args.methods):
                     if (method, task_name, seed) in done:
                         continue
@@ -419,6 +428,10 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--noise", type=float, default=1.0, help="the simulated judge's per-call noise (sd)")
+    parser.add_argument("--pointwise_compression", type=float, default=1.0,
+                        help="the judge's pointwise scores: 5 + c * (perceived - 5); < 1 clusters them (comparisons "
+                        "unchanged; `SimulatedJudge`)")  # fmt: skip
+    parser.add_argument("--integer_scores", action="store_true", help="the judge writes integer pointwise scores")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--out", help="results JSON: written after every run, and runs already in it are skipped")
     parser.add_argument("--report", help="report this results JSON (no training)")

@@ -9,6 +9,8 @@ With `judge_base_urls` the judge is a GenRM served behind an OpenAI-compatible s
 `vllm serve outputs/ralign-genrm --served-model-name my-genrm`), asked with the GenRM prompt and
 parsed from `\\boxed{A|B}` (`GenRMJudge`); `--genrm_format false` asks it with our JSON pairwise
 template instead (any instruction model). Without URLs the embedded judge is used (CPU checks).
+`reward_method_kwargs: {r_align_release: R-Align}` (a checkout of github.com/lyn22333/R-Align)
+asks in the authors' layout, e.g. for their `lyn22333/GenRM-R-Align-8B` (docs/ralign.md).
 
     accelerate launch --config_file accelerate_configs/zero3.yaml \\
         examples/train_genrm_rlhf.py --config examples/configs/genrm_rlhf_ppo_qwen3_8b.yaml
@@ -42,15 +44,13 @@ class GenRMScriptArguments(TrainScriptArguments):
 
 
 def genrm_judge(args: JudgeRewardGRPOConfig):
-    """`GenRMJudge` over the config's judge server, with the config's retry budget and decoding."""
-    from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_backend
+    """`GenRMJudge` over the config's judge server, with the config's retry budget and decoding, in the
+    R-Align authors' layout when the method's options set `r_align_release`."""
+    from trl_rankreward.judging.server_settings import TRAINING_JUDGE
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
 
-    settings = TRAINING_JUDGE.settings(args)
-    return GenRMJudge(
-        build_backend(settings), seed=settings.seed, retry=settings.retry_policy(),
-        temperature=settings.temperature, max_tokens=settings.max_tokens,
-    )  # fmt: skip
+    release = args.method_options().r_align_release
+    return GenRMJudge.from_settings(TRAINING_JUDGE.settings(args), r_align_release=release)
 
 
 def main(script_args, training_args, model_args):
@@ -60,6 +60,11 @@ def main(script_args, training_args, model_args):
             f"{training_args.reward_method!r}; use train_baseline.py for the other methods"
         )
     use_genrm = bool(training_args.judge_base_urls) and script_args.genrm_format
+    if training_args.method_options().r_align_release and not use_genrm:
+        raise ValueError(
+            "reward_method_kwargs.r_align_release asks the GenRM in the R-Align authors' layout, which needs a "
+            "served GenRM: set judge_base_urls and judge_model (and keep --genrm_format true)"
+        )
     judge = genrm_judge(training_args) if use_genrm else None
     return train(JudgeRewardGRPOTrainer, script_args, training_args, model_args, judge=judge)
 

@@ -107,8 +107,8 @@ def test_config_file_sets_options_and_flags_win(tmp_path, monkeypatch):
     config.write_text("queries: 7\nepochs: 3\nmethods: pointwise\nenv:\n  TRL_RANKREWARD_TEST_VAR: set\n")
     monkeypatch.delenv("TRL_RANKREWARD_TEST_VAR", raising=False)
     module = cli.importlib.import_module(cli.COMMANDS["bench"])
-    _, (bench, output) = cli.parse_command("bench", module, ["--config", str(config), "--epochs", "2"])
-    assert (bench.queries, bench.epochs, bench.methods) == (7, 2, "pointwise")
+    _, (bench, output, cost) = cli.parse_command("bench", module, ["--config", str(config), "--epochs", "2"])
+    assert (bench.queries, bench.epochs, bench.methods) == (7, 2, "pointwise") and cost.training_config is None
     assert os.environ["TRL_RANKREWARD_TEST_VAR"] == "set"
     config.write_text("queries: 7\nno_such_option: 1\n")
     with pytest.raises(SystemExit) as exit_info:

@@ -12,7 +12,10 @@ training scripts) is the table in docs/cli.md. A command module defines
 - `run(*parsed)` (or `run(subcommand, *parsed)`) -> exit status;
 - optionally `CONFIG_FILE = True`: the command also takes `--config FILE.yaml` (option values;
   flags on the command line win; an `env:` mapping sets environment variables), as TRL's
-  scripts do.
+  scripts do; `config_values(path, mapping)`, where defined, turns the file's mapping into
+  option values first (`bench` reads a training config this way).
+- or `TRAINING_CONFIG = "help"`: `--config TRAIN.yaml` (required) names a training config the command
+  reads (`probe-judge`); its path comes to `run` first.
 
 A field with `metadata={"positional": True}` is a positional argument; one with
 `metadata={"aliases": ["--old"]}` keeps an old spelling working (with a note), and
@@ -51,6 +54,7 @@ COMMANDS = {
     "buffer-report": "trl_rankreward.commands.buffer_report",
     "eval-genrm": "trl_rankreward.commands.eval_genrm",
     "correlation-report": "trl_rankreward.commands.correlation_report",
+    "probe-judge": "trl_rankreward.commands.probe_judge",
 }
 
 __all__ = ["COMMANDS", "PROG", "TRACEBACK_ENV", "build_parser", "command_parser", "main", "parse_command"]
@@ -157,6 +161,8 @@ def command_parser(name: str, module) -> argparse.ArgumentParser:
     for leaf in leaves:
         if getattr(module, "CONFIG_FILE", False):
             leaf.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
+        elif getattr(module, "TRAINING_CONFIG", None):
+            leaf.add_argument("--config", metavar="TRAIN.yaml", required=True, help=module.TRAINING_CONFIG)
         leaf.add_argument("--traceback", action="store_true", help=TRACEBACK_HELP)
     return parser
 
@@ -165,7 +171,7 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
     """Parse a command's argv into (its leaf parser, [subcommand name,] dataclass instances)."""
     parser = command_parser(name, module)
     if getattr(module, "CONFIG_FILE", False):
-        argv = apply_config_file(parser, argv)
+        argv = apply_config_file(parser, argv, getattr(module, "config_values", None))
     namespace = parser.parse_args(argv)
     leaf, prefix = parser, []
     if getattr(namespace, "subcommand", None):
@@ -174,6 +180,8 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
         ]
         prefix = [namespace.subcommand]
     _take_old_positionals(leaf, namespace)
+    if getattr(module, "TRAINING_CONFIG", None):
+        prefix.append(namespace.config)
     return leaf, prefix + to_dataclasses(leaf, namespace, leaf.dataclass_types)
 
 

@@ -114,10 +114,11 @@ def deprecated_aliases(parser: argparse.ArgumentParser) -> dict[str, str]:
     return renamed
 
 
-def apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_values=None) -> list[str]:
     """Take `--config FILE` out of argv and make the file's values the parser's defaults (TrlParser's way:
     flags on the command line win; an `env:` mapping sets environment variables). A file that cannot be read,
-    is not YAML, is not a mapping or has unknown keys is a usage error naming it."""
+    is not YAML, is not a mapping or has unknown keys is a usage error naming it. `read_values(path, mapping)`,
+    where a command gives one, turns the file's mapping into the command's option values first."""
     path, argv = _pop_config(parser, argv)
     if path is None:
         return argv
@@ -138,6 +139,8 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     if not isinstance(env, dict):
         parser.error(f"argument {CONFIG_FLAG}: `env` in {path} must be a mapping")
     os.environ.update({str(k): str(v) for k, v in env.items()})
+    if read_values is not None:
+        config = read_values(path, config)
     renamed = {old: new for p in _with_subparsers(parser) for old, new in deprecated_aliases(p).items()}
     for key in [k for k in config if f"--{k}" in renamed]:
         print(f"{parser.prog}: note: {key} in {path} is deprecated; use {renamed[f'--{key}']}", file=sys.stderr)

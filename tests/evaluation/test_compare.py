@@ -69,7 +69,10 @@ def test_every_step_run_with_totals(run_a):
     assert row["judge_calls_total"] == 36.0  # last judge/calls_total
     assert row["neutral_groups_total"] == 1.0  # 0 + 1 + 0
     assert row["buffer_size_final"] == 6.0
-    assert (row["wall_time_s"], row["wall_time_from"]) == (7.5, "train_runtime")
+    # no step_time logged: no step time; train_runtime kept apart, never used as the step time
+    assert (row["wall_time_s"], row["train_runtime_s"]) == (None, 7.5)
+    # no epoch logged past 1: nothing after the first epoch
+    assert row["judge_calls_per_step_after_epoch_1"] is None and row["steps_after_epoch_1"] == 0
 
 
 def test_newest_checkpoint_and_entries_weighted_by_the_steps_they_cover(run_b):
@@ -84,8 +87,35 @@ def test_newest_checkpoint_and_entries_weighted_by_the_steps_they_cover(run_b):
     assert row["judge_tokens_total"] == pytest.approx(308.0)  # no *_total logged: 88 * 2 + 66 * 2
     assert row["neutral_groups_total"] == pytest.approx(3.0)  # 1.0 * 2 + 0.5 * 2
     assert row["buffer_size_final"] is None
-    assert row["wall_time_s"] == pytest.approx(4.0)  # no train_runtime: step_time 0.5 * 2 + 1.5 * 2
-    assert row["wall_time_from"] == "sum of step_time"
+    assert row["wall_time_s"] == pytest.approx(4.0)  # step_time 0.5 * 2 + 1.5 * 2
+    assert row["train_runtime_s"] is None
+
+
+def _pilot(folder, logging_steps):
+    """A RankBuffer-like pilot run, 2 steps per epoch, 6 steps: the first epoch (steps 1-2, logged epoch
+    0.5 and 1.0) bootstraps the buffers, 6 calls and 1,000 + 100 tokens a step; steps 3-6 (epochs 1.5-3.0)
+    cost 20 calls and 4,000 + 600 tokens a step. Logged every `logging_steps` steps (TRL logs the mean)."""
+    history = []
+    for step in range(logging_steps, 7, logging_steps):
+        first = step <= 2
+        history.append(_entry(step, 0.6, 6 if first else 20, 1000 if first else 4000, 100 if first else 600, 0,
+                              epoch=step / 2, step_time=1.0 if first else 3.0))  # fmt: skip
+    history.append({"train_runtime": 20.0, "train_loss": 0.1, "epoch": 3.0, "step": 6})
+    return _write_state(folder, history, 6)
+
+
+def test_cost_per_step_after_the_first_epoch_beside_the_run_mean(tmp_path):
+    row = summarize(load_run(_pilot(tmp_path / "pilot", 1)))
+    assert row["judge_calls_per_step"] == pytest.approx(46 / 3)  # (6 * 2 + 20 * 4) / 6 = 92 / 6
+    assert row["judge_calls_per_step_after_epoch_1"] == pytest.approx(20.0)  # steps 3-6 only (epoch 1.5-3.0)
+    assert row["judge_tokens_per_step"] == pytest.approx(3433.333, abs=1e-3)  # (1100 * 2 + 4600 * 4) / 6
+    assert row["judge_tokens_per_step_after_epoch_1"] == pytest.approx(4600.0)
+    assert row["steps_after_epoch_1"] == 4
+    assert (row["wall_time_s"], row["train_runtime_s"]) == (pytest.approx(14.0), 20.0)  # 1 * 2 + 3 * 4 = 14
+    # logged every 2 steps: entries at steps 2 (epoch 1.0, first epoch), 4 and 6, each covering 2 steps
+    row = summarize(load_run(_pilot(tmp_path / "pilot2", 2)))
+    assert row["judge_calls_per_step_after_epoch_1"] == pytest.approx(20.0) and row["steps_after_epoch_1"] == 4
+    assert row["judge_calls_per_step"] == pytest.approx(46 / 3)
 
 
 def test_checkpoint_folder_and_file_are_labelled_by_the_run(run_b):
@@ -97,9 +127,12 @@ def test_table_labels_and_missing_metrics(run_a, run_b):
     runs = load_runs([run_a, run_b], labels=["rankbuffer", "pointwise"])
     table = markdown_table([summarize(r) for r in runs])
     lines = table.splitlines()
-    assert lines[0].startswith("| run | steps | reward std (final) | reward std (mean) | judge calls / step |")
-    assert lines[2] == "| rankbuffer | 3 | 0.600 | 0.600 | 12.0 | 132 | 396 | 1 | 6.0 | 8 |"
-    assert lines[3] == "| pointwise | 4 | 0.400 | 0.300 | 7.0 | 77 | 308 | 3 | – | 4 |"
+    assert lines[0].startswith(
+        "| run | steps | reward std (final) | reward std (mean) | judge calls / step | calls / step after epoch 1 "
+        "| judge tokens / step | tokens / step after epoch 1 |"
+    )
+    assert lines[2] == "| rankbuffer | 3 | 0.600 | 0.600 | 12.0 | – | 132 | – | 396 | 1 | 6.0 | – |"
+    assert lines[3] == "| pointwise | 4 | 0.400 | 0.300 | 7.0 | – | 77 | – | 308 | 3 | – | 4 |"
     with pytest.raises(ValueError, match="one label per run"):
         load_runs([run_a, run_b], labels=["only-one"])
     assert [r.label for r in load_runs([run_a, run_a])] == ["run-a", "run-a (2)"]
@@ -122,9 +155,12 @@ def test_cli_writes_table_csv_and_png(run_a, run_b, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| a | 3 | 0.600 |" in printed and "| b | 4 | 0.400 |" in printed
     # the footer counts steps as the table does; run b logged every 2 steps: 4 steps in 2 entries
-    assert "a: 3 steps in 3 log entries" in printed and "b: 4 steps in 2 log entries" in printed
+    assert "a: 3 steps (0 after epoch 1) in 3 log entries" in printed
+    assert "b: 4 steps (0 after epoch 1) in 2 log entries" in printed
+    assert "train_runtime 8 s" in printed.split("a: 3 steps", 1)[1].splitlines()[0]  # run a's 7.5 s, kept apart
     assert (out / "compare.md").read_text().startswith("| run | steps |")
-    assert (out / "compare.csv").read_text().splitlines()[0].startswith("run,steps,reward_std_final")
+    header = (out / "compare.csv").read_text().splitlines()[0]
+    assert header.startswith("run,steps,steps_after_epoch_1,reward_std_final")
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -178,7 +214,7 @@ def test_offline_wandb_run_is_read_back(tmp_path, monkeypatch):
     for step, (std, calls) in enumerate([(0.5, 10), (0.7, 12), (0.6, 14)], start=1):
         run.log({"train/reward_std": std, "train/judge/calls": calls, "train/judge/prompt_tokens": 100 * step,
                  "train/judge/completion_tokens": 10, "train/global_step": step})  # fmt: skip
-    run.log({"train/train_runtime": 9.0, "train/global_step": 3})
+    run.log({"train/train_runtime": 9.0, "train/global_step": 3})  # W&B also keeps _runtime: never used
     run.finish()
     _wait_for_exit_record(tmp_path)
     wandb.teardown()  # W&B's process-wide setup would otherwise carry this run's settings into later runs
@@ -189,7 +225,7 @@ def test_offline_wandb_run_is_read_back(tmp_path, monkeypatch):
     row = summarize(history)
     assert row["judge_calls_per_step"] == pytest.approx(12.0)  # (10 + 12 + 14) / 3
     assert row["judge_tokens_per_step"] == pytest.approx(210.0)  # (110 + 210 + 310) / 3
-    assert (row["wall_time_s"], row["wall_time_from"]) == (9.0, "train_runtime")
+    assert (row["wall_time_s"], row["train_runtime_s"]) == (None, 9.0)  # no step_time logged
 
     # a run killed mid-write: the torn tail is dropped, the records before it are read
     path = history.source

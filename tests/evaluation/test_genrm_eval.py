@@ -124,9 +124,13 @@ def test_cli_decodes_with_the_genrm_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(genrm_eval, "evaluate_genrm", recording)
     argv = ["eval-genrm", "--data", str(data), "--output", str(tmp_path / "o.json"), "--no_metarm"]
     assert main(argv) == 0
+    from trl_rankreward.rewards.ralign_reward import OWN_PROTOCOL
+
+    assert seen.pop("protocol") is OWN_PROTOCOL  # without --r_align_release: our prompt and display order
     assert seen == {"seed": 0, "temperature": 0.0, "max_tokens": 4096, "concurrency": 32}  # GENRM's defaults
     assert main([*argv, "--genrm_seed", "5", "--genrm_temperature", "0.6", "--genrm_max_tokens", "64",
                  "--genrm_max_concurrency", "3"]) == 0  # fmt: skip
+    assert seen.pop("protocol") is OWN_PROTOCOL
     assert seen == {"seed": 5, "temperature": 0.6, "max_tokens": 64, "concurrency": 3}
 
 

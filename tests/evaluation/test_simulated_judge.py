@@ -89,6 +89,20 @@ def test_pointwise_is_quality_clipped_to_0_10():
     assert ask(judge, PointwiseRequest, response="hi", rubrics=RUBRICS, rubric_index=2) == 4.0  # 2 + 2
 
 
+def test_pointwise_compression_and_integer_scores_change_pointwise_answers_only():
+    judge = SimulatedJudge({"hi": 9.0, "lo": 8.0, "mid": 5.0}, pointwise_compression=0.3, integer_scores=True)
+    judge.token_counter = ApproxCounter()
+    # 5 + 0.3 * (9 - 5) = 6.2 -> 6; 5 + 0.3 * (8 - 5) = 5.9 -> 6: a one-point difference becomes a tie
+    assert ask(judge, PointwiseRequest, response="hi") == ask(judge, PointwiseRequest, response="lo") == 6.0
+    assert ask(judge, PointwiseRequest, response="mid") == 5.0  # the middle of the scale stays where it is
+    assert ask(judge, PairwiseRequest, a="hi", b="lo") == "A"  # comparisons see the full difference
+    plain = SimulatedJudge({"hi": 9.0}, pointwise_compression=0.3)
+    plain.token_counter = ApproxCounter()
+    assert ask(plain, PointwiseRequest, response="hi") == pytest.approx(6.2)  # no rounding without integer_scores
+    with pytest.raises(ValueError, match="pointwise_compression"):
+        SimulatedJudge({}, pointwise_compression=0)
+
+
 def test_meta_judge_thresholds_the_rationale_quality(judge):
     fields = dict(response_a="x", response_b="y", label="A", golden_rationale="g")
     assert ask(judge, MetaJudgeRequest, rationale="hi", **fields) is True  # 7.5 >= 5

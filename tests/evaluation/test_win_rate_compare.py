@@ -12,6 +12,7 @@ from trl_rankreward.evaluation.win_rate_compare import (
     NO_EVALUATION,
     WinRatePoint,
     default_budgets,
+    overlapping_runs,
     tokens_to_reach,
     win_rate_at,
     win_rate_curve,
@@ -49,7 +50,7 @@ def run_b(tmp_path):
     """Logged every step (300 tokens a step); evaluated at steps 1 and 4."""
     history = [{"step": s, "loss": 0.1, **_totals(250 * s, 50 * s)} for s in range(1, 5)]
     history[0].update(_eval(0.55, 0.4, 0.7))
-    history[3].update(_eval(0.85, 0.7, 0.93))
+    history[3].update(_eval(0.85, 0.83, 0.93))  # its interval clear of run a's final [0.55, 0.82]
     return _write_state(tmp_path / "run-b", history, 4)
 
 
@@ -100,7 +101,7 @@ def test_table_rows(run_a, run_b):
     table = win_rate_table([load_run(run_a, "a"), load_run(run_b, "b")], [300, 400], [0.6])
     assert "| run | evaluations | final win rate (95% CI) | win rate @ 300 tokens | win rate @ 400 tokens |" in table
     assert "| a | 3 | 0.700 [0.550, 0.820] (step 4) | 0.600 | 0.700 | 300 |" in table
-    assert "| b | 2 | 0.850 [0.700, 0.930] (step 4) | 0.550 | 0.583 | 450 |" in table
+    assert "| b | 2 | 0.850 [0.830, 0.930] (step 4) | 0.550 | 0.583 | 450 |" in table
 
 
 def test_cli_prints_win_rate_at_equal_tokens_and_draws_it(run_a, run_b, tmp_path, capsys):
@@ -109,7 +110,7 @@ def test_cli_prints_win_rate_at_equal_tokens_and_draws_it(run_a, run_b, tmp_path
     printed = capsys.readouterr().out
     assert "win rate @ 400 tokens" in printed and "tokens to 0.55" in printed
     assert "| a | 3 | 0.700 [0.550, 0.820] (step 4) | 0.450 | 0.500 | 0.600 | 0.700 | 250 | 300 |" in printed
-    assert "| b | 2 | 0.850 [0.700, 0.930] (step 4) | – | – | 0.550 | 0.583 | 300 | 450 |" in printed
+    assert "| b | 2 | 0.850 [0.830, 0.930] (step 4) | – | – | 0.550 | 0.583 | 300 | 450 |" in printed
     assert NO_EVALUATION not in printed
     assert "win rate @ 400 tokens" in (out / "compare.md").read_text()
     pytest.importorskip("matplotlib")
@@ -122,3 +123,28 @@ def test_cli_without_evaluation_says_reward_means_do_not_compare(tmp_path, capsy
     printed = capsys.readouterr().out
     assert NO_EVALUATION in printed and "not comparable across methods" in printed
     assert "win rate @" not in printed
+
+
+def test_overlapping_intervals_are_named_and_their_tokens_to_left_out(run_a, run_b, tmp_path):
+    # Run c: 300 tokens a step, evaluated at steps 2 (0.5) and 4 (0.667 [0.300, 0.903], a 6-prompt interval).
+    # It overlaps run a's final [0.550, 0.820] (0.300 <= 0.820 and 0.550 <= 0.903) and run b's [0.830, 0.930]
+    # (0.300 <= 0.930 and 0.830 <= 0.903); a and b are apart (0.820 < 0.830).
+    history = [{"step": s, "loss": 0.1, **_totals(250 * s, 50 * s)} for s in range(1, 5)]
+    history[1].update(_eval(0.5, 0.2, 0.8))
+    history[3].update(_eval(0.667, 0.3, 0.903))
+    run_c = _write_state(tmp_path / "run-c", history, 4)
+    runs = [load_run(run_a, "a"), load_run(run_b, "b"), load_run(run_c, "c")]
+    assert overlapping_runs(runs) == [("a", "c"), ("b", "c")]
+    table = win_rate_table(runs, [400], [0.6])
+    assert "| c | 2 | 0.667 [0.300, 0.903] (step 4) | – | overlap |" in table  # c's first evaluation: 600 tokens
+    assert "| a | 3 | 0.700 [0.550, 0.820] (step 4) | 0.700 | overlap |" in table
+    assert "| b | 2 | 0.850 [0.830, 0.930] (step 4) | 0.583 | overlap |" in table
+    assert "intervals of a 0.700 [0.550, 0.820] and c 0.667 [0.300, 0.903] overlap" in table
+    assert "cannot tell these runs apart" in table
+    # a and b alone are told apart: their tokens to 0.6 are shown (300 and 450, as above) and no note
+    table = win_rate_table(runs[:2], [400], [0.6])
+    assert "| a | 3 | 0.700 [0.550, 0.820] (step 4) | 0.700 | 300 |" in table and "overlap" not in table
+    # an interval touching at one end still overlaps: [0.55, 0.82] and [0.82, 0.9]
+    history[3].update(_eval(0.86, 0.82, 0.9))
+    touching = load_run(_write_state(tmp_path / "run-d", history, 4), "d")
+    assert overlapping_runs([runs[0], touching]) == [("a", "d")]

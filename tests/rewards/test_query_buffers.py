@@ -61,7 +61,8 @@ def test_options_are_one_dataclass_given_whole_or_as_keywords():
     options = RankBufferOptions(k0=2, buffer_init="bootstrap")
     assert RankBufferReward(OracleJudge({}), options).options is options
     assert RankBufferReward(OracleJudge({}), k0=2, buffer_init="bootstrap").options == options
-    assert options.data_needs() == DataNeeds(references=0) and RankBufferOptions().data_needs().references == 1
+    assert options.data_needs() == DataNeeds(references=0) and RankBufferOptions().data_needs().references == 0
+    assert RankBufferOptions(buffer_init="nectar").data_needs().references == 1
     with pytest.raises(TypeError, match="not both"):
         RankBufferReward(OracleJudge({}), options, k0=2)
     with pytest.raises(ValueError, match=r"sets \['init'\].*options are: .*buffer_init"):

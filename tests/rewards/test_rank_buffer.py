@@ -134,8 +134,8 @@ def test_nectar_init_subsets(k0, ranks):
 
 
 def test_nectar_init_without_references_is_a_clear_error():
-    method = RankBufferReward(OracleJudge(QUALITY))
-    with pytest.raises(ValueError, match="init='nectar' needs ranked references.*init='bootstrap'"):
+    method = RankBufferReward(OracleJudge(QUALITY), buffer_init="nectar")
+    with pytest.raises(ValueError, match="init='nectar' needs ranked references.*init='auto'.*'bootstrap'"):
         _score(method, [_group(references=None)])
 
 
@@ -184,6 +184,20 @@ def test_bootstrap_with_only_invalid_rollouts_waits_for_the_next_group():
     (res,) = _score(method, [_group(["", "  "], references=None)])
     assert res.rewards == [0.0, 0.0] and not res.neutral
     assert method.buffer("q") is None
+
+
+def test_auto_init_takes_references_where_a_query_has_them_and_bootstraps_the_others():
+    # The default, "auto": query "q" has the references (Nectar: ranks 7, 5, 3, 1 with K0 = 4, as above), query
+    # "b" has none and is bootstrapped from its first group (positions 1, 3, 6, 8 of b3 b6 b1 b4 b7 b0 b5 b2).
+    judge = OracleJudge(QUALITY | dict(zip(BOOT, BOOT_Q, strict=True)))
+    method = RankBufferReward(judge, k0=4)
+    assert method.options.buffer_init == "auto" and method.options.data_needs().references == 0
+    _score(method, [_group(), _group(BOOT, qid="b", references=None)])
+    assert [a.text for a in method.anchors("q") if a.source == "nectar"] == ["n7", "n5", "n3", "n1"]
+    assert _texts(method, "b") == ["b3", "b1", "b0", "b2"]
+    assert {a.source for a in method.anchors("b")} == {"bootstrap"}
+    # 6 coarse + 1 fine call for "q" (the main scenario), 1 listwise call for "b"
+    assert judge.counts == {"coarse": 6, "listwise": 2}
 
 
 # ----------------------------------------------------------------- variants

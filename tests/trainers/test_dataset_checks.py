@@ -149,7 +149,9 @@ def test_required_references_and_rubrics():
     assert "row 1 (query_id 'q1'): has no references" in message
     assert "row 2 (query_id 'q2'): has no references" in message
     assert "row 3 (query_id 'q3'): has no rubrics" in message
-    assert "use a method without them (e.g. rank_buffer with buffer_init='bootstrap')" in message
+    assert (
+        "use a method without them (e.g. rank_buffer with buffer_init='auto', its default, or 'bootstrap')" in message
+    )
     check_training_dataset(Dataset.from_list(rows))  # optional without the flags
 
 
@@ -243,8 +245,8 @@ def test_too_few_references():
 
 def test_methods_declare_what_they_need():
     # each method's options say it (rewards/*.py `data_needs`); RankBuffer's depends on buffer_init
-    assert needs_of("rank_buffer") == DataNeeds(references=1)
-    assert needs_of("rank_buffer", buffer_init="bootstrap") == DataNeeds()
+    assert needs_of("rank_buffer", buffer_init="nectar") == DataNeeds(references=1)
+    assert needs_of("rank_buffer") == needs_of("rank_buffer", buffer_init="bootstrap") == DataNeeds()  # auto
     assert needs_of("pointwise") == DataNeeds(min_group_size=1)
     assert needs_of("gdpo") == needs_of("matrix", protocol="implicit") == DataNeeds(rubrics=True)
     assert needs_of("rrc_agr") == needs_of("genrm") == DataNeeds(references=1, min_group_size=1)
@@ -261,3 +263,35 @@ def test_group_size():
         check_group_size("tournament", needs_of("tournament"), 1)
     with pytest.raises(DatasetError, match="num_generations must be a positive integer"):
         check_group_size("pointwise", needs_of("pointwise"), 0)
+
+
+def test_own_data_page_rows_and_table_match_the_checks():
+    # docs/own-data.md: its minimal file (prompt and query_id only) trains with RankBuffer's default and the
+    # pointwise baseline, and is refused where rubrics or references are required; its full row passes all.
+    import json
+
+    from tests.trainers.test_examples import ROOT
+
+    page = (ROOT / "docs" / "own-data.md").read_text(encoding="utf-8")
+    minimal, full = (
+        [json.loads(line) for line in block.splitlines()] for block in re.findall(r"```json\n(.*?)```", page, re.S)
+    )
+    for name in ("rank_buffer", "pointwise"):
+        check_training_dataset(Dataset.from_list(minimal), needs_of(name))
+    assert "has no 'rubrics' column" in error_of(Dataset.from_list(minimal), needs_of("matrix"))
+    assert "has no 'references' column" in error_of(
+        Dataset.from_list(minimal), needs_of("rank_buffer", buffer_init="nectar")
+    )
+    for name in REWARD_METHODS:
+        check_training_dataset(Dataset.from_list(full), needs_of(name))
+    # the page's table: "required" where a method's default options need the column, for every method
+    table = page.split("## What each method needs", 1)[1].strip().split("\n\n", 1)[0].splitlines()[2:]
+    seen = set()
+    for line in table:
+        names, _, rubrics, references = (c.strip() for c in line.strip("|").split("|"))
+        for name in re.findall(r"`(\w+)`", re.sub(r"\(.*?\)", "", names)):  # not the trainers in brackets
+            needs = needs_of(name)
+            assert rubrics.startswith("required") == needs.rubrics, name
+            assert references.startswith("required") == (needs.references > 0), name
+            seen.add(name)
+    assert seen == set(REWARD_METHODS)

@@ -32,7 +32,7 @@ def test_the_card_names_method_judge_data_cost_and_buffers(tiny_model_dir, tiny_
     assert "**Judge:**" in head and f"**Judge cost:** {trainer.reward_method.judge.ledger.calls:,} judge calls" in head
     assert "model='scripted-judge'" in card and "the papers' defaults" in card
     assert judge not in card and "<judge server>" in card  # server URLs are private
-    assert "| `k0` | `3` |" in card and "| `buffer_init` | `'nectar'` |" in card
+    assert "| `k0` | `3` |" in card and "| `buffer_init` | `'auto'` |" in card  # the default
     calls = trainer.reward_method.judge.ledger.calls
     assert f"| judge calls | {calls:,} |" in card and "| neutral groups | 0 |" in card
     count = trainer.reward_method.summary()["buffer/count"]

@@ -5,11 +5,18 @@
     trl-rankreward bench --write_docs docs/benchmarks.md   # regenerate its section of the docs page
     trl-rankreward bench --preset paper_table8 --write_docs docs/benchmarks.md   # the Table 8 setting's section
     trl-rankreward bench --config bench.yaml               # the options in a YAML file
+    trl-rankreward bench --config examples/configs/rankbuffer_cpu_quickstart.yaml   # a training config's cost
 
 Prints a markdown table, writes `bench.csv` and two PNG plots to `--output_dir`. Every
 `RewardBenchConfig` field is an option (see `trl_rankreward.evaluation.reward_bench`).
 With `--write_docs PAGE`, the run's section of PAGE (one per preset, `default` without one)
 is rewritten and its plots are saved under `figures/benchmarks/` next to PAGE.
+
+With a training config (`--config TRAIN.yaml`, any examples/configs/*.yaml: a file with
+`model_name_or_path`, `num_generations`, ...), it prints instead that run's judge calls,
+tokens and rounds per step and per epoch, the first epoch and the later ones apart, for the
+config's method and options (`--methods` to cost others on the same run); the training keys
+are read by `evaluation.config_cost`, not taken as bench options.
 """
 
 from __future__ import annotations
@@ -44,12 +51,23 @@ class BenchOutputArguments:
 
 
 def arguments():
+    from ..evaluation.config_cost import ConfigCostArguments
     from ..evaluation.reward_bench import RewardBenchConfig
 
-    return (RewardBenchConfig, BenchOutputArguments)
+    return (RewardBenchConfig, BenchOutputArguments, ConfigCostArguments)
 
 
-def run(config, args: BenchOutputArguments) -> int:
+def config_values(path: str, values: dict) -> dict:
+    """`--config FILE`: a training config is costed (`training_config`), its keys left to the estimate; any
+    other file holds bench's own options."""
+    from ..evaluation.config_cost import is_training_config
+
+    return {"training_config": path} if is_training_config(values) else values
+
+
+def run(config, args: BenchOutputArguments, cost=None) -> int:
+    if cost is not None and cost.training_config:
+        return _estimate(config, cost)
     from tqdm.auto import tqdm
 
     from ..evaluation import bench_report
@@ -120,3 +138,17 @@ def _command(config, args: BenchOutputArguments) -> str:
             flag = "--" + f.name
             words += [flag if value is True else "--no_" + f.name] if isinstance(value, bool) else [flag, str(value)]
     return shlex.join([*words, "--write_docs", args.write_docs])
+
+
+def _estimate(config, cost) -> int:
+    """Print the judge cost of the training config `cost.training_config`."""
+    import yaml
+
+    from ..evaluation.config_cost import estimate
+    from ..trainers.judge_reward import JudgeRewardGRPOConfig  # TRL's defaults and the package's
+
+    with open(cost.training_config, encoding="utf-8") as f:
+        values = yaml.safe_load(f) or {}
+    defaults = {f.name: f.default for f in dataclasses.fields(JudgeRewardGRPOConfig)}
+    print(estimate(cost.training_config, values, defaults, cost, config))
+    return 0

@@ -5,8 +5,8 @@
 
 A RUN is a training output directory or checkpoint folder (its newest trainer_state.json), a
 trainer_state.json, or a W&B run directory or `.wandb` file (offline runs too; needs wandb).
-Prints a markdown table (reward std, judge calls and tokens per step, total judge tokens,
-neutral groups, final buffer size, wall time) and writes compare.md, compare.csv and
+Prints a markdown table (reward std, judge calls and tokens per step over the run and after its
+first epoch, total judge tokens, neutral groups, final buffer size, step time) and writes compare.md, compare.csv and
 compare.png (the curves side by side) to `--output_dir`. Runs that logged the judge win rate
 (`eval/win_rate`) get a second table and win_rate.png: the win rate at equal training judge
 token budgets and the tokens each needed to reach `--win_rate_targets`; without it the command
@@ -78,9 +78,13 @@ def run(args: CompareArguments) -> int:
     print(table)
     print()
     for run, row in zip(runs, rows):
-        wall = f"; wall time: {row['wall_time_from']}" if row["wall_time_from"] else ""
+        runtime = f"; train_runtime {row['train_runtime_s']:.0f} s" if row["train_runtime_s"] is not None else ""
         # steps as the table counts them (the last logged step); entries can be fewer (logging_steps > 1)
-        print(f"{run.label}: {run.last_step} steps in {len(run.entries)} log entries from {run.source}{wall}")
+        print(
+            f"{run.label}: {run.last_step} steps ({row['steps_after_epoch_1']} after epoch 1) in {len(run.entries)} "
+            f"log entries from {run.source}{runtime}"
+        )
+    print(compare.COLUMN_NOTE)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(table + "\n", encoding="utf-8")

@@ -4,6 +4,7 @@ trl-rankreward data nectar --output_dir data/nectar-1k                # 1,000 qu
 trl-rankreward data ultrafeedback --output_dir data/uf-2560           # 2,560 queries
 trl-rankreward data helpsteer3 --dataset_split validation --output_dir data/hs3-val
 trl-rankreward data code-preference-pairs --output_dir data/code-8k    # 8,000 pairs, RM-R1's selection
+trl-rankreward data r-align --dataset_name R-Align-BMK/data --output_dir data/ralign-bmk  # the authors' files
 trl-rankreward data attach-rubrics --dataset_name data/nectar-1k --results_file rubrics.jsonl \
     --output_dir data/nectar-1k-rubrics
 """
@@ -34,6 +35,7 @@ SOURCES = {
         8000,
     ),
     "math-step-dpo": ("xinlai/Math-Step-DPO-10K", None, "train", "prepare_math_step_dpo", "num_pairs", None),
+    "r-align": ("lyn22333/R-Align-BMK", None, "train", "prepare_ralign", "num_pairs", None),
 }
 # options of one source only: name -> [(field, default, help)]; comma-separated, passed on as a tuple
 _DROP_HELP = "comma-separated upstream `source` values to leave out (RM-R1's cleaning drops magpie_ultra; '' keeps all)"

@@ -10,11 +10,18 @@ Examples:
     trl-rankreward eval-genrm --dataset_name pairs.jsonl --genrm_local ./genrm-ckpt --no_metarm --output_file out.json
     # the options in a YAML file (keys as the flags), flags on the command line win
     trl-rankreward eval-genrm --config eval.yaml --limit 100
+    # the R-Align authors' benchmark files and protocol (prompts read from their checkout)
+    trl-rankreward eval-genrm --dataset_name R-Align-BMK/data --r_align_release R-Align \
+        --genrm_base_urls http://localhost:8000/v1 --genrm_model GenRM-R-Align-8B --genrm_temperature 0.4 \
+        --genrm_max_tokens 8192 --metarm_base_urls http://localhost:8001/v1 --metarm_model my-metarm \
+        --output_file bmk.json
 
 The GenRM's and the MetaRM's settings are the judge-server settings with the prefixes `genrm_`
 and `metarm_` (`judging.server_settings`): `--genrm_temperature`, `--genrm_max_tokens`,
 `--genrm_max_concurrency`, `--genrm_seed` (the A/B display order), `--metarm_max_tokens`, ...
 The MetaRM decodes as in training (`RAlignGenRMConfig`): the same fields, the same defaults.
+`--r_align_release DIR` (a checkout of github.com/lyn22333/R-Align) follows the authors' release
+in every step (`rewards.ralign_release`); without it, our own prompts and display order.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..judging.server_settings import GENRM, METARM, build_backend, build_judge
+from ..judging.server_settings import GENRM, METARM, build_backend
 from . import UsageError
 
 HELP = "Rationale-aware GenRM benchmark: L-Acc, S-Corr, F-Score per dataset with denominators"
@@ -41,6 +48,14 @@ class EvalGenRMArguments:
         default="train", metadata={"help": "split to read from a Hub id or files", "aliases": ["--split"]}
     )
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N pairs"})
+    r_align_release: str | None = field(
+        default=None,
+        metadata={
+            "help": "checkout of github.com/lyn22333/R-Align: prompt, layout, verdict and MetaRM parse as the "
+            "authors released them (prompts read from their scripts); default: ours",
+            "metavar": "DIR",
+        },
+    )
 
 
 @dataclass
@@ -79,25 +94,30 @@ def make_genrm_backend(args: GenRMArguments):
     return build_backend(settings)
 
 
-def make_meta_judge(args: MetaRMArguments):
-    """An `LLMJudge` over the MetaRM server, or None with --no_metarm."""
+def make_meta_judge(args: MetaRMArguments, release=None):
+    """The MetaRM over its server (the authors' prompt and parse with `release`), or None with --no_metarm."""
     if args.no_metarm:
         return None
     if not args.metarm_base_urls:
         raise UsageError("give --metarm_base_urls and --metarm_model, or --no_metarm for L-Acc only")
-    return build_judge(METARM.settings(args))
+    from ..rewards.ralign_release import build_meta_judge
+
+    return build_meta_judge(METARM.settings(args), release)
 
 
 def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments) -> int:
-    backend, meta_judge = make_genrm_backend(genrm), make_meta_judge(metarm)
-    decoding = GENRM.settings(genrm)
     from ..data.sources import load_source
     from ..evaluation.genrm_eval import evaluate_genrm
     from ..evaluation.genrm_metrics import format_table
+    from ..rewards.ralign_release import RAlignRelease
+    from ..rewards.ralign_reward import OWN_PROTOCOL
 
-    rows = load_source(args.dataset_name, split=args.dataset_split)
+    rows = load_source(args.dataset_name, split=args.dataset_split)  # a bad file fails before any server is asked
     if args.limit is not None:
         rows = rows.select(range(min(args.limit, len(rows))))
+    release = RAlignRelease.load(args.r_align_release) if args.r_align_release else None
+    backend, meta_judge = make_genrm_backend(genrm), make_meta_judge(metarm, release)
+    decoding = GENRM.settings(genrm)
     report = asyncio.run(
         evaluate_genrm(
             rows,
@@ -107,6 +127,7 @@ def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments
             temperature=decoding.temperature,
             max_tokens=decoding.max_tokens,
             concurrency=decoding.max_concurrency,
+            protocol=release or OWN_PROTOCOL,
         )
     )
     print(format_table(report.metrics))

@@ -8,7 +8,8 @@ runs), `rubrics` (list of {text, weight}; empty until rubric generation), `refer
 Pairwise preference sets for R-Align: `prompt`, `response_a`, `response_b`, `label`
 ("A"/"B"), `reviews` (annotator reviews, HelpSteer3 only), `golden_rationale`, `subset`,
 `source`, `pair_id`. The same schema holds the RM-R1 training mix that R-Align also trains
-on (Skywork-Reward-Preference-80K cleaned, Code-Preference-Pairs, Math-Step-DPO-10K).
+on (Skywork-Reward-Preference-80K cleaned, Code-Preference-Pairs, Math-Step-DPO-10K), and the
+R-Align authors' files (R-Align-BMK, R-Align-RL-Data), which `load_source` reads into it as they are.
 
 Sources are a Hub dataset id or local JSONL/parquet files in the upstream schema. Nothing
 here imports torch or trl.
@@ -23,7 +24,7 @@ __getattr__, __all__ = lazy_exports(
         ".nectar": ("prepare_nectar",),
         ".conversation": ("parse_nectar_prompt", "query_text"),
         ".ultrafeedback": ("prepare_ultrafeedback",),
-        ".preferences": ("prepare_helpsteer3", "prepare_rewardbench2", "prepare_ppe"),
+        ".preferences": ("prepare_helpsteer3", "prepare_rewardbench2", "prepare_ppe", "prepare_ralign"),
         ".rmr1": ("prepare_skywork", "prepare_code_preference_pairs", "prepare_math_step_dpo"),
         ".join": ("attach_rubrics", "attach_rationales"),
     },

@@ -15,6 +15,8 @@ Upstream schemas:
     shown as A is drawn from `seeded_rng(seed, pair)` so labels are balanced.
   PPE-Preference (lmarena-ai/PPE-Human-Preference-V1): prompt (str), response_1,
     response_2, winner ("model_a" | "model_b" | "tie" | "tie (bothbad)"), language.
+  R-Align (lyn22333/R-Align-BMK, lyn22333/R-Align-RL-Data): `data.load_source` already reads
+    their files into this schema (`data.ralign_rows`); `prepare_ralign` samples them.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ HELPSTEER3_COLUMNS = {
     "overall_preference": "int in -3..3 (< 0: response1 better, > 0: response2 better)",
 }
 REWARDBENCH2_COLUMNS = {"prompt": "str", "chosen": "list of str", "rejected": "list of str"}
+RALIGN_COLUMNS = {
+    "prompt": "chat messages (from the R-Align file's conversations)",
+    "response_a": "str",
+    "response_b": "str",
+    "label": '"A" | "B"',
+    "golden_rationale": "str (gt_judgment without thinking)",
+    "pair_id": "str (the row's id)",
+}
 PPE_COLUMNS = {
     "prompt": "str",
     "response_1": "str",
@@ -162,3 +172,12 @@ def prepare_ppe(
             yield _pair("ppe", messages, row["response_1"], row["response_2"], label, subset=row.get("language"))
 
     return _collect(pairs(), report, num_pairs, seed)
+
+
+def prepare_ralign(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """R-Align files as `load_source` read them (already pairs): kept as they are, or `num_pairs` sampled."""
+    require_columns(source, RALIGN_COLUMNS, "R-Align (lyn22333/R-Align-BMK) read by data.load_source")
+    report = SampleReport()
+    return _collect((dict(row) for row in _rows(source, report)), report, num_pairs, seed)

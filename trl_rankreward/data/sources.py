@@ -2,6 +2,8 @@
 
 A source is a Hub dataset id (`berkeley-nest/Nectar`), a local `.jsonl`/`.json`/`.parquet`
 file, a directory of such files, or a directory written by `Dataset.save_to_disk`.
+JSON-lines files in the R-Align authors' format (`id`, `conversations`, `response_A`, ...), and
+their Hub repositories, come out in the pairwise schema (`data.ralign_rows`).
 Upstream columns are checked up front so a wrong file fails with the missing column named
 and the expected schema spelled out, not with a KeyError deep inside a conversion.
 """
@@ -12,6 +14,8 @@ import json
 from pathlib import Path
 
 import datasets
+
+from . import ralign_rows
 
 _FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 
@@ -38,6 +42,8 @@ def load_source(source: str, *, split: str = "train", config: str | None = None)
         return _load_files(files, split)
     if source.startswith((".", "/", "~")) or path.suffix in _FILE_BUILDERS:
         raise FileNotFoundError(f"{source} does not exist (expected a local file/folder or a Hub id like owner/name)")
+    if source in ralign_rows.HUB_REPOS:
+        return load_source(str(ralign_rows.download_ralign_repo(source)), split=split)
     return datasets.load_dataset(source, config, split=split)
 
 
@@ -50,6 +56,8 @@ def _load_files(files: list[Path], split: str) -> datasets.Dataset:
     for file in files:
         if file.suffix == ".jsonl":
             check_jsonl(file)
+    if builder == "json" and all(f.suffix == ".jsonl" and ralign_rows.is_ralign_file(f) for f in files):
+        return ralign_rows.load_ralign_files(files)
     return datasets.load_dataset(builder, data_files={split: [str(p) for p in files]}, split=split)
 
 

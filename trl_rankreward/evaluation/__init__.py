@@ -1,0 +1,14 @@
+"""Benchmarks, reports and simulated judges over `judging/` and `rewards/` (no trainer imports).
+
+`probe_judge` is the one entry point exported here; the benchmark modules are imported by path.
+"""
+
+from .._lazy import lazy_exports
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        ".judge_probe": ("probe_judge", "probe_judge_async", "allowed_methods"),
+        ".probe_report": ("ProbeReport", "ProbeRow", "SwapTest"),
+    },
+)

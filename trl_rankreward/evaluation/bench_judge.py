@@ -50,15 +50,14 @@ class BenchJudge(SimulatedJudge):
         quality, rubric_quality, noise, position_bias, length_bias, seed, fail_rate: as
             in `SimulatedJudge`.
         tokenizer: the `LineTokenizer` that counts every prompt and completion.
-        integer_scores: round pointwise scores to integers, as LLM judges answer.
+        integer_scores: as in `SimulatedJudge`, but on by default: LLM judges answer integers.
     """
 
     def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores: bool = True, **kwargs):
         # Build the templates once: rendering with `templates=None` validates the defaults on every call.
         kwargs["templates"] = kwargs.get("templates") or JudgeTemplates()
-        super().__init__(quality, token_counter=tokenizer, **kwargs)
+        super().__init__(quality, token_counter=tokenizer, integer_scores=integer_scores, **kwargs)
         self.tokenizer = tokenizer
-        self.integer_scores = integer_scores
         self.records: list[CallRecord] = []
         self._step_start = 0.0
 
@@ -94,10 +93,6 @@ class BenchJudge(SimulatedJudge):
         rendered = super()._render(request)
         _PROMPT.set(self.tokenizer.prompt_key(rendered.messages))
         return rendered
-
-    def pointwise_score(self, quality: float) -> float:
-        score = super().pointwise_score(quality)
-        return float(round(score)) if self.integer_scores else score
 
 
 def _counters(ledger) -> tuple[int, int, int, int]:

@@ -15,10 +15,19 @@ Per run (`summarize`): steps, final and mean `reward_std` (TRL 1.16 logs the sta
 deviation of the step's whole reward column; for methods whose rewards have the same mean in
 every group, the rank methods, that is the within-group spread GRPO learns from; otherwise it
 is an upper bound on it, as it adds the spread between queries), judge calls and prompt + completion tokens per step,
-total judge calls and tokens, neutral groups in all, the final `buffer/size_mean`
-(RankBuffer) and the wall time. Metrics logged every k > 1 steps are the means over those
-k steps (TRL averages over the logging interval), so means and sums weight each log entry
-by the steps it covers.
+over the whole run and after the first epoch (RankBuffer's first epoch starts its buffers, with one
+listwise call per group under bootstrap and against K0 anchors only otherwise, so the run's mean
+understates what a longer run pays per step), total judge calls and
+tokens, neutral groups in all, the final `buffer/size_mean` (RankBuffer) and the wall time.
+Metrics logged every k > 1 steps are the means over those k steps (TRL averages over the logging
+interval), so means and sums weight each log entry by the steps it covers.
+
+An entry is *after the first epoch* when its logged `epoch` (TRL's, after the step) exceeds 1:
+the step's batch was drawn in epoch 2 or later. The wall time has one definition for every
+source: the sum of TRL's `step_time` over the steps (generation, judging, forward and backward;
+evaluation and checkpoint saving excluded), so a finished run, a killed one and a W&B run are
+timed alike. `train_runtime` (finished runs only; it includes evaluation and saving) is kept
+beside it, in the CSV; W&B's `_runtime` (from `wandb.init`, model loading included) is not used.
 
     from trl_rankreward.evaluation.compare import load_run, summarize, markdown_table
     runs = [load_run("outputs/cmp-rankbuffer"), load_run("outputs/cmp-pointwise")]
@@ -42,6 +51,7 @@ TRAINER_STATE = "trainer_state.json"
 REWARD_STD = "reward_std"
 CALLS, PROMPT, COMPLETION = "judge/calls", "judge/prompt_tokens", "judge/completion_tokens"
 NEUTRAL, BUFFER_SIZE = "reward/neutral_groups", "buffer/size_mean"
+_EPOCH_TOLERANCE = 1e-6  # TRL's logged epoch is a float: step / steps per epoch, rounded
 
 
 @dataclass
@@ -52,23 +62,41 @@ class RunHistory:
     source: str  # the file read
     kind: str  # "trainer_state" or "wandb"
     entries: list[dict[str, float]] = field(default_factory=list)
-    wall_time_s: float | None = None
-    wall_time_from: str | None = None  # which metric gave the wall time
+    train_runtime_s: float | None = None  # the Trainer's `train_runtime`, logged when training ended
+
+    @property
+    def wall_time_s(self) -> float | None:
+        """The sum of TRL's `step_time` over the run's steps (module docstring); None when not logged."""
+        pairs = self.weighted("step_time")
+        return sum(v * n for v, n in pairs) if pairs else None
 
     def series(self, name: str) -> tuple[list[int], list[float]]:
         """(steps, values) of the entries that logged `name`."""
         points = [(e["step"], e[name]) for e in self.entries if name in e]
         return [s for s, _ in points], [v for _, v in points]
 
-    def weighted(self, name: str) -> list[tuple[float, int]]:
-        """(value, steps it covers) of each entry that logged `name`: the steps since the previous entry."""
-        out, previous = [], 0
+    def weighted(self, name: str, *, after_first_epoch: bool = False) -> list[tuple[float, int]]:
+        """(value, steps it covers) of each entry that logged `name`: the steps since the previous entry;
+        with `after_first_epoch`, only the entries logged after the first epoch (module docstring)."""
+        return [(entry[name], k) for entry, k in self.covered(name, after_first_epoch=after_first_epoch)]
+
+    def per_step_sum(self, *names: str, after_first_epoch: bool = False) -> list[tuple[float, int]]:
+        """As `weighted`, for the sum of several metrics (an entry that logged any of them; a missing one is 0)."""
+        return [
+            (sum(entry.get(n, 0.0) for n in names), k)
+            for entry, k in self.covered(*names, after_first_epoch=after_first_epoch)
+        ]
+
+    def covered(self, *names: str, after_first_epoch: bool = False):
+        """Yield (entry, steps since the previous entry) for each entry that logged any of `names`."""
+        previous = 0
         for entry in self.entries:
             step = int(entry["step"])
-            if name in entry:
-                out.append((entry[name], max(step - previous, 1)))
+            if any(n in entry for n in names) and (
+                not after_first_epoch or entry.get("epoch", 0.0) > 1.0 + _EPOCH_TOLERANCE
+            ):
+                yield entry, max(step - previous, 1)
             previous = step
-        return out
 
     @property
     def last_step(self) -> int:
@@ -134,17 +162,8 @@ def read_trainer_state(path: str | os.PathLike) -> RunHistory:
             continue
         entry = by_step.setdefault(int(record["step"]), {"step": int(record["step"])})
         entry.update({k: float(v) for k, v in record.items() if _is_number(v) and k != "step"})
-    run = RunHistory(label="", source=str(path), kind="trainer_state", entries=[by_step[s] for s in sorted(by_step)])
-    _set_wall_time(run, wall, "train_runtime")
-    return run
-
-
-def _set_wall_time(run: RunHistory, wall: float | None, source: str) -> None:
-    if wall is not None:
-        run.wall_time_s, run.wall_time_from = wall, source
-    elif any("step_time" in e for e in run.entries):
-        run.wall_time_s = sum(v * n for v, n in run.weighted("step_time"))
-        run.wall_time_from = "sum of step_time"
+    entries = [by_step[s] for s in sorted(by_step)]
+    return RunHistory(label="", source=str(path), kind="trainer_state", entries=entries, train_runtime_s=wall)
 
 
 def _is_number(value: Any) -> bool:
@@ -223,7 +242,7 @@ def read_wandb_run(path: str | os.PathLike) -> RunHistory:
     except ImportError as exc:
         raise ImportError(f"reading W&B runs needs wandb: pip install 'trl-rankreward[wandb]' ({exc})") from None
     entries: dict[int, dict[str, float]] = {}
-    name, runtime, train_runtime = "", None, None
+    name, train_runtime = "", None
     for raw in wandb_records(path):
         record = wandb_internal_pb2.Record()
         try:
@@ -244,7 +263,6 @@ def read_wandb_run(path: str | os.PathLike) -> RunHistory:
                 continue
             if _is_number(value):
                 values[key] = float(value)
-        runtime = values.get("_runtime", runtime)
         if "train/train_runtime" in values or "train_runtime" in values:
             train_runtime = values.get("train/train_runtime", values.get("train_runtime"))
             continue
@@ -253,14 +271,8 @@ def read_wandb_run(path: str | os.PathLike) -> RunHistory:
         entry = entries.setdefault(step, {"step": step})
         entry.update({k.removeprefix("train/"): v for k, v in values.items() if not k.startswith("_")})
         entry.pop("global_step", None)
-    run = RunHistory(label=name, source=str(path), kind="wandb", entries=[entries[s] for s in sorted(entries)])
-    if train_runtime is not None:
-        _set_wall_time(run, train_runtime, "train_runtime")
-    elif runtime is not None:
-        run.wall_time_s, run.wall_time_from = runtime, "W&B _runtime"
-    else:
-        _set_wall_time(run, None, "")
-    return run
+    return RunHistory(label=name, source=str(path), kind="wandb", entries=[entries[s] for s in sorted(entries)],
+                      train_runtime_s=train_runtime)  # fmt: skip
 
 
 def load_runs(paths, labels=None) -> list[RunHistory]:
@@ -286,11 +298,21 @@ COLUMNS = (
     ("reward_std_final", "reward std (final)", "{:.3f}"),
     ("reward_std_mean", "reward std (mean)", "{:.3f}"),
     ("judge_calls_per_step", "judge calls / step", "{:.1f}"),
+    ("judge_calls_per_step_after_epoch_1", "calls / step after epoch 1", "{:.1f}"),
     ("judge_tokens_per_step", "judge tokens / step", "{:,.0f}"),
+    ("judge_tokens_per_step_after_epoch_1", "tokens / step after epoch 1", "{:,.0f}"),
     ("judge_tokens_total", "judge tokens (total)", "{:,.0f}"),
     ("neutral_groups_total", "neutral groups", "{:.0f}"),
     ("buffer_size_final", "buffer size (final)", "{:.1f}"),
-    ("wall_time_s", "wall time (s)", "{:.0f}"),
+    ("wall_time_s", "step time (s)", "{:.0f}"),
+)
+
+
+#: printed under the table: what the columns that are easy to misread mean
+COLUMN_NOTE = (
+    "Per step: the mean over the run's steps; 'after epoch 1' over the steps logged after the first epoch "
+    "(RankBuffer's first epoch starts its buffers and costs less than the steps after it; '–': the run did not "
+    "pass epoch 1). Step time: the sum of TRL's step_time (evaluation and checkpoints excluded)."
 )
 
 
@@ -306,10 +328,7 @@ def _last(run: RunHistory, name: str) -> float | None:
 
 def summarize(run: RunHistory) -> dict[str, Any]:
     """The table row of one run (None where the run did not log the metric)."""
-    tokens = [
-        (e.get(PROMPT, 0.0) + e.get(COMPLETION, 0.0), n)
-        for e, n in zip(_logged(run, PROMPT, COMPLETION), _gaps(run, PROMPT, COMPLETION))
-    ]
+    tokens = run.per_step_sum(PROMPT, COMPLETION)
     totals = [_last(run, f"{PROMPT}_total"), _last(run, f"{COMPLETION}_total")]
     if any(t is not None for t in totals):
         tokens_total = sum(t or 0.0 for t in totals)
@@ -323,31 +342,27 @@ def summarize(run: RunHistory) -> dict[str, Any]:
     return {
         "run": run.label,
         "steps": run.last_step,
+        "steps_after_epoch_1": sum(n for _, n in run.per_step_sum(CALLS, PROMPT, after_first_epoch=True)),
         "reward_std_final": _last(run, REWARD_STD),
         "reward_std_mean": _weighted_mean(run.weighted(REWARD_STD)),
         "judge_calls_per_step": _weighted_mean(calls),
+        "judge_calls_per_step_after_epoch_1": _weighted_mean(run.weighted(CALLS, after_first_epoch=True)),
         "judge_calls_total": calls_total,
         "judge_tokens_per_step": _weighted_mean(tokens),
+        "judge_tokens_per_step_after_epoch_1": _weighted_mean(
+            run.per_step_sum(PROMPT, COMPLETION, after_first_epoch=True)
+        ),
         "judge_tokens_total": tokens_total,
         "neutral_groups_total": sum(v * n for v, n in neutral) if neutral else None,
         "buffer_size_final": _last(run, BUFFER_SIZE),
         "wall_time_s": run.wall_time_s,
-        "wall_time_from": run.wall_time_from,
+        "train_runtime_s": run.train_runtime_s,
         "source": run.source,
     }
 
 
 def _logged(run: RunHistory, *names: str) -> list[dict[str, float]]:
     return [e for e in run.entries if any(n in e for n in names)]
-
-
-def _gaps(run: RunHistory, *names: str) -> list[int]:
-    out, previous = [], 0
-    for entry in run.entries:
-        if any(n in entry for n in names):
-            out.append(max(int(entry["step"]) - previous, 1))
-        previous = int(entry["step"])
-    return out
 
 
 def _cell(value, fmt: str) -> str:
@@ -386,7 +401,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
 def _cumulative(run: RunHistory, *names: str) -> tuple[list[int], list[float]]:
     """Steps and the running sum of the metrics (each entry weighted by the steps it covers)."""
     steps, values, total = [], [], 0.0
-    for entry, n in zip(_logged(run, *names), _gaps(run, *names)):
+    for entry, n in run.covered(*names):
         total += sum(entry.get(name, 0.0) for name in names) * n
         steps.append(int(entry["step"]))
         values.append(total)

@@ -13,6 +13,11 @@ backend failure (transport, timeout, 429/5xx, malformed response) is retried wit
 `judging.retry.RetryPolicy`; an answer without a valid verdict is a parse failure, not
 retried, because retrying would flatter a model that breaks the format. A bug (any other
 exception) stops the run. Pure: no torch or trl here.
+
+`protocol` decides the prompt, the display order, the answer text, the verdict parse and the
+MetaRM request: ours by default (`ralign_reward.OWN_PROTOCOL`), or the R-Align authors' release
+(`rewards.ralign_release.RAlignRelease`, with a `ReleaseMetaJudge` as the MetaRM), which
+reproduces their published evaluation message for message.
 """
 
 from __future__ import annotations
@@ -22,8 +27,7 @@ from dataclasses import asdict, dataclass
 
 from ..judging.backends.base import BackendError
 from ..judging.retry import RetryPolicy
-from ..rewards.genrm_verdict import genrm_row
-from ..rewards.ralign_reward import GenRMSample, RAlignReward
+from ..rewards.ralign_reward import OWN_PROTOCOL, GenRMSample, RAlignReward
 from .genrm_metrics import GenRMCounts, metrics_by_source
 
 
@@ -53,9 +57,11 @@ class GenRMReport:
         }
 
 
-async def _generate(backend, messages, *, temperature: float, max_tokens: int, limiter: asyncio.Semaphore):
+async def _generate(backend, messages, *, protocol, temperature: float, max_tokens: int, limiter: asyncio.Semaphore):
     async def attempt(_: int) -> str:
-        return (await backend.complete(messages, temperature=temperature, max_tokens=max_tokens)).text
+        return protocol.completion_text(
+            await backend.complete(messages, temperature=temperature, max_tokens=max_tokens)
+        )
 
     async with limiter:
         try:
@@ -74,6 +80,7 @@ async def evaluate_genrm(
     max_tokens: int = 4096,
     concurrency: int = 32,
     progress: bool = True,
+    protocol=OWN_PROTOCOL,
 ) -> GenRMReport:
     """Run the benchmark over `rows` (dicts or a `datasets.Dataset`); see the module docstring.
 
@@ -90,18 +97,20 @@ async def evaluate_genrm(
                 f"{lacking} of {len(rows)} rows have no golden_rationale, which the MetaRM needs; fill them with "
                 "`trl-rankreward rubrics rationales` or evaluate without a MetaRM (L-Acc only)"
             )
-    shown = [genrm_row(r, seed) for r in rows]
+    shown = [protocol.genrm_row(r, seed) for r in rows]
     limiter = asyncio.Semaphore(max(1, concurrency))
     bar = tqdm(total=len(rows), desc="GenRM", disable=not progress)
 
     async def one(g):
-        out = await _generate(backend, g["prompt"], temperature=temperature, max_tokens=max_tokens, limiter=limiter)
+        out = await _generate(
+            backend, g["prompt"], protocol=protocol, temperature=temperature, max_tokens=max_tokens, limiter=limiter
+        )
         bar.update(1)
         return out
 
     outputs = await asyncio.gather(*(one(g) for g in shown))
     bar.close()
-    method = RAlignReward(meta_judge, mode="ralign" if meta_judge is not None else "outcome")
+    method = RAlignReward(meta_judge, mode="ralign" if meta_judge is not None else "outcome", protocol=protocol)
     answered = [i for i, (text, _) in enumerate(outputs) if text is not None]
     samples = [
         GenRMSample(

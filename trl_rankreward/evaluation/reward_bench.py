@@ -167,12 +167,28 @@ class RewardBenchConfig:
     rubric_tokens: int | None = field(
         default=None, metadata=_help("Mean rubric text length in tokens (default: the simulation's own, about 15).")
     )
+    rubrics_per_query: int | None = field(
+        default=None,
+        metadata=_help(
+            "Rubrics of every query (default: 3 to 5, drawn per query; with a training config: each row's, "
+            "repeated or cut to this many)."
+        ),
+    )
+    references_per_query: int = field(
+        default=7, metadata=_help("Ranked references of every query, 0-7 (Nectar's seven; fewer: the best ones).")
+    )
     integer_scores: bool = field(default=True, metadata=_help("Pointwise scores are integers, as LLM judges write."))
     latency_base_s: float = field(default=0.5, metadata=_help("Latency model: seconds per call."))
     latency_per_1k_prompt_s: float = field(default=0.25, metadata=_help("Latency model: seconds per 1k prompt tokens."))
     latency_sigma: float = field(default=0.5, metadata=_help("Latency model: lognormal sigma of the per-call factor."))
     concurrency: int = field(default=64, metadata=_help("Judge calls in flight at most (the backends' default)."))
-    methods: str = field(default="all", metadata=_help("Comma-separated benchmark rows, or 'all'."))
+    methods: str = field(
+        default="all",
+        metadata=_help(
+            "'all', or comma-separated reward methods (registry names: a method with its default options) and "
+            "benchmark rows (rank_buffer_bootstrap, matrix_implicit, ...)."
+        ),
+    )
     tokenizer: str | None = field(default=None, metadata=_help("tokenizer.json for token counts (default: MiniLM)."))
     seed: int = field(default=0, metadata=_help("Seeds the simulation, the judge and the latencies."))
     preset: str | None = field(
@@ -199,6 +215,11 @@ class RewardBenchConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2 (a group ranks at least two rollouts), got {self.group_size}")
+        if self.rubrics_per_query is not None and self.rubrics_per_query < 1:
+            raise ValueError(f"rubrics_per_query must be >= 1, got {self.rubrics_per_query}; leave it unset for 3-5")
+        if not 0 <= self.references_per_query <= 7:
+            raise ValueError(f"references_per_query must be in 0..7, got {self.references_per_query}")
+        selected_methods(self.methods)  # an unknown name is refused with the others (exit status 2)
 
     @property
     def latency(self) -> LatencyModel:
@@ -230,6 +251,7 @@ class MethodResult:
     ledger_tokens: int = 0
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
+    epochs: list[MethodResult] = field(default_factory=list)  # the same sums, one per epoch
 
     def row(self) -> dict[str, Any]:
         g, s = max(self.groups, 1), max(self.steps, 1)
@@ -258,17 +280,22 @@ class MethodResult:
 
 
 def selected_methods(spec: str) -> list[BenchMethod]:
-    """The rows named in `spec` ("all" or comma-separated labels); registry names without a row get one."""
+    """The rows named in `spec`: "all", or comma-separated row labels or registry names (a registry name
+    without a row of its own label, such as `matrix`, is the method with its default options)."""
     rows = list(BENCH_METHODS)
     covered = {m.registry for m in rows}
     rows += [BenchMethod(name, name) for name in REWARD_METHODS if name not in covered]
     if spec.strip() == "all":
         return rows
     by_label = {m.label: m for m in rows}
+    by_label.update({name: BenchMethod(name, name) for name in REWARD_METHODS if name not in by_label})
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
     unknown = [w for w in wanted if w not in by_label]
-    if unknown:
-        raise ValueError(f"Unknown benchmark method(s) {unknown}; expected 'all' or some of {sorted(by_label)}")
+    if unknown or not wanted:
+        raise ValueError(
+            f"Unknown benchmark method(s) {unknown or spec!r}; expected 'all', reward methods ({', '.join(REWARD_METHODS)}) "
+            f"or benchmark rows ({', '.join(m.label for m in BENCH_METHODS if m.label not in REWARD_METHODS)})"
+        )
     return [by_label[w] for w in wanted]
 
 
@@ -315,10 +342,17 @@ def run_benchmark(
 
 
 def run_method(
-    config: RewardBenchConfig, method: BenchMethod, on_progress: Callable[[int], None] | None = None
+    config: RewardBenchConfig,
+    method: BenchMethod,
+    on_progress: Callable[[int], None] | None = None,
+    *,
+    given_queries: Sequence[dict] | None = None,
 ) -> MethodResult | str:
-    """One method's run; a string saying why when the method cannot be built or its run failed."""
-    sim, tokenizer = _setting(config)
+    """One method's run; a string saying why when the method cannot be built or its run failed.
+
+    `given_queries` ({query_id, query, rubrics, references} dicts, a dataset's rows) replace the
+    simulated queries; their rollouts and every latent quality are still simulated."""
+    sim, tokenizer = _setting(config, given_queries)
     judge = RationaleBenchJudge(
         sim.quality,
         tokenizer=tokenizer,
@@ -348,8 +382,22 @@ def run_method(
     return result
 
 
-def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
-    """The simulated run and tokenizer of `config`, built once per process."""
+def _setting(config: RewardBenchConfig, given_queries=None) -> tuple[SimulatedRun, LineTokenizer]:
+    """The simulated run and tokenizer of `config`, built once per process (every time with `given_queries`)."""
+    if given_queries is not None:
+        sim = SimulatedRun(
+            queries=0,
+            group_size=config.group_size,
+            response_tokens=config.response_tokens,
+            improvement=config.improvement,
+            spread=config.spread,
+            rubric_spread=config.rubric_spread,
+            seed=config.seed,
+            rubrics_per_query=config.rubrics_per_query,
+        )
+        for q in given_queries:
+            sim.add_query(q["query_id"], q["query"], q["rubrics"], q["references"])
+        return sim, LineTokenizer(config.tokenizer)
     key = (
         config.queries,
         config.group_size,
@@ -362,6 +410,8 @@ def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
         config.tokenizer,
         config.query_tokens,
         config.rubric_tokens,
+        config.rubrics_per_query,
+        config.references_per_query,
     )
     if key not in _SETTINGS:
         _SETTINGS.clear()
@@ -374,6 +424,8 @@ def _setting(config: RewardBenchConfig) -> tuple[SimulatedRun, LineTokenizer]:
             spread=config.spread,
             rubric_spread=config.rubric_spread,
             seed=config.seed,
+            rubrics_per_query=config.rubrics_per_query,
+            references_per_query=config.references_per_query,
         )
         tokenizer = LineTokenizer(config.tokenizer)
         if config.query_tokens or config.rubric_tokens:
@@ -539,6 +591,7 @@ async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, conf
     result = MethodResult(method)
     step = 0
     for epoch in range(config.epochs):
+        before = dataclasses.replace(result, epochs=[])
         for batch in sim.batches(epoch, config.queries_per_step):
             groups = [sim.group(q, epoch) for q in batch]
             judge.start_step()
@@ -547,8 +600,22 @@ async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, conf
             step += 1
             if on_progress:
                 on_progress(len(groups))
+        result.epochs.append(_difference(result, before))
     result.ledger_tokens = judge.ledger.prompt_tokens + judge.ledger.completion_tokens + judge.rationale_extra
     return result
+
+
+def _difference(after: MethodResult, before: MethodResult) -> MethodResult:
+    """The sums `after` gained since `before` (one epoch's, from the running sums at its start and end)."""
+    return MethodResult(after.method, **{name: getattr(after, name) - getattr(before, name) for name in _SUMS})
+
+
+def sum_results(parts: Sequence[MethodResult]) -> MethodResult:
+    """The sums of several results of one method (e.g. of some of its `epochs`)."""
+    return MethodResult(parts[0].method, **{name: sum(getattr(p, name) for p in parts) for name in _SUMS})
+
+
+_SUMS = tuple(f.name for f in dataclasses.fields(MethodResult) if f.name not in ("method", "epochs"))
 
 
 def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], sim, config, step: int) -> None:
@@ -600,4 +667,5 @@ __all__ = [
     "run_method",
     "selected_methods",
     "group_fidelity",
+    "sum_results",
 ]

@@ -31,6 +31,13 @@ Both default to 0, which is the plain Thurstone model above. Verdicts then follo
 `judging.quality_judge.QualityJudge`; pointwise scores are the perceived quality clipped
 to [0, 10], and a meta-judge answer is `q(rationale) >= meta_threshold`.
 
+Two options change the pointwise answers only, so comparisons stay as they are:
+`pointwise_compression` c maps the perceived quality p to `5 + c * (p - 5)` before clipping
+(c < 1: a judge whose 0-10 scores cluster around the middle of the scale, as real judges'
+scores tend to, while it still tells two texts apart when asked to compare them), and
+`integer_scores` rounds the score to an integer, as an LLM asked for a 0-10 score writes
+one. Together they give the ties that make pointwise groups lose their advantages.
+
 Deterministic: the noise of a call is drawn from `seeded_rng(seed, request, n)` where the
 request enters by the `text_id`s of its texts (`_compact`) and `n` counts earlier identical
 requests, so the same sequence of requests gets the same answers in any process, and
@@ -87,6 +94,8 @@ class SimulatedJudge(QualityJudge):
         listwise_noise_growth: float = 0.0,
         copy_display_order: float = 0.0,
         display_shuffle: bool = True,
+        pointwise_compression: float = 1.0,
+        integer_scores: bool = False,
     ):
         super().__init__(
             token_counter=token_counter,
@@ -110,6 +119,10 @@ class SimulatedJudge(QualityJudge):
                 f"copy_display_order is the probability that a listwise answer copies the displayed order "
                 f"and must be in [0, 1], got {copy_display_order!r}"
             )
+        if pointwise_compression <= 0:
+            raise ValueError(
+                f"pointwise_compression scales pointwise score differences and must be > 0, got {pointwise_compression!r}"
+            )
         if not 0.0 <= fail_rate <= 1.0:
             raise ValueError(f"fail_rate is a probability and must be in [0, 1], got {fail_rate!r}")
         self._quality = _quality_fn(quality)
@@ -122,6 +135,8 @@ class SimulatedJudge(QualityJudge):
         self.listwise_noise_growth = float(listwise_noise_growth)
         self.copy_display_order = float(copy_display_order)
         self.display_shuffle = bool(display_shuffle)
+        self.pointwise_compression = float(pointwise_compression)
+        self.integer_scores = bool(integer_scores)
         self._seen: Counter[tuple] = Counter()  # draws per (purpose, request, rubric) so far
 
     async def judge(self, request):
@@ -156,6 +171,11 @@ class SimulatedJudge(QualityJudge):
             q += self.text_offset(request.query_id, text)
             out.append(q + (rng.gauss(0.0, sd) if sd else 0.0))
         return out
+
+    def pointwise_score(self, quality: float) -> float:
+        """`5 + pointwise_compression * (quality - 5)` clipped to 0..10, an integer with `integer_scores`."""
+        score = super().pointwise_score(5.0 + self.pointwise_compression * (quality - 5.0))
+        return float(round(score)) if self.integer_scores else score
 
     def noise_scale(self, request, n: int) -> float:
         """g(request): `1 + listwise_noise_growth * max(0, n - 2)` for listwise and coarse requests, else 1."""

@@ -1,8 +1,8 @@
 """A simulated GRPO run for the reward-method benchmark: queries, references, rollouts, truth.
 
-Every query has weighted rubrics (3 to 5, weights 1-5 as in the papers' rubric lists),
-seven ranked reference responses (Nectar-like, best first) and, in every epoch, one group
-of G rollouts. Latent qualities live on the judges' 0-10 scale:
+Every query has weighted rubrics (3 to 5, or `rubrics_per_query`; weights 1-5 as in the
+papers' rubric lists), seven ranked reference responses (Nectar-like, best first; or the best
+`references_per_query` of them) and, in every epoch, one group of G rollouts. Latent qualities live on the judges' 0-10 scale:
 
 - query base `mu ~ U(3, 5)`; the references' qualities are evenly spaced from `mu - 2`
   (rank 7) to `mu + 3` (rank 1), so the best Nectar answers start above the policy;
@@ -15,7 +15,10 @@ of G rollouts. Latent qualities live on the judges' 0-10 scale:
 Texts are pseudo-English of realistic length (`response_tokens` for rollouts and
 `reference_tokens` for references on average, each 60%-140% of it),
 lines drawn from a seeded pool of short paragraphs, each opening with a unique id line so that
-every text is distinct and prompts share no accidental prefixes. All draws are seeded by
+every text is distinct and prompts share no accidental prefixes. A text whose target is shorter
+than its first paragraph (e.g. a 16-token `max_completion_length`) is the id line and the first
+words of that paragraph, so short targets give short texts; longer texts end at the paragraph
+that reaches the target (a target of 60-100 tokens overshoots by up to one paragraph, ~40%). All draws are seeded by
 `(seed, query, epoch, index)`: the same run is built in any process.
 """
 
@@ -42,6 +45,7 @@ _WORDS = (
 ).split()
 _LINE_POOL = 1000  # distinct lines (2-4 sentences each) per run; a text's lines are drawn from them
 _REFERENCE_OFFSETS = (3.0, 2.0, 1.25, 0.5, -0.25, -1.0, -2.0)  # rank 1 (best) .. rank 7, relative to mu
+_ID_LINE_WORDS = 5  # "Answer 1a2b3c4d:" costs about 6 tokens, the tokens of 5 pseudo-words
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class SimulatedRun:
     """Queries, rollout groups and latent qualities of one simulated training run.
 
     Args:
-        queries: number of queries N.
+        queries: number of simulated queries N (0: only those `add_query` adds).
         group_size: rollouts per group G.
         response_tokens: mean length of a rollout in tokens (pseudo-words, about 1.2 tokens each).
         reference_tokens: mean length of a reference (Nectar) response in tokens.
@@ -67,6 +71,8 @@ class SimulatedRun:
         spread: standard deviation of rollout quality within a group.
         rubric_spread: standard deviation of a rollout's per-rubric deviations.
         seed: seeds everything.
+        rubrics_per_query: rubrics of every query (default: 3 to 5, drawn per query).
+        references_per_query: ranked references of every query, 0 to 7 (the best ones of the seven).
     """
 
     def __init__(
@@ -80,13 +86,23 @@ class SimulatedRun:
         spread: float = 1.0,
         rubric_spread: float = 0.5,
         seed: int = 0,
+        rubrics_per_query: int | None = None,
+        references_per_query: int = len(_REFERENCE_OFFSETS),
     ):
-        if queries < 1 or group_size < 2:
-            raise ValueError(f"Need queries >= 1 and group_size >= 2, got queries={queries}, group_size={group_size}")
-        if min(response_tokens, reference_tokens) < 10:
+        if queries < 0 or group_size < 2:
+            raise ValueError(f"Need queries >= 0 and group_size >= 2, got queries={queries}, group_size={group_size}")
+        if min(response_tokens, reference_tokens) < 1:
             raise ValueError(
-                f"response_tokens and reference_tokens must be >= 10, got {response_tokens}, {reference_tokens}"
+                f"response_tokens and reference_tokens must be >= 1, got {response_tokens}, {reference_tokens}"
             )
+        if rubrics_per_query is not None and rubrics_per_query < 1:
+            raise ValueError(f"rubrics_per_query must be >= 1 or None (3 to 5), got {rubrics_per_query}")
+        if not 0 <= references_per_query <= len(_REFERENCE_OFFSETS):
+            raise ValueError(
+                f"references_per_query must be in 0..{len(_REFERENCE_OFFSETS)}, got {references_per_query}"
+            )
+        self.rubrics_per_query = rubrics_per_query
+        self.references_per_query = references_per_query
         self.group_size = group_size
         self.response_tokens = response_tokens
         self.reference_tokens = reference_tokens
@@ -143,12 +159,31 @@ class SimulatedRun:
         seeded_rng(self.seed, "order", epoch).shuffle(order)
         return [order[i : i + per_step] for i in range(0, len(order), per_step)]
 
+    def add_query(
+        self, query_id: str, text: str, rubrics: Sequence[Rubric] = (), references: Sequence[str] = ()
+    ) -> SimQuery:
+        """A query with given texts (a dataset row's), appended to `queries`: its latent base and its
+        references' qualities are drawn as for a simulated query (references best first, evenly spaced
+        from `mu + 3` down to `mu - 2`); without rubrics, simulated ones (`rubrics_per_query`) stand in."""
+        rng = seeded_rng(self.seed, "given query", query_id)
+        rubrics = tuple(rubrics) or self._query(len(self.queries)).rubrics
+        mu = rng.uniform(3.0, 5.0)
+        top, bottom = _REFERENCE_OFFSETS[0], _REFERENCE_OFFSETS[-1]
+        for rank, reference in enumerate(references):
+            quality = mu + top - (top - bottom) * rank / max(len(references) - 1, 1)
+            self._quality[reference] = quality
+            self._rubric_quality[reference] = (quality,) * len(rubrics)
+        query = SimQuery(query_id, text, rubrics, tuple(references), mu)
+        self.queries.append(query)
+        return query
+
     # ---- generation ------------------------------------------------------------------------
 
     def _query(self, index: int) -> SimQuery:
         query_id = f"q{index:05d}"
         rng = seeded_rng(self.seed, "query", query_id)
-        n_rubrics = rng.randint(3, 5)
+        n_rubrics = rng.randint(3, 5)  # drawn even when fixed, so the rest of the query's draws stay the same
+        n_rubrics = self.rubrics_per_query or n_rubrics
         rubrics = tuple(
             Rubric(f"The response {_sentence(rng, 8, 16)[0].lower()}", rng.randint(1, 5)) for _ in range(n_rubrics)
         )
@@ -157,7 +192,7 @@ class SimulatedRun:
         references = tuple(
             self._text(rng, f"{query_id}/ref{rank}", rubrics, [mu + offset] * n_rubrics, self.reference_tokens)
             for rank, offset in enumerate(_REFERENCE_OFFSETS, 1)
-        )
+        )[: self.references_per_query]
         return SimQuery(query_id, text, rubrics, references, mu)
 
     def _text(self, rng, ident: str, rubrics: Sequence[Rubric], profile: Sequence[float], tokens: int) -> str:
@@ -166,6 +201,9 @@ class SimulatedRun:
         lines, words = [f"Answer {text_id(f'{self.seed}/{ident}')[:8]}:"], 0
         while words < words_wanted:
             line, n = self._lines[rng.randrange(_LINE_POOL)]
+            if not words and n > words_wanted:  # shorter than one paragraph: its first words
+                lines.append(" ".join(line.split()[: max(1, round(words_wanted) - _ID_LINE_WORDS)]))
+                break
             lines.append(line)
             words += n
         text = "\n".join(lines)

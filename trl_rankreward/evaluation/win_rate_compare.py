@@ -16,6 +16,9 @@ became. Each of its evaluations becomes a point (training judge tokens so far, w
 - tokens to reach a win rate w: the first crossing, interpolated linearly between the last
   evaluation below w and the first at or above it; the first evaluation's tokens when that one
   is already at or above w (it was reached by then); None when never reached.
+- runs told apart: two runs whose final evaluations' 95% intervals overlap cannot be told apart
+  by the evaluation; the table then leaves their "tokens to" cells out ("overlap") and says so,
+  since which run reached w first is then noise.
 """
 
 from __future__ import annotations
@@ -106,26 +109,50 @@ def default_budgets(curves: Sequence[Sequence[WinRatePoint]]) -> list[float]:
     return [round(min(finals) * f) for f in BUDGET_FRACTIONS] if finals else []
 
 
+def overlapping_runs(runs: Sequence[RunHistory]) -> list[tuple[str, str]]:
+    """Pairs of run labels whose final win-rate intervals overlap (runs without an interval are left out)."""
+    finals = []
+    for run in runs:
+        curve = win_rate_curve(run)
+        if curve and curve[-1].low is not None and curve[-1].high is not None:
+            finals.append((run.label, curve[-1].low, curve[-1].high))
+    return [
+        (a, b) for i, (a, low_a, high_a) in enumerate(finals) for b, low_b, high_b in finals[i + 1 :]
+        if low_a <= high_b and low_b <= high_a
+    ]  # fmt: skip
+
+
 def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets: Sequence[float]) -> str:
     """Markdown: per run, the final win rate with its interval, the win rate at each budget, the tokens to
-    reach each target ('–' where the run's curve does not say)."""
+    reach each target ('–' where the run's curve does not say; 'overlap' where the run's final interval
+    overlaps another run's), and a note naming the runs the evaluation cannot tell apart."""
     headers = ["run", "evaluations", "final win rate (95% CI)"]
     headers += [f"win rate @ {b:,.0f} tokens" for b in budgets] + [f"tokens to {t:g}" for t in targets]
     lines = ["| " + " | ".join(headers) + " |", "|---|" + "---:|" * (len(headers) - 1)]
+    overlaps = overlapping_runs(runs)
+    untold = {label for pair in overlaps for label in pair}
+    finals = {}
     for run in runs:
         curve = win_rate_curve(run)
         if curve:
             last = curve[-1]
             interval = f" [{last.low:.3f}, {last.high:.3f}]" if last.low is not None and last.high is not None else ""
             final = f"{last.rate:.3f}{interval} (step {last.step})"
+            finals[run.label] = f"{run.label} {last.rate:.3f}{interval}"
         elif any(WIN_RATE in e for e in run.entries):
             final = "eval/win_rate logged, but no training judge tokens"
         else:
             final = "no eval/win_rate logged"
         cells = [run.label, str(len(curve)), final]
         cells += [_cell(win_rate_at(curve, b), "{:.3f}") for b in budgets]
-        cells += [_cell(tokens_to_reach(curve, t), "{:,.0f}") for t in targets]
+        cells += ["overlap" if run.label in untold else _cell(tokens_to_reach(curve, t), "{:,.0f}") for t in targets]
         lines.append("| " + " | ".join(cells) + " |")
+    for a, b in overlaps:
+        lines.append(
+            f"\nThe final win-rate intervals of {finals[a]} and {finals[b]} overlap: the evaluation cannot tell "
+            "these runs apart, so their tokens to each target are left out ('overlap'). Evaluate on more prompts "
+            "(eval_prompts) to separate them."
+        )
     return "\n".join(lines)
 
 

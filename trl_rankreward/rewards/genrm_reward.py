@@ -21,6 +21,15 @@ renders the pair with `genrm_verdict.genrm_messages` (display order from the see
 flip), parses `\\boxed{A|B}` with `parse_verdict`, maps it back to canonical A/B, and retries
 an unparseable answer or a backend failure with the shared `judging.retry.RetryPolicy`.
 Rubrics are not shown: the GenRM was trained on plain pairs.
+
+With `release` (an `RAlignRelease`, the `r_align_release` option of this method) the judge asks in
+the R-Align authors' layout, so a GenRM they released (`lyn22333/GenRM-R-Align-8B`) or one trained
+with `RAlignGenRMTrainer(r_align_release=...)` sees the prompt it was trained on: their system
+message, the query as the `<|User Prompt|>` (a multi-turn query arrives here as one text, so it is
+shown as one prompt, without a dialogue-context block), the two answers in the display order,
+`reasoning_content` joined before the content, the first box read, and an answer without a box
+not asked again (a failed comparison). The display order stays the seeded coin flip (or both
+orders): downstream there is no dataset order to keep.
 """
 
 from __future__ import annotations
@@ -36,9 +45,18 @@ from ..judging.retry import RetryPolicy
 from ..judging.seeding import text_id
 from .answers import strip_thinking
 from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
-from .genrm_verdict import GENRM_PROMPT, GENRM_SYSTEM, display_order, genrm_messages, parse_verdict, to_canonical
+from .genrm_verdict import (
+    GENRM_PROMPT,
+    GENRM_SYSTEM,
+    display_order,
+    displayed_pair,
+    genrm_messages,
+    parse_verdict,
+    to_canonical,
+)
 from .options import DataNeeds, MethodOptions
 from .pair_judging import judge_pairs, requests_per_match
+from .ralign_release import RAlignRelease, answer_once
 
 
 def word_count(text: str) -> int:
@@ -68,6 +86,7 @@ class GenRMJudge:
             (an `OpenAICompatibleBackend` serving the GenRM, or a `TransformersBackend`).
         seed: seed of the display-order coin flip (request.display "ab"/"ba" overrides it).
         retry: how an unparseable answer or a backend failure is retried (default `RetryPolicy()`).
+        release: the R-Align authors' protocol (`RAlignRelease`): their prompt and parse (module docstring).
     """
 
     def __init__(
@@ -80,8 +99,10 @@ class GenRMJudge:
         max_tokens: int = 4096,
         template: str = GENRM_PROMPT,
         system: str | None = GENRM_SYSTEM,
+        release: RAlignRelease | None = None,
     ):
         self.backend = backend
+        self.release = release
         self.seed = seed
         self.retry = retry or RetryPolicy()
         self.temperature = temperature
@@ -89,6 +110,17 @@ class GenRMJudge:
         self.template = template
         self.system = system
         self.ledger = JudgeLedger()
+
+    @classmethod
+    def from_settings(cls, settings, *, r_align_release: str | None = None) -> GenRMJudge:
+        """A GenRM judge over the server of `settings` (`judging.server_settings.JudgeServerSettings`:
+        the training judge's `judge_*` fields), with its retries and decoding; `r_align_release`: the
+        authors' protocol read from that checkout (module docstring)."""
+        from ..judging.server_settings import build_backend
+
+        release = RAlignRelease.load(r_align_release) if r_align_release else None
+        return cls(build_backend(settings), seed=settings.seed, retry=settings.retry_policy(),
+                   temperature=settings.temperature, max_tokens=settings.max_tokens, release=release)  # fmt: skip
 
     def describe(self) -> str:
         """The GenRM as a reader can use it: its server's model, its decoding and its seed."""
@@ -104,6 +136,8 @@ class GenRMJudge:
         if not isinstance(request, PairwiseRequest):
             raise TypeError(f"GenRMJudge answers PairwiseRequest only, got {type(request).__name__}")
         order = self.order_for(request)
+        if self.release is not None:
+            return await self._judge_as_released(request, order)
         messages = genrm_messages(
             request.query, request.a, request.b, order, template=self.template, system=self.system
         )
@@ -122,6 +156,20 @@ class GenRMJudge:
         except JudgeError as exc:
             return exc.as_failure()
         return verdict
+
+    async def _judge_as_released(self, request: PairwiseRequest, order: str) -> str | JudgeFailure:
+        first, second = displayed_pair(request.a, request.b, order)
+        messages = self.release.genrm_messages([{"role": "user", "content": request.query}], first, second)
+
+        def parse(text: str) -> str | None:
+            shown = self.release.verdict(text)
+            return None if shown is None else to_canonical(shown, order)
+
+        return await answer_once(
+            self.backend, messages, parse, retry=self.retry, ledger=self.ledger, request_kind=request_kind(request),
+            what=f"GenRM pairwise request (query_id={request.query_id!r})",
+            temperature=self.temperature, max_tokens=self.max_tokens,
+        )  # fmt: skip
 
 
 def _canonical_verdict(text: str, order: str) -> str:
@@ -146,6 +194,13 @@ class GenRMOptions(MethodOptions):
     )
     max_length_penalty: float = field(default=1.0, metadata={"help": "Cap of the length penalty."})
     only_longer: bool = field(default=False, metadata={"help": "Penalize only rollouts longer than the reference."})
+    r_align_release: str | None = field(
+        default=None,
+        metadata={
+            "help": "Checkout of github.com/lyn22333/R-Align: the GenRM judge asks in the authors' layout and "
+            "reads their verdict (GenRMJudge, docs/ralign.md). None: our GenRM prompt."
+        },
+    )
 
     def __post_init__(self):
         super().__post_init__()

@@ -40,7 +40,7 @@ from typing import Any, Literal
 from ..judging.ledger import JudgeLedger
 from ..judging.protocol import ask, is_failure
 from ..judging.requests import JudgeFailure, MetaJudgeRequest
-from .genrm_verdict import Label, Order, parse_verdict, to_canonical, visible_text
+from .genrm_verdict import Label, Order, genrm_row, parse_verdict, prompt_text, to_canonical, visible_text
 
 Status = Literal["consistent", "spurious", "meta_failed", "correct", "wrong", "invalid"]
 RewardMode = Literal["ralign", "outcome"]
@@ -73,9 +73,10 @@ class RAlignRewardValues:
 
 @dataclass(frozen=True)
 class GenRMSample:
-    """One GenRM completion about one pair. `label` is canonical; `order` is how it was shown."""
+    """One GenRM completion about one pair. `label` is canonical; `order` is how it was shown;
+    `prompt` is the pair's prompt, a text or its chat messages."""
 
-    prompt: str
+    prompt: str | list[dict]
     response_a: str
     response_b: str
     label: Label
@@ -122,7 +123,7 @@ def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
     if sample.order == "ba":
         rationale = SWAP_NOTE + rationale
     return MetaJudgeRequest(
-        query=sample.prompt,
+        query=prompt_text(sample.prompt),
         response_a=sample.response_a,
         response_b=sample.response_b,
         label=sample.label,
@@ -131,6 +132,27 @@ def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
         query_id=sample.key,
         step=step,
     )
+
+
+class OwnGenRMProtocol:
+    """Our default GenRM protocol: our prompt in a seeded A/B display order (`genrm_verdict.genrm_row`),
+    the answer's content, the last-box parse (`parse_verdict`) and a `MetaJudgeRequest` for the
+    MetaRM's templates. `rewards.ralign_release.RAlignRelease` is the authors' protocol with the
+    same four methods."""
+
+    genrm_row = staticmethod(genrm_row)
+    verdict = staticmethod(parse_verdict)
+
+    @staticmethod
+    def completion_text(completion) -> str:
+        return completion.text
+
+    @staticmethod
+    def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
+        return meta_request(sample, step=step)
+
+
+OWN_PROTOCOL = OwnGenRMProtocol()
 
 
 class CallableMetaJudge:
@@ -179,9 +201,12 @@ class RAlignReward:
         meta_judge: the MetaRM, a judge or a `(request) -> bool` hook; required in "ralign" mode.
         mode: "ralign" or "outcome" (GenRM-RLVR baseline).
         values: the reward table.
+        protocol: how a verdict is read and the MetaRM asked: `OWN_PROTOCOL` (default), or an
+            `RAlignRelease` (the authors' release; its MetaRM answers `ReleaseMetaRequest`).
     """
 
-    def __init__(self, meta_judge=None, *, mode: RewardMode = "ralign", values: RAlignRewardValues | None = None):
+    def __init__(self, meta_judge=None, *, mode: RewardMode = "ralign", values: RAlignRewardValues | None = None,
+                 protocol=OWN_PROTOCOL):  # fmt: skip
         if mode not in REWARD_MODES:
             raise ValueError(f"reward mode must be one of {REWARD_MODES}, got {mode!r}")
         if mode == "ralign" and meta_judge is None:
@@ -191,6 +216,7 @@ class RAlignReward:
             )
         self.mode = mode
         self.values = values or RAlignRewardValues()
+        self.protocol = protocol
         self.meta_judge = as_meta_judge(meta_judge) if mode == "ralign" else None
         self.meta_calls = 0  # meta requests sent (retries inside a judge count in its ledger)
 
@@ -199,7 +225,7 @@ class RAlignReward:
         return list(await asyncio.gather(*(self._score_one(s, step) for s in samples)))
 
     async def _score_one(self, sample: GenRMSample, step: int) -> SampleScore:
-        shown = parse_verdict(sample.completion)
+        shown = self.protocol.verdict(sample.completion)
         if shown is None:
             return self._result(None, "invalid")
         verdict = to_canonical(shown, sample.order)
@@ -208,7 +234,7 @@ class RAlignReward:
         if self.meta_judge is None:
             return self._result(verdict, "correct")
         self.meta_calls += 1
-        meta = await ask(self.meta_judge, meta_request(sample, step=step))
+        meta = await ask(self.meta_judge, self.protocol.meta_request(sample, step=step))
         if is_failure(meta):
             return self._result(verdict, "meta_failed", meta)
         if not isinstance(meta, bool):
@@ -222,8 +248,10 @@ class RAlignReward:
 
 __all__ = [
     "REWARD_MODES",
+    "OWN_PROTOCOL",
     "CallableMetaJudge",
     "GenRMSample",
+    "OwnGenRMProtocol",
     "RAlignReward",
     "RAlignRewardValues",
     "SampleScore",

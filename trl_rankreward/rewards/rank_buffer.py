@@ -4,7 +4,9 @@ Per group (Algorithm 1, Appendix A):
 
 1. The query's buffer is initialized on first sight: Nectar (Select_K0 of the group's
    references, worst -> best) or bootstrap (listwise ranking of this first group, whose
-   rewards come from that ranking and which gets no maintenance; Sec. 3.2).
+   rewards come from that ranking and which gets no maintenance; Sec. 3.2); `auto`, the
+   default, takes Nectar for a query with references and bootstrap for one without, so
+   data without ranked references trains as it is.
 2. Coarse ranking (Eq. 6): one independent `CoarseRequest` per unique valid answer, all at
    once, gives its insertion position 0..K and so its bucket C_p (Eq. 7).
 3. Fine ranking (Eq. 8): one `ListwiseRequest` per bucket of >= 2 answers, all at once.
@@ -69,7 +71,7 @@ from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_r
 from .state_files import METHOD_STATE_NAME, read_method_state
 from .verdicts import check_order
 
-INITS = ("nectar", "bootstrap")
+INITS = ("auto", "nectar", "bootstrap")
 #: dynamic = the paper's RankBuffer; static = RankBuffer* (maintained only in the epoch the
 #: buffer was created, then frozen: Sec. 4.3); coarse_only and order_only are the Sec. 4.5
 #: ablations of dynamic RankBuffer (no fine ranking / coarse prompt without anchor texts).
@@ -99,10 +101,11 @@ class RankBufferOptions(MethodOptions):
         metadata={"help": "Initial buffer size K0 (paper: 2, 4 or 7; anchors are subsampled keeping both ends)."},
     )
     buffer_init: str = field(
-        default="nectar",
+        default="auto",
         metadata={
-            "help": "Buffer initialization: 'nectar' (K0 of the query's ranked `references`) or 'bootstrap' "
-            "(listwise ranking of the first group).",
+            "help": "Buffer initialization: 'nectar' (K0 of the query's ranked `references`, which every row must "
+            "have: the paper's RankBuffer), 'bootstrap' (listwise ranking of the query's first group: "
+            "RankBuffer-Bootstrap) or 'auto' (nectar for a query whose row has references, bootstrap otherwise).",
             "choices": list(INITS),
         },
     )
@@ -164,7 +167,8 @@ class RankBufferOptions(MethodOptions):
             )
 
     def data_needs(self) -> DataNeeds:
-        """Nectar initialization takes the buffer from each row's ranked `references`."""
+        """Nectar initialization takes the buffer from each row's ranked `references` (`auto` only where a row
+        has them)."""
         return DataNeeds(references=1 if self.buffer_init == "nectar" else 0)
 
     def open_store(self) -> AnchorStore:
@@ -295,7 +299,8 @@ class RankBufferReward(GroupRewardMethod):
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
         qid, answers = group.query_id, candidates.answers
         old = self.buffers.get(qid)
-        if old is None and self.options.buffer_init == "bootstrap":
+        init = self.options.buffer_init
+        if old is None and (init == "bootstrap" or (init == "auto" and not group.references)):
             return await self._bootstrap(group, candidates, epoch=epoch, step=step)
         initial: tuple[Anchor, ...] = ()
         if old is None:
@@ -335,7 +340,7 @@ class RankBufferReward(GroupRewardMethod):
             raise ValueError(
                 f"RankBuffer buffer_init='nectar' needs ranked references for query {group.query_id!r} "
                 "(dataset column `references`, best first), but the group has none; "
-                "add references or use buffer_init='bootstrap'"
+                "add references, or set buffer_init='auto' (the first group where a query has none) or 'bootstrap'"
             )
         texts = select_endpoints(list(reversed(group.references)), self.options.k0)
         keys = [self.store.put(t) for t in texts]

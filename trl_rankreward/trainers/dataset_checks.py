@@ -53,7 +53,8 @@ _FIXES = {
     "references": "references: make each row's references a list of non-empty response strings, best first; "
     "use None for a row without references.",
     "missing_references": "references: this reward method compares rollouts with reference responses; give every "
-    "row references (best first), or use a method without them (e.g. rank_buffer with buffer_init='bootstrap').",
+    "row references (best first), or use a method without them (e.g. rank_buffer with buffer_init='auto', "
+    "its default, or 'bootstrap').",
     "missing_rubrics": "rubrics: this reward method judges per rubric; give every row at least one rubric "
     "(e.g. with `trl-rankreward rubrics`), or use a method without rubrics (e.g. pointwise or rank_buffer).",
 }

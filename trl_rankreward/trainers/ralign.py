@@ -4,7 +4,10 @@ The policy being trained IS the generative reward model: each dataset row is a p
 pair with a golden rationale; the GenRM writes a rationale and `\\boxed{A|B}` about the pair
 shown in a seeded A/B order; the reward is R-Align's rationale-aware table
 (`rewards.ralign_reward`: MetaRM asked only about label-correct answers) or, with
-`reward_mode="outcome"`, the GenRM-RLVR baseline (label correctness only).
+`reward_mode="outcome"`, the GenRM-RLVR baseline (label correctness only). With
+`r_align_release` (a checkout of the authors' repository) the prompt, the layout, the verdict
+and the MetaRM follow their release (`rewards.ralign_release`), so the GenRM is trained on the
+prompt `eval-genrm --r_align_release` evaluates it with.
 
 Algorithm: the paper optimizes with PPO (Sec. 5, App. D). TRL removed `PPOTrainer` and
 value-head models, so this trainer's base (`trainers.base`) adds a learned critic to TRL's GRPO
@@ -30,9 +33,9 @@ from dataclasses import asdict, dataclass, field
 from trl import GRPOConfig
 
 from ..evaluation.genrm_metrics import GenRMCounts
-from ..judging.server_settings import METARM, build_judge
-from ..rewards.genrm_verdict import genrm_row
-from ..rewards.ralign_reward import REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
+from ..judging.server_settings import METARM
+from ..rewards.ralign_release import RAlignRelease, build_meta_judge
+from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .base import GRPOTrainerBase
 from .console_log import use_compact_console_log
 from .judge_eval import JudgeEvalConfig, evaluation_summary
@@ -78,6 +81,14 @@ class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConf
     display_seed: int | None = field(
         default=None, metadata={"help": "Seed of the A/B display coin flip; None: use `seed`."}
     )
+    r_align_release: str | None = field(
+        default=None,
+        metadata={
+            "help": "Checkout of github.com/lyn22333/R-Align: train on the authors' GenRM prompt and layout "
+            "(dataset order, first-box verdict) with their MetaRM prompt and parse, as `eval-genrm "
+            "--r_align_release` evaluates (docs/ralign.md). None: our prompt and seeded display order."
+        },
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -94,11 +105,13 @@ class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConf
         )
 
 
-def build_genrm_prompts(dataset, seed: int):
+def build_genrm_prompts(dataset, seed: int, protocol=OWN_PROTOCOL):
     """Add the GenRM columns to a pairwise dataset (`prompt` replaced by the GenRM messages).
 
     Writes `prompt`, `pair_prompt`, `display_order`, `display_label` (see
     `rewards.genrm_verdict.genrm_row`); the display order is a function of (seed, pair) only.
+    With the authors' release (`protocol`, an `RAlignRelease`) the prompt is theirs, the pair is
+    shown in the dataset's order and `pair_prompt` keeps the chat turns.
     """
     missing = [c for c in PAIR_COLUMNS if c not in dataset.column_names]
     if missing:
@@ -106,7 +119,7 @@ def build_genrm_prompts(dataset, seed: int):
             f"R-Align needs the pairwise columns {list(PAIR_COLUMNS)}; the dataset lacks {missing}. "
             "Build it with `trl-rankreward data` (helpsteer3 / rewardbench2 / ppe) and fill golden rationales."
         )
-    return dataset.map(lambda row: genrm_row(row, seed), desc="GenRM prompts")
+    return dataset.map(lambda row: protocol.genrm_row(row, seed), desc="GenRM prompts")
 
 
 def _text(completion) -> str:
@@ -162,8 +175,8 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             `GRPOTrainer`. Datasets hold pairwise rows (`data.preferences` schema); the GenRM
             prompt columns are added by `build_genrm_prompts` unless already there.
         meta_judge: the MetaRM: any judge (`async judge(MetaJudgeRequest) -> bool`) or a
-            `(request) -> bool` hook. None: built from `args.metarm_*` in "ralign" mode
-            (`judging.server_settings.build_judge`).
+            `(request) -> bool` hook (with `r_align_release`, one that answers `ReleaseMetaRequest`).
+            None: built from `args.metarm_*` in "ralign" mode (`rewards.ralign_release.build_meta_judge`).
     """
 
     def __init__(self, model, args: RAlignGenRMConfig, train_dataset=None, eval_dataset=None, *,
@@ -172,17 +185,19 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             raise TypeError(f"args must be a RAlignGenRMConfig, got {type(args).__name__}")
         if "reward_funcs" in kwargs:
             raise TypeError("RAlignGenRMTrainer builds its own reward function; configure it through args instead")
+        if args.reward_mode == "ralign" and meta_judge is None and not args.metarm_base_urls:
+            raise ValueError(
+                "reward_mode='ralign' needs a MetaRM: set metarm_base_urls and metarm_model "
+                "(an OpenAI-compatible server), pass meta_judge=..., or use reward_mode='outcome'"
+            )
+        release = RAlignRelease.load(args.r_align_release) if args.r_align_release else None
         if args.reward_mode == "ralign" and meta_judge is None:
-            if not args.metarm_base_urls:
-                raise ValueError(
-                    "reward_mode='ralign' needs a MetaRM: set metarm_base_urls and metarm_model "
-                    "(an OpenAI-compatible server), pass meta_judge=..., or use reward_mode='outcome'"
-                )
-            meta_judge = build_judge(METARM.settings(args))
-        self.ralign = RAlignReward(meta_judge, mode=args.reward_mode, values=args.reward_values())
+            meta_judge = build_meta_judge(METARM.settings(args), release)
+        protocol = release or OWN_PROTOCOL
+        self.ralign = RAlignReward(meta_judge, mode=args.reward_mode, values=args.reward_values(), protocol=protocol)
         seed = args.seed if args.display_seed is None else args.display_seed
-        train_dataset = self._with_genrm_prompts(train_dataset, seed)
-        eval_dataset = self._with_genrm_prompts(eval_dataset, seed)
+        train_dataset = self._with_genrm_prompts(train_dataset, seed, protocol)
+        eval_dataset = self._with_genrm_prompts(eval_dataset, seed, protocol)
         super().__init__(
             model,
             reward_funcs=[RAlignRewardFunction(self.ralign)],
@@ -214,6 +229,7 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
                 "reward_mode": args.reward_mode,
                 **asdict(args.reward_values()),
                 "metarm_model": args.metarm_model,
+                "r_align_release": "authors' prompts" if args.r_align_release else "ours",
                 "num_generations": args.num_generations,
                 "learning_rate": args.learning_rate,
                 **critic_card_settings(args),
@@ -229,10 +245,10 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
                      model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
 
     @staticmethod
-    def _with_genrm_prompts(dataset, seed: int):
+    def _with_genrm_prompts(dataset, seed: int, protocol):
         if dataset is None or all(c in dataset.column_names for c in GENRM_COLUMNS):
             return dataset
-        return build_genrm_prompts(dataset, seed)
+        return build_genrm_prompts(dataset, seed, protocol)
 
 
 __all__ = ["RAlignGenRMConfig", "RAlignGenRMTrainer", "RAlignRewardFunction", "build_genrm_prompts", "step_metrics"]

@@ -10,11 +10,13 @@ BackendFailure = Literal["transport", "timeout", "http", "malformed"]
 
 @dataclass(frozen=True)
 class Completion:
-    """One chat completion: the text and what it cost (the server's `usage` numbers)."""
+    """One chat completion: the text, what it cost (the server's `usage` numbers), and the server's
+    separate reasoning (`reasoning_content`, from servers with a reasoning parser; None otherwise)."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning: str | None = None
 
 
 class BackendError(RuntimeError):

@@ -249,9 +249,11 @@ def _completion(response, url: str) -> Completion:
             kind="malformed",
         )
     text = (choices[0].message.content or "") if choices else ""
+    reasoning = getattr(choices[0].message, "reasoning_content", None) if choices else None
     usage = response.usage
     return Completion(
         text=text,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
     )

@@ -1,0 +1,356 @@
+"""Judge cost of a training config before training: `trl-rankreward bench --config TRAIN.yaml`.
+
+The config fixes the shape of the run; the rest is simulated by the benchmark's machinery
+(`reward_bench.run_method`), for the config's reward method with its options:
+
+- **per step**: TRL judges one generation batch of `per_device_train_batch_size x processes x
+  steps_per_generation` completions every `steps_per_generation x num_iterations` micro-steps,
+  so an optimizer step (`gradient_accumulation_steps` micro-steps) judges
+  `per_device x processes x gradient_accumulation_steps / num_iterations` completions, that many
+  divided by G = `num_generations` queries; an epoch is `queries / queries per step` steps. The
+  process count is not in the config (`accelerate launch --num_processes`): `--num_processes`;
+- **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable
+  here (a local file or folder, or a Hub dataset in the local cache), else the simulation's
+  (about 60-token queries, 3 to 5 rubrics, seven 300-token references); completions of
+  `max_completion_length` judge tokens each (every completion assumed to reach it: an upper
+  bound, and with thinking the judge sees only the answer) or `--completion_tokens`;
+- **verdicts**: a simulated judge with the benchmark's defaults. Calls and rounds follow the
+  method's rules on those verdicts (RankBuffer's listwise calls depend on how rollouts fall
+  among the anchors, so they are an estimate); tokens are the method's real prompts, rendered
+  with the default templates, counted with the benchmark's tokenizer (MiniLM's; a judge's own
+  tokenizer counts differently), plus the judge's JSON answers.
+
+The first epoch and the steps after it are reported apart: RankBuffer's first epoch starts
+its buffers (ranking against the K0 reference anchors, or one listwise call per group under
+bootstrap), later steps rank against buffers that grow.
+A sample of the queries (all of a small dataset) is simulated for every
+epoch of the run, up to `MAX_EPOCHS`; per-group costs do not depend on the number of queries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..judging.requests import Rubric
+from .reward_bench import BenchMethod, MethodResult, RewardBenchConfig, run_method, selected_methods, sum_results
+
+#: keys that make a `--config` file a training config (every training config has one of them)
+TRAINING_KEYS = ("model_name_or_path", "num_generations", "per_device_train_batch_size", "dataset_name")
+MAX_EPOCHS = 20
+SAMPLE_QUERIES = 16  # at least this many queries simulated (all of a smaller dataset)
+
+
+@dataclass
+class ConfigCostArguments:
+    """Options of `bench` for a training config (`--config TRAIN.yaml` sets `training_config`)."""
+
+    _argument_group_name = "cost of a training config"
+
+    training_config: str | None = field(
+        default=None,
+        metadata={
+            "help": "a training config (examples/configs/*.yaml) whose judge cost to estimate per step and per "
+            "epoch; `--config` with a training config sets it. --methods then defaults to the config's method",
+            "metavar": "PATH",
+        },
+    )
+    num_processes: int = field(
+        default=1, metadata={"help": "training processes the run will have (accelerate launch --num_processes)"}
+    )
+    completion_tokens: int | None = field(
+        default=None,
+        metadata={"help": "judge tokens of a completion's answer (default: the config's max_completion_length)"},
+    )
+
+    def __post_init__(self):
+        if self.num_processes < 1:
+            raise ValueError(f"num_processes must be >= 1, got {self.num_processes}")
+        if self.completion_tokens is not None and self.completion_tokens < 1:
+            raise ValueError(f"completion_tokens must be >= 1, got {self.completion_tokens}")
+
+
+def is_training_config(values: Mapping[str, Any]) -> bool:
+    return any(key in values for key in TRAINING_KEYS)
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """How many completions and queries the run judges per optimizer step, and its steps per epoch."""
+
+    group_size: int
+    queries_per_batch: int  # groups judged together (one generation batch)
+    batches_per_step: float
+    steps: int | None  # the run's optimizer steps (None: not known without the dataset size)
+    epochs: float
+
+    @property
+    def queries_per_step(self) -> float:
+        return self.queries_per_batch * self.batches_per_step
+
+
+def run_shape(
+    values: Mapping[str, Any], defaults: Mapping[str, Any], num_processes: int, dataset_size: int | None
+) -> tuple[RunShape, str]:
+    """The run's shape from the config's values (`defaults` where unset), and one line saying how."""
+    get = _with_defaults(values, defaults)
+    g, per_device, accumulation = (
+        get("num_generations"),
+        get("per_device_train_batch_size"),
+        get("gradient_accumulation_steps"),
+    )
+    per_generation, iterations = get("steps_per_generation") or accumulation, get("num_iterations")
+    batch = get("generation_batch_size") or per_device * num_processes * per_generation
+    if batch % g:
+        raise ValueError(
+            f"a generation batch of {batch} completions (per_device_train_batch_size={per_device} x {num_processes} "
+            f"process(es) x steps_per_generation={per_generation}) is not a multiple of num_generations={g}; "
+            "set --num_processes to the run's process count"
+        )
+    batches = accumulation * per_device * num_processes / (batch * iterations)
+    shape = RunShape(g, batch // g, batches, None, float(get("num_train_epochs")))
+    if dataset_size:
+        steps_per_epoch = dataset_size / shape.queries_per_step
+        if get("max_steps") and get("max_steps") > 0:
+            steps, epochs = int(get("max_steps")), get("max_steps") / steps_per_epoch
+        else:
+            steps, epochs = math.ceil(steps_per_epoch * shape.epochs), shape.epochs
+        shape = dataclasses.replace(shape, steps=steps, epochs=epochs)
+    completions = shape.queries_per_step * g
+    how = (
+        f"{per_device} completions per device x {num_processes} process(es) (assumed; --num_processes sets it) x "
+        f"{accumulation} accumulation step(s) / {iterations} iteration(s) = {completions:g} completions = "
+        f"{shape.queries_per_step:g} queries x G={g} judged per step, in {batches:g} scoring call(s) of "
+        f"{shape.queries_per_batch} groups"
+    )
+    if dataset_size:
+        how += f"; {dataset_size} queries: {dataset_size / shape.queries_per_step:g} steps per epoch, "
+        how += f"{shape.steps} steps = {shape.epochs:g} epochs"
+    return shape, how
+
+
+def _with_defaults(values: Mapping[str, Any], defaults: Mapping[str, Any]):
+    """`get(name)`: the config's value, else the training config's default."""
+    return lambda name: values[name] if values.get(name) is not None else defaults[name]
+
+
+def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec: str) -> list[BenchMethod]:
+    """The methods to cost: `spec`'s (registry names or benchmark rows) or, for "all", the config's own
+    method (its `reward_method`, else the one whose options the config sets, keys of the training
+    config itself, `defaults`, aside) with the config's options."""
+    from ..rewards.options import option_fields
+    from ..rewards.registry import REWARD_METHODS, reward_method_class
+
+    fields_of = {
+        name: {f.name for f in option_fields(reward_method_class(name).options_class)} for name in REWARD_METHODS
+    }
+    name = values.get("reward_method")
+    if name is not None:  # JudgeRewardGRPOConfig: the options are reward_method_kwargs and lambda_fmt
+        extra = values.get("reward_method_kwargs") or {}
+        extra = json.loads(extra) if isinstance(extra, str) else extra  # the CLI's JSON spelling
+        kwargs = {**extra, "lambda_fmt": values.get("lambda_fmt")}
+    else:  # a method's own config (RankBufferGRPOConfig, ...): its options are its keys
+        shared = {"lambda_fmt", *defaults}  # every method's option, and the training config's own keys
+        specific = {k for k in values if k not in shared and any(k in f for f in fields_of.values())}
+        matches = sorted(
+            (n for n, f in fields_of.items() if specific and specific <= f), key=lambda n: len(fields_of[n])
+        )
+        if not matches:
+            return []
+        name = matches[0]  # the smallest options class that has every key (rank_buffer before rank_buffer_plus)
+        kwargs = {k: v for k, v in values.items() if k in fields_of[name]}
+    if "anchor_store" in fields_of.get(name, ()):
+        kwargs.update(anchor_store="memory", anchor_store_path=None)  # no file for an estimate
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    own = BenchMethod(name, name, kwargs)
+    if spec.strip() == "all":
+        return [own]
+    return [own if m.label == name else m for m in selected_methods(spec)]
+
+
+def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
+    """The dataset's rows as {query_id, query, rubrics, references}, or None and why not."""
+    name = values.get("dataset_name")
+    if not name:
+        return None, "no dataset_name in the config"
+    try:
+        from ..data.sources import load_source
+
+        split = values.get("dataset_train_split") or "train"
+        data = load_source(str(name), split=split, config=values.get("dataset_config"))
+        if hasattr(data, "keys") and split in data:
+            data = data[split]
+    except Exception as exc:  # noqa: BLE001 - any reason the data is not here: fall back and say why
+        return None, f"dataset {name} not readable here ({type(exc).__name__}: {str(exc)[:120]})"
+    from ..data.conversation import query_text
+    from ..judging.seeding import text_id
+
+    rows = []
+    for row in data:
+        query = query_text(row["prompt"])
+        rows.append({
+            "query_id": str(row.get("query_id") or text_id(query)),
+            "query": query,
+            "rubrics": tuple(Rubric.coerce(r) for r in (row.get("rubrics") or ())),
+            "references": tuple(row.get("references") or ()),
+        })  # fmt: skip
+    return rows, f"{len(rows)} queries of {name}"
+
+
+def estimate(
+    path: str,
+    values: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    args: ConfigCostArguments,
+    bench: RewardBenchConfig,
+) -> str:
+    """The report of `bench --config TRAIN.yaml`: how the run was read, and the cost table. `defaults` are
+    the training config's fields and defaults (`JudgeRewardGRPOConfig`'s: TRL's and the package's)."""
+    from ..user_errors import UsageError
+
+    rows, data_note = dataset_queries(values)
+    try:
+        shape, how = run_shape(values, defaults, args.num_processes, len(rows) if rows else bench.queries)
+    except ValueError as exc:  # a batch the config and --num_processes cannot make: refused, exit 2
+        raise UsageError(f"{path}: {exc}") from None
+    if shape.group_size < 2:
+        raise UsageError(
+            f"{path} has num_generations={shape.group_size} (one rollout per prompt, PPO): bench --config simulates "
+            "groups of at least 2 rollouts; docs/methods.md gives the method's judge calls per completion"
+        )
+    methods = config_methods(values, defaults, bench.methods)
+    if not methods:
+        raise UsageError(
+            f"{path} names no reward_method and sets no method's own options, so its method is not known (an "
+            "R-Align config trains a GenRM and has none); pass --methods NAME (a registry name, e.g. rank_buffer)"
+        )
+    completion = args.completion_tokens or _with_defaults(values, defaults)("max_completion_length")
+    sample = min(len(rows) if rows else bench.queries, max(SAMPLE_QUERIES, 2 * shape.queries_per_batch))
+    epochs = min(MAX_EPOCHS, max(1, math.ceil(shape.epochs)))
+    settings = dataclasses.replace(
+        bench, queries=sample, epochs=epochs, group_size=shape.group_size, response_tokens=completion,
+        queries_per_step=min(sample, shape.queries_per_batch), methods="all",
+    )  # fmt: skip
+    lines = [f"Judge cost of {path}, estimated (how: the note at the end)", ""]
+    lines.append(f"- per step: {how}")
+    thinks = bool(values.get("thinking_format") or (values.get("chat_template_kwargs") or {}).get("enable_thinking"))
+    lines.append(f"- texts: {_texts_note(rows, data_note, bench, completion, args, thinks)}")
+    lines.append(
+        f"- simulated: {sample} queries x {epochs} epoch(s) of the run"
+        + (f" (the run has {shape.epochs:g}; capped at {MAX_EPOCHS})" if shape.epochs > epochs else "")
+    )
+    lines += ["", _table_header()]
+    totals = []
+    for method in methods:
+        result = run_method(settings, method, given_queries=_sample(rows, sample, bench.rubrics_per_query))
+        if isinstance(result, MethodResult):
+            lines += _method_rows(method, result, shape)
+            totals.append(_run_total(method, result, shape))
+        else:
+            lines.append(f"| {method.label} | could not run: {result} | | | | | |")
+    lines += ["", *totals, "", ESTIMATE_NOTE]
+    return "\n".join(lines)
+
+
+ESTIMATE_NOTE = (
+    "Calls and rounds: the method's rules on simulated verdicts (RankBuffer's listwise calls depend on how rollouts "
+    "fall among its anchors). Tokens: the method's prompts rendered with the default templates from the texts above, "
+    "counted with the benchmark's tokenizer (MiniLM; a judge's own tokenizer differs), plus JSON answers. Rounds: "
+    "sequential judge calls per step (latency). A real run logs the same counts as judge/calls and "
+    "judge/prompt_tokens + judge/completion_tokens."
+)
+
+
+def _texts_note(rows, data_note: str, bench: RewardBenchConfig, completion: int, args, thinks: bool) -> str:
+    where = (
+        "--completion_tokens"
+        if args.completion_tokens
+        else "max_completion_length; every completion assumed to reach it"
+    )
+    text = f"completions {completion} tokens ({where}); "
+    if thinks and not args.completion_tokens:
+        text += (
+            "THIS RUN THINKS: the judge sees only the answer after the thinking, far shorter than "
+            "max_completion_length, so these tokens are an upper bound; set --completion_tokens to the answers' "
+            "length (the paper_table8 preset assumes 300); "
+        )
+    if rows:
+        rubrics = sum(len(r["rubrics"]) for r in rows) / len(rows)
+        references = sum(len(r["references"]) for r in rows) / len(rows)
+        text += f"queries, rubrics ({rubrics:g} per query) and references ({references:g} per query) of {data_note}"
+        if not rubrics:
+            text += f"; simulated rubrics ({bench.rubrics_per_query or '3 to 5'} per query) stand in"
+        return text
+    rubrics = bench.rubrics_per_query or "3 to 5"
+    return (
+        f"{data_note}: {bench.queries} simulated queries assumed (--queries: the dataset's size), about 60 tokens "
+        f"each, with {rubrics} rubrics and {bench.references_per_query} references of {bench.reference_tokens} "
+        "tokens (--rubrics_per_query, --references_per_query, --reference_tokens set them)"
+    )
+
+
+def _sample(rows: list[dict] | None, n: int, rubrics_per_query: int | None) -> list[dict] | None:
+    """The first `n` rows; with `rubrics_per_query`, each row's rubrics repeated or cut to that many."""
+    if rows is None:
+        return None
+    rows = rows[:n]
+    if rubrics_per_query:
+        rows = [
+            {**r, "rubrics": tuple(r["rubrics"][i % len(r["rubrics"])] for i in range(rubrics_per_query))}
+            if r["rubrics"] else r
+            for r in rows
+        ]  # fmt: skip
+    return rows
+
+
+def _table_header() -> str:
+    return (
+        "| method | epochs | judge calls / step | judge tokens / step | judge rounds / step | judge calls / epoch "
+        "| judge tokens / epoch |\n|---|---|---:|---:|---:|---:|---:|"
+    )
+
+
+def _method_rows(method: BenchMethod, result: MethodResult, shape: RunShape) -> list[str]:
+    """Per step and per epoch, for the first epoch, the epochs after it, and the whole run."""
+    epochs = result.epochs
+    parts = [("first epoch", epochs[:1]), ("after epoch 1", epochs[1:])]
+    rows = []
+    steps_per_epoch = _steps_per_epoch(result, shape)
+    for label, part in parts:
+        if not part:
+            continue
+        sums = sum_results(part)
+        per_group_calls, per_group_tokens = (
+            sums.parsed / sums.groups,
+            (sums.prompt_tokens + sums.completion_tokens) / sums.groups,
+        )
+        calls, tokens = per_group_calls * shape.queries_per_step, per_group_tokens * shape.queries_per_step
+        rounds = sums.rounds / sums.steps * shape.batches_per_step
+        options = ", ".join(f"{k}={v!r}" for k, v in method.kwargs.items() if k != "anchor_store")
+        name = f"{method.label} ({options})" if options else method.label
+        rows.append(
+            f"| {name} | {label} | {calls:,.1f} | {tokens:,.0f} | {rounds:.1f} | {calls * steps_per_epoch:,.0f} "
+            f"| {tokens * steps_per_epoch:,.0f} |"
+        )
+    return rows
+
+
+def _steps_per_epoch(result: MethodResult, shape: RunShape) -> float:
+    return shape.steps / shape.epochs if shape.steps and shape.epochs else result.epochs[0].steps
+
+
+def _run_total(method: BenchMethod, result: MethodResult, shape: RunShape) -> str:
+    """The whole run's calls and tokens: the first epoch's per step for its steps, the later epochs' for the rest."""
+    if not shape.steps:
+        return f"{method.label}: the run's length is not known without the dataset size"
+    first, later = result.epochs[0], sum_results(result.epochs[1:]) if len(result.epochs) > 1 else result.epochs[0]
+    first_steps = min(shape.steps, _steps_per_epoch(result, shape))
+    calls = tokens = 0.0
+    for part, steps in ((first, first_steps), (later, shape.steps - first_steps)):
+        calls += part.parsed / part.groups * shape.queries_per_step * steps
+        tokens += (part.prompt_tokens + part.completion_tokens) / part.groups * shape.queries_per_step * steps
+    return f"{method.label}, whole run ({shape.steps} steps): {calls:,.0f} judge calls, {tokens:,.0f} judge tokens"

@@ -1,0 +1,356 @@
+"""`probe_judge`: before the first training step, which reward method gives signal with this judge on this data.
+
+Which method trains best depends on the judge: one whose 0-10 scores cluster gives pointwise
+GRPO tied groups and zero advantages, while its comparisons still separate the answers. The
+probe measures that from the judge's real answers on a few groups of rollouts:
+
+1. every method (default: each registered one the groups' data allows, `allowed_methods`) judges
+   every group `repeats` times, independently: each time a fresh method object (fresh state),
+   a fresh training step (so fresh seeds for the display shuffles and the judge's sampling) and
+   the group's completions in a fresh seeded order (mapped back afterwards), so a method swayed by
+   the order its texts come in disagrees with itself;
+2. its *reliability* is the mean Kendall tau-a between the rewards of those judgings
+   (`probe_report.order_agreement`: a tied pair counts as no signal); pointwise methods also get
+   the share of tied pairs, every method the share of groups with all rewards equal;
+3. its cost is the judge's ledger (calls, prompt + completion tokens) during the measured judgings;
+4. a swap test asks the judge about `swap_pairs` pairs per group in both display orders:
+   how often it keeps its verdict, and how much it favours the text shown first;
+5. the recommendation is the cheapest method whose reliability is within `margin` of the best.
+
+Stateful methods (RankBuffer and rank_buffer_plus: per-query anchor buffers) are probed as they
+run in training, after their buffers have seen the query: each judging first runs
+`warmup_passes` passes over `warmup_groups` (other rollouts of the same queries; by default the
+probe groups themselves, which flatters the method, since the buffer then holds the texts it
+ranks) and is measured on the pass after. Warm-up calls count in the probe's cost, not the
+method's per-group cost.
+
+The format reward is left out (`lambda_fmt=0`), and so is GenRM's length penalty
+(`NON_JUDGE_TERMS`): the probe measures the judge's part of the reward. RankBuffer's anchors stay in
+memory (`PROBE_STATE`): a probe never writes a training run's anchor file.
+Judge failures are what they are in training: a failed group is neutral (zero rewards, counted),
+failed calls are counted by kind. The probe's own cost is bounded by `budget_tokens`: the first
+judging of every method runs while budget is left; later ones only when their measured cost still
+fits; a method left with fewer than two judgings has no reliability, and the report says so.
+
+What it cannot see: agreement is consistency, not accuracy. A judge that is consistently wrong
+about some texts, or a method that is biased the same way every time, still agrees with itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..judging.ledger import LedgerSnapshot
+from ..judging.protocol import ask, is_failure
+from ..judging.requests import PairwiseRequest
+from ..judging.seeding import seeded_rng
+from ..rewards.answers import AnswerFormat
+from ..rewards.base import Candidates, Group, GroupRewardMethod, RunContext
+from ..rewards.options import MethodOptions
+from ..rewards.registry import REWARD_METHODS, reward_method_class
+from .probe_report import ProbeReport, ProbeRow, SwapTest, recommend, repeat_agreement, standard_error, tied_share
+
+#: the default margin: a method whose reliability is at most this below the best counts as as good
+DEFAULT_MARGIN = 0.1
+Progress = Callable[[int, int, str], None]  # (judgings done, judgings planned, what was just done)
+
+
+#: reward terms that do not come from the judge, switched off in the probe (a deterministic term such as
+#: GenRM's length penalty would agree with itself across judgings and pass for signal)
+NON_JUDGE_TERMS: dict[str, dict[str, Any]] = {"genrm": {"length_coef": 0.0}}
+
+
+#: options the probe always sets: its buffers live in memory, never in a training run's anchor file
+PROBE_STATE = {"anchor_store": "memory", "anchor_store_path": None}
+
+
+def method_options(name: str, values: Mapping[str, Any] | None = None) -> MethodOptions:
+    """Method `name`'s options from `values` (its defaults for the rest), with the rewards' terms that do
+    not come from the judge off (the format reward, `lambda_fmt=0`, and `NON_JUDGE_TERMS`) and any
+    anchor store in memory (`PROBE_STATE`), so probing never writes a run's files."""
+    options_class = reward_method_class(name).options_class
+    names = {f.name for f in dataclasses.fields(options_class)}
+    fixed = {k: v for k, v in PROBE_STATE.items() if k in names}
+    return options_class.from_values(
+        {**(values or {}), "lambda_fmt": 0.0, **NON_JUDGE_TERMS.get(name, {}), **fixed},
+        source=f"the probe's options for {name!r}",
+    )
+
+
+def allowed_methods(groups: Sequence[Group], options: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """Every registered method whose `data_needs()` (with `options`) the groups meet: rubrics, references, G."""
+    names = []
+    for name in REWARD_METHODS:
+        try:
+            needs = method_options(name, (options or {}).get(name)).data_needs()
+        except ImportError:  # a method whose module this installation lacks
+            continue
+        if needs.rubrics and not all(g.rubrics for g in groups):
+            continue
+        if needs.references and not all(len(g.references or ()) >= needs.references for g in groups):
+            continue
+        if min(g.size for g in groups) < needs.min_group_size:
+            continue
+        names.append(name)
+    return names
+
+
+@dataclass
+class _Judging:
+    """One independent judging of every probe group by one method."""
+
+    rewards: list[list[float]]  # per group, in the group's own completion order
+    neutral: list[bool]
+    cost: LedgerSnapshot  # the measured pass
+    total: LedgerSnapshot  # with the warm-up
+
+
+@dataclass
+class _Plan:
+    name: str
+    options: MethodOptions
+    judgings: list[_Judging] = field(default_factory=list)
+    stateful: bool = False
+
+
+class _Probe:
+    def __init__(self, judge, groups, *, run: RunContext, seed: int, warmup_groups, warmup_passes: int):
+        self.judge, self.groups, self.run, self.seed = judge, list(groups), run, seed
+        self.warmup_groups, self.warmup_passes = list(warmup_groups or groups), warmup_passes
+        self.judges: dict[int, Any] = {}
+        self.start = LedgerSnapshot()
+        self._add_judge(judge)
+
+    def _add_judge(self, judge) -> None:
+        """Count `judge`'s ledger from now on, and give it the groups' references if it keeps a table of them
+        (`EmbeddingJudge`), as the trainer does."""
+        if id(judge) in self.judges:
+            return
+        if getattr(judge, "ledger", None) is None:
+            raise TypeError(f"probe_judge measures cost from the judge's ledger, but {type(judge).__name__} has no "
+                            "`ledger` (a judging.ledger.JudgeLedger); give the judge one")  # fmt: skip
+        self.judges[id(judge)] = judge
+        self.start = self.start + judge.ledger.snapshot()
+        if hasattr(judge, "set_references"):
+            for g in [*self.groups, *self.warmup_groups]:
+                if g.references:
+                    judge.set_references(g.query_id, list(g.references))
+
+    def _snapshot(self) -> LedgerSnapshot:
+        total = LedgerSnapshot()
+        for j in self.judges.values():
+            total = total + j.ledger.snapshot()
+        return total
+
+    def spent(self) -> LedgerSnapshot:
+        return self._snapshot() - self.start
+
+    async def judge_once(self, plan: _Plan, repeat: int) -> _Judging:
+        method = reward_method_class(plan.name).for_run(self.judge, plan.options, self.run)
+        for j in method.judges:  # a judge of the method's own counts too
+            self._add_judge(j)
+        plan.stateful = type(method).state_dict is not GroupRewardMethod.state_dict
+        passes = self.warmup_passes if plan.stateful else 0
+        first = self._snapshot()
+        for p in range(passes):
+            await method.score(self._shown(self.warmup_groups, repeat, p)[0], epoch=p, step=self._step(repeat, p))
+        before = self._snapshot()
+        shown, orders = self._shown(self.groups, repeat, passes)
+        results = await method.score(shown, epoch=passes, step=self._step(repeat, passes))
+        after = self._snapshot()
+        rewards = [_unpermute(r.rewards, order) for r, order in zip(results, orders)]
+        return _Judging(rewards, [r.neutral for r in results], after - before, after - first)
+
+    def _step(self, repeat: int, p: int) -> int:
+        return repeat * (self.warmup_passes + 1) + p
+
+    def _shown(self, groups: Sequence[Group], repeat: int, p: int) -> tuple[list[Group], list[list[int]]]:
+        """The groups with their completions in the order of judging `repeat` (the first keeps theirs)."""
+        shown, orders = [], []
+        for g in groups:
+            order = list(range(g.size))
+            if repeat or p:
+                seeded_rng(self.seed, "probe-order", g.query_id, repeat, p).shuffle(order)
+            orders.append(order)
+            shown.append(Group(g.query_id, g.query, g.rubrics, [g.completions[k] for k in order], g.references))
+        return shown, orders
+
+    async def swap_test(self, pairs_per_group: int) -> SwapTest:
+        requests = []
+        for g in self.groups:
+            answers = Candidates.from_group(g, self.run.answer_format).answers
+            pairs = list(itertools.combinations(range(len(answers)), 2))
+            seeded_rng(self.seed, "probe-swap", g.query_id).shuffle(pairs)
+            for a, b in pairs[:pairs_per_group]:
+                requests += [g.request(PairwiseRequest, step=0, a=answers[a], b=answers[b], display=d)
+                             for d in ("ab", "ba")]  # fmt: skip
+        verdicts = await asyncio.gather(*(ask(self.judge, r) for r in requests))
+        same = first = decided = judged = 0
+        for ab, ba in zip(verdicts[::2], verdicts[1::2]):
+            if is_failure(ab) or is_failure(ba):
+                continue
+            judged += 1
+            same += ab == ba
+            for verdict, shown_first in ((ab, "A"), (ba, "B")):
+                if verdict != "TIE":
+                    decided += 1
+                    first += verdict == shown_first
+        return SwapTest(
+            pairs=judged,
+            consistency=same / judged if judged else None,
+            position_bias=first / decided - 0.5 if decided else None,
+            decided=decided,
+        )
+
+
+def _unpermute(rewards: Sequence[float], order: Sequence[int]) -> list[float]:
+    out = [0.0] * len(order)
+    for k, original in enumerate(order):
+        out[original] = float(rewards[k])
+    return out
+
+
+async def probe_judge_async(
+    judge,
+    groups: Sequence[Group],
+    *,
+    methods: Sequence[str] | None = None,
+    repeats: int = 2,
+    margin: float = DEFAULT_MARGIN,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    warmup_groups: Sequence[Group] | None = None,
+    warmup_passes: int = 1,
+    groups_per_step: float | None = None,
+    budget_tokens: int | None = None,
+    swap_pairs: int = 2,
+    seed: int = 0,
+    answer_format: AnswerFormat | None = None,
+    length_fn: Callable[[str], int] | None = None,
+    progress: Progress | None = None,
+) -> ProbeReport:
+    """`probe_judge` in a running event loop (same arguments)."""
+    groups = list(groups)
+    if not groups:
+        raise ValueError("probe_judge needs at least one group of rollouts; got none")
+    if repeats < 2:
+        raise ValueError(f"repeats must be >= 2 (reliability compares judgings of the same groups), got {repeats}")
+    if warmup_passes < 0 or swap_pairs < 0 or margin < 0:
+        raise ValueError(f"warmup_passes, swap_pairs and margin must be >= 0, got {warmup_passes}, {swap_pairs}, "
+                         f"{margin}")  # fmt: skip
+    names = list(methods) if methods is not None else allowed_methods(groups, options)
+    unknown = [n for n in names if n not in REWARD_METHODS]
+    if unknown or not names:
+        raise ValueError(f"methods must be registered reward methods ({', '.join(REWARD_METHODS)}); got "
+                         f"{unknown or 'none'}")  # fmt: skip
+    run = RunContext(answer_format=answer_format or AnswerFormat(), seed=seed, length_fn=length_fn)
+    probe = _Probe(judge, groups, run=run, seed=seed, warmup_groups=warmup_groups, warmup_passes=warmup_passes)
+    plans = [_Plan(n, method_options(n, (options or {}).get(n))) for n in names]
+    total, done, skipped = len(plans) * repeats + 1, 0, []
+
+    def tick(label: str) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total, label)
+
+    swap = await probe.swap_test(swap_pairs) if swap_pairs else SwapTest()
+    tick("swap test")
+    for repeat in range(repeats):
+        # after the first round, cheapest first: a tight budget still measures the cheap methods fully
+        order = plans if repeat == 0 else sorted(plans, key=lambda p: p.judgings[0].total.tokens if p.judgings else 0)
+        for plan in order:
+            spent = probe.spent().tokens
+            fits = budget_tokens is None or (
+                spent < budget_tokens and (not plan.judgings or spent + plan.judgings[0].total.tokens <= budget_tokens)
+            )
+            if fits and (repeat == 0 or plan.judgings):
+                plan.judgings.append(await probe.judge_once(plan, repeat))
+            elif plan.name not in skipped:
+                skipped.append(plan.name)
+            tick(f"{plan.name} judging {repeat + 1}/{repeats}")
+    rows = [_row(plan, groups, run.answer_format, swap, groups_per_step, warmup_groups) for plan in plans]
+    picked, reason = recommend(rows, margin, swap)
+    spent = probe.spent()
+    return ProbeReport(
+        rows=rows, recommended=picked, reason=reason, margin=margin, groups=len(groups), repeats=repeats,
+        swap_test=swap, budget_tokens=budget_tokens, stopped_early=bool(skipped), skipped=skipped,
+        cost={"calls": spent.calls, "tokens": spent.tokens, "prompt_tokens": spent.prompt_tokens,
+              "completion_tokens": spent.completion_tokens, "failures": sum(spent.failures.values()),
+              "failures_by_kind": dict(spent.failures)},
+        rewards={p.name: [j.rewards for j in p.judgings] for p in plans},
+    )  # fmt: skip
+
+
+def probe_judge(judge, groups: Sequence[Group], *, methods: Sequence[str] | None = None, repeats: int = 2,
+                **kwargs) -> ProbeReport:  # fmt: skip
+    """Probe which reward method gives signal with `judge` on `groups` (module docstring); a `ProbeReport`.
+
+    Args:
+        judge: any judge with `async judge(request)` and a `ledger` (an `LLMJudge`, `EmbeddingJudge`, ...).
+        groups: `rewards.Group`s of rollouts of the starting policy (a few queries, G each).
+        methods: registry names; default: every registered method the groups' data allows.
+        repeats: independent judgings per method (>= 2).
+        margin: reliability a method may lose to the best and still be recommended when cheaper.
+        options: per method, option values (`{"rank_buffer": {"k0": 4}}`); the rest are its defaults.
+        warmup_groups, warmup_passes: what stateful methods see before they are measured.
+        groups_per_step: groups in one training step, for the per-step cost columns.
+        budget_tokens: the most judge tokens the probe may spend (None: no bound).
+        swap_pairs: pairs per group of the swap test (0: none).
+        seed, answer_format, length_fn: as a training run gives them (`RunContext`).
+        progress: called `(done, planned, label)` after each judging.
+    """
+    return asyncio.run(probe_judge_async(judge, groups, methods=methods, repeats=repeats, **kwargs))
+
+
+def _row(plan: _Plan, groups, answer_format, swap: SwapTest, per_step, warmup_groups) -> ProbeRow:
+    pairs = [_distinct_pairs(g, answer_format) for g in groups]
+    judgings = plan.judgings
+    kinds = sorted({k for j in judgings for k in j.cost.parsed_by_kind})
+    pointwise = bool(kinds) and set(kinds) <= {"pointwise"}
+    per_group = [repeat_agreement([j.rewards[i] for j in judgings], pairs[i]) for i in range(len(groups))]
+    per_group = [v for v in per_group if v is not None]
+    scored = [(j.rewards[i], j.neutral[i], pairs[i]) for j in judgings for i in range(len(groups))]
+    ties = [tied_share(r, p) for r, _, p in scored]
+    ties = [t for t in ties if t is not None]
+    n = len(groups)
+    calls = statistics.fmean(j.cost.calls / n for j in judgings) if judgings else 0.0
+    tokens = statistics.fmean(j.cost.tokens / n for j in judgings) if judgings else 0.0
+    failures: dict[str, int] = {}
+    for j in judgings:
+        for kind, count in j.total.failures.items():
+            failures[kind] = failures.get(kind, 0) + count
+    note = ""
+    if plan.stateful:
+        source = "other rollouts" if warmup_groups else "the same rollouts"
+        note = f"stateful: measured after a warm-up pass on {source}"
+    compares = bool(kinds) and not pointwise
+    return ProbeRow(
+        method=plan.name,
+        reliability=statistics.fmean(per_group) if len(judgings) >= 2 and per_group else None,
+        reliability_se=standard_error(per_group) if len(judgings) >= 2 else None,
+        tied_pairs=statistics.fmean(ties) if pointwise and ties else None,
+        zero_advantage_groups=statistics.fmean(len(set(r)) == 1 for r, _, _ in scored) if scored else 0.0,
+        neutral_groups=statistics.fmean(neutral for _, neutral, _ in scored) if scored else 0.0,
+        calls_per_group=calls, tokens_per_group=tokens,
+        calls_per_step=calls * per_step if per_step else None,
+        tokens_per_step=tokens * per_step if per_step else None,
+        swap_consistency=swap.consistency if compares else None,
+        position_bias=swap.position_bias if compares else None,
+        request_kinds=kinds, failures=failures, repeats=len(judgings), note=note,
+    )  # fmt: skip
+
+
+def _distinct_pairs(group: Group, answer_format: AnswerFormat) -> list[tuple[int, int]]:
+    """Completion index pairs whose final answers are valid and different (only those can be ordered)."""
+    c = Candidates.from_group(group, answer_format)
+    owner = {i: u for u, members in enumerate(c.members) for i in members}
+    return [(i, j) for i, j in itertools.combinations(sorted(owner), 2) if owner[i] != owner[j]]
+
+
+__all__ = ["DEFAULT_MARGIN", "allowed_methods", "method_options", "probe_judge", "probe_judge_async"]

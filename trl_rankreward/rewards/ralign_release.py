@@ -1,0 +1,344 @@
+"""The R-Align authors' released evaluation protocol, as one setting (`r_align_release`).
+
+The authors publish their GenRM and MetaRM scripts (github.com/lyn22333/R-Align:
+`generate_model_judgment.py`, `metarm_judge.py`, `request_api.py`, `show_result.py`). A GenRM
+trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt those
+scripts send, and the published table (`results_summary.csv`) was computed by them. With
+`r_align_release=DIR`, DIR a checkout of that repository, every step follows their release:
+
+- prompts: the GenRM's system message and the MetaRM's prompt are read from the scripts in DIR
+  (the string constants `GENRM_SYSTEM_CONSTANT` and `METARM_PROMPT_CONSTANT`, found by parsing
+  the files with `ast`; nothing in DIR is executed, and no prompt text ships with this package);
+- layout (`pair_block`): earlier turns as a `<|Dialogue Context|>` block of `User: ...` /
+  `Assistant: ...` lines, then `<|User Prompt|>` with the last turn, then the two answers between
+  `<|The Start of Assistant A's Answer with User|>` ... markers, in the dataset's order (no
+  swap); the MetaRM gets the same block as its `{context_and_responses}`;
+- answer text (`joined_text`): the server's `reasoning_content`, a `</think>` separator, then the
+  content, as their client joins them;
+- GenRM verdict (`first_boxed_verdict`): the FIRST `\\boxed{A}`/`\\boxed{B}` of that text, else
+  the first `boxed{A}`/`boxed{B}` without the backslash; no box: invalid;
+- thinking (`drop_thinking`): golden and GenRM explanations keep only what follows the last
+  `</think>`, stripped;
+- MetaRM verdict (`meta_verdict`): the text after the first `<genrm_analysis>` and after the first
+  `<final_verdict>` (each up to its closing tag, which may be missing, or a repeated opening tag); without both opening tags
+  the answer is a parse failure; the verdict is consistent iff it reads `correct` (any case);
+- asking: only label-correct answers are meta-judged (`ralign_reward.RAlignReward`); a server
+  failure is retried, an answer is never asked again because it did not parse (`answer_once`);
+- metrics: the authors' denominators (`evaluation.genrm_metrics`).
+
+One difference, not observable in any message or count: their client writes a `reasoning_content`
+of JSON `null` as the word "None" before the separator; here it is empty.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..judging.backends.base import BackendError
+from ..judging.ledger import JudgeLedger
+from ..judging.requests import JudgeFailure
+from ..judging.retry import RetryPolicy
+from .genrm_verdict import Label
+
+GENRM_SCRIPT = "generate_model_judgment.py"
+GENRM_SYSTEM_CONSTANT = "CUSTOM_SYSTEM_PROMPT"
+METARM_SCRIPT = "metarm_judge.py"
+METARM_PROMPT_CONSTANT = "META_JUDGE_PROMPT_V1"
+METARM_FIELDS = ("context_and_responses", "genrm_explanation", "golden_explanation")
+THINK_SEPARATOR = "\n\n</think>\n\n"
+
+_BOXED = re.compile(r"\\boxed\{([AB])\}")
+_BOXED_BARE = re.compile(r"boxed\{([AB])\}")
+
+
+class ReleaseError(ValueError):
+    """DIR is not a usable checkout of the authors' repository (a script or a prompt constant is missing)."""
+
+
+def read_string_constant(path: Path, name: str) -> str:
+    """The string assigned to the module-level name `name` in the Python file `path`, read with `ast`
+    (the file is parsed, never run)."""
+    if not path.is_file():
+        raise ReleaseError(
+            f"{path} does not exist; r_align_release must be a checkout of github.com/lyn22333/R-Align "
+            f"(git clone https://github.com/lyn22333/R-Align)"
+        )
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            value = node.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value
+            raise ReleaseError(f"{path}: {name} is not a plain string literal; expected the authors' prompt text")
+    raise ReleaseError(
+        f"{path} assigns no module-level {name}; expected the authors' script (github.com/lyn22333/R-Align), "
+        "check that r_align_release points at their checkout"
+    )
+
+
+def dialogue_lines(turns: Sequence[dict]) -> str:
+    """Earlier turns as `User: ...` / `Assistant: ...` lines (another role: capitalized)."""
+    lines = []
+    for turn in turns:
+        role, content = turn.get("role", ""), turn.get("content", "")
+        name = {"user": "User", "assistant": "Assistant"}.get(role, str(role).capitalize())
+        lines.append(f"{name}: {content}")
+    return "\n".join(lines)
+
+
+def _answer_section(letter: str, text: str) -> str:
+    return (
+        f"<|The Start of Assistant {letter}'s Answer with User|>\n\n{text}\n\n"
+        f"<|The End of Assistant {letter}'s Answer with User|>\n\n"
+    )
+
+
+def pair_block(conversation: Sequence[dict], first: str, second: str) -> str:
+    """The dialogue context (turns before the last), the user prompt (the last turn) and the two
+    answers, `first` as Assistant A: the GenRM's user message and the MetaRM's context block."""
+    context = ""
+    if len(conversation) > 1:
+        context = f"<|Dialogue Context|>\n{dialogue_lines(conversation[:-1])}\n\n<|End of Dialogue Context|>\n\n"
+    prompt = f"<|User Prompt|>\n{conversation[-1].get('content', '')}\n\n" if conversation else "<|User Prompt|>\n\n"
+    return context + prompt + _answer_section("A", first) + _answer_section("B", second)
+
+
+def joined_text(content: str | None, reasoning: str | None) -> str:
+    """The answer as the authors' client returns it: reasoning, the `</think>` separator, content."""
+    return f"{reasoning or ''}{THINK_SEPARATOR}{content or ''}"
+
+
+def first_boxed_verdict(text: str | None) -> Label | None:
+    """The first `\\boxed{A|B}` of the text, else the first `boxed{A|B}`; None without one."""
+    for pattern in (_BOXED, _BOXED_BARE):
+        match = pattern.search(text or "")
+        if match:
+            return match.group(1)  # type: ignore[return-value]
+    return None
+
+
+def drop_thinking(text: str | None) -> str:
+    """What follows the last `</think>`, stripped (the whole text, stripped, without one)."""
+    return (text or "").split("</think>")[-1].strip()
+
+
+def _tagged(text: str, tag: str) -> str | None:
+    """The text after the first `<tag>` up to the next `</tag>` or `<tag>` (or the end), stripped;
+    None without `<tag>`."""
+    opening = f"<{tag}>"
+    if opening not in text:
+        return None
+    return text.split(opening)[1].split(f"</{tag}>")[0].strip()
+
+
+def meta_verdict(text: str | None) -> bool | None:
+    """The MetaRM's verdict: True for a `<final_verdict>` reading `correct` (any case), False for any
+    other reading; None (a parse failure) unless both `<genrm_analysis>` and `<final_verdict>` open."""
+    text = text or ""
+    analysis, verdict = _tagged(text, "genrm_analysis"), _tagged(text, "final_verdict")
+    if analysis is None or verdict is None:
+        return None
+    return verdict.lower() == "correct"
+
+
+@dataclass(frozen=True)
+class ReleaseMetaRequest:
+    """A MetaRM request in the authors' layout: the one user message, and what identifies it."""
+
+    messages: tuple[dict, ...]
+    query_id: str = ""
+    step: int = 0
+
+
+async def answer_once(
+    backend,
+    messages: list[dict],
+    parse: Callable[[str], Any],
+    *,
+    retry: RetryPolicy,
+    ledger: JudgeLedger,
+    request_kind: str,
+    what: str,
+    **decoding: Any,
+) -> Any:
+    """`parse(joined_text)` of the backend's answer, or a `JudgeFailure`.
+
+    A backend failure (transport, timeout, HTTP 408/429/5xx, malformed) is retried by `retry`;
+    an answer is parsed once, as the authors' scripts do: `parse` returning None is a failure of
+    kind "invalid", never a reason to ask again. Each try is one ledger call.
+    """
+    tries = 0
+
+    async def attempt(number: int):
+        nonlocal tries
+        tries = number
+        try:
+            return await backend.complete(messages, **decoding)
+        except BackendError as exc:
+            ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
+            raise
+
+    try:
+        completion = await retry.run(attempt)
+    except BackendError as exc:
+        return JudgeFailure(exc.kind, f"{what} failed after {tries} attempt(s): {exc}", tries)
+    usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+    text = joined_text(completion.text, completion.reasoning)
+    value = parse(text)
+    if value is None:
+        ledger.record(request_kind=request_kind, parsed=False, failure="invalid", **usage)
+        return JudgeFailure("invalid", f"{what}: the answer does not parse under the release protocol: {text[-200:]!r}")
+    ledger.record(request_kind=request_kind, parsed=True, **usage)
+    return value
+
+
+@dataclass(frozen=True)
+class RAlignRelease:
+    """The authors' protocol with the prompts of one checkout (`RAlignRelease.load(DIR)`)."""
+
+    directory: str
+    genrm_system: str = field(repr=False)
+    meta_template: str = field(repr=False)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> RAlignRelease:
+        """Read both prompts from the scripts in `directory` (parsed with `ast`, never run)."""
+        root = Path(directory).expanduser()
+        if not root.is_dir():
+            raise ReleaseError(
+                f"r_align_release={str(directory)!r} is not a folder; give a checkout of github.com/lyn22333/R-Align"
+            )
+        system = read_string_constant(root / GENRM_SCRIPT, GENRM_SYSTEM_CONSTANT)
+        template = read_string_constant(root / METARM_SCRIPT, METARM_PROMPT_CONSTANT)
+        fields = sorted({name for _, name, _, _ in string.Formatter().parse(template) if name is not None})
+        if tuple(fields) != METARM_FIELDS:
+            raise ReleaseError(
+                f"{root / METARM_SCRIPT}: {METARM_PROMPT_CONSTANT} has the fields {fields}; expected exactly "
+                f"{list(METARM_FIELDS)} (is this the authors' release?)"
+            )
+        return cls(str(root.resolve()), system, template)
+
+    def genrm_messages(self, conversation: Sequence[dict], first: str, second: str) -> list[dict[str, str]]:
+        """The GenRM request: the authors' system message, then the pair block (`first` as A)."""
+        return [
+            {"role": "system", "content": self.genrm_system},
+            {"role": "user", "content": pair_block(conversation, first, second)},
+        ]
+
+    def meta_messages(
+        self, conversation: Sequence[dict], response_a: str, response_b: str, golden: str, genrm_answer: str
+    ) -> list[dict[str, str]]:
+        """The MetaRM request: one user message, the authors' prompt filled as their script fills it."""
+        prompt = self.meta_template.format(
+            context_and_responses=pair_block(conversation, response_a, response_b),
+            golden_explanation=drop_thinking(golden),
+            genrm_explanation=drop_thinking(genrm_answer),
+        )
+        return [{"role": "user", "content": prompt}]
+
+    # -- the protocol of `ralign_reward.RAlignReward` and the GenRM benchmark -------------------------
+
+    def genrm_row(self, row: dict, seed: int = 0) -> dict:
+        """GenRM columns of a pairwise row, in the dataset's order (`seed` is not used: no swap)."""
+        missing = {"prompt", "response_a", "response_b", "label"} - set(row)
+        if missing:
+            raise ValueError(f"A pairwise row needs prompt, response_a, response_b, label; missing {sorted(missing)}")
+        conversation = _conversation(row["prompt"])
+        return {
+            "prompt": self.genrm_messages(conversation, row["response_a"], row["response_b"]),
+            "pair_prompt": conversation,
+            "display_order": "ab",
+            "display_label": row["label"],
+        }
+
+    @staticmethod
+    def completion_text(completion) -> str:
+        return joined_text(completion.text, completion.reasoning)
+
+    @staticmethod
+    def verdict(text: str) -> Label | None:
+        return first_boxed_verdict(text)
+
+    def meta_request(self, sample, *, step: int = 0) -> ReleaseMetaRequest:
+        """The MetaRM request of a label-correct `ralign_reward.GenRMSample` (shown in dataset order)."""
+        messages = self.meta_messages(
+            _conversation(sample.prompt), sample.response_a, sample.response_b, sample.golden_rationale,
+            sample.completion,
+        )  # fmt: skip
+        return ReleaseMetaRequest(tuple(messages), query_id=sample.key, step=step)
+
+
+def _conversation(prompt) -> list[dict]:
+    """A pair's prompt as chat turns: messages as they are, a text as one user turn."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [dict(turn) for turn in prompt]
+
+
+def build_meta_judge(settings, release: RAlignRelease | None = None):
+    """The MetaRM the `metarm_*` settings describe: an `LLMJudge` with our templates, or with
+    `release` a `ReleaseMetaJudge` over the same server (the one place both are chosen from)."""
+    from ..judging.server_settings import build_backend, build_judge
+
+    if release is None:
+        return build_judge(settings)
+    if settings.templates:
+        raise ValueError(f"{settings.prefix}templates and r_align_release both set the MetaRM prompt; keep one of them")
+    return ReleaseMetaJudge(build_backend(settings), retry=settings.retry_policy(),
+                            temperature=settings.temperature, max_tokens=settings.max_tokens)  # fmt: skip
+
+
+class ReleaseMetaJudge:
+    """The MetaRM asked with the authors' prompt and parsed with their rule (`meta_verdict`).
+
+    Answers `ReleaseMetaRequest` with True (consistent), False, or a `JudgeFailure` (a server that
+    kept failing, or an answer without both tags; the latter is not asked again).
+    """
+
+    def __init__(self, backend, *, retry: RetryPolicy | None = None, temperature: float = 0.4, max_tokens: int = 16384):
+        self.backend = backend
+        self.retry = retry or RetryPolicy()
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.ledger = JudgeLedger()
+
+    def describe(self) -> str:
+        model = getattr(self.backend, "model", None) or type(self.backend).__name__
+        return f"MetaRM {model!r} with the R-Align release prompt (temperature {self.temperature:g})"
+
+    async def judge(self, request: ReleaseMetaRequest) -> bool | JudgeFailure:
+        if not isinstance(request, ReleaseMetaRequest):
+            raise TypeError(f"ReleaseMetaJudge answers ReleaseMetaRequest only, got {type(request).__name__}")
+        return await answer_once(
+            self.backend, list(request.messages), meta_verdict, retry=self.retry, ledger=self.ledger,
+            request_kind="meta", what=f"MetaRM request (pair {request.query_id!r})",
+            temperature=self.temperature, max_tokens=self.max_tokens,
+        )  # fmt: skip
+
+
+__all__ = [
+    "RAlignRelease",
+    "ReleaseError",
+    "ReleaseMetaJudge",
+    "ReleaseMetaRequest",
+    "answer_once",
+    "build_meta_judge",
+    "drop_thinking",
+    "first_boxed_verdict",
+    "joined_text",
+    "meta_verdict",
+    "pair_block",
+    "read_string_constant",
+]
