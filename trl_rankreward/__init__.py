@@ -17,5 +17,6 @@ __getattr__, __all__ = lazy_exports(
         ".trainers.ralign": ("RAlignGenRMTrainer", "RAlignGenRMConfig"),
         ".trainers.ppo": ("CriticPPOTrainer", "CriticPPOConfig"),
         ".trainers.judge_eval": ("JudgeWinRateCallback", "JudgeEvalConfig"),
+        ".trainers.reward_func": ("as_reward_func",),  # a method as a plain TRL GRPOTrainer's reward function
     },
 )

@@ -44,6 +44,17 @@ def test_step_line_has_the_key_numbers_only():
     assert "grad_norm" not in line and "anchors" not in line
 
 
+def test_the_reward_says_it_includes_the_format_bonus():
+    # A zero-mean rank method with lambda_fmt=0.2 and every rollout well formatted logs reward 0.2 each step.
+    line = format_log_line({"reward": 0.2, "reward_std": 0.676}, step=3, max_steps=40, format_bonus=0.2)
+    assert line == "step 3/40 | reward 0.200 ± 0.676 (incl. format bonus up to 0.2)"
+    assert format_log_line({"reward": 0.2}, 3, format_bonus=0.0) == "step 3 | reward 0.200"  # no bonus, no note
+    trainer = _Trainer(ProgressCallback(), PrinterCallback())
+    trainer.args = SimpleNamespace(lambda_fmt=0.2)
+    use_compact_console_log(trainer)
+    assert [c.format_bonus for c in trainer.callback_handler.callbacks] == [0.2, 0.2]
+
+
 def test_failures_and_other_methods():
     line = format_log_line({"loss": 0.1, "judge/calls": 10.0, "judge/failures": 3.0, "reward/neutral_groups": 1.0}, 3)
     assert line == "step 3 | loss 0.1 | judge 10 calls, 3 failed | neutral 1"

@@ -158,7 +158,7 @@ def test_a_scoring_error_that_cannot_be_pickled_still_reaches_every_process(
     # The fake broadcast pickles like torch does; the main process must send a plain message and raise.
     import pickle
 
-    from trl_rankreward.trainers import judge_reward
+    from trl_rankreward.trainers import group_scoring
 
     sent = []
 
@@ -166,7 +166,7 @@ def test_a_scoring_error_that_cannot_be_pickled_still_reaches_every_process(
         sent.append(pickle.loads(pickle.dumps(objects)))
         return objects
 
-    monkeypatch.setattr(judge_reward, "broadcast_object_list", pickling_broadcast)
+    monkeypatch.setattr(group_scoring, "broadcast_object_list", pickling_broadcast)
 
     class Unpicklable(RuntimeError):
         def __init__(self, message):

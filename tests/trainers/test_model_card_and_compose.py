@@ -84,3 +84,20 @@ def test_reward_weights_must_cover_every_column(tiny_model_dir, tiny_dataset, tm
                    reward_method=CountingMethod(), reward_funcs=[length_reward])  # fmt: skip
     with pytest.raises(ValueError, match="Number of reward weights"):
         make()
+
+
+def test_the_logged_run_config_redacts_judge_urls_as_the_card_does(tmp_path):
+    # W&B (and MLflow, Comet, ...) store `args.to_dict()` as the run's config: the URLs are private hosts there too.
+    from trl_rankreward.trainers.ralign import RAlignGenRMConfig
+
+    private = "http://10.1.2.3:8001/v1"
+    args = tiny_config(JudgeRewardGRPOConfig, tmp_path, judge_base_urls=[private, "http://10.1.2.4:8001/v1"],
+                       judge_model="m", eval_judge_base_urls=["http://eval-host:9000/v1"], eval_judge_model="e")  # fmt: skip
+    logged = args.to_dict()
+    assert logged["judge_base_urls"] == ["<judge server>", "<judge server>"]
+    assert logged["eval_judge_base_urls"] == ["<judge server>"]
+    assert "10.1.2" not in args.to_json_string() and "eval-host" not in args.to_json_string()
+    assert args.judge_base_urls[0] == private  # the trainer still calls the real server
+    ralign = tiny_config(RAlignGenRMConfig, tmp_path, num_generations=1, per_device_train_batch_size=4,
+                         metarm_base_urls=[private], metarm_model="meta")  # fmt: skip
+    assert ralign.to_dict()["metarm_base_urls"] == ["<judge server>"] and ralign.metarm_base_urls == [private]

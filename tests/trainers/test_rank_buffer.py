@@ -47,7 +47,7 @@ def test_rank_buffer_trains_and_logs_buffer_metrics(tiny_model_dir, tiny_dataset
     assert trainer.reward_method.anchors("q0") or trainer.reward_method.anchors("q1")
 
 
-def test_resume_restores_buffers_and_next_rewards(tiny_model_dir, tiny_dataset, tmp_path):
+def test_resume_restores_buffers_and_next_rewards(tiny_model_dir, tiny_dataset, tmp_path, caplog):
     full = make_trainer(tiny_model_dir, tiny_dataset, config(tmp_path / "full", save_strategy="steps", save_steps=2))
     full.train()
     saved = json.loads((tmp_path / "full" / "checkpoint-2" / METHOD_STATE_NAME).read_text())
@@ -59,7 +59,13 @@ def test_resume_restores_buffers_and_next_rewards(tiny_model_dir, tiny_dataset, 
     shutil.copytree(tmp_path / "full" / "checkpoint-2", checkpoint)
     (tmp_path / "full" / "anchors.sqlite").unlink()
     resumed = make_trainer(tiny_model_dir, tiny_dataset, config(tmp_path / "resumed"))
-    resumed.train(resume_from_checkpoint=str(checkpoint))
+    with caplog.at_level("WARNING"):
+        resumed.train(resume_from_checkpoint=str(checkpoint))
+    # It says what it does: the start-up block (1 process, 8 completions = 2 groups of G=4 per step, 4 queries
+    # = 2 steps per epoch), then what the resume restored (4 query buffers after 2 steps of 2 fresh queries).
+    assert "processes:              1" in caplog.text and "steps per epoch:        2 (4 queries)" in caplog.text
+    assert f"resumed from {checkpoint} at step 2" in caplog.text and "buffer/count 4" in caplog.text
+    assert f"judge totals:  {json.loads((checkpoint / 'judge_usage.json').read_text())['calls']:,} calls" in caplog.text
 
     # Step 3 (epoch 1, after a resume at the epoch boundary) generates from the restored weights,
     # RNG and data order, and is ranked against the restored buffers: same rewards, same buffers.

@@ -100,10 +100,10 @@ class _DownDuring(TrainerCallback):
 
 
 def test_a_judge_down_for_one_batch_is_a_transient_outage(judge, tiny_model_dir, tiny_dataset, tmp_path, monkeypatch):
-    from trl_rankreward.trainers import judge_reward
+    from trl_rankreward.trainers import reward_state
 
     warned = []
-    monkeypatch.setattr(judge_reward.logger, "warning", lambda message, *_, **__: warned.append(message))
+    monkeypatch.setattr(reward_state.logger, "warning", lambda message, *_, **__: warned.append(message))
     with FaultProxy(judge) as proxy:
         args = config(tmp_path / "out", max_steps=4, judge_base_urls=[proxy.url], judge_model="scripted-judge",
                       judge_max_attempts=2)  # fmt: skip

@@ -83,3 +83,7 @@ class JudgeCircuitBreaker:
     def load_state_dict(self, state: dict) -> None:
         self._failed_streak = int(state.get("failed_streak", 0))
         self._recent = deque((int(n), int(g)) for n, g in state.get("recent", ()))
+
+
+class JudgeFailureError(RuntimeError):
+    """The judge kept failing (the breaker tripped); a checkpoint was saved before this was raised."""

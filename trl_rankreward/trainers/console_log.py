@@ -5,7 +5,11 @@ as one dict per logging step, which buries the progress bar. `use_compact_consol
 swaps the trainer's default printing callback (`ProgressCallback`, or `PrinterCallback` with
 `disable_tqdm`) for one that keeps the progress bar and writes one short line beside it:
 
-    step 12/40 | loss 0.0123 | reward 0.412 ± 0.210 | judge 96 calls, 12.3k tok | neutral 0 | coarse pos 0.43 | buffer 5.25
+    step 12/40 | loss 0.0123 | reward 0.200 ± 0.676 (incl. format bonus up to 0.2) | judge 96 calls, 12.3k tok | ...
+
+The reward is the method's reward plus its format bonus (`lambda_fmt` times the format reward,
+in [0, 1]); the line says so when `lambda_fmt` is set, because a rank method's rewards are
+zero-mean in every group, and a steady mean of 0.200 is the bonus, not a broken reward.
 
 Only the console changes: every metric still reaches the loggers (W&B, TensorBoard, ...)
 and `trainer_state.json`, which are fed by `Trainer.log`, not by these callbacks.
@@ -50,10 +54,13 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def format_log_line(logs: Mapping[str, Any], step: int, max_steps: int | None = None) -> str | None:
+def format_log_line(
+    logs: Mapping[str, Any], step: int, max_steps: int | None = None, format_bonus: float | None = None
+) -> str | None:
     """One compact line for the metrics `logs` of step `step` (of `max_steps`), or None for an empty log.
 
-    Shows, when present: the loss, the reward mean ± std, the judge calls and tokens (and failures, if any),
+    Shows, when present: the loss, the reward mean ± std (and, with `format_bonus`, the method's
+    `lambda_fmt`, that the reward includes it), the judge calls and tokens (and failures, if any),
     the neutral groups, and the method's headline number (`rank/coarse_position_mean`, `buffer/size_mean`,
     R-Align's label accuracy). Evaluation logs (`eval_` keys) get an "eval" line; the end-of-training
     summary a "done" line. A log with none of these keys shows its first few numbers.
@@ -80,7 +87,8 @@ def format_log_line(logs: Mapping[str, Any], step: int, max_steps: int | None = 
         parts.append(f"loss {_fmt(get('loss'))}")
     if get("reward") is not None:
         std = get("reward_std")
-        parts.append(f"reward {get('reward'):.3f}" + (f" ± {std:.3f}" if std is not None else ""))
+        reward = f"reward {get('reward'):.3f}" + (f" ± {std:.3f}" if std is not None else "")
+        parts.append(reward + (f" (incl. format bonus up to {format_bonus:g})" if format_bonus else ""))
     if get("judge/calls") is not None:
         tokens = [get(k) for k in ("judge/prompt_tokens", "judge/completion_tokens")]
         judge = f"judge {_fmt(get('judge/calls'))} calls"
@@ -102,10 +110,14 @@ def format_log_line(logs: Mapping[str, Any], step: int, max_steps: int | None = 
 class CompactProgressCallback(ProgressCallback):
     """transformers' progress bar, with `format_log_line` written above it (via `tqdm.write`) at each log."""
 
+    def __init__(self, max_str_len: int = 100, format_bonus: float | None = None):
+        super().__init__(max_str_len=max_str_len)
+        self.format_bonus = format_bonus
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
             return
-        line = format_log_line(logs, state.global_step, state.max_steps)
+        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus)
         if line is None:
             return
         if self.training_bar is not None:
@@ -119,9 +131,12 @@ class CompactProgressCallback(ProgressCallback):
 class CompactPrinterCallback(TrainerCallback):
     """`PrinterCallback` (used with `disable_tqdm=True`) printing `format_log_line` instead of the dict."""
 
+    def __init__(self, format_bonus: float | None = None):
+        self.format_bonus = format_bonus
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_local_process_zero and logs:
-            line = format_log_line(logs, state.global_step, state.max_steps)
+            line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus)
             if line is not None:
                 print(line, flush=True)
 
@@ -131,15 +146,17 @@ def use_compact_console_log(trainer) -> bool:
 
     Returns True when a callback was replaced. Idempotent; a notebook progress table or a
     custom subclass of either callback is left alone. The loggers (`report_to`) and
-    `trainer_state.json` still get every metric.
+    `trainer_state.json` still get every metric. A config with `lambda_fmt` (the judge-reward
+    trainers') makes the reward say that it includes the format bonus.
     """
     callbacks = trainer.callback_handler.callbacks
+    bonus = getattr(getattr(trainer, "args", None), "lambda_fmt", None)
     replaced = False
     for i, callback in enumerate(callbacks):
         if type(callback) is ProgressCallback:
-            compact = CompactProgressCallback(max_str_len=callback.max_str_len)
+            compact = CompactProgressCallback(max_str_len=callback.max_str_len, format_bonus=bonus)
         elif type(callback) is PrinterCallback:
-            compact = CompactPrinterCallback()
+            compact = CompactPrinterCallback(format_bonus=bonus)
         else:
             continue
         callbacks[i] = compact

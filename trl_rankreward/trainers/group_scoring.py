@@ -9,6 +9,11 @@ so the judge works while the old-policy and reference log-prob passes run.
 
 Evaluation scores inside the method's `frozen_state()`, entered in `start` and left in
 `finish` (also when scoring fails), so evaluation never changes training state.
+
+Around it, the collective part every caller shares (the trainer and the TRL reward function
+`reward_func.GroupRewardFunction`): `gather_rows` collects every process's rows in process
+order, and `share_from_main` runs the scoring on the main process and broadcasts its result,
+or its error, so no process is left waiting in the broadcast.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ import asyncio
 import atexit
 import contextlib
 import math
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelerate.utils import broadcast_object_list, gather_object
 from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
 
 from ..rewards.base import GroupRewardMethod
@@ -110,6 +117,37 @@ class GroupScorer:
             atexit.register(shutdown_event_loop_in_daemon, thread, loop)
             self._loop = loop
         return self._loop
+
+
+def gather_rows(rows: list[dict[str, Any]], group_size: int, process_index: int) -> list[dict[str, Any]]:
+    """Every process's reward rows, in process order (a collective: every process calls it). Each
+    process's slice starts at global row `process_index * len(rows)`; a group may span processes."""
+    return gather_object(compact_rows(rows, group_size, process_index * len(rows)))
+
+
+@dataclass(frozen=True)
+class _ScoringError:
+    """What the main process broadcasts when scoring raised: the error as text (always picklable)."""
+
+    message: str
+
+
+def share_from_main(is_main: bool, score: Callable[[], Scored]) -> Scored:
+    """`score()` on the main process, broadcast to every process (a collective). If it raises, the main
+    process re-raises and the others raise a `RuntimeError` quoting it, instead of waiting."""
+    payload: list[Any] = [None]
+    if is_main:
+        try:
+            payload = [score()]
+        except Exception as exc:
+            # A message, not the exception: the broadcast pickles it, and an exception holding a
+            # client or a lock would fail to pickle here while the others wait in the broadcast.
+            broadcast_object_list([_ScoringError(f"{type(exc).__name__}: {exc}")], from_process=0)
+            raise
+    broadcast_object_list(payload, from_process=0)
+    if isinstance(payload[0], _ScoringError):
+        raise RuntimeError(f"Reward scoring failed on the main process: {payload[0].message}")
+    return payload[0]
 
 
 def compact_rows(rows: list[dict[str, Any]], group_size: int, offset: int) -> list[dict[str, Any]]:

@@ -45,10 +45,10 @@ from ..judging.ledger import LedgerSnapshot
 from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
 from ..rewards.answers import strip_thinking
 from ..rewards.state_files import write_json_atomic
-from .circuit_breaker import JudgeCircuitBreaker
+from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .eval_generation import generate_answers
 from .judge_usage import combined_snapshot
-from .model_card import describe_judge, redact_urls
+from .model_card import describe_judge, redact_server_urls, redact_urls
 
 logger = logging.get_logger(__name__)
 
@@ -92,6 +92,11 @@ class JudgeEvalConfig(EVAL_JUDGE.fields()):
             raise ValueError(f"eval_baseline must be one of {list(BASELINES)}, got {self.eval_baseline!r}")
         if self.eval_num_prompts is not None and self.eval_num_prompts < 1:
             raise ValueError(f"eval_num_prompts must be >= 1 or None, got {self.eval_num_prompts}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """`TrainingArguments.to_dict()` (what W&B and the other loggers store as the run's config) with the
+        judge server URLs of every role redacted, as the model card redacts them (they can be private hosts)."""
+        return redact_server_urls(super().to_dict())
 
 
 def add_judge_evaluation(trainer) -> JudgeWinRateCallback | None:
@@ -230,8 +235,6 @@ class JudgeWinRateCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.breaker.tripped:
-            from .judge_reward import JudgeFailureError
-
             raise JudgeFailureError(
                 f"Evaluation judge ({self.judge_text}): {self.breaker.reason()}\nThe run stopped at step "
                 f"{state.global_step} and saved a checkpoint. Fix the evaluation judge (eval_judge_*), then resume "

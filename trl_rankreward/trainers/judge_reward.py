@@ -38,35 +38,35 @@ from typing import Any
 
 import torch
 from accelerate import PartialState
-from accelerate.utils import broadcast_object_list, gather_object
 from transformers import TrainerCallback
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
 from trl import GRPOConfig
 
-from .._gc import paused_gc
 from ..judging.retry import RetryPolicy
 from ..judging.server_settings import TRAINING_JUDGE, build_judge
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions, option_values
 from ..rewards.registry import REWARD_METHODS, reward_method_class
-from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
+from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
-from .circuit_breaker import JudgeCircuitBreaker
+from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .console_log import use_compact_console_log
 from .dataset_checks import check_group_size, check_training_dataset
-from .failures import FailureLog
-from .group_scoring import GroupScorer, PendingScore, Scored, compact_rows
+from .group_scoring import GroupScorer, PendingScore, Scored, gather_rows, share_from_main
 from .grouping import reward_row
 from .judge_eval import JudgeEvalConfig, evaluation_summary
-from .judge_usage import TOTAL_SUFFIX, JudgeUsage, combined_snapshot
+from .judge_usage import TOTAL_SUFFIX
 from .model_card import compose_card, describe_judge, redact_urls, training_section
 from .ppo import CriticConfig, critic_card_settings, training_algorithm
+from .reward_state import JUDGE_USAGE_NAME, RewardRunState
+from .run_summary import resume_message, startup_message
 
 logger = logging.get_logger(__name__)
 
-JUDGE_USAGE_NAME = "judge_usage.json"
+__all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeRewardGRPOConfig",
+           "JudgeRewardGRPOTrainer"]  # fmt: skip
 
 
 @dataclass
@@ -258,16 +258,12 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         if reward_method is None and is_main:
             reward_method = self._build_reward_method(judge)
         self.reward_method = reward_method
-        self._judge_usage = JudgeUsage()
-        self._scorer = GroupScorer(reward_method, self._judge_usage) if reward_method is not None else None
-        self._batch_inputs = self._launched = None
-        if reward_method is not None:
-            logger.warning(f"trl-rankreward: reward method {reward_method.name!r}; judge: {_describe(reward_method)}")
-        self._breaker = JudgeCircuitBreaker(
+        breaker = JudgeCircuitBreaker(
             args.judge_stop_after_failed_batches, args.judge_failure_window, args.judge_max_neutral_fraction
         )
-        self._failure_log = FailureLog()
-        self._neutral_total = 0
+        self._run_state = RewardRunState(reward_method, breaker, fresh_setting="resume_with_fresh_reward_state=True")
+        self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
+        self._batch_inputs = self._launched = None
         self._card_dataset: str | None = None  # the dataset as the model card names it
         self.add_callback(_StopOnJudgeFailure(self))
         use_compact_console_log(self)
@@ -330,8 +326,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         rows = [reward_row(x, p, c) for x, p, c in zip(inputs, prompts, completions, strict=True)]
-        offset = self.accelerator.process_index * len(rows)
-        all_rows = gather_object(compact_rows(rows, group_size, offset))  # every process's rows, in process order
+        all_rows = gather_rows(rows, group_size, self.accelerator.process_index)
         if not self.accelerator.is_main_process:
             return PendingScore()  # a placeholder: the main process scores
         return self._scorer.start(all_rows, group_size, mode=mode, epoch=self.state.epoch or 0.0,
@@ -343,37 +338,12 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         pending, self._launched = self._launched, None
         if pending is None:  # not started early (overlap_judging off)
             pending = self._launch_judging(inputs, prompts, completions)
-        payload = [None]
-        if self.accelerator.is_main_process:
-            try:
-                payload = [self._scorer.finish(pending)]
-            except Exception as exc:  # tell the other processes instead of leaving them in the broadcast
-                # A message, not the exception: the broadcast pickles it, and an exception holding a
-                # client or a lock would fail to pickle here while the others wait in the broadcast.
-                payload = [_ScoringError(f"{type(exc).__name__}: {exc}")]
-                broadcast_object_list(payload, from_process=0)
-                raise
-        broadcast_object_list(payload, from_process=0)
-        if isinstance(payload[0], _ScoringError):
-            raise RuntimeError(f"Reward scoring failed on the main process: {payload[0].message}")
-        scored: Scored = payload[0]
+        is_main = self.accelerator.is_main_process
+        scored: Scored = share_from_main(is_main, lambda: self._scorer.finish(pending))
         for key, value in scored.metrics.items():
             self._metrics[mode][key].append(value)
-        self._watch_failures(scored, mode)
+        self._run_state.record(scored, mode, step=self.state.global_step, is_main=is_main)
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
-
-    def _watch_failures(self, scored: Scored, mode: str) -> None:
-        """Log judge failures (rate-limited) and feed training batches to the circuit breaker (every rank alike)."""
-        if scored.failures and self.accelerator.is_main_process and self._failure_log.due():
-            logger.warning(
-                # global_step counts finished steps; the one being computed is the next, as the console numbers it
-                f"trl-rankreward: {scored.neutral} of {scored.groups} groups neutral at step {self.state.global_step + 1} "
-                f"({mode}); judge failures: " + " | ".join(scored.failures)
-            )
-        if mode == "train":
-            self._neutral_total += scored.neutral
-            if self._breaker.record(scored.neutral, scored.groups, scored.failures):
-                logger.error(f"trl-rankreward: {self._breaker.reason()}\nSaving a checkpoint and stopping.")
 
     # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
 
@@ -397,10 +367,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         if not self.is_world_process_zero() or self.reward_method is None:
             return
         args, method = self.args, self.reward_method
-        totals = self._judge_usage.state_dict(combined_snapshot(method.judges))
+        totals = self._run_state.judge_totals()
         usage = {"judge calls": totals["calls"], "parsed judge calls": totals["parsed"],
                  "judge prompt tokens": totals["prompt_tokens"], "judge completion tokens": totals["completion_tokens"],
-                 "failed judge calls": sum(totals["failures"].values()), "neutral groups": self._neutral_total,
+                 "failed judge calls": sum(totals["failures"].values()), "neutral groups": self._run_state.neutral_total,
                  "training steps": self.state.global_step}  # fmt: skip
         from ..judging.backends.openai_compatible import normalize_base_url  # openai: only with a judge server
 
@@ -433,12 +403,14 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
-        checkpoint is saved."""
+        checkpoint is saved. The main process prints the start-up block first (`run_summary`)."""
+        if self.accelerator.is_main_process and self.reward_method is not None:
+            logger.warning(self._startup_message())
         output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
-        if self._breaker.tripped:
+        if self._run_state.breaker.tripped:
             checkpoint = self._checkpoint_folder()
             raise JudgeFailureError(
-                f"{self._breaker.reason()}\nThe run stopped at step {self.state.global_step} and saved {checkpoint}. "
+                f"{self._run_state.breaker.reason()}\nThe run stopped at step {self.state.global_step} and saved {checkpoint}. "
                 f"Fix the judge ({_describe(self.reward_method) if self.reward_method else 'see the main process'}), "
                 f"then run the same command with --resume_from_checkpoint {checkpoint} (or latest)."
             )
@@ -447,41 +419,26 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     # ---- checkpoints: the method's state (and judge usage totals) travel with every checkpoint ------
 
     def _save_state(self, checkpoint: str) -> None:
-        if self.reward_method is None:
-            return
-        current = combined_snapshot(self.reward_method.judges)
-        self.reward_method.save_state(checkpoint)
-        usage = {**self._judge_usage.state_dict(current), "breaker": self._breaker.state_dict(),
-                 "neutral_groups": self._neutral_total}  # fmt: skip
-        write_json_atomic(os.path.join(checkpoint, JUDGE_USAGE_NAME), usage)
+        self._run_state.save(checkpoint)
 
     def _load_state(self, checkpoint: str) -> None:
-        if self.reward_method is None:
-            return
-        if not os.path.exists(os.path.join(checkpoint, METHOD_STATE_NAME)) and self._may_start_fresh(checkpoint):
-            return
-        with paused_gc():  # millions of small objects at 10^5 queries (see _gc.py)
-            self.reward_method.load_state(checkpoint)
-        usage_path = os.path.join(checkpoint, JUDGE_USAGE_NAME)
-        if os.path.exists(usage_path):
-            usage = read_json(usage_path, "judge usage totals")
-            self._breaker.load_state_dict(usage.pop("breaker", {}))
-            self._neutral_total = int(usage.pop("neutral_groups", 0))
-            self._judge_usage.load_state_dict(usage, combined_snapshot(self.reward_method.judges))
+        restored = self._run_state.load(checkpoint, fresh_allowed=self.args.resume_with_fresh_reward_state)
+        if self.reward_method is not None:
+            logger.warning(resume_message(restored, self.state.global_step, self.reward_method.name))
 
-    def _may_start_fresh(self, checkpoint: str) -> bool:
-        """A checkpoint without the method's state: fine for stateless methods or when asked; else an error."""
-        if self.args.resume_with_fresh_reward_state or not self.reward_method.state_dict():
-            logger.warning(f"{checkpoint} holds no {METHOD_STATE_NAME}: the reward method starts from a fresh state")
-            return True
-        path = os.path.join(checkpoint, METHOD_STATE_NAME)
-        raise CheckpointStateError(
-            path,
-            "missing",
-            f"{path} not found: {checkpoint} does not hold the state of the "
-            f"reward method {self.reward_method.name!r} (e.g. RankBuffer's buffers), so resuming would silently "
-            "restart it. Resume from a checkpoint written by this trainer, or set resume_with_fresh_reward_state="
-            "True to start the method afresh.",
+    def _startup_message(self) -> str:
+        args = self.args
+        dataset = self.train_dataset
+        return startup_message(
+            processes=self.accelerator.num_processes,
+            per_device_batch=args.per_device_train_batch_size,
+            gradient_accumulation=args.gradient_accumulation_steps,
+            num_generations=args.num_generations,
+            num_iterations=args.num_iterations,
+            queries=len(dataset) if hasattr(dataset, "__len__") else None,
+            max_steps=args.max_steps,
+            method=self.reward_method.name,
+            judge=_describe(self.reward_method),
         )
 
 
@@ -495,10 +452,6 @@ class TokenLength:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-class JudgeFailureError(RuntimeError):
-    """The judge kept failing (see `circuit_breaker`); a checkpoint was saved before this was raised."""
-
-
 class _StopOnJudgeFailure(TrainerCallback):
     """Once the breaker trips: save a checkpoint at the end of this step and stop (every rank alike)."""
 
@@ -506,7 +459,7 @@ class _StopOnJudgeFailure(TrainerCallback):
         self.trainer = trainer
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.trainer._breaker.tripped:
+        if self.trainer._run_state.breaker.tripped:
             control.should_save = True
             control.should_training_stop = True
         return control
@@ -534,13 +487,6 @@ def _dataset_name(dataset) -> str | None:
 
 def _describe(method: GroupRewardMethod) -> str:
     return "; ".join(describe_judge(j) for j in method.judges)
-
-
-@dataclass(frozen=True)
-class _ScoringError:
-    """What the main process broadcasts when scoring raised: the error as text (always picklable)."""
-
-    message: str
 
 
 class _RewardColumn:

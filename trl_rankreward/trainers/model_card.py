@@ -123,6 +123,17 @@ def redact_urls(text: str, urls: list[str]) -> str:
     return text
 
 
+def redact_server_urls(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` (a `TrainingArguments.to_dict()`, which W&B and other loggers store) with every judge server
+    URL (`judge_base_urls`, `eval_judge_base_urls`, `metarm_base_urls`, ...) redacted as `redact_urls` does."""
+    redacted = dict(config)
+    for key, value in config.items():
+        if key.endswith("base_urls") and value:
+            urls = [value] if isinstance(value, str) else list(value)
+            redacted[key] = [redact_urls(url, urls) for url in urls]
+    return redacted
+
+
 def compose_card(card_path: str, section: str, *, method: str, model_ref: str) -> None:
     """Rewrite the card TRL wrote at `card_path`: TRL's front matter (tags; `base_model` for a Hub base), a
     title naming `model_ref`, then `section`, a quick start that loads `model_ref`, TRL's framework versions, the citations.

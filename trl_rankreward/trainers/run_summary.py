@@ -1,0 +1,87 @@
+"""What a run prints when it starts and when it resumes, so a user sees what it is doing.
+
+`startup_message` is the block the main process prints before the first step: processes,
+completions and queries per optimizer step, steps per epoch, the method and the judge. A
+method's judge calls per step depend on its verdicts (RankBuffer's on where rollouts fall among
+the anchors), so the block points to where they are counted instead of guessing.
+`accelerate launch --num_processes 2 --cpu` that ends up running one process shows
+"processes: 1" here. `resume_message` says which checkpoint a run resumed from and what it
+restored: the method's state (RankBuffer's buffer count and sizes), the judge totals and the
+neutral groups so far. Both are plain text from plain values; the trainers print them.
+
+Counting (TRL 1.16): an optimizer step trains on `per_device_train_batch_size x processes x
+gradient_accumulation_steps` completions, G per query, each generation batch reused
+`num_iterations` times; so it judges completions / (G x num_iterations) groups per step, and an
+epoch (every training query once) is `queries x G x num_iterations / completions` steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .reward_state import Restored
+
+
+def startup_message(
+    *,
+    processes: int,
+    per_device_batch: int,
+    gradient_accumulation: int,
+    num_generations: int,
+    num_iterations: int,
+    queries: int | None,
+    max_steps: int,
+    method: str,
+    judge: str,
+) -> str:
+    """The start-up block (module docstring). `queries`: training queries per epoch (None: not known)."""
+    completions = per_device_batch * processes * gradient_accumulation
+    groups = completions / (num_generations * num_iterations)
+    reuse = f", each batch trained on {num_iterations} times" if num_iterations > 1 else ""
+    lines = [
+        "trl-rankreward: training run",
+        f"  processes:              {processes}",
+        f"  completions per step:   {completions} ({per_device_batch} per device x {processes} processes x "
+        f"{gradient_accumulation} accumulation)",
+        f"  queries per step:       {_count(groups)} group{'' if groups == 1 else 's'} of G={num_generations} "
+        f"judged{reuse}",
+    ]
+    if queries:
+        per_epoch = queries * num_generations * num_iterations / completions
+        lines.append(f"  steps per epoch:        {_count(per_epoch)} ({queries} queries); max_steps {max_steps}")
+    else:
+        lines.append(f"  max_steps:              {max_steps}")
+    lines += [
+        f"  reward method:          {method}",
+        f"  judge:                  {judge}",
+        "  judge calls per step:   on the console line at each log (estimate: trl-rankreward bench --config)",
+    ]
+    return "\n".join(lines)
+
+
+def resume_message(restored: Restored, step: int, method: str) -> str:
+    """What a resume restored: the checkpoint, the method's state, the judge totals, the neutral groups."""
+    lines = [f"trl-rankreward: resumed from {restored.checkpoint} at step {step}"]
+    if restored.method_state:
+        state = _summary(restored.method_summary) or "restored (no statistics)"
+        lines.append(f"  {method} state:  {state}")
+    else:
+        lines.append(f"  {method} state:  none in the checkpoint; started afresh")
+    totals = restored.judge_totals
+    if totals is not None:
+        tokens = totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)
+        failed = sum(totals.get("failures", {}).values())
+        lines.append(f"  judge totals:  {totals.get('calls', 0):,} calls, {tokens:,} tokens, {failed:,} failed; "
+                     f"{restored.neutral_groups:,} neutral groups")  # fmt: skip
+    else:
+        lines.append("  judge totals:  none in the checkpoint; counted from 0")
+    return "\n".join(lines)
+
+
+def _summary(stats: Mapping[str, float]) -> str:
+    """`buffer/count 4, buffer/size_mean 5.25, ...`: the method's summary numbers, zeros left out."""
+    return ", ".join(f"{key} {_count(value)}" for key, value in stats.items() if value)
+
+
+def _count(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
