@@ -3,6 +3,8 @@
 The tokenizer is a byte-level BPE trained on the spot (seconds), with a Qwen-style chat
 template (`<|im_start|>role ... <|im_end|>`) and `<think>`/`</think>` tokens, so TRL's GRPO,
 `transformers serve` and our answer parsing all see the same conventions as a real Qwen3.
+The weights are random unless `follows` names an output format: then a few seconds of
+fine-tuning at build time make the model write that format (`format_tuning` says how and why).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from .format_tuning import FORMATS, sliding_window_settings, tune_to_format
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -71,11 +75,15 @@ def build_tiny_model(
     num_heads: int = 4,
     vocab_size: int = 512,
     seed: int = 0,
+    follows: str | None = None,
 ) -> Path:
     """Write a random-init Qwen3-style causal LM and its tokenizer to `output_dir`.
 
     Returns the directory, loadable with `AutoModelForCausalLM.from_pretrained` and
     `AutoTokenizer.from_pretrained` offline. Reuses an existing build with the same settings.
+    `follows`: None (random weights), or an output format of `format_tuning.FORMATS` the model is
+    fine-tuned to write (`"thinking"`: `<think>\n</think>` then a short answer; `"genrm"`: a
+    rationale then `\\boxed{A}` or `\\boxed{B}`), with sliding-window attention (same tokenizer).
 
     The build is atomic: it is written to a temporary folder beside `output_dir` and renamed
     into place, so a concurrent reader (another process of the same launch) never sees a
@@ -87,6 +95,12 @@ def build_tiny_model(
     settings = dict(
         hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, vocab_size=vocab_size, seed=seed
     )
+    if follows is not None:  # absent otherwise, so an earlier random build is still reused
+        if follows not in FORMATS:
+            raise ValueError(
+                f"follows={follows!r} is no output format; use None (random weights) or one of {sorted(FORMATS)}"
+            )
+        settings["follows"] = follows
     if _settings_of(output_dir) == settings:
         return output_dir
     output_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -115,6 +129,7 @@ def _write_tiny_model(folder: Path, settings: dict) -> None:
     from transformers import AutoModelForCausalLM, Qwen3Config
 
     hidden_size, num_heads = settings["hidden_size"], settings["num_heads"]
+    follows = settings.get("follows")
     tokenizer = train_tiny_tokenizer(settings["vocab_size"])
     config = Qwen3Config(
         vocab_size=len(tokenizer),
@@ -129,9 +144,12 @@ def _write_tiny_model(folder: Path, settings: dict) -> None:
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
+        **(sliding_window_settings(settings["num_layers"]) if follows else {}),
     )
     torch.manual_seed(settings["seed"])
     model = AutoModelForCausalLM.from_config(config)
+    if follows:
+        tune_to_format(model, tokenizer, follows, seed=settings["seed"])
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(folder)
