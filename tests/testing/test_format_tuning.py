@@ -18,17 +18,19 @@ SAMPLES = 32
 
 
 def sample(folder, messages, max_new_tokens):
+    """SAMPLES completions, decoded as TRL decodes them (special tokens dropped); None for one that never ends."""
     model, tokenizer = AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     inputs = tokenizer([prompt] * SAMPLES, return_tensors="pt", add_special_tokens=False)
     torch.manual_seed(1)
     out = model.generate(**inputs, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
                          max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
-    texts = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :])
-    # what the trainers see: the text up to the end of turn; a completion that never ends is cut off
-    return [t.split(tokenizer.eos_token)[0] if tokenizer.eos_token in t else None for t in texts], len(
-        inputs["input_ids"][0]
-    )
+    texts = []
+    for ids in out[:, inputs["input_ids"].shape[1] :].tolist():
+        ended = tokenizer.eos_token_id in ids
+        ids = ids[: ids.index(tokenizer.eos_token_id)] if ended else ids
+        texts.append(tokenizer.decode(ids, skip_special_tokens=True) if ended else None)
+    return texts, inputs["input_ids"].shape[1]
 
 
 def test_thinking_model_closes_its_thinking_and_answers_within_16_tokens(tmp_path):

@@ -25,6 +25,7 @@ CHAT_TEMPLATE = (
 )
 _MARKER = "tiny_model_settings.json"  # written last: its presence means a complete build
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+THINKING_TAGS = ("<think>", "</think>")
 
 # A small English corpus so the tokenizer learns real merges; variety matters more than size.
 _CORPUS = [
@@ -41,9 +42,14 @@ _CORPUS = [
 ]
 
 
-def train_tiny_tokenizer(vocab_size: int = 512):
-    """A `PreTrainedTokenizerFast` with a BPE vocabulary trained on a built-in corpus."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tiny_tokenizer(vocab_size: int = 512, *, keep_thinking_tags: bool = False):
+    """A `PreTrainedTokenizerFast` with a BPE vocabulary trained on a built-in corpus.
+
+    `keep_thinking_tags`: `<think>` and `</think>` are ordinary added tokens, as in Qwen3's tokenizer,
+    so decoding with `skip_special_tokens=True` (as TRL decodes completions) keeps them; otherwise
+    they are special tokens, which that decoding drops (same ids either way).
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token=None))
@@ -56,12 +62,16 @@ def train_tiny_tokenizer(vocab_size: int = 512):
         show_progress=False,
     )
     tok.train_from_iterator(_CORPUS * 20, trainer=trainer)
+    special = SPECIAL_TOKENS[1:]
+    if keep_thinking_tags:
+        special = [t for t in special if t not in THINKING_TAGS]
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINKING_TAGS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         bos_token=None,
-        additional_special_tokens=SPECIAL_TOKENS[1:],
+        additional_special_tokens=special,
     )
     fast.chat_template = CHAT_TEMPLATE
     return fast
@@ -83,7 +93,8 @@ def build_tiny_model(
     `AutoTokenizer.from_pretrained` offline. Reuses an existing build with the same settings.
     `follows`: None (random weights), or an output format of `format_tuning.FORMATS` the model is
     fine-tuned to write (`"thinking"`: `<think>\n</think>` then a short answer; `"genrm"`: a
-    rationale then `\\boxed{A}` or `\\boxed{B}`), with sliding-window attention (same tokenizer).
+    rationale then `\\boxed{A}` or `\\boxed{B}`), with sliding-window attention and a tokenizer
+    that keeps `<think>`/`</think>` when decoding (`train_tiny_tokenizer(keep_thinking_tags=True)`).
 
     The build is atomic: it is written to a temporary folder beside `output_dir` and renamed
     into place, so a concurrent reader (another process of the same launch) never sees a
@@ -130,7 +141,7 @@ def _write_tiny_model(folder: Path, settings: dict) -> None:
 
     hidden_size, num_heads = settings["hidden_size"], settings["num_heads"]
     follows = settings.get("follows")
-    tokenizer = train_tiny_tokenizer(settings["vocab_size"])
+    tokenizer = train_tiny_tokenizer(settings["vocab_size"], keep_thinking_tags=bool(follows))
     config = Qwen3Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
