@@ -243,6 +243,7 @@ class Launch:
     server_requests: int  # chat requests the scripted judge server answered during the launch
     log: Path
     ledger_calls: int | None = None  # judge calls the trainer's ledgers counted (None: it keeps no ledger total)
+    ledger_total: int = 0  # the training judge's `judge/calls_total` at the launch's end (cumulative)
     neutral: float = 0.0  # sum of UNJUDGED_KEYS over the launch's log entries
 
     def judge_requests(self, embedded: bool) -> int:
@@ -325,19 +326,22 @@ def run_row(row: Row, work_dir: Path, stand: StandIns, judge) -> RowResult:
     elif (step := _global_step(output_dir)) != 3:
         result.problem = f"the resume ended at global step {step}, not 3"
     else:
-        count_judging(result.resume, _log_history(output_dir), after_step=2, ledger_before=result.run.ledger_calls)
+        count_judging(result.resume, _log_history(output_dir), after_step=2, ledger_before=result.run.ledger_total)
         result.problem = judging_problem("resume", result.resume, row.embedded)
     return result
 
 
-def count_judging(launch: Launch, log_history: list[dict], *, after_step: int, ledger_before: int | None) -> None:
+def count_judging(launch: Launch, log_history: list[dict], *, after_step: int, ledger_before: int) -> None:
     """Fill in the launch's ledger calls and neutral count from its log entries (those after `after_step`).
-    `judge/calls_total` is cumulative across a resume, so the launch's calls are its gain over `ledger_before`."""
+    `judge/calls_total` is cumulative across a resume, so the launch's training calls are its gain over
+    `ledger_before`; the evaluation judge's calls are logged per evaluation."""
     entries = [e for e in log_history if e.get("step", 0) > after_step]
     launch.neutral = sum(float(e.get(key, 0.0)) for e in entries for key in UNJUDGED_KEYS)
     totals = [int(e[LEDGER_TOTAL]) for e in entries if LEDGER_TOTAL in e]
     evaluations = sum(int(e.get(EVAL_CALLS, 0)) for e in entries)
-    launch.ledger_calls = (max(totals) - (ledger_before or 0) + evaluations) if totals else None
+    if totals:
+        launch.ledger_total = max(totals)
+        launch.ledger_calls = launch.ledger_total - ledger_before + evaluations
 
 
 def judging_problem(which: str, launch: Launch, embedded: bool) -> str | None:
