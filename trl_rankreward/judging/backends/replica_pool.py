@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -48,7 +47,6 @@ class ReplicaPool:
         self.sent = [0] * n  # requests routed to each replica so far
         self.resting_until = [0.0] * n
         self._clock = clock
-        self._ties = itertools.count()  # rotates the choice among equally loaded replicas
         self._conditions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Condition] = (
             weakref.WeakKeyDictionary()
         )
@@ -59,8 +57,8 @@ class ReplicaPool:
     def choose(self) -> int | None:
         """The replica the next request goes to, or None when it has to wait for a free slot.
 
-        Live replicas under their bound come first, the one with the fewest in flight (ties in
-        turn); when no live replica has a free slot but some replica is live, the request waits;
+        Live replicas under their bound come first, the one with the fewest in flight (of equally
+        loaded ones, the one sent fewest requests so far, then the first); when no live replica has a free slot but some replica is live, the request waits;
         when none is live, any replica under its bound takes it.
         """
         if sum(self.in_flight) >= self.total:
@@ -70,9 +68,7 @@ class ReplicaPool:
         candidates = [i for i in free if i in live] if live else free
         if not candidates:
             return None
-        fewest = min(self.in_flight[i] for i in candidates)
-        tied = [i for i in candidates if self.in_flight[i] == fewest]
-        return tied[next(self._ties) % len(tied)]
+        return min(candidates, key=lambda i: (self.in_flight[i], self.sent[i], i))
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[int]:
