@@ -13,7 +13,9 @@ So, per request:
    `POST /tokenize`, asked when the local estimate comes within `EXACT_ABOVE` of the budget,
    or before anything was learned), else by the judge layer's `TokenCounter` times a ratio
    learned from the server's answers (the largest `server tokens / local tokens` seen in
-   `usage.prompt_tokens`, `/tokenize` counts and refusals), plus `MARGIN_TOKENS`.
+   `usage.prompt_tokens`, `/tokenize` counts and refusals), plus `RELATIVE_MARGIN` of it (the
+   ratio differs between prose, code and numbers, so a prompt of other texts may count a little
+   higher) and `MARGIN_TOKENS`.
 3. A prompt over its budget is shortened: every shown text (responses, anchors, rollouts,
    rationales; never the query or the rubrics) is cut to the same number of characters, the
    largest that fits, and marked as cut (`rendering.render(limit_chars=...)`); a text shorter
@@ -52,6 +54,8 @@ from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
 
 #: tokens added to every estimate made without the server's tokenizer
 MARGIN_TOKENS = 16
+#: and this share of the estimate
+RELATIVE_MARGIN = 0.1
 #: a request whose local estimate exceeds this share of its budget is counted by `/tokenize` (where offered)
 EXACT_ABOVE = 0.75
 #: the shortest share a shown text may be cut to; below it the request is not sent
@@ -176,6 +180,11 @@ class PromptBudget:
         """A server said its window is `window` tokens."""
         self.window = min(self.window, window)
 
+    @property
+    def scale(self) -> float:
+        """Estimated server tokens per local token, margin included."""
+        return self.ratio * (1 + RELATIVE_MARGIN)
+
     def count_local(self, messages: list[dict]) -> int:
         """The judge layer's count of `messages`."""
         return count_message_tokens(self.counter, messages)
@@ -184,7 +193,7 @@ class PromptBudget:
         """`(local, estimate)`: the judge layer's count of `messages`, and the tokens the server will
         count: its own count where offered and needed (module docstring), else the learned estimate."""
         local = self.count_local(messages)
-        estimate = math.ceil(local * self.ratio) + MARGIN_TOKENS
+        estimate = math.ceil(round(local * self.scale, 6)) + MARGIN_TOKENS  # round: 110 * 1.1 is 121, not 122
         if self.count_exact is not None and (not self.observed or estimate > EXACT_ABOVE * budget):
             exact = await self.count_exact(messages)
             if exact:
@@ -201,12 +210,12 @@ class PromptBudget:
         if estimate <= budget:
             return FittedPrompt(rendered, min(max_tokens, self.window - estimate), local)
         texts = shown_texts(request)
-        text_tokens = [self.counter.count(t) * self.ratio for t in texts]
+        text_tokens = [self.counter.count(t) * self.scale for t in texts]
         fixed = estimate - sum(text_tokens)  # template, query, rubrics, block tags and margin
         target = budget
         for _ in range(_FIT_ROUNDS):
             limit = equal_share_chars(
-                [len(t) for t in texts], text_tokens, target - fixed, CUT_MARK_TOKENS * self.ratio
+                [len(t) for t in texts], text_tokens, target - fixed, CUT_MARK_TOKENS * self.scale
             )
             if limit < MIN_SHOWN_CHARS:
                 break
