@@ -60,10 +60,13 @@ def test_answer_tokens_per_request_kind():
 
 def test_a_prompt_that_fits_is_sent_whole_with_max_tokens_what_the_window_leaves():
     budget = PromptBudget(100, counter=Words())
-    fitted = fit(budget, PointwiseRequest(query="what?", response=" ".join(["abcd"] * 10)))
+    request = PointwiseRequest(query="what?", response=" ".join(["abcd"] * 10))
+    fitted = fit(budget, request)
     # local: 5 + 10 + 1 words + 4 per message = 20; estimate 20 * 1.0 * 1.1 + 16 = 38 <= 100 - 32 (answer) = 68
     assert fitted.local_tokens == 20 and fitted.rendered.cut_texts == 0
-    assert fitted.max_tokens == 100 - 38  # 62: the rest of the window (under the configured 1024)
+    assert fitted.max_tokens == 32  # nothing learned from the server yet: what a pointwise answer needs
+    budget.observe(20, 20)  # the server counts as we do
+    assert fit(budget, request).max_tokens == 100 - 38  # 62: the rest of the window (under the configured 1024)
     assert fit(budget, PointwiseRequest(query="what?", response="abcd"), max_tokens=10).max_tokens == 10
 
 
@@ -75,12 +78,13 @@ def test_a_prompt_over_its_budget_is_cut_to_the_largest_share_that_fits():
     # is 100 * 1.1 = 110 estimated tokens over 499 characters; the rest is 137 - 110 = 27, so the text may
     # have 68 - 27 = 41, a cut mark 12 * 1.1 = 13.2 of them: 110 * L / 499 <= 27.8 -> L = 126 characters
     # ("abcd " x 25 and "a"), then the mark's 6 words "[... 373 of 499 characters cut]".
-    # Local 5 + 32 + 1 + 4 = 42, estimate ceil(42 * 1.1) + 16 = 63 <= 68; max_tokens 100 - 63 = 37.
+    # Local 5 + 32 + 1 + 4 = 42, estimate ceil(42 * 1.1) + 16 = 63 <= 68; max_tokens: the answer's 32
+    # (nothing learned yet; it would be 100 - 63 = 37 once the server's count is known).
     content = fitted.rendered.messages[0]["content"]
     assert "abcd a [... 373 of 499 characters cut]\n</response>" in content
     assert content.count("abcd") == 25
     assert (fitted.rendered.cut_texts, fitted.rendered.cut_chars) == (1, 373)
-    assert (fitted.local_tokens, fitted.max_tokens) == (42, 37)
+    assert (fitted.local_tokens, fitted.max_tokens) == (42, 32)
 
 
 def test_every_shown_text_gets_the_same_share_and_short_ones_stay_whole():

@@ -24,7 +24,8 @@ So, per request:
 4. A request that cannot fit with `MIN_SHOWN_CHARS` characters per text (a query and rubrics
    longer than the window) is not sent: it fails as `too_long`.
 5. `max_tokens` is what is left of the window after the counted prompt, capped by the
-   configured value, so prompt plus answer never exceed the window.
+   configured value, so prompt plus answer never exceed the window; until the server's count
+   is known (no `/tokenize` answer or `usage` seen yet) it is only what the request kind needs.
 
 If a server still answers "maximum context length" (a count off by more than the margin),
 `LLMJudge` learns the window and the ratio from the message and fits and sends that request
@@ -208,7 +209,7 @@ class PromptBudget:
         rendered = render(request, templates, seed=seed)
         local, estimate = await self.count(rendered.messages, budget)
         if estimate <= budget:
-            return FittedPrompt(rendered, min(max_tokens, self.window - estimate), local)
+            return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
         texts = shown_texts(request)
         text_tokens = [self.counter.count(t) * self.scale for t in texts]
         fixed = estimate - sum(text_tokens)  # template, query, rubrics, block tags and margin
@@ -222,7 +223,7 @@ class PromptBudget:
             rendered = render(request, templates, seed=seed, limit_chars=limit)
             local, estimate = await self.count(rendered.messages, budget)
             if estimate <= budget:
-                return FittedPrompt(rendered, min(max_tokens, self.window - estimate), local)
+                return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
             target -= estimate - budget + MARGIN_TOKENS  # the per-text estimate was short: aim lower
         raise PromptTooLong(
             f"{type(request).__name__} (query_id={request.query_id!r}) does not fit the judge's window of "
@@ -230,6 +231,14 @@ class PromptBudget:
             f"tokens left after {reserve} for the answer); serve the judge with a longer --max-model-len, or shorten "
             "the query and rubrics"
         )
+
+    def _answer_room(self, max_tokens: int, reserve: int, estimate: int) -> int:
+        """`max_tokens` to send: what the window leaves after the prompt (at most `max_tokens`) once the
+        count can be trusted (the server's, or a learned ratio); before that, the answer's `reserve`, so
+        an estimate that is short does not push prompt plus answer over the window."""
+        if not self.observed:
+            return reserve
+        return max(reserve, min(max_tokens, self.window - estimate))
 
 
 def equal_share_chars(lengths: Sequence[int], tokens: Sequence[float], available: float, mark_tokens: float) -> int:

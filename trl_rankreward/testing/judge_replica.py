@@ -22,10 +22,15 @@ judge does not:
 
     with serve_judge_replica(slots=16, latency_s=0.1, max_model_len=1400) as url:
         backend = OpenAICompatibleBackend(url, url.model)
+
+From a shell, for a training run against it (the judge of docs/judging.md's window example):
+
+    python -m trl_rankreward.testing.judge_replica --port 8011 --max-model-len 1400 [--no-tokenize]
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import re
@@ -128,13 +133,15 @@ def serve_judge_replica(
     tokenize: bool = True,
     model: str = "scripted-judge",
     quality: Callable[[str], float] = distinct_words,
+    port: int = 0,
 ) -> Iterator[JudgeReplica]:
-    """Serve one replica on a free loopback port; yield its base URL (a `JudgeReplica`); stop on exit."""
+    """Serve one replica on loopback (`port`, 0: a free one); yield its base URL (a `JudgeReplica`); stop on exit."""
     if slots < 1 or latency_s < 0 or (max_model_len is not None and max_model_len < 1):
         raise ValueError(
             f"Expected slots >= 1, latency_s >= 0, max_model_len >= 1 or None; got {slots}, {latency_s}, {max_model_len}"
         )
     control = _Control(slots, _TextQualityJudge(quality, meta_threshold=5.0))
+    control.port = port
     control.start()
     url = JudgeReplica(f"http://127.0.0.1:{control.port}/v1")
     url.model, url.slots, url.latency_s, url.max_model_len, url.tokenize = (
@@ -228,3 +235,26 @@ class _ReplicaHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+def main() -> None:
+    """Serve one replica until interrupted, printing its URL and, on exit, its counters."""
+    parser = argparse.ArgumentParser(description="A scripted judge replica with vLLM's limits (testing only).")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--slots", type=int, default=16)
+    parser.add_argument("--latency-s", type=float, default=0.0)
+    parser.add_argument("--max-model-len", type=int, default=None)
+    parser.add_argument("--no-tokenize", action="store_true", help="answer POST /tokenize with 404")
+    args = parser.parse_args()
+    with serve_judge_replica(slots=args.slots, latency_s=args.latency_s, max_model_len=args.max_model_len,
+                             tokenize=not args.no_tokenize, port=args.port) as url:  # fmt: skip
+        print(url, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+        print(f"answered {url.answered}, refused as too long {url.refused}, /tokenize {url.tokenize_calls}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
