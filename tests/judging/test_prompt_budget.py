@@ -37,6 +37,7 @@ class Words:
 
 
 # 'Q what? R <response id="response">\n<text>\n</response>': 5 words, the text's, then '</response>'.
+# The budgets below believe the server counts as `Words` does until told otherwise (prior_ratio=1.0).
 TEMPLATES = JudgeTemplates(pointwise="Q {QUERY} R {RESPONSE}")
 
 
@@ -59,7 +60,7 @@ def test_answer_tokens_per_request_kind():
 
 
 def test_a_prompt_that_fits_is_sent_whole_with_max_tokens_what_the_window_leaves():
-    budget = PromptBudget(100, counter=Words())
+    budget = PromptBudget(100, counter=Words(), prior_ratio=1.0)
     request = PointwiseRequest(query="what?", response=" ".join(["abcd"] * 10))
     fitted = fit(budget, request)
     # local: 5 + 10 + 1 words + 4 per message = 20; estimate 20 * 1.0 * 1.1 + 16 = 38 <= 100 - 32 (answer) = 68
@@ -71,20 +72,20 @@ def test_a_prompt_that_fits_is_sent_whole_with_max_tokens_what_the_window_leaves
 
 
 def test_a_prompt_over_its_budget_is_cut_to_the_largest_share_that_fits():
-    budget = PromptBudget(100, counter=Words())
+    budget = PromptBudget(100, counter=Words(), prior_ratio=1.0)
     text = " ".join(["abcd"] * 100)  # 499 characters, 100 words
     fitted = fit(budget, PointwiseRequest(query="what?", response=text))
     # whole: local 5 + 100 + 1 + 4 = 110, estimate 110 * 1.1 + 16 = 137 > budget 100 - 32 = 68. The text
     # is 100 * 1.1 = 110 estimated tokens over 499 characters; the rest is 137 - 110 = 27, so the text may
-    # have 68 - 27 = 41, a cut mark 12 * 1.1 = 13.2 of them: 110 * L / 499 <= 27.8 -> L = 126 characters
-    # ("abcd " x 25 and "a"), then the mark's 6 words "[... 373 of 499 characters cut]".
-    # Local 5 + 32 + 1 + 4 = 42, estimate ceil(42 * 1.1) + 16 = 63 <= 68; max_tokens: the answer's 32
-    # (nothing learned yet; it would be 100 - 63 = 37 once the server's count is known).
+    # have 68 - 27 = 41, a cut mark 6 * 1.1 = 6.6 of them: 110 * L / 499 <= 34.4 -> L = 156 characters
+    # ("abcd " x 31 and "a"), then the mark's 2 words "[... cut]"; 499 - 156 = 343 characters cut.
+    # Local 5 + 34 + 1 + 4 = 44, estimate ceil(44 * 1.1) + 16 = 65 <= 68; max_tokens: the answer's 32
+    # (nothing learned yet; it would be 100 - 65 = 35 once the server's count is known).
     content = fitted.rendered.messages[0]["content"]
-    assert "abcd a [... 373 of 499 characters cut]\n</response>" in content
-    assert content.count("abcd") == 25
-    assert (fitted.rendered.cut_texts, fitted.rendered.cut_chars) == (1, 373)
-    assert (fitted.local_tokens, fitted.max_tokens) == (42, 32)
+    assert "abcd a [... cut]\n</response>" in content
+    assert content.count("abcd") == 31
+    assert (fitted.rendered.cut_texts, fitted.rendered.cut_chars) == (1, 343)
+    assert (fitted.local_tokens, fitted.max_tokens) == (44, 32)
 
 
 def test_every_shown_text_gets_the_same_share_and_short_ones_stay_whole():
@@ -96,7 +97,7 @@ def test_every_shown_text_gets_the_same_share_and_short_ones_stay_whole():
 
 
 def test_a_request_that_cannot_fit_is_not_sent():
-    budget = PromptBudget(100, counter=Words())
+    budget = PromptBudget(100, counter=Words(), prior_ratio=1.0)
     with pytest.raises(PromptTooLong, match="does not fit the judge's window of 100 tokens"):
         fit(budget, PointwiseRequest(query=" ".join(["long"] * 200), response="short answer"))
 
@@ -108,7 +109,7 @@ def test_the_ratio_learns_from_the_server_and_the_exact_count_is_asked_near_the_
         asked.append(messages)
         return 45
 
-    budget = PromptBudget(100, counter=Words(), count_exact=exact)
+    budget = PromptBudget(100, counter=Words(), count_exact=exact)  # prior 1.5: replaced by what is seen
     request = PointwiseRequest(query="what?", response=" ".join(["abcd"] * 10))
     fitted = fit(budget, request)  # nothing learned yet: the server's count is asked
     # the server says 45 for our 20: ratio 2.25; sent whole (45 <= 68), max_tokens 100 - 45
@@ -124,13 +125,13 @@ def test_the_ratio_learns_from_the_server_and_the_exact_count_is_asked_near_the_
 
 
 def test_coarse_requests_cut_anchors_and_candidate_alike_and_keep_the_verdict_ids():
-    budget = PromptBudget(400, counter=Words())
+    budget = PromptBudget(400, counter=Words(), prior_ratio=1.0)
     anchors = [" ".join([f"a{i}"] * 80) for i in range(4)]
     request = CoarseRequest(query="q?", anchors=anchors, candidate=" ".join(["c"] * 80))
     fitted = fit(budget, request)
     content = fitted.rendered.messages[0]["content"]
     assert fitted.rendered.cut_texts == 5  # four anchors and the candidate, each the same share
-    assert all(f'<response id="A{i}">' in content for i in range(4)) and content.count("characters cut]") == 5
+    assert all(f'<response id="A{i}">' in content for i in range(4)) and content.count("[... cut]") == 5
     assert fitted.local_tokens + 16 <= 400 - 32
 
 
@@ -168,12 +169,13 @@ def test_a_refused_prompt_is_shrunk_and_sent_once_more_over_http():
         judge = LLMJudge(backend, token_counter=Undercount())
         verdict = asyncio.run(judge.judge(coarse()))
         assert isinstance(verdict, int) and 0 <= verdict <= 6
-        # the first send was refused with vLLM's 400 (it names the prompt's tokens: the ratio is learned),
+        # the first send (cut to what the prior ratio promised) was refused with vLLM's 400, which names the
+        # prompt's tokens: the ratio is learned,
         # the second, cut to fit, was answered
         assert (replica.refused, replica.answered) == (1, 1)
         snapshot = judge.ledger.snapshot()
         assert snapshot.context_refusals == 1 and snapshot.failures == {"http": 1}
-        assert snapshot.truncated_requests == 1 and snapshot.truncated_chars > 0
+        assert snapshot.truncated_requests == 2 and snapshot.truncated_chars > 0  # both sends were cut
         asyncio.run(judge.judge(coarse()))  # learned: no further refusal
         assert replica.refused == 1
 

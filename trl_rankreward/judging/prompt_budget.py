@@ -15,7 +15,8 @@ So, per request:
    learned from the server's answers (the largest `server tokens / local tokens` seen in
    `usage.prompt_tokens`, `/tokenize` counts and refusals), plus `RELATIVE_MARGIN` of it (the
    ratio differs between prose, code and numbers, so a prompt of other texts may count a little
-   higher) and `MARGIN_TOKENS`.
+   higher) and `MARGIN_TOKENS`. Until the server has answered once, the ratio is a cautious
+   `PRIOR_RATIO`, so the first step's prompts near the window are cut rather than refused.
 3. A prompt over its budget is shortened: every shown text (responses, anchors, rollouts,
    rationales; never the query or the rubrics) is cut to the same number of characters, the
    largest that fits, and marked as cut (`rendering.render(limit_chars=...)`); a text shorter
@@ -57,14 +58,16 @@ from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
 MARGIN_TOKENS = 16
 #: and this share of the estimate
 RELATIVE_MARGIN = 0.1
+#: server tokens per local token believed before the server has counted any prompt
+PRIOR_RATIO = 1.5
 #: a request whose local estimate exceeds this share of its budget is counted by `/tokenize` (where offered)
 EXACT_ABOVE = 0.75
 #: the shortest share a shown text may be cut to; below it the request is not sent
 MIN_SHOWN_CHARS = 50
 #: extra answer tokens for a template that asks for a written rationale before the verdict
 RATIONALE_TOKENS = 384
-#: tokens of the mark a cut text ends in (`[... N of M characters cut]`), rounded up
-CUT_MARK_TOKENS = 12
+#: tokens of the mark a cut text ends in (`rendering.CUT_MARK`, " [... cut]"), rounded up
+CUT_MARK_TOKENS = 6
 #: the largest server/local token ratio believed (a server whose usage numbers are off cannot shrink prompts to nothing)
 MAX_RATIO = 4.0
 _FIT_ROUNDS = 4
@@ -159,22 +162,25 @@ class PromptBudget:
         window: prompt and answer tokens one request may hold.
         counter: the judge layer's token counter (default: `tokens.default_token_counter()`).
         count_exact: `async (messages) -> int | None`, the server's own count (`/tokenize`), if any.
+        prior_ratio: server tokens per local token until the server has counted a prompt.
     """
 
     def __init__(self, window: int, *, counter: TokenCounter | None = None,
-                 count_exact: Callable[[list[dict]], Awaitable[int | None]] | None = None):  # fmt: skip
+                 count_exact: Callable[[list[dict]], Awaitable[int | None]] | None = None,
+                 prior_ratio: float = PRIOR_RATIO):  # fmt: skip
         if window < 1:
             raise ValueError(f"The judge's context window must be >= 1 token, got {window}")
         self.window = window
         self.counter = resolve_token_counter(counter)
         self.count_exact = count_exact
-        self.ratio = 1.0  # server tokens per local token, the largest seen
+        self.ratio = prior_ratio  # server tokens per local token: the largest seen, once one was
         self.observed = False
 
     def observe(self, local_tokens: int, server_tokens: int) -> None:
         """The server counted `server_tokens` for a prompt the judge layer counted `local_tokens`."""
         if local_tokens > 0 and server_tokens > 0:
-            self.ratio = min(MAX_RATIO, max(self.ratio, server_tokens / local_tokens))
+            seen = server_tokens / local_tokens
+            self.ratio = min(MAX_RATIO, max(self.ratio, seen) if self.observed else seen)
             self.observed = True
 
     def learn_window(self, window: int) -> None:

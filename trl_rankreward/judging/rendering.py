@@ -14,8 +14,8 @@ inside it are neutralized so it cannot close its block and speak as the prompt.
 `limit_chars` shortens a prompt that would not fit the judge's window (`judging.prompt_budget`):
 every shown text (response, anchor, rollout, rationale; never the query or the rubrics) longer
 than `limit_chars` characters keeps its first `limit_chars` and ends in a visible mark
-`[... N of M characters cut]`, so every text gets the same share and the judge knows it saw
-part of it. The display order is that of the whole texts, so it does not change with the cut.
+`[... cut]` (short: a prompt may cut many texts), so every text gets the same share and the
+judge knows it saw part of it. The display order is that of the whole texts, so it does not change with the cut.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ _TAG_LIKE = re.compile(
     re.IGNORECASE,
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
+CUT_MARK = "[... cut]"
 _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
@@ -110,7 +111,7 @@ class _Cut:
         lost = len(text) - self.limit
         self.texts += 1
         self.chars += lost
-        return f"{text[: self.limit]} [... {lost} of {len(text)} characters cut]"
+        return f"{text[: self.limit]} {CUT_MARK}"
 
     def all(self, texts: Sequence[str]) -> list[str]:
         return [self(t) for t in texts]
