@@ -21,7 +21,9 @@ client path: rendering, HTTP, parsing, retries), at most `--concurrency` in flig
 `ideal` is the sum of the live replicas' capacities (for the dying case, the requests' ideal
 time with both up until the kill and one after it); `of ideal` = measured / ideal; `share` is
 the fraction of answered requests each replica answered. A failed request (all tries failed) is
-counted in `lost`; `retried` counts the failed tries.
+counted in `lost`; `failed tries` counts the tries that failed (and were retried). `client CPU`
+is the judging process's CPU time per request (rendering, HTTP, parsing; the replicas run
+elsewhere): what the main process of a training run spends per judge request.
 
     PYTHONPATH=. python benchmarks/judge_pool.py                  # 0.1 s / 0.4 s, 16 slots, 800 requests
     PYTHONPATH=. python benchmarks/judge_pool.py --latency 0.5    # on a machine whose CPU limits the client
@@ -90,6 +92,7 @@ class Step:
     answered: list[int]  # per replica
     lost: int
     retried: int
+    cpu_s: float  # the client process's CPU time
 
 
 class RoundRobin:
@@ -123,13 +126,13 @@ def run_step(judge: LLMJudge, replicas: Replicas, n: int, *, kill_after_s: float
             await killer
         return verdicts
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     verdicts = asyncio.run(main())
-    seconds = time.perf_counter() - start
+    seconds, cpu_s = time.perf_counter() - start, time.process_time() - cpu
     answered = [a - b for a, b in zip(replicas.ask("answered"), before)]
     lost = sum(isinstance(v, JudgeFailure) for v in verdicts)
     retried = judge.ledger.calls - calls_before - (n - lost)
-    return Step(seconds, answered, lost, retried)
+    return Step(seconds, answered, lost, retried, cpu_s)
 
 
 def make_judge(replicas: Replicas, args, *, round_robin: bool = False) -> LLMJudge:
@@ -146,7 +149,7 @@ def row(case: str, step: Step, n: int, ideal: float) -> str:
     total = sum(step.answered) or 1
     shares = " / ".join(f"{a / total:.2f}" for a in step.answered)
     return (f"| {case} | {step.seconds:.2f} | {rate:.1f} | {ideal:.1f} | {rate / ideal:.2f} | {shares} | "
-            f"{step.retried} | {step.lost} |")  # fmt: skip
+            f"{step.retried} | {step.lost} | {1000 * step.cpu_s / n:.2f} |")  # fmt: skip
 
 
 def main() -> int:
@@ -159,8 +162,10 @@ def main() -> int:
     args = parser.parse_args()
     fast, slow, n = args.latency, args.latency * args.slow_factor, args.requests
     print(f"{n} pointwise requests per step; {args.slots} slots per replica; latencies {fast:g} s and {slow:g} s\n")
-    print("| case | seconds | requests/s | ideal | of ideal | share per replica | failed tries | lost |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| case | seconds | requests/s | ideal | of ideal | share per replica | failed tries | lost | client CPU ms/request |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
 
     for case, latencies, round_robin in (
         ("equal", [fast, fast], False),

@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import json
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -238,7 +239,7 @@ class _ReplicaHandler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    """Serve one replica until interrupted, printing its URL and, on exit, its counters."""
+    """Serve one replica until interrupted (Ctrl-C or SIGTERM), printing its URL and, on exit, its counters."""
     parser = argparse.ArgumentParser(description="A scripted judge replica with vLLM's limits (testing only).")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--slots", type=int, default=16)
@@ -249,8 +250,10 @@ def main() -> None:
     with serve_judge_replica(slots=args.slots, latency_s=args.latency_s, max_model_len=args.max_model_len,
                              tokenize=not args.no_tokenize, port=args.port) as url:  # fmt: skip
         print(url, flush=True)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            threading.Event().wait()
+            stop.wait()
         except KeyboardInterrupt:
             pass
         print(f"answered {url.answered}, refused as too long {url.refused}, /tokenize {url.tokenize_calls}", flush=True)
