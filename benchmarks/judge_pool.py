@@ -136,7 +136,8 @@ def run_step(judge: LLMJudge, replicas: Replicas, n: int, *, kill_after_s: float
 
 
 def make_judge(replicas: Replicas, args, *, round_robin: bool = False) -> LLMJudge:
-    options = dict(max_concurrency=args.concurrency, max_concurrency_per_replica=args.slots, timeout_s=30)
+    per_replica = args.per_replica or args.slots
+    options = dict(max_concurrency=args.concurrency, max_concurrency_per_replica=per_replica, timeout_s=30)
     if round_robin:
         backend = RoundRobin([OpenAICompatibleBackend(u, "scripted-judge", **options) for u in replicas.urls])
     else:
@@ -156,12 +157,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per request of the fast replica")
     parser.add_argument("--slow-factor", type=float, default=4.0, help="the slow replica's latency / the fast one's")
-    parser.add_argument("--slots", type=int, default=16, help="concurrent slots per replica (and the client's bound)")
+    parser.add_argument("--slots", type=int, default=16, help="concurrent slots per replica")
+    parser.add_argument(
+        "--per-replica", type=int, default=None, help="the client's bound per replica (default: --slots)"
+    )
     parser.add_argument("--requests", type=int, default=800, help="requests per step")
     parser.add_argument("--concurrency", type=int, default=64, help="the client's bound over all replicas")
     args = parser.parse_args()
     fast, slow, n = args.latency, args.latency * args.slow_factor, args.requests
-    print(f"{n} pointwise requests per step; {args.slots} slots per replica; latencies {fast:g} s and {slow:g} s\n")
+    print(f"{n} pointwise requests per step; {args.slots} slots per replica, at most {args.per_replica or args.slots} "
+          f"in flight on one; latencies {fast:g} s and {slow:g} s\n")  # fmt: skip
     print(
         "| case | seconds | requests/s | ideal | of ideal | share per replica | failed tries | lost | client CPU ms/request |"
     )

@@ -2,7 +2,8 @@
 
 `build_tiny_model` writes a random-weight chat model with a tokenizer trained on the spot;
 `serve_transformers` serves a model with `transformers serve`; `serve_scripted_judge` serves
-predictable verdicts over HTTP, and `FaultProxy` breaks chosen requests on their way to a
+predictable verdicts over HTTP, `serve_judge_replica` the same with a vLLM replica's capacity,
+context window and tokenizer, and `FaultProxy` breaks chosen requests on their way to a
 server, to test the judge client's failure handling. The simulated judges (`SimulatedJudge`,
 `OracleJudge`, `KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
 """
@@ -15,6 +16,7 @@ __getattr__, __all__ = lazy_exports(
         ".tiny_models": ("build_tiny_model", "train_tiny_tokenizer"),
         ".server": ("serve_transformers",),
         ".scripted_judge": ("serve_scripted_judge",),
+        ".judge_replica": ("serve_judge_replica",),
         ".fault_proxy": ("FaultProxy",),
     },
 )
