@@ -71,6 +71,19 @@ def test_a_prompt_that_fits_is_sent_whole_with_max_tokens_what_the_window_leaves
     assert fit(budget, PointwiseRequest(query="what?", response="abcd"), max_tokens=10).max_tokens == 10
 
 
+class NeverCalled:
+    def count(self, text):
+        raise AssertionError("a prompt whose bytes fit the window needs no count")
+
+
+def test_a_prompt_whose_bytes_fit_is_not_counted():
+    budget = PromptBudget(1000, counter=NeverCalled())
+    fitted = fit(budget, PointwiseRequest(query="what?", response="abcd"))
+    # 'Q what? R ' (10) + '<response id="response">' (24) + '\nabcd\n' (6) + '</response>' (11) = 51 bytes:
+    # bound 51 + 8 (one message) + 64 (template) = 123 <= 1000 - 32
+    assert fitted.max_tokens == 1000 - 123 and fitted.local_tokens == 0
+
+
 def test_a_prompt_over_its_budget_is_cut_to_the_largest_share_that_fits():
     budget = PromptBudget(100, counter=Words(), prior_ratio=1.0)
     text = " ".join(["abcd"] * 100)  # 499 characters, 100 words

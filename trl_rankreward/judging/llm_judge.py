@@ -89,7 +89,7 @@ class LLMJudge:
         kind = request_kind(request)
         try:
             for last_try in (False, True):  # a refusal as over the window is fitted and sent once more
-                fitted = await self._fit(request, kind)
+                fitted = await self._fit(request)
                 try:
                     return await self._ask(request, kind, fitted)
                 except JudgeError as exc:
@@ -103,7 +103,7 @@ class LLMJudge:
         except JudgeError as exc:
             return exc.as_failure()
 
-    async def _fit(self, request, kind: str) -> FittedPrompt:
+    async def _fit(self, request) -> FittedPrompt:
         if self.budget is None:
             return FittedPrompt(render(request, self.templates, seed=self.seed), self.max_tokens, 0)
         try:

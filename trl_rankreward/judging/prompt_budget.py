@@ -9,7 +9,10 @@ So, per request:
 1. The answer gets what its kind needs (`answer_tokens`: a JSON verdict of a few tokens, more
    for an order of n texts, `RATIONALE_TOKENS` more where the template asks for a written
    rationale), at most the configured `max_tokens`; the prompt may use the rest of the window.
-2. The prompt is counted: by the server's own tokenizer where it offers one (vLLM's
+2. A prompt whose UTF-8 bytes (plus `TEMPLATE_BOUND_TOKENS` for the chat template) fit is sent
+   without counting: no tokenizer makes more tokens than bytes, so against a long window
+   (vLLM's usual 32K and more) fitting costs nothing. Otherwise the prompt is counted: by
+   the server's own tokenizer where it offers one (vLLM's
    `POST /tokenize`, asked when the local estimate comes within `EXACT_ABOVE` of the budget,
    or before anything was learned), else by the judge layer's `TokenCounter` times a ratio
    learned from the server's answers (the largest `server tokens / local tokens` seen in
@@ -58,6 +61,8 @@ from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
 MARGIN_TOKENS = 16
 #: and this share of the estimate
 RELATIVE_MARGIN = 0.1
+#: tokens a chat template may add around the messages (role markers, a default system prompt), for the byte bound
+TEMPLATE_BOUND_TOKENS = 64
 #: server tokens per local token believed before the server has counted any prompt
 PRIOR_RATIO = 1.5
 #: a request whose local estimate exceeds this share of its budget is counted by `/tokenize` (where offered)
@@ -213,6 +218,9 @@ class PromptBudget:
         reserve = min(max_tokens, answer_tokens(request, templates))
         budget = self.window - reserve
         rendered = render(request, templates, seed=seed)
+        bound = byte_bound(rendered.messages)
+        if bound <= budget:  # surely fits: no count needed, and the bound sizes the answer safely
+            return FittedPrompt(rendered, max(reserve, min(max_tokens, self.window - bound)), 0)
         local, estimate = await self.count(rendered.messages, budget)
         if estimate <= budget:
             return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
@@ -245,6 +253,12 @@ class PromptBudget:
         if not self.observed:
             return reserve
         return max(reserve, min(max_tokens, self.window - estimate))
+
+
+def byte_bound(messages: list[dict]) -> int:
+    """An upper bound of any tokenizer's count of `messages`: their UTF-8 bytes (a token is at least
+    one byte, or one character) plus `TEMPLATE_BOUND_TOKENS` and 8 per message for the chat template."""
+    return sum(len(m["content"].encode("utf-8")) + 8 for m in messages) + TEMPLATE_BOUND_TOKENS
 
 
 def equal_share_chars(lengths: Sequence[int], tokens: Sequence[float], available: float, mark_tokens: float) -> int:
