@@ -194,8 +194,7 @@ class OpenAICompatibleBackend:
     def __repr__(self) -> str:
         return (
             f"OpenAICompatibleBackend(base_urls={self.base_urls!r}, model={self.model!r}, "
-            f"max_concurrency={self.max_concurrency}, max_concurrency_per_replica={self.pool.per_replica}, "
-            f"timeout_s={self.timeout_s})"
+            f"max_concurrency={self.max_concurrency}, timeout_s={self.timeout_s})"
         )
 
 
