@@ -223,3 +223,12 @@ def test_a_request_that_cannot_fit_the_window_a_refusal_reveals_fails_as_too_lon
         assert (replica.refused, replica.answered) == (1, 0)  # refused once, then never sent again
         snapshot = judge.ledger.snapshot()
         assert snapshot.failures == {"http": 1, "too_long": 1} and snapshot.calls == 1
+
+
+def test_a_cut_keeps_the_display_order_of_the_whole_texts():
+    from trl_rankreward.judging.rendering import render
+
+    request = ListwiseRequest(query="q?", query_id="q1", candidates=[f"text {i} " * 30 for i in range(5)])
+    whole, cut = render(request), render(request, limit_chars=20)
+    assert cut.display == whole.display and cut.cut_texts == 5
+    assert cut.cut_chars == sum(len(t) - 20 for t in request.candidates)  # each 210 characters, 190 cut

@@ -135,3 +135,17 @@ def test_a_dead_replica_rests_and_a_returning_one_is_used_again():
         backend.pool.resting_until[1] = 0.0  # as if its 10 s rest were over
         judge_all(judge, pointwise(12))
         assert b.answered >= 4, (a.answered, b.answered)
+
+
+def test_the_settings_reach_the_pool_and_the_window():
+    from trl_rankreward.judging.server_settings import JudgeServerSettings, build_judge
+
+    with serve_judge_replica() as a, serve_judge_replica() as b:  # neither lists a window
+        settings = JudgeServerSettings(
+            base_urls=[a, b], model=a.model, max_concurrency=6, max_concurrency_per_replica=2, max_model_len=900
+        )
+        judge = build_judge(settings)
+        assert (judge.backend.pool.total, judge.backend.pool.per_replica) == (6, 2)
+        assert judge.backend.context_window() == 900 and judge.budget.window == 900
+    with pytest.raises(ValueError, match="max_model_len must be >= 1"):
+        JudgeServerSettings(max_model_len=0)
