@@ -377,10 +377,7 @@ def test_findings_are_computed_from_the_rows():
     # within 0.05 of the best (0.80): rrc_scr and rank_buffer; the cheaper is rank_buffer at 20,000 / 50,000
     assert "rank_buffer (tau 0.770, 20,000 tokens per group, 0.40 of the best row's)" in said[1]
     # against rrc_scr: 0.77 - 0.80 = -0.030; calls 10 / 28 = 0.36; tokens 20,000 / 50,000 = 0.40
-    assert (
-        said[2]
-        == "Against all-pairs rrc_scr (tau 0.800): rank_buffer 0.770 (-0.030) at 0.36x its calls and 0.40x its tokens."
-    )
+    assert said[2] == "Against all-pairs rrc_scr (tau 0.800): rank_buffer 0.770 (-0.030) at 0.36x its calls and 0.40x its tokens."
     paper = table8_findings(rows)
     # tokens 20,000 / 50,000 = 0.40; calls 10 / 28 = 0.36; Table 8: 88,818,250 / 200,817,235 = 0.44
     assert paper[0] == (

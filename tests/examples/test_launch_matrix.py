@@ -5,6 +5,7 @@ launch 2 CPU processes twice each (10-20 s a launch); the others are cheap check
 what the matrix swaps.
 """
 
+
 import pytest
 
 from scripts.launch_matrix import (

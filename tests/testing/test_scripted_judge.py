@@ -160,9 +160,7 @@ def test_a_served_judge_reads_its_task_from_the_query():
         assert ask(url, PairwiseRequest(query="Say the word: fox", a="fox", b="sea sea"))[0] == "A"
         genrm = GenRMJudge(OpenAICompatibleBackend(url, url.model))
         assert asyncio.run(genrm.judge(PairwiseRequest(query="Say the word: fox", a="sea sea", b="fox"))) == "B"
-        coarse = CoarseRequest(
-            query="Say the word: sea", anchors=["a", "b"], candidate="sea sea x", show_anchor_text=False
-        )
+        coarse = CoarseRequest(query="Say the word: sea", anchors=["a", "b"], candidate="sea sea x", show_anchor_text=False)
         assert ask(url, coarse)[0] == 2
     with pytest.raises(TypeError, match="judge must be a QualityJudge"):
         with serve_scripted_judge(judge=echoed):

@@ -27,6 +27,8 @@ class RecordingTrainer(JudgeRewardGRPOTrainer):
         return rewards
 
 
+
+
 def main():
     model_dir, dataset_path, output_dir = sys.argv[1:4]
     args = tiny_config(JudgeRewardGRPOConfig, output_dir, per_device_train_batch_size=2, max_steps=2)

@@ -122,9 +122,7 @@ def test_cpu_training_moves_parameters_and_logs(genrm_model, tmp_path):
     # The model card says it is an R-Align GenRM, with the reward table and the citation.
     trainer.create_model_card(dataset_name="pairs-with-rationales")
     card = (tmp_path / "README.md").read_text()
-    assert (
-        "`ralign`" in card and "| `reward_mode` | `'ralign'` |" in card and "**Dataset:** pairs-with-rationales" in card
-    )
+    assert "`ralign`" in card and "| `reward_mode` | `'ralign'` |" in card and "**Dataset:** pairs-with-rationales" in card
     assert "R-Align: Enhancing Generative Reward Models" in card
     # the MetaRM hook by name (no repr with an address), the optimizer as configured, nothing printed as None
     assert "**Judge:** MetaRM hook CountingHook" in card and " object at 0x" not in card and "None" not in card

@@ -114,9 +114,7 @@ def test_a_judge_down_for_one_batch_is_a_transient_outage(judge, tiny_model_dir,
     failures = [e.get("judge/failures_transport", 0) for e in trainer.state.log_history if "judge/calls" in e]
     assert failures[1] > 0 and failures[2] == failures[3] == 0
     # the warning numbers the step as the console and the logs do: the second step (global_step 1 while it ran)
-    assert [w for w in warned if "groups neutral at step" in w][0].startswith(
-        "trl-rankreward: 2 of 2 groups neutral at step 2 "
-    )
+    assert [w for w in warned if "groups neutral at step" in w][0].startswith("trl-rankreward: 2 of 2 groups neutral at step 2 ")
 
 
 def test_a_bug_in_a_judge_stops_the_step_instead_of_neutralizing_groups(tiny_model_dir, tiny_dataset, tmp_path):

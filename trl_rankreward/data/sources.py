@@ -69,7 +69,7 @@ def check_jsonl(path: Path) -> None:
                 json.dumps(value, ensure_ascii=False).encode("utf-8")  # lone surrogates cannot be UTF-8
             except UnicodeDecodeError as exc:
                 raise DatasetFileError(
-                    f"{where}: not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} at byte {exc.start + 1} of "
+                    f"{where}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at byte {exc.start + 1} of "
                     "the line); re-encode the file as UTF-8"
                 ) from None
             except UnicodeEncodeError:
@@ -83,9 +83,7 @@ def check_jsonl(path: Path) -> None:
                     f"{where}: not valid JSON ({exc.msg}, column {exc.colno}){cut}; fix or remove the line"
                 ) from None
             if not isinstance(value, dict):
-                raise DatasetFileError(
-                    f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line"
-                )
+                raise DatasetFileError(f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line")
             rows += 1
     if not rows:
         raise DatasetFileError(f"{path} holds no rows; write one JSON object per line")
@@ -106,9 +104,7 @@ def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: 
 def save_dataset(dataset: datasets.Dataset, output_dir: str | None, push_to_hub: str | None = None) -> None:
     """Save with `save_to_disk(output_dir)` and/or push to the Hub repo `push_to_hub`."""
     if not output_dir and not push_to_hub:
-        raise DatasetFileError(
-            "Nowhere to write the dataset: give an output directory, a Hub repo (push_to_hub), or both"
-        )
+        raise DatasetFileError("Nowhere to write the dataset: give an output directory, a Hub repo (push_to_hub), or both")
     if output_dir:
         dataset.save_to_disk(output_dir)
     if push_to_hub:

@@ -84,9 +84,7 @@ def training_section(
     if evaluation:
         lines.append(f"- **Evaluation:** {evaluation}")
     lines += ["", "### Settings", "", "| setting | value |", "|---|---|"]
-    lines += [
-        f"| `{key}` | {'not set' if value is None else f'`{value!r}`'} |" for key, value in sorted(settings.items())
-    ]
+    lines += [f"| `{key}` | {'not set' if value is None else f'`{value!r}`'} |" for key, value in sorted(settings.items())]
     lines += ["", "### Judge cost of this run", "", "| quantity | total |", "|---|---|"]
     lines += [f"| {key} | {_number(value)} |" for key, value in usage.items()]
     if method_state:
