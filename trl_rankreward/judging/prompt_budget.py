@@ -241,7 +241,7 @@ class PromptBudget:
             target -= estimate - budget + MARGIN_TOKENS  # the per-text estimate was short: aim lower
         raise PromptTooLong(
             f"{type(request).__name__} (query_id={request.query_id!r}) does not fit the judge's window of "
-            f"{self.window} tokens even with every shown text cut to {MIN_SHOWN_CHARS} characters ({budget} prompt "
+            f"{self.window} tokens with its shown texts cut to an equal share of at least {MIN_SHOWN_CHARS} characters ({budget} prompt "
             f"tokens left after {reserve} for the answer); serve the judge with a longer --max-model-len, or shorten "
             "the query and rubrics"
         )
