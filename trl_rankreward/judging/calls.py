@@ -34,7 +34,8 @@ async def complete_and_parse(
     with `.errors`: the reason of every failed try, in order.
 
     `what` names the request in messages (e.g. "coarse request (query_id='q1')"); `decoding`
-    goes to `backend.complete` (temperature, max_tokens, response_format).
+    goes to `backend.complete` (temperature, max_tokens, response_format). A `JudgeError` from a
+    `BackendError` holds it in `.backend_error` (a "maximum context length" refusal is read from it).
     """
     tries, errors = 0, []
 
@@ -67,6 +68,7 @@ async def complete_and_parse(
     except BackendError as exc:
         how = "" if exc.retryable else " (an error that repeats on every try, so not retried)"
         error = JudgeError(f"{what} failed after {tries} attempt(s){how}: {exc}", exc.kind, tries)
+        error.backend_error = exc
     except Exception as exc:
         if not is_retryable(exc):
             raise

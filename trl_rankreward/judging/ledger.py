@@ -5,6 +5,11 @@ is *parsed* when its answer passed validation; only parsed calls count as judge 
 the papers' tables. Tokens are the backend's usage numbers for LLM judges, and the
 rendered prompt's token count under a tokenizer for offline judges, so every method is
 costed on one scale.
+
+Fitting prompts to the judge's window (`judging.prompt_budget`) adds three counters:
+requests shown with cut texts and the characters cut, and refusals for a prompt over the
+server's window ("maximum context length", each also a failed `http` call). A request too
+long to send at all is a `too_long` failure without a call.
 """
 
 from __future__ import annotations
@@ -23,23 +28,20 @@ class LedgerSnapshot:
     completion_tokens: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     parsed_by_kind: dict[str, int] = field(default_factory=dict)
+    truncated_requests: int = 0
+    truncated_chars: int = 0
+    context_refusals: int = 0
 
     def __sub__(self, other: LedgerSnapshot) -> LedgerSnapshot:
         return LedgerSnapshot(
-            calls=self.calls - other.calls,
-            parsed=self.parsed - other.parsed,
-            prompt_tokens=self.prompt_tokens - other.prompt_tokens,
-            completion_tokens=self.completion_tokens - other.completion_tokens,
+            **{name: getattr(self, name) - getattr(other, name) for name in _COUNTS},
             failures=_diff(self.failures, other.failures),
             parsed_by_kind=_diff(self.parsed_by_kind, other.parsed_by_kind),
         )
 
     def __add__(self, other: LedgerSnapshot) -> LedgerSnapshot:
         return LedgerSnapshot(
-            calls=self.calls + other.calls,
-            parsed=self.parsed + other.parsed,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
+            **{name: getattr(self, name) + getattr(other, name) for name in _COUNTS},
             failures=dict(Counter(self.failures) + Counter(other.failures)),
             parsed_by_kind=dict(Counter(self.parsed_by_kind) + Counter(other.parsed_by_kind)),
         )
@@ -56,10 +58,17 @@ class LedgerSnapshot:
             f"{prefix}prompt_tokens": float(self.prompt_tokens),
             f"{prefix}completion_tokens": float(self.completion_tokens),
             f"{prefix}failures": float(sum(self.failures.values())),
+            f"{prefix}truncated_requests": float(self.truncated_requests),
+            f"{prefix}truncated_chars": float(self.truncated_chars),
+            f"{prefix}context_refusals": float(self.context_refusals),
         }
         for kind, n in sorted(self.failures.items()):
             out[f"{prefix}failures_{kind}"] = float(n)
         return out
+
+
+_COUNTS = ("calls", "parsed", "prompt_tokens", "completion_tokens", "truncated_requests", "truncated_chars",
+           "context_refusals")  # fmt: skip
 
 
 def _diff(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
@@ -95,10 +104,25 @@ class JudgeLedger:
         if failure:
             t.failures[failure] = t.failures.get(failure, 0) + 1
 
+    def record_truncation(self, chars: int) -> None:
+        """One request was sent with its shown texts cut by `chars` characters in all."""
+        self._totals.truncated_requests += 1
+        self._totals.truncated_chars += int(chars)
+
+    def record_context_refusal(self) -> None:
+        """A server refused a prompt as over its context window (the call itself is recorded as failed)."""
+        self._totals.context_refusals += 1
+
+    def record_unsent(self, failure: str) -> None:
+        """A request failed before any call (`too_long`: it cannot fit the window)."""
+        self._totals.failures[failure] = self._totals.failures.get(failure, 0) + 1
+
     def snapshot(self) -> LedgerSnapshot:
         t = self._totals
         return LedgerSnapshot(
-            t.calls, t.parsed, t.prompt_tokens, t.completion_tokens, dict(t.failures), dict(t.parsed_by_kind)
+            **{name: getattr(t, name) for name in _COUNTS},
+            failures=dict(t.failures),
+            parsed_by_kind=dict(t.parsed_by_kind),
         )
 
     # Convenience views of the running totals.

@@ -8,6 +8,13 @@ error that repeats on every try (HTTP 400, 401, 404) fails the request at once. 
 the request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in
 `ledger`, with the backend's token usage and latency, so one request makes at most
 `retry.max_attempts` HTTP requests; `retry.worst_case_s(timeout_s)` bounds its time.
+
+Where the judge's context window is known (the backend's `context_window()`: vLLM lists
+`max_model_len`; else `max_model_len` here), every request is fitted to it before it is sent
+(`judging.prompt_budget`: counted, shortened if it must be, `max_tokens` sized to what is
+left). A server that still refuses a prompt as over its window teaches the window and its
+token count, and that request is fitted and sent once more; a server that lists no window
+starts the budget with its first such refusal.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from .backends.base import ChatBackend
 from .calls import complete_and_parse
 from .ledger import JudgeLedger
 from .parsing import answer_schema, parse_answer
+from .prompt_budget import FittedPrompt, PromptBudget, context_overflow
 from .rendering import render
 from .requests import JudgeError, request_kind
 from .retry import RetryPolicy
@@ -36,6 +44,9 @@ class LLMJudge:
         temperature, max_tokens: sampling settings of every call.
         structured_output: send a JSON-schema `response_format` per request kind, for
             servers with guided decoding (vLLM, SGLang). Answers are validated either way.
+        max_model_len: the judge's context window where the backend does not tell it (None: the
+            backend's `context_window()`, or no fitting until a server refuses a prompt as too long).
+        token_counter: the judge layer's counter for the fitting (default `tokens.default_token_counter()`).
 
     Example:
         judge = LLMJudge(OpenAICompatibleBackend("http://localhost:8000/v1", "Qwen/Qwen3-30B-A3B-Instruct-2507"))
@@ -52,6 +63,8 @@ class LLMJudge:
         temperature: float = 0.0,
         max_tokens: int = 1024,
         structured_output: bool = False,
+        max_model_len: int | None = None,
+        token_counter=None,
     ):
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
@@ -63,31 +76,76 @@ class LLMJudge:
         self.max_tokens = max_tokens
         self.structured_output = structured_output
         self.ledger = JudgeLedger()
+        self._token_counter = token_counter
+        window = getattr(backend, "context_window", lambda: None)() or max_model_len
+        self.budget = self._new_budget(window) if window else None
+
+    def _new_budget(self, window: int) -> PromptBudget:
+        return PromptBudget(window, counter=self._token_counter,
+                            count_exact=getattr(self.backend, "count_prompt_tokens", None))  # fmt: skip
 
     async def judge(self, request) -> Any:
         """The canonical verdict for `request`, or a `JudgeFailure` once the retry policy gives up."""
         kind = request_kind(request)
-        rendered = render(request, self.templates, seed=self.seed)
-
-        def parse(completion):
-            return parse_answer(completion.text, request, rendered)
-
         try:
-            verdict, _ = await complete_and_parse(
-                self.backend,
-                rendered.messages,
-                parse,
-                retry=self.retry,
-                ledger=self.ledger,
-                request_kind=kind,
-                what=f"{kind} request (query_id={request.query_id!r})",
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                response_format=answer_schema(request) if self.structured_output else None,
-            )
+            for last_try in (False, True):  # a refusal as over the window is fitted and sent once more
+                fitted = await self._fit(request)
+                try:
+                    return await self._ask(request, kind, fitted)
+                except JudgeError as exc:
+                    overflow = context_overflow(getattr(exc, "backend_error", None))
+                    if overflow is None:
+                        raise
+                    self.ledger.record_context_refusal()
+                    self._learn(overflow, fitted)
+                    if last_try:
+                        raise
         except JudgeError as exc:
             return exc.as_failure()
+
+    async def _fit(self, request) -> FittedPrompt:
+        if self.budget is None:
+            return FittedPrompt(render(request, self.templates, seed=self.seed), self.max_tokens, 0)
+        try:
+            fitted = await self.budget.fit(request, self.templates, seed=self.seed, max_tokens=self.max_tokens)
+        except JudgeError as exc:
+            self.ledger.record_unsent(exc.kind)
+            raise
+        if fitted.rendered.cut_texts:
+            self.ledger.record_truncation(fitted.rendered.cut_chars)
+        return fitted
+
+    async def _ask(self, request, kind: str, fitted: FittedPrompt) -> Any:
+        rendered, budget = fitted.rendered, self.budget
+
+        def parse(completion):
+            if budget is not None and fitted.local_tokens:
+                budget.observe(fitted.local_tokens, completion.prompt_tokens)
+            return parse_answer(completion.text, request, rendered)
+
+        verdict, _ = await complete_and_parse(
+            self.backend,
+            rendered.messages,
+            parse,
+            retry=self.retry,
+            ledger=self.ledger,
+            request_kind=kind,
+            what=f"{kind} request (query_id={request.query_id!r})",
+            temperature=self.temperature,
+            max_tokens=fitted.max_tokens,
+            response_format=answer_schema(request) if self.structured_output else None,
+        )
         return verdict
+
+    def _learn(self, overflow, fitted: FittedPrompt) -> None:
+        """A server refused `fitted` as over its window: believe its window and its count."""
+        if self.budget is None:
+            self.budget = self._new_budget(overflow.window)
+            fitted = FittedPrompt(fitted.rendered, fitted.max_tokens,
+                                  self.budget.count_local(fitted.rendered.messages))  # fmt: skip
+        self.budget.learn_window(overflow.window)
+        if overflow.prompt_tokens:
+            self.budget.observe(fitted.local_tokens, overflow.prompt_tokens)
 
     def describe(self) -> str:
         """One line for the run's log: what judges, where, with which templates."""

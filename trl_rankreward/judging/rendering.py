@@ -10,6 +10,12 @@ relies on. `Rendered.display` is what the parser needs to map the answer back.
 Every text that comes from a policy, a dataset or another model is data: it is placed
 inside `<response id=...>` / `<rationale id=...>` delimiters, and delimiter-like tags
 inside it are neutralized so it cannot close its block and speak as the prompt.
+
+`limit_chars` shortens a prompt that would not fit the judge's window (`judging.prompt_budget`):
+every shown text (response, anchor, rollout, rationale; never the query or the rubrics) longer
+than `limit_chars` characters keeps its first `limit_chars` and ends in a visible mark
+`[... cut]` (short: a prompt may cut many texts), so every text gets the same share and the
+judge knows it saw part of it. The display order is that of the whole texts, so it does not change with the cut.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ _TAG_LIKE = re.compile(
     re.IGNORECASE,
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
+CUT_MARK = "[... cut]"
 _NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
@@ -61,6 +68,8 @@ class Rendered:
 
     messages: list[dict]
     display: tuple[int, ...] = ()
+    cut_texts: int = 0  # shown texts shortened by `limit_chars`
+    cut_chars: int = 0  # characters they lost
 
     @property
     def swapped(self) -> bool:
@@ -72,16 +81,40 @@ def render_messages(request, templates: JudgeTemplates | None = None, *, seed: i
     return render(request, templates, seed=seed).messages
 
 
-def render(request, templates: JudgeTemplates | None = None, *, seed: int = 0) -> Rendered:
-    """Render `request` with `templates` (default: the papers' prompts); see `Rendered`."""
+def render(
+    request, templates: JudgeTemplates | None = None, *, seed: int = 0, limit_chars: int | None = None
+) -> Rendered:
+    """Render `request` with `templates` (default: the papers' prompts), every shown text cut to
+    `limit_chars` characters if given (module docstring); see `Rendered`."""
     templates = templates or JudgeTemplates()
     renderer = _RENDERERS.get(type(request))
     if renderer is None:
         raise TypeError(f"Cannot render a {type(request).__name__}; expected one of the judging.requests types")
-    prompt, display = renderer(request, templates, seed)
+    cut = _Cut(limit_chars)
+    prompt, display = renderer(request, templates, seed, cut)
     messages = [{"role": "system", "content": templates.system}] if templates.system else []
     messages.append({"role": "user", "content": encodable(prompt)})
-    return Rendered(messages, display)
+    return Rendered(messages, display, cut.texts, cut.chars)
+
+
+class _Cut:
+    """Shortens shown texts to `limit` characters with a visible mark, and counts what it cut."""
+
+    def __init__(self, limit: int | None):
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit_chars must be >= 0 or None, got {limit}")
+        self.limit, self.texts, self.chars = limit, 0, 0
+
+    def __call__(self, text: str) -> str:
+        if self.limit is None or len(text) <= self.limit:
+            return text
+        lost = len(text) - self.limit
+        self.texts += 1
+        self.chars += lost
+        return f"{text[: self.limit]} {CUT_MARK}"
+
+    def all(self, texts: Sequence[str]) -> list[str]:
+        return [self(t) for t in texts]
 
 
 def encodable(text: str) -> str:
@@ -157,24 +190,24 @@ def pair_display(request, seed: int) -> tuple[int, ...]:
 # ---- one renderer per request type --------------------------------------------------------
 
 
-def _coarse(request: CoarseRequest, t: JudgeTemplates, seed: int):
+def _coarse(request: CoarseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     k = len(request.anchors)
     values = {
         **_common(request),
         "K": str(k),
         "K-1": str(k - 1),
-        "CANDIDATE_RESPONSE": block(request.candidate, "candidate"),
+        "CANDIDATE_RESPONSE": block(cut(request.candidate), "candidate"),
     }
     if request.show_anchor_text:
-        values["ORDERED_ANCHOR_BLOCKS"] = labelled_blocks(request.anchors, "A")
+        values["ORDERED_ANCHOR_BLOCKS"] = labelled_blocks(cut.all(request.anchors), "A")
         return fill(t.coarse, values), ()
     values["ORDERED_ANCHOR_IDS"] = "\n".join(f"[A{i}]" for i in range(k))
     return fill(t.coarse_order_only, values), ()
 
 
-def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int):
+def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     display = display_order(request, len(request.candidates), seed)
-    shown = [request.candidates[i] for i in display]
+    shown = [cut(request.candidates[i]) for i in display]
     values = {
         **_common(request),
         "CANDIDATE_BLOCKS": labelled_blocks(shown, "R"),
@@ -183,17 +216,17 @@ def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int):
     return fill(t.listwise, values), tuple(display)
 
 
-def _pairwise(request: PairwiseRequest, t: JudgeTemplates, seed: int):
+def _pairwise(request: PairwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     display = pair_display(request, seed)
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
-    values = {**_common(request), "RESPONSE_A": block(a, "A"), "RESPONSE_B": block(b, "B")}
+    values = {**_common(request), "RESPONSE_A": block(cut(a), "A"), "RESPONSE_B": block(cut(b), "B")}
     return fill(t.pairwise, values), display
 
 
-def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: int):
+def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     display = pair_display(request, seed)
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
-    values = {"query": neutralize(request.query), "response_a": block(a, "A"), "response_b": block(b, "B")}
+    values = {"query": neutralize(request.query), "response_a": block(cut(a), "A"), "response_b": block(cut(b), "B")}
     if request.rubric_index is not None:
         values["rubrics"] = request.rubrics[request.rubric_index].text
         return fill(t.rubric_pairwise_explicit, values), display
@@ -202,34 +235,34 @@ def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: in
     return fill(t.rubric_pairwise_implicit, values), display
 
 
-def _pointwise(request: PointwiseRequest, t: JudgeTemplates, seed: int):
-    values = {**_common(request), "RESPONSE": block(request.response, "response")}
+def _pointwise(request: PointwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+    values = {**_common(request), "RESPONSE": block(cut(request.response), "response")}
     if request.rubric_index is None:
         return fill(t.pointwise, values), ()
     values["RUBRIC"] = request.rubrics[request.rubric_index].text
     return fill(t.pointwise_rubric, values), ()
 
 
-def _meta(request: MetaJudgeRequest, t: JudgeTemplates, seed: int):
+def _meta(request: MetaJudgeRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     # No shuffling: the label and both rationales refer to A and B as given.
     values = {
         **_common(request),
-        "RESPONSE_A": block(request.response_a, "A"),
-        "RESPONSE_B": block(request.response_b, "B"),
+        "RESPONSE_A": block(cut(request.response_a), "A"),
+        "RESPONSE_B": block(cut(request.response_b), "B"),
         "LABEL": f"Response {request.label}",
-        "GOLDEN_RATIONALE": block(request.golden_rationale, "golden", tag="rationale"),
-        "RATIONALE": block(request.rationale, "reward_model", tag="rationale"),
+        "GOLDEN_RATIONALE": block(cut(request.golden_rationale), "golden", tag="rationale"),
+        "RATIONALE": block(cut(request.rationale), "reward_model", tag="rationale"),
     }
     return fill(t.meta, values), ()
 
 
-def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int):
+def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     # No shuffling: the manager is told the established worst -> best order (App. G).
     lookahead = ""
     if request.lookahead:
         lookahead = (
             "\nLOOK-AHEAD ROLLOUTS (next epoch, unranked; context only, not selectable)\n"
-            f"{labelled_blocks(request.lookahead, 'L')}\n"
+            f"{labelled_blocks(cut.all(request.lookahead), 'L')}\n"
         )
     combined = ""
     if request.combined_order:
@@ -237,8 +270,8 @@ def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int):
     size = request.size
     values = {
         **_common(request),
-        "ANCHOR_BLOCKS": labelled_blocks(request.anchors, "A"),
-        "ROLLOUT_BLOCKS": labelled_blocks(request.rollouts, "R"),
+        "ANCHOR_BLOCKS": labelled_blocks(cut.all(request.anchors), "A"),
+        "ROLLOUT_BLOCKS": labelled_blocks(cut.all(request.rollouts), "R"),
         "COMBINED_ORDER_SECTION": combined,
         "LOOKAHEAD_SECTION": lookahead,
         "SIZE": _NUMBER_WORDS[size] if size < len(_NUMBER_WORDS) else str(size),

@@ -28,7 +28,7 @@ from typing import Literal, Sequence, Union
 Winner = Literal["A", "B", "TIE"]
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
 DisplayOrder = Literal["auto", "ab", "ba"]
-FailureKind = Literal["transport", "timeout", "http", "malformed", "invalid", "error"]
+FailureKind = Literal["transport", "timeout", "http", "malformed", "invalid", "too_long", "error"]
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,23 @@ class JudgeServerSettings:
         default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the {what} server's API key."}
     )
     max_concurrency: int = field(default=64, metadata={"help": "Most {what} requests in flight at once."})
+    max_concurrency_per_replica: int | None = field(
+        default=None,
+        metadata={
+            "help": "Most {what} requests in flight at once on one of {prefix}base_urls (None: {prefix}max_concurrency). "
+            "Each request goes to the replica with the fewest in flight; set this to a replica's batch size "
+            "(vLLM's --max-num-seqs) so that a slow replica's queue stays with the client, where a faster one can "
+            "take it."
+        },
+    )
+    max_model_len: int | None = field(
+        default=None,
+        metadata={
+            "help": "The {what}'s context window in tokens, prompt and answer together, for servers that do not list "
+            "max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to an equal share "
+            "when they would not fit (docs/judging.md). None: the listed window, or none."
+        },
+    )
     timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one {what} HTTP request, in seconds."})
     max_attempts: int = field(
         default=3,
@@ -88,7 +105,7 @@ class JudgeServerSettings:
                 f"{p}base_urls={self.base_urls} needs {p}model, the model name the server serves "
                 f"(e.g. {p}model=Qwen/Qwen3-30B-A3B-Instruct-2507)"
             )
-        for name in ("max_concurrency", "max_attempts", "max_tokens"):
+        for name in ("max_concurrency", "max_concurrency_per_replica", "max_model_len", "max_attempts", "max_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{p}{name} must be >= 1, got {value}")
@@ -100,7 +117,9 @@ class JudgeServerSettings:
     def server_options(self) -> dict[str, Any]:
         """The keywords of `OpenAICompatibleBackend` besides the URLs and the model."""
         return {"api_key_env": self.api_key_env, "max_concurrency": self.max_concurrency,
-                "timeout_s": self.timeout_s, "require_listed_model": self.require_listed_model}  # fmt: skip
+                "max_concurrency_per_replica": self.max_concurrency_per_replica,
+                "max_model_len": self.max_model_len, "timeout_s": self.timeout_s,
+                "require_listed_model": self.require_listed_model}  # fmt: skip
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(max_attempts=self.max_attempts)

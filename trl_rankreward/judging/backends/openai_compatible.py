@@ -1,9 +1,10 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
 OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
-One client per base URL, used round-robin; a URL that refused a connection or timed out is
-skipped for a few seconds while another one is live, so retries go to a live server; at most
-`max_concurrency` requests in flight; each request has a deadline of `timeout_s` for the whole
+One client per base URL (a *replica*); each request goes to the live replica with the fewest
+requests in flight, under a bound per replica and one over all (`replica_pool.ReplicaPool`); a
+replica that refused a connection or timed out rests for a few seconds while another one is
+live, so retries go to a live server. Each request has a deadline of `timeout_s` for the whole
 answer, counted from when it leaves the queue (a server that trickles bytes cannot hold it
 longer: httpx's own timeout bounds each read, not the request). `complete` makes one
 HTTP request: failures come out as `BackendError` (with the server's `Retry-After`), and
@@ -11,7 +12,13 @@ the caller's `judging.retry.RetryPolicy` decides whether to try again. A success
 whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
 "malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
 
-Clients and the concurrency bound belong to an event loop, and trainers call
+What the judge layer needs to fit prompts to the window (`judging.prompt_budget`):
+`context_window()` is the smallest `max_model_len` the replicas list at `/v1/models` (vLLM
+does), else the configured `max_model_len`; `count_prompt_tokens(messages)` asks a replica's
+`POST /tokenize` (vLLM's, at the server root) for the exact count, and returns None where the
+servers do not offer it.
+
+Clients and the per-loop parts of the pool belong to an event loop, and trainers call
 `asyncio.run` once per step, so they are created lazily for each running loop.
 The API key is read from the environment variable `api_key_env` ("EMPTY" when unset, which
 local servers accept); it never appears in reprs, logs or error messages.
@@ -21,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import itertools
 import json
 import os
 import time
@@ -31,9 +37,11 @@ import urllib.request
 import weakref
 from dataclasses import dataclass
 
+import httpx
 import openai
 
 from .base import BackendError, Completion
+from .replica_pool import ReplicaPool
 
 _START_CHECK_TIMEOUT_S = 5.0
 # A URL that refused a connection or timed out is skipped this long while another URL is live.
@@ -43,7 +51,7 @@ _REST_S = 10.0
 @dataclass
 class _LoopState:
     clients: list[openai.AsyncOpenAI]
-    semaphore: asyncio.Semaphore
+    tokenizer_client: httpx.AsyncClient
 
 
 class OpenAICompatibleBackend:
@@ -54,6 +62,10 @@ class OpenAICompatibleBackend:
         model: the served model name (for `transformers serve`, the path it was started with).
         api_key_env: environment variable holding the API key.
         max_concurrency: requests in flight at once, over all URLs.
+        max_concurrency_per_replica: requests in flight at once on one URL (None: `max_concurrency`);
+            a replica's batch size (vLLM's `--max-num-seqs`) is a good value.
+        max_model_len: the judge's context window, prompt and answer together, for servers that
+            do not list `max_model_len` at `/models` (None: unknown, prompts are not fitted).
         timeout_s: deadline of one HTTP request, from sending it to the last byte of the answer.
         check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not
             answer or does not list `model` (see `check_server`).
@@ -68,6 +80,8 @@ class OpenAICompatibleBackend:
         *,
         api_key_env: str = "OPENAI_API_KEY",
         max_concurrency: int = 64,
+        max_concurrency_per_replica: int | None = None,
+        max_model_len: int | None = None,
         timeout_s: float = 120,
         check_on_start: bool = True,
         require_listed_model: bool = True,
@@ -75,24 +89,29 @@ class OpenAICompatibleBackend:
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
             raise ValueError("OpenAICompatibleBackend needs at least one base URL, got an empty list")
-        if max_concurrency < 1 or not timeout_s > 0:
-            raise ValueError(f"Expected max_concurrency >= 1 and timeout_s > 0; got {max_concurrency}, {timeout_s}")
+        per_replica = max_concurrency if max_concurrency_per_replica is None else max_concurrency_per_replica
+        if max_concurrency < 1 or per_replica < 1 or not timeout_s > 0:
+            raise ValueError(
+                "Expected max_concurrency >= 1, max_concurrency_per_replica >= 1 and timeout_s > 0; "
+                f"got {max_concurrency}, {max_concurrency_per_replica}, {timeout_s}"
+            )
+        if max_model_len is not None and max_model_len < 1:
+            raise ValueError(f"max_model_len must be >= 1 or None, got {max_model_len}")
         self.base_urls = [normalize_base_url(u) for u in urls]
         self.model = model
         self.api_key_env = api_key_env
         self.max_concurrency = max_concurrency
+        self.max_model_len = max_model_len
         self.timeout_s = timeout_s
-        self._next_url = itertools.count()
-        self._resting_until = [0.0] * len(self.base_urls)  # monotonic time before which a URL is skipped
+        self.pool = ReplicaPool(len(self.base_urls), per_replica=per_replica, total=max_concurrency, rest_s=_REST_S)
+        self.listed_max_model_lens: list[int | None] = [None] * len(self.base_urls)
+        self._tokenize_offered = [True] * len(self.base_urls)  # until a server answers 404/405 to /tokenize
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         if check_on_start:
-            for url in self.base_urls:
-                check_server(
-                    url,
-                    self._api_key(),
-                    model=model if require_listed_model else None,
-                    timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s),
-                )
+            for index, url in enumerate(self.base_urls):
+                entries = list_models(url, self._api_key(), timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s))
+                check_listed_model(url, entries, model if require_listed_model else None)
+                self.listed_max_model_lens[index] = _listed_max_model_len(entries, model)
 
     def _api_key(self) -> str:
         return os.environ.get(self.api_key_env) or "EMPTY"
@@ -106,8 +125,40 @@ class OpenAICompatibleBackend:
                 openai.AsyncOpenAI(base_url=u, api_key=key, timeout=self.timeout_s, max_retries=0)
                 for u in self.base_urls
             ]
-            state = self._loops[loop] = _LoopState(clients, asyncio.Semaphore(self.max_concurrency))
+            tokenizer_client = httpx.AsyncClient(timeout=min(_START_CHECK_TIMEOUT_S, self.timeout_s))
+            state = self._loops[loop] = _LoopState(clients, tokenizer_client)
         return state
+
+    def context_window(self) -> int | None:
+        """Tokens of prompt and answer one request may hold: the smallest `max_model_len` the replicas
+        list, else the configured one, else None (unknown)."""
+        listed = [n for n in self.listed_max_model_lens if n]
+        return min(listed) if listed else self.max_model_len
+
+    async def count_prompt_tokens(self, messages: list[dict]) -> int | None:
+        """The prompt tokens of `messages` under the served model's chat template, from a live replica's
+        `POST /tokenize` (vLLM's); None where no replica offers it or the count fails (the caller then
+        counts itself)."""
+        offered = [i for i in range(len(self.base_urls)) if self._tokenize_offered[i]]
+        if not offered:
+            return None
+        live = [i for i in offered if self.pool.is_live(i)] or offered
+        index = min(live, key=lambda i: self.pool.in_flight[i])
+        url = _server_root(self.base_urls[index]) + "/tokenize"
+        headers = {"Authorization": f"Bearer {self._api_key()}"}
+        body = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+        try:
+            response = await self._state().tokenizer_client.post(url, json=body, headers=headers)
+        except httpx.HTTPError:
+            return None
+        if response.status_code in (404, 405):  # not a vLLM server: never ask this replica again
+            self._tokenize_offered[index] = False
+            return None
+        try:
+            count = response.json().get("count") if response.status_code == 200 else None
+        except ValueError:
+            return None
+        return count if isinstance(count, int) and count > 0 else None
 
     async def complete(
         self,
@@ -117,40 +168,28 @@ class OpenAICompatibleBackend:
         max_tokens: int = 1024,
         response_format: dict | None = None,
     ) -> Completion:
-        """One chat completion from the next URL in turn; raises `BackendError` if it fails."""
+        """One chat completion from the least loaded live replica; raises `BackendError` if it fails."""
         state = self._state()
         extra = {"response_format": response_format} if response_format is not None else {}
-        index = self._pick_url()
-        url = self.base_urls[index]
-        try:
-            async with state.semaphore:
+        async with self.pool.slot() as index:
+            url = self.base_urls[index]
+            try:
                 request = state.clients[index].chat.completions.create(
                     model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, **extra
                 )
                 response = await asyncio.wait_for(request, self.timeout_s)
-        except (TimeoutError, openai.OpenAIError) as exc:
-            error = _backend_error(exc, url, self.timeout_s)
-            if error.kind in ("transport", "timeout"):
-                self._resting_until[index] = time.monotonic() + _REST_S
-            raise error from exc
-        except json.JSONDecodeError as exc:  # a 200 whose JSON body does not parse (the client's json.loads)
-            raise BackendError(
-                f"Judge server {url} answered HTTP 200 with a body that is not valid JSON ({exc}); "
-                "a proxy or the server cut the response",
-                kind="malformed",
-            ) from exc
-        return _completion(response, url)
-
-    def _pick_url(self) -> int:
-        """The next URL in turn, skipping those that failed to connect or timed out in the last
-        `_REST_S` seconds (so a retry goes to a live server), unless all of them did."""
-        now, n = time.monotonic(), len(self.base_urls)
-        start = next(self._next_url)
-        for offset in range(n):
-            index = (start + offset) % n
-            if self._resting_until[index] <= now:
-                return index
-        return start % n
+            except (TimeoutError, openai.OpenAIError) as exc:
+                error = _backend_error(exc, url, self.timeout_s)
+                if error.kind in ("transport", "timeout"):
+                    self.pool.rest(index)
+                raise error from exc
+            except json.JSONDecodeError as exc:  # a 200 whose JSON body does not parse (the client's json.loads)
+                raise BackendError(
+                    f"Judge server {url} answered HTTP 200 with a body that is not valid JSON ({exc}); "
+                    "a proxy or the server cut the response",
+                    kind="malformed",
+                ) from exc
+            return _completion(response, url)
 
     def __repr__(self) -> str:
         return (
@@ -176,6 +215,12 @@ def check_server(base_url: str, api_key: str, *, model: str | None = None, timeo
     the model, the URL and what is served (for gateways that route models they do not list,
     pass `model=None`).
     """
+    entries = list_models(base_url, api_key, timeout_s=timeout_s)
+    return check_listed_model(base_url, entries, model)
+
+
+def list_models(base_url: str, api_key: str, *, timeout_s: float = 5.0) -> list[dict]:
+    """The model entries of `GET <base_url>/models`; `BackendError` naming the URL if it does not answer."""
     url = f"{base_url}/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
@@ -194,16 +239,34 @@ def check_server(base_url: str, api_key: str, *, model: str | None = None, timeo
             "Start the server, or fix the base URL.",
             kind=kind,
         ) from None
-    ids = [m.get("id") for m in body.get("data", []) if isinstance(m, dict)] if isinstance(body, dict) else []
+    data = body.get("data", []) if isinstance(body, dict) else []
+    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+
+
+def check_listed_model(base_url: str, entries: list[dict], model: str | None) -> list[str]:
+    """The ids of `entries`; `BackendError` if `model` (unless None) is not among them."""
+    ids = [m.get("id") for m in entries]
     if model is not None and model not in ids:
         raise BackendError(
-            f"Judge model {model!r} is not served at {base_url}: GET {url} lists {ids}. Set judge_model to one "
-            "of them (for `transformers serve`, the path the server was started with), or point judge_base_urls "
-            "at the server that serves it.",
+            f"Judge model {model!r} is not served at {base_url}: GET {base_url}/models lists {ids}. Set judge_model "
+            "to one of them (for `transformers serve`, the path the server was started with), or point "
+            "judge_base_urls at the server that serves it.",
             kind="http",
             status=404,
         )
     return ids
+
+
+def _listed_max_model_len(entries: list[dict], model: str) -> int | None:
+    """vLLM's `max_model_len` of `model` in a `/models` answer (of its only entry when `model` is not listed)."""
+    chosen = [m for m in entries if m.get("id") == model] or (entries if len(entries) == 1 else [])
+    value = chosen[0].get("max_model_len") if chosen else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _server_root(base_url: str) -> str:
+    """`http://host:port/v1` -> `http://host:port` (vLLM serves `/tokenize` at the root)."""
+    return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
 
 def _backend_error(exc: Exception, url: str, timeout_s: float) -> BackendError:

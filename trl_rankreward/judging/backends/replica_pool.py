@@ -1,0 +1,107 @@
+"""`ReplicaPool`: which judge replica gets the next request.
+
+A request goes to the live replica with the fewest requests in flight, so a fast replica,
+which finishes its requests sooner, is sent more of them and a slow one is never the
+bottleneck of a step (with round-robin, every replica gets the same share, and the pool is
+only as fast as its slowest member times the number of replicas). Two bounds hold at
+once: at most `per_replica` requests in flight on one replica (set it to the replica's
+batch size, e.g. vLLM's `--max-num-seqs`, and a replica's queue stays on the client, where
+any replica that frees a slot can take the next request), and at most `total` over all.
+
+Health: a replica that refused a connection or timed out *rests* for `rest_s` seconds and
+gets no request while another replica is live; when every replica rests, requests go to
+them anyway (least in flight), so a pool whose servers all restart keeps trying instead of
+stalling. After its rest a replica is live again and, having nothing in flight, is the
+first to get requests: a replica that comes back is used at once.
+
+The counters are plain integers shared by every event loop; only the condition a request
+waits on when every replica is at its bound belongs to a loop (trainers run a loop per step).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable
+
+
+class ReplicaPool:
+    """Least-in-flight routing over `n` replicas with per-replica and total bounds (module docstring).
+
+    Args:
+        n: number of replicas.
+        per_replica: most requests in flight on one replica.
+        total: most requests in flight over all replicas.
+        rest_s: how long a replica that refused a connection or timed out is skipped.
+        clock: monotonic seconds (a test passes a fake).
+    """
+
+    def __init__(self, n: int, *, per_replica: int, total: int, rest_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
+        if n < 1 or per_replica < 1 or total < 1:
+            raise ValueError(f"ReplicaPool needs n, per_replica and total >= 1; got {n}, {per_replica}, {total}")
+        self.n, self.per_replica, self.total, self.rest_s = n, per_replica, total, rest_s
+        self.in_flight = [0] * n
+        self.sent = [0] * n  # requests routed to each replica so far
+        self.resting_until = [0.0] * n
+        self._clock = clock
+        self._conditions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Condition] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def is_live(self, index: int) -> bool:
+        return self.resting_until[index] <= self._clock()
+
+    def choose(self) -> int | None:
+        """The replica the next request goes to, or None when it has to wait for a free slot.
+
+        Live replicas under their bound come first, the one with the fewest in flight (of equally
+        loaded ones, the one sent fewest requests so far, then the first); when no live replica has a free slot but some replica is live, the request waits;
+        when none is live, any replica under its bound takes it.
+        """
+        if sum(self.in_flight) >= self.total:
+            return None
+        free = [i for i in range(self.n) if self.in_flight[i] < self.per_replica]
+        live = [i for i in range(self.n) if self.is_live(i)]
+        candidates = [i for i in free if i in live] if live else free
+        if not candidates:
+            return None
+        return min(candidates, key=lambda i: (self.in_flight[i], self.sent[i], i))
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[int]:
+        """`async with pool.slot() as index:` one request on replica `index`, waiting for a free slot."""
+        condition = self._condition()
+        async with condition:
+            while (index := self.choose()) is None:
+                try:
+                    await condition.wait()
+                except asyncio.CancelledError:  # a wake-up meant for this waiter goes to the next one
+                    condition.notify()
+                    raise
+            self.in_flight[index] += 1
+            self.sent[index] += 1
+        try:
+            yield index
+        finally:
+            self.in_flight[index] -= 1
+            async with condition:
+                condition.notify()
+
+    def rest(self, index: int) -> None:
+        """Skip replica `index` for `rest_s` seconds (it refused a connection or timed out)."""
+        self.resting_until[index] = self._clock() + self.rest_s
+
+    def _condition(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        condition = self._conditions.get(loop)
+        if condition is None:
+            condition = self._conditions[loop] = asyncio.Condition()
+        return condition
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplicaPool(n={self.n}, per_replica={self.per_replica}, total={self.total}, in_flight={self.in_flight})"
+        )

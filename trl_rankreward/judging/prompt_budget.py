@@ -1,0 +1,299 @@
+"""`PromptBudget`: fit every judge request to the judge's context window before it is sent.
+
+A server holds prompt and answer in one window (vLLM's `--max-model-len`) and refuses a
+request whose prompt tokens plus `max_tokens` exceed it (HTTP 400 "This model's maximum
+context length is N tokens..."). A refused request would fail its group, and a growing
+prompt (RankBuffer's coarse placement shows every anchor) would fail more of them every step.
+So, per request:
+
+1. The answer gets what its kind needs (`answer_tokens`: a JSON verdict of a few tokens, more
+   for an order of n texts, `RATIONALE_TOKENS` more where the template asks for a written
+   rationale), at most the configured `max_tokens`; the prompt may use the rest of the window.
+2. A prompt whose UTF-8 bytes (plus `TEMPLATE_BOUND_TOKENS` for the chat template) fit is sent
+   without counting: no tokenizer makes more tokens than bytes, so against a long window
+   (vLLM's usual 32K and more) fitting costs nothing. Otherwise the prompt is counted: by
+   the server's own tokenizer where it offers one (vLLM's
+   `POST /tokenize`, asked when the local estimate comes within `EXACT_ABOVE` of the budget,
+   or before anything was learned), else by the judge layer's `TokenCounter` times a ratio
+   learned from the server's answers (the largest `server tokens / local tokens` seen in
+   `usage.prompt_tokens`, `/tokenize` counts and refusals), plus `RELATIVE_MARGIN` of it (the
+   ratio differs between prose, code and numbers, so a prompt of other texts may count a little
+   higher) and `MARGIN_TOKENS`. Until the server has answered once, the ratio is a cautious
+   `PRIOR_RATIO`, so the first step's prompts near the window are cut rather than refused.
+3. A prompt over its budget is shortened: every shown text (responses, anchors, rollouts,
+   rationales; never the query or the rubrics) is cut to the same number of characters, the
+   largest that fits, and marked as cut (`rendering.render(limit_chars=...)`); a text shorter
+   than that share is shown whole. The verdict keeps its meaning (the same ids are shown), and
+   the ledger counts it (`judge/truncated_requests`, `judge/truncated_chars`).
+4. A request that cannot fit with `MIN_SHOWN_CHARS` characters per text (a query and rubrics
+   longer than the window) is not sent: it fails as `too_long`.
+5. `max_tokens` is what is left of the window after the counted prompt, capped by the
+   configured value, so prompt plus answer never exceed the window; until the server's count
+   is known (no `/tokenize` answer or `usage` seen yet) it is only what the request kind needs.
+
+If a server still answers "maximum context length" (a count off by more than the margin),
+`LLMJudge` learns the window and the ratio from the message and fits and sends that request
+once more (`context_overflow` parses vLLM's two wordings).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from .rendering import Rendered, render
+from .requests import (
+    BufferSelectRequest,
+    CoarseRequest,
+    JudgeError,
+    ListwiseRequest,
+    MetaJudgeRequest,
+    PairwiseRequest,
+    PointwiseRequest,
+    RubricPairwiseRequest,
+)
+from .templates import JudgeTemplates
+from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
+
+#: tokens added to every estimate made without the server's tokenizer
+MARGIN_TOKENS = 16
+#: and this share of the estimate
+RELATIVE_MARGIN = 0.1
+#: tokens a chat template may add around the messages (role markers, a default system prompt), for the byte bound
+TEMPLATE_BOUND_TOKENS = 64
+#: server tokens per local token believed before the server has counted any prompt
+PRIOR_RATIO = 1.5
+#: a request whose local estimate exceeds this share of its budget is counted by `/tokenize` (where offered)
+EXACT_ABOVE = 0.75
+#: the shortest share a shown text may be cut to; below it the request is not sent
+MIN_SHOWN_CHARS = 50
+#: extra answer tokens for a template that asks for a written rationale before the verdict
+RATIONALE_TOKENS = 384
+#: tokens of the mark a cut text ends in (`rendering.CUT_MARK`, " [... cut]"), rounded up
+CUT_MARK_TOKENS = 6
+#: the largest server/local token ratio believed (a server whose usage numbers are off cannot shrink prompts to nothing)
+MAX_RATIO = 4.0
+_FIT_ROUNDS = 4
+
+_WINDOW = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
+_PROMPT_TOKENS = (
+    re.compile(
+        r"\((\d+) in the messages"
+    ),  # "However, you requested T tokens (P in the messages, C in the completion)"
+    re.compile(r"prompt contains at least (\d+) input tokens"),  # vLLM's newer VLLMValidationError wording
+    re.compile(r"your request has (\d+) input tokens"),
+)
+
+
+@dataclass(frozen=True)
+class ContextOverflow:
+    """What a "maximum context length" refusal says: the window, and the prompt's tokens when given."""
+
+    window: int
+    prompt_tokens: int | None = None
+
+
+def context_overflow(error: BaseException | None) -> ContextOverflow | None:
+    """The `ContextOverflow` of an HTTP 400 `BackendError` whose message is vLLM's (or OpenAI's)
+    "maximum context length" refusal; None for any other error."""
+    if error is None or getattr(error, "status", None) != 400:
+        return None
+    message = str(error)
+    window = _WINDOW.search(message)
+    if window is None:
+        return None
+    prompt = next((m for m in (p.search(message) for p in _PROMPT_TOKENS) if m), None)
+    return ContextOverflow(int(window.group(1)), int(prompt.group(1)) if prompt else None)
+
+
+def answer_tokens(request, templates: JudgeTemplates) -> int:
+    """Tokens the answer to `request` needs: its JSON verdict with room to spare (twice a
+    generous count, at least 32), plus `RATIONALE_TOKENS` where the template asks for a rationale."""
+    if isinstance(request, ListwiseRequest):
+        verdict = 16 + 4 * len(request.candidates)  # {"order": [3, 0, 2, ...]}
+    elif isinstance(request, BufferSelectRequest):
+        verdict = 24 + 4 * request.size
+    elif isinstance(request, RubricPairwiseRequest):
+        verdict = 12 + 4 * (1 if request.rubric_index is not None else len(request.rubrics))
+    elif isinstance(request, MetaJudgeRequest):
+        verdict = 128  # key discriminators, one flag each, and the verdict
+    else:
+        verdict = 12  # {"position": 3}, {"winner": "A"}, {"score": 7}
+    return max(32, 2 * verdict) + (RATIONALE_TOKENS if "RATIONALE" in _template(request, templates) else 0)
+
+
+def shown_texts(request) -> list[str]:
+    """The texts `render` shows in blocks (those `limit_chars` cuts)."""
+    if isinstance(request, CoarseRequest):
+        return [*request.anchors, request.candidate] if request.show_anchor_text else [request.candidate]
+    if isinstance(request, ListwiseRequest):
+        return list(request.candidates)
+    if isinstance(request, (PairwiseRequest, RubricPairwiseRequest)):
+        return [request.a, request.b]
+    if isinstance(request, PointwiseRequest):
+        return [request.response]
+    if isinstance(request, MetaJudgeRequest):
+        return [request.response_a, request.response_b, request.golden_rationale, request.rationale]
+    if isinstance(request, BufferSelectRequest):
+        return [*request.anchors, *request.rollouts, *request.lookahead]
+    raise TypeError(f"No shown texts for a {type(request).__name__}")
+
+
+class PromptTooLong(JudgeError):
+    """A request that cannot fit the window even with every shown text cut short; it is not sent."""
+
+    def __init__(self, message: str):
+        super().__init__(message, "too_long", attempts=0)
+
+
+@dataclass(frozen=True)
+class FittedPrompt:
+    """A rendered request that fits: send `rendered.messages` with `max_tokens`.
+
+    `local_tokens`: the judge layer's count of the messages (what a server count is compared with).
+    """
+
+    rendered: Rendered
+    max_tokens: int
+    local_tokens: int
+
+
+class PromptBudget:
+    """Fits requests to a `window` of tokens (module docstring).
+
+    Args:
+        window: prompt and answer tokens one request may hold.
+        counter: the judge layer's token counter (default: `tokens.default_token_counter()`).
+        count_exact: `async (messages) -> int | None`, the server's own count (`/tokenize`), if any.
+        prior_ratio: server tokens per local token until the server has counted a prompt.
+    """
+
+    def __init__(self, window: int, *, counter: TokenCounter | None = None,
+                 count_exact: Callable[[list[dict]], Awaitable[int | None]] | None = None,
+                 prior_ratio: float = PRIOR_RATIO):  # fmt: skip
+        if window < 1:
+            raise ValueError(f"The judge's context window must be >= 1 token, got {window}")
+        self.window = window
+        self.counter = resolve_token_counter(counter)
+        self.count_exact = count_exact
+        self.ratio = prior_ratio  # server tokens per local token: the largest seen, once one was
+        self.observed = False
+
+    def observe(self, local_tokens: int, server_tokens: int) -> None:
+        """The server counted `server_tokens` for a prompt the judge layer counted `local_tokens`."""
+        if local_tokens > 0 and server_tokens > 0:
+            seen = server_tokens / local_tokens
+            self.ratio = min(MAX_RATIO, max(self.ratio, seen) if self.observed else seen)
+            self.observed = True
+
+    def learn_window(self, window: int) -> None:
+        """A server said its window is `window` tokens."""
+        self.window = min(self.window, window)
+
+    @property
+    def scale(self) -> float:
+        """Estimated server tokens per local token, margin included."""
+        return self.ratio * (1 + RELATIVE_MARGIN)
+
+    def count_local(self, messages: list[dict]) -> int:
+        """The judge layer's count of `messages`."""
+        return count_message_tokens(self.counter, messages)
+
+    async def count(self, messages: list[dict], budget: int) -> tuple[int, int]:
+        """`(local, estimate)`: the judge layer's count of `messages`, and the tokens the server will
+        count: its own count where offered and needed (module docstring), else the learned estimate."""
+        local = self.count_local(messages)
+        estimate = math.ceil(round(local * self.scale, 6)) + MARGIN_TOKENS  # round: 110 * 1.1 is 121, not 122
+        if self.count_exact is not None and (not self.observed or estimate > EXACT_ABOVE * budget):
+            exact = await self.count_exact(messages)
+            if exact:
+                self.observe(local, exact)
+                return local, exact
+        return local, estimate
+
+    async def fit(self, request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> FittedPrompt:
+        """`request` rendered to fit the window, shortened if it must be; `PromptTooLong` if it cannot."""
+        reserve = min(max_tokens, answer_tokens(request, templates))
+        budget = self.window - reserve
+        rendered = render(request, templates, seed=seed)
+        bound = byte_bound(rendered.messages)
+        if bound <= budget:  # surely fits: no count needed, and the bound sizes the answer safely
+            return FittedPrompt(rendered, max(reserve, min(max_tokens, self.window - bound)), 0)
+        local, estimate = await self.count(rendered.messages, budget)
+        if estimate <= budget:
+            return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
+        texts = shown_texts(request)
+        text_tokens = [self.counter.count(t) * self.scale for t in texts]
+        fixed = estimate - sum(text_tokens)  # template, query, rubrics, block tags and margin
+        target = budget
+        for _ in range(_FIT_ROUNDS):
+            limit = equal_share_chars(
+                [len(t) for t in texts], text_tokens, target - fixed, CUT_MARK_TOKENS * self.scale
+            )
+            if limit < MIN_SHOWN_CHARS:
+                break
+            rendered = render(request, templates, seed=seed, limit_chars=limit)
+            local, estimate = await self.count(rendered.messages, budget)
+            if estimate <= budget:
+                return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
+            target -= estimate - budget + MARGIN_TOKENS  # the per-text estimate was short: aim lower
+        raise PromptTooLong(
+            f"{type(request).__name__} (query_id={request.query_id!r}) does not fit the judge's window of "
+            f"{self.window} tokens with its shown texts cut to an equal share of at least {MIN_SHOWN_CHARS} characters ({budget} prompt "
+            f"tokens left after {reserve} for the answer); serve the judge with a longer --max-model-len, or shorten "
+            "the query and rubrics"
+        )
+
+    def _answer_room(self, max_tokens: int, reserve: int, estimate: int) -> int:
+        """`max_tokens` to send: what the window leaves after the prompt (at most `max_tokens`) once the
+        count can be trusted (the server's, or a learned ratio); before that, the answer's `reserve`, so
+        an estimate that is short does not push prompt plus answer over the window."""
+        if not self.observed:
+            return reserve
+        return max(reserve, min(max_tokens, self.window - estimate))
+
+
+def byte_bound(messages: list[dict]) -> int:
+    """An upper bound of any tokenizer's count of `messages`: their UTF-8 bytes (a token is at least
+    one byte, or one character) plus `TEMPLATE_BOUND_TOKENS` and 8 per message for the chat template."""
+    return sum(len(m["content"].encode("utf-8")) + 8 for m in messages) + TEMPLATE_BOUND_TOKENS
+
+
+def equal_share_chars(lengths: Sequence[int], tokens: Sequence[float], available: float, mark_tokens: float) -> int:
+    """The largest `L` such that showing each text's first `min(len, L)` characters fits `available`
+    tokens: a text of `n` characters and `t` tokens costs `t * min(1, L / n)`, and each cut one
+    `mark_tokens` more. -1 when not even `L = 0` fits."""
+
+    def cost(limit: int) -> float:
+        return sum(t * min(1.0, limit / n) + (mark_tokens if n > limit else 0.0)
+                   for n, t in zip(lengths, tokens) if n)  # fmt: skip
+
+    if cost(0) > available:
+        return -1
+    low, high = 0, max(lengths, default=0)
+    while low < high:  # cost grows with L (but for the mark a text drops when shown whole): bisect
+        middle = (low + high + 1) // 2
+        if cost(middle) <= available:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _template(request, templates: JudgeTemplates) -> str:
+    """The template text `render` fills for `request`."""
+    if isinstance(request, CoarseRequest):
+        return templates.coarse if request.show_anchor_text else templates.coarse_order_only
+    if isinstance(request, RubricPairwiseRequest):
+        return (
+            templates.rubric_pairwise_explicit
+            if request.rubric_index is not None
+            else templates.rubric_pairwise_implicit
+        )
+    if isinstance(request, PointwiseRequest):
+        return templates.pointwise if request.rubric_index is None else templates.pointwise_rubric
+    names = {ListwiseRequest: "listwise", PairwiseRequest: "pairwise", MetaJudgeRequest: "meta",
+             BufferSelectRequest: "buffer_select"}  # fmt: skip
+    return getattr(templates, names[type(request)])

@@ -1,0 +1,263 @@
+"""`serve_judge_replica`: a scripted judge server with a vLLM replica's limits, for pool and window tests.
+
+The verdicts are the scripted judge's (`testing.scripted_judge`: the default templates' prompts
+answered by `quality(text)`); what this server adds is what a served model has and the scripted
+judge does not:
+
+- **capacity**: `slots` requests are answered at once, each after `latency_s` seconds; more wait
+  in the server's queue (vLLM's `--max-num-seqs`), so a replica does `slots / latency_s` requests
+  a second however many it is sent;
+- **a context window**: `max_model_len` is listed in `GET /v1/models` as vLLM lists it, and a
+  chat request whose prompt tokens plus `max_tokens` exceed it gets vLLM's HTTP 400 ("This
+  model's maximum context length is N tokens. However, you requested C output tokens and your
+  prompt contains at least P input tokens, ..."); a request without `max_tokens` gets the rest of
+  the window, as in vLLM;
+- **its own tokenizer**: `replica_prompt_tokens` (pieces of at most four word characters, each
+  punctuation mark a token, and a chat template's few tokens per message) counts differently from
+  the judge layer's counters, as a real judge's tokenizer does; `usage` reports it, and
+  `POST /tokenize` (vLLM's, at the server root: `{"model", "messages"}` -> `{"count", ...}`)
+  answers it when `tokenize=True`, HTTP 404 otherwise;
+- **death and return**: `url.stop()` kills it as a crash would (new connections are refused,
+  requests in flight are cut without an answer), `url.start()` brings it back on the same port.
+
+    with serve_judge_replica(slots=16, latency_s=0.1, max_model_len=1400) as url:
+        backend = OpenAICompatibleBackend(url, url.model)
+
+From a shell, for a training run against it (the judge of docs/judging.md's window example):
+
+    python -m trl_rankreward.testing.judge_replica --port 8011 --max-model-len 1400 [--no-tokenize]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
+
+from .scripted_judge import _content, _content_for_prompt, _Server, _TextQualityJudge, distinct_words
+
+_TOKEN = re.compile(r"\w{1,4}|[^\w\s]")
+#: chat-template tokens per message (`<|im_start|>role\n ... <|im_end|>\n`) and for the generation prompt
+TEMPLATE_TOKENS_PER_MESSAGE, GENERATION_PROMPT_TOKENS = 5, 3
+
+
+def replica_prompt_tokens(messages: list[dict]) -> int:
+    """The replica's token count of a chat prompt (module docstring)."""
+    return sum(len(_TOKEN.findall(_content(m))) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + (
+        GENERATION_PROMPT_TOKENS
+    )
+
+
+def context_length_message(window: int, prompt_tokens: int, max_tokens: int) -> str:
+    """vLLM's refusal of a request over the window (its `VLLMValidationError` wording)."""
+    return (
+        f"This model's maximum context length is {window} tokens. However, you requested {max_tokens} output "
+        f"tokens and your prompt contains at least {prompt_tokens} input tokens, for a total of at least "
+        f"{prompt_tokens + max_tokens} tokens. Please reduce the length of the input prompt or the number of "
+        f"requested output tokens. (parameter=input_tokens, value={prompt_tokens})"
+    )
+
+
+class JudgeReplica(str):
+    """The replica's base URL (`http://127.0.0.1:<port>/v1`) with its settings and counters.
+
+    `answered`: chat requests answered with a verdict; `refused`: chat requests refused as over
+    the window; `tokenize_calls`: `/tokenize` requests answered. `stop()` / `start()`: module docstring.
+    """
+
+    model: str
+    slots: int
+    latency_s: float
+    max_model_len: int | None
+    tokenize: bool
+    answered: int
+    refused: int
+    tokenize_calls: int
+
+    def stop(self) -> None:
+        self._control.stop()
+
+    def start(self) -> None:
+        self._control.start()
+
+    @property
+    def up(self) -> bool:
+        return not self._control.down.is_set()
+
+
+class _Control:
+    """Starts and stops the HTTP server of one replica on a fixed port."""
+
+    def __init__(self, slots: int, verdicts):
+        self.url: JudgeReplica | None = None  # set once the port is known
+        self.port, self.verdicts = 0, verdicts
+        self.lock, self.down = threading.Lock(), threading.Event()
+        self.free = threading.BoundedSemaphore(slots)
+        self.server = self.thread = None
+
+    def start(self) -> None:
+        if self.server is not None:
+            return
+        self.down.clear()
+        self.server = _Server(("127.0.0.1", self.port), _ReplicaHandler)
+        self.server.control = self
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.server is None:
+            return
+        self.down.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+        self.server = self.thread = None
+
+    def count(self, name: str) -> None:
+        with self.lock:
+            setattr(self.url, name, getattr(self.url, name) + 1)
+
+
+@contextlib.contextmanager
+def serve_judge_replica(
+    *,
+    slots: int = 16,
+    latency_s: float = 0.0,
+    max_model_len: int | None = None,
+    tokenize: bool = True,
+    model: str = "scripted-judge",
+    quality: Callable[[str], float] = distinct_words,
+    port: int = 0,
+) -> Iterator[JudgeReplica]:
+    """Serve one replica on loopback (`port`, 0: a free one); yield its base URL (a `JudgeReplica`); stop on exit."""
+    if slots < 1 or latency_s < 0 or (max_model_len is not None and max_model_len < 1):
+        raise ValueError(
+            f"Expected slots >= 1, latency_s >= 0, max_model_len >= 1 or None; got {slots}, {latency_s}, {max_model_len}"
+        )
+    control = _Control(slots, _TextQualityJudge(quality, meta_threshold=5.0))
+    control.port = port
+    control.start()
+    url = JudgeReplica(f"http://127.0.0.1:{control.port}/v1")
+    url.model, url.slots, url.latency_s, url.max_model_len, url.tokenize = (
+        model,
+        slots,
+        latency_s,
+        max_model_len,
+        tokenize,
+    )
+    url.answered = url.refused = url.tokenize_calls = 0
+    url._control, control.url = control, url
+    try:
+        yield url
+    finally:
+        control.stop()
+
+
+class _ReplicaHandler(BaseHTTPRequestHandler):
+    """HTTP/1.0: one request per connection (nothing lingers after a stop)."""
+
+    def log_message(self, format, *args):
+        pass
+
+    @property
+    def control(self) -> _Control:
+        return self.server.control
+
+    def do_GET(self):
+        if self.path.rstrip("/") != "/v1/models":
+            return self._send(404, {"detail": "Not Found"})
+        url = self.control.url
+        entry = {"id": url.model, "object": "model", "owned_by": "vllm", "root": url.model}
+        if url.max_model_len:
+            entry["max_model_len"] = url.max_model_len
+        self._send(200, {"object": "list", "data": [entry]})
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        path, url = self.path.rstrip("/"), self.control.url
+        try:
+            payload = json.loads(body)
+            messages = payload["messages"]
+            prompt_tokens = replica_prompt_tokens(messages)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return self._error(400, f"expected a JSON body with 'model' and 'messages' ({exc!r})")
+        if path == "/tokenize" and url.tokenize:
+            self.control.count("tokenize_calls")
+            return self._send(200, {"count": prompt_tokens, "max_model_len": url.max_model_len, "tokens": []})
+        if path != "/v1/chat/completions":
+            return self._send(404, {"detail": "Not Found"})
+        if payload.get("model") != url.model:
+            return self._error(404, f"The model `{payload.get('model')}` does not exist.", code=404)
+        window = url.max_model_len
+        max_tokens = payload.get("max_tokens") or ((window - prompt_tokens) if window else 1024)
+        if window and prompt_tokens + max_tokens > window:
+            self.control.count("refused")
+            return self._error(400, context_length_message(window, prompt_tokens, max_tokens), code=400)
+        if not self._wait_for_answer():
+            return  # the replica died: the connection closes without an answer
+        try:
+            content = _content_for_prompt("\n".join(_content(m) for m in messages), self.control.verdicts)
+        except ValueError as exc:
+            return self._error(400, f"scripted judge replica: {exc}")
+        finally:
+            self.control.free.release()
+        self.control.count("answered")
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(_TOKEN.findall(content))}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        self._send(200, {"id": "chatcmpl-replica", "object": "chat.completion", "created": int(time.time()),
+                         "model": url.model, "choices": [choice], "usage": usage})  # fmt: skip
+
+    def _wait_for_answer(self) -> bool:
+        """Take a slot and spend the latency in it; False (slot given back) if the replica dies meanwhile."""
+        control = self.control
+        while not control.free.acquire(timeout=0.02):
+            if control.down.is_set():
+                return False
+        if control.down.wait(control.url.latency_s) or control.down.is_set():
+            control.free.release()
+            return False
+        return True
+
+    def _error(self, status: int, message: str, code: int | str | None = None) -> None:
+        self._send(status, {"error": {"message": message, "type": "BadRequestError", "param": None, "code": code}})
+
+    def _send(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def main() -> None:
+    """Serve one replica until interrupted (Ctrl-C or SIGTERM), printing its URL and, on exit, its counters."""
+    parser = argparse.ArgumentParser(description="A scripted judge replica with vLLM's limits (testing only).")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--slots", type=int, default=16)
+    parser.add_argument("--latency-s", type=float, default=0.0)
+    parser.add_argument("--max-model-len", type=int, default=None)
+    parser.add_argument("--no-tokenize", action="store_true", help="answer POST /tokenize with 404")
+    args = parser.parse_args()
+    with serve_judge_replica(slots=args.slots, latency_s=args.latency_s, max_model_len=args.max_model_len,
+                             tokenize=not args.no_tokenize, port=args.port) as url:  # fmt: skip
+        print(url, flush=True)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+        print(f"answered {url.answered}, refused as too long {url.refused}, /tokenize {url.tokenize_calls}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
