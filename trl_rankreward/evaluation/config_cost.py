@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..judging.requests import Rubric
-from .reward_bench import BenchMethod, MethodResult, RewardBenchConfig, run_method, selected_methods, sum_results
+from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
+from .reward_bench import MethodResult, run_method, sum_results
 
 #: keys that make a `--config` file a training config (every training config has one of them)
 TRAINING_KEYS = ("model_name_or_path", "num_generations", "per_device_train_batch_size", "dataset_name")
