@@ -25,6 +25,8 @@ import os
 import re
 import sys
 
+from .user_errors import yaml_problem
+
 CONFIG_FLAG = "--config"
 _LONE_PERCENT = re.compile(r"(?<!%)%(?![%(])")
 CONFIG_HELP = "YAML file of option values (keys as the flags, without --); flags given on the command line win"
@@ -123,8 +125,6 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_val
     if path is None:
         return argv
     import yaml
-
-    from .user_errors import yaml_problem
 
     try:
         with open(path, encoding="utf-8") as f:
