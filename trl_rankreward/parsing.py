@@ -49,13 +49,6 @@ class OneLineErrors:
                 print(f"{self.prog}: note: {word} is deprecated; use --{renamed[word]}", file=sys.stderr)
         return parsed
 
-    def add_alias(self, alias: str, dest: str) -> None:
-        """Accept `alias` as a deprecated spelling of the flag of field `dest`, for a field declared where no
-        `metadata["aliases"]` can be added (a TRL config)."""
-        action = next(a for a in self._actions if f"--{dest}" in a.option_strings)
-        action.option_strings.append(alias)
-        self._option_string_actions[alias] = action
-
     def error(self, message: str):
         for action in self._actions:  # argparse names a flag by all its spellings: keep the current one
             if len(action.option_strings) > 1 and action.option_strings[0] == f"--{action.dest}":
@@ -106,7 +99,7 @@ def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
 
 def deprecated_aliases(parser: argparse.ArgumentParser) -> dict[str, str]:
     """`{old flag: field name}`: every spelling of a flag other than `--name`, its hyphenated twin and `--no_name`
-    (the declared `aliases` of a field, kept so that old command lines and configs still work)."""
+    (the declared `aliases` of a field: only keys of the 0.1 example configs, such as MatrixReward's `extractor`)."""
     renamed = {}
     for action in parser._actions:
         current = {f"--{action.dest}", f"--{action.dest.replace('_', '-')}"}
