@@ -191,57 +191,41 @@ def run_method(
 
 def _setting(config: RewardBenchConfig, given_queries=None) -> tuple[SimulatedRun, LineTokenizer]:
     """The simulated run and tokenizer of `config`, built once per process (every time with `given_queries`)."""
+    key = tuple(getattr(config, name) for name in _SETTING_FIELDS)
+    if given_queries is None and key in _SETTINGS:
+        return _SETTINGS[key]
+    sim = SimulatedRun(
+        queries=config.queries if given_queries is None else 0,
+        group_size=config.group_size,
+        response_tokens=config.response_tokens,
+        reference_tokens=config.reference_tokens,
+        improvement=config.improvement,
+        spread=config.spread,
+        rubric_spread=config.rubric_spread,
+        seed=config.seed,
+        rubrics_per_query=config.rubrics_per_query,
+        references_per_query=config.references_per_query,
+    )
+    tokenizer = LineTokenizer(config.tokenizer)
     if given_queries is not None:
-        sim = SimulatedRun(
-            queries=0,
-            group_size=config.group_size,
-            response_tokens=config.response_tokens,
-            improvement=config.improvement,
-            spread=config.spread,
-            rubric_spread=config.rubric_spread,
-            seed=config.seed,
-            rubrics_per_query=config.rubrics_per_query,
-        )
         for q in given_queries:
             sim.add_query(q["query_id"], q["query"], q["rubrics"], q["references"])
-        return sim, LineTokenizer(config.tokenizer)
-    key = (
-        config.queries,
-        config.group_size,
-        config.response_tokens,
-        config.reference_tokens,
-        config.improvement,
-        config.spread,
-        config.rubric_spread,
-        config.seed,
-        config.tokenizer,
-        config.query_tokens,
-        config.rubric_tokens,
-        config.rubrics_per_query,
-        config.references_per_query,
-    )
-    if key not in _SETTINGS:
-        _SETTINGS.clear()
-        sim = SimulatedRun(
-            queries=config.queries,
-            group_size=config.group_size,
-            response_tokens=config.response_tokens,
-            reference_tokens=config.reference_tokens,
-            improvement=config.improvement,
-            spread=config.spread,
-            rubric_spread=config.rubric_spread,
-            seed=config.seed,
-            rubrics_per_query=config.rubrics_per_query,
-            references_per_query=config.references_per_query,
-        )
-        tokenizer = LineTokenizer(config.tokenizer)
-        if config.query_tokens or config.rubric_tokens:
-            sim.queries = [
-                lengthen_query(q, config.query_tokens, config.rubric_tokens, tokenizer.count, config.seed)
-                for q in sim.queries
-            ]
-        _SETTINGS[key] = (sim, tokenizer)
-    return _SETTINGS[key]
+        return sim, tokenizer
+    if config.query_tokens or config.rubric_tokens:
+        sim.queries = [
+            lengthen_query(q, config.query_tokens, config.rubric_tokens, tokenizer.count, config.seed)
+            for q in sim.queries
+        ]
+    _SETTINGS.clear()
+    _SETTINGS[key] = (sim, tokenizer)
+    return sim, tokenizer
+
+
+#: the fields of `RewardBenchConfig` the simulated run and tokenizer depend on (the key of `_SETTINGS`)
+_SETTING_FIELDS = (
+    "queries", "group_size", "response_tokens", "reference_tokens", "improvement", "spread", "rubric_spread",
+    "seed", "tokenizer", "query_tokens", "rubric_tokens", "rubrics_per_query", "references_per_query",
+)  # fmt: skip
 
 
 def lengthen_query(query, query_tokens: int | None, rubric_tokens: int | None, count, seed: int):
