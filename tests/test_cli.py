@@ -151,7 +151,9 @@ def test_example_config_keys_of_0_1_are_read_with_a_note(tmp_path, capsys):
 def test_a_required_flag_not_given_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         _parse("data", ["attach-rubrics", "--dataset_name", "ds"])
-    assert exit_info.value.code == 2 and "the following arguments are required: --results_file" in capsys.readouterr().err
+    assert (
+        exit_info.value.code == 2 and "the following arguments are required: --results_file" in capsys.readouterr().err
+    )
 
 
 def test_booleans_take_a_value_or_none(tmp_path):
