@@ -1,12 +1,10 @@
 """The benchmark's process pool: one method per task, progress reported back, no orphaned workers.
 
-`run_in_processes(job, config, methods, workers, on_progress)` runs `job(config, method,
-report)` for every method in spawned processes and returns the outcomes in the order of
-`methods`. Each worker puts the group counts `report(n)` hears on one queue, which the parent
-drains into `on_progress` while it waits. A worker keeps its end of that queue in a module
-global (a multiprocessing queue reaches a worker only through the pool's initializer), and a
-watcher thread ends the worker with `os._exit` when the parent process dies, so a killed
-`bench` leaves no process behind (a thread cannot end its process otherwise).
+Each worker puts the group counts it scores on one queue, which the parent drains into
+`on_progress` while it waits; the worker keeps its end of that queue in a module global (a
+multiprocessing queue reaches a worker only through the pool's initializer). A watcher thread
+ends the worker with `os._exit` when the parent dies (a thread cannot end its process
+otherwise), so a killed `bench` leaves no process behind.
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ over the whole run and after the first epoch (RankBuffer's first epoch starts it
 listwise call per group under bootstrap and against K0 anchors only otherwise, so the run's mean
 understates what a longer run pays per step), total judge calls and
 tokens, neutral groups in all, the final `buffer/size_mean` (RankBuffer) and the wall time
-(`RunHistory.wall_time_s`; `train_runtime` beside it, in the CSV). Means and sums weight each
-log entry by the steps it covers.
+(`RunHistory.wall_time_s`; `train_runtime` beside it, in the CSV).
 
     from trl_rankreward.evaluation.compare import markdown_table, summarize
     from trl_rankreward.evaluation.run_history import load_run
