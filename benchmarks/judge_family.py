@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from rank_buffer_plus_ablation import selected_rows
 
-from trl_rankreward.evaluation.reward_bench import BenchMethod, RewardBenchConfig, run_method
+from trl_rankreward.evaluation.bench_config import BenchMethod, RewardBenchConfig
+from trl_rankreward.evaluation.reward_bench import run_method
 
 TEXT_NOISE, GROWTH, POSITION_BIAS = 0.3, 0.05, 0.5
 

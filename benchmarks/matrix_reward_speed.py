@@ -22,8 +22,8 @@ from trl_rankreward.rewards.matrix_math import matrix_reward, win_rate_matrix
 SHAPES = [(8, 5), (64, 8)]
 VARIANTS = {
     "default (CRITIC, game, TOPSIS)": {},
-    "entropy": {"extractor": "entropy"},
-    "svd 85%": {"extractor": "svd"},
+    "entropy": {"matrix_weighting": "entropy"},
+    "svd 85%": {"matrix_weighting": "svd"},
     "multiplicative": {"fusion": "multiplicative"},
     "theoretical ideals": {"ideals": "theoretical"},
     "mahalanobis": {"distance": "mahalanobis"},

@@ -70,10 +70,10 @@ async def run_config(args, variant: str, noise: float) -> list[dict[str, float]]
     if variant == "listwise_group":
         method = ListwiseGroupReward(judge)
     elif variant == "rank_buffer_plus":
-        method = RankBufferPlusReward(judge, buffer_init="nectar", inactivity_epochs=args.H)
+        method = RankBufferPlusReward(judge, buffer_init="references", inactivity_epochs=args.H)
     else:
         method = RankBufferReward(
-            judge, k0=args.k0, buffer_init="nectar", inactivity_epochs=args.H, buffer_variant=variant
+            judge, k0=args.k0, buffer_init="references", inactivity_epochs=args.H, buffer_variant=variant
         )
     rows, step = [], 0
     for e, epoch_groups in enumerate(world):

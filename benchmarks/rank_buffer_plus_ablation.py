@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trl_rankreward.evaluation.reward_bench import BenchMethod, RewardBenchConfig, run_method
+from trl_rankreward.evaluation.bench_config import BenchMethod, RewardBenchConfig
+from trl_rankreward.evaluation.reward_bench import run_method
 
 PAPER_PLACEMENT = {"placement": "coarse", "extra_calls": 0, "extra_scope": "set", "max_anchors": None, "k0": 4}
 ROWS = [

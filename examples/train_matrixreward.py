@@ -19,7 +19,7 @@ CPU run in a few minutes (tiny random model, embedded judge, the quickstart's 4 
     python examples/train_matrixreward.py --config examples/configs/matrixreward_cpu.yaml
 
 Every config field can be overridden on the command line (`--protocol implicit`,
-`--both_orders true`, `--extractor svd`, `--report_to wandb`), as in TRL's example scripts.
+`--both_orders true`, `--matrix_weighting svd`, `--report_to wandb`), as in TRL's example scripts.
 Resuming (`--resume_from_checkpoint latest`), saving, the model card, `--push_to_hub` and the
 one-line errors (`--traceback` for the full traceback) are shared with the other examples
 (`trl_rankreward.scripts`).

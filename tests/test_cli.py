@@ -69,7 +69,8 @@ def test_bad_flag_value_and_unknown_flag_are_one_line_usage_errors(capsys):
     assert err.startswith("trl-rankreward bench: error: argument --queries: invalid int value: 'many'")
     assert len(err.strip().splitlines()) == 1
     with pytest.raises(SystemExit):  # an old spelling that is no longer a flag: the new one is suggested
-        cli.main(["rubrics", "generate", "ds", "--output", "o.jsonl", "--model", "m", "--base_url", "http://a/v1"])
+        cli.main(["rubrics", "generate", "--dataset_name", "ds", "--output_file", "o.jsonl", "--model", "m",
+                  "--base_url", "http://a/v1"])  # fmt: skip
     assert "did you mean --base_urls?" in capsys.readouterr().err
 
 
@@ -120,41 +121,39 @@ def _parse(name, argv):
     return cli.parse_command(name, cli.importlib.import_module(cli.COMMANDS[name]), argv)[1]
 
 
-def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
-    # flags renamed to the convention of docs/cli.md keep their old spelling (flag or config key) with a note
-    args, _, _ = _parse("eval-genrm", ["--data", "pairs.jsonl", "--output", "out.json", "--split", "test"])
-    assert (args.dataset_name, args.output_file, args.dataset_split) == ("pairs.jsonl", "out.json", "test")
-    err = capsys.readouterr().err
-    assert "note: --data is deprecated; use --dataset_name" in err and "--output is deprecated" in err
-    (args,) = _parse("correlation-report", ["--input", "a.csv", "--output_json", "c.json", "--plot", "c.png"])
-    assert (args.input_file, args.output_file, args.plot_file) == ("a.csv", "c.json", "c.png")
-    # a former positional argument
-    config = tmp_path / "rubrics.yaml"
-    config.write_text("output: r.jsonl\nbase_urls: [http://a/v1]\nmodel: m\n")
-    _, args, _ = _parse("rubrics", ["generate", "data/nectar", "--config", str(config)])
-    assert (args.dataset_name, args.output_file) == ("data/nectar", "r.jsonl")
-    err = capsys.readouterr().err
-    assert "DATASET_NAME as a positional argument is deprecated; use --dataset_name" in err
-    assert f"output in {config} is deprecated; use output_file" in err
-    config.write_text("dataset: data/uf\noutput: r.jsonl\nbase_urls: [http://a/v1]\nmodel: m\n")
-    _, args, _ = _parse("rubrics", ["generate", "--config", str(config)])  # the positional's name as a key
-    assert args.dataset_name == "data/uf"
-    _, args, _ = _parse("data", ["attach-rubrics", "ds", "r.jsonl", "--output_dir", "out"])
-    assert (args.dataset_name, args.results_file) == ("ds", "r.jsonl")
-    assert "RESULTS_FILE as a positional argument is deprecated" in capsys.readouterr().err
-    # the new spellings print no note
-    _parse("data", ["attach-rubrics", "--dataset_name", "ds", "--results_file", "r.jsonl", "--output_dir", "out"])
-    assert "note:" not in capsys.readouterr().err
-
-
-def test_a_flag_given_twice_or_not_at_all_is_a_usage_error(capsys):
-    for argv, message in (
-        (["attach-rubrics", "ds", "--dataset_name", "ds2", "--results_file", "r"], "give --dataset_name once"),
-        (["attach-rubrics", "--dataset_name", "ds"], "the following arguments are required: --results_file"),
+def test_former_spellings_are_refused_with_the_current_name(capsys):
+    # a 0.1 package keeps one spelling per flag (docs/cli.md): a former one is a usage error naming the new one
+    for name, argv, hint in (
+        ("eval-genrm", ["--data", "pairs.jsonl", "--output_file", "out.json"], "--dataset_name"),
+        ("correlation-report", ["--input_file", "a.csv", "--plot", "c.png"], "--plot_file"),
+        ("data", ["attach-rubrics", "ds", "r.jsonl", "--output_dir", "out"], "--dataset_name"),
     ):
         with pytest.raises(SystemExit) as exit_info:
-            _parse("data", argv)
-        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+            _parse(name, argv)
+        assert exit_info.value.code == 2 and hint in capsys.readouterr().err
+
+
+def test_example_config_keys_of_0_1_are_read_with_a_note(tmp_path, capsys):
+    # MatrixReward's `extractor: critic` (the 0.1 example configs) is read as matrix_weighting, with a note
+    from trl_rankreward.parsing import apply_config_file
+    from trl_rankreward.scripts import ScriptParser
+    from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig
+
+    config = tmp_path / "matrix.yaml"
+    config.write_text("extractor: critic\noutput_dir: out\nuse_cpu: true\nbf16: false\nreport_to: none\n")
+    parser = ScriptParser((MatrixRewardGRPOConfig,))
+    apply_config_file(parser, ["--config", str(config)])
+    assert f"extractor in {config} is deprecated; use matrix_weighting" in capsys.readouterr().err
+    args = parser.parse_args_into_dataclasses([])[0]
+    assert args.matrix_weighting == "variation_correlation"  # "critic" read as its new name
+
+
+def test_a_required_flag_not_given_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _parse("data", ["attach-rubrics", "--dataset_name", "ds"])
+    assert (
+        exit_info.value.code == 2 and "the following arguments are required: --results_file" in capsys.readouterr().err
+    )
 
 
 def test_booleans_take_a_value_or_none(tmp_path):

@@ -17,9 +17,7 @@ training scripts) is the table in docs/cli.md. A command module defines
 - or `TRAINING_CONFIG = "help"`: `--config TRAIN.yaml` (required) names a training config the command
   reads (`probe-judge`); its path comes to `run` first.
 
-A field with `metadata={"positional": True}` is a positional argument; one with
-`metadata={"aliases": ["--old"]}` keeps an old spelling working (with a note), and
-`metadata={"deprecated_positional": True}` an old positional form of a flag. Command modules
+A field with `metadata={"positional": True}` is a positional argument. Command modules
 import heavy modules only inside `arguments()` and `run`, so `trl-rankreward --help` stays fast.
 
 Errors (`trl_rankreward.user_errors`, the same for the example scripts): a bad flag or option
@@ -31,13 +29,11 @@ while running (`ValueError`, `OSError`, `BackendError`, ...) one line and exits 
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import difflib
 import functools
 import importlib
 import sys
-import types
 
 from . import __version__
 from .parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
@@ -59,13 +55,10 @@ COMMANDS = {
 
 __all__ = ["COMMANDS", "PROG", "TRACEBACK_ENV", "build_parser", "command_parser", "main", "parse_command"]
 
-#: our metadata keys, read here and never passed on to argparse
-_OWN_KEYS = ("positional", "deprecated_positional")
-
 
 @functools.cache
 def parser_class() -> type:
-    """`trl.TrlParser` with one-line errors, positional fields and old positional forms (imported on first use)."""
+    """`trl.TrlParser` with one-line errors and positional fields (imported on first use)."""
     from trl import TrlParser
 
     class CommandParser(OneLineErrors, TrlParser):
@@ -73,23 +66,13 @@ def parser_class() -> type:
         def _parse_dataclass_field(parser, field: dataclasses.Field):
             if field.metadata.get("positional"):
                 return _add_positional(parser, field)
-            if not field.metadata.get("deprecated_positional"):
-                return TrlParser._parse_dataclass_field(parser, field)
-            plain = copy.copy(field)
-            plain.metadata = types.MappingProxyType({k: v for k, v in field.metadata.items() if k not in _OWN_KEYS})
-            TrlParser._parse_dataclass_field(parser, plain)
-            action = parser._actions[-1]
-            if action.required:  # it may come positionally: `_take_old_positionals` checks that it came
-                action.required, action.help = False, f"{action.help} (required)"
-            parser.add_argument(
-                _old_positional(field.name), nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-            )
+            return TrlParser._parse_dataclass_field(parser, field)
 
     return CommandParser
 
 
 def _add_positional(parser, field: dataclasses.Field):
-    kwargs = {k: v for k, v in field.metadata.items() if k not in _OWN_KEYS}
+    kwargs = {k: v for k, v in field.metadata.items() if k != "positional"}
     kwargs.setdefault("metavar", field.name.upper())
     if getattr(field.type, "__origin__", None) is list:
         kwargs.setdefault("nargs", "+")
@@ -97,28 +80,6 @@ def _add_positional(parser, field: dataclasses.Field):
     elif field.default is not dataclasses.MISSING:
         kwargs.update(nargs="?", default=field.default)
     parser.add_argument(field.name, **kwargs)
-
-
-def _old_positional(name: str) -> str:
-    return f"old_positional_{name}"
-
-
-def _take_old_positionals(leaf: argparse.ArgumentParser, namespace: argparse.Namespace) -> None:
-    """A flag given in its old positional form (`rubrics generate DATASET`) becomes the flag, with a note;
-    a required one given neither way is the usage error argparse would have raised."""
-    for dtype in leaf.dataclass_types:
-        for f in dataclasses.fields(dtype):
-            if not f.metadata.get("deprecated_positional"):
-                continue
-            old = vars(namespace).pop(_old_positional(f.name), None)
-            if old is not None and getattr(namespace, f.name) is not None:
-                leaf.error(f"give --{f.name} once (here also as a positional argument: {old})")
-            if old is not None:
-                print(f"{leaf.prog}: note: {f.name.upper()} as a positional argument is deprecated; use --{f.name}",
-                      file=sys.stderr)  # fmt: skip
-                setattr(namespace, f.name, old)
-            if getattr(namespace, f.name) is None and f.default is dataclasses.MISSING:
-                leaf.error(f"the following arguments are required: --{f.name}")
 
 
 class _TopParser(OneLineErrors, argparse.ArgumentParser):
@@ -179,7 +140,6 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
             namespace.subcommand
         ]
         prefix = [namespace.subcommand]
-    _take_old_positionals(leaf, namespace)
     if getattr(module, "TRAINING_CONFIG", None):
         prefix.append(namespace.config)
     return leaf, prefix + to_dataclasses(leaf, namespace, leaf.dataclass_types)

@@ -25,6 +25,8 @@ import os
 import re
 import sys
 
+from .user_errors import yaml_problem
+
 CONFIG_FLAG = "--config"
 _LONE_PERCENT = re.compile(r"(?<!%)%(?![%(])")
 CONFIG_HELP = "YAML file of option values (keys as the flags, without --); flags given on the command line win"
@@ -46,13 +48,6 @@ class OneLineErrors:
             if word in renamed:
                 print(f"{self.prog}: note: {word} is deprecated; use --{renamed[word]}", file=sys.stderr)
         return parsed
-
-    def add_alias(self, alias: str, dest: str) -> None:
-        """Accept `alias` as a deprecated spelling of the flag of field `dest`, for a field declared where no
-        `metadata["aliases"]` can be added (a TRL config)."""
-        action = next(a for a in self._actions if f"--{dest}" in a.option_strings)
-        action.option_strings.append(alias)
-        self._option_string_actions[alias] = action
 
     def error(self, message: str):
         for action in self._actions:  # argparse names a flag by all its spellings: keep the current one
@@ -104,7 +99,7 @@ def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
 
 def deprecated_aliases(parser: argparse.ArgumentParser) -> dict[str, str]:
     """`{old flag: field name}`: every spelling of a flag other than `--name`, its hyphenated twin and `--no_name`
-    (the declared `aliases` of a field, kept so that old command lines and configs still work)."""
+    (the declared `aliases` of a field: only keys of the 0.1 example configs, such as MatrixReward's `extractor`)."""
     renamed = {}
     for action in parser._actions:
         current = {f"--{action.dest}", f"--{action.dest.replace('_', '-')}"}
@@ -123,8 +118,6 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_val
     if path is None:
         return argv
     import yaml
-
-    from .user_errors import yaml_problem
 
     try:
         with open(path, encoding="utf-8") as f:

@@ -11,14 +11,8 @@ import sys
 import pytest
 
 from trl_rankreward.cli import main
-from trl_rankreward.evaluation.compare import (
-    load_run,
-    load_runs,
-    markdown_table,
-    read_wandb_run,
-    summarize,
-    wandb_records,
-)
+from trl_rankreward.evaluation.compare import markdown_table, summarize
+from trl_rankreward.evaluation.run_history import load_run, load_runs, read_wandb_run, wandb_records
 
 
 def _entry(step, std, calls, prompt, completion, neutral, **extra):

@@ -61,12 +61,12 @@ def test_run_shape_per_step_and_per_epoch():
 
 def test_method_from_the_config():
     quickstart = {"model_name_or_path": "m", "num_generations": 8, "seed": 0, "lambda_fmt": 0.2, "k0": 4,
-                  "buffer_init": "nectar", "anchor_store_path": "x.sqlite"}  # fmt: skip
+                  "buffer_init": "references", "anchor_store_path": "x.sqlite"}  # fmt: skip
     (method,) = config_methods(quickstart, DEFAULTS, "all")
     # RankBufferOptions and RankBufferPlusOptions both have k0 and buffer_init: the smaller one; `seed` is the
     # run's (a TRL field), not tournament's option; the anchors stay in memory for an estimate
     assert method.registry == "rank_buffer"
-    assert method.kwargs == {"lambda_fmt": 0.2, "k0": 4, "buffer_init": "nectar", "anchor_store": "memory"}
+    assert method.kwargs == {"lambda_fmt": 0.2, "k0": 4, "buffer_init": "references", "anchor_store": "memory"}
     for kwargs in ({"brackets": 3}, '{"brackets": 3}'):  # a mapping, or the command line's JSON string
         (method,) = config_methods({"reward_method": "tournament", "reward_method_kwargs": kwargs}, DEFAULTS, "all")
         assert (method.registry, method.kwargs) == ("tournament", {"brackets": 3})

@@ -122,7 +122,7 @@ def test_cli_decodes_with_the_genrm_settings(tmp_path, monkeypatch):
         return await evaluate_genrm(rows, backend, meta_judge, **kwargs)
 
     monkeypatch.setattr(genrm_eval, "evaluate_genrm", recording)
-    argv = ["eval-genrm", "--data", str(data), "--output", str(tmp_path / "o.json"), "--no_metarm"]
+    argv = ["eval-genrm", "--dataset_name", str(data), "--output_file", str(tmp_path / "o.json"), "--no_metarm"]
     assert main(argv) == 0
     from trl_rankreward.rewards.ralign_reward import OWN_PROTOCOL
 

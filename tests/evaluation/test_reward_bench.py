@@ -10,6 +10,7 @@ import math
 import pytest
 
 from trl_rankreward.cli import main
+from trl_rankreward.evaluation.bench_config import RewardBenchConfig, selected_methods
 from trl_rankreward.evaluation.bench_judge import BenchJudge
 from trl_rankreward.evaluation.latency import step_wall_time
 from trl_rankreward.evaluation.prompt_cache import (
@@ -18,7 +19,7 @@ from trl_rankreward.evaluation.prompt_cache import (
     prefix_cache_savings,
     shared_prefix_tokens,
 )
-from trl_rankreward.evaluation.reward_bench import RewardBenchConfig, group_fidelity, run_method, selected_methods
+from trl_rankreward.evaluation.reward_bench import group_fidelity, run_method
 from trl_rankreward.evaluation.simulation import SimulatedRun
 from trl_rankreward.evaluation.virtual_clock import run_virtual
 from trl_rankreward.judging.rendering import render_messages
@@ -232,7 +233,7 @@ def test_docs_section_replaces_only_its_own_part_of_the_shared_page(tmp_path):
 
 
 def test_methods_that_cannot_be_built_are_skipped_with_a_note(monkeypatch):
-    from trl_rankreward.evaluation.reward_bench import BenchMethod
+    from trl_rankreward.evaluation.bench_config import BenchMethod
     from trl_rankreward.rewards import registry
 
     monkeypatch.setitem(registry._METHODS, "ghost", (".ghost_method", "GhostReward"))
@@ -244,7 +245,7 @@ def test_methods_that_cannot_be_built_are_skipped_with_a_note(monkeypatch):
 
 
 def test_rationale_answer_parses_back_to_the_verdict_in_both_display_orders():
-    from trl_rankreward.evaluation.reward_bench import rationale_answer
+    from trl_rankreward.evaluation.bench_judge import rationale_answer
     from trl_rankreward.judging.parsing import parse_answer
     from trl_rankreward.judging.rendering import render
     from trl_rankreward.judging.requests import PairwiseRequest
@@ -287,7 +288,7 @@ def test_parsed_token_columns_leave_out_failed_attempts():
 
 
 def test_preset_fills_the_fields_left_at_their_defaults():
-    from trl_rankreward.evaluation.reward_bench import BENCH_PRESETS
+    from trl_rankreward.evaluation.bench_config import BENCH_PRESETS
 
     config = RewardBenchConfig(preset="paper_table8", response_tokens=400)
     assert config.response_tokens == 400  # given explicitly: kept
@@ -316,21 +317,21 @@ def test_lengthened_queries_and_rubrics_reach_their_target_lengths():
 
 
 def test_judge_noise_options_reach_the_simulated_judge():
-    from trl_rankreward.evaluation import reward_bench
+    from trl_rankreward.evaluation import bench_judge
 
     config = _tiny(text_noise=0.7, listwise_noise_growth=0.2)
     seen = {}
-    original = reward_bench.RationaleBenchJudge.__init__
+    original = bench_judge.RationaleBenchJudge.__init__
 
     def spy(self, quality, **kwargs):
         seen.update(kwargs)
         original(self, quality, **kwargs)
 
-    reward_bench.RationaleBenchJudge.__init__ = spy
+    bench_judge.RationaleBenchJudge.__init__ = spy
     try:
         run_method(config, _method("pointwise"))
     finally:
-        reward_bench.RationaleBenchJudge.__init__ = original
+        bench_judge.RationaleBenchJudge.__init__ = original
     assert seen["text_noise"] == 0.7 and seen["listwise_noise_growth"] == 0.2
 
 

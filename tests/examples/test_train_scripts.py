@@ -277,7 +277,7 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, tiny_mod
 
 
 def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
-    # R-Align's former --dataset_path (and the key in a config file), train_baseline's former --method
+    # R-Align's former --dataset_path (and the key in a config file)
     ralign = load_example("train_ralign_genrm").make_parser()
     config = tmp_path / "old.yaml"
     config.write_text((CONFIGS / "ralign_cpu.yaml").read_text().replace("dataset_name:", "dataset_path:"))
@@ -288,9 +288,6 @@ def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "dataset_path in " in err and "is deprecated; use dataset_name" in err
     assert "--dataset_path is deprecated; use --dataset_name" in err
-    baseline = load_example("train_baseline").make_parser()
-    _, args, _ = baseline.parse_args_and_config(["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", "arena"])
-    assert args.reward_method == "arena" and "--method is deprecated; use --reward_method" in capsys.readouterr().err
 
 
 def test_push_to_hub_is_checked_before_training(monkeypatch):

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from trl_rankreward.rewards import matrix_math
 from trl_rankreward.rewards.matrix_math import (
-    critic_weights,
     entropy_weights,
     fuse,
     game_combination,
@@ -18,6 +17,7 @@ from trl_rankreward.rewards.matrix_math import (
     prior_weights,
     svd_weights,
     topsis_closeness,
+    variation_correlation_weights,
     weighted_aggregation,
     win_rate_matrix,
 )
@@ -38,8 +38,8 @@ Z3 = np.array([[1.0, 0.5, 0.5], [1.0, 1.0, 0.5], [1.0, 1.0, 0.5]])
 
 VARIANTS = [
     {},
-    {"extractor": "entropy"},
-    {"extractor": "svd"},
+    {"matrix_weighting": "entropy"},
+    {"matrix_weighting": "svd"},
     {"fusion": "prior_only"},
     {"fusion": "additive", "mixture_alpha": 0.3},
     {"fusion": "multiplicative"},
@@ -70,7 +70,7 @@ def test_win_rate_matrix_rejects_bad_input():
         win_rate_matrix(np.full((1, 1), 2.0), 2, 1)
 
 
-# --- extractors -------------------------------------------------------------------------------
+# --- matrix weightings -------------------------------------------------------------------------------
 
 
 def test_critic_by_hand():
@@ -81,17 +81,17 @@ def test_critic_by_hand():
     # h0 = h1 = (1 - sqrt(3)/2) + (1 - 0); d_k = sigma_k h_k, d2 = 0, so a0 : a1 = sigma0 : sigma1
     # = sqrt(3)/2 : 1 -> a0 = sqrt(3)/(2 + sqrt(3)) = 2 sqrt(3) - 3, a1 = 4 - 2 sqrt(3).
     s3 = math.sqrt(3)
-    np.testing.assert_allclose(critic_weights(M3), [2 * s3 - 3, 4 - 2 * s3, 0.0], atol=1e-12)
+    np.testing.assert_allclose(variation_correlation_weights(M3), [2 * s3 - 3, 4 - 2 * s3, 0.0], atol=1e-12)
 
 
 def test_critic_redundant_column_loses_weight():
     # G=2: two identical columns (rho01 = 1) and one anti-correlated (rho02 = rho12 = -1), all sigma = 1/2:
     # h0 = (1 - 1) + (1 + 1) = 2, h1 = 2, h2 = (1 + 1) + (1 + 1) = 4 -> a = (2, 2, 4) / 8
     M = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
-    np.testing.assert_allclose(critic_weights(M), [0.25, 0.25, 0.5])
+    np.testing.assert_allclose(variation_correlation_weights(M), [0.25, 0.25, 0.5])
 
 
-@pytest.mark.parametrize("extract", [critic_weights, entropy_weights, svd_weights])
+@pytest.mark.parametrize("extract", [variation_correlation_weights, entropy_weights, svd_weights])
 def test_constant_matrix_gives_uniform_weights(extract):
     np.testing.assert_allclose(extract(np.full((4, 5), 0.5)), np.full(5, 0.2))
 
@@ -245,8 +245,8 @@ def test_matrix_reward_validation():
         matrix_reward(M3, [1, 2])
     with pytest.raises(ValueError, match="positive numbers"):
         matrix_reward(M3, [1, 0, 2])
-    with pytest.raises(ValueError, match="extractor='pca' is not supported"):
-        matrix_reward(M3, [1, 1, 1], extractor="pca")
+    with pytest.raises(ValueError, match="matrix_weighting='pca' is not supported"):
+        matrix_reward(M3, [1, 1, 1], matrix_weighting="pca")
     with pytest.raises(ValueError, match=r"entries must be finite and in \[0, 1\]"):
         matrix_reward(M3 * 2, [1, 1, 1])
 

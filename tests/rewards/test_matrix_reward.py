@@ -154,8 +154,8 @@ def test_pointwise_protocol_by_hand():
 @pytest.mark.parametrize(
     "options",
     [
-        {"extractor": "entropy"},
-        {"extractor": "svd", "svd_variance": 0.9},
+        {"matrix_weighting": "entropy"},
+        {"matrix_weighting": "svd", "svd_variance": 0.9},
         {"fusion": "prior_only"},
         {"fusion": "additive", "mixture_alpha": 0.2},
         {"fusion": "multiplicative"},
@@ -233,7 +233,7 @@ def test_option_validation():
     with pytest.raises(ValueError, match="mixture_alpha must be in"):
         MatrixReward(ScriptedJudge(), fusion="additive", mixture_alpha=1.5)
     with pytest.raises(ValueError, match=r"svd_variance must be in \(0, 1\], got 0"):
-        MatrixReward(ScriptedJudge(), extractor="svd", svd_variance=0)
+        MatrixReward(ScriptedJudge(), matrix_weighting="svd", svd_variance=0)
     with pytest.raises(ValueError, match="distance must be one of .*, got 'cosine'"):
         MatrixReward(ScriptedJudge(), distance="cosine")
     with pytest.raises(ValueError, match="needs rubrics"):

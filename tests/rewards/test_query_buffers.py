@@ -62,7 +62,9 @@ def test_options_are_one_dataclass_given_whole_or_as_keywords():
     assert RankBufferReward(OracleJudge({}), options).options is options
     assert RankBufferReward(OracleJudge({}), k0=2, buffer_init="bootstrap").options == options
     assert options.data_needs() == DataNeeds(references=0) and RankBufferOptions().data_needs().references == 0
-    assert RankBufferOptions(buffer_init="nectar").data_needs().references == 1
+    assert RankBufferOptions(buffer_init="references").data_needs().references == 1
+    # "nectar": the spelling of the 0.1 example configs, still read as "references"
+    assert RankBufferOptions(buffer_init="nectar").buffer_init == "references"
     with pytest.raises(TypeError, match="not both"):
         RankBufferReward(OracleJudge({}), options, k0=2)
     with pytest.raises(ValueError, match=r"sets \['init'\].*options are: .*buffer_init"):

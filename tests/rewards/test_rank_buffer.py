@@ -134,8 +134,8 @@ def test_nectar_init_subsets(k0, ranks):
 
 
 def test_nectar_init_without_references_is_a_clear_error():
-    method = RankBufferReward(OracleJudge(QUALITY), buffer_init="nectar")
-    with pytest.raises(ValueError, match="init='nectar' needs ranked references.*init='auto'.*'bootstrap'"):
+    method = RankBufferReward(OracleJudge(QUALITY), buffer_init="references")
+    with pytest.raises(ValueError, match="init='references' needs ranked references.*init='auto'.*'bootstrap'"):
         _score(method, [_group(references=None)])
 
 
@@ -486,7 +486,7 @@ def _check_frozen_scoring(method, groups, epoch, step=5):
 
 
 # the LLM look-ahead manager keeps pending groups and, in epoch 2, first applies them
-@pytest.mark.parametrize("init", ["nectar", "bootstrap"])
+@pytest.mark.parametrize("init", ["references", "bootstrap"])
 @pytest.mark.parametrize("manager", [None, "llm", "llm_lookahead"])
 def test_frozen_state_restores_new_and_existing_queries(init, manager):
     kw = {"k0": 4, "buffer_init": init, "buffer_manager": manager}

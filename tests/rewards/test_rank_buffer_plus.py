@@ -159,8 +159,8 @@ def test_state_round_trip_and_config_check():
     [
         ({"placement": "pairs"}, "placement must be one of"),
         ({"extra_scope": "all"}, "extra_scope must be one of"),
-        ({"buffer_variant": "coarse_only"}, "variant must be 'dynamic' or 'static'"),
-        ({"buffer_manager": "llm"}, "rule-based maintenance"),
+        ({"buffer_variant": "coarse_only"}, r"buffer_variant must be one of \['dynamic', 'static'\]"),
+        ({"buffer_manager": "llm"}, "buffer_manager"),  # not an option of rank_buffer_plus: Algorithm 2 only
         ({"extra_calls": -1}, "extra_calls must be an integer >= 0"),
         ({"k0": 4, "max_anchors": 3}, "max_anchors=3 is below k0=4"),
     ],

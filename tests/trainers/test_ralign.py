@@ -209,7 +209,7 @@ def test_training_and_eval_genrm_build_the_same_metarm_from_one_declaration(tmp_
         "  Answer <final_verdict>Correct</final_verdict> or <final_verdict>Incorrect</final_verdict>.\n"
     )
     args = _config(tmp_path, metarm_base_urls=[models_server], metarm_model="m", metarm_templates=str(template))
-    _, (_, _, metarm) = parse_command("eval-genrm", eval_genrm, ["--data", "d", "--output", "o", "--genrm_local", "g",
+    _, (_, _, metarm) = parse_command("eval-genrm", eval_genrm, ["--dataset_name", "d", "--output_file", "o", "--genrm_local", "g",
                                       "--metarm_base_urls", models_server, "--metarm_model", "m",
                                       "--metarm_templates", str(template)])  # fmt: skip
     trained, evaluated = build_judge(METARM.settings(args)), eval_genrm.make_meta_judge(metarm)

@@ -8,7 +8,7 @@
     trl-rankreward bench --config examples/configs/rankbuffer_cpu_quickstart.yaml   # a training config's cost
 
 Prints a markdown table, writes `bench.csv` and two PNG plots to `--output_dir`. Every
-`RewardBenchConfig` field is an option (see `trl_rankreward.evaluation.reward_bench`).
+`RewardBenchConfig` field is an option (see `trl_rankreward.evaluation.bench_config`).
 With `--write_docs PAGE`, the run's section of PAGE (one per preset, `default` without one)
 is rewritten and its plots are saved under `figures/benchmarks/` next to PAGE.
 
@@ -51,8 +51,8 @@ class BenchOutputArguments:
 
 
 def arguments():
+    from ..evaluation.bench_config import RewardBenchConfig
     from ..evaluation.config_cost import ConfigCostArguments
-    from ..evaluation.reward_bench import RewardBenchConfig
 
     return (RewardBenchConfig, BenchOutputArguments, ConfigCostArguments)
 
@@ -71,7 +71,8 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
     from tqdm.auto import tqdm
 
     from ..evaluation import bench_report
-    from ..evaluation.reward_bench import run_benchmark, selected_methods
+    from ..evaluation.bench_config import selected_methods
+    from ..evaluation.reward_bench import run_benchmark
 
     total = len(selected_methods(config.methods)) * config.queries * config.epochs
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -125,7 +126,7 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
 def _command(config, args: BenchOutputArguments) -> str:
     """The command line that reproduces this run: the preset, and the options that differ from the
     defaults (the preset's values included)."""
-    from ..evaluation.reward_bench import BENCH_PRESETS
+    from ..evaluation.bench_config import BENCH_PRESETS
 
     words = ["trl-rankreward", "bench"]
     defaults = {f.name: f.default for f in dataclasses.fields(config)}

@@ -20,7 +20,6 @@ class BufferReportArguments:
         default=None,
         metadata={
             "help": "PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)",
-            "aliases": ["--output"],
         },
     )
     bins: int = field(default=10, metadata={"help": "normalized-position bins of panel (b)"})

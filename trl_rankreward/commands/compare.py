@@ -62,9 +62,9 @@ def arguments():
 def run(args: CompareArguments) -> int:
     from pathlib import Path
 
-    from ..evaluation import compare, win_rate_compare
+    from ..evaluation import compare, run_history, win_rate_compare
 
-    runs = compare.load_runs(args.runs, args.labels)
+    runs = run_history.load_runs(args.runs, args.labels)
     rows = [compare.summarize(r) for r in runs]
     table = compare.markdown_table(rows)
     curves = [win_rate_compare.win_rate_curve(r) for r in runs]

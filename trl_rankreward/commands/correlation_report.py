@@ -17,16 +17,10 @@ HELP = "Pearson r of GenRM metrics (L-Acc, F-Score, ...) with downstream RLHF sc
 
 @dataclass
 class CorrelationReportArguments:
-    input_file: str = field(
-        metadata={"help": "CSV or JSON: model, dataset (optional), metrics, downstream", "aliases": ["--input"]}
-    )
+    input_file: str = field(metadata={"help": "CSV or JSON: model, dataset (optional), metrics, downstream"})
     metrics: list[str] = field(default_factory=lambda: ["l_acc", "f_score"], metadata={"help": "metric columns"})
-    output_file: str | None = field(
-        default=None, metadata={"help": "JSON file for the correlations", "aliases": ["--output_json"]}
-    )
-    plot_file: str | None = field(
-        default=None, metadata={"help": "PNG file for the scatter plot", "aliases": ["--plot"]}
-    )
+    output_file: str | None = field(default=None, metadata={"help": "JSON file for the correlations"})
+    plot_file: str | None = field(default=None, metadata={"help": "PNG file for the scatter plot"})
 
 
 def arguments():

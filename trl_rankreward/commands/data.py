@@ -57,12 +57,8 @@ class OutputArguments:
 class JoinArguments:
     """`data attach-rubrics|attach-rationales --dataset_name DATASET --results_file JSONL`."""
 
-    dataset_name: str = field(
-        metadata={"deprecated_positional": True, "help": "prepared dataset (save_to_disk folder or Hub id)"}
-    )
-    results_file: str = field(
-        metadata={"deprecated_positional": True, "help": "results JSONL written by `trl-rankreward rubrics ...`"}
-    )
+    dataset_name: str = field(metadata={"help": "prepared dataset (save_to_disk folder or Hub id)"})
+    results_file: str = field(metadata={"help": "results JSONL written by `trl-rankreward rubrics ...`"})
     missing: Literal["error", "drop", "keep"] = field(default="error", metadata={"help": "rows with no result"})
 
 
@@ -93,17 +89,15 @@ def _source_arguments(name: str) -> type:
         (
             "dataset_name",
             str,
-            field(
-                default=hub_id, metadata={"help": "Hub id or local JSONL/parquet file/folder", "aliases": ["--source"]}
-            ),
+            field(default=hub_id, metadata={"help": "Hub id or local JSONL/parquet file/folder"}),
         ),
-        ("dataset_split", str, field(default=split, metadata={"help": "split to read", "aliases": ["--split"]})),
+        ("dataset_split", str, field(default=split, metadata={"help": "split to read"})),
         (
             "dataset_config",
             str | None,
             field(
                 default=config,
-                metadata={"help": "Hub dataset config (ignored for local files)", "aliases": ["--source_config"]},
+                metadata={"help": "Hub dataset config (ignored for local files)"},
             ),
         ),
         ("seed", int, field(default=42, metadata={"help": "sampling seed (42, as in the papers)"})),
@@ -121,7 +115,6 @@ def _source_arguments(name: str) -> type:
     if count == "num_queries":
         rubrics_help = {
             "help": "rubric JSONL (from `rubrics generate`) to join into the result",
-            "aliases": ["--rubrics"],
         }
         fields.append(("rubrics_file", str | None, field(default=None, metadata=rubrics_help)))
     cls_name = "".join(part.capitalize() for part in name.split("-")) + "Arguments"

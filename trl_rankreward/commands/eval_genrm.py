@@ -40,13 +40,9 @@ CONFIG_FILE = True
 
 @dataclass
 class EvalGenRMArguments:
-    dataset_name: str = field(
-        metadata={"help": "pairwise set with golden rationales (file, folder or Hub id)", "aliases": ["--data"]}
-    )
-    output_file: str = field(metadata={"help": "JSON file for metrics and per-pair records", "aliases": ["--output"]})
-    dataset_split: str = field(
-        default="train", metadata={"help": "split to read from a Hub id or files", "aliases": ["--split"]}
-    )
+    dataset_name: str = field(metadata={"help": "pairwise set with golden rationales (file, folder or Hub id)"})
+    output_file: str = field(metadata={"help": "JSON file for metrics and per-pair records"})
+    dataset_split: str = field(default="train", metadata={"help": "split to read from a Hub id or files"})
     limit: int | None = field(default=None, metadata={"help": "evaluate only the first N pairs"})
     r_align_release: str | None = field(
         default=None,

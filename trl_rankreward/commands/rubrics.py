@@ -24,22 +24,13 @@ class GenerationArguments(RUBRIC_GENERATOR.fields()):
     """The dataset, the server (`judging.server_settings.RUBRIC_GENERATOR`, no prefix) and the request
     settings (both subcommands)."""
 
-    dataset_name: str = field(
-        metadata={
-            "deprecated_positional": True,
-            "aliases": ["--dataset"],  # the former positional's name, a key of older config files
-            "help": "prepared dataset: save_to_disk folder, file or Hub id",
-        }
-    )
-    output_file: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)", "aliases": ["--output"]})
-    dataset_split: str = field(
-        default="train", metadata={"help": "split when the dataset is a Hub id or files", "aliases": ["--split"]}
-    )
+    dataset_name: str = field(metadata={"help": "prepared dataset: save_to_disk folder, file or Hub id"})
+    output_file: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)"})
+    dataset_split: str = field(default="train", metadata={"help": "split when the dataset is a Hub id or files"})
     failures_file: str | None = field(
         default=None,
         metadata={
             "help": "failures JSONL (default: OUTPUT_FILE with .failures before .jsonl)",
-            "aliases": ["--failures"],
         },
     )
     json_mode: bool = field(default=False, metadata={"help": 'send response_format={"type": "json_object"}'})

@@ -56,7 +56,8 @@ PPE_COLUMNS = {
 }
 
 
-def _pair(source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="") -> dict:
+def preference_row(source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="") -> dict:
+    """One row of the pairwise schema (module docstring); `pair_id` hashes source, prompt and both responses."""
     key = json.dumps([source, query_text(messages), a, b], ensure_ascii=False)
     return {
         "prompt": messages,
@@ -125,7 +126,7 @@ def prepare_helpsteer3(
                 continue
             messages = [{"role": m["role"], "content": m["content"]} for m in row["context"]]
             label = "A" if preference < 0 else "B"
-            yield _pair(
+            yield preference_row(
                 "helpsteer3", messages, row["response1"], row["response2"], label,
                 reviews=_reviews(row), subset=row.get("domain") or "",
             )  # fmt: skip
@@ -149,7 +150,9 @@ def prepare_rewardbench2(
                 for rejected in row["rejected"] or []:
                     chosen_first = seeded_rng(seed, row["prompt"], chosen, rejected).random() < 0.5
                     a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
-                    yield _pair("rewardbench2", messages, a, b, "A" if chosen_first else "B", subset=row.get("subset"))
+                    yield preference_row(
+                        "rewardbench2", messages, a, b, "A" if chosen_first else "B", subset=row.get("subset")
+                    )
 
     return _collect(pairs(), report, num_pairs, seed)
 
@@ -169,7 +172,9 @@ def prepare_ppe(
                 yield f"winner {row['winner']!r}"
                 continue
             messages = user_prompt(row["prompt"])
-            yield _pair("ppe", messages, row["response_1"], row["response_2"], label, subset=row.get("language"))
+            yield preference_row(
+                "ppe", messages, row["response_1"], row["response_2"], label, subset=row.get("language")
+            )
 
     return _collect(pairs(), report, num_pairs, seed)
 

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from ..judging.seeding import seeded_rng
 from .conversation import query_text, user_prompt
 from .features import PAIRWISE_FEATURES
-from .preferences import _pair
+from .preferences import preference_row
 from .sampling import Ineligible, SampleReport
 from .sources import SchemaError, require_columns
 
@@ -129,7 +129,7 @@ def _convert(
                 continue
             chosen_first = seeded_rng(seed, name, query_text(prompt), chosen, rejected).random() < 0.5
             a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
-            pair = _pair(name, prompt, a, b, "A" if chosen_first else "B", subset=subset)
+            pair = preference_row(name, prompt, a, b, "A" if chosen_first else "B", subset=subset)
             if pair["pair_id"] in seen:
                 report.skipped["duplicate pair"] += 1
                 continue

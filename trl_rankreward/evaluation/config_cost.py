@@ -1,7 +1,8 @@
 """Judge cost of a training config before training: `trl-rankreward bench --config TRAIN.yaml`.
 
 The config fixes the shape of the run; the rest is simulated by the benchmark's machinery
-(`reward_bench.run_method`), for the config's reward method with its options:
+(`reward_bench.run_method`, with `bench_config.RewardBenchConfig`'s settings: this module adds only
+the three options of `ConfigCostArguments`), for the config's reward method with its options:
 
 - **per step**: TRL judges one generation batch of `per_device_train_batch_size x processes x
   steps_per_generation` completions every `steps_per_generation x num_iterations` micro-steps,
@@ -36,8 +37,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..data.conversation import query_text
 from ..judging.requests import Rubric
-from .reward_bench import BenchMethod, MethodResult, RewardBenchConfig, run_method, selected_methods, sum_results
+from ..judging.seeding import text_id
+from ..rewards.options import option_fields
+from ..rewards.registry import REWARD_METHODS, reward_method_class
+from ..user_errors import UsageError
+from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
+from .reward_bench import MethodResult, run_method, sum_results
 
 #: keys that make a `--config` file a training config (every training config has one of them)
 TRAINING_KEYS = ("model_name_or_path", "num_generations", "per_device_train_batch_size", "dataset_name")
@@ -142,9 +149,6 @@ def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec:
     """The methods to cost: `spec`'s (registry names or benchmark rows) or, for "all", the config's own
     method (its `reward_method`, else the one whose options the config sets, keys of the training
     config itself, `defaults`, aside) with the config's options."""
-    from ..rewards.options import option_fields
-    from ..rewards.registry import REWARD_METHODS, reward_method_class
-
     fields_of = {
         name: {f.name for f in option_fields(reward_method_class(name).options_class)} for name in REWARD_METHODS
     }
@@ -186,9 +190,6 @@ def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
             data = data[split]
     except Exception as exc:  # noqa: BLE001 - any reason the data is not here: fall back and say why
         return None, f"dataset {name} not readable here ({type(exc).__name__}: {str(exc)[:120]})"
-    from ..data.conversation import query_text
-    from ..judging.seeding import text_id
-
     rows = []
     for row in data:
         query = query_text(row["prompt"])
@@ -210,8 +211,6 @@ def estimate(
 ) -> str:
     """The report of `bench --config TRAIN.yaml`: how the run was read, and the cost table. `defaults` are
     the training config's fields and defaults (`JudgeRewardGRPOConfig`'s: TRL's and the package's)."""
-    from ..user_errors import UsageError
-
     rows, data_note = dataset_queries(values)
     try:
         shape, how = run_shape(values, defaults, args.num_processes, len(rows) if rows else bench.queries)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compare import COMPLETION, PROMPT, RunHistory, _cumulative
+from .run_history import COMPLETION, PROMPT, RunHistory
 
 WIN_RATE, WIN_LOW, WIN_HIGH = "eval/win_rate", "eval/win_rate_low", "eval/win_rate_high"
 BUDGET_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -59,7 +59,7 @@ def training_tokens(run: RunHistory) -> tuple[list[int], list[float]]:
         return [int(e["step"]) for e in totals], [
             e.get(f"{PROMPT}_total", 0.0) + e.get(f"{COMPLETION}_total", 0.0) for e in totals
         ]
-    return _cumulative(run, PROMPT, COMPLETION)
+    return run.cumulative(PROMPT, COMPLETION)
 
 
 def _interpolate(x: float, xs: Sequence[float], ys: Sequence[float]) -> float | None:

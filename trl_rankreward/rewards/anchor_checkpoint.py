@@ -14,6 +14,10 @@ A resume replaces the store's buffer structures by the checkpoint's, and merges 
 segments only when the live store cannot already hold them (another store, or one that has
 fewer texts than the checkpoint saw): resuming in place reads no text. Every file is written
 to a temporary name, fsynced and renamed, so a crash leaves no partial file under a final name.
+
+The functions take the live `SQLiteAnchorStore` (`rewards.anchor_store`, which calls them from
+its `save_checkpoint` / `load_checkpoint`) and open the checkpoint's snapshots read-only with
+the store's own class, so this module does not import the store module.
 """
 
 from __future__ import annotations
@@ -21,14 +25,12 @@ from __future__ import annotations
 import os
 import shutil
 
-from .anchor_store import SQLiteAnchorStore
-
 CHECKPOINT_FOLDER = "anchors"
 BUFFERS_FILE = "buffers.sqlite"
 _EXPORTED = "exported_upto"  # meta key: the text watermark of the newest segment
 
 
-def save_anchor_checkpoint(store: SQLiteAnchorStore, checkpoint: str) -> None:
+def save_anchor_checkpoint(store, checkpoint: str) -> None:
     """Write `checkpoint/anchors/`: links to every text segment (exporting new texts first) and the buffers."""
     segments = f"{store.path}.segments"
     os.makedirs(segments, exist_ok=True)
@@ -44,12 +46,12 @@ def save_anchor_checkpoint(store: SQLiteAnchorStore, checkpoint: str) -> None:
     store.export(os.path.join(folder, BUFFERS_FILE), buffers=True, meta=meta)
 
 
-def load_anchor_checkpoint(store: SQLiteAnchorStore, checkpoint: str, *, buffers: bool = True) -> None:
+def load_anchor_checkpoint(store, checkpoint: str, *, buffers: bool = True) -> None:
     """Make `store` hold the checkpoint's texts (merging its segments unless it already does) and,
     with `buffers`, exactly its buffer structures."""
     folder = os.path.join(checkpoint, CHECKPOINT_FOLDER)
     snapshot = os.path.join(folder, BUFFERS_FILE)
-    saved = _meta(snapshot)
+    saved = _meta(store, snapshot)
     if not (saved.get("store_id") == store.meta("store_id") and store.text_watermark() >= int(saved["texts_upto"])):
         for name in _segments(folder):
             store.merge_from(os.path.join(folder, name))
@@ -57,22 +59,14 @@ def load_anchor_checkpoint(store: SQLiteAnchorStore, checkpoint: str, *, buffers
         store.import_buffers(snapshot)
 
 
-def checkpoint_buffer_rows(checkpoint: str):
-    """`(query_id, JSON text)` of every buffer saved in `checkpoint` (for reports)."""
-    snapshot = SQLiteAnchorStore(os.path.join(checkpoint, CHECKPOINT_FOLDER, BUFFERS_FILE), read_only=True)
-    try:
-        yield from snapshot.buffer_rows()
-    finally:
-        snapshot.close()
-
-
 def _segments(folder: str) -> list[str]:
     """The text segment files of `folder`, oldest first (their names sort by rowid)."""
     return sorted(n for n in os.listdir(folder) if n.startswith("texts-") and n.endswith(".sqlite"))
 
 
-def _meta(path: str) -> dict[str, str]:
-    snapshot = SQLiteAnchorStore(path, read_only=True)
+def _meta(store, path: str) -> dict[str, str]:
+    """The identity and text watermark `save_anchor_checkpoint` wrote into the snapshot at `path`."""
+    snapshot = type(store)(path, read_only=True)
     try:
         return {key: snapshot.meta(key) for key in ("store_id", "texts_upto")}
     finally:

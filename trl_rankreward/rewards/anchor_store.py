@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from ..judging.seeding import text_id
 from .anchor_buffer import BufferTable, StoredBufferTable
+from .anchor_checkpoint import BUFFERS_FILE, CHECKPOINT_FOLDER, load_anchor_checkpoint, save_anchor_checkpoint
 from .state_files import durable_replace
 
 # SQLite's default limit on host parameters in one statement is 999 in old builds.
@@ -476,13 +477,18 @@ class SQLiteAnchorStore:
 
     def save_checkpoint(self, directory: str) -> None:
         """`directory/anchors/`: text segments and a snapshot of the buffer structures (`anchor_checkpoint`)."""
-        from .anchor_checkpoint import save_anchor_checkpoint  # it opens stores itself: imported here, not above
-
         save_anchor_checkpoint(self, directory)
 
     def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
         """The checkpoint's texts and, with `buffers`, its buffer structures, when it has an `anchors/` folder."""
-        from .anchor_checkpoint import CHECKPOINT_FOLDER, load_anchor_checkpoint
-
         if os.path.isdir(os.path.join(directory, CHECKPOINT_FOLDER)):
             load_anchor_checkpoint(self, directory, buffers=buffers)
+
+
+def checkpoint_buffer_rows(checkpoint: str) -> Iterator[tuple[str, str]]:
+    """`(query_id, JSON text)` of every buffer saved in `checkpoint`'s `anchors/` folder (for reports)."""
+    snapshot = SQLiteAnchorStore(os.path.join(checkpoint, CHECKPOINT_FOLDER, BUFFERS_FILE), read_only=True)
+    try:
+        yield from snapshot.buffer_rows()
+    finally:
+        snapshot.close()

@@ -43,6 +43,7 @@ from ..judging.parsing import InvalidAnswer
 from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind
 from ..judging.retry import RetryPolicy
 from ..judging.seeding import text_id
+from ..judging.server_settings import build_backend
 from .answers import strip_thinking
 from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
 from .genrm_verdict import (
@@ -116,8 +117,6 @@ class GenRMJudge:
         """A GenRM judge over the server of `settings` (`judging.server_settings.JudgeServerSettings`:
         the training judge's `judge_*` fields), with its retries and decoding; `r_align_release`: the
         authors' protocol read from that checkout (module docstring)."""
-        from ..judging.server_settings import build_backend
-
         release = RAlignRelease.load(r_align_release) if r_align_release else None
         return cls(build_backend(settings), seed=settings.seed, retry=settings.retry_policy(),
                    temperature=settings.temperature, max_tokens=settings.max_tokens, release=release)  # fmt: skip

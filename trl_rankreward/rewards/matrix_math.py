@@ -4,7 +4,8 @@ Pure, vectorized numpy over one group (MatrixReward paper). Shapes: G rollouts
 (unique answers), K rubrics; `M` is the G x K win-rate matrix (Sec. 3.1, Eq. 2), `a`
 matrix-derived weights, `p` prior weights, `w` combined weights (all length K, sum 1).
 
-Reading order: matrix (Eq. 1-2) -> extractors (CRITIC Eq. 3; entropy and SVD, App. F)
+Reading order: matrix (Eq. 1-2) -> matrix weightings (variation and correlation, the CRITIC
+method of Eq. 3; entropy and SVD, App. F)
 -> fusion (game-theoretic Eq. 4-5; prior-only, additive and multiplicative, Sec. 4.3-4.5)
 -> reward (TOPSIS closeness Eq. 6-7 with its ideal and distance variants; weighted
 aggregation, Sec. 4.4) -> `matrix_reward`, the whole pipeline for one group.
@@ -110,8 +111,10 @@ def _minmax(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return U, nonconstant
 
 
-def critic_weights(M) -> np.ndarray:
-    """CRITIC weights a (Sec. 3.2, Eq. 3; Diakoulaki et al. 1995).
+def variation_correlation_weights(M) -> np.ndarray:
+    """Weights a from each rubric's variation and its correlation with the others: the CRITIC method
+    (Sec. 3.2, Eq. 3; Diakoulaki et al. 1995). A rubric that separates the rollouts and agrees least
+    with the other rubrics weighs most.
 
     U = column-wise min-max normalized M (constant column -> zeros); sigma_k = population
     std of U_.k; rho_kl = Pearson correlation of U_.k and U_.l (0 when either is constant);
@@ -170,7 +173,12 @@ def svd_weights(M, variance: float = 0.85) -> np.ndarray:
     return _normalized(a)
 
 
-EXTRACTORS = {"critic": critic_weights, "entropy": entropy_weights, "svd": svd_weights}
+#: `matrix_weighting` values: how the rubric weights a are read from the matrix M
+MATRIX_WEIGHTINGS = {
+    "variation_correlation": variation_correlation_weights,
+    "entropy": entropy_weights,
+    "svd": svd_weights,
+}
 
 
 def prior_weights(points) -> np.ndarray:
@@ -309,10 +317,10 @@ AGGREGATIONS = ("topsis", "weighted_sum")
 # --- the whole pipeline for one group ------------------------------------------------------
 
 
-def reward_options(*, extractor, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance) -> dict:
+def reward_options(*, matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance) -> dict:
     """Check every option of `matrix_reward` (names and ranges); return them as its keyword arguments."""
     for name, value, options in (
-        ("extractor", extractor, EXTRACTORS),
+        ("matrix_weighting", matrix_weighting, MATRIX_WEIGHTINGS),
         ("fusion", fusion, FUSIONS),
         ("ideals", ideals, IDEALS),
         ("distance", distance, DISTANCES),
@@ -320,7 +328,7 @@ def reward_options(*, extractor, fusion, mixture_alpha, ideals, distance, aggreg
     ):
         check_choice(name, value, options)
     return {
-        "extractor": extractor,
+        "matrix_weighting": matrix_weighting,
         "fusion": fusion,
         "mixture_alpha": _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True),
         "ideals": ideals,
@@ -348,7 +356,7 @@ def matrix_reward(
     M,
     points,
     *,
-    extractor: str,
+    matrix_weighting: str,
     fusion: str,
     mixture_alpha: float,
     ideals: str,
@@ -361,10 +369,10 @@ def matrix_reward(
     `points` are the rubrics' stored importance weights t_k (normalized to p here). The
     options have no defaults here: the paper's method is the defaults of `MatrixRewardOptions`
     (`MatrixRewardOptions().math_options()`); the other values are its ablations (see `fuse`,
-    `topsis_closeness`, App. F extractors, and aggregation="weighted_sum" of Sec. 4.4).
+    `topsis_closeness`, App. F weightings, and aggregation="weighted_sum" of Sec. 4.4).
     """
     reward_options(
-        extractor=extractor,
+        matrix_weighting=matrix_weighting,
         fusion=fusion,
         mixture_alpha=mixture_alpha,
         ideals=ideals,
@@ -376,7 +384,11 @@ def matrix_reward(
     p = prior_weights(points)
     if p.size != M.shape[1]:
         raise ValueError(f"Got {p.size} rubric weights for a matrix with {M.shape[1]} rubric columns")
-    extract = partial(svd_weights, variance=svd_variance) if extractor == "svd" else EXTRACTORS[extractor]
+    extract = (
+        partial(svd_weights, variance=svd_variance)
+        if matrix_weighting == "svd"
+        else MATRIX_WEIGHTINGS[matrix_weighting]
+    )
     a = extract(M)
     fused = fuse(a, p, fusion, mixture_alpha)
     if aggregation == "topsis":

@@ -39,9 +39,9 @@ from .base import Candidates, Group, GroupResult, GroupRewardMethod, ScoreOutcom
 from .matrix_math import (
     AGGREGATIONS,
     DISTANCES,
-    EXTRACTORS,
     FUSIONS,
     IDEALS,
+    MATRIX_WEIGHTINGS,
     matrix_reward,
     pair_indices,
     reward_options,
@@ -58,7 +58,7 @@ LONE_ANSWER_REWARD = 0.5
 
 
 #: the options that `matrix_math.matrix_reward` takes (all but the protocol, both_orders and lambda_fmt)
-MATH_OPTIONS = ("extractor", "fusion", "mixture_alpha", "ideals", "distance", "aggregation", "svd_variance")
+MATH_OPTIONS = ("matrix_weighting", "fusion", "mixture_alpha", "ideals", "distance", "aggregation", "svd_variance")
 
 
 @dataclass
@@ -91,11 +91,14 @@ class MatrixRewardOptions(MethodOptions):
             "requests; pairwise protocols only)."
         },
     )
-    extractor: str = field(
-        default="critic",
+    matrix_weighting: str = field(
+        default="variation_correlation",
         metadata={
-            "help": "Matrix-derived rubric weights: 'critic' (Eq. 3), 'entropy' or 'svd' (Sec. 4.3, App. F).",
-            "choices": list(EXTRACTORS),
+            "help": "How the rubric weights a are read from the win-rate matrix: 'variation_correlation' (a rubric "
+            "that separates the rollouts and agrees least with the others weighs most: the CRITIC method, Eq. 3), "
+            "'entropy' or 'svd' (Sec. 4.3, App. F).",
+            "choices": list(MATRIX_WEIGHTINGS),
+            "aliases": ["--extractor"],  # the key of the 0.1 example configs (`extractor: critic`)
         },
     )
     fusion: str = field(
@@ -134,10 +137,12 @@ class MatrixRewardOptions(MethodOptions):
     )
     svd_variance: float = field(
         default=0.85,
-        metadata={"help": "Variance share kept by extractor='svd', in (0, 1] (App. F: 0.85)."},
+        metadata={"help": "Variance share kept by matrix_weighting='svd', in (0, 1] (App. F: 0.85)."},
     )
 
     def __post_init__(self):
+        if self.matrix_weighting == "critic":  # the value of the 0.1 example configs (`extractor: critic`)
+            self.matrix_weighting = "variation_correlation"
         super().__post_init__()
         reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
         self._check_unused_options()
@@ -159,8 +164,8 @@ class MatrixRewardOptions(MethodOptions):
         default = {f.name: f.default for f in fields(MatrixRewardOptions)}
         ignored = (
             ("mixture_alpha", "fusion", self.fusion != "additive", "fusion='additive'"),
-            ("svd_variance", "extractor", self.extractor != "svd", "extractor='svd'"),
-            ("extractor", "fusion", self.fusion == "prior_only", "a fusion other than 'prior_only' (w = p)"),
+            ("svd_variance", "matrix_weighting", self.matrix_weighting != "svd", "matrix_weighting='svd'"),
+            ("matrix_weighting", "fusion", self.fusion == "prior_only", "a fusion other than 'prior_only' (w = p)"),
             ("ideals", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
             ("distance", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
         )
@@ -185,7 +190,7 @@ class MatrixReward(GroupRewardMethod):
                 0-10 scores, M_ik = score / 10 (see the module docstring).
             both_orders: judge each pair in both display orders and average the identity-aligned
                 outcomes (Sec. 3.1, App. A.2); doubles the requests. Pairwise protocols only.
-            extractor, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance: the
+            matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance: the
                 weights and the reward (`matrix_math.matrix_reward`; Sec. 3.2-4.5, App. F).
             lambda_fmt: the format reward's weight (Eq. 8; default 1.0, App. E).
         answer_format, format_reward: as in `GroupRewardMethod`.

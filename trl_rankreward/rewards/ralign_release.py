@@ -44,6 +44,7 @@ from ..judging.backends.base import BackendError
 from ..judging.ledger import JudgeLedger
 from ..judging.requests import JudgeFailure
 from ..judging.retry import RetryPolicy
+from ..judging.server_settings import build_backend, build_judge
 from .genrm_verdict import Label
 
 GENRM_SCRIPT = "generate_model_judgment.py"
@@ -290,8 +291,6 @@ def _conversation(prompt) -> list[dict]:
 def build_meta_judge(settings, release: RAlignRelease | None = None):
     """The MetaRM the `metarm_*` settings describe: an `LLMJudge` with our templates, or with
     `release` a `ReleaseMetaJudge` over the same server (the one place both are chosen from)."""
-    from ..judging.server_settings import build_backend, build_judge
-
     if release is None:
         return build_judge(settings)
     if settings.templates:

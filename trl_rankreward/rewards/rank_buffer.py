@@ -2,10 +2,11 @@
 
 Per group (Algorithm 1, Appendix A):
 
-1. The query's buffer is initialized on first sight: Nectar (Select_K0 of the group's
-   references, worst -> best) or bootstrap (listwise ranking of this first group, whose
+1. The query's buffer is initialized on first sight: from the references (`buffer_init=
+   "references"`: Select_K0 of the group's ranked references, worst -> best, as the paper's
+   Nectar references; their anchors' source is "nectar") or bootstrap (listwise ranking of this first group, whose
    rewards come from that ranking and which gets no maintenance; Sec. 3.2); `auto`, the
-   default, takes Nectar for a query with references and bootstrap for one without, so
+   default, takes the references for a query with references and bootstrap for one without, so
    data without ranked references trains as it is.
 2. Coarse ranking (Eq. 6): one independent `CoarseRequest` per unique valid answer, all at
    once, gives its insertion position 0..K and so its bucket C_p (Eq. 7).
@@ -71,7 +72,7 @@ from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_r
 from .state_files import METHOD_STATE_NAME, read_method_state
 from .verdicts import check_order
 
-INITS = ("auto", "nectar", "bootstrap")
+INITS = ("auto", "references", "bootstrap")
 #: dynamic = the paper's RankBuffer; static = RankBuffer* (maintained only in the epoch the
 #: buffer was created, then frozen: Sec. 4.3); coarse_only and order_only are the Sec. 4.5
 #: ablations of dynamic RankBuffer (no fine ranking / coarse prompt without anchor texts).
@@ -83,8 +84,9 @@ _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
 
 
 @dataclass
-class RankBufferOptions(MethodOptions):
-    """RankBuffer's options, the one source of their defaults (`RankBufferGRPOConfig` inherits them).
+class AnchorBufferOptions(MethodOptions):
+    """The options of every method that ranks against a per-query anchor buffer (`RankBufferOptions`,
+    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store, the reshuffle check.
 
     Where the anchor texts live: `anchor_store="memory"` keeps them (and the buffers) in memory and
     in every checkpoint's state file. `anchor_store="sqlite"` keeps both in the SQLite file
@@ -103,29 +105,14 @@ class RankBufferOptions(MethodOptions):
     buffer_init: str = field(
         default="auto",
         metadata={
-            "help": "Buffer initialization: 'nectar' (K0 of the query's ranked `references`, which every row must "
-            "have: the paper's RankBuffer), 'bootstrap' (listwise ranking of the query's first group: "
-            "RankBuffer-Bootstrap) or 'auto' (nectar for a query whose row has references, bootstrap otherwise).",
+            "help": "Where the first buffer comes from: 'references' (K0 of the query's ranked `references`, which "
+            "every row must have: the paper's RankBuffer), 'bootstrap' (listwise ranking of the query's first group: "
+            "RankBuffer-Bootstrap) or 'auto' (references for a query whose row has them, bootstrap otherwise).",
             "choices": list(INITS),
         },
     )
     inactivity_epochs: int = field(
         default=3, metadata={"help": "H: an anchor inactive for H epochs is pruned (Algorithm 2)."}
-    )
-    buffer_variant: str = field(
-        default="dynamic",
-        metadata={
-            "help": "'dynamic' (Algorithm 2 maintenance), 'static' (frozen after the first epoch), 'coarse_only' "
-            "(no fine ranking), 'order_only' (coarse prompt without anchor texts).",
-            "choices": list(VARIANTS),
-        },
-    )
-    buffer_manager: str | None = field(
-        default=None,
-        metadata={
-            "help": "Replace Algorithm 2 with the judge choosing the buffer (Appendix G): 'llm' or 'llm_lookahead'.",
-            "choices": list(MANAGERS),
-        },
     )
     reshuffle_check: float = field(
         default=0.0,
@@ -151,14 +138,11 @@ class RankBufferOptions(MethodOptions):
     )
 
     def __post_init__(self):
+        if self.buffer_init == "nectar":  # the value of the 0.1 example configs (the paper's Nectar references)
+            self.buffer_init = "references"
         super().__post_init__()
         check_int("k0", self.k0, 2, " (the paper uses 2, 4, 7)")
         check_int("inactivity_epochs (H)", self.inactivity_epochs, 1)
-        if self.buffer_manager is not None and self.buffer_variant == "static":
-            raise ValueError(
-                f"buffer_manager={self.buffer_manager!r} maintains the buffer but buffer_variant='static' freezes it; "
-                "pick one"
-            )
         self.reshuffle_check = check_reshuffle(self.reshuffle_check)
         if self.anchor_store_path is not None and self.anchor_store != "sqlite":
             raise ValueError(
@@ -167,15 +151,45 @@ class RankBufferOptions(MethodOptions):
             )
 
     def data_needs(self) -> DataNeeds:
-        """Nectar initialization takes the buffer from each row's ranked `references` (`auto` only where a row
-        has them)."""
-        return DataNeeds(references=1 if self.buffer_init == "nectar" else 0)
+        """`buffer_init="references"` takes the buffer from each row's ranked `references` (`auto` only where a
+        row has them)."""
+        return DataNeeds(references=1 if self.buffer_init == "references" else 0)
 
     def open_store(self) -> AnchorStore:
         """The anchor store these options name (class docstring: memory when no path is known)."""
         if self.anchor_store == "sqlite" and self.anchor_store_path is not None:
             return SQLiteAnchorStore(self.anchor_store_path)
         return InMemoryAnchorStore()
+
+
+@dataclass
+class RankBufferOptions(AnchorBufferOptions):
+    """RankBuffer's options, the one source of their defaults (`RankBufferGRPOConfig` inherits them): the
+    buffer's options (`AnchorBufferOptions`) plus the paper's variants and the LLM buffer managers."""
+
+    buffer_variant: str = field(
+        default="dynamic",
+        metadata={
+            "help": "'dynamic' (Algorithm 2 maintenance), 'static' (frozen after the first epoch), 'coarse_only' "
+            "(no fine ranking), 'order_only' (coarse prompt without anchor texts).",
+            "choices": list(VARIANTS),
+        },
+    )
+    buffer_manager: str | None = field(
+        default=None,
+        metadata={
+            "help": "Replace Algorithm 2 with the judge choosing the buffer (Appendix G): 'llm' or 'llm_lookahead'.",
+            "choices": list(MANAGERS),
+        },
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.buffer_manager is not None and self.buffer_variant == "static":
+            raise ValueError(
+                f"buffer_manager={self.buffer_manager!r} maintains the buffer but buffer_variant='static' freezes it; "
+                "pick one"
+            )
 
 
 def check_int(name: str, value: Any, low: int, note: str = "") -> None:
@@ -229,19 +243,18 @@ class RankBufferReward(GroupRewardMethod):
         **option_values: Any,
     ):
         super().__init__(judge, options, answer_format=answer_format, format_reward=format_reward, **option_values)
-        options = self.options
-        if options.buffer_manager is None and manager_judge is not None:
+        if manager_judge is not None and getattr(self.options, "buffer_manager", None) is None:
             raise ValueError(
                 "manager_judge is given but buffer_manager is None; set buffer_manager='llm' or 'llm_lookahead'"
             )
         self.manager_judge = manager_judge or judge
-        self.store = store if store is not None else options.open_store()
+        self.store = store if store is not None else self.options.open_store()
         self.ranking = self.make_ranking(seed)
         self.manager = self.make_manager()
         self.buffers = QueryBuffers(self.store)
 
     @classmethod
-    def for_run(cls, judge: Judge, options: RankBufferOptions, run: RunContext) -> RankBufferReward:
+    def for_run(cls, judge: Judge, options: AnchorBufferOptions, run: RunContext) -> RankBufferReward:
         """The trainer's RankBuffer: the run's seed and answer format; with `anchor_store="sqlite"` and no
         path, the anchors live in `{output_dir}/anchors.sqlite`."""
         if options.anchor_store == "sqlite" and options.anchor_store_path is None and run.output_dir:
@@ -304,7 +317,7 @@ class RankBufferReward(GroupRewardMethod):
             return await self._bootstrap(group, candidates, epoch=epoch, step=step)
         initial: tuple[Anchor, ...] = ()
         if old is None:
-            old = self._nectar_buffer(group, epoch)
+            old = self._reference_buffer(group, epoch)
             initial = old.anchors
         details: dict[str, Any] = {"bootstrap": False}
         keys = [text_id(a) for a in answers]
@@ -334,11 +347,11 @@ class RankBufferReward(GroupRewardMethod):
         details.update(_ranked_details(candidates, ranking, ranked, old, update, initial))
         return RankOutcome(ranking.blocks(), details)
 
-    def _nectar_buffer(self, group: Group, epoch: int) -> AnchorBuffer:
+    def _reference_buffer(self, group: Group, epoch: int) -> AnchorBuffer:
         """Algorithm 1, lines 5-7: Select_K0 of the references, worst -> best."""
         if not group.references:
             raise ValueError(
-                f"RankBuffer buffer_init='nectar' needs ranked references for query {group.query_id!r} "
+                f"RankBuffer buffer_init='references' needs ranked references for query {group.query_id!r} "
                 "(dataset column `references`, best first), but the group has none; "
                 "add references, or set buffer_init='auto' (the first group where a query has none) or 'bootstrap'"
             )

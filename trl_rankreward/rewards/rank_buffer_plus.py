@@ -28,7 +28,7 @@ ranked:
 Maintenance uses the placement's buckets, with each bucket's answers in the fused order
 (so interval refinement picks the fused median), and `max_anchors` caps the buffer.
 
-In code: `RankBufferPlusOptions`; the ranking is `LookingRanking` over a placement
+In code: `RankBufferPlusOptions`; the ranking is `MultiLookRanking` over a placement
 (`ranking_strategy.CoarseToFine` or `JointPlacement`), both `RankingStrategy`s, and the
 maintenance `buffer_manager.RuleManager` with the cap; `RankBufferPlusReward` only picks them.
 
@@ -53,19 +53,29 @@ from ..judging.protocol import Judge
 from .base import Group, require
 from .buffer_manager import BufferManager, RuleManager
 from .display_audit import DETAILS_KEY, ask_listwise, new_tally
-from .rank_buffer import RankBufferOptions, RankBufferReward, check_int
+from .rank_buffer import AnchorBufferOptions, RankBufferReward, check_int
 from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_request
 from .verdicts import check_order, order_or_none
 
 PLACEMENTS = ("coarse", "joint")
+#: RankBuffer's variants that rank every answer (`rank_buffer.VARIANTS` without the Sec. 4.5 ablations)
+VARIANTS = ("dynamic", "static")
 SCOPES = ("set", "window")
 
 
 @dataclass
-class RankBufferPlusOptions(RankBufferOptions):
-    """RankBuffer's options (variant "dynamic" or "static", no LLM manager) plus the looks (module docstring)."""
+class RankBufferPlusOptions(AnchorBufferOptions):
+    """The anchor buffer's options, the two variants that rank every answer, and the looks (module docstring);
+    the maintenance is Algorithm 2 (no LLM buffer manager)."""
 
-    k0: int = field(default=2, metadata=RankBufferOptions.__dataclass_fields__["k0"].metadata)
+    k0: int = field(default=2, metadata=AnchorBufferOptions.__dataclass_fields__["k0"].metadata)
+    buffer_variant: str = field(
+        default="dynamic",
+        metadata={
+            "help": "'dynamic' (Algorithm 2 maintenance) or 'static' (the buffer frozen after its first epoch).",
+            "choices": list(VARIANTS),
+        },
+    )
     placement: str = field(
         default="joint",
         metadata={
@@ -98,15 +108,6 @@ class RankBufferPlusOptions(RankBufferOptions):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.buffer_variant not in ("dynamic", "static"):
-            raise ValueError(
-                "rank_buffer_plus ranks every answer, so buffer_variant must be 'dynamic' or 'static', got "
-                f"{self.buffer_variant!r}"
-            )
-        if self.buffer_manager is not None:
-            raise ValueError(
-                f"rank_buffer_plus keeps the rule-based maintenance (buffer_manager=None), got {self.buffer_manager!r}"
-            )
         check_int("extra_calls", self.extra_calls, 0)
         check_int("disagreement", self.disagreement, 1)
         if self.max_anchors is not None:
@@ -133,7 +134,7 @@ class RankBufferPlusReward(RankBufferReward):
             placement = CoarseToFine(self.judge, seed=seed, reshuffle_check=o.reshuffle_check)
         else:
             placement = JointPlacement(self.judge, reshuffle_check=o.reshuffle_check)
-        return LookingRanking(self.judge, placement, second_look=o.second_look, extra_calls=o.extra_calls,
+        return MultiLookRanking(self.judge, placement, second_look=o.second_look, extra_calls=o.extra_calls,
                               extra_scope=o.extra_scope, disagreement=o.disagreement,
                               reshuffle_check=o.reshuffle_check)  # fmt: skip
 
@@ -142,7 +143,10 @@ class RankBufferPlusReward(RankBufferReward):
         return RuleManager(o.inactivity_epochs, static=o.buffer_variant == "static", max_anchors=o.max_anchors)
 
     def _config(self) -> dict[str, Any]:
-        return {**super()._config(), "placement": self.options.placement, "max_anchors": self.options.max_anchors}
+        o = self.options
+        return {"k0": o.k0, "init": o.buffer_init, "inactivity_epochs": o.inactivity_epochs,
+                "variant": o.buffer_variant, "manager": None, "placement": o.placement,
+                "max_anchors": o.max_anchors}  # fmt: skip
 
 
 class JointPlacement(RankingStrategy):
@@ -169,7 +173,7 @@ class JointPlacement(RankingStrategy):
         return Ranking(positions, buckets, 0, coarse_calls=1, extra={DETAILS_KEY: tally})
 
 
-class LookingRanking(RankingStrategy):
+class MultiLookRanking(RankingStrategy):
     """A placement strategy, then the second look in the same round, then extra looks over disputed
     answers, fused by Borda count (module docstring); buckets keep the placement's, in fused order. The
     knobs have no defaults here: `RankBufferPlusOptions` holds them, once."""
@@ -271,7 +275,7 @@ __all__ = [
     "PLACEMENTS",
     "SCOPES",
     "JointPlacement",
-    "LookingRanking",
+    "MultiLookRanking",
     "RankBufferPlusOptions",
     "RankBufferPlusReward",
     "borda",

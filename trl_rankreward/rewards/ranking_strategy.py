@@ -9,7 +9,7 @@ whichever strategy ranked. Two strategies ship:
   position and so its bucket; then one `ListwiseRequest` per bucket of >= 2 answers, all at
   once. `fine=False` is the coarse_only ablation (each bucket one tie block), and
   `show_anchor_text=False` the order_only one (Sec. 4.5, App. H).
-- `rank_buffer_plus.LookingRanking`: placement (this one, or one joint listwise call) plus
+- `rank_buffer_plus.MultiLookRanking`: placement (this one, or one joint listwise call) plus
   more looks fused by Borda count.
 
 Failure policy of `CoarseToFine`: a failed coarse call raises `GroupJudgingFailed` (the group
