@@ -9,9 +9,9 @@ import pytest
 from trl_rankreward.cli import main
 from trl_rankreward.evaluation.buffer_report import buffer_report, format_report, load_buffer_state, plot_report
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.rewards.anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
+from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.state_files import write_method_state
 
 # Three buffers, anchors worst -> best as [key, source, created_epoch, h]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.anchor_buffer import SOURCES
-from ..rewards.anchor_store import checkpoint_buffer_rows
+from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
 
 #: the file a trainer checkpoint stores the reward method's `state_dict()` in

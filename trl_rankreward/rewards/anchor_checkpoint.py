@@ -15,7 +15,7 @@ segments only when the live store cannot already hold them (another store, or on
 fewer texts than the checkpoint saw): resuming in place reads no text. Every file is written
 to a temporary name, fsynced and renamed, so a crash leaves no partial file under a final name.
 
-The functions take the live `SQLiteAnchorStore` (`rewards.anchor_store`, which calls them from
+The functions take the live `SQLiteAnchorStore` (`rewards.sqlite_anchor_store`, which calls them from
 its `save_checkpoint` / `load_checkpoint`) and open the checkpoint's snapshots read-only with
 the store's own class, so this module does not import the store module.
 """

@@ -42,8 +42,8 @@ Per-group `details`: `bucket_sizes`, `coarse_position_mean` (position / K averag
 valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` and
 `anchors_pruned` ({source: count}), `bootstrap`, `maintained`, and for the manager
 `manager_calls`, `manager_invalid`, and `listwise_display` (the audit of the fine and
-bootstrap answers against their display order, `display_audit`). `step_metrics` turns them
-into `buffer/...` and `rank/...` metrics (documented there).
+bootstrap answers against their display order, `display_audit`). `rank_buffer_metrics` makes
+them and turns them into the `buffer/...` and `rank/...` metrics.
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -60,15 +59,17 @@ from .._gc import paused_gc
 from ..judging.protocol import Judge
 from ..judging.seeding import text_id
 from ..judging.subsample import select_endpoints
-from .anchor_buffer import SOURCES, Anchor, AnchorBuffer, BufferUpdate
-from .anchor_store import AnchorStore, InMemoryAnchorStore, SQLiteAnchorStore
+from .anchor_buffer import Anchor, AnchorBuffer
+from .anchor_store import AnchorStore, InMemoryAnchorStore
 from .answers import AnswerFormat
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, RunContext, require
 from .buffer_manager import BufferManager, LLMManager, RuleManager, changes
-from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally, tally_metrics
+from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally
 from .options import DataNeeds, MethodOptions
 from .query_buffers import QueryBuffers
-from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_request
+from .rank_buffer_metrics import buffer_step_metrics, ranked_details
+from .ranking_strategy import CoarseToFine, RankingStrategy, listwise_request
+from .sqlite_anchor_store import SQLiteAnchorStore
 from .state_files import METHOD_STATE_NAME, read_method_state
 from .verdicts import check_order
 
@@ -344,7 +345,7 @@ class RankBufferReward(GroupRewardMethod):
                 self.store.put(texts[key])
             self.buffers.set_pending(qid, epoch, key_buckets)
         self.buffers.set(qid, update.buffer)
-        details.update(_ranked_details(candidates, ranking, ranked, old, update, initial))
+        details.update(ranked_details(candidates, ranking, ranked, old, update, initial))
         return RankOutcome(ranking.blocks(), details)
 
     def _reference_buffer(self, group: Group, epoch: int) -> AnchorBuffer:
@@ -379,44 +380,12 @@ class RankBufferReward(GroupRewardMethod):
 
     # ------------------------------------------------------------------ metrics
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Base metrics plus (docs/metrics.md):
-
-        - `buffer/count`, `buffer/size_mean`, `buffer/size_max`, `buffer/anchors_<source>`:
-          over all buffers after this step;
-        - `buffer/added_<source>`, `buffer/pruned_<source>`: anchors added / pruned this step;
-        - `rank/coarse_position_mean`: mean normalized coarse position (position / K) over
-          this step's ranked groups, the policy's progress against its own buffers;
-        - `rank/coarse_calls_mean`, `rank/fine_calls_mean`: per judged group;
-        - `rank/bucket_size_hist_<n>`: number of buckets holding n >= 1 answers;
-        - `rank/bootstrap_groups`, `buffer/manager_invalid`;
-        - `rank/fine_fallbacks`: buckets whose fine call failed and that kept one shared rank;
-        - `rank/listwise_display_...` (and, with `reshuffle_check`, `rank/listwise_reshuffle_...`):
-          the listwise answers audited against their display order (`display_audit.tally_metrics`).
-        """
+        """Base metrics plus the buffers' statistics and RankBuffer's `buffer/...` and `rank/...`
+        numbers over this step's judged groups (`rank_buffer_metrics.buffer_step_metrics`)."""
         out = super().step_metrics(results)
         out.update(self.buffers.table.stats())
         judged = [r.details for r in results if not r.neutral]
-        added, pruned, hist = Counter(), Counter(), Counter()
-        for d in judged:
-            added.update(d.get("anchors_added", {}))
-            pruned.update(d.get("anchors_pruned", {}))
-            hist.update(n for n in d.get("bucket_sizes", ()) if n > 0)
-        for source in SOURCES:
-            out[f"buffer/added_{source}"] = float(added[source])
-            out[f"buffer/pruned_{source}"] = float(pruned[source])
-        for n, count in sorted(hist.items()):
-            out[f"rank/bucket_size_hist_{n}"] = float(count)
-        placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
-        if placed:
-            out["rank/coarse_position_mean"] = sum(placed) / len(placed)
-        ranked = [d for d in judged if "coarse_calls" in d]
-        if ranked:
-            out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
-            out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
-        out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
-        out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
-        out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
-        out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), self.options.reshuffle_check))
+        out.update(buffer_step_metrics(judged, self.options.reshuffle_check))
         return out
 
     # ------------------------------------------------------------------ state
@@ -478,25 +447,3 @@ class RankBufferReward(GroupRewardMethod):
             )
         self.buffers.load(state)
 
-
-def _ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffer, old: AnchorBuffer,
-                    update: BufferUpdate, initial: tuple[Anchor, ...]) -> dict[str, Any]:  # fmt: skip
-    """The per-group numbers of a ranked group (module docstring): `ranked` is the buffer it was
-    ranked against, `old` the buffer before, `update` what is kept, `initial` a new buffer's anchors."""
-    details: dict[str, Any] = {}
-    K, valid = ranked.size, [len(m) for m in candidates.members]
-    if valid:  # position / K averaged over valid rollouts (duplicates count once each)
-        positions = zip(valid, ranking.positions, strict=True)
-        details["coarse_position_mean"] = sum(n * p / K for n, p in positions) / sum(valid)
-    details.update(
-        maintained=update.buffer is not old,
-        bucket_sizes=[len(b) for b in ranking.buckets],
-        coarse_calls=len(candidates.answers) if ranking.coarse_calls is None else ranking.coarse_calls,
-        fine_calls=ranking.fine_calls,
-        fine_fallbacks=len(ranking.unranked),
-        buffer_size=update.buffer.size,
-        anchors_added=dict(Counter(a.source for a in initial + tuple(update.added))),
-        anchors_pruned=dict(Counter(a.source for a in update.pruned)),
-    )
-    details.update(ranking.extra)
-    return details
