@@ -1,17 +1,13 @@
 """Judge-server settings: one dataclass, used with a flag prefix wherever a judge server is configured.
 
-A judge server is configured in five roles: the training judge (`judge_*` fields of
-`JudgeRewardGRPOConfig`, a GenRM too in `examples/train_genrm_rlhf.py`), the evaluation judge
-(`eval_judge_*`, the win rate during training), R-Align's MetaRM
-(`metarm_*`, in `RAlignGenRMConfig` and in `trl-rankreward eval-genrm` alike), the GenRM under
-evaluation (`genrm_*`, `eval-genrm`) and the rubric and rationale generator
-(`trl-rankreward rubrics`, no prefix). Each role is a `JudgeRole` below: its prefix, the settings
-it exposes and its defaults, declared once.
-
-`role.fields()` turns a role into a dataclass of flat prefixed fields (`metarm_max_tokens`), a
-mixin of TRL configs and an argument group of the commands alike, so YAML configs and flags keep
-their names; `role.settings(config)` reads them back as `JudgeServerSettings`; `build_judge` and
-`build_backend` turn those into a judge or a chat backend.
+A judge server is configured in five roles, each with its fields written out as a mixin
+(`server_fields`, `command_fields`): the training judge (`judge_*` of `JudgeRewardGRPOConfig`, a
+GenRM too in `examples/train_genrm_rlhf.py`), the evaluation judge (`eval_judge_*`, the win rate
+during training), R-Align's MetaRM (`metarm_*`, in `RAlignGenRMConfig` and in `trl-rankreward
+eval-genrm` alike), the GenRM under evaluation (`genrm_*`, `eval-genrm`) and the rubric and
+rationale generator (`trl-rankreward rubrics`, no prefix). `role.settings(config)` reads a role's
+fields back as checked `JudgeServerSettings`; `build_judge` and `build_backend` turn those into a
+judge or a chat backend.
 
 Example:
     settings = JudgeServerSettings(base_urls=["http://localhost:8000/v1"], model="Qwen/Qwen3-8B")
@@ -21,21 +17,19 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .retry import RetryPolicy
 
-#: a role default meaning "no default: the flag is required"
-REQUIRED = dataclasses.MISSING
+#: decoding defaults of a judge (the training and evaluation judges'; other roles set their own)
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TEMPERATURE = 0.0
 
 
 @dataclass(frozen=True)
 class JudgeServerSettings:
-    """How to reach a judge server and decode with it. Help texts name the role (`{what}`) and the
-    other flags (`{prefix}model`) as `JudgeRole.fields` fills them in."""
+    """How to reach a judge server and decode with it (the help texts are the fields' in `server_fields`)."""
 
     base_urls: list[str] = field(
         default_factory=list,
@@ -85,10 +79,10 @@ class JudgeServerSettings:
         },
     )
     max_tokens: int | None = field(
-        default=1024,
+        default=DEFAULT_MAX_TOKENS,
         metadata={"help": "Most tokens the {what} may generate per call (its answer, and reasoning if any)."},
     )
-    temperature: float | None = field(default=0.0, metadata={"help": "Sampling temperature of the {what}."})
+    temperature: float | None = field(default=DEFAULT_TEMPERATURE, metadata={"help": "Sampling temperature of the {what}."})
     templates: str | None = field(
         default=None,
         metadata={"help": "YAML file overriding the {what}'s prompt templates (keys as in docs/judging.md)."},
@@ -125,64 +119,21 @@ class JudgeServerSettings:
         return RetryPolicy(max_attempts=self.max_attempts)
 
 
-_DECLARED = {f.name: f for f in dataclasses.fields(JudgeServerSettings) if f.name != "prefix"}
-SETTINGS = tuple(_DECLARED)
+SETTINGS = tuple(f.name for f in dataclasses.fields(JudgeServerSettings) if f.name != "prefix")
 
 
 @dataclass(frozen=True)
 class JudgeRole:
-    """One place a judge server is configured: its flag prefix, its settings and their defaults.
+    """One place a judge server is configured: the prefix of its fields and the settings it exposes
+    (the fields themselves are written out in `server_fields` and `command_fields`).
 
     Args:
         prefix: of every field and flag (`"metarm_"` -> `metarm_model`).
-        what: the server's name in help texts ("judge", "MetaRM").
-        names: the settings the role exposes, in order; the others keep `JudgeServerSettings`' defaults.
-        defaults: the role's own defaults (`REQUIRED`: a required flag).
-        notes: a sentence appended to a setting's help, where the role adds to it.
+        names: the settings the role exposes; the others keep `JudgeServerSettings`' defaults.
     """
 
     prefix: str
-    what: str
     names: tuple[str, ...] = SETTINGS
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    notes: Mapping[str, str] = field(default_factory=dict)
-
-    def default(self, name: str) -> Any:
-        if name in self.defaults:
-            return self.defaults[name]
-        declared = _DECLARED[name]
-        return declared.default_factory() if declared.default is dataclasses.MISSING else declared.default
-
-    def help(self, name: str) -> str:
-        text = _DECLARED[name].metadata["help"].format(what=self.what, prefix=self.prefix)
-        return f"{text} {self.notes[name]}" if name in self.notes else text
-
-    def fields(self) -> type:
-        """A dataclass with one field per setting (`<prefix><name>`, TRL's field style), to inherit
-        from; its `__post_init__` runs the other bases' first, then checks the settings and writes
-        back the URLs as a list (a comma-separated string is split)."""
-        hints = typing.get_type_hints(JudgeServerSettings)
-        spec = []
-        for name in self.names:
-            default, metadata = self.default(name), {"help": self.help(name)}
-            if isinstance(default, list):
-                declared = field(default_factory=lambda d=default: list(d), metadata=metadata)
-            else:
-                declared = field(default=default, metadata=metadata)
-            spec.append((self.prefix + name, hints[name], declared))
-        role = self
-
-        def __post_init__(config):
-            parent = getattr(super(generated, config), "__post_init__", None)
-            if parent is not None:
-                parent()
-            setattr(config, role.prefix + "base_urls", role.settings(config).base_urls)
-
-        name = "".join(part.capitalize() for part in self.prefix.split("_")) + "ServerFields"
-        generated = dataclasses.make_dataclass(name, spec, namespace={"__post_init__": __post_init__}, kw_only=True)
-        generated.__module__ = __name__
-        generated.__doc__ = f"The {self.what} server's settings as `{self.prefix}*` fields (`judging.server_settings`)."
-        return generated
 
     def settings(self, config) -> JudgeServerSettings:
         """The role's settings read from `config`'s prefixed fields (checked, named by their flags)."""
@@ -190,64 +141,20 @@ class JudgeRole:
         return JudgeServerSettings(**values, prefix=self.prefix)
 
 
-TRAINING_JUDGE = JudgeRole(
-    "judge_",
-    "judge",
-    notes={
-        "base_urls": "Empty: the embedded EmbeddingJudge.",
-        "model": "With the embedded judge: an optional local sentence-transformers model path.",
-        "timeout_s": "The other processes wait for the judging in a collective, so keep judge_max_attempts x "
-        "judge_timeout_s (plus backoff) below ddp_timeout (a warning says so).",
-        "templates": "The embedded judge uses them to count the tokens an LLM judge would read.",
-    },
-)
-"""The judge of `JudgeRewardGRPOTrainer` (and its subclasses)."""
+TRAINING_JUDGE = JudgeRole("judge_")
+"""The judge of `JudgeRewardGRPOTrainer` and its subclasses (`server_fields.TrainingJudgeFields`)."""
 
-METARM = JudgeRole(
-    "metarm_",
-    "MetaRM",
-    names=tuple(name for name in SETTINGS if name != "seed"),  # the meta prompt shows A and B as given
-    defaults={"temperature": 0.4, "max_tokens": 16384},
-    notes={
-        "max_concurrency": "In training: per process (each meta-judges its own samples).",
-        "temperature": "The R-Align authors' release: 0.4.",
-        "max_tokens": "The R-Align authors' release: 16K.",
-        "templates": "Key `meta`; answers may be our JSON or the authors' "
-        "<final_verdict>Correct|Incorrect</final_verdict>.",
-    },
-)
-"""R-Align's MetaRM, in training (`RAlignGenRMConfig`) and in `eval-genrm` alike. Decoding follows the
-authors' public MetaRM script (github.com/lyn22333/R-Align, `metarm_judge.py`; the paper is silent)."""
+METARM = JudgeRole("metarm_", names=tuple(name for name in SETTINGS if name != "seed"))  # A and B shown as given
+"""R-Align's MetaRM, in training and in `eval-genrm` alike (`server_fields.MetaRMFields`)."""
 
-GENRM = JudgeRole(
-    "genrm_",
-    "GenRM",
-    names=tuple(name for name in SETTINGS if name not in ("max_attempts", "templates")),
-    defaults={"max_concurrency": 32, "max_tokens": 4096},
-    notes={"seed": "It decides which response the GenRM sees as A."},
-)
-"""The GenRM under evaluation (`eval-genrm`): its own prompt, asked once per pair (three tries)."""
+GENRM = JudgeRole("genrm_", names=tuple(name for name in SETTINGS if name not in ("max_attempts", "templates")))
+"""The GenRM under evaluation (`eval-genrm`, `command_fields.GenRMFields`): asked once per pair (three tries)."""
 
-EVAL_JUDGE = JudgeRole(
-    "eval_judge_",
-    "evaluation judge",
-    notes={
-        "base_urls": "Empty: the training judge's settings (judge_*), as a separate judge with its own ledger, so "
-        "evaluation calls never count toward the training judge's cost.",
-        "max_concurrency": "Only the main process judges the evaluation.",
-    },
-)
-"""The judge of the win-rate evaluation during training (`trainers.judge_eval`): fixed for the whole run,
-it compares the policy's answers with baseline answers (docs/evaluation.md)."""
+EVAL_JUDGE = JudgeRole("eval_judge_")
+"""The win-rate judge during training (`trainers.judge_eval`, `server_fields.EvalJudgeFields`)."""
 
-RUBRIC_GENERATOR = JudgeRole(
-    "",
-    "generator",
-    names=tuple(name for name in SETTINGS if name not in ("templates", "seed")),
-    defaults={"base_urls": REQUIRED, "model": REQUIRED, "max_concurrency": 32, "temperature": None, "max_tokens": None},
-    notes={"temperature": "None: the template's.", "max_tokens": "None: the template's."},
-)
-"""The rubric and rationale generator (`trl-rankreward rubrics`): its template sets the decoding."""
+RUBRIC_GENERATOR = JudgeRole("", names=tuple(name for name in SETTINGS if name not in ("templates", "seed")))
+"""The rubric and rationale generator (`trl-rankreward rubrics`, `command_fields.GeneratorServerFields`)."""
 
 
 def build_backend(settings: JudgeServerSettings):

@@ -33,25 +33,33 @@ from dataclasses import asdict, dataclass, field
 from trl import GRPOConfig
 
 from ..evaluation.genrm_metrics import GenRMCounts
+from ..judging.server_fields import MetaRMFields
 from ..judging.server_settings import METARM
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .base import GRPOTrainerBase
 from .console_log import use_compact_console_log
-from .judge_eval import JudgeEvalConfig, evaluation_summary
+from .critic_config import (
+    ADVANTAGE_ESTIMATORS,
+    CriticConfig,
+    critic_card_settings,
+    critic_post_init,
+    training_algorithm,
+)
+from .judge_eval import evaluation_summary
+from .judge_eval_config import JudgeEvalConfig, check_judge_eval
 from .model_card import compose_card, describe_judge, redact_urls, training_section
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings, training_algorithm
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
 
 
 @dataclass
-class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConfig):
+class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
     """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md).
 
-    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) come from
-    `judging.server_settings.METARM`, which checks them; `eval-genrm` uses the same ones.
+    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) are `judging.server_fields.MetaRMFields`,
+    which `eval-genrm` uses too; `__post_init__` checks every field, after TRL's own checks.
     """
 
     advantage_estimator: str = field(
@@ -91,7 +99,9 @@ class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConf
     )
 
     def __post_init__(self):
-        super().__post_init__()
+        critic_post_init(self)  # TRL's checks and the critic's
+        check_judge_eval(self)
+        self.metarm_base_urls = METARM.settings(self).base_urls
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")
         self.reward_values()  # validates the table
