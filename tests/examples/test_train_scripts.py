@@ -161,19 +161,19 @@ def test_genrm_rlhf_asks_a_served_genrm_in_its_own_format(models_server, tmp_pat
     from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.judging.backends.base import BackendError
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
+    from trl_rankreward.trainers.builders import build_training_judge
 
-    script = load_example("train_genrm_rlhf")
     args = JudgeRewardGRPOConfig(output_dir=str(tmp_path), reward_method="genrm", judge_base_urls=[models_server],
                                  judge_model="m", judge_max_attempts=5, judge_max_tokens=2048, judge_seed=3,
                                  num_generations=2, per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
-    judge = script.genrm_judge(args)
+    judge = build_training_judge(args, genrm_format=True)  # what the script builds
     assert isinstance(judge, GenRMJudge)
     assert (judge.retry.max_attempts, judge.max_tokens, judge.seed) == (5, 2048, 3)
     assert judge.backend.model == "m"
     # A model the server does not list stops the build, as for the other judges.
     args.judge_model = "other"
     with pytest.raises(BackendError, match="'other' is not served"):
-        script.genrm_judge(args)
+        build_training_judge(args, genrm_format=True)
 
 
 def test_model_card_without_checkpoints(tiny_model_dir, quickstart_data, tmp_path):

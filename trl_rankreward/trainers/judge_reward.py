@@ -40,12 +40,10 @@ from transformers import TrainerCallback
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
 
-from ..judging.server_settings import TRAINING_JUDGE, build_judge
-from ..rewards.answers import AnswerFormat
-from ..rewards.base import GroupRewardMethod, RunContext
-from ..rewards.registry import reward_method_class
+from ..rewards.base import GroupRewardMethod
 from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
+from .builders import build_reward_method, build_training_judge
 from .circuit_breaker import JudgeFailureError
 from .console_log import use_compact_console_log
 from .critic_config import critic_card_settings, training_algorithm
@@ -71,9 +69,9 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     Args:
         model, args, train_dataset, ...: as `trl.GRPOTrainer` (all keyword arguments pass through).
         reward_method: a ready `GroupRewardMethod`; by default one is built from `args` on the main
-            process (its class's `for_run` with `args.method_options()`).
+            process (`builders.build_reward_method`).
         judge: the judge for a method built from `args` (default: the one `args.judge_*` describe,
-            `judging.server_settings.build_judge`).
+            `builders.build_training_judge`).
 
     Only the main process scores; on other processes `reward_method` is None unless given.
     """
@@ -101,11 +99,11 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process
         if reward_method is None and judge is None and is_main:
-            judge = build_judge(TRAINING_JUDGE.settings(args), embedded_without_urls=True)
+            judge = build_training_judge(args)
         _name_the_run(args, name)
         super().__init__(model, reward_funcs=[_RewardColumn(name), *extra], args=args, **kwargs)
         if reward_method is None and is_main:
-            reward_method = self._build_reward_method(judge)
+            reward_method = build_reward_method(args, judge, tokenizer=self.processing_class)
         self.reward_method = reward_method
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
@@ -129,17 +127,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     @classmethod
     def _config_class(cls) -> type:
         return JudgeRewardGRPOConfig
-
-    def _build_reward_method(self, judge) -> GroupRewardMethod:
-        """Config -> method: the options the config describes and what the run provides (`RunContext`)."""
-        args = self.args
-        run = RunContext(
-            answer_format=AnswerFormat(thinking=args.thinking_format),
-            seed=args.judge_seed,
-            output_dir=args.output_dir,
-            length_fn=TokenLength(self.processing_class),  # the policy's tokens, any language
-        )
-        return reward_method_class(args.reward_method).for_run(judge, args.method_options(), run)
 
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 
@@ -286,16 +273,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             method=self.reward_method.name,
             judge=_describe(self.reward_method),
         )
-
-
-class TokenLength:
-    """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
-
-    def __call__(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 class _StopOnJudgeFailure(TrainerCallback):
