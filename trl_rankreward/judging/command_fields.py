@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .server_settings import DEFAULT_TEMPERATURE
+from .backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
 
 
 @dataclass(kw_only=True)
@@ -59,7 +59,7 @@ class GenRMFields:
         },
     )
     genrm_max_tokens: int | None = field(
-        default=4096,
+        default=GENRM_MAX_TOKENS,
         metadata={"help": "Most tokens the GenRM may generate per call (its answer, and reasoning if any)."},
     )
     genrm_temperature: float | None = field(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .server_settings import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 
 
 @dataclass(kw_only=True)

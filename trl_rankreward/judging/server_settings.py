@@ -20,11 +20,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 from .retry import RetryPolicy
-
-#: decoding defaults of a judge (the training and evaluation judges'; other roles set their own)
-DEFAULT_MAX_TOKENS = 1024
-DEFAULT_TEMPERATURE = 0.0
 
 
 @dataclass(frozen=True)
