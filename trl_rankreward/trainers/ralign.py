@@ -73,18 +73,21 @@ class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig)
         default="ralign",
         metadata={"help": "'ralign': R_overall (label AND MetaRM-consistent rationale); 'outcome': GenRM-RLVR."},
     )
+    # the reward table's defaults are RAlignRewardValues' (the paper's)
     reward_correct_and_consistent: float = field(
-        default=1.0,
+        default=RAlignRewardValues.correct_and_consistent,
         metadata={
             "help": "Reward of a correct label with a consistent rationale (every correct label in 'outcome' mode)."
         },
     )
     reward_correct_but_spurious: float = field(
-        default=0.0, metadata={"help": "Reward of a correct label whose rationale the MetaRM rejects."}
+        default=RAlignRewardValues.correct_but_spurious,
+        metadata={"help": "Reward of a correct label whose rationale the MetaRM rejects."},
     )
-    reward_wrong: float = field(default=-1.0, metadata={"help": "Reward of a wrong label."})
+    reward_wrong: float = field(default=RAlignRewardValues.wrong, metadata={"help": "Reward of a wrong label."})
     reward_invalid_format: float = field(
-        default=-1.0, metadata={"help": "Reward of an output without a single valid \\boxed{A|B} verdict."}
+        default=RAlignRewardValues.invalid_format,
+        metadata={"help": "Reward of an output without a single valid \\boxed{A|B} verdict."},
     )
     display_seed: int | None = field(
         default=None, metadata={"help": "Seed of the A/B display coin flip; None: use `seed`."}
