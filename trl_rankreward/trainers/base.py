@@ -29,7 +29,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 from .checkpoints import latest_complete_checkpoint
+from .console_log import use_compact_console_log
 from .judge_eval import add_judge_evaluation
+from .model_card import compose_card
 from .ppo_critic import PPOCritic
 from .sampling import EpochSeededRepeatSampler
 
@@ -59,13 +61,17 @@ class GRPOTrainerBase(GRPOTrainer):
 
     #: files a `checkpoint-N` of this trainer holds once complete (transformers writes trainer_state.json last)
     checkpoint_files: tuple[str, ...] = (TRAINER_STATE_NAME,)
+    #: the card's and the model's tags (TRL's `_tag_names`); `_paper` (TRL's) gives the card's citation
+    _tag_names = ["trl", "grpo", "trl-rankreward"]
 
     def __init__(self, model, reward_funcs, args, **kwargs):
+        self._card_dataset: str | None = None  # the dataset as the model card names it
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
         self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
         self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
         self._ppo = PPOCritic(self) if args.advantage_estimator == "gae" else None
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
+        use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
 
     @property
     def critic(self) -> torch.nn.Module | None:
@@ -115,6 +121,26 @@ class GRPOTrainerBase(GRPOTrainer):
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
         return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
+
+    # ---- model card: TRL's, rewritten around how this model was trained ----------------------------
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
+        """TRL's card (tags: `_tag_names` and `tags`); a trainer with a training section (`_card_section`)
+        has it rewritten around that section (`model_card.compose_card`), citing `_paper`. `dataset_label`
+        names the dataset in the section when it is not a Hub id (a local file); later calls keep it."""
+        if dataset_label or dataset_name:
+            self._card_dataset = dataset_label or dataset_name
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        if not self.is_world_process_zero():
+            return
+        section = self._card_section(self._card_dataset)
+        if section is not None:
+            compose_card(os.path.join(self.args.output_dir, "README.md"), section, citation=self._paper.get("citation"),
+                         model_ref=self.args.hub_model_id or self.args.output_dir)  # fmt: skip
+
+    def _card_section(self, dataset: str | None) -> str | None:
+        """The card's trl-rankreward section (`model_card.training_section`); None keeps TRL's card."""
+        return None
 
     # ---- checkpoints and resume -------------------------------------------------------------------
 

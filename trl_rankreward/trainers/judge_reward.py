@@ -45,7 +45,6 @@ from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
 from .builders import build_reward_method, build_training_judge
 from .circuit_breaker import JudgeFailureError
-from .console_log import use_compact_console_log
 from .critic_config import critic_card_settings, training_algorithm
 from .dataset_checks import check_group_size, check_training_dataset
 from .group_scoring import GroupScorer, PendingScore, Scored, gather_rows, share_from_main
@@ -53,7 +52,7 @@ from .grouping import reward_row
 from .judge_eval import evaluation_summary
 from .judge_reward_config import JudgeRewardGRPOConfig
 from .judge_usage import TOTAL_SUFFIX
-from .model_card import compose_card, describe_judge, redact_urls, training_section
+from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 from .reward_state import JUDGE_USAGE_NAME, RewardRunState
 from .run_summary import resume_message, startup_message
 
@@ -101,6 +100,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         if reward_method is None and judge is None and is_main:
             judge = build_training_judge(args)
         _name_the_run(args, name)
+        self._tag_names = [*type(self)._tag_names, name]  # the method's name tags the card and the model
+        self._paper = {"citation": CITATIONS[name]} if name in CITATIONS else {}  # the method's paper
         super().__init__(model, reward_funcs=[_RewardColumn(name), *extra], args=args, **kwargs)
         if reward_method is None and is_main:
             reward_method = build_reward_method(args, judge, tokenizer=self.processing_class)
@@ -108,9 +109,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
         self._batch_inputs = self._launched = None
-        self._card_dataset: str | None = None  # the dataset as the model card names it
         self.add_callback(_StopOnJudgeFailure(self))
-        use_compact_console_log(self)
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
         """Before TRL's `__init__`: G and every dataset row against what the method needs (its options'
@@ -189,16 +188,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     # ---- model card: TRL's, plus how this model was trained (method, judge, data, cost) -------------
 
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
-        """TRL's card with the trl-rankreward section (`model_card.training_section`) appended.
-        `dataset_label` names the dataset in that section when it is not a Hub id (a local file)."""
-        if dataset_label or dataset_name:
-            self._card_dataset = dataset_label or dataset_name
-        tags = [tags] if isinstance(tags, str) else list(tags or [])
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name,
-                                  tags=[*tags, "trl-rankreward", self.reward_funcs[0].__name__])  # fmt: skip
-        if not self.is_world_process_zero() or self.reward_method is None:
-            return
+    def _card_section(self, dataset: str | None) -> str | None:
+        """How this model was trained: the method, the judge, the data, the judge's cost (main process)."""
+        if self.reward_method is None:
+            return None
         args, method = self.args, self.reward_method
         totals = self._run_state.judge_totals()
         usage = {"judge calls": totals["calls"], "parsed judge calls": totals["parsed"],
@@ -208,19 +201,17 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         from ..judging.backends.openai_compatible import normalize_base_url  # openai: only with a judge server
 
         urls = [*args.judge_base_urls, *map(normalize_base_url, args.judge_base_urls)]
-        section = training_section(
+        return training_section(
             method=method.name,
             algorithm=training_algorithm(args),
             settings=self._card_settings(),
             judge=redact_urls(_describe(method), urls),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=self._card_dataset or _dataset_name(self.train_dataset),
+            dataset=dataset or _dataset_name(self.train_dataset),
             usage=usage,
             method_state=method.summary(),
             evaluation=evaluation_summary(self),
         )
-        compose_card(os.path.join(args.output_dir, "README.md"), section, method=method.name,
-                     model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
 
     def _card_settings(self) -> dict[str, Any]:
         """The settings a reader needs to reproduce the reward: GRPO's main ones and the method's own."""

@@ -27,7 +27,6 @@ Example (one GPU; see examples/train_ralign_genrm.py):
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 
 from trl import GRPOConfig
@@ -38,7 +37,6 @@ from ..judging.server_settings import METARM
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .base import GRPOTrainerBase
-from .console_log import use_compact_console_log
 from .critic_config import (
     ADVANTAGE_ESTIMATORS,
     CriticConfig,
@@ -48,7 +46,7 @@ from .critic_config import (
 )
 from .judge_eval import evaluation_summary
 from .judge_eval_config import JudgeEvalConfig, check_judge_eval
-from .model_card import compose_card, describe_judge, redact_urls, training_section
+from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -192,6 +190,9 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             None: built from `args.metarm_*` in "ralign" mode (`rewards.ralign_release.build_meta_judge`).
     """
 
+    _tag_names = [*GRPOTrainerBase._tag_names, "r-align", "genrm"]
+    _paper = {"title": "R-Align", "citation": CITATIONS["ralign"]}
+
     def __init__(self, model, args: RAlignGenRMConfig, train_dataset=None, eval_dataset=None, *,
                  meta_judge=None, **kwargs):  # fmt: skip
         if not isinstance(args, RAlignGenRMConfig):
@@ -219,23 +220,16 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             eval_dataset=eval_dataset,
             **kwargs,
         )
-        use_compact_console_log(self)
 
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
-        """TRL's card plus how the GenRM was trained: R-Align's reward table, the MetaRM and its cost.
-        `dataset_label` names the dataset in that section when it is not a Hub id (a local file)."""
-        tags = [tags] if isinstance(tags, str) else list(tags or [])
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name,
-                                  tags=[*tags, "trl-rankreward", "r-align", "genrm"])  # fmt: skip
-        if not self.is_world_process_zero():
-            return
+    def _card_section(self, dataset: str | None) -> str:
+        """How the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""
         args, judge = self.args, self.ralign.meta_judge
         ledger = getattr(judge, "ledger", None)
         usage = {"MetaRM calls": ledger.calls if ledger else 0,
                  "MetaRM prompt tokens": ledger.prompt_tokens if ledger else 0,
                  "MetaRM completion tokens": ledger.completion_tokens if ledger else 0,
                  "training steps": self.state.global_step}  # fmt: skip
-        section = training_section(
+        return training_section(
             method="ralign",
             algorithm=training_algorithm(args),
             settings={
@@ -249,13 +243,11 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             },  # fmt: skip
             judge=redact_urls(describe_judge(judge), list(args.metarm_base_urls or [])),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=dataset_label or dataset_name,
+            dataset=dataset,
             usage=usage,
             method_state={},
             evaluation=evaluation_summary(self),
         )
-        compose_card(os.path.join(args.output_dir, "README.md"), section, method="ralign",
-                     model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
 
     @staticmethod
     def _with_genrm_prompts(dataset, seed: int, protocol):
