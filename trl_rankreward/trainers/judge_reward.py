@@ -30,7 +30,6 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
-import os
 from dataclasses import fields
 from typing import Any
 
@@ -54,6 +53,7 @@ from .judge_reward_config import JudgeRewardGRPOConfig
 from .judge_usage import TOTAL_SUFFIX
 from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 from .reward_state import JUDGE_USAGE_NAME, RewardRunState
+from .run_naming import name_the_run
 from .run_summary import resume_message, startup_message
 
 logger = logging.get_logger(__name__)
@@ -99,7 +99,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         is_main = PartialState().is_main_process
         if reward_method is None and judge is None and is_main:
             judge = build_training_judge(args)
-        _name_the_run(args, name)
+        name_the_run(args, name)
         self._tag_names = [*type(self)._tag_names, name]  # the method's name tags the card and the model
         self._paper = {"citation": CITATIONS[name]} if name in CITATIONS else {}  # the method's paper
         super().__init__(model, reward_funcs=[_RewardColumn(name), *extra], args=args, **kwargs)
@@ -277,17 +277,6 @@ class _StopOnJudgeFailure(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
         return control
-
-
-def _name_the_run(args: JudgeRewardGRPOConfig, method: str) -> None:
-    """Name runs by method and judge for W&B (and other loggers), unless the user did: `run_name`
-    defaults to `<method>-<judge>-<output_dir name>`; W&B's group and tags come from the
-    environment variables `WANDB_RUN_GROUP` (default: the method) and `WANDB_TAGS`."""
-    judge = (args.judge_model or "embedded").rstrip("/").split("/")[-1]
-    if not args.run_name:
-        args.run_name = f"{method}-{judge}-{os.path.basename(os.path.normpath(args.output_dir))}"
-    os.environ.setdefault("WANDB_RUN_GROUP", method)
-    os.environ.setdefault("WANDB_TAGS", f"trl-rankreward,{method},judge:{judge}")
 
 
 _PACKAGED_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "generator", "webdataset"}
