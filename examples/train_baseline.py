@@ -55,9 +55,7 @@ def main(script_args, training_args, model_args):
 
 
 def make_parser() -> ScriptParser:
-    parser = ScriptParser((TrainScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
-    parser.add_alias("--method", "reward_method")  # this script's former flag
-    return parser
+    return ScriptParser((TrainScriptArguments, JudgeRewardGRPOConfig, ModelConfig))
 
 
 if __name__ == "__main__":

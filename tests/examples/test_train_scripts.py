@@ -276,21 +276,13 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, tiny_mod
         exit_status([*argv, "--traceback"])
 
 
-def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
-    # R-Align's former --dataset_path (and the key in a config file), train_baseline's former --method
-    ralign = load_example("train_ralign_genrm").make_parser()
-    config = tmp_path / "old.yaml"
-    config.write_text((CONFIGS / "ralign_cpu.yaml").read_text().replace("dataset_name:", "dataset_path:"))
-    script_args, _, _ = ralign.parse_args_and_config(["--config", str(config)])
-    assert script_args.dataset_name == "examples/data/ralign_toy_pairs.jsonl"
-    script_args, _, _ = ralign.parse_args_and_config(["--config", str(config), "--dataset_path", "x.jsonl"])
-    assert script_args.dataset_name == "x.jsonl"
-    err = capsys.readouterr().err
-    assert "dataset_path in " in err and "is deprecated; use dataset_name" in err
-    assert "--dataset_path is deprecated; use --dataset_name" in err
-    baseline = load_example("train_baseline").make_parser()
-    _, args, _ = baseline.parse_args_and_config(["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", "arena"])
-    assert args.reward_method == "arena" and "--method is deprecated; use --reward_method" in capsys.readouterr().err
+def test_former_script_spellings_are_gone(capsys):
+    # R-Align's former --dataset_path and train_baseline's former --method were never released: unknown flags
+    for script, argv in (("train_ralign_genrm", ["--config", str(CONFIGS / "ralign_cpu.yaml"), "--dataset_path", "x"]),
+                         ("train_baseline", ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", "arena"])):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            load_example(script).make_parser().parse_args_and_config(argv)
+        assert exit_info.value.code == 2 and "unrecognized arguments: " + argv[2] in capsys.readouterr().err
 
 
 def test_push_to_hub_is_checked_before_training(monkeypatch):
@@ -425,4 +417,4 @@ def test_help_lists_every_flag(script, capsys):
         load_example(script).make_parser().parse_args_and_config(["--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0 and "--dataset_name" in out and "--config FILE.yaml" in out
-    assert "--dataset_path" not in out  # former spellings work but are not advertised
+    assert "--dataset_path" not in out
