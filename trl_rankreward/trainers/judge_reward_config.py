@@ -78,8 +78,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
     lambda_fmt: float | None = field(
         default=None,
         metadata={
-            "help": "Weight of the format reward added to each reward. None: the method's default (its options "
-            "class, e.g. `rewards.rank_buffer.RankBufferOptions`; docs/trainers.md lists them)."
+            "help": "Weight of the format reward added to each reward. None: the method's default, the "
+            "`lambda_fmt` of its options class (e.g. `RankBufferOptions`)."
         },
     )
     thinking_format: bool = field(
