@@ -128,10 +128,11 @@ def _cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
 
 def test_the_checker_sees_cycles_and_relative_imports():
     # A three-module ring, and the module names the relative imports of real modules resolve to: a top-level
-    # `from .backends.base import ...`, and `from .backends.openai_compatible import ...` inside `build_backend`.
+    # `from .backends.base import ...`, and `from .backends.openai_compatible import ...` inside `build_backend`
+    # (both in judging/server_settings.py).
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
     edges, _ = _graph()
-    assert "trl_rankreward.judging.backends.base" in edges["trl_rankreward.judging.server_fields"]
+    assert "trl_rankreward.judging.backends.base" in edges["trl_rankreward.judging.server_settings"]
     assert "trl_rankreward.judging.backends.openai_compatible" in edges["trl_rankreward.judging.server_settings"]
 
 

@@ -2,7 +2,7 @@
 under evaluation in `trl-rankreward eval-genrm`) and `GeneratorServerFields` (no prefix, the rubric
 and rationale generator of `trl-rankreward rubrics`, whose template sets the decoding).
 
-The settings' meaning and checks live in `server_settings.JudgeServerSettings`; `server_settings.GENRM`
+The settings' checks, and the defaults the roles share, live in `server_settings.JudgeServerSettings`; `server_settings.GENRM`
 and `server_settings.RUBRIC_GENERATOR` read the fields back as checked settings.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
+from .backends.base import GENRM_MAX_TOKENS
+from .server_settings import JudgeServerSettings
 
 
 @dataclass(kw_only=True)
@@ -25,16 +26,16 @@ class GenRMFields:
         },
     )
     genrm_model: str | None = field(
-        default=None,
+        default=JudgeServerSettings.model,
         metadata={"help": "Model name served at genrm_base_urls (required with them)."},
     )
     genrm_api_key_env: str = field(
-        default="OPENAI_API_KEY",
+        default=JudgeServerSettings.api_key_env,
         metadata={"help": "Environment variable holding the GenRM server's API key."},
     )
     genrm_max_concurrency: int = field(default=32, metadata={"help": "Most GenRM requests in flight at once."})
     genrm_max_concurrency_per_replica: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_concurrency_per_replica,
         metadata={
             "help": "Most GenRM requests in flight at once on one of genrm_base_urls (None: genrm_max_concurrency). "
             "Each request goes to the replica with the fewest in flight; set this to a replica's batch size "
@@ -43,16 +44,18 @@ class GenRMFields:
         },
     )
     genrm_max_model_len: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_model_len,
         metadata={
             "help": "The GenRM's context window in tokens, prompt and answer together, for servers that do not list "
             "max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to an equal "
             "share when they would not fit (docs/judging.md). None: the listed window, or none."
         },
     )
-    genrm_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one GenRM HTTP request, in seconds."})
+    genrm_timeout_s: float = field(
+        default=JudgeServerSettings.timeout_s, metadata={"help": "Timeout of one GenRM HTTP request, in seconds."}
+    )
     genrm_require_listed_model: bool = field(
-        default=True,
+        default=JudgeServerSettings.require_listed_model,
         metadata={
             "help": "At start, genrm_model must be among the models each GenRM server lists at /models (else nothing "
             "starts). Turn off for gateways that route models they do not list."
@@ -63,11 +66,11 @@ class GenRMFields:
         metadata={"help": "Most tokens the GenRM may generate per call (its answer, and reasoning if any)."},
     )
     genrm_temperature: float | None = field(
-        default=DEFAULT_TEMPERATURE,
+        default=JudgeServerSettings.temperature,
         metadata={"help": "Sampling temperature of the GenRM."},
     )
     genrm_seed: int = field(
-        default=0,
+        default=JudgeServerSettings.seed,
         metadata={"help": "Seed of the GenRM's display-order shuffles. It decides which response the GenRM sees as A."},
     )
 
@@ -86,12 +89,12 @@ class GeneratorServerFields:
         metadata={"help": "Model name served at base_urls (required with them)."},
     )
     api_key_env: str = field(
-        default="OPENAI_API_KEY",
+        default=JudgeServerSettings.api_key_env,
         metadata={"help": "Environment variable holding the generator server's API key."},
     )
     max_concurrency: int = field(default=32, metadata={"help": "Most generator requests in flight at once."})
     max_concurrency_per_replica: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_concurrency_per_replica,
         metadata={
             "help": "Most generator requests in flight at once on one of base_urls (None: max_concurrency). Each "
             "request goes to the replica with the fewest in flight; set this to a replica's batch size "
@@ -100,16 +103,18 @@ class GeneratorServerFields:
         },
     )
     max_model_len: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_model_len,
         metadata={
             "help": "The generator's context window in tokens, prompt and answer together, for servers that do not "
             "list max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to an "
             "equal share when they would not fit (docs/judging.md). None: the listed window, or none."
         },
     )
-    timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one generator HTTP request, in seconds."})
+    timeout_s: float = field(
+        default=JudgeServerSettings.timeout_s, metadata={"help": "Timeout of one generator HTTP request, in seconds."}
+    )
     max_attempts: int = field(
-        default=3,
+        default=JudgeServerSettings.max_attempts,
         metadata={
             "help": "HTTP requests per generator request in all: an invalid answer is asked again at once; a timeout, "
             "transport error, malformed response, 408, 429 or 5xx after exponential backoff with jitter (or "
@@ -117,7 +122,7 @@ class GeneratorServerFields:
         },
     )
     require_listed_model: bool = field(
-        default=True,
+        default=JudgeServerSettings.require_listed_model,
         metadata={
             "help": "At start, model must be among the models each generator server lists at /models (else nothing "
             "starts). Turn off for gateways that route models they do not list."

@@ -4,7 +4,7 @@ training judge of `JudgeRewardGRPOConfig`), `EvalJudgeFields` (`eval_judge_*`, t
 `trl-rankreward eval-genrm`).
 
 Each class is a mixin of a TRL config or an argument group of a command, so YAML keys and flags
-are these names. The settings' meaning and checks live in `server_settings.JudgeServerSettings`;
+are these names. The settings' checks, and the defaults the roles share, live in `server_settings.JudgeServerSettings`;
 a role (`server_settings.TRAINING_JUDGE`, ...) reads a config's fields back as checked settings.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+from .server_settings import JudgeServerSettings
 
 
 @dataclass(kw_only=True)
@@ -27,19 +27,21 @@ class TrainingJudgeFields:
         },
     )
     judge_model: str | None = field(
-        default=None,
+        default=JudgeServerSettings.model,
         metadata={
             "help": "Model name served at judge_base_urls (required with them). With the embedded judge: an optional "
             "local sentence-transformers model path."
         },
     )
     judge_api_key_env: str = field(
-        default="OPENAI_API_KEY",
+        default=JudgeServerSettings.api_key_env,
         metadata={"help": "Environment variable holding the judge server's API key."},
     )
-    judge_max_concurrency: int = field(default=64, metadata={"help": "Most judge requests in flight at once."})
+    judge_max_concurrency: int = field(
+        default=JudgeServerSettings.max_concurrency, metadata={"help": "Most judge requests in flight at once."}
+    )
     judge_max_concurrency_per_replica: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_concurrency_per_replica,
         metadata={
             "help": "Most judge requests in flight at once on one of judge_base_urls (None: judge_max_concurrency). "
             "Each request goes to the replica with the fewest in flight; set this to a replica's batch size "
@@ -48,7 +50,7 @@ class TrainingJudgeFields:
         },
     )
     judge_max_model_len: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_model_len,
         metadata={
             "help": "The judge's context window in tokens, prompt and answer together, for servers that do not list "
             "max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to an equal "
@@ -56,7 +58,7 @@ class TrainingJudgeFields:
         },
     )
     judge_timeout_s: float = field(
-        default=120.0,
+        default=JudgeServerSettings.timeout_s,
         metadata={
             "help": "Timeout of one judge HTTP request, in seconds. The other processes wait for the judging in a "
             "collective, so keep judge_max_attempts x judge_timeout_s (plus backoff) below ddp_timeout (a "
@@ -64,7 +66,7 @@ class TrainingJudgeFields:
         },
     )
     judge_max_attempts: int = field(
-        default=3,
+        default=JudgeServerSettings.max_attempts,
         metadata={
             "help": "HTTP requests per judge request in all: an invalid answer is asked again at once; a timeout, "
             "transport error, malformed response, 408, 429 or 5xx after exponential backoff with jitter (or "
@@ -72,28 +74,30 @@ class TrainingJudgeFields:
         },
     )
     judge_require_listed_model: bool = field(
-        default=True,
+        default=JudgeServerSettings.require_listed_model,
         metadata={
             "help": "At start, judge_model must be among the models each judge server lists at /models (else nothing "
             "starts). Turn off for gateways that route models they do not list."
         },
     )
     judge_max_tokens: int | None = field(
-        default=DEFAULT_MAX_TOKENS,
+        default=JudgeServerSettings.max_tokens,
         metadata={"help": "Most tokens the judge may generate per call (its answer, and reasoning if any)."},
     )
     judge_temperature: float | None = field(
-        default=DEFAULT_TEMPERATURE,
+        default=JudgeServerSettings.temperature,
         metadata={"help": "Sampling temperature of the judge."},
     )
     judge_templates: str | None = field(
-        default=None,
+        default=JudgeServerSettings.templates,
         metadata={
             "help": "YAML file overriding the judge's prompt templates (keys as in docs/judging.md). The embedded "
             "judge uses them to count the tokens an LLM judge would read."
         },
     )
-    judge_seed: int = field(default=0, metadata={"help": "Seed of the judge's display-order shuffles."})
+    judge_seed: int = field(
+        default=JudgeServerSettings.seed, metadata={"help": "Seed of the judge's display-order shuffles."}
+    )
 
 
 @dataclass(kw_only=True)
@@ -109,21 +113,21 @@ class EvalJudgeFields:
         },
     )
     eval_judge_model: str | None = field(
-        default=None,
+        default=JudgeServerSettings.model,
         metadata={"help": "Model name served at eval_judge_base_urls (required with them)."},
     )
     eval_judge_api_key_env: str = field(
-        default="OPENAI_API_KEY",
+        default=JudgeServerSettings.api_key_env,
         metadata={"help": "Environment variable holding the evaluation judge server's API key."},
     )
     eval_judge_max_concurrency: int = field(
-        default=64,
+        default=JudgeServerSettings.max_concurrency,
         metadata={
             "help": "Most evaluation judge requests in flight at once. Only the main process judges the evaluation."
         },
     )
     eval_judge_max_concurrency_per_replica: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_concurrency_per_replica,
         metadata={
             "help": "Most evaluation judge requests in flight at once on one of eval_judge_base_urls (None: "
             "eval_judge_max_concurrency). Each request goes to the replica with the fewest in flight; set "
@@ -132,7 +136,7 @@ class EvalJudgeFields:
         },
     )
     eval_judge_max_model_len: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_model_len,
         metadata={
             "help": "The evaluation judge's context window in tokens, prompt and answer together, for servers that do "
             "not list max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to "
@@ -140,11 +144,11 @@ class EvalJudgeFields:
         },
     )
     eval_judge_timeout_s: float = field(
-        default=120.0,
+        default=JudgeServerSettings.timeout_s,
         metadata={"help": "Timeout of one evaluation judge HTTP request, in seconds."},
     )
     eval_judge_max_attempts: int = field(
-        default=3,
+        default=JudgeServerSettings.max_attempts,
         metadata={
             "help": "HTTP requests per evaluation judge request in all: an invalid answer is asked again at once; a "
             "timeout, transport error, malformed response, 408, 429 or 5xx after exponential backoff with "
@@ -152,25 +156,27 @@ class EvalJudgeFields:
         },
     )
     eval_judge_require_listed_model: bool = field(
-        default=True,
+        default=JudgeServerSettings.require_listed_model,
         metadata={
             "help": "At start, eval_judge_model must be among the models each evaluation judge server lists at "
             "/models (else nothing starts). Turn off for gateways that route models they do not list."
         },
     )
     eval_judge_max_tokens: int | None = field(
-        default=DEFAULT_MAX_TOKENS,
+        default=JudgeServerSettings.max_tokens,
         metadata={"help": "Most tokens the evaluation judge may generate per call (its answer, and reasoning if any)."},
     )
     eval_judge_temperature: float | None = field(
-        default=DEFAULT_TEMPERATURE,
+        default=JudgeServerSettings.temperature,
         metadata={"help": "Sampling temperature of the evaluation judge."},
     )
     eval_judge_templates: str | None = field(
-        default=None,
+        default=JudgeServerSettings.templates,
         metadata={"help": "YAML file overriding the evaluation judge's prompt templates (keys as in docs/judging.md)."},
     )
-    eval_judge_seed: int = field(default=0, metadata={"help": "Seed of the evaluation judge's display-order shuffles."})
+    eval_judge_seed: int = field(
+        default=JudgeServerSettings.seed, metadata={"help": "Seed of the evaluation judge's display-order shuffles."}
+    )
 
 
 @dataclass(kw_only=True)
@@ -185,22 +191,22 @@ class MetaRMFields:
         },
     )
     metarm_model: str | None = field(
-        default=None,
+        default=JudgeServerSettings.model,
         metadata={"help": "Model name served at metarm_base_urls (required with them)."},
     )
     metarm_api_key_env: str = field(
-        default="OPENAI_API_KEY",
+        default=JudgeServerSettings.api_key_env,
         metadata={"help": "Environment variable holding the MetaRM server's API key."},
     )
     metarm_max_concurrency: int = field(
-        default=64,
+        default=JudgeServerSettings.max_concurrency,
         metadata={
             "help": "Most MetaRM requests in flight at once. In training: per process (each meta-judges its own "
             "samples)."
         },
     )
     metarm_max_concurrency_per_replica: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_concurrency_per_replica,
         metadata={
             "help": "Most MetaRM requests in flight at once on one of metarm_base_urls (None: "
             "metarm_max_concurrency). Each request goes to the replica with the fewest in flight; set this to "
@@ -209,16 +215,18 @@ class MetaRMFields:
         },
     )
     metarm_max_model_len: int | None = field(
-        default=None,
+        default=JudgeServerSettings.max_model_len,
         metadata={
             "help": "The MetaRM's context window in tokens, prompt and answer together, for servers that do not list "
             "max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to an equal "
             "share when they would not fit (docs/judging.md). None: the listed window, or none."
         },
     )
-    metarm_timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one MetaRM HTTP request, in seconds."})
+    metarm_timeout_s: float = field(
+        default=JudgeServerSettings.timeout_s, metadata={"help": "Timeout of one MetaRM HTTP request, in seconds."}
+    )
     metarm_max_attempts: int = field(
-        default=3,
+        default=JudgeServerSettings.max_attempts,
         metadata={
             "help": "HTTP requests per MetaRM request in all: an invalid answer is asked again at once; a timeout, "
             "transport error, malformed response, 408, 429 or 5xx after exponential backoff with jitter (or "
@@ -226,7 +234,7 @@ class MetaRMFields:
         },
     )
     metarm_require_listed_model: bool = field(
-        default=True,
+        default=JudgeServerSettings.require_listed_model,
         metadata={
             "help": "At start, metarm_model must be among the models each MetaRM server lists at /models (else "
             "nothing starts). Turn off for gateways that route models they do not list."
@@ -244,7 +252,7 @@ class MetaRMFields:
         metadata={"help": "Sampling temperature of the MetaRM. The R-Align authors' release: 0.4."},
     )
     metarm_templates: str | None = field(
-        default=None,
+        default=JudgeServerSettings.templates,
         metadata={
             "help": "YAML file overriding the MetaRM's prompt templates (keys as in docs/judging.md). Key `meta`; "
             "answers may be our JSON or the authors' <final_verdict>Correct|Incorrect</final_verdict>."

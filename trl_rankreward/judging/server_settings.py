@@ -26,65 +26,22 @@ from .retry import RetryPolicy
 
 @dataclass(frozen=True)
 class JudgeServerSettings:
-    """How to reach a judge server and decode with it (the help texts are the fields' in `server_fields`)."""
+    """How to reach a judge server and decode with it. Each role's fields (`server_fields`, `command_fields`)
+    write these out with their help; the defaults the roles share are these."""
 
-    base_urls: list[str] = field(
-        default_factory=list,
-        metadata={
-            "help": "Base URL(s) of OpenAI-compatible {what} servers, e.g. http://localhost:8000/v1; several URLs "
-            "share the load."
-        },
-    )
-    model: str | None = field(
-        default=None, metadata={"help": "Model name served at {prefix}base_urls (required with them)."}
-    )
-    api_key_env: str = field(
-        default="OPENAI_API_KEY", metadata={"help": "Environment variable holding the {what} server's API key."}
-    )
-    max_concurrency: int = field(default=64, metadata={"help": "Most {what} requests in flight at once."})
-    max_concurrency_per_replica: int | None = field(
-        default=None,
-        metadata={
-            "help": "Most {what} requests in flight at once on one of {prefix}base_urls (None: {prefix}max_concurrency). "
-            "Each request goes to the replica with the fewest in flight; set this to a replica's batch size "
-            "(vLLM's --max-num-seqs) so that a slow replica's queue stays with the client, where a faster one can "
-            "take it."
-        },
-    )
-    max_model_len: int | None = field(
-        default=None,
-        metadata={
-            "help": "The {what}'s context window in tokens, prompt and answer together, for servers that do not list "
-            "max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to an equal share "
-            "when they would not fit (docs/judging.md). None: the listed window, or none."
-        },
-    )
-    timeout_s: float = field(default=120.0, metadata={"help": "Timeout of one {what} HTTP request, in seconds."})
-    max_attempts: int = field(
-        default=3,
-        metadata={
-            "help": "HTTP requests per {what} request in all: an invalid answer is asked again at once; a timeout, "
-            "transport error, malformed response, 408, 429 or 5xx after exponential backoff with jitter (or the "
-            "server's Retry-After)."
-        },
-    )
-    require_listed_model: bool = field(
-        default=True,
-        metadata={
-            "help": "At start, {prefix}model must be among the models each {what} server lists at /models (else "
-            "nothing starts). Turn off for gateways that route models they do not list."
-        },
-    )
-    max_tokens: int | None = field(
-        default=DEFAULT_MAX_TOKENS,
-        metadata={"help": "Most tokens the {what} may generate per call (its answer, and reasoning if any)."},
-    )
-    temperature: float | None = field(default=DEFAULT_TEMPERATURE, metadata={"help": "Sampling temperature of the {what}."})
-    templates: str | None = field(
-        default=None,
-        metadata={"help": "YAML file overriding the {what}'s prompt templates (keys as in docs/judging.md)."},
-    )
-    seed: int = field(default=0, metadata={"help": "Seed of the {what}'s display-order shuffles."})
+    base_urls: list[str] = field(default_factory=list)  # several URLs share the load
+    model: str | None = None  # served at base_urls (required with them)
+    api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the API key
+    max_concurrency: int = 64  # requests in flight at once
+    max_concurrency_per_replica: int | None = None  # ... on one replica (None: max_concurrency)
+    max_model_len: int | None = None  # the context window where the server does not list it
+    timeout_s: float = 120.0  # of one HTTP request
+    max_attempts: int = 3  # HTTP requests per judge request in all
+    require_listed_model: bool = True  # at start, `model` must be listed at /models
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
+    temperature: float | None = DEFAULT_TEMPERATURE
+    templates: str | None = None  # YAML file overriding the prompt templates
+    seed: int = 0  # of the display-order shuffles
     prefix: str = field(default="", compare=False)  # of the flags the settings were read from; errors name them
 
     def __post_init__(self):
