@@ -69,9 +69,23 @@ class GRPOTrainerBase(GRPOTrainer):
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
         self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
         self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
-        self._ppo = PPOCritic(self) if args.advantage_estimator == "gae" else None
+        self._ppo = self._build_critic() if args.advantage_estimator == "gae" else None
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
+
+    def _build_critic(self) -> PPOCritic:
+        """The PPO critic, with what it needs of this trainer passed in (it writes nothing back)."""
+        critic = PPOCritic(self.args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
+                           reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
+                           ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
+        self.add_callback(critic.step_callback())
+        return critic
+
+    def _record(self, metrics: dict[str, float]) -> None:
+        """Metrics of this step (the critic's), averaged by TRL at the next log."""
+        mode = "train" if self.model.training else "eval"
+        for key, value in metrics.items():
+            self._metrics[mode][key].append(value)
 
     @property
     def critic(self) -> torch.nn.Module | None:
@@ -94,7 +108,7 @@ class GRPOTrainerBase(GRPOTrainer):
         self._batch_rewards = None
         output = super()._generate_and_score_completions(inputs)
         if self._ppo is not None:
-            self._ppo.replace_advantages(output, self._batch_rewards)
+            self._record(self._ppo.replace_advantages(output, self._batch_rewards))
         return output
 
     # ---- training: the critic's update after the policy's -----------------------------------------
@@ -108,14 +122,14 @@ class GRPOTrainerBase(GRPOTrainer):
         """The policy's forward and backward (TRL), then the critic's on the same micro-batch."""
         loss = super().training_step(model, inputs, num_items_in_batch)
         if self._ppo is not None:
-            self._ppo.train_on(self._micro_batch)
+            self._record(self._ppo.train_on(self._micro_batch, self.current_gradient_accumulation_steps))
         return loss
 
     def _compute_loss(self, model, inputs):
         loss = super()._compute_loss(model, inputs)
         if self._ppo is not None and not self.model.training:  # evaluation: the value loss is logged only
             with torch.no_grad():
-                self._ppo.value_loss(inputs, "eval")
+                self._record(self._ppo.value_loss(inputs)[1])
         return loss
 
     def _get_train_sampler(self, dataset=None):
