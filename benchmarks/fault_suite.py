@@ -409,10 +409,9 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
     trainer's reward method directly: one group whose rollout and reference hold it, judged over HTTP."""
     import asyncio
 
-    from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.testing import FaultProxy, serve_scripted_judge
-    from trl_rankreward.trainers.rank_buffer import RankBufferGRPOTrainer
+    from trl_rankreward.trainers.builders import build_reward_method, build_training_judge
 
     refused = []
     rows = tiny_rows()
@@ -435,7 +434,7 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
                       references=rows[3]["references"])  # fmt: skip
         error, neutral = None, 0
         try:
-            method = RankBufferGRPOTrainer._build_reward_method(_Args(args), build_judge(TRAINING_JUDGE.settings(args)))
+            method = build_reward_method(args, build_training_judge(args))
             (result,) = asyncio.run(method.score([group], epoch=0, step=0))
             neutral = int(result.neutral)
             detail = result.details.get("failure")
@@ -447,16 +446,6 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
         message = f"{type(error).__name__}: {error}\n" + message
     return Result("1 rollout + 1 reference (\\udcff)", "1 group scored" if error is None else 0, neutral, {}, outcome,
                   message or None, type(error).__name__ if error else None, "0")  # fmt: skip
-
-
-class _Args:
-    """What `JudgeRewardGRPOTrainer._build_reward_method` reads: `self.args`, and `self.processing_class`
-    for the policy's token count, which RankBuffer never asks for."""
-
-    processing_class = None
-
-    def __init__(self, args):
-        self.args = args
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -21,7 +21,7 @@ and docs/trainers.md lists what each maps to and what has no TRL setting:
 CPU check (tiny random model, embedded judge; build them as in scripts/quickstart.sh):
 
     python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
-    python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
+    python -c "from trl_rankreward.tiny import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
     for m in pointwise gdpo rrc_scr rrc_agr pairwise_rank tournament arena; do
         python examples/train_baseline.py --config examples/configs/baseline_cpu.yaml \
             --reward_method $m --output_dir outputs/baseline-$m

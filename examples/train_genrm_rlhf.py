@@ -28,6 +28,7 @@ from trl import ModelConfig
 
 from trl_rankreward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
+from trl_rankreward.trainers.builders import build_training_judge
 
 
 @dataclass
@@ -43,16 +44,6 @@ class GenRMScriptArguments(TrainScriptArguments):
     )
 
 
-def genrm_judge(args: JudgeRewardGRPOConfig):
-    """`GenRMJudge` over the config's judge server, with the config's retry budget and decoding, in the
-    R-Align authors' layout when the method's options set `r_align_release`."""
-    from trl_rankreward.judging.server_settings import TRAINING_JUDGE
-    from trl_rankreward.rewards.genrm_reward import GenRMJudge
-
-    release = args.method_options().r_align_release
-    return GenRMJudge.from_settings(TRAINING_JUDGE.settings(args), r_align_release=release)
-
-
 def main(script_args, training_args, model_args):
     if training_args.reward_method != "genrm":
         raise ValueError(
@@ -65,7 +56,7 @@ def main(script_args, training_args, model_args):
             "reward_method_kwargs.r_align_release asks the GenRM in the R-Align authors' layout, which needs a "
             "served GenRM: set judge_base_urls and judge_model (and keep --genrm_format true)"
         )
-    judge = genrm_judge(training_args) if use_genrm else None
+    judge = build_training_judge(training_args, genrm_format=True) if use_genrm else None
     return train(JudgeRewardGRPOTrainer, script_args, training_args, model_args, judge=judge)
 
 

@@ -15,7 +15,7 @@ judge_base_urls; see the YAML's header). Prepare the data (docs/data.md), start 
 CPU run in a few minutes (tiny random model, embedded judge, the quickstart's 4 queries):
 
     python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
-    python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
+    python -c "from trl_rankreward.tiny import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
     python examples/train_matrixreward.py --config examples/configs/matrixreward_cpu.yaml
 
 Every config field can be overridden on the command line (`--protocol implicit`,

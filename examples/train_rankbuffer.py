@@ -13,7 +13,7 @@ ports 8001-8004, listed in judge_base_urls). Start the judges, then:
 CPU quickstart (tiny random model, embedded judge; what scripts/quickstart.sh runs):
 
     python examples/make_quickstart_data.py outputs/quickstart_data.jsonl
-    python -c "from trl_rankreward.testing import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
+    python -c "from trl_rankreward.tiny import build_tiny_model; build_tiny_model('outputs/tiny-policy')"
     python examples/train_rankbuffer.py --config examples/configs/rankbuffer_cpu_quickstart.yaml
 
 Every config field can be overridden on the command line (`--k0 7`, `--report_to wandb`,

@@ -34,7 +34,7 @@ QUICKSTART = CONFIGS / EMBEDDED_CONFIG
 #: what a row may change; every other field of the config stays as shipped
 SWAPPED = {
     "model_name_or_path", "critic_model_name_or_path", "judge_base_urls", "judge_model", "metarm_base_urls",
-    "metarm_model", "dataset_name", "dataset_path", "use_vllm", "bf16", "use_cpu", "report_to", "output_dir",
+    "metarm_model", "dataset_name", "use_vllm", "bf16", "use_cpu", "report_to", "output_dir",
     "max_completion_length", "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",
     "save_steps", "eval_prompts", "eval_steps", "eval_num_prompts",
 }  # fmt: skip

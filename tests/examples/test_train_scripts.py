@@ -161,19 +161,19 @@ def test_genrm_rlhf_asks_a_served_genrm_in_its_own_format(models_server, tmp_pat
     from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.judging.backends.base import BackendError
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
+    from trl_rankreward.trainers.builders import build_training_judge
 
-    script = load_example("train_genrm_rlhf")
     args = JudgeRewardGRPOConfig(output_dir=str(tmp_path), reward_method="genrm", judge_base_urls=[models_server],
                                  judge_model="m", judge_max_attempts=5, judge_max_tokens=2048, judge_seed=3,
                                  num_generations=2, per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
-    judge = script.genrm_judge(args)
+    judge = build_training_judge(args, genrm_format=True)  # what the script builds
     assert isinstance(judge, GenRMJudge)
     assert (judge.retry.max_attempts, judge.max_tokens, judge.seed) == (5, 2048, 3)
     assert judge.backend.model == "m"
     # A model the server does not list stops the build, as for the other judges.
     args.judge_model = "other"
     with pytest.raises(BackendError, match="'other' is not served"):
-        script.genrm_judge(args)
+        build_training_judge(args, genrm_format=True)
 
 
 def test_model_card_without_checkpoints(tiny_model_dir, quickstart_data, tmp_path):
@@ -276,18 +276,13 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, tiny_mod
         exit_status([*argv, "--traceback"])
 
 
-def test_old_spellings_still_work_with_a_note(tmp_path, capsys):
-    # R-Align's former --dataset_path (and the key in a config file)
-    ralign = load_example("train_ralign_genrm").make_parser()
-    config = tmp_path / "old.yaml"
-    config.write_text((CONFIGS / "ralign_cpu.yaml").read_text().replace("dataset_name:", "dataset_path:"))
-    script_args, _, _ = ralign.parse_args_and_config(["--config", str(config)])
-    assert script_args.dataset_name == "examples/data/ralign_toy_pairs.jsonl"
-    script_args, _, _ = ralign.parse_args_and_config(["--config", str(config), "--dataset_path", "x.jsonl"])
-    assert script_args.dataset_name == "x.jsonl"
-    err = capsys.readouterr().err
-    assert "dataset_path in " in err and "is deprecated; use dataset_name" in err
-    assert "--dataset_path is deprecated; use --dataset_name" in err
+def test_former_script_spellings_are_gone(capsys):
+    # R-Align's former --dataset_path and train_baseline's former --method were never released: unknown flags
+    for script, argv in (("train_ralign_genrm", ["--config", str(CONFIGS / "ralign_cpu.yaml"), "--dataset_path", "x"]),
+                         ("train_baseline", ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--method", "arena"])):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            load_example(script).make_parser().parse_args_and_config(argv)
+        assert exit_info.value.code == 2 and "unrecognized arguments: " + argv[2] in capsys.readouterr().err
 
 
 def test_push_to_hub_is_checked_before_training(monkeypatch):
@@ -422,4 +417,4 @@ def test_help_lists_every_flag(script, capsys):
         load_example(script).make_parser().parse_args_and_config(["--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0 and "--dataset_name" in out and "--config FILE.yaml" in out
-    assert "--dataset_path" not in out  # former spellings work but are not advertised
+    assert "--dataset_path" not in out

@@ -1,9 +1,11 @@
-"""Judge-server settings: roles turn them into prefixed fields and back, check them once, and build judges."""
+"""Judge-server settings: each role's fields written out, read back as checked settings, and judges built."""
 
 import dataclasses
 
 import pytest
 
+from trl_rankreward.judging.command_fields import GeneratorServerFields, GenRMFields
+from trl_rankreward.judging.server_fields import EvalJudgeFields, MetaRMFields, TrainingJudgeFields
 from trl_rankreward.judging.server_settings import (
     EVAL_JUDGE,
     GENRM,
@@ -15,12 +17,13 @@ from trl_rankreward.judging.server_settings import (
     build_judge,
 )
 
-ROLES = [TRAINING_JUDGE, EVAL_JUDGE, METARM, GENRM, RUBRIC_GENERATOR]
+ROLES = [(TRAINING_JUDGE, TrainingJudgeFields), (EVAL_JUDGE, EvalJudgeFields), (METARM, MetaRMFields),
+         (GENRM, GenRMFields), (RUBRIC_GENERATOR, GeneratorServerFields)]  # fmt: skip
+SETTINGS_DEFAULTS = {f.name: f for f in dataclasses.fields(JudgeServerSettings)}
 
 
-@dataclasses.dataclass
-class MetaRMConfig(METARM.fields()):
-    """A config with the MetaRM's fields, as `RAlignGenRMConfig` and eval-genrm's arguments have them."""
+def _default(f: dataclasses.Field):
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 def test_a_prefixed_config_round_trips_to_settings():
@@ -28,42 +31,47 @@ def test_a_prefixed_config_round_trips_to_settings():
                                    max_concurrency=5, timeout_s=7.5, max_attempts=2, require_listed_model=False,
                                    max_tokens=99, temperature=0.7, templates="t.yaml", prefix="metarm_")  # fmt: skip
     fields = {f"metarm_{name}": getattr(settings, name) for name in METARM.names}
-    assert METARM.settings(MetaRMConfig(**fields)) == settings
+    assert METARM.settings(MetaRMFields(**fields)) == settings
 
 
-def test_each_role_declares_its_defaults_once():
-    # The fields' defaults are the role's: JudgeServerSettings' own, except where the role overrides them.
-    for role in ROLES:
-        declared = {f.name: f for f in dataclasses.fields(role.fields())}
-        assert list(declared) == [role.prefix + name for name in role.names]
-        for name in role.names:
-            f = declared[role.prefix + name]
-            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            assert default == role.default(name), (role.prefix, name)
-            assert "{" not in f.metadata["help"], (role.prefix, name)  # placeholders filled in
-    assert (METARM.default("temperature"), METARM.default("max_tokens")) == (0.4, 16384)  # R-Align authors'
-    assert (TRAINING_JUDGE.default("temperature"), TRAINING_JUDGE.default("max_tokens")) == (0.0, 1024)
-    assert (GENRM.default("max_tokens"), GENRM.default("max_concurrency")) == (4096, 32)
-    assert RUBRIC_GENERATOR.default("temperature") is None  # the rubric template decides
+def test_each_role_writes_out_exactly_its_settings():
+    for role, fields_class in ROLES:
+        declared = {f.name: f for f in dataclasses.fields(fields_class)}
+        assert list(declared) == [role.prefix + name for name in role.names], fields_class.__name__
+        for f in declared.values():
+            assert f.metadata["help"] and "{" not in f.metadata["help"], f.name
+
+
+def test_the_roles_own_defaults():
+    def default(fields_class, name):
+        return _default(next(f for f in dataclasses.fields(fields_class) if f.name == name))
+
+    assert (default(MetaRMFields, "metarm_temperature"), default(MetaRMFields, "metarm_max_tokens")) == (0.4, 16384)
+    for fields_class, prefix in ((TrainingJudgeFields, "judge_"), (EvalJudgeFields, "eval_judge_")):
+        assert (default(fields_class, prefix + "temperature"), default(fields_class, prefix + "max_tokens")) == (
+            _default(SETTINGS_DEFAULTS["temperature"]),
+            _default(SETTINGS_DEFAULTS["max_tokens"]),
+        )
+    assert (default(GenRMFields, "genrm_max_tokens"), default(GenRMFields, "genrm_max_concurrency")) == (4096, 32)
+    assert default(GeneratorServerFields, "temperature") is None  # the rubric template decides
     assert set(TRAINING_JUDGE.names) == set(SETTINGS)
     assert "seed" not in METARM.names and "templates" not in GENRM.names
 
 
 def test_a_config_without_a_field_of_its_role_keeps_the_settings_default():
     # The MetaRM has no seed field (its prompt shows A and B as given): its settings keep seed 0.
-    assert METARM.settings(MetaRMConfig()).seed == 0
+    assert METARM.settings(MetaRMFields()).seed == 0
 
 
 def test_required_settings_are_required_flags():
-    rubric_fields = RUBRIC_GENERATOR.fields()
     with pytest.raises(TypeError, match="base_urls"):
-        rubric_fields(model="m")
-    assert RUBRIC_GENERATOR.settings(rubric_fields(base_urls=["http://a/v1"], model="m")).max_concurrency == 32
+        GeneratorServerFields(model="m")
+    assert RUBRIC_GENERATOR.settings(GeneratorServerFields(base_urls=["http://a/v1"], model="m")).max_concurrency == 32
 
 
-def test_comma_separated_urls_are_split_into_the_config_field():
-    config = MetaRMConfig(metarm_base_urls="http://a/v1,http://b/v1", metarm_model="m")
-    assert config.metarm_base_urls == ["http://a/v1", "http://b/v1"]
+def test_comma_separated_urls_are_split():
+    config = MetaRMFields(metarm_base_urls="http://a/v1,http://b/v1", metarm_model="m")
+    assert METARM.settings(config).base_urls == ["http://a/v1", "http://b/v1"]
 
 
 @pytest.mark.parametrize(
@@ -79,12 +87,12 @@ def test_comma_separated_urls_are_split_into_the_config_field():
 )
 def test_errors_name_the_prefixed_field(fields, message):
     with pytest.raises(ValueError, match=message):
-        MetaRMConfig(**fields)
+        METARM.settings(MetaRMFields(**fields))
 
 
 def test_a_judge_needs_urls_unless_the_embedded_judge_may_stand_in():
     with pytest.raises(ValueError, match="metarm_base_urls is empty"):
-        build_judge(METARM.settings(MetaRMConfig()))
+        build_judge(METARM.settings(MetaRMFields()))
     from trl_rankreward.judging.embedding_judge import EmbeddingJudge
 
     judge = build_judge(JudgeServerSettings(seed=4), embedded_without_urls=True)

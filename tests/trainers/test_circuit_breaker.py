@@ -47,8 +47,11 @@ def test_state_round_trip_continues_the_streak():
 
 
 def test_bad_settings_are_rejected():
-    with pytest.raises(ValueError, match="max_failed_batches >= 0, window >= 1"):
+    # The errors name the settings users set (the configs' and as_reward_func's judge_* keywords).
+    with pytest.raises(ValueError, match="judge_stop_after_failed_batches must be >= 0, got -1"):
         JudgeCircuitBreaker(max_failed_batches=-1)
+    with pytest.raises(ValueError, match="judge_failure_window must be >= 1, got 0"):
+        JudgeCircuitBreaker(window=0)
 
 
 def test_first_failures_and_the_failure_log_rate():

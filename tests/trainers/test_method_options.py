@@ -15,7 +15,8 @@ from tests.trainers.helpers import tiny_config
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.rewards.options import MethodOptions, options_class_of
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method, reward_method_class
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+from trl_rankreward.trainers.builders import build_reward_method
+from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
 from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
 from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
@@ -38,11 +39,9 @@ def generic_config(name: str, tmp_path, **overrides):
     return tiny_config(JudgeRewardGRPOConfig, tmp_path, reward_method=name, **overrides)
 
 
-def built(config, trainer_class=JudgeRewardGRPOTrainer):
-    """The method the trainer builds from `config` (its `_build_reward_method`, without loading a model)."""
-    trainer = trainer_class.__new__(trainer_class)
-    trainer.args, trainer.processing_class = config, None
-    return trainer._build_reward_method(SimulatedJudge({}))
+def built(config):
+    """The method the trainers build from `config` (`builders.build_reward_method`, without loading a model)."""
+    return build_reward_method(config, SimulatedJudge({}))
 
 
 @pytest.mark.parametrize("name", REWARD_METHODS)
@@ -71,8 +70,7 @@ def test_a_changed_option_reaches_both_routes_alike(name, tmp_path):
 
 @pytest.mark.parametrize("name", REWARD_METHODS)
 def test_the_trainers_build_the_same_method_both_ways(name, tmp_path):
-    trainer_class = OWN_CONFIGS.get(name, (None, JudgeRewardGRPOTrainer))[1]
-    by_own = built(own_config(name, tmp_path), trainer_class)  # one output_dir: files a method keeps there agree
+    by_own = built(own_config(name, tmp_path))  # one output_dir: files a method keeps there agree
     by_name = built(generic_config(name, tmp_path))
     assert type(by_own) is type(by_name) is reward_method_class(name)
     assert by_own.options == by_name.options and by_own.lambda_fmt == by_name.lambda_fmt

@@ -77,7 +77,8 @@ def test_gae_logs_every_ppo_statistic(tiny_model_dir, tmp_path):
 def test_kl_in_reward_builds_the_reference_and_starts_at_zero(tiny_model_dir, tmp_path):
     args = ppo_config(tmp_path, max_steps=3, kl_in_reward_coef=0.05)
     trainer = CriticPPOTrainer(tiny_model_dir, reward_funcs=low_token_share, args=args, train_dataset=prompts())
-    assert trainer.ref_model is not None  # beta=0: TRL built none, the KL penalty needs one
+    # beta=0: TRL built no reference; the critic loads its own for the KL penalty and leaves the trainer's alone
+    assert trainer.ref_model is None and trainer._ppo.reference is not None
     trainer.train()
     kl = logged(trainer, "ppo/kl_in_reward")
     # Step 1 samples from the untouched policy, identical to the reference: log-ratio exactly 0.
@@ -308,8 +309,9 @@ def test_neutral_groups_are_unscorable_for_the_critic(tiny_model_dir, tiny_datas
     original = trainer._ppo.replace_advantages
 
     def spy(output, reward_columns):
-        original(output, reward_columns)
+        metrics = original(output, reward_columns)
         seen.update(output, reward_columns=reward_columns)
+        return metrics
 
     trainer._ppo.replace_advantages = spy
     trainer.train()

@@ -46,7 +46,7 @@ def test_rollout_advantages_returns_and_value_mask_worked_by_hand(trainer):
         "old_per_token_logps": torch.tensor([[-1.0, -2.0, -0.5, 0.0], [-1.0, 3.0, 3.0, -1.0], [0.0] * 4]),
         "ref_per_token_logps": torch.tensor([[-1.5, -1.0, -0.5, 0.0], [-1.0, -2.0, -2.0, -1.0], [0.0] * 4]),
     }
-    trainer._ppo.replace_advantages(output, torch.tensor([[2.0], [1.0], [NAN]]))
+    metrics = trainer._ppo.replace_advantages(output, torch.tensor([[2.0], [1.0], [NAN]]))
     # row 0, gamma 0.9, lam 0.5, V = [0.2, 0.3, 0.4], rewards = [-0.1*0.5, -0.1*(-1), 2 - 0] = [-0.05, 0.1, 2]:
     #   t=2: delta = 2 + 0 - 0.4 = 1.6                      A = 1.6
     #   t=1: delta = 0.1 + 0.9*0.4 - 0.3 = 0.16             A = 0.16 + 0.45*1.6 = 0.88
@@ -66,7 +66,7 @@ def test_rollout_advantages_returns_and_value_mask_worked_by_hand(trainer):
     expected_mask = torch.tensor([[1.0, 1, 1, 0], [1, 0, 0, 1], [0, 0, 0, 0]])
     torch.testing.assert_close(output["value_mask"], expected_mask)
     # the mean KL over the value mask's 5 tokens: (0.5 - 1 + 0 + 0 + 0) / 5
-    assert trainer._metrics["train"]["ppo/kl_in_reward"][-1] == pytest.approx(-0.1)
+    assert metrics["ppo/kl_in_reward"] == pytest.approx(-0.1)
 
 
 def test_value_loss_reads_the_values_at_the_completion_states_and_only_the_value_mask(trainer):
@@ -80,11 +80,13 @@ def test_value_loss_reads_the_values_at_the_completion_states_and_only_the_value
         "returns": torch.tensor([[1.2, 0.3], [50.0, 50.0]]),
         "value_mask": torch.tensor([[1.0, 1.0], [0.0, 0.0]]),  # row 1: unscored, its returns must not count
     }
-    loss = trainer._ppo.value_loss(inputs, "train")
+    loss, metrics = trainer._ppo.value_loss(inputs)
     # token 0: V = 0.2 (= V_old, clip changes nothing): (0.2 - 1.2)^2 = 1; token 1: (0.3 - 0.3)^2 = 0
     # loss = 0.5 * mean(1, 0) = 0.25. Values read one position late ([0.3, 0.4]) would give
     # 0.5 * mean(max((0.3-1.2)^2, (0.3-1.2)^2), max((0.4-0.3)^2, ...)) = 0.5 * (0.81 + 0.01) / 2 = 0.205.
     assert loss.item() == pytest.approx(0.25)
+    # One process: the logged loss is this one; no token's value moved past the clip (V = V_old).
+    assert metrics == {"ppo/value_loss": pytest.approx(0.25), "ppo/value_clip_frac": 0.0}
 
 
 def test_the_critic_trains_after_the_policy_backward(tiny_model_dir, tmp_path):
@@ -112,8 +114,8 @@ def test_ppo_updates_on_one_rollout_keep_its_values_and_returns(tiny_model_dir, 
     ppo = trainer._ppo
     replace, value_loss = ppo.replace_advantages, ppo.value_loss
     ppo.replace_advantages = lambda output, columns: (rollouts.append(1), replace(output, columns))[1]
-    ppo.value_loss = lambda inputs, mode: (seen.append({k: inputs[k].clone() for k in ("old_values", "returns")}),
-                                           value_loss(inputs, mode))[1]  # fmt: skip
+    ppo.value_loss = lambda inputs: (seen.append({k: inputs[k].clone() for k in ("old_values", "returns")}),
+                                     value_loss(inputs))[1]  # fmt: skip
     trainer.train()
     assert len(rollouts) == 2 and len(seen) == 8
     for first, again in ((4, 6), (5, 7)):  # the same slice of the second rollout in PPO's first and second epoch

@@ -11,8 +11,8 @@ trl-rankreward data attach-rubrics --dataset_name data/nectar-1k --results_file 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
 from . import UsageError
 
@@ -37,9 +37,6 @@ SOURCES = {
     "math-step-dpo": ("xinlai/Math-Step-DPO-10K", None, "train", "prepare_math_step_dpo", "num_pairs", None),
     "r-align": ("lyn22333/R-Align-BMK", None, "train", "prepare_ralign", "num_pairs", None),
 }
-# options of one source only: name -> [(field, default, help)]; comma-separated, passed on as a tuple
-_DROP_HELP = "comma-separated upstream `source` values to leave out (RM-R1's cleaning drops magpie_ultra; '' keeps all)"
-_LIST_OPTIONS = {"skywork": [("drop_sources", "magpie_ultra", _DROP_HELP)]}
 _JOINS = {"attach-rubrics": "attach_rubrics", "attach-rationales": "attach_rationales"}
 
 
@@ -75,57 +72,88 @@ def _count(value):
     return count
 
 
-def _source_arguments(name: str) -> type:
-    """The dataclass of `data NAME`: upstream source, split, sampling and (for queries) rubrics."""
-    hub_id, config, split, _, count, default = SOURCES[name]
+@dataclass
+class SourceArguments:
+    """`data SOURCE`: the upstream data and how to sample it; None takes the source's own (`SOURCES`, in the
+    command's description)."""
 
-    def post_init(self):
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Hub id or local JSONL/parquet file/folder (None: the source's Hub id)",
+        },
+    )
+    dataset_split: str | None = field(
+        default=None, metadata={"help": "split to read (None: the source's)"}
+    )
+    dataset_config: str | None = field(
+        default=None,
+        metadata={
+            "help": "Hub dataset config, ignored for local files (None: the source's)",
+        },
+    )
+    seed: int = field(default=42, metadata={"help": "sampling seed (42, as in the papers)"})
+
+    count_name: ClassVar[str]
+
+    def __post_init__(self):
         try:
-            setattr(self, count, _count(getattr(self, count)))
+            _count(getattr(self, self.count_name))
         except ValueError as exc:
-            raise ValueError(f"argument --{count}: {exc}") from None
+            raise ValueError(f"argument --{self.count_name}: {exc}") from None
 
-    fields = [
-        (
-            "dataset_name",
-            str,
-            field(default=hub_id, metadata={"help": "Hub id or local JSONL/parquet file/folder"}),
-        ),
-        ("dataset_split", str, field(default=split, metadata={"help": "split to read"})),
-        (
-            "dataset_config",
-            str | None,
-            field(
-                default=config,
-                metadata={"help": "Hub dataset config (ignored for local files)"},
-            ),
-        ),
-        ("seed", int, field(default=42, metadata={"help": "sampling seed (42, as in the papers)"})),
-        (
-            count,
-            str,
-            field(
-                default=str(default or "all"),
-                metadata={"help": "how many to sample ('all' for every eligible row)"},
-            ),
-        ),
-    ]
-    for option, option_default, option_help in _LIST_OPTIONS.get(name, []):
-        fields.append((option, str, field(default=option_default, metadata={"help": option_help})))
-    if count == "num_queries":
-        rubrics_help = {
-            "help": "rubric JSONL (from `rubrics generate`) to join into the result",
-        }
-        fields.append(("rubrics_file", str | None, field(default=None, metadata=rubrics_help)))
-    cls_name = "".join(part.capitalize() for part in name.split("-")) + "Arguments"
-    return make_dataclass(cls_name, fields, namespace={"__post_init__": post_init, "__module__": __name__})
+
+@dataclass
+class QuerySourceArguments(SourceArguments):
+    """A source of ranked queries (Nectar, UltraFeedback)."""
+
+    count_name: ClassVar[str] = "num_queries"
+    num_queries: str | None = field(
+        default=None, metadata={"help": "how many queries to sample, or 'all' (None: the source's count)"}
+    )
+    rubrics_file: str | None = field(
+        default=None,
+        metadata={"help": "rubric JSONL (from `rubrics generate`) to join into the result"},
+    )
+
+
+@dataclass
+class PairSourceArguments(SourceArguments):
+    """A source of preference pairs."""
+
+    count_name: ClassVar[str] = "num_pairs"
+    num_pairs: str | None = field(
+        default=None, metadata={"help": "how many pairs to sample, or 'all' (None: the source's count)"}
+    )
+
+
+@dataclass
+class SkyworkArguments(PairSourceArguments):
+    """Skywork's pairs, with the upstream sources to leave out."""
+
+    drop_sources: str = field(
+        default="magpie_ultra",
+        metadata={
+            "help": "comma-separated upstream `source` values to leave out (RM-R1's cleaning drops magpie_ultra; "
+            "'' keeps all)"
+        },
+    )
+
+
+def _source_arguments(name: str) -> type[SourceArguments]:
+    if name == "skywork":
+        return SkyworkArguments
+    return QuerySourceArguments if SOURCES[name][4] == "num_queries" else PairSourceArguments
+
+
+def _description(name: str) -> str:
+    hub_id, config, split, _, count, default = SOURCES[name]
+    where = f"{hub_id}" + (f" ({config})" if config else "") + f", split {split}"
+    return f"{where} in the upstream schema -> prepared dataset ({count}: {default or 'all'} by default)"
 
 
 def arguments():
-    specs = {
-        name: (f"{hub_id} in the upstream schema -> prepared dataset", (_source_arguments(name), OutputArguments))
-        for name, (hub_id, *_) in SOURCES.items()
-    }
+    specs = {name: (_description(name), (_source_arguments(name), OutputArguments)) for name in SOURCES}
     for name in _JOINS:
         specs[name] = (
             f"join a generated JSONL into a prepared dataset ({name.split('-')[1]})",
@@ -144,13 +172,15 @@ def run(command: str, args, output: OutputArguments) -> int:
             data.load_source(args.dataset_name), args.results_file, missing=args.missing
         )
     else:
-        *_, function, count, _ = SOURCES[command]
-        source = data.load_source(args.dataset_name, split=args.dataset_split, config=args.dataset_config)
-        options = {
-            option: tuple(v.strip() for v in getattr(args, option).split(",") if v.strip())
-            for option, *_ in _LIST_OPTIONS.get(command, [])
-        }
-        dataset, report = getattr(data, function)(source, **{count: getattr(args, count)}, seed=args.seed, **options)
+        hub_id, config, split, function, count, default = SOURCES[command]
+        source = data.load_source(args.dataset_name or hub_id, split=args.dataset_split or split,
+                                  config=args.dataset_config or config)  # fmt: skip
+        given = getattr(args, count)
+        options = {}
+        if isinstance(args, SkyworkArguments):  # comma-separated, passed on as a tuple
+            options["drop_sources"] = tuple(v.strip() for v in args.drop_sources.split(",") if v.strip())
+        number = _count(default if given is None else given)
+        dataset, report = getattr(data, function)(source, **{count: number}, seed=args.seed, **options)
         print(f"{command}: {report}")
         if getattr(args, "rubrics_file", None):
             dataset = data.attach_rubrics(dataset, args.rubrics_file)

@@ -31,6 +31,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..judging.command_fields import GenRMFields
+from ..judging.server_fields import MetaRMFields
 from ..judging.server_settings import GENRM, METARM, build_backend
 from . import UsageError
 
@@ -55,7 +57,7 @@ class EvalGenRMArguments:
 
 
 @dataclass
-class GenRMArguments(GENRM.fields()):
+class GenRMArguments(GenRMFields):
     """The GenRM's server settings (`genrm_*`, `judging.server_settings.GENRM`), or a local model."""
 
     _argument_group_name = "GenRM (one of: server or local)"
@@ -66,7 +68,7 @@ class GenRMArguments(GENRM.fields()):
 
 
 @dataclass
-class MetaRMArguments(METARM.fields()):
+class MetaRMArguments(MetaRMFields):
     """The MetaRM's server settings (`metarm_*`): the training MetaRM's, defaults included."""
 
     _argument_group_name = "MetaRM"

@@ -60,7 +60,7 @@ def run(config: str, args: ProbeJudgeArguments) -> int:
     from ..scripts.data import check_prompt_lengths, load_train_dataset
     from ..scripts.model import resolve_model
     from ..scripts.probe import groups_per_step, parse_training_config, sample_groups, switch_hint
-    from ..trainers.judge_reward import TokenLength
+    from ..trainers.builders import TokenLength
     from ..user_errors import UsageError
 
     if args.repeats < 2 or args.queries < 1 or args.num_processes < 1 or args.budget_tokens < 0:

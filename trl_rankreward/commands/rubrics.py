@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..judging.command_fields import GeneratorServerFields
 from ..judging.server_settings import RUBRIC_GENERATOR, build_backend
 
 HELP = "Generate query-specific rubrics or R-Align golden rationales with an LLM (resumable)"
@@ -20,7 +21,7 @@ CONFIG_FILE = True
 
 
 @dataclass
-class GenerationArguments(RUBRIC_GENERATOR.fields()):
+class GenerationArguments(GeneratorServerFields):
     """The dataset, the server (`judging.server_settings.RUBRIC_GENERATOR`, no prefix) and the request
     settings (both subcommands)."""
 

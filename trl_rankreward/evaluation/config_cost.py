@@ -45,6 +45,7 @@ from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..user_errors import UsageError
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
 from .reward_bench import MethodResult, run_method, sum_results
+from .step_counts import step_counts
 
 #: keys that make a `--config` file a training config (every training config has one of them)
 TRAINING_KEYS = ("model_name_or_path", "num_generations", "per_device_train_batch_size", "dataset_name")
@@ -118,10 +119,12 @@ def run_shape(
             f"process(es) x steps_per_generation={per_generation}) is not a multiple of num_generations={g}; "
             "set --num_processes to the run's process count"
         )
-    batches = accumulation * per_device * num_processes / (batch * iterations)
-    shape = RunShape(g, batch // g, batches, None, float(get("num_train_epochs")))
-    if dataset_size:
-        steps_per_epoch = dataset_size / shape.queries_per_step
+    counts = step_counts(per_device_batch=per_device, processes=num_processes, gradient_accumulation=accumulation,
+                         num_generations=g, num_iterations=iterations, dataset_queries=dataset_size)  # fmt: skip
+    shape = RunShape(g, batch // g, counts.queries / (batch // g), None, float(get("num_train_epochs")))
+    batches = shape.batches_per_step
+    if counts.steps_per_epoch is not None:
+        steps_per_epoch = counts.steps_per_epoch
         if get("max_steps") and get("max_steps") > 0:
             steps, epochs = int(get("max_steps")), get("max_steps") / steps_per_epoch
         else:
@@ -135,7 +138,7 @@ def run_shape(
         f"{shape.queries_per_batch} groups"
     )
     if dataset_size:
-        how += f"; {dataset_size} queries: {dataset_size / shape.queries_per_step:g} steps per epoch, "
+        how += f"; {dataset_size} queries: {counts.steps_per_epoch:g} steps per epoch, "
         how += f"{shape.steps} steps = {shape.epochs:g} epochs"
     return shape, how
 

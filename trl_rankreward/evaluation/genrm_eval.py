@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 
-from ..judging.backends.base import BackendError
+from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS, BackendError
 from ..judging.retry import RetryPolicy
 from ..rewards.ralign_reward import OWN_PROTOCOL, GenRMSample, RAlignReward
 from .genrm_metrics import GenRMCounts, metrics_by_source
@@ -76,8 +76,8 @@ async def evaluate_genrm(
     meta_judge=None,
     *,
     seed: int = 0,
-    temperature: float = 0.0,
-    max_tokens: int = 4096,
+    temperature: float = DEFAULT_TEMPERATURE,
+    max_tokens: int = GENRM_MAX_TOKENS,
     concurrency: int = 32,
     progress: bool = True,
     protocol=OWN_PROTOCOL,

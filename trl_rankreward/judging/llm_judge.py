@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends.base import ChatBackend
+from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, ChatBackend
 from .calls import complete_and_parse
 from .ledger import JudgeLedger
 from .parsing import answer_schema, parse_answer
@@ -60,8 +60,8 @@ class LLMJudge:
         *,
         seed: int = 0,
         retry: RetryPolicy | None = None,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
+        temperature: float = DEFAULT_TEMPERATURE,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         structured_output: bool = False,
         max_model_len: int | None = None,
         token_counter=None,

@@ -96,7 +96,7 @@ class QualityJudge(abc.ABC):
             request_kind=kind,
             parsed=True,
             prompt_tokens=count_message_tokens(self.token_counter, rendered.messages),
-            completion_tokens=self.token_counter.count(json.dumps(_answer_json(request, verdict))),
+            completion_tokens=self.token_counter.count(json.dumps(answer_json(request, verdict))),
         )
         return verdict
 
@@ -156,7 +156,7 @@ def evenly_spaced_selection(qualities: Sequence[float], size: int) -> list[int]:
     return sorted(select_endpoints(order_by_quality(qualities), size))
 
 
-def _answer_json(request, verdict) -> dict:
+def answer_json(request, verdict) -> dict:
     """The answer an LLM judge would write for `verdict` (the default templates' keys)."""
     if isinstance(request, CoarseRequest):
         return {"position": verdict}

@@ -54,7 +54,8 @@ _TAG_LIKE = re.compile(
 )
 _SURROGATE = re.compile("[\ud800-\udfff]")
 CUT_MARK = "[... cut]"
-_NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+#: how a prompt spells a small count ("exactly three selected IDs"); the scripted judge reads it back
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 
 
 @dataclass(frozen=True)
@@ -274,7 +275,7 @@ def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int, c
         "ROLLOUT_BLOCKS": labelled_blocks(cut.all(request.rollouts), "R"),
         "COMBINED_ORDER_SECTION": combined,
         "LOOKAHEAD_SECTION": lookahead,
-        "SIZE": _NUMBER_WORDS[size] if size < len(_NUMBER_WORDS) else str(size),
+        "SIZE": NUMBER_WORDS[size] if size < len(NUMBER_WORDS) else str(size),
     }
     return fill(t.buffer_select, values), ()
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
 from ..judging.calls import complete_and_parse
 from ..judging.ledger import JudgeLedger
 from ..judging.parsing import InvalidAnswer
@@ -96,8 +97,8 @@ class GenRMJudge:
         *,
         seed: int = 0,
         retry: RetryPolicy | None = None,
-        temperature: float = 0.0,
-        max_tokens: int = 4096,
+        temperature: float = DEFAULT_TEMPERATURE,
+        max_tokens: int = GENRM_MAX_TOKENS,
         template: str = GENRM_PROMPT,
         system: str | None = GENRM_SYSTEM,
         release: RAlignRelease | None = None,

@@ -39,16 +39,12 @@ class MethodOptions:
 
     A field with `metadata["choices"]` must hold one of them (or None where its default is None).
     A trainer config that inherits an options class (`class XGRPOConfig(XOptions, JudgeRewardGRPOConfig)`)
-    runs its own `__post_init__` first (the call goes on along the MRO), then these checks on
-    the options' fields only.
+    checks its options by building them apart (`JudgeRewardGRPOConfig.method_options`).
     """
 
     lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
 
     def __post_init__(self):
-        later = getattr(super(), "__post_init__", None)
-        if later is not None:  # a trainer config inheriting these options: the config's checks too
-            later()
         if self.lambda_fmt < 0:
             raise ValueError(f"lambda_fmt must be >= 0, got {self.lambda_fmt}")
         for f in option_fields(type(self)):

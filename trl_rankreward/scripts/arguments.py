@@ -2,8 +2,7 @@
 
 `TrainScriptArguments` is TRL's `ScriptArguments` (dataset_name, dataset_config,
 dataset_train_split, ...) plus a prompt limit; `ScriptParser` is TRL's `TrlParser` with the
-`trl-rankreward` CLI's reading of `--config`, its one-line usage errors and deprecated spellings
-(`trl_rankreward.parsing`).
+`trl-rankreward` CLI's reading of `--config` and its one-line usage errors (`trl_rankreward.parsing`).
 """
 
 from __future__ import annotations
@@ -19,18 +18,13 @@ from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP
 
 @dataclass
 class TrainScriptArguments(ScriptArguments):
-    """TRL's script arguments plus a prompt limit; `--dataset_path` / `--dataset_split` (R-Align's former script
-    arguments) still work as deprecated spellings of `--dataset_name` / `--dataset_train_split`."""
+    """TRL's script arguments (with the package's dataset help) plus a prompt limit."""
 
     dataset_name: str | None = field(
         default=None,
         metadata={
-            "help": "The training set: a save_to_disk folder, a .json/.jsonl/.parquet file or a Hub dataset id.",
-            "aliases": ["--dataset_path"],
+            "help": "The training set: a save_to_disk folder, a .json/.jsonl/.parquet file or a Hub dataset id."
         },
-    )
-    dataset_train_split: str = field(
-        default="train", metadata={"help": "Split to train on.", "aliases": ["--dataset_split"]}
     )
     max_prompt_length: int | None = field(
         default=None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-#: `model_name_or_path` value that builds a tiny random model (`trl_rankreward.testing.build_tiny_model`)
+#: `model_name_or_path` value that builds a tiny random model (`trl_rankreward.tiny.build_tiny_model`)
 TINY_MODEL = "tiny"
 
 
@@ -18,7 +18,7 @@ def resolve_model(name: str, training_args) -> str:
     if name != TINY_MODEL:
         check_local_model(name)
         return name
-    from ..testing import build_tiny_model
+    from ..tiny.models import build_tiny_model
 
     folder = Path(training_args.output_dir) / "tiny_model"
     with training_args.main_process_first(local=True, desc="building the tiny model"):

@@ -44,9 +44,6 @@ def run(trainer, resume_from_checkpoint: str | None, *, dataset_name: str | None
     A `JudgeFailureError` (the judge circuit breaker) propagates after the trainer saved its
     checkpoint; nothing else is saved then.
     """
-    from ..trainers.console_log import use_compact_console_log
-
-    use_compact_console_log(trainer)  # idempotent: a no-op once the trainers do it themselves
     args = trainer.args
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     trainer.save_model(args.output_dir)  # every process (ZeRO-3 gathers the weights); written by the main one

@@ -1,6 +1,6 @@
 """Fakes and tiny offline models for tests and examples: nothing here downloads anything.
 
-`build_tiny_model` writes a random-weight chat model with a tokenizer trained on the spot;
+`build_tiny_model` (from `trl_rankreward.tiny`) writes a random-weight chat model with a trained tokenizer;
 `serve_transformers` serves a model with `transformers serve`; `serve_scripted_judge` serves
 predictable verdicts over HTTP, `serve_judge_replica` the same with a vLLM replica's capacity,
 context window and tokenizer, and `FaultProxy` breaks chosen requests on their way to a
@@ -15,7 +15,7 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".tiny_models": ("build_tiny_model", "train_tiny_tokenizer"),
+        "..tiny.models": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
         ".server": ("serve_transformers",),
         ".scripted_judge": ("serve_scripted_judge",),
         ".judge_replica": ("serve_judge_replica",),

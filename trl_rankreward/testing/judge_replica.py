@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
 
-from .scripted_judge import _content, _content_for_prompt, _Server, _TextQualityJudge, distinct_words
+from .scripted_judge import LoopbackServer, TextQualityJudge, answer_for_prompt, distinct_words, message_content
 
 _TOKEN = re.compile(r"\w{1,4}|[^\w\s]")
 #: chat-template tokens per message (`<|im_start|>role\n ... <|im_end|>\n`) and for the generation prompt
@@ -49,7 +49,7 @@ TEMPLATE_TOKENS_PER_MESSAGE, GENERATION_PROMPT_TOKENS = 5, 3
 
 def replica_prompt_tokens(messages: list[dict]) -> int:
     """The replica's token count of a chat prompt (module docstring)."""
-    return sum(len(_TOKEN.findall(_content(m))) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + (
+    return sum(len(_TOKEN.findall(message_content(m))) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + (
         GENERATION_PROMPT_TOKENS
     )
 
@@ -105,7 +105,7 @@ class _Control:
         if self.server is not None:
             return
         self.down.clear()
-        self.server = _Server(("127.0.0.1", self.port), _ReplicaHandler)
+        self.server = LoopbackServer(("127.0.0.1", self.port), _ReplicaHandler)
         self.server.control = self
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -141,7 +141,7 @@ def serve_judge_replica(
         raise ValueError(
             f"Expected slots >= 1, latency_s >= 0, max_model_len >= 1 or None; got {slots}, {latency_s}, {max_model_len}"
         )
-    control = _Control(slots, _TextQualityJudge(quality, meta_threshold=5.0))
+    control = _Control(slots, TextQualityJudge(quality, meta_threshold=5.0))
     control.port = port
     control.start()
     url = JudgeReplica(f"http://127.0.0.1:{control.port}/v1")
@@ -203,7 +203,7 @@ class _ReplicaHandler(BaseHTTPRequestHandler):
         if not self._wait_for_answer():
             return  # the replica died: the connection closes without an answer
         try:
-            content = _content_for_prompt("\n".join(_content(m) for m in messages), self.control.verdicts)
+            content = answer_for_prompt("\n".join(message_content(m) for m in messages), self.control.verdicts)
         except ValueError as exc:
             return self._error(400, f"scripted judge replica: {exc}")
         finally:

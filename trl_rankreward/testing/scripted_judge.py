@@ -39,8 +39,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ..judging.quality_judge import QualityJudge, _answer_json
-from ..judging.rendering import _NUMBER_WORDS
+from ..judging.quality_judge import QualityJudge, answer_json
+from ..judging.rendering import NUMBER_WORDS
 from ..judging.requests import (
     BufferSelectRequest,
     CoarseRequest,
@@ -53,9 +53,12 @@ from ..judging.requests import (
 from ..judging.tokens import ApproxCounter
 
 
-class _Server(ThreadingHTTPServer):
-    # socketserver's default backlog of 5 refuses connections when a trainer sends a step's
-    # requests at once (one connection each): a real server would not, so neither may the stand-in.
+class LoopbackServer(ThreadingHTTPServer):
+    """The stand-in servers' HTTP server (this module's and `judge_replica`'s).
+
+    socketserver's default backlog of 5 refuses connections when a trainer sends a step's requests
+    at once (one connection each): a real server would not, so neither may the stand-in."""
+
     request_queue_size = 256
 
 
@@ -76,7 +79,7 @@ def distinct_words(text: str) -> float:
     return float(len(set(text.lower().split())))
 
 
-class _TextQualityJudge(QualityJudge):
+class TextQualityJudge(QualityJudge):
     """`QualityJudge` (every verdict rule lives there) scoring each text by `quality(text)` alone."""
 
     def __init__(self, quality: Callable[[str], float], meta_threshold: float):
@@ -87,7 +90,7 @@ class _TextQualityJudge(QualityJudge):
         return [float(self.quality(text)) for text in texts]
 
 
-def _content_for_prompt(prompt: str, judge: QualityJudge) -> str:
+def answer_for_prompt(prompt: str, judge: QualityJudge) -> str:
     """The answer to a judge prompt: a GenRM's boxed verdict, else the JSON of `_answer_for_prompt`."""
     sections = dict(_GENRM_SECTION.findall(prompt))
     if set(sections) == {"A", "B"}:
@@ -131,7 +134,7 @@ def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
         word = size.group(1)
         request = BufferSelectRequest(
             **about, anchors=numbered("A"), rollouts=numbered("R"),
-            size=int(word) if word.isdigit() else _NUMBER_WORDS.index(word),
+            size=int(word) if word.isdigit() else NUMBER_WORDS.index(word),
         )  # fmt: skip
     elif "R0" in blocks:
         request = ListwiseRequest(**about, candidates=numbered("R"))
@@ -145,7 +148,7 @@ def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
             f"cannot tell which judge request this prompt is (response blocks: {sorted(blocks)}); "
             "the scripted judge reads prompts rendered with the default templates"
         )
-    return _answer_json(request, asyncio.run(judge.judge(request)))
+    return answer_json(request, asyncio.run(judge.judge(request)))
 
 
 class ScriptedJudge(str):
@@ -206,11 +209,11 @@ def serve_scripted_judge(
     if judge is not None and not isinstance(judge, QualityJudge):
         raise TypeError(f"judge must be a QualityJudge (e.g. evaluation.SimulatedJudge), got {type(judge).__name__}")
     _check_mode(mode)
-    server = _Server(("127.0.0.1", 0), _Handler)
+    server = LoopbackServer(("127.0.0.1", 0), _Handler)
     url = ScriptedJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
     url.models, url.mode, url.latency_s, url.requests = models, mode, float(latency_s), 0
     server.judge, server.lock, server.verdict_lock = url, threading.Lock(), threading.Lock()
-    server.verdicts = judge if judge is not None else _TextQualityJudge(quality, meta_threshold)
+    server.verdicts = judge if judge is not None else TextQualityJudge(quality, meta_threshold)
     server.closed = threading.Event()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -248,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             payload = json.loads(body)
             model, messages = payload.get("model"), payload["messages"]
-            prompt = "\n".join(_content(m) for m in messages)
+            prompt = "\n".join(message_content(m) for m in messages)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             message = f"expected a JSON body with 'model' and 'messages' ({exc!r})"
             return self._error(400, message, "invalid_request_error")
@@ -260,7 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             try:
                 with self.server.verdict_lock:
-                    content = _content_for_prompt(prompt, self.server.verdicts)
+                    content = answer_for_prompt(prompt, self.server.verdicts)
             except ValueError as exc:
                 return self._error(400, f"scripted judge: {exc}", "invalid_request_error")
         prompt_tokens, completion_tokens = len(prompt.split()), len(content.split())
@@ -284,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def _content(message: dict) -> str:
+def message_content(message: dict) -> str:
     """A chat message's text: a string, or the text parts of a list of content parts."""
     content = message["content"]
     if isinstance(content, str):

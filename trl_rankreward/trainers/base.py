@@ -29,7 +29,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 from .checkpoints import latest_complete_checkpoint
+from .console_log import use_compact_console_log
 from .judge_eval import add_judge_evaluation
+from .model_card import compose_card
 from .ppo_critic import PPOCritic
 from .sampling import EpochSeededRepeatSampler
 
@@ -59,13 +61,31 @@ class GRPOTrainerBase(GRPOTrainer):
 
     #: files a `checkpoint-N` of this trainer holds once complete (transformers writes trainer_state.json last)
     checkpoint_files: tuple[str, ...] = (TRAINER_STATE_NAME,)
+    #: the card's and the model's tags (TRL's `_tag_names`); `_paper` (TRL's) gives the card's citation
+    _tag_names = ["trl", "grpo", "trl-rankreward"]
 
     def __init__(self, model, reward_funcs, args, **kwargs):
+        self._card_dataset: str | None = None  # the dataset as the model card names it
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
         self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
         self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
-        self._ppo = PPOCritic(self) if args.advantage_estimator == "gae" else None
+        self._ppo = self._build_critic() if args.advantage_estimator == "gae" else None
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
+        use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
+
+    def _build_critic(self) -> PPOCritic:
+        """The PPO critic, with what it needs of this trainer passed in (it writes nothing back)."""
+        critic = PPOCritic(self.args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
+                           reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
+                           ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
+        self.add_callback(critic.step_callback())
+        return critic
+
+    def _record(self, metrics: dict[str, float]) -> None:
+        """Metrics of this step (the critic's), averaged by TRL at the next log."""
+        mode = "train" if self.model.training else "eval"
+        for key, value in metrics.items():
+            self._metrics[mode][key].append(value)
 
     @property
     def critic(self) -> torch.nn.Module | None:
@@ -88,7 +108,7 @@ class GRPOTrainerBase(GRPOTrainer):
         self._batch_rewards = None
         output = super()._generate_and_score_completions(inputs)
         if self._ppo is not None:
-            self._ppo.replace_advantages(output, self._batch_rewards)
+            self._record(self._ppo.replace_advantages(output, self._batch_rewards))
         return output
 
     # ---- training: the critic's update after the policy's -----------------------------------------
@@ -102,19 +122,39 @@ class GRPOTrainerBase(GRPOTrainer):
         """The policy's forward and backward (TRL), then the critic's on the same micro-batch."""
         loss = super().training_step(model, inputs, num_items_in_batch)
         if self._ppo is not None:
-            self._ppo.train_on(self._micro_batch)
+            self._record(self._ppo.train_on(self._micro_batch, self.current_gradient_accumulation_steps))
         return loss
 
     def _compute_loss(self, model, inputs):
         loss = super()._compute_loss(model, inputs)
         if self._ppo is not None and not self.model.training:  # evaluation: the value loss is logged only
             with torch.no_grad():
-                self._ppo.value_loss(inputs, "eval")
+                self._record(self._ppo.value_loss(inputs)[1])
         return loss
 
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
         return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
+
+    # ---- model card: TRL's, rewritten around how this model was trained ----------------------------
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
+        """TRL's card (tags: `_tag_names` and `tags`); a trainer with a training section (`_card_section`)
+        has it rewritten around that section (`model_card.compose_card`), citing `_paper`. `dataset_label`
+        names the dataset in the section when it is not a Hub id (a local file); later calls keep it."""
+        if dataset_label or dataset_name:
+            self._card_dataset = dataset_label or dataset_name
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        if not self.is_world_process_zero():
+            return
+        section = self._card_section(self._card_dataset)
+        if section is not None:
+            compose_card(os.path.join(self.args.output_dir, "README.md"), section, citation=self._paper.get("citation"),
+                         model_ref=self.args.hub_model_id or self.args.output_dir)  # fmt: skip
+
+    def _card_section(self, dataset: str | None) -> str | None:
+        """The card's trl-rankreward section (`model_card.training_section`); None keeps TRL's card."""
+        return None
 
     # ---- checkpoints and resume -------------------------------------------------------------------
 

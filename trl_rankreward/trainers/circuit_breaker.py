@@ -38,11 +38,14 @@ class JudgeCircuitBreaker:
     _tripped: str | None = field(default=None, init=False)
 
     def __post_init__(self):
-        if self.max_failed_batches < 0 or self.window < 1 or not 0.0 <= self.max_neutral_fraction <= 1.0:
-            raise ValueError(
-                "Expected max_failed_batches >= 0, window >= 1 and 0 <= max_neutral_fraction <= 1; got "
-                f"{self.max_failed_batches}, {self.window}, {self.max_neutral_fraction}"
-            )
+        """The one check of the thresholds; errors name the settings users set (`judge_*` of the configs and
+        of `as_reward_func`)."""
+        if self.max_failed_batches < 0:
+            raise ValueError(f"judge_stop_after_failed_batches must be >= 0, got {self.max_failed_batches}")
+        if self.window < 1:
+            raise ValueError(f"judge_failure_window must be >= 1, got {self.window}")
+        if not 0.0 <= self.max_neutral_fraction <= 1.0:
+            raise ValueError(f"judge_max_neutral_fraction must be in [0, 1], got {self.max_neutral_fraction}")
 
     @property
     def tripped(self) -> bool:

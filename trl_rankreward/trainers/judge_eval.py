@@ -1,4 +1,4 @@
-"""Judge win rate during training: `JudgeEvalConfig` (the fields) and `JudgeWinRateCallback` (the work).
+"""Judge win rate during training: `JudgeWinRateCallback` (its fields: `judge_eval_config.JudgeEvalConfig`).
 
 Every `eval_steps` steps (TrainingArguments' field; None: `logging_steps`) and at the last step,
 the policy answers a fixed set of evaluation prompts greedily (`eval_generation`; the judge sees
@@ -33,7 +33,6 @@ import asyncio
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from accelerate.utils import broadcast_object_list
@@ -47,56 +46,17 @@ from ..rewards.answers import strip_thinking
 from ..rewards.state_files import write_json_atomic
 from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .eval_generation import generate_answers
+from .judge_eval_config import BASELINES
 from .judge_usage import combined_snapshot
-from .model_card import describe_judge, redact_server_urls, redact_urls
+from .model_card import describe_judge, redact_urls
 
 logger = logging.get_logger(__name__)
 
-BASELINES = ("initial_policy", "reference")
 BASELINE_FILE = "eval_baselines.json"
 _BASELINE_TEXT = {
     "initial_policy": "the starting policy's greedy answers",
     "reference": "the dataset's best references",
 }
-
-
-@dataclass
-class JudgeEvalConfig(EVAL_JUDGE.fields()):
-    """The win-rate evaluation's fields (module docstring): the prompts, the baseline, the judge (`eval_judge_*`).
-    A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`."""
-
-    eval_prompts: str | None = field(
-        default=None,
-        metadata={
-            "help": "Evaluation prompts of the judge win rate: a .json/.jsonl/.parquet file, a save_to_disk folder or "
-            "a Hub id, with the training data's columns (prompt; query_id, rubrics, references optional). None: no "
-            "win-rate evaluation. It runs every eval_steps (None: logging_steps) and at the last step."
-        },
-    )
-    eval_num_prompts: int | None = field(
-        default=None, metadata={"help": "Evaluate on the first this many of eval_prompts (None: all)."}
-    )
-    eval_baseline: str = field(
-        default="initial_policy",
-        metadata={
-            "help": "What each answer is compared with: 'initial_policy' (the starting policy's greedy answer, "
-            "generated at step 0 and cached in output_dir/eval_baselines.json for resumes) or 'reference' (the "
-            "prompt's best reference).",
-            "choices": list(BASELINES),
-        },
-    )
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.eval_baseline not in BASELINES:
-            raise ValueError(f"eval_baseline must be one of {list(BASELINES)}, got {self.eval_baseline!r}")
-        if self.eval_num_prompts is not None and self.eval_num_prompts < 1:
-            raise ValueError(f"eval_num_prompts must be >= 1 or None, got {self.eval_num_prompts}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """`TrainingArguments.to_dict()` (what W&B and the other loggers store as the run's config) with the
-        judge server URLs of every role redacted, as the model card redacts them (they can be private hosts)."""
-        return redact_server_urls(super().to_dict())
 
 
 def add_judge_evaluation(trainer) -> JudgeWinRateCallback | None:
@@ -204,11 +164,8 @@ class JudgeWinRateCallback(TrainerCallback):
         if trainer.accelerator.is_main_process:
             judge = build_judge(settings, embedded_without_urls=settings.prefix == TRAINING_JUDGE.prefix)
             judge_text = redact_urls(describe_judge(judge), list(settings.base_urls))
-        breaker = JudgeCircuitBreaker(
-            getattr(args, "judge_stop_after_failed_batches", JudgeCircuitBreaker.max_failed_batches),
-            getattr(args, "judge_failure_window", JudgeCircuitBreaker.window),
-            getattr(args, "judge_max_neutral_fraction", JudgeCircuitBreaker.max_neutral_fraction),
-        )
+        # the training judge's thresholds where the config has them, else the breaker's defaults
+        breaker = args.circuit_breaker() if hasattr(args, "circuit_breaker") else JudgeCircuitBreaker()
         prompts = load_eval_prompts(args.eval_prompts, args.eval_num_prompts)
         return cls(trainer, prompts, judge=judge, baseline=args.eval_baseline, breaker=breaker, judge_text=judge_text)
 

@@ -30,10 +30,7 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
-import json
-import os
-import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from typing import Any
 
 import torch
@@ -41,26 +38,22 @@ from accelerate import PartialState
 from transformers import TrainerCallback
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
-from trl import GRPOConfig
 
-from ..judging.retry import RetryPolicy
-from ..judging.server_settings import TRAINING_JUDGE, build_judge
-from ..rewards.answers import AnswerFormat
-from ..rewards.base import GroupRewardMethod, RunContext
-from ..rewards.options import MethodOptions, option_values
-from ..rewards.registry import REWARD_METHODS, reward_method_class
+from ..rewards.base import GroupRewardMethod
 from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
-from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
-from .console_log import use_compact_console_log
+from .builders import build_reward_method, build_training_judge
+from .circuit_breaker import JudgeFailureError
+from .critic_config import critic_card_settings, training_algorithm
 from .dataset_checks import check_group_size, check_training_dataset
 from .group_scoring import GroupScorer, PendingScore, Scored, gather_rows, share_from_main
 from .grouping import reward_row
-from .judge_eval import JudgeEvalConfig, evaluation_summary
+from .judge_eval import evaluation_summary
+from .judge_reward_config import JudgeRewardGRPOConfig
 from .judge_usage import TOTAL_SUFFIX
-from .model_card import compose_card, describe_judge, redact_urls, training_section
-from .ppo import CriticConfig, critic_card_settings, training_algorithm
+from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 from .reward_state import JUDGE_USAGE_NAME, RewardRunState
+from .run_naming import name_the_run
 from .run_summary import resume_message, startup_message
 
 logger = logging.get_logger(__name__)
@@ -69,162 +62,15 @@ __all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeR
            "JudgeRewardGRPOTrainer"]  # fmt: skip
 
 
-@dataclass
-class JudgeRewardGRPOConfig(TRAINING_JUDGE.fields(), JudgeEvalConfig, CriticConfig, GRPOConfig):
-    """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
-
-    The judge server's fields (`judge_base_urls`, `judge_model`, ...) come from
-    `judging.server_settings.TRAINING_JUDGE`, which checks them. With `judge_base_urls` empty the
-    judge is the embedded `EmbeddingJudge` (offline, ranks by similarity to the query's
-    `references`); otherwise an `LLMJudge` over an OpenAI-compatible server (vLLM `vllm serve`,
-    SGLang, `transformers serve`, ...).
-
-    The method's options are `reward_method_kwargs` and `lambda_fmt`, checked by the method's
-    options dataclass (`rewards.options`; `method_options()` builds it). A config for one method
-    (`MatrixRewardGRPOConfig`, `RankBufferGRPOConfig`) inherits that dataclass, so its options
-    are its own fields, with the same names and defaults.
-    """
-
-    reward_method: str = field(
-        default="pointwise",
-        metadata={"help": "Group reward method by registry name.", "choices": list(REWARD_METHODS)},
-    )
-    judge_stop_after_failed_batches: int = field(
-        default=3,
-        metadata={
-            "help": "Save a checkpoint and stop with an error when every group of this many consecutive generation "
-            "batches is neutral (the judge failed; zero advantages). 0: never."
-        },
-    )
-    judge_failure_window: int = field(
-        default=20, metadata={"help": "Generation batches over which judge_max_neutral_fraction is measured."}
-    )
-    judge_max_neutral_fraction: float = field(
-        default=0.5,
-        metadata={
-            "help": "Save a checkpoint and stop with an error when more than this fraction of the groups of the last "
-            "judge_failure_window generation batches is neutral. 1.0: never."
-        },
-    )
-    overlap_judging: bool = field(
-        default=True,
-        metadata={
-            "help": "Start judging as soon as the completions exist, while TRL computes the old-policy and reference "
-            "log-probs, instead of after them. Same rewards and judge calls either way."
-        },
-    )
-    resume_with_fresh_reward_state: bool = field(
-        default=False,
-        metadata={
-            "help": "Resuming from a checkpoint without the reward method's state (e.g. written by plain TRL) is an "
-            "error for methods with state (RankBuffer's buffers); set this to start them afresh instead."
-        },
-    )
-    lambda_fmt: float | None = field(
-        default=None,
-        metadata={
-            "help": "Weight of the format reward added to each reward. None: the method's default (RankBuffer 0.2, "
-            "MatrixReward 1.0, the others 0.0)."
-        },
-    )
-    thinking_format: bool = field(
-        default=False,
-        metadata={"help": "Rollouts must close a <think> block before the answer; the judge sees the answer only."},
-    )
-    reward_method_kwargs: dict[str, Any] | str | None = field(
-        default_factory=dict,
-        metadata={
-            "help": "The reward method's options other than lambda_fmt (a dict, or a JSON string on the CLI), e.g. "
-            "'{\"brackets\": 3}'; a name the method does not have is an error listing its options."
-        },
-    )
-
-    def __post_init__(self):
-        super().__post_init__()  # the judge server's fields are checked there (TRAINING_JUDGE)
-        if isinstance(self.reward_method_kwargs, str):
-            try:
-                self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
-            except json.JSONDecodeError as exc:
-                raise ValueError(
-                    f"reward_method_kwargs (--reward_method_kwargs) is not valid JSON: {exc}; got "
-                    f"{self.reward_method_kwargs!r}, expected an object such as '{{\"k0\": 4}}'"
-                ) from None
-        if not isinstance(self.reward_method_kwargs, (dict, type(None))):
-            raise ValueError(
-                f"reward_method_kwargs (--reward_method_kwargs) must be a JSON object of keyword arguments, got "
-                f"{type(self.reward_method_kwargs).__name__} {self.reward_method_kwargs!r}"
-            )
-        self.reward_method_kwargs = dict(self.reward_method_kwargs or {})
-        if self.reward_method not in REWARD_METHODS:
-            raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
-        if self.judge_failure_window < 1:
-            raise ValueError(f"judge_failure_window must be >= 1, got {self.judge_failure_window}")
-        if self.judge_stop_after_failed_batches < 0:
-            raise ValueError(
-                f"judge_stop_after_failed_batches must be >= 0, got {self.judge_stop_after_failed_batches}"
-            )
-        if not 0.0 <= self.judge_max_neutral_fraction <= 1.0:
-            raise ValueError(f"judge_max_neutral_fraction must be in [0, 1], got {self.judge_max_neutral_fraction}")
-        if self.judge_base_urls:
-            # The other processes wait in a collective while the main process judges one round.
-            worst = RetryPolicy(max_attempts=self.judge_max_attempts).worst_case_s(self.judge_timeout_s)
-            if worst > self.ddp_timeout:
-                warnings.warn(
-                    f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
-                    f"{self.judge_max_attempts} x judge_timeout_s={self.judge_timeout_s:g}, plus backoff), longer "
-                    f"than ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process "
-                    "judges: raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
-                    stacklevel=2,
-                )
-        clash = sorted({"lambda_fmt", "answer_format", "judge"} & set(self.reward_method_kwargs))
-        if clash:
-            raise ValueError(
-                f"reward_method_kwargs sets {clash}, which come from the config's own fields (lambda_fmt, "
-                "thinking_format, judge_*); set those fields instead"
-            )
-        self._check_own_method()
-        self.lambda_fmt = self.method_options().lambda_fmt  # None: the method's default
-
-    def method_options(self) -> MethodOptions:
-        """The reward method's options this config describes, built (and checked) by the method's options
-        dataclass: a config for one method holds them as fields; otherwise `reward_method_kwargs` and
-        `lambda_fmt` (None: the method's default)."""
-        options_class = reward_method_class(self.reward_method).options_class
-        if isinstance(self, options_class):
-            values = option_values(self)
-        else:
-            values = {**self.reward_method_kwargs, "lambda_fmt": self.lambda_fmt}
-        if values["lambda_fmt"] is None:
-            del values["lambda_fmt"]
-        return options_class.from_values(values, source=f"reward_method_kwargs of reward_method={self.reward_method!r}")
-
-    def _check_own_method(self) -> None:
-        """A config for one method (it inherits the method's options): `reward_method` stays that method,
-        and its options are fields, not `reward_method_kwargs`."""
-        if not isinstance(self, MethodOptions):
-            return
-        name, own = type(self).__name__, self.__dataclass_fields__["reward_method"].default
-        if self.reward_method != own:
-            raise ValueError(
-                f"{name} trains {own}, but reward_method={self.reward_method!r}; use JudgeRewardGRPOConfig for "
-                "other methods"
-            )
-        if self.reward_method_kwargs:
-            raise ValueError(
-                f"reward_method_kwargs={self.reward_method_kwargs} is not used by {name}: {own}'s options are its "
-                f"own fields ({', '.join(option_values(self))})"
-            )
-
-
 class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
 
     Args:
         model, args, train_dataset, ...: as `trl.GRPOTrainer` (all keyword arguments pass through).
         reward_method: a ready `GroupRewardMethod`; by default one is built from `args` on the main
-            process (its class's `for_run` with `args.method_options()`).
+            process (`builders.build_reward_method`).
         judge: the judge for a method built from `args` (default: the one `args.judge_*` describe,
-            `judging.server_settings.build_judge`).
+            `builders.build_training_judge`).
 
     Only the main process scores; on other processes `reward_method` is None unless given.
     """
@@ -252,21 +98,18 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process
         if reward_method is None and judge is None and is_main:
-            judge = build_judge(TRAINING_JUDGE.settings(args), embedded_without_urls=True)
-        _name_the_run(args, name)
+            judge = build_training_judge(args)
+        name_the_run(args, name)
+        self._tag_names = [*type(self)._tag_names, name]  # the method's name tags the card and the model
+        self._paper = {"citation": CITATIONS[name]} if name in CITATIONS else {}  # the method's paper
         super().__init__(model, reward_funcs=[_RewardColumn(name), *extra], args=args, **kwargs)
         if reward_method is None and is_main:
-            reward_method = self._build_reward_method(judge)
+            reward_method = build_reward_method(args, judge, tokenizer=self.processing_class)
         self.reward_method = reward_method
-        breaker = JudgeCircuitBreaker(
-            args.judge_stop_after_failed_batches, args.judge_failure_window, args.judge_max_neutral_fraction
-        )
-        self._run_state = RewardRunState(reward_method, breaker, fresh_setting="resume_with_fresh_reward_state=True")
+        self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
         self._batch_inputs = self._launched = None
-        self._card_dataset: str | None = None  # the dataset as the model card names it
         self.add_callback(_StopOnJudgeFailure(self))
-        use_compact_console_log(self)
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
         """Before TRL's `__init__`: G and every dataset row against what the method needs (its options'
@@ -283,17 +126,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     @classmethod
     def _config_class(cls) -> type:
         return JudgeRewardGRPOConfig
-
-    def _build_reward_method(self, judge) -> GroupRewardMethod:
-        """Config -> method: the options the config describes and what the run provides (`RunContext`)."""
-        args = self.args
-        run = RunContext(
-            answer_format=AnswerFormat(thinking=args.thinking_format),
-            seed=args.judge_seed,
-            output_dir=args.output_dir,
-            length_fn=TokenLength(self.processing_class),  # the policy's tokens, any language
-        )
-        return reward_method_class(args.reward_method).for_run(judge, args.method_options(), run)
 
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 
@@ -356,16 +188,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     # ---- model card: TRL's, plus how this model was trained (method, judge, data, cost) -------------
 
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
-        """TRL's card with the trl-rankreward section (`model_card.training_section`) appended.
-        `dataset_label` names the dataset in that section when it is not a Hub id (a local file)."""
-        if dataset_label or dataset_name:
-            self._card_dataset = dataset_label or dataset_name
-        tags = [tags] if isinstance(tags, str) else list(tags or [])
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name,
-                                  tags=[*tags, "trl-rankreward", self.reward_funcs[0].__name__])  # fmt: skip
-        if not self.is_world_process_zero() or self.reward_method is None:
-            return
+    def _card_section(self, dataset: str | None) -> str | None:
+        """How this model was trained: the method, the judge, the data, the judge's cost (main process)."""
+        if self.reward_method is None:
+            return None
         args, method = self.args, self.reward_method
         totals = self._run_state.judge_totals()
         usage = {"judge calls": totals["calls"], "parsed judge calls": totals["parsed"],
@@ -375,19 +201,17 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         from ..judging.backends.openai_compatible import normalize_base_url  # openai: only with a judge server
 
         urls = [*args.judge_base_urls, *map(normalize_base_url, args.judge_base_urls)]
-        section = training_section(
+        return training_section(
             method=method.name,
             algorithm=training_algorithm(args),
             settings=self._card_settings(),
             judge=redact_urls(_describe(method), urls),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=self._card_dataset or _dataset_name(self.train_dataset),
+            dataset=dataset or _dataset_name(self.train_dataset),
             usage=usage,
             method_state=method.summary(),
             evaluation=evaluation_summary(self),
         )
-        compose_card(os.path.join(args.output_dir, "README.md"), section, method=method.name,
-                     model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
 
     def _card_settings(self) -> dict[str, Any]:
         """The settings a reader needs to reproduce the reward: GRPO's main ones and the method's own."""
@@ -442,16 +266,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         )
 
 
-class TokenLength:
-    """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
-
-    def __call__(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
 class _StopOnJudgeFailure(TrainerCallback):
     """Once the breaker trips: save a checkpoint at the end of this step and stop (every rank alike)."""
 
@@ -463,17 +277,6 @@ class _StopOnJudgeFailure(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
         return control
-
-
-def _name_the_run(args: JudgeRewardGRPOConfig, method: str) -> None:
-    """Name runs by method and judge for W&B (and other loggers), unless the user did: `run_name`
-    defaults to `<method>-<judge>-<output_dir name>`; W&B's group and tags come from the
-    environment variables `WANDB_RUN_GROUP` (default: the method) and `WANDB_TAGS`."""
-    judge = (args.judge_model or "embedded").rstrip("/").split("/")[-1]
-    if not args.run_name:
-        args.run_name = f"{method}-{judge}-{os.path.basename(os.path.normpath(args.output_dir))}"
-    os.environ.setdefault("WANDB_RUN_GROUP", method)
-    os.environ.setdefault("WANDB_TAGS", f"trl-rankreward,{method},judge:{judge}")
 
 
 _PACKAGED_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "generator", "webdataset"}

@@ -34,6 +34,9 @@ class MatrixRewardGRPOConfig(MatrixRewardOptions, JudgeRewardGRPOConfig):
 
     reward_method: str = field(default="matrix", metadata={"help": "Fixed to 'matrix' for this trainer."})
 
+    def __post_init__(self):
+        JudgeRewardGRPOConfig.__post_init__(self)  # the one path: TRL's, the judges', MatrixRewardOptions' checks
+
 
 class MatrixRewardGRPOTrainer(JudgeRewardGRPOTrainer):
     """GRPO trainer with `MatrixReward`; everything else as `JudgeRewardGRPOTrainer`."""

@@ -134,7 +134,7 @@ def redact_server_urls(config: dict[str, Any]) -> dict[str, Any]:
     return redacted
 
 
-def compose_card(card_path: str, section: str, *, method: str, model_ref: str) -> None:
+def compose_card(card_path: str, section: str, *, citation: str | None, model_ref: str) -> None:
     """Rewrite the card TRL wrote at `card_path`: TRL's front matter (tags; `base_model` for a Hub base), a
     title naming `model_ref`, then `section`, a quick start that loads `model_ref`, TRL's framework versions, the citations.
 
@@ -148,7 +148,7 @@ def compose_card(card_path: str, section: str, *, method: str, model_ref: str) -
     parts = [f"---\n{front}---", title, section, QUICK_START.format(model=model_ref)]
     if versions:
         parts.append(f"### Framework versions\n\n{versions.group(1)}")
-    parts += ["## Citations", *(f"```bibtex\n{c}\n```" for c in (CITATIONS.get(method), TRL_CITATION) if c)]
+    parts += ["## Citations", *(f"```bibtex\n{c}\n```" for c in (citation, TRL_CITATION) if c)]
     with open(card_path, "w", encoding="utf-8") as f:
         f.write("\n\n".join(parts) + "\n")
 

@@ -8,175 +8,22 @@ and the clipped policy surrogate (`loss_type`, `epsilon`, `beta`, `num_iteration
 through `base.GRPOTrainerBase`) replaces TRL's group advantages by per-token GAE advantages.
 With `advantage_estimator="group"` (the default of the judge-reward trainers) nothing of it runs.
 
-This module holds the settings (`CriticConfig`, mixed into every config of the package, since
-every trainer can run PPO) and `CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward
-functions. No groups are needed: `num_generations=1` is allowed with "gae" (see
-`CriticConfig.__post_init__` for how TRL's "at least 2 generations" rule is kept for "group").
-
-Defaults (`CriticConfig`): gamma 1.0 and lam 1.0 (verl's and OpenRLHF's defaults; see `lam`),
-value clip 0.2, a critic learning rate of 9e-6 (OpenRLHF's PPO examples) with the run's Adam
-betas, epsilon and weight decay. There is no value-loss weight: the critic has an optimizer of
-its own, and Adam's update does not change when its loss is scaled, so `critic_learning_rate`
-is the knob. Logged under `ppo/` (docs/metrics.md).
+This module holds `CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions; the
+critic's settings (`critic_config.CriticConfig`) are in every config of the package, since every
+trainer can run PPO. No groups are needed: `num_generations=1` is allowed with "gae" (see
+`critic_config.grpo_post_init` for how TRL's "at least 2 generations" rule is kept for "group").
+Logged under `ppo/` (docs/metrics.md).
 """
 
 from __future__ import annotations
 
-import os
-import warnings
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
 from .base import GRPOTrainerBase
-from .judge_eval import JudgeEvalConfig
-
-ADVANTAGE_ESTIMATORS = ("group", "gae")
-#: how TRL 1.16's `GRPOConfig.__post_init__` words its group-size rule (the error a G=1 "gae" config gets from it)
-TRL_GROUP_SIZE_RULE = "GRPO requires at least 2 generations per prompt"
-
-
-@dataclass
-class CriticConfig:
-    """PPO-with-critic fields, in every config of the package since every trainer can run PPO: its base
-    (`base.GRPOTrainerBase`) builds the critic when `advantage_estimator="gae"`. Mixed in before `GRPOConfig`."""
-
-    advantage_estimator: str = field(
-        default="group",
-        metadata={
-            "help": "'group': GRPO's group-relative advantages (TRL). 'gae': PPO with a learned critic "
-            "(per-token GAE; works with num_generations=1).",
-            "choices": list(ADVANTAGE_ESTIMATORS),
-        },
-    )
-    critic_model_name_or_path: str | None = field(
-        default=None,
-        metadata={
-            "help": "Causal LM whose backbone initializes the critic (Hub id or folder). None: the policy's own "
-            "checkpoint (or a copy of an in-memory policy)."
-        },
-    )
-    critic_learning_rate: float = field(
-        default=9e-6, metadata={"help": "AdamW learning rate of the critic (constant; no warm-up or decay)."}
-    )
-    gamma: float = field(default=1.0, metadata={"help": "GAE discount factor over completion tokens."})
-    lam: float = field(
-        default=1.0,
-        metadata={
-            "help": "GAE lambda. 1.0 (verl's and OpenRLHF's default): every token's advantage is the reward-to-go "
-            "minus its value, so the final reward reaches the first token at once. Below 1 the reward reaches token "
-            "t of an L-token completion scaled by about lam^(L-1-t) until the critic fits (0.95^100 < 1%)."
-        },
-    )
-    cliprange_value: float = field(
-        default=0.2, metadata={"help": "Clip range of the value update around the rollout-time values."}
-    )
-    whiten_advantages: bool = field(
-        default=True, metadata={"help": "Normalize the GAE advantages to mean 0, std 1 over the batch."}
-    )
-    kl_in_reward_coef: float = field(
-        default=0.0,
-        metadata={
-            "help": "Per-token KL penalty to the reference model folded into the reward (classic RLHF PPO, e.g. "
-            "0.05); independent of TRL's KL-in-loss `beta`."
-        },
-    )
-
-    def __post_init__(self):
-        if self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
-            raise ValueError(
-                f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {self.advantage_estimator!r}"
-            )
-        if self.advantage_estimator == "gae" and _fsdp_launch(self):
-            raise ValueError(
-                "advantage_estimator='gae' trains the critic on one device, with DDP or with DeepSpeed (ZeRO-3 "
-                "shards it); FSDP is not supported for the critic. Launch with DeepSpeed (accelerate_configs/"
-                "zero3.yaml) or DDP, or use advantage_estimator='group' (GRPO)."
-            )
-        self._grpo_post_init()
-        for name in ("gamma", "lam"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        for name in ("critic_learning_rate", "cliprange_value"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        path = self.critic_model_name_or_path
-        if path and path.startswith((".", "/", "~")) and not os.path.isdir(os.path.expanduser(path)):
-            raise ValueError(
-                f"critic_model_name_or_path={path!r} does not exist (expected a local model folder or a Hub id like "
-                "owner/name)"
-            )
-        if self.kl_in_reward_coef < 0:
-            raise ValueError(f"kl_in_reward_coef must be >= 0, got {self.kl_in_reward_coef}")
-        if self.advantage_estimator == "group" and self.kl_in_reward_coef:
-            raise ValueError(
-                f"kl_in_reward_coef={self.kl_in_reward_coef} needs advantage_estimator='gae' (the penalty is a "
-                "per-token reward); with 'group' use TRL's beta (KL in the loss)"
-            )
-
-    def _grpo_post_init(self) -> None:
-        """`GRPOConfig.__post_init__`, with its group-size rule lifted for PPO at `num_generations=1`.
-
-        TRL's rule "at least 2 generations per prompt" serves the group baseline, which the critic
-        replaces; TRL's trainer itself runs at G=1 (its sampler, generation and batch checks take any
-        G that divides the batch, and 1 always does). The rule is the last group check of TRL's
-        post-init, so for a "gae" config at G=1 its error is caught, and the checks TRL would have
-        run after it (`_grpo_checks_after_group_size`) run here. Every other config, and every other
-        error, is TRL's as it stands.
-        """
-        try:
-            super().__post_init__()
-        except ValueError as error:
-            single = self.advantage_estimator == "gae" and self.num_generations == 1
-            if not (single and str(error).startswith(TRL_GROUP_SIZE_RULE)):
-                raise
-            _grpo_checks_after_group_size(self)
-
-
-def _grpo_checks_after_group_size(args: GRPOConfig) -> None:
-    """What TRL 1.16's `GRPOConfig.__post_init__` checks after its group-size rule (trl/trainer/grpo_config.py):
-    the vLLM importance-sampling bounds, with the deprecated `vllm_importance_sampling_cap` moved to `_clip_max`."""
-    if args.vllm_importance_sampling_cap is not None:
-        warnings.warn(
-            "vllm_importance_sampling_cap is deprecated in TRL (removal planned for 2.0); its value is used as "
-            "vllm_importance_sampling_clip_max, which is the setting to use instead",
-            FutureWarning,
-            stacklevel=4,
-        )
-        args.vllm_importance_sampling_clip_max = args.vllm_importance_sampling_cap
-    low, high = args.vllm_importance_sampling_clip_min, args.vllm_importance_sampling_clip_max
-    if low is not None and high is not None and low >= high:
-        raise ValueError(
-            f"vllm_importance_sampling_clip_min={low} is not below vllm_importance_sampling_clip_max={high}; "
-            "the lower bound must be the smaller"
-        )
-    truncate = args.vllm_importance_sampling_mode in ("token_truncate", "sequence_truncate")
-    if args.vllm_importance_sampling_correction and truncate and low is None and high is None:
-        raise ValueError(
-            f"vllm_importance_sampling_mode={args.vllm_importance_sampling_mode!r} truncates the importance "
-            "weights, so it needs a bound: set vllm_importance_sampling_clip_min or vllm_importance_sampling_clip_max"
-        )
-
-
-def _fsdp_launch(args) -> bool:
-    """FSDP asked for, by the config or by `accelerate launch` (before TrainingArguments reads it)."""
-    return bool(args.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
-
-
-def critic_card_settings(args: CriticConfig) -> dict:
-    """The advantage estimator, and with "gae" the critic's settings, for the model card."""
-    if args.advantage_estimator != "gae":
-        return {"advantage_estimator": args.advantage_estimator}
-    names = ("advantage_estimator", "critic_model_name_or_path", "critic_learning_rate", "gamma", "lam",
-             "cliprange_value", "whiten_advantages", "kl_in_reward_coef")  # fmt: skip
-    return {name: getattr(args, name) for name in names}
-
-
-def training_algorithm(args: CriticConfig) -> str:
-    """How the policy was optimized, in words for the model card."""
-    if args.advantage_estimator == "gae":
-        return "PPO with a learned critic (per-token GAE advantages)"
-    return "GRPO (group-relative advantages)"
+from .critic_config import ADVANTAGE_ESTIMATORS, CriticConfig, critic_post_init
+from .judge_eval_config import JudgeEvalConfig, check_judge_eval
 
 
 @dataclass
@@ -187,6 +34,10 @@ class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
         default="gae",
         metadata={"help": "'gae': PPO with a learned critic; 'group': GRPO.", "choices": list(ADVANTAGE_ESTIMATORS)},
     )
+
+    def __post_init__(self):
+        critic_post_init(self)  # TRL's checks and the critic's
+        check_judge_eval(self)
 
 
 class CriticPPOTrainer(GRPOTrainerBase):
@@ -202,11 +53,4 @@ class CriticPPOTrainer(GRPOTrainerBase):
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
 
 
-__all__ = [
-    "ADVANTAGE_ESTIMATORS",
-    "CriticConfig",
-    "CriticPPOConfig",
-    "CriticPPOTrainer",
-    "critic_card_settings",
-    "training_algorithm",
-]
+__all__ = ["CriticPPOConfig", "CriticPPOTrainer"]

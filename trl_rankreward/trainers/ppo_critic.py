@@ -48,15 +48,28 @@ CRITIC_DIR = "critic"
 
 
 class PPOCritic:
-    """The critic of one trainer: built from its args and policy, fed its batches (see the module docstring).
+    """The critic of one trainer, built from explicit collaborators and fed its batches (module docstring).
+    It writes nothing into the trainer: its methods return their `ppo/` metrics for the trainer to log.
+
+    Args:
+        args: the config (its `CriticConfig` fields, and TRL's batch sizes and activation checkpointing).
+        accelerator: the trainer's `Accelerator`.
+        policy: the trainer's policy model (its `model`; its `training` flag says train or eval).
+        deepspeed: whether the launch uses DeepSpeed.
+        reward_weights: TRL's weights of the reward columns.
+        logps: TRL's `_get_per_token_logps_and_entropies`, for the KL penalty.
+        ref_model: TRL's reference model, if it built one; else the critic loads its own where
+            `kl_in_reward_coef` needs one (PEFT: the policy with its adapter off).
+        temperature: the sampling temperature the reference's log-probs are computed at.
 
     `model` is the critic (`ValueModel`, wrapped by DDP or DeepSpeed when launched so), `engine`
-    the way it is trained (`critic_engine`).
+    the way it is trained (`critic_engine`); `step_callback()` steps its optimizer with the policy's.
     """
 
-    def __init__(self, trainer):
-        self.trainer = trainer
-        args = trainer.args
+    def __init__(self, args, accelerator, policy, *, deepspeed: bool, reward_weights: torch.Tensor, logps,
+                 ref_model=None, temperature: float = 1.0):  # fmt: skip
+        self.args, self.accelerator, self.policy, self.deepspeed = args, accelerator, policy, deepspeed
+        self.reward_weights, self.logps, self.temperature = reward_weights, logps, temperature
         critic = self._build()
         if args.activation_checkpointing:  # as the policy (TRL's default: on)
             critic.backbone.activation_checkpointing_enable(args.gradient_checkpointing_kwargs)
@@ -64,12 +77,12 @@ class PPOCritic:
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0  # deterministic values: old and new values differ by the update only
         critic.train()  # from_pretrained returns eval mode, where activation checkpointing is skipped
-        engine = DeepSpeedCritic if trainer.is_deepspeed_enabled else TorchCritic
-        self.engine = engine(critic, trainer.accelerator, args)
+        engine = DeepSpeedCritic if deepspeed else TorchCritic
+        self.engine = engine(critic, accelerator, args)
         self.model = self.engine.model
-        trainer.add_callback(_CriticStep(self))
-        if args.kl_in_reward_coef and trainer.ref_model is None and not self._is_peft():
-            trainer.ref_model = self._build_reference()
+        self.reference = ref_model
+        if args.kl_in_reward_coef and ref_model is None and not self._is_peft():
+            self.reference = self._build_reference()
         logger.warning(
             f"trl-rankreward: PPO with a critic ({self._source()}), gamma={args.gamma}, lam={args.lam}, "
             f"kl_in_reward_coef={args.kl_in_reward_coef}, beta={args.beta}"
@@ -77,11 +90,15 @@ class PPOCritic:
 
     # ---- setup ------------------------------------------------------------------------------------
 
+    def step_callback(self) -> TrainerCallback:
+        """The callback that steps the critic's optimizer right after the policy's (the trainer adds it)."""
+        return _CriticStep(self)
+
     def _source(self) -> str:
-        return self.trainer.args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
+        return self.args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
 
     def _policy(self):
-        return self.trainer.accelerator.unwrap_model(self.trainer.model)
+        return self.accelerator.unwrap_model(self.policy)
 
     def _policy_path(self) -> str | None:
         return getattr(self._policy().config, "_name_or_path", None) or None
@@ -90,7 +107,7 @@ class PPOCritic:
         return hasattr(self._policy(), "peft_config")
 
     def _build(self) -> ValueModel:
-        args, accelerator = self.trainer.args, self.trainer.accelerator
+        args, accelerator = self.args, self.accelerator
         path = args.critic_model_name_or_path or (None if self._is_peft() else self._policy_path())
         if self._is_peft() and not args.critic_model_name_or_path:
             path = self._policy().get_base_model().config._name_or_path
@@ -101,7 +118,7 @@ class PPOCritic:
             critic = ValueModel.from_pretrained(path, **kwargs)
             self._check_same_vocabulary(critic, path)
             return critic
-        if self.trainer.is_deepspeed_enabled:  # ZeRO-3 has already sharded the policy's weights: nothing to copy
+        if self.deepspeed:  # ZeRO-3 has already sharded the policy's weights: nothing to copy
             raise ValueError(
                 "Under DeepSpeed the critic is loaded from a path, but the policy was passed in memory without one; "
                 "set critic_model_name_or_path (e.g. the policy's checkpoint)"
@@ -126,18 +143,19 @@ class PPOCritic:
                 "kl_in_reward_coef > 0 needs the reference model, loaded from the policy's path, but the policy was "
                 "passed in memory without one; pass the model as a path (or set beta > 0 so TRL builds it)"
             )
-        policy, trainer = self._policy(), self.trainer
-        return load_reference(path, trainer.accelerator, trainer.args, dtype=policy.dtype,
+        policy = self._policy()
+        return load_reference(path, self.accelerator, self.args, dtype=policy.dtype,
                               attn_implementation=policy.config._attn_implementation,
-                              temperature=trainer.temperature)  # fmt: skip
+                              temperature=self.temperature)  # fmt: skip
 
     # ---- rollout: values, per-token rewards, GAE ------------------------------------------------
 
-    def replace_advantages(self, output: dict, reward_columns: torch.Tensor) -> None:
+    def replace_advantages(self, output: dict, reward_columns: torch.Tensor) -> dict[str, float]:
         """TRL's group advantages -> per-token GAE advantages; adds `old_values`, `returns` and
         `value_mask` (the tokens the value loss regresses: generated, not tool output, scored).
-        `reward_columns`: the batch's gathered (B_total, n_funcs) rewards, as TRL scored them."""
-        args, mode = self.trainer.args, "train" if self.trainer.model.training else "eval"
+        `reward_columns`: the batch's gathered (B_total, n_funcs) rewards, as TRL scored them.
+        Returns the rollout's `ppo/` metrics."""
+        args = self.args
         mask = generated_tokens(output)
         scores, scorable = self._local_scores(reward_columns, mask.size(0))
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
@@ -152,78 +170,80 @@ class PPOCritic:
         scored = mask * scorable[:, None]
         advantages, returns = advantages * scored, returns * scored
         mean, std = global_mean_std(advantages, scored, self._reduce_sum)
-        self._log_rollout(mode, advantages, returns, values, scored, kl, mean, std)
+        metrics = self._rollout_metrics(advantages, returns, values, scored, kl, mean, std)
         if args.whiten_advantages:
             advantages = masked_whiten(advantages, scored, mean, std)
         output.update(advantages=advantages, old_values=values, returns=returns, value_mask=scored)
+        return metrics
 
     def _reduce_sum(self, x: torch.Tensor) -> torch.Tensor:
-        return self.trainer.accelerator.reduce(x, reduction="sum")
+        return self.accelerator.reduce(x, reduction="sum")
 
     def _local_scores(self, columns: torch.Tensor, local_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """This process's completions' scalar rewards (weighted sum of the columns) and which are scorable."""
-        weights = self.trainer.reward_weights.to(columns.device).unsqueeze(0)
+        weights = self.reward_weights.to(columns.device).unsqueeze(0)
         scores = (columns * weights).nansum(dim=1)
         scorable = ~torch.isnan(columns).all(dim=1)
-        start = self.trainer.accelerator.process_index * local_size
+        start = self.accelerator.process_index * local_size
         return scores[start : start + local_size], scorable[start : start + local_size]
 
     def _values(self, ids, attention, prompt_length: int, completion_length: int) -> torch.Tensor:
         """Values of the completion states (B, T), computed in micro-batches like TRL's log-probs."""
-        args = self.trainer.args
-        chunk = args.per_device_train_batch_size if self.trainer.model.training else args.per_device_eval_batch_size
+        args = self.args
+        chunk = args.per_device_train_batch_size if self.policy.training else args.per_device_eval_batch_size
         parts = [self.engine.values(ids[i : i + chunk], attention[i : i + chunk]) for i in range(0, ids.size(0), chunk)]
         return completion_values(torch.cat(parts), prompt_length, completion_length).float()
 
     def _kl_to_reference(self, output: dict, ids, attention) -> torch.Tensor:
         """log pi_old - log pi_ref per completion token (the k1 estimator of RLHF PPO's reward penalty)."""
-        trainer = self.trainer
-        logps = trainer._get_per_token_logps_and_entropies
-        length, chunk = output["completion_ids"].size(1), trainer.args.per_device_train_batch_size
+        logps = self.logps
+        length, chunk = output["completion_ids"].size(1), self.args.per_device_train_batch_size
         policy = output.get("old_per_token_logps")
         if policy is None:
-            policy, _, _ = logps(trainer.model, ids, attention, length, chunk)
+            policy, _, _ = logps(self.policy, ids, attention, length, chunk)
         reference = output.get("ref_per_token_logps")
-        if reference is None and trainer.ref_model is not None:
-            reference, _, _ = logps(trainer.ref_model, ids, attention, length, chunk)
+        if reference is None and self.reference is not None:
+            reference, _, _ = logps(self.reference, ids, attention, length, chunk)
         elif reference is None:  # PEFT: the base model is the policy with its adapter off
             with self._policy().disable_adapter():
-                reference, _, _ = logps(trainer.model, ids, attention, length, chunk)
+                reference, _, _ = logps(self.policy, ids, attention, length, chunk)
         return policy - reference
 
-    def _log_rollout(self, mode, advantages, returns, values, mask, kl, adv_mean, adv_std) -> None:
-        metrics, reduce_sum = self.trainer._metrics[mode], self._reduce_sum
+    def _rollout_metrics(self, advantages, returns, values, mask, kl, adv_mean, adv_std) -> dict[str, float]:
+        reduce_sum = self._reduce_sum
         ret_mean, ret_std = global_mean_std(returns, mask, reduce_sum)
-        metrics["ppo/advantage_mean"].append(adv_mean.item())
-        metrics["ppo/advantage_std"].append(adv_std.item())
-        metrics["ppo/return_mean"].append(ret_mean.item())
-        metrics["ppo/return_std"].append(ret_std.item())
-        metrics["ppo/value_mean"].append(global_mean_std(values, mask, reduce_sum)[0].item())
-        metrics["ppo/explained_variance"].append(explained_variance(values, returns, mask, reduce_sum))
+        metrics = {
+            "ppo/advantage_mean": adv_mean.item(),
+            "ppo/advantage_std": adv_std.item(),
+            "ppo/return_mean": ret_mean.item(),
+            "ppo/return_std": ret_std.item(),
+            "ppo/value_mean": global_mean_std(values, mask, reduce_sum)[0].item(),
+            "ppo/explained_variance": explained_variance(values, returns, mask, reduce_sum),
+        }
         if kl is not None:
-            metrics["ppo/kl_in_reward"].append(global_mean_std(kl, mask, reduce_sum)[0].item())
+            metrics["ppo/kl_in_reward"] = global_mean_std(kl, mask, reduce_sum)[0].item()
+        return metrics
 
     # ---- training: the critic's update after the policy's ---------------------------------------
 
-    def train_on(self, micro_batch: dict) -> None:
-        """The clipped value loss's backward on the micro-batch the policy just trained on."""
-        self.engine.backward(self.value_loss(micro_batch, "train"), self.trainer.current_gradient_accumulation_steps)
+    def train_on(self, micro_batch: dict, accumulation_steps: int) -> dict[str, float]:
+        """The clipped value loss's backward on the micro-batch the policy just trained on; its metrics."""
+        loss, metrics = self.value_loss(micro_batch)
+        self.engine.backward(loss, accumulation_steps)
+        return metrics
 
-    def value_loss(self, inputs: dict, mode: str) -> torch.Tensor:
-        """PPO's clipped value loss on one micro-batch (logged; the caller runs its backward, if any)."""
+    def value_loss(self, inputs: dict) -> tuple[torch.Tensor, dict[str, float]]:
+        """PPO's clipped value loss on one micro-batch and its metrics (the caller runs its backward, if any)."""
         mask = inputs["value_mask"]
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
         values = self.engine.values(ids, attention)
         new_values = completion_values(values, inputs["prompt_ids"].size(1), mask.size(1))
         loss, clip_fraction = clipped_value_loss(
-            new_values.float(), inputs["old_values"], inputs["returns"], mask, self.trainer.args.cliprange_value
+            new_values.float(), inputs["old_values"], inputs["returns"], mask, self.args.cliprange_value
         )
-        gather = self.trainer.accelerator.gather
-        stats = gather(torch.stack([loss.detach(), clip_fraction.detach()])[None]).mean(dim=0)
-        self.trainer._metrics[mode]["ppo/value_loss"].append(stats[0].item())
-        self.trainer._metrics[mode]["ppo/value_clip_frac"].append(stats[1].item())
-        return loss
+        stats = self.accelerator.gather(torch.stack([loss.detach(), clip_fraction.detach()])[None]).mean(dim=0)
+        return loss, {"ppo/value_loss": stats[0].item(), "ppo/value_clip_frac": stats[1].item()}
 
     # ---- checkpoints ------------------------------------------------------------------------------
 

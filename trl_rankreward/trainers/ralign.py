@@ -27,31 +27,37 @@ Example (one GPU; see examples/train_ralign_genrm.py):
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 
 from trl import GRPOConfig
 
 from ..evaluation.genrm_metrics import GenRMCounts
+from ..judging.server_fields import MetaRMFields
 from ..judging.server_settings import METARM
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .base import GRPOTrainerBase
-from .console_log import use_compact_console_log
-from .judge_eval import JudgeEvalConfig, evaluation_summary
-from .model_card import compose_card, describe_judge, redact_urls, training_section
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings, training_algorithm
+from .critic_config import (
+    ADVANTAGE_ESTIMATORS,
+    CriticConfig,
+    critic_card_settings,
+    critic_post_init,
+    training_algorithm,
+)
+from .judge_eval import evaluation_summary
+from .judge_eval_config import JudgeEvalConfig, check_judge_eval
+from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
 
 
 @dataclass
-class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConfig):
+class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
     """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md).
 
-    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) come from
-    `judging.server_settings.METARM`, which checks them; `eval-genrm` uses the same ones.
+    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) are `judging.server_fields.MetaRMFields`,
+    which `eval-genrm` uses too; `__post_init__` checks every field, after TRL's own checks.
     """
 
     advantage_estimator: str = field(
@@ -65,18 +71,21 @@ class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConf
         default="ralign",
         metadata={"help": "'ralign': R_overall (label AND MetaRM-consistent rationale); 'outcome': GenRM-RLVR."},
     )
+    # the reward table's defaults are RAlignRewardValues' (the paper's)
     reward_correct_and_consistent: float = field(
-        default=1.0,
+        default=RAlignRewardValues.correct_and_consistent,
         metadata={
             "help": "Reward of a correct label with a consistent rationale (every correct label in 'outcome' mode)."
         },
     )
     reward_correct_but_spurious: float = field(
-        default=0.0, metadata={"help": "Reward of a correct label whose rationale the MetaRM rejects."}
+        default=RAlignRewardValues.correct_but_spurious,
+        metadata={"help": "Reward of a correct label whose rationale the MetaRM rejects."},
     )
-    reward_wrong: float = field(default=-1.0, metadata={"help": "Reward of a wrong label."})
+    reward_wrong: float = field(default=RAlignRewardValues.wrong, metadata={"help": "Reward of a wrong label."})
     reward_invalid_format: float = field(
-        default=-1.0, metadata={"help": "Reward of an output without a single valid \\boxed{A|B} verdict."}
+        default=RAlignRewardValues.invalid_format,
+        metadata={"help": "Reward of an output without a single valid \\boxed{A|B} verdict."},
     )
     display_seed: int | None = field(
         default=None, metadata={"help": "Seed of the A/B display coin flip; None: use `seed`."}
@@ -91,7 +100,9 @@ class RAlignGenRMConfig(METARM.fields(), JudgeEvalConfig, CriticConfig, GRPOConf
     )
 
     def __post_init__(self):
-        super().__post_init__()
+        critic_post_init(self)  # TRL's checks and the critic's
+        check_judge_eval(self)
+        self.metarm_base_urls = METARM.settings(self).base_urls
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")
         self.reward_values()  # validates the table
@@ -179,6 +190,9 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             None: built from `args.metarm_*` in "ralign" mode (`rewards.ralign_release.build_meta_judge`).
     """
 
+    _tag_names = [*GRPOTrainerBase._tag_names, "r-align", "genrm"]
+    _paper = {"title": "R-Align", "citation": CITATIONS["ralign"]}
+
     def __init__(self, model, args: RAlignGenRMConfig, train_dataset=None, eval_dataset=None, *,
                  meta_judge=None, **kwargs):  # fmt: skip
         if not isinstance(args, RAlignGenRMConfig):
@@ -206,23 +220,16 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             eval_dataset=eval_dataset,
             **kwargs,
         )
-        use_compact_console_log(self)
 
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
-        """TRL's card plus how the GenRM was trained: R-Align's reward table, the MetaRM and its cost.
-        `dataset_label` names the dataset in that section when it is not a Hub id (a local file)."""
-        tags = [tags] if isinstance(tags, str) else list(tags or [])
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name,
-                                  tags=[*tags, "trl-rankreward", "r-align", "genrm"])  # fmt: skip
-        if not self.is_world_process_zero():
-            return
+    def _card_section(self, dataset: str | None) -> str:
+        """How the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""
         args, judge = self.args, self.ralign.meta_judge
         ledger = getattr(judge, "ledger", None)
         usage = {"MetaRM calls": ledger.calls if ledger else 0,
                  "MetaRM prompt tokens": ledger.prompt_tokens if ledger else 0,
                  "MetaRM completion tokens": ledger.completion_tokens if ledger else 0,
                  "training steps": self.state.global_step}  # fmt: skip
-        section = training_section(
+        return training_section(
             method="ralign",
             algorithm=training_algorithm(args),
             settings={
@@ -236,13 +243,11 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             },  # fmt: skip
             judge=redact_urls(describe_judge(judge), list(args.metarm_base_urls or [])),
             base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=dataset_label or dataset_name,
+            dataset=dataset,
             usage=usage,
             method_state={},
             evaluation=evaluation_summary(self),
         )
-        compose_card(os.path.join(args.output_dir, "README.md"), section, method="ralign",
-                     model_ref=args.hub_model_id or args.output_dir)  # fmt: skip
 
     @staticmethod
     def _with_genrm_prompts(dataset, seed: int, protocol):

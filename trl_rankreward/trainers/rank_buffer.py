@@ -28,7 +28,7 @@ class RankBufferGRPOConfig(RankBufferOptions, JudgeRewardGRPOConfig):
     reward_method: str = field(default="rank_buffer", metadata={"help": "Fixed to 'rank_buffer' for this trainer."})
 
     def __post_init__(self):
-        super().__post_init__()  # TRL's, the judge's and RankBufferOptions' checks
+        JudgeRewardGRPOConfig.__post_init__(self)  # the one path: TRL's, the judges', RankBufferOptions' checks
         if self.buffer_init == "bootstrap" and self.k0 > self.num_generations:
             raise ValueError(
                 f"buffer_init='bootstrap' takes k0={self.k0} anchors from the first group, but num_generations="

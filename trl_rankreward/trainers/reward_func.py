@@ -57,9 +57,9 @@ def as_reward_func(
     *,
     num_generations: int,
     num_generations_eval: int | None = None,
-    judge_stop_after_failed_batches: int = 3,
-    judge_failure_window: int = 20,
-    judge_max_neutral_fraction: float = 0.5,
+    judge_stop_after_failed_batches: int = JudgeCircuitBreaker.max_failed_batches,
+    judge_failure_window: int = JudgeCircuitBreaker.window,
+    judge_max_neutral_fraction: float = JudgeCircuitBreaker.max_neutral_fraction,
     resume_with_fresh_state: bool = False,
 ) -> GroupRewardFunction:
     """`method` as a TRL reward function; pass `callbacks=[fn.callback]` to the trainer too.

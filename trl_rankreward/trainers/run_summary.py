@@ -8,17 +8,14 @@ the anchors), so the block points to where they are counted instead of guessing.
 "processes: 1" here. `resume_message` says which checkpoint a run resumed from and what it
 restored: the method's state (RankBuffer's buffer count and sizes), the judge totals and the
 neutral groups so far. Both are plain text from plain values; the trainers print them.
-
-Counting (TRL 1.16): an optimizer step trains on `per_device_train_batch_size x processes x
-gradient_accumulation_steps` completions, G per query, each generation batch reused
-`num_iterations` times; so it judges completions / (G x num_iterations) groups per step, and an
-epoch (every training query once) is `queries x G x num_iterations / completions` steps.
+The counts per step are `evaluation.step_counts`'s, as the cost estimate of a config counts them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..evaluation.step_counts import step_counts
 from .reward_state import Restored
 
 
@@ -35,8 +32,10 @@ def startup_message(
     judge: str,
 ) -> str:
     """The start-up block (module docstring). `queries`: training queries per epoch (None: not known)."""
-    completions = per_device_batch * processes * gradient_accumulation
-    groups = completions / (num_generations * num_iterations)
+    counts = step_counts(per_device_batch=per_device_batch, processes=processes,
+                         gradient_accumulation=gradient_accumulation, num_generations=num_generations,
+                         num_iterations=num_iterations, dataset_queries=queries)  # fmt: skip
+    completions, groups = counts.completions, counts.queries
     reuse = f", each batch trained on {num_iterations} times" if num_iterations > 1 else ""
     lines = [
         "trl-rankreward: training run",
@@ -46,9 +45,8 @@ def startup_message(
         f"  queries per step:       {_count(groups)} group{'' if groups == 1 else 's'} of G={num_generations} "
         f"judged{reuse}",
     ]
-    if queries:
-        per_epoch = queries * num_generations * num_iterations / completions
-        lines.append(f"  steps per epoch:        {_count(per_epoch)} ({queries} queries); max_steps {max_steps}")
+    if counts.steps_per_epoch is not None:
+        lines.append(f"  steps per epoch:        {_count(counts.steps_per_epoch)} ({queries} queries); max_steps {max_steps}")
     else:
         lines.append(f"  max_steps:              {max_steps}")
     lines += [

@@ -7,6 +7,12 @@ from typing import Literal, Protocol, runtime_checkable
 
 BackendFailure = Literal["transport", "timeout", "http", "malformed"]
 
+#: decoding defaults of a judge call (a judge answers in a few hundred tokens, greedily) ...
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TEMPERATURE = 0.0
+#: ... and of a GenRM, which writes a rationale before its verdict
+GENRM_MAX_TOKENS = 4096
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -61,7 +67,7 @@ class ChatBackend(Protocol):
         self,
         messages: list[dict],
         *,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
+        temperature: float = DEFAULT_TEMPERATURE,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         response_format: dict | None = None,
     ) -> Completion: ...

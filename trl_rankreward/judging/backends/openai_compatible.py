@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import httpx
 import openai
 
-from .base import BackendError, Completion
+from .base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, BackendError, Completion
 from .replica_pool import ReplicaPool
 
 _START_CHECK_TIMEOUT_S = 5.0
@@ -164,8 +164,8 @@ class OpenAICompatibleBackend:
         self,
         messages: list[dict],
         *,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
+        temperature: float = DEFAULT_TEMPERATURE,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         response_format: dict | None = None,
     ) -> Completion:
         """One chat completion from the least loaded live replica; raises `BackendError` if it fails."""

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..local_models import is_partitioned, outside_zero3
-from .base import Completion
+from .base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, Completion
 
 
 @dataclass(eq=False)  # compared by identity: equal requests are distinct calls
@@ -87,8 +87,8 @@ class TransformersBackend:
         self,
         messages: list[dict],
         *,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
+        temperature: float = DEFAULT_TEMPERATURE,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         response_format: dict | None = None,
     ) -> Completion:
         loop = asyncio.get_running_loop()
