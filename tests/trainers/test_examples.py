@@ -52,7 +52,7 @@ def test_paper_config_matches_table_7():
     assert model_args.model_name_or_path == "Qwen/Qwen3-8B"
     assert args.judge_model == "Qwen/Qwen3-30B-A3B-Instruct-2507" and args.judge_base_urls
     assert (args.num_generations, args.learning_rate, args.lambda_fmt) == (8, 1e-6, 0.2)
-    assert (args.k0, args.inactivity_epochs, args.buffer_init) == (4, 3, "nectar")
+    assert (args.k0, args.inactivity_epochs, args.buffer_init) == (4, 3, "references")
     assert (args.temperature, args.top_p, args.top_k) == (0.6, 0.95, 20)
     assert (script_args.max_prompt_length, args.max_completion_length) == (4096, 4096)
     # 20 queries per step: per-device batch x 4 processes x accumulation = 20 x G completions.

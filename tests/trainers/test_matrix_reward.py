@@ -75,12 +75,12 @@ def test_protocol_reaches_the_judge(protocol, tiny_model_dir, tiny_dataset, tmp_
 
 
 def test_options_reach_the_method(tiny_model_dir, tiny_dataset, tmp_path):
-    args = config(tmp_path, both_orders=True, extractor="svd", svd_variance=0.9, fusion="additive",
+    args = config(tmp_path, both_orders=True, matrix_weighting="svd", svd_variance=0.9, fusion="additive",
                   mixture_alpha=0.3, aggregation="topsis", ideals="theoretical", distance="mahalanobis",
                   lambda_fmt=0.2, thinking_format=True)  # fmt: skip
     method = make_trainer(tiny_model_dir, tiny_dataset, args, oracle()).reward_method
     assert method.options == MatrixRewardOptions(
-        lambda_fmt=0.2, protocol="explicit", both_orders=True, extractor="svd", fusion="additive", mixture_alpha=0.3,
+        lambda_fmt=0.2, protocol="explicit", both_orders=True, matrix_weighting="svd", fusion="additive", mixture_alpha=0.3,
         ideals="theoretical", distance="mahalanobis", aggregation="topsis", svd_variance=0.9)  # fmt: skip
     assert method.lambda_fmt == 0.2 and method.answer_format.thinking
 
@@ -90,13 +90,13 @@ def test_options_reach_the_method(tiny_model_dir, tiny_dataset, tmp_path):
     [
         (dict(protocol="pointwise", both_orders=True), "both_orders=True.*protocol='pointwise'"),
         (dict(mixture_alpha=0.3), "mixture_alpha=0.3 has no effect with fusion='game'"),
-        (dict(svd_variance=0.9), "svd_variance=0.9 has no effect with extractor='critic'"),
-        (dict(fusion="prior_only", extractor="entropy"), "extractor='entropy' has no effect with fusion='prior_only'"),
+        (dict(svd_variance=0.9), "svd_variance=0.9 has no effect with matrix_weighting='variation_correlation'"),
+        (dict(fusion="prior_only", matrix_weighting="entropy"), "matrix_weighting='entropy' has no effect with fusion='prior_only'"),
         (dict(aggregation="weighted_sum", ideals="theoretical"), "ideals='theoretical'.*aggregation='weighted_sum'"),
         (dict(aggregation="weighted_sum", distance="mahalanobis"), "distance='mahalanobis'.*aggregation='weighted_"),
         (dict(protocol="listwise"), "protocol must be one of"),
         (dict(fusion="additive", mixture_alpha=1.5), r"mixture_alpha must be in \[0, 1\], got 1.5"),
-        (dict(extractor="svd", svd_variance=0.0), r"svd_variance must be in \(0, 1\]"),
+        (dict(matrix_weighting="svd", svd_variance=0.0), r"svd_variance must be in \(0, 1\]"),
         (dict(reward_method="pointwise"), "reward_method='pointwise'.*JudgeRewardGRPOConfig"),
         (dict(reward_method_kwargs={"protocol": "implicit"}), "reward_method_kwargs.*own fields"),
     ],
@@ -109,12 +109,12 @@ def test_config_checks_name_the_fields(overrides, message, tmp_path):
 def test_config_defaults_are_the_papers_method(tmp_path):
     args = config(tmp_path)
     assert (args.reward_method, args.protocol, args.both_orders) == ("matrix", "explicit", False)
-    assert (args.extractor, args.fusion, args.ideals, args.distance, args.aggregation) == (
-        "critic", "game", "observed", "euclidean", "topsis")  # fmt: skip
+    assert (args.matrix_weighting, args.fusion, args.ideals, args.distance, args.aggregation) == (
+        "variation_correlation", "game", "observed", "euclidean", "topsis")  # fmt: skip
     assert args.lambda_fmt == 1.0
     # Ablation settings with their own options pass.
     config(tmp_path, fusion="additive", mixture_alpha=0.1)
-    config(tmp_path, extractor="svd", svd_variance=0.85, aggregation="weighted_sum")
+    config(tmp_path, matrix_weighting="svd", svd_variance=0.85, aggregation="weighted_sum")
 
 
 def test_trainer_rejects_another_config(tiny_model_dir, tiny_dataset, tmp_path):

@@ -15,7 +15,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 datasets = pytest.importorskip("datasets")
 pytest.importorskip("torch")
 
-from tests.trainers.test_examples import load_example  # noqa: E402
 from tests.trainers.test_ralign import PAIRS, _config, _pairs  # noqa: E402
 from tests.trainers.test_ralign import genrm_model as genrm_model  # noqa: E402, F401  (the fixture)
 from trl_rankreward.rewards.ralign_release import RAlignRelease, pair_block  # noqa: E402
@@ -65,15 +64,15 @@ def test_downstream_genrm_reward_asks_in_the_release_layout(tmp_path):
     from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.rewards.genrm_reward import GenRMPairwiseReward
+    from trl_rankreward.trainers.builders import build_training_judge
 
     release_dir = write_fake_release(tmp_path / "R-Align")
     release = RAlignRelease.load(release_dir)
-    script = load_example("train_genrm_rlhf")
     with serve_chat_script(_scripted) as server:
         args = JudgeRewardGRPOConfig(output_dir=str(tmp_path), reward_method="genrm", judge_base_urls=[server.url],
                                      judge_model="genrm", reward_method_kwargs={"r_align_release": str(release_dir)},
                                      num_generations=2, per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
-        judge = script.genrm_judge(args)
+        judge = build_training_judge(args, genrm_format=True)
         method = GenRMPairwiseReward(judge, args.method_options())
         group = Group("q1", "Name a prime.", (), ("7 is prime.", "9 is prime."), references=("7 is a prime number.",))
         (result,) = asyncio.run(method.score([group], epoch=0, step=0))
