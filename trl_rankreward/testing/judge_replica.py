@@ -38,9 +38,15 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler
 
-from .scripted_judge import LoopbackServer, TextQualityJudge, answer_for_prompt, distinct_words, message_content
+from .scripted_judge import (
+    JSONHandler,
+    LoopbackServer,
+    TextQualityJudge,
+    answer_for_prompt,
+    distinct_words,
+    message_content,
+)
 
 _TOKEN = re.compile(r"\w{1,4}|[^\w\s]")
 #: chat-template tokens per message (`<|im_start|>role\n ... <|im_end|>\n`) and for the generation prompt
@@ -160,11 +166,8 @@ def serve_judge_replica(
         control.stop()
 
 
-class _ReplicaHandler(BaseHTTPRequestHandler):
-    """HTTP/1.0: one request per connection (nothing lingers after a stop)."""
-
-    def log_message(self, format, *args):
-        pass
+class _ReplicaHandler(JSONHandler):
+    """The replica's routes."""
 
     @property
     def control(self) -> _Control:
@@ -228,14 +231,6 @@ class _ReplicaHandler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, message: str, code: int | str | None = None) -> None:
         self._send(status, {"error": {"message": message, "type": "BadRequestError", "param": None, "code": code}})
-
-    def _send(self, status: int, payload: dict) -> None:
-        body = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 def main() -> None:

@@ -226,11 +226,24 @@ def serve_scripted_judge(
         thread.join(timeout=5)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    """HTTP/1.0 (the stdlib default): one request per connection, so nothing lingers after stop."""
+class JSONHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.0 handler (the stdlib default: one request per connection, so nothing lingers
+    after a stop) that answers JSON; the scripted servers' handlers build on it."""
 
     def log_message(self, format, *args):  # tests read results, not access logs
         pass
+
+    def _send(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _Handler(JSONHandler):
+    """The scripted judge's routes."""
 
     def do_GET(self):
         if self.path.rstrip("/") != "/v1/models":
@@ -278,13 +291,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
         self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
 
-    def _send(self, status: int, payload: dict) -> None:
-        body = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 def message_content(message: dict) -> str:
