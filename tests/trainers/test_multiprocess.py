@@ -18,19 +18,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.timeout(600)
-def test_split_groups_are_judged_whole_once(tiny_model_dir, tiny_dataset, tmp_path):
-    out = tmp_path / "out"
-    out.mkdir()
+def launch_two_processes(script: str, *args: str) -> None:
+    """Run tests/trainers/SCRIPT on two gloo processes with `accelerate launch`; fail with its output tail."""
     command = [
         sys.executable, "-m", "accelerate.commands.launch",
         "--config_file", str(ROOT / "accelerate_configs" / "multi_cpu.yaml"),
         "--main_process_port", str(_free_port()),
-        str(ROOT / "tests" / "trainers" / "multiprocess_train.py"), tiny_model_dir, tiny_dataset, str(out),
+        str(ROOT / "tests" / "trainers" / script), *args,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.timeout(600)
+def test_split_groups_are_judged_whole_once(tiny_model_dir, tiny_dataset, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    launch_two_processes("multiprocess_train.py", tiny_model_dir, tiny_dataset, str(out))
 
     groups = [json.loads(line) for line in (out / "groups.jsonl").read_text().splitlines()]
     # Global batch = 2 processes x 2 rollouts = one group of G=4 per step, half on each process.

@@ -6,10 +6,7 @@ None and the circuit breaker, and a call from inside a running event loop (a not
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, tiny_config
-from tests.trainers.test_multiprocess import _free_port
+from tests.trainers.test_multiprocess import launch_two_processes
 from tests.trainers.test_rank_buffer import distinct_chars
 from trl_rankreward import as_reward_func
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
@@ -43,15 +40,7 @@ def plain_trainer(model_dir, dataset_path, fn, output_dir, *callbacks, eval_data
 def test_two_processes_judge_each_split_group_whole_once(tiny_model_dir, tiny_dataset, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(ROOT / "accelerate_configs" / "multi_cpu.yaml"),
-        "--main_process_port", str(_free_port()),
-        str(ROOT / "tests" / "trainers" / "reward_func_multiprocess_train.py"), tiny_model_dir, tiny_dataset, str(out),
-    ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    launch_two_processes("reward_func_multiprocess_train.py", tiny_model_dir, tiny_dataset, str(out))
 
     groups = [json.loads(line) for line in (out / "groups.jsonl").read_text().splitlines()]
     # Global batch = 2 processes x 2 rollouts = one group of G=4 per step, half on each process. The method
