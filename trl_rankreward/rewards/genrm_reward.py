@@ -239,7 +239,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
     @classmethod
     def for_run(cls, judge, options: GenRMOptions, run: RunContext) -> GenRMPairwiseReward:
         """Lengths in the policy's tokens where the run gives them (`run.length_fn`)."""
-        return cls(judge, options, answer_format=run.answer_format, length_fn=run.length_fn)
+        return cls(judge, options, answer_format=run.answer_format, seed=run.seed, length_fn=run.length_fn)
 
     def penalty(self, answer: str, reference: str) -> float:
         """Length penalty of a final answer against a reference (thinking removed from both)."""
