@@ -37,7 +37,7 @@ def prepare_nectar(
     """
     require_columns(source, NECTAR_COLUMNS, _SCHEMA)
 
-    def convert(row: dict) -> dict:
+    def convert(index: int, row: dict) -> dict:
         answers = list_entries(row, "answers", NECTAR_COLUMNS, count=num_answers, fields=_ANSWER_FIELDS, schema=_SCHEMA)
         if any(not (a["answer"] or "").strip() for a in answers):
             raise Ineligible("empty answer")

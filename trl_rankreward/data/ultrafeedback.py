@@ -46,7 +46,7 @@ def prepare_ultrafeedback(
     """Sample `num_queries` instructions with `seed`; references sorted by overall score, best first."""
     require_columns(source, ULTRAFEEDBACK_COLUMNS, _SCHEMA)
 
-    def convert(row: dict) -> dict:
+    def convert(index: int, row: dict) -> dict:
         completions = list_entries(
             row, "completions", ULTRAFEEDBACK_COLUMNS, count=num_answers, fields=_COMPLETION_FIELDS, schema=_SCHEMA
         )
