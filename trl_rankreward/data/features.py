@@ -45,6 +45,20 @@ PAIRWISE_FEATURES = Features(
 )
 
 
+def ranked_row(messages: list[dict], references: list[str], models: list[str], source: str, **columns) -> dict:
+    """One row of `RANKED_FEATURES`: references best first, no rubrics yet; `columns` adds more
+    (UltraFeedback's `reference_scores`)."""
+    return {
+        "prompt": messages,
+        "query_id": query_id(messages),
+        "rubrics": [],
+        "references": references,
+        "reference_models": models,
+        "source": source,
+        **columns,
+    }
+
+
 def preference_row(
     source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="", **fields: str
 ) -> dict:
