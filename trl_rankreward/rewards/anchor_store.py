@@ -69,7 +69,6 @@ class InMemoryAnchorStore:
             self.put(text)
 
     def put(self, text: str) -> str:
-        """Store `text` (if new) and return its key."""
         key = text_id(text)
         stored = self._texts.setdefault(key, text)
         if stored != text:
@@ -83,7 +82,6 @@ class InMemoryAnchorStore:
             raise KeyError(f"Anchor key {key!r} is not in the in-memory anchor store") from None
 
     def missing(self, keys: Iterable[str]) -> list[str]:
-        """The keys of `keys` that the store does not hold (sorted, unique)."""
         return sorted({k for k in keys if k not in self._texts})
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:

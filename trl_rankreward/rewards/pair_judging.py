@@ -49,16 +49,8 @@ async def judge_pairs(
 
     Raises `GroupJudgingFailed` when any comparison failed after the judge's retries.
     """
-    outcomes = await asyncio.gather(
-        *(
-            ask_pair(
-                judge,
-                group.request(PairwiseRequest, step=step, a=a, b=b),
-                both_orders=both_orders,
-            )
-            for a, b in pairs
-        )
-    )
+    requests = [group.request(PairwiseRequest, step=step, a=a, b=b) for a, b in pairs]
+    outcomes = await asyncio.gather(*(ask_pair(judge, r, both_orders=both_orders) for r in requests))
     return [float(s) for s in require(outcomes)]
 
 

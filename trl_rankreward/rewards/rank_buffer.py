@@ -63,7 +63,7 @@ from .anchor_buffer import Anchor, AnchorBuffer
 from .anchor_store import AnchorStore, InMemoryAnchorStore
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, RunContext, require
 from .buffer_manager import BufferManager, LLMManager, RuleManager, changes
-from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally
+from .display_audit import DETAILS_KEY, RESHUFFLE_CHECK_HELP, ask_listwise, check_reshuffle, new_tally
 from .options import DataNeeds, MethodOptions, check_int
 from .query_buffers import QueryBuffers
 from .rank_buffer_metrics import buffer_step_metrics, ranked_details
@@ -114,13 +114,7 @@ class AnchorBufferOptions(MethodOptions):
     inactivity_epochs: int = field(
         default=3, metadata={"help": "H: an anchor inactive for H epochs is pruned (Algorithm 2)."}
     )
-    reshuffle_check: float = field(
-        default=0.0,
-        metadata={
-            "help": "Fraction of listwise calls also asked under another display shuffle, to test whether the judge "
-            "copies the displayed order (`rank/listwise_reshuffle_agreement`); extra judge calls, rewards unchanged."
-        },
-    )
+    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
     anchor_store: str = field(
         default="sqlite",
         metadata={
