@@ -88,7 +88,8 @@ class PointwiseRubricReward(GroupRewardMethod):
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         scores = await judge_points(self.judge, group, candidates.answers, None, step)
-        details = {"requests": len(scores), "rounds": 1 if scores else 0, "score_mean": fmean(scores) if scores else 0.0}
+        mean = fmean(scores) if scores else 0.0
+        details = {"requests": len(scores), "rounds": 1 if scores else 0, "score_mean": mean}
         return ScoreOutcome([2.0 * s / 10.0 - 1.0 for s in scores], invalid_reward=-1.0, details=details)
 
 
