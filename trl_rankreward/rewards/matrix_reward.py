@@ -42,9 +42,9 @@ from .matrix_math import (
     FUSIONS,
     IDEALS,
     MATRIX_WEIGHTINGS,
+    check_reward_options,
     matrix_reward,
     pair_indices,
-    reward_options,
     win_rate_matrix,
 )
 from .options import DataNeeds, MethodOptions
@@ -144,7 +144,7 @@ class MatrixRewardOptions(MethodOptions):
         if self.matrix_weighting == "critic":  # the value of the 0.1 example configs (`extractor: critic`)
             self.matrix_weighting = "variation_correlation"
         super().__post_init__()
-        reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
+        check_reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
         self._check_unused_options()
 
     def math_options(self) -> dict[str, Any]:
