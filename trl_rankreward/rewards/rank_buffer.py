@@ -86,13 +86,8 @@ _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
 @dataclass
 class AnchorBufferOptions(MethodOptions):
     """The options of every method that ranks against a per-query anchor buffer (`RankBufferOptions`,
-    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store, the reshuffle check.
-
-    Where the anchor texts live: `anchor_store="memory"` keeps them (and the buffers) in memory and
-    in every checkpoint's state file. `anchor_store="sqlite"` keeps both in the SQLite file
-    `anchor_store_path`; without a path, `RankBufferGRPOTrainer` uses `{output_dir}/anchors.sqlite`,
-    and a method built outside a trainer keeps them in memory (pass a path, or a store object as
-    `RankBufferReward(..., store=...)`, to keep them in a file).
+    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store (a store object
+    can also be given as `RankBufferReward(..., store=...)`), the reshuffle check.
     """
 
     lambda_fmt: float = field(
@@ -150,7 +145,7 @@ class AnchorBufferOptions(MethodOptions):
         return DataNeeds(references=1 if self.buffer_init == "references" else 0)
 
     def open_store(self) -> AnchorStore:
-        """The anchor store these options name (class docstring: memory when no path is known)."""
+        """The anchor store these options name (memory when no path is known: `anchor_store_path`)."""
         if self.anchor_store == "sqlite" and self.anchor_store_path is not None:
             return SQLiteAnchorStore(self.anchor_store_path)
         return InMemoryAnchorStore()

@@ -142,10 +142,8 @@ class SQLiteAnchorStore:
     ~9 ms each, seconds per step at 512 queries (docs/performance.md); after a power loss the
     last commits may be gone, as may the checkpoint files written with them.
 
-    Opening checks the file cheaply (SQLite header, length, schema marker or table) and raises
-    `AnchorStoreError` naming it; SQLite errors later on are raised as `AnchorStoreError` too.
-    `export(path, ...)` writes texts, buffer structures or both to a new store file atomically
-    (checkpoints: `rewards.anchor_checkpoint`) and `merge_from(path)` adds a file's texts back. With `read_only=True` the file
+    Opening checks the file cheaply (SQLite header, length, schema marker or table; module docstring);
+    SQLite errors later on are raised as `AnchorStoreError` too. With `read_only=True` the file
     must exist and is neither changed nor marked.
     """
 
