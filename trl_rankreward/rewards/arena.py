@@ -16,16 +16,14 @@ from itertools import groupby
 from ..judging.seeding import seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, RankOutcome
 from .options import MethodOptions
-from .pair_judging import judge_pairs, match_player, requests_per_match, single_elimination
+from .pair_judging import BOTH_ORDERS_HELP, judge_pairs, match_player, requests_per_match, single_elimination
 
 
 @dataclass
 class ArenaOptions(MethodOptions):
     """`ArenaReward`'s options (see its docstring)."""
 
-    both_orders: bool = field(
-        default=True, metadata={"help": "Judge each match in both display orders (the paper's setting)."}
-    )
+    both_orders: bool = field(default=True, metadata={"help": BOTH_ORDERS_HELP + " On: the paper's setting."})
 
 
 class ArenaReward(GroupRewardMethod):

@@ -27,6 +27,9 @@ from ..judging.protocol import Judge
 from ..judging.requests import PairwiseRequest
 from .base import Group, require
 
+#: the help of the pairwise methods' `both_orders` option
+BOTH_ORDERS_HELP = "Judge each comparison in both display orders and average (2 requests per comparison)."
+
 
 def all_pairs(n: int) -> list[tuple[int, int]]:
     """Every unordered pair (i, j), i < j, of `range(n)`: C(n, 2) pairs."""

@@ -18,17 +18,14 @@ from dataclasses import dataclass, field
 
 from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
 from .options import DataNeeds, MethodOptions
-from .pair_judging import all_pairs, judge_pairs, requests_per_match, shared_ranks, win_rates
+from .pair_judging import BOTH_ORDERS_HELP, all_pairs, judge_pairs, requests_per_match, shared_ranks, win_rates
 
 
 @dataclass
 class PairwiseOptions(MethodOptions):
     """Options of the pairwise methods: RRC-SCR's and RRC-AGR's (Pairwise Rank adds `ties`)."""
 
-    both_orders: bool = field(
-        default=False,
-        metadata={"help": "Judge each comparison in both display orders and average (2 requests per comparison)."},
-    )
+    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
 
 
 @dataclass

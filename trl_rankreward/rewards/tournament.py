@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..judging.seeding import seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
 from .options import MethodOptions, check_int
-from .pair_judging import match_player, requests_per_match, single_elimination
+from .pair_judging import BOTH_ORDERS_HELP, match_player, requests_per_match, single_elimination
 
 
 @dataclass
@@ -25,9 +25,7 @@ class TournamentOptions(MethodOptions):
         default=3,
         metadata={"help": "Independently shuffled single-elimination brackets per group (RankBuffer App. E uses 3)."},
     )
-    both_orders: bool = field(
-        default=False, metadata={"help": "Judge each match in both display orders (2 requests per match)."}
-    )
+    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
 
     def __post_init__(self):
         super().__post_init__()
