@@ -147,10 +147,8 @@ def prepare_skywork(
 def prepare_code_preference_pairs(
     source: datasets.Dataset, *, num_pairs: int | None = 8000, seed: int = 42
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Code-Preference-Pairs -> pairs (`input` is the prompt, `accepted` the preferred response).
-
-    Default: 8,000 pairs, the first usable rows of `Dataset.shuffle(seed=42)` as in RM-R1.
-    """
+    """Code-Preference-Pairs -> pairs (`input` is the prompt, `accepted` the preferred response); by
+    default 8,000, as RM-R1 took (module docstring)."""
     schema = "Vezora/Code-Preference-Pairs"
     require_columns(source, CODE_PAIRS_COLUMNS, schema)
 

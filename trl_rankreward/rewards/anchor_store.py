@@ -63,10 +63,8 @@ class InMemoryAnchorStore:
     """Anchor texts in a dict keyed by `text_id(text)`; the buffers live in memory too and both
     travel in the method's state file."""
 
-    def __init__(self, texts: dict[str, str] | None = None):
+    def __init__(self):
         self._texts: dict[str, str] = {}
-        for text in (texts or {}).values():
-            self.put(text)
 
     def put(self, text: str) -> str:
         key = text_id(text)
