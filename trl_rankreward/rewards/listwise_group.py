@@ -25,14 +25,7 @@ from typing import Any
 
 from ..judging.requests import ListwiseRequest
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, require
-from .display_audit import (
-    DETAILS_KEY,
-    RESHUFFLE_CHECK_HELP,
-    ask_listwise,
-    check_reshuffle,
-    new_tally,
-    tally_metrics,
-)
+from .display_audit import DETAILS_KEY, RESHUFFLE_CHECK_HELP, ask_listwise, check_reshuffle, new_tally, tally_metrics
 from .options import MethodOptions
 from .verdicts import check_order
 

@@ -41,12 +41,7 @@ def requests_per_match(both_orders: bool) -> int:
 
 
 async def judge_pairs(
-    judge: Judge,
-    group: Group,
-    pairs: Sequence[tuple[str, str]],
-    *,
-    step: int,
-    both_orders: bool = False,
+    judge: Judge, group: Group, pairs: Sequence[tuple[str, str]], *, step: int, both_orders: bool = False
 ) -> list[float]:
     """Score of `a` against `b` for each text pair, judged concurrently.
 

@@ -51,11 +51,8 @@ class ReferenceWinRateOptions(PairwiseOptions):
 
 
 class _AllPairsMethod(GroupRewardMethod):
-    """Judges every unordered pair of unique valid answers once (C(U, 2) logical comparisons).
-
-    Options (`PairwiseOptions`): both_orders: judge each pair in both display orders and average
-    (2 requests per pair).
-    """
+    """Judges every unordered pair of unique valid answers once (C(U, 2) logical comparisons); options:
+    `PairwiseOptions`."""
 
     options_class = PairwiseOptions
 
