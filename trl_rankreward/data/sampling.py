@@ -4,7 +4,8 @@ The papers sample a fixed number of queries with a seed (RankBuffer Sec. 4.1: 1,
 queries, seed 42; MatrixReward Sec. 4: 2,560 UltraFeedback queries). We shuffle the row
 indices with `random.Random(seed)` and walk them in that order, converting each row and
 keeping it unless it is ineligible (reason counted) or repeats a kept `query_id`, until
-`n` rows are kept. Only the rows walked are read, so sampling 1,000 of 183k is quick.
+`n` rows are kept. Only the rows walked are read, so sampling 1,000 of 183k is quick. The RM-R1
+pairs (`rmr1`) walk their own order and key on `pair_id`.
 """
 
 from __future__ import annotations
