@@ -32,9 +32,9 @@ class ArenaReward(GroupRewardMethod):
     1. Seed round: the first valid rollout's answer is the seed; every other unique answer
        u is judged against it, giving its anchor score a_u in [0, 1] (the seed's own is 1/2).
     2. Tournament: answers are seeded by decreasing a_u (equal scores in a random order from
-       the method's seed, the run's), placed in a standard bracket (seed 1 meets seed 2 only in the final; the
-       best seeds get the byes when U is not a power of two) and play a knockout. A tied
-       match is won by the higher-seeded answer.
+       the method's seed, the run's), placed in a standard bracket (seed 1 meets seed 2 only in
+       the final; the best seeds get the byes when U is not a power of two) and play a knockout.
+       A tied match is won by the higher-seeded answer.
     3. Order: by rounds survived in the tournament (champion best), then by anchor score;
        answers equal on both share a place. Rewards are the package's rank rewards over
        that order (RankBuffer Eq. 9, in [-1, 1], tie blocks share their mean position);
