@@ -122,3 +122,14 @@ def download_ralign_repo(repo_id: str) -> Path:
     from huggingface_hub import snapshot_download
 
     return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.jsonl", "**/*.jsonl"]))
+
+
+__all__ = [
+    "HUB_REPOS",
+    "REQUIRED_FIELDS",
+    "RAlignRowError",
+    "is_ralign_file",
+    "load_ralign_files",
+    "ralign_pair",
+    "read_ralign_file",
+]

@@ -168,3 +168,17 @@ def _draw(request: ListwiseRequest, seed: int) -> float:
     """The request's uniform draw for the shuffle check: `seeded_rng(seed, "reshuffle_check", query_id, step, text ids)`."""
     ids = tuple(text_id(t) for t in request.candidates)
     return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
+
+
+__all__ = [
+    "DETAILS_KEY",
+    "RESHUFFLE_CHECK_HELP",
+    "ask_listwise",
+    "audit_answer",
+    "check_reshuffle",
+    "judge_seed",
+    "kendall_tau",
+    "new_tally",
+    "tally_metrics",
+    "twin_request",
+]

@@ -276,3 +276,6 @@ class GenRMPairwiseReward(GroupRewardMethod):
             if values:
                 out[f"genrm/{key}"] = sum(values) / len(values)
         return out
+
+
+__all__ = ["GenRMJudge", "GenRMOptions", "GenRMPairwiseReward", "length_penalty", "word_count"]

@@ -219,3 +219,21 @@ def genrm_row(row: dict, seed: int) -> dict:
         "display_order": order,
         "display_label": to_display(row["label"], order),
     }
+
+
+__all__ = [
+    "GENRM_PROMPT",
+    "GENRM_SYSTEM",
+    "Label",
+    "Order",
+    "display_order",
+    "displayed_pair",
+    "genrm_messages",
+    "genrm_row",
+    "pair_key",
+    "parse_verdict",
+    "prompt_text",
+    "to_canonical",
+    "to_display",
+    "visible_text",
+]

@@ -68,3 +68,6 @@ class ListwiseGroupReward(GroupRewardMethod):
         out = super().step_metrics(results)
         out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.options.reshuffle_check))
         return out
+
+
+__all__ = ["ListwiseGroupOptions", "ListwiseGroupReward"]

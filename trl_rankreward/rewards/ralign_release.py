@@ -325,3 +325,19 @@ class ReleaseMetaJudge:
             request_kind="meta", what=f"MetaRM request (pair {request.query_id!r})",
             temperature=self.temperature, max_tokens=self.max_tokens,
         )  # fmt: skip
+
+
+__all__ = [
+    "RAlignRelease",
+    "ReleaseError",
+    "ReleaseMetaJudge",
+    "ReleaseMetaRequest",
+    "answer_once",
+    "build_meta_judge",
+    "drop_thinking",
+    "first_boxed_verdict",
+    "joined_text",
+    "meta_verdict",
+    "pair_block",
+    "read_string_constant",
+]

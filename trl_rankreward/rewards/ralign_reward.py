@@ -244,3 +244,19 @@ class RAlignReward:
 
     def _result(self, verdict: Label | None, status: Status, failure: JudgeFailure | None = None) -> SampleScore:
         return SampleScore(verdict, status, reward_for(status, self.values), failure)
+
+
+__all__ = [
+    "REWARD_MODES",
+    "OWN_PROTOCOL",
+    "CallableMetaJudge",
+    "GenRMSample",
+    "OwnGenRMProtocol",
+    "RAlignReward",
+    "RAlignRewardValues",
+    "SampleScore",
+    "Status",
+    "as_meta_judge",
+    "meta_request",
+    "reward_for",
+]

@@ -425,3 +425,4 @@ class RankBufferReward(GroupRewardMethod):
                 "construct RankBufferReward with the saved settings to resume"
             )
         self.buffers.load(state)
+

@@ -267,3 +267,15 @@ def _embed(sub: Sequence[int], fused: Sequence[int]) -> list[int]:
     members = set(sub)
     it = iter(sub)
     return [next(it) if u in members else u for u in fused]
+
+
+__all__ = [
+    "PLACEMENTS",
+    "SCOPES",
+    "JointPlacement",
+    "MultiLookRanking",
+    "RankBufferPlusOptions",
+    "RankBufferPlusReward",
+    "borda",
+    "disputed_window",
+]

@@ -43,3 +43,6 @@ def order_or_none(verdict: Any, n: int) -> list[int] | None:
         return check_order(verdict, n)
     except GroupJudgingFailed:
         return None
+
+
+__all__ = ["check_order", "check_position", "order_or_none"]
