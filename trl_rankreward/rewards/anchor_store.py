@@ -102,5 +102,3 @@ class InMemoryAnchorStore:
 
     def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
         """Nothing: the texts come with the state file (an SQLite checkpoint's `anchors/` is not read)."""
-
-

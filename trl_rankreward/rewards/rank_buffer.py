@@ -425,4 +425,3 @@ class RankBufferReward(GroupRewardMethod):
                 "construct RankBufferReward with the saved settings to resume"
             )
         self.buffers.load(state)
-
