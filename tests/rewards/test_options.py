@@ -40,8 +40,8 @@ def test_a_config_inheriting_options_checks_the_options_fields_only():
     config = _Config(brackets=2, mode="not a choice")  # `mode` is the config's, not an option: unchecked
     assert config.seen == ["settings"]
     assert options_class_of(_Config) is TournamentOptions and options_class_of(TournamentOptions) is TournamentOptions
-    assert option_values(config) == {"lambda_fmt": 0.0, "brackets": 2, "both_orders": False, "seed": 0}
-    with pytest.raises(ValueError, match="brackets must be a positive integer"):
+    assert option_values(config) == {"lambda_fmt": 0.0, "brackets": 2, "both_orders": False}
+    with pytest.raises(ValueError, match="brackets must be an integer >= 1"):
         _Config(brackets=0)
 
 

@@ -7,12 +7,15 @@ and its result (equal options, the same method built by the trainer).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
 
 from tests.trainers.helpers import tiny_config
+from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.options import MethodOptions, options_class_of
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method, reward_method_class
 from trl_rankreward.trainers.builders import build_reward_method
@@ -96,3 +99,29 @@ def test_an_unknown_option_names_the_valid_ones(name, tmp_path):
     valid = ", ".join(f.name for f in dataclasses.fields(options_class))
     with pytest.raises(ValueError, match=rf"sets \['no_such_option'\].*its options are: {valid}$"):
         generic_config(name, tmp_path, reward_method_kwargs={"no_such_option": 1})
+
+
+def test_the_methods_seed_is_the_runs_seed_not_judge_seed(tmp_path):
+    # coarse_only has no fine ranking: a bucket's answers are ordered by a shuffle seeded by the method's seed,
+    # and that order is the group's `order`. Both references (quality 100) are above all eight answers
+    # (quality 0..7), so every answer is at position 0: one bucket of 8, whose order is only the shuffle.
+    # The judge is the same object every time, so only the seed the builder passes can change the order.
+    answers = [f"answer {i}" for i in range(8)]
+    quality = {**{a: i for i, a in enumerate(answers)}, "best ref": 100, "second ref": 100}
+    group = Group("q", "Q?", [], answers, references=("best ref", "second ref"))
+
+    def rank_buffer_order(**seeds):
+        config = tiny_config(RankBufferGRPOConfig, tmp_path, buffer_variant="coarse_only", k0=2,
+                             anchor_store="memory", **seeds)  # fmt: skip
+        (result,) = asyncio.run(build_reward_method(config, OracleJudge(quality)).score([group], epoch=0, step=0))
+        return result.order
+
+    def tournament_pairs(**seeds):
+        config = tiny_config(JudgeRewardGRPOConfig, tmp_path, reward_method="tournament", **seeds)
+        judge = OracleJudge(quality)
+        asyncio.run(build_reward_method(config, judge).score([group], epoch=0, step=0))
+        return [(r.a, r.b) for r in judge.requests]
+
+    for outcome in (rank_buffer_order, tournament_pairs):
+        assert outcome(seed=1, judge_seed=0) == outcome(seed=1, judge_seed=5)  # judge_seed: not the method's
+        assert outcome(seed=1, judge_seed=0) != outcome(seed=2, judge_seed=0)  # the run's seed is

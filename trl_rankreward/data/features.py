@@ -6,7 +6,12 @@ different sources concatenate and `save_to_disk` round-trips.
 
 from __future__ import annotations
 
+import json
+
 from datasets import Features, List, Value
+
+from ..judging.seeding import text_id
+from .conversation import query_id, query_text
 
 MESSAGES = List({"role": Value("string"), "content": Value("string")})
 RUBRICS = List({"text": Value("string"), "weight": Value("float64")})
@@ -38,3 +43,38 @@ PAIRWISE_FEATURES = Features(
         "pair_id": Value("string"),
     }
 )
+
+
+def ranked_row(messages: list[dict], references: list[str], models: list[str], source: str, **columns) -> dict:
+    """One row of `RANKED_FEATURES`: references best first, no rubrics yet; `columns` adds more
+    (UltraFeedback's `reference_scores`)."""
+    return {
+        "prompt": messages,
+        "query_id": query_id(messages),
+        "rubrics": [],
+        "references": references,
+        "reference_models": models,
+        "source": source,
+        **columns,
+    }
+
+
+def preference_row(
+    source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="", **fields: str
+) -> dict:
+    """One row of `PAIRWISE_FEATURES` (`data.preferences`); `fields` replace the defaults of `golden_rationale`
+    ("") and `pair_id` (a hash of source, prompt and both responses)."""
+    key = json.dumps([source, query_text(messages), a, b], ensure_ascii=False)
+    return {
+        "prompt": messages,
+        "query_id": query_id(messages),
+        "response_a": a,
+        "response_b": b,
+        "label": label,
+        "reviews": list(reviews),
+        "golden_rationale": "",
+        "subset": subset or "",
+        "source": source,
+        "pair_id": text_id(key),
+        **fields,
+    }

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import datasets
 
-from .conversation import parse_nectar_prompt, query_id
-from .features import RANKED_FEATURES
+from .conversation import parse_nectar_prompt
+from .features import RANKED_FEATURES, ranked_row
 from .sampling import Ineligible, SampleReport, list_entries, sample_rows
 from .sources import require_columns
 
@@ -37,7 +37,7 @@ def prepare_nectar(
     """
     require_columns(source, NECTAR_COLUMNS, _SCHEMA)
 
-    def convert(row: dict) -> dict:
+    def convert(index: int, row: dict) -> dict:
         answers = list_entries(row, "answers", NECTAR_COLUMNS, count=num_answers, fields=_ANSWER_FIELDS, schema=_SCHEMA)
         if any(not (a["answer"] or "").strip() for a in answers):
             raise Ineligible("empty answer")
@@ -46,14 +46,7 @@ def prepare_nectar(
         except ValueError:
             raise Ineligible("prompt not in HH format") from None
         ranked = sorted(answers, key=lambda a: float(a["rank"]))  # stable: equal ranks keep upstream order
-        return {
-            "prompt": messages,
-            "query_id": query_id(messages),
-            "rubrics": [],
-            "references": [a["answer"] for a in ranked],
-            "reference_models": [a["model"] or "" for a in ranked],
-            "source": "nectar",
-        }
+        return ranked_row(messages, [a["answer"] for a in ranked], [a["model"] or "" for a in ranked], "nectar")
 
     rows, report = sample_rows(source, convert, n=num_queries, seed=seed)
     return datasets.Dataset.from_list(rows, features=RANKED_FEATURES), report

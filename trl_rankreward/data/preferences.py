@@ -21,15 +21,14 @@ Upstream schemas:
 
 from __future__ import annotations
 
-import json
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 import datasets
 
-from ..judging.seeding import seeded_rng, text_id
-from .conversation import query_id, query_text, user_prompt
-from .features import PAIRWISE_FEATURES
+from ..judging.seeding import seeded_rng
+from .conversation import user_prompt
+from .features import PAIRWISE_FEATURES, preference_row
 from .sampling import SampleReport
 from .sources import SchemaError, require_columns
 
@@ -56,36 +55,22 @@ PPE_COLUMNS = {
 }
 
 
-def preference_row(source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="") -> dict:
-    """One row of the pairwise schema (module docstring); `pair_id` hashes source, prompt and both responses."""
-    key = json.dumps([source, query_text(messages), a, b], ensure_ascii=False)
-    return {
-        "prompt": messages,
-        "query_id": query_id(messages),
-        "response_a": a,
-        "response_b": b,
-        "label": label,
-        "reviews": list(reviews),
-        "golden_rationale": "",
-        "subset": subset or "",
-        "source": source,
-        "pair_id": text_id(key),
-    }
-
-
 def _collect(
-    pairs: Iterable[dict | str], report: SampleReport, num_pairs: int | None, seed: int
+    source: datasets.Dataset, pairs: Callable[[dict], Iterable[dict | str]], num_pairs: int | None, seed: int
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Keep distinct pairs (strings yielded are skip reasons), then optionally sample `num_pairs`."""
-    kept, seen = [], set()
-    for item in pairs:
-        if isinstance(item, str):
-            report.skipped[item] += 1
-        elif item["pair_id"] in seen:
-            report.skipped["duplicate pair"] += 1
-        else:
-            seen.add(item["pair_id"])
-            kept.append(item)
+    """Keep the distinct pairs of every row (`pairs(row)` yields pairs, and strings as skip reasons), then
+    optionally sample `num_pairs`."""
+    report, kept, seen = SampleReport(), [], set()
+    for row in source:
+        report.read += 1
+        for item in pairs(row):
+            if isinstance(item, str):
+                report.skipped[item] += 1
+            elif item["pair_id"] in seen:
+                report.skipped["duplicate pair"] += 1
+            else:
+                seen.add(item["pair_id"])
+                kept.append(item)
     if num_pairs is not None:
         if num_pairs > len(kept):
             raise ValueError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
@@ -93,12 +78,6 @@ def _collect(
         kept = [kept[i] for i in chosen]
     report.kept = len(kept)
     return datasets.Dataset.from_list(kept, features=PAIRWISE_FEATURES), report
-
-
-def _rows(source: datasets.Dataset, report: SampleReport) -> Iterator[dict]:
-    for row in source:
-        report.read += 1
-        yield row
 
 
 def _reviews(row: dict) -> list[dict]:
@@ -116,22 +95,20 @@ def prepare_helpsteer3(
 ) -> tuple[datasets.Dataset, SampleReport]:
     """HelpSteer3 preference rows -> pairs; annotator reasonings kept as `reviews` (meta-review input)."""
     require_columns(source, HELPSTEER3_COLUMNS, "nvidia/HelpSteer3 (preference)")
-    report = SampleReport()
 
-    def pairs():
-        for row in _rows(source, report):
-            preference = int(row["overall_preference"])
-            if preference == 0:
-                yield "tie"
-                continue
-            messages = [{"role": m["role"], "content": m["content"]} for m in row["context"]]
-            label = "A" if preference < 0 else "B"
-            yield preference_row(
-                "helpsteer3", messages, row["response1"], row["response2"], label,
-                reviews=_reviews(row), subset=row.get("domain") or "",
-            )  # fmt: skip
+    def pairs(row):
+        preference = int(row["overall_preference"])
+        if preference == 0:
+            yield "tie"
+            return
+        messages = [{"role": m["role"], "content": m["content"]} for m in row["context"]]
+        label = "A" if preference < 0 else "B"
+        yield preference_row(
+            "helpsteer3", messages, row["response1"], row["response2"], label,
+            reviews=_reviews(row), subset=row.get("domain") or "",
+        )  # fmt: skip
 
-    return _collect(pairs(), report, num_pairs, seed)
+    return _collect(source, pairs, num_pairs, seed)
 
 
 def prepare_rewardbench2(
@@ -139,22 +116,20 @@ def prepare_rewardbench2(
 ) -> tuple[datasets.Dataset, SampleReport]:
     """RewardBench2 rows -> one pair per (chosen, rejected); the A side is a seeded coin flip."""
     require_columns(source, REWARDBENCH2_COLUMNS, "allenai/reward-bench-2")
-    report = SampleReport()
 
-    def pairs():
-        for row in _rows(source, report):
-            messages = user_prompt(row["prompt"])
-            if not row["chosen"] or not row["rejected"]:
-                yield "no chosen or no rejected response"
-            for chosen in row["chosen"] or []:
-                for rejected in row["rejected"] or []:
-                    chosen_first = seeded_rng(seed, row["prompt"], chosen, rejected).random() < 0.5
-                    a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
-                    yield preference_row(
-                        "rewardbench2", messages, a, b, "A" if chosen_first else "B", subset=row.get("subset")
-                    )
+    def pairs(row):
+        messages = user_prompt(row["prompt"])
+        if not row["chosen"] or not row["rejected"]:
+            yield "no chosen or no rejected response"
+        for chosen in row["chosen"] or []:
+            for rejected in row["rejected"] or []:
+                chosen_first = seeded_rng(seed, row["prompt"], chosen, rejected).random() < 0.5
+                a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
+                yield preference_row(
+                    "rewardbench2", messages, a, b, "A" if chosen_first else "B", subset=row.get("subset")
+                )
 
-    return _collect(pairs(), report, num_pairs, seed)
+    return _collect(source, pairs, num_pairs, seed)
 
 
 def prepare_ppe(
@@ -162,21 +137,17 @@ def prepare_ppe(
 ) -> tuple[datasets.Dataset, SampleReport]:
     """PPE human-preference rows -> pairs (model_a's response is A); ties skipped."""
     require_columns(source, PPE_COLUMNS, "lmarena-ai/PPE-Human-Preference-V1")
-    report = SampleReport()
     labels = {"model_a": "A", "model_b": "B"}
 
-    def pairs():
-        for row in _rows(source, report):
-            label = labels.get(row["winner"])
-            if label is None:
-                yield f"winner {row['winner']!r}"
-                continue
-            messages = user_prompt(row["prompt"])
-            yield preference_row(
-                "ppe", messages, row["response_1"], row["response_2"], label, subset=row.get("language")
-            )
+    def pairs(row):
+        label = labels.get(row["winner"])
+        if label is None:
+            yield f"winner {row['winner']!r}"
+            return
+        messages = user_prompt(row["prompt"])
+        yield preference_row("ppe", messages, row["response_1"], row["response_2"], label, subset=row.get("language"))
 
-    return _collect(pairs(), report, num_pairs, seed)
+    return _collect(source, pairs, num_pairs, seed)
 
 
 def prepare_ralign(
@@ -184,5 +155,4 @@ def prepare_ralign(
 ) -> tuple[datasets.Dataset, SampleReport]:
     """R-Align files as `load_source` read them (already pairs): kept as they are, or `num_pairs` sampled."""
     require_columns(source, RALIGN_COLUMNS, "R-Align (lyn22333/R-Align-BMK) read by data.load_source")
-    report = SampleReport()
-    return _collect((dict(row) for row in _rows(source, report)), report, num_pairs, seed)
+    return _collect(source, lambda row: [dict(row)], num_pairs, seed)

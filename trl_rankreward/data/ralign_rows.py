@@ -30,8 +30,7 @@ from pathlib import Path
 import datasets
 
 from ..judging.seeding import text_id
-from .conversation import query_id
-from .features import PAIRWISE_FEATURES
+from .features import PAIRWISE_FEATURES, preference_row
 
 #: The fields every row must have (the authors' scripts read them all).
 REQUIRED_FIELDS = ("id", "conversations", "response_A", "response_B", "gt_label", "gt_judgment")
@@ -91,20 +90,13 @@ def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
     for name, value in (("response_A", raw["response_A"]), ("response_B", raw["response_B"]), ("gt_judgment", golden)):
         if not isinstance(value, str):
             raise RAlignRowError(f"{where}: {name!r} must be a string, got {type(value).__name__}")
-    messages = _turns(raw["conversations"], where)
     subset = raw.get("source")
-    return {
-        "prompt": messages,
-        "query_id": query_id(messages),
-        "response_a": raw["response_A"],
-        "response_b": raw["response_B"],
-        "label": label,
-        "reviews": [],
-        "golden_rationale": _drop_thinking(golden),
-        "subset": str(subset.get("subset") or "") if isinstance(subset, dict) else str(subset or ""),
-        "source": benchmark,
-        "pair_id": str(raw["id"]) if raw["id"] not in (None, "") else text_id(json.dumps(raw, sort_keys=True)),
-    }
+    subset = str(subset.get("subset") or "") if isinstance(subset, dict) else str(subset or "")
+    pair_id = str(raw["id"]) if raw["id"] not in (None, "") else text_id(json.dumps(raw, sort_keys=True))
+    messages, a, b = _turns(raw["conversations"], where), raw["response_A"], raw["response_B"]
+    return preference_row(
+        benchmark, messages, a, b, label, subset=subset, golden_rationale=_drop_thinking(golden), pair_id=pair_id
+    )
 
 
 def read_ralign_file(path: str | Path) -> list[dict]:

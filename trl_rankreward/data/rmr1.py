@@ -24,17 +24,15 @@ Upstream schemas (dataset cards' `dataset_info` and RM-R1's reader):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 import datasets
 import numpy as np
-from tqdm.auto import tqdm
 
 from ..judging.seeding import seeded_rng
 from .conversation import query_text, user_prompt
-from .features import PAIRWISE_FEATURES
-from .preferences import preference_row
-from .sampling import Ineligible, SampleReport
+from .features import PAIRWISE_FEATURES, preference_row
+from .sampling import Ineligible, SampleReport, sample_rows
 from .sources import SchemaError, require_columns
 
 SKYWORK_COLUMNS = {
@@ -92,55 +90,30 @@ def _conversation(index: int, row: dict, column: str) -> list[dict]:
     return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
-def _walk(source: datasets.Dataset, num_pairs: int | None, seed: int) -> Iterator[tuple[int, dict]]:
-    """(upstream index, row): upstream order when converting all, else `Dataset.shuffle(seed=seed)`'s order.
-
-    `Dataset.shuffle(seed=s)` permutes with `np.random.default_rng(s).permutation(n)`; RM-R1 took
-    its 8K Code-Preference-Pairs as the first rows of `shuffle(seed=42)`.
-    """
-    if num_pairs is None:
-        yield from enumerate(source)
-        return
-    for index in np.random.default_rng(seed).permutation(len(source)):
-        yield int(index), source[int(index)]
-
-
 def _convert(
     name: str, source: datasets.Dataset, convert: Converter, *, num_pairs: int | None, seed: int
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Walk the rows (see `_walk`), keep distinct usable pairs until `num_pairs` (None: all), A/B by coin."""
-    report, kept, seen = SampleReport(), [], set()
-    total = len(source) if num_pairs is None else num_pairs
-    with tqdm(total=total, desc=f"converting {name}", unit="row" if num_pairs is None else "pair") as bar:
-        for index, row in _walk(source, num_pairs, seed):
-            if num_pairs is not None and len(kept) >= num_pairs:
-                break
-            report.read += 1
-            if num_pairs is None:
-                bar.update(1)
-            try:
-                prompt, chosen, rejected, subset = convert(index, row)
-                if not query_text(prompt).strip() or not chosen.strip() or not rejected.strip():
-                    raise Ineligible("empty prompt or response")
-                if chosen == rejected:
-                    raise Ineligible("identical responses")
-            except Ineligible as reason:
-                report.skipped[str(reason)] += 1
-                continue
-            chosen_first = seeded_rng(seed, name, query_text(prompt), chosen, rejected).random() < 0.5
-            a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
-            pair = preference_row(name, prompt, a, b, "A" if chosen_first else "B", subset=subset)
-            if pair["pair_id"] in seen:
-                report.skipped["duplicate pair"] += 1
-                continue
-            seen.add(pair["pair_id"])
-            kept.append(pair)
-            if num_pairs is not None:
-                bar.update(1)
-    report.kept = len(kept)
-    if num_pairs is not None and len(kept) < num_pairs:
-        raise ValueError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
-    return datasets.Dataset.from_list(kept, features=PAIRWISE_FEATURES), report
+    """Keep distinct usable pairs until `num_pairs` (None: all), A/B by coin; rows are walked in upstream
+    order when converting all, else in `Dataset.shuffle(seed=seed)`'s order, which permutes with
+    `np.random.default_rng(seed).permutation(n)` (RM-R1 took its 8K Code-Preference-Pairs as the first
+    rows of `shuffle(seed=42)`)."""
+
+    def pair(index: int, row: dict) -> dict:
+        prompt, chosen, rejected, subset = convert(index, row)
+        if not query_text(prompt).strip() or not chosen.strip() or not rejected.strip():
+            raise Ineligible("empty prompt or response")
+        if chosen == rejected:
+            raise Ineligible("identical responses")
+        chosen_first = seeded_rng(seed, name, query_text(prompt), chosen, rejected).random() < 0.5
+        a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
+        return preference_row(name, prompt, a, b, "A" if chosen_first else "B", subset=subset)
+
+    order = range(len(source)) if num_pairs is None else np.random.default_rng(seed).permutation(len(source))
+    walk = (int(i) for i in order)
+    rows, report = sample_rows(
+        source, pair, n=num_pairs, seed=seed, order=walk, key="pair_id", duplicate="duplicate pair", noun="pairs"
+    )
+    return datasets.Dataset.from_list(rows, features=PAIRWISE_FEATURES), report
 
 
 def prepare_skywork(
@@ -174,10 +147,8 @@ def prepare_skywork(
 def prepare_code_preference_pairs(
     source: datasets.Dataset, *, num_pairs: int | None = 8000, seed: int = 42
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Code-Preference-Pairs -> pairs (`input` is the prompt, `accepted` the preferred response).
-
-    Default: 8,000 pairs, the first usable rows of `Dataset.shuffle(seed=42)` as in RM-R1.
-    """
+    """Code-Preference-Pairs -> pairs (`input` is the prompt, `accepted` the preferred response); by
+    default 8,000, as RM-R1 took (module docstring)."""
     schema = "Vezora/Code-Preference-Pairs"
     require_columns(source, CODE_PAIRS_COLUMNS, schema)
 

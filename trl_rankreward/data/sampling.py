@@ -4,14 +4,15 @@ The papers sample a fixed number of queries with a seed (RankBuffer Sec. 4.1: 1,
 queries, seed 42; MatrixReward Sec. 4: 2,560 UltraFeedback queries). We shuffle the row
 indices with `random.Random(seed)` and walk them in that order, converting each row and
 keeping it unless it is ineligible (reason counted) or repeats a kept `query_id`, until
-`n` rows are kept. Only the rows walked are read, so sampling 1,000 of 183k is quick.
+`n` rows are kept. Only the rows walked are read, so sampling 1,000 of 183k is quick. The RM-R1
+pairs (`rmr1`) walk their own order and key on `pair_id`.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import datasets
@@ -57,37 +58,43 @@ class SampleReport:
 
 def sample_rows(
     dataset: datasets.Dataset,
-    convert: Callable[[dict], dict],
+    convert: Callable[[int, dict], dict],
     *,
     n: int | None,
     seed: int,
+    order: Iterable[int] | None = None,
+    key: str = "query_id",
+    duplicate: str = "duplicate prompt",
+    noun: str = "queries",
 ) -> tuple[list[dict], SampleReport]:
     """Convert rows in seeded random order until `n` distinct eligible rows are kept (None: all).
 
-    `convert` returns the output row (with a `query_id`) or raises `Ineligible(reason)`.
-    Raises ValueError when fewer than `n` rows are eligible.
+    `convert(index, row)` returns the output row or raises `Ineligible(reason)`; a row repeating a kept
+    row's `key` is skipped as `duplicate`. `order`: the row indices to walk (default: shuffled by
+    `random.Random(seed)`). Raises ValueError when fewer than `n` rows are eligible.
     """
-    order = list(range(len(dataset)))
-    random.Random(seed).shuffle(order)
+    if order is None:
+        order = list(range(len(dataset)))
+        random.Random(seed).shuffle(order)
     report, rows, seen = SampleReport(), [], set()
-    target = len(order) if n is None else n
-    with tqdm(total=target, desc="sampling queries", unit="query") as bar:
+    target = len(dataset) if n is None else n
+    with tqdm(total=target, desc=f"sampling {noun}", unit="row") as bar:
         for index in order:
             if len(rows) >= target:
                 break
             report.read += 1
             try:
-                row = convert(dataset[index])
+                row = convert(index, dataset[index])
             except Ineligible as reason:
                 report.skipped[str(reason)] += 1
                 continue
-            if row["query_id"] in seen:
-                report.skipped["duplicate prompt"] += 1
+            if row[key] in seen:
+                report.skipped[duplicate] += 1
                 continue
-            seen.add(row["query_id"])
+            seen.add(row[key])
             rows.append(row)
             bar.update(1)
     report.kept = len(rows)
     if n is not None and len(rows) < n:
-        raise ValueError(f"Asked for {n} queries but only {len(rows)} rows are eligible ({report})")
+        raise ValueError(f"Asked for {n} {noun} but only {len(rows)} are usable ({report})")
     return rows, report

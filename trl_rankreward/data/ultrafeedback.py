@@ -17,8 +17,8 @@ import math
 
 import datasets
 
-from .conversation import query_id, user_prompt
-from .features import SCORED_FEATURES
+from .conversation import user_prompt
+from .features import SCORED_FEATURES, ranked_row
 from .sampling import Ineligible, SampleReport, list_entries, sample_rows
 from .sources import require_columns
 
@@ -46,7 +46,7 @@ def prepare_ultrafeedback(
     """Sample `num_queries` instructions with `seed`; references sorted by overall score, best first."""
     require_columns(source, ULTRAFEEDBACK_COLUMNS, _SCHEMA)
 
-    def convert(row: dict) -> dict:
+    def convert(index: int, row: dict) -> dict:
         completions = list_entries(
             row, "completions", ULTRAFEEDBACK_COLUMNS, count=num_answers, fields=_COMPLETION_FIELDS, schema=_SCHEMA
         )
@@ -54,16 +54,9 @@ def prepare_ultrafeedback(
             raise Ineligible("empty instruction or response")
         scores = [_score(c["overall_score"]) for c in completions]
         order = sorted(range(num_answers), key=lambda i: -scores[i])  # stable: ties keep upstream order
-        messages = user_prompt(row["instruction"])
-        return {
-            "prompt": messages,
-            "query_id": query_id(messages),
-            "rubrics": [],
-            "references": [completions[i]["response"] for i in order],
-            "reference_models": [completions[i]["model"] or "" for i in order],
-            "reference_scores": [scores[i] for i in order],
-            "source": "ultrafeedback",
-        }
+        references, models = [completions[i]["response"] for i in order], [completions[i]["model"] or "" for i in order]
+        scored = [scores[i] for i in order]
+        return ranked_row(user_prompt(row["instruction"]), references, models, "ultrafeedback", reference_scores=scored)
 
     rows, report = sample_rows(source, convert, n=num_queries, seed=seed)
     return datasets.Dataset.from_list(rows, features=SCORED_FEATURES), report

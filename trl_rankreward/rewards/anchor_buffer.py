@@ -152,12 +152,8 @@ def update_buffer(buffer: AnchorBuffer, buckets: Sequence[Sequence[str]], epoch:
 
     merged.extend(added)
     merged.sort(key=lambda item: item[0])
-    new = AnchorBuffer(
-        tuple(a for _, a in merged),
-        created_epoch=buffer.created_epoch,
-        observed_epoch=observed,
-        left_epoch=left,
-        right_epoch=right,
+    new = replace(
+        buffer, anchors=tuple(a for _, a in merged), observed_epoch=observed, left_epoch=left, right_epoch=right
     )
     return BufferUpdate(new, tuple(a for _, a in added), tuple(anchors[k - 1] for k in sorted(pruned_idx)))
 

@@ -63,13 +63,10 @@ class InMemoryAnchorStore:
     """Anchor texts in a dict keyed by `text_id(text)`; the buffers live in memory too and both
     travel in the method's state file."""
 
-    def __init__(self, texts: dict[str, str] | None = None):
+    def __init__(self):
         self._texts: dict[str, str] = {}
-        for text in (texts or {}).values():
-            self.put(text)
 
     def put(self, text: str) -> str:
-        """Store `text` (if new) and return its key."""
         key = text_id(text)
         stored = self._texts.setdefault(key, text)
         if stored != text:
@@ -83,7 +80,6 @@ class InMemoryAnchorStore:
             raise KeyError(f"Anchor key {key!r} is not in the in-memory anchor store") from None
 
     def missing(self, keys: Iterable[str]) -> list[str]:
-        """The keys of `keys` that the store does not hold (sorted, unique)."""
         return sorted({k for k in keys if k not in self._texts})
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:
@@ -106,5 +102,3 @@ class InMemoryAnchorStore:
 
     def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
         """Nothing: the texts come with the state file (an SQLite checkpoint's `anchors/` is not read)."""
-
-

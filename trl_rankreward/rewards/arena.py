@@ -16,17 +16,14 @@ from itertools import groupby
 from ..judging.seeding import seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, RankOutcome
 from .options import MethodOptions
-from .pair_judging import judge_pairs, match_player, requests_per_match, single_elimination
+from .pair_judging import BOTH_ORDERS_HELP, judge_pairs, match_player, requests_per_match, single_elimination
 
 
 @dataclass
 class ArenaOptions(MethodOptions):
     """`ArenaReward`'s options (see its docstring)."""
 
-    both_orders: bool = field(
-        default=True, metadata={"help": "Judge each match in both display orders (the paper's setting)."}
-    )
-    seed: int = field(default=0, metadata={"help": "Global seed for ordering answers with equal anchor scores."})
+    both_orders: bool = field(default=True, metadata={"help": BOTH_ORDERS_HELP + " On: the paper's setting."})
 
 
 class ArenaReward(GroupRewardMethod):
@@ -34,10 +31,10 @@ class ArenaReward(GroupRewardMethod):
 
     1. Seed round: the first valid rollout's answer is the seed; every other unique answer
        u is judged against it, giving its anchor score a_u in [0, 1] (the seed's own is 1/2).
-    2. Tournament: answers are seeded by decreasing a_u (equal scores in a seeded random
-       order), placed in a standard bracket (seed 1 meets seed 2 only in the final; the
-       best seeds get the byes when U is not a power of two) and play a knockout. A tied
-       match is won by the higher-seeded answer.
+    2. Tournament: answers are seeded by decreasing a_u (equal scores in a random order from
+       the method's seed, the run's), placed in a standard bracket (seed 1 meets seed 2 only in
+       the final; the best seeds get the byes when U is not a power of two) and play a knockout.
+       A tied match is won by the higher-seeded answer.
     3. Order: by rounds survived in the tournament (champion best), then by anchor score;
        answers equal on both share a place. Rewards are the package's rank rewards over
        that order (RankBuffer Eq. 9, in [-1, 1], tie blocks share their mean position);
@@ -47,8 +44,7 @@ class ArenaReward(GroupRewardMethod):
     in both display orders by default: 4 (U - 1) `PairwiseRequest`s (14 matches, 28 requests
     for G = 8). Sequential judge rounds: 1 + ceil(log2 U) (4 for G = 8).
 
-    Options (`ArenaOptions`): both_orders (the paper's setting: on), seed (for ordering answers
-    with equal anchor scores).
+    Options: `ArenaOptions`.
     """
 
     name = "arena"
@@ -62,7 +58,7 @@ class ArenaReward(GroupRewardMethod):
             self.judge, group, [(answers[u], answers[0]) for u in range(1, n)], step=step, both_orders=both_orders
         )
         anchor = [0.5] + vs_seed if n else []
-        rng = seeded_rng(self.options.seed, "arena", group.query_id, step)
+        rng = seeded_rng(self.seed, "arena", group.query_id, step)
         jitter = [rng.random() for _ in range(n)]
         ranked = sorted(range(n), key=lambda u: (-anchor[u], jitter[u]))
         place = {u: k for k, u in enumerate(ranked)}

@@ -172,7 +172,8 @@ def require(verdicts: Sequence[Any]) -> list[Any]:
 class RunContext:
     """What a training run gives a method beside its judge and options (a trainer builds it from its config).
 
-    `answer_format`: how final answers are extracted; `seed`: the run's judge seed;
+    `answer_format`: how final answers are extracted; `seed`: the run's seed (TRL's `seed`), the one
+    source of a method's own random choices (the judge's display shuffles have `judge_seed`);
     `output_dir`: where the run writes (a method may keep files there); `length_fn`: the
     policy's token count of a text. Each method takes the parts it uses (`for_run`).
     """
@@ -192,6 +193,7 @@ class GroupRewardMethod(abc.ABC):
             (`**option_values`, e.g. `lambda_fmt=0.2`), not both.
         answer_format: how final answers are extracted and the format judged.
         format_reward: replaces `answer_format.format_reward` (any `str -> float`).
+        seed: seeds the method's own random choices (`RunContext.seed` in a trainer).
     """
 
     #: short name used by `JudgeRewardGRPOTrainer` and the benchmark
@@ -206,6 +208,7 @@ class GroupRewardMethod(abc.ABC):
         *,
         answer_format: AnswerFormat | None = None,
         format_reward: Callable[[str], float] | None = None,
+        seed: int = 0,
         **option_values: Any,
     ):
         if not hasattr(judge, "judge"):
@@ -215,6 +218,7 @@ class GroupRewardMethod(abc.ABC):
         self.lambda_fmt = float(self.options.lambda_fmt)
         self.answer_format = answer_format or AnswerFormat()
         self.format_reward = format_reward or self.answer_format.format_reward
+        self.seed = seed
 
     @classmethod
     def make_options(cls, options: MethodOptions | None, values: dict[str, Any]) -> MethodOptions:
@@ -231,7 +235,7 @@ class GroupRewardMethod(abc.ABC):
     @classmethod
     def for_run(cls, judge: Judge, options: MethodOptions, run: RunContext) -> GroupRewardMethod:
         """The method a trainer builds: `options` plus the parts of `run` it uses (override to take more)."""
-        return cls(judge, options, answer_format=run.answer_format)
+        return cls(judge, options, answer_format=run.answer_format, seed=run.seed)
 
     @abc.abstractmethod
     async def score_group(

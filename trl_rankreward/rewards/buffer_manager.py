@@ -15,6 +15,7 @@ call failed, since an unordered bucket would pick anchors by chance.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..judging.protocol import Judge, ask, is_failure
@@ -72,8 +73,7 @@ class RuleManager(BufferManager):
         kept_idx = set(select_endpoints(list(range(len(anchors))), self.max_anchors))
         kept = tuple(a for i, a in enumerate(anchors) if i in kept_idx)
         dropped = tuple(a for i, a in enumerate(anchors) if i not in kept_idx)
-        b = update.buffer
-        capped = AnchorBuffer(kept, b.created_epoch, b.observed_epoch, b.left_epoch, b.right_epoch)
+        capped = replace(update.buffer, anchors=kept)
         added = tuple(a for a in update.added if a in kept)  # an anchor added and dropped at once was never there
         pruned = update.pruned + tuple(a for a in dropped if a not in update.added)
         return BufferUpdate(capped, added, pruned)
@@ -129,7 +129,7 @@ class LLMManager(BufferManager):
         if chosen is None:
             return buffer
         kept = tuple(a for i, a in combined if i in chosen)
-        return AnchorBuffer(kept, buffer.created_epoch, buffer.observed_epoch, buffer.left_epoch, buffer.right_epoch)
+        return replace(buffer, anchors=kept)
 
 
 def combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> list[tuple[int, Anchor]]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..judging.protocol import ask
@@ -48,6 +49,11 @@ from .verdicts import order_or_none
 
 #: key of the per-group tally in `GroupResult.details`
 DETAILS_KEY = "listwise_display"
+#: the help of every method's `reshuffle_check` option (checked by `check_reshuffle`)
+RESHUFFLE_CHECK_HELP = (
+    "Fraction of listwise calls also asked under another display shuffle, to test whether the judge copies the "
+    "displayed order (`rank/listwise_reshuffle_agreement`); extra judge calls, rewards unchanged."
+)
 _MIN_CANDIDATES = 3
 
 
@@ -101,13 +107,7 @@ def twin_request(request: ListwiseRequest, seed: int) -> tuple[ListwiseRequest, 
     for attempt in range(20):
         perm = list(range(n))
         seeded_rng(seed, "twin", request.query_id, request.step, ids, attempt).shuffle(perm)
-        twin = ListwiseRequest(
-            query=request.query,
-            rubrics=request.rubrics,
-            query_id=request.query_id,
-            step=request.step,
-            candidates=tuple(request.candidates[i] for i in perm),
-        )
+        twin = replace(request, candidates=tuple(request.candidates[i] for i in perm))
         if [perm[i] for i in display_order(twin, n, seed)] != shown:
             break
     return twin, perm
@@ -172,6 +172,7 @@ def _draw(request: ListwiseRequest, seed: int) -> float:
 
 __all__ = [
     "DETAILS_KEY",
+    "RESHUFFLE_CHECK_HELP",
     "ask_listwise",
     "audit_answer",
     "check_reshuffle",

@@ -57,7 +57,7 @@ from .genrm_verdict import (
     to_canonical,
 )
 from .options import DataNeeds, MethodOptions
-from .pair_judging import judge_pairs, requests_per_match
+from .pair_judging import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
 from .ralign_release import RAlignRelease, answer_once
 
 
@@ -184,10 +184,7 @@ def _canonical_verdict(text: str, order: str) -> str:
 class GenRMOptions(MethodOptions):
     """`GenRMPairwiseReward`'s options: the comparison and the length penalty (module docstring)."""
 
-    both_orders: bool = field(
-        default=False,
-        metadata={"help": "Judge each comparison in both display orders and average (2 requests per rollout)."},
-    )
+    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
     length_coef: float = field(default=1.0, metadata={"help": "Slope of the length penalty."})
     length_tolerance: float = field(
         default=0.2, metadata={"help": "Relative length difference from the reference that costs nothing."}
@@ -239,7 +236,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
     @classmethod
     def for_run(cls, judge, options: GenRMOptions, run: RunContext) -> GenRMPairwiseReward:
         """Lengths in the policy's tokens where the run gives them (`run.length_fn`)."""
-        return cls(judge, options, answer_format=run.answer_format, length_fn=run.length_fn)
+        return cls(judge, options, answer_format=run.answer_format, seed=run.seed, length_fn=run.length_fn)
 
     def penalty(self, answer: str, reference: str) -> float:
         """Length penalty of a final answer against a reference (thinking removed from both)."""

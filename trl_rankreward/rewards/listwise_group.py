@@ -25,7 +25,7 @@ from typing import Any
 
 from ..judging.requests import ListwiseRequest
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, require
-from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally, tally_metrics
+from .display_audit import DETAILS_KEY, RESHUFFLE_CHECK_HELP, ask_listwise, check_reshuffle, new_tally, tally_metrics
 from .options import MethodOptions
 from .verdicts import check_order
 
@@ -34,13 +34,7 @@ from .verdicts import check_order
 class ListwiseGroupOptions(MethodOptions):
     """`ListwiseGroupReward`'s options."""
 
-    reshuffle_check: float = field(
-        default=0.0,
-        metadata={
-            "help": "Fraction of calls also asked under another display shuffle, to test whether the judge copies "
-            "the displayed order (`rank/listwise_reshuffle_agreement`); extra judge calls, rewards unchanged."
-        },
-    )
+    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
 
     def __post_init__(self):
         super().__post_init__()
@@ -50,9 +44,8 @@ class ListwiseGroupOptions(MethodOptions):
 class ListwiseGroupReward(GroupRewardMethod):
     """One `ListwiseRequest` over the group's unique valid answers; rank rewards (RankBuffer Eq. 9).
 
-    The judge answers `ListwiseRequest`. Options (`ListwiseGroupOptions`): reshuffle_check, the
-    fraction of calls also asked under another shuffle, to test whether the judge copies the
-    display order (`display_audit`); 0 (default) sends no extra call.
+    The judge answers `ListwiseRequest`. Options: `ListwiseGroupOptions` (the display audit's
+    reshuffle check, `display_audit`).
     """
 
     name = "listwise_group"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
@@ -91,12 +90,6 @@ def win_rate_matrix(outcomes, G: int, K: int) -> np.ndarray:
     scores[i, j] = z
     scores[j, i] = 1.0 - z
     return scores.sum(axis=1) / (G - 1)
-
-
-def column_spread(M) -> np.ndarray:
-    """max - min of each column of M (shape (K,)): how strongly each rubric separates the group."""
-    M = _check_matrix(M)
-    return M.max(axis=0) - M.min(axis=0)
 
 
 # --- Sec. 3.2 and App. F: matrix-derived weights a (shape (K,), sum 1) --------------------
@@ -317,8 +310,8 @@ AGGREGATIONS = ("topsis", "weighted_sum")
 # --- the whole pipeline for one group ------------------------------------------------------
 
 
-def reward_options(*, matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance) -> dict:
-    """Check every option of `matrix_reward` (names and ranges); return them as its keyword arguments."""
+def check_reward_options(*, matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance):
+    """Check every option of `matrix_reward` (names and ranges), including those its settings do not use."""
     for name, value, options in (
         ("matrix_weighting", matrix_weighting, MATRIX_WEIGHTINGS),
         ("fusion", fusion, FUSIONS),
@@ -327,15 +320,8 @@ def reward_options(*, matrix_weighting, fusion, mixture_alpha, ideals, distance,
         ("aggregation", aggregation, AGGREGATIONS),
     ):
         check_choice(name, value, options)
-    return {
-        "matrix_weighting": matrix_weighting,
-        "fusion": fusion,
-        "mixture_alpha": _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True),
-        "ideals": ideals,
-        "distance": distance,
-        "aggregation": aggregation,
-        "svd_variance": _check_fraction("svd_variance", svd_variance, allow_zero=False),
-    }
+    _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True)
+    _check_fraction("svd_variance", svd_variance, allow_zero=False)
 
 
 @dataclass(frozen=True)
@@ -371,7 +357,7 @@ def matrix_reward(
     (`MatrixRewardOptions().math_options()`); the other values are its ablations (see `fuse`,
     `topsis_closeness`, App. F weightings, and aggregation="weighted_sum" of Sec. 4.4).
     """
-    reward_options(
+    check_reward_options(
         matrix_weighting=matrix_weighting,
         fusion=fusion,
         mixture_alpha=mixture_alpha,
@@ -384,12 +370,7 @@ def matrix_reward(
     p = prior_weights(points)
     if p.size != M.shape[1]:
         raise ValueError(f"Got {p.size} rubric weights for a matrix with {M.shape[1]} rubric columns")
-    extract = (
-        partial(svd_weights, variance=svd_variance)
-        if matrix_weighting == "svd"
-        else MATRIX_WEIGHTINGS[matrix_weighting]
-    )
-    a = extract(M)
+    a = svd_weights(M, svd_variance) if matrix_weighting == "svd" else MATRIX_WEIGHTINGS[matrix_weighting](M)
     fused = fuse(a, p, fusion, mixture_alpha)
     if aggregation == "topsis":
         rewards = topsis_closeness(M, fused.w, ideals=ideals, distance=distance)

@@ -25,9 +25,9 @@ Choices the paper leaves open, decided here:
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -42,9 +42,9 @@ from .matrix_math import (
     FUSIONS,
     IDEALS,
     MATRIX_WEIGHTINGS,
+    check_reward_options,
     matrix_reward,
     pair_indices,
-    reward_options,
     win_rate_matrix,
 )
 from .options import DataNeeds, MethodOptions
@@ -144,7 +144,7 @@ class MatrixRewardOptions(MethodOptions):
         if self.matrix_weighting == "critic":  # the value of the 0.1 example configs (`extractor: critic`)
             self.matrix_weighting = "variation_correlation"
         super().__post_init__()
-        reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
+        check_reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
         self._check_unused_options()
 
     def math_options(self) -> dict[str, Any]:
@@ -183,17 +183,10 @@ class MatrixReward(GroupRewardMethod):
 
     Args:
         judge: answers `RubricPairwiseRequest` (pairwise protocols) or `PointwiseRequest`.
-        options: `MatrixRewardOptions` (or their values as keywords):
-            protocol: "explicit" (Sec. 3.1, App. A.2): one request per pair and rubric,
-                K * C(U, 2) requests; "implicit" (Sec. 3.1, App. A.3): all K verdicts in one
-                request per pair, C(U, 2) requests; "pointwise" (Sec. 4.2): K * U independent
-                0-10 scores, M_ik = score / 10 (see the module docstring).
-            both_orders: judge each pair in both display orders and average the identity-aligned
-                outcomes (Sec. 3.1, App. A.2); doubles the requests. Pairwise protocols only.
-            matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance: the
-                weights and the reward (`matrix_math.matrix_reward`; Sec. 3.2-4.5, App. F).
-            lambda_fmt: the format reward's weight (Eq. 8; default 1.0, App. E).
-        answer_format, format_reward: as in `GroupRewardMethod`.
+        options: `MatrixRewardOptions` (or their values as keywords): the protocol (requests per pair
+            and rubric, Sec. 3.1 and 4.2), both_orders, the weights and the reward
+            (`matrix_math.matrix_reward`; Sec. 3.2-4.5, App. F) and lambda_fmt (Eq. 8).
+        answer_format, format_reward, seed: as in `GroupRewardMethod`.
 
     Per-group `details`: alpha, beta (None for multiplicative fusion), fallback, weights w,
     matrix_weights a, prior p, column_spread (max - min of each M column), unique_answers.
@@ -285,17 +278,12 @@ class MatrixReward(GroupRewardMethod):
             return metrics
         with_coefficients = [d for d in scored if d["alpha"] is not None]
         if with_coefficients:
-            metrics["matrix/alpha"] = _mean(d["alpha"] for d in with_coefficients)
-            metrics["matrix/beta"] = _mean(d["beta"] for d in with_coefficients)
-        metrics["matrix/weight_max"] = _mean(max(d["weights"]) for d in scored)
-        metrics["matrix/weight_min"] = _mean(min(d["weights"]) for d in scored)
-        metrics["matrix/weight_prior_shift"] = _mean(
+            metrics["matrix/alpha"] = fmean(d["alpha"] for d in with_coefficients)
+            metrics["matrix/beta"] = fmean(d["beta"] for d in with_coefficients)
+        metrics["matrix/weight_max"] = fmean(max(d["weights"]) for d in scored)
+        metrics["matrix/weight_min"] = fmean(min(d["weights"]) for d in scored)
+        metrics["matrix/weight_prior_shift"] = fmean(
             0.5 * sum(abs(w - p) for w, p in zip(d["weights"], d["prior"], strict=True)) for d in scored
         )
-        metrics["matrix/column_spread"] = _mean(_mean(d["column_spread"]) for d in scored)
+        metrics["matrix/column_spread"] = fmean(fmean(d["column_spread"]) for d in scored)
         return metrics
-
-
-def _mean(values) -> float:
-    values = list(values)
-    return math.fsum(values) / len(values)

@@ -71,6 +71,12 @@ class MethodOptions:
         return DataNeeds()
 
 
+def check_int(name: str, value: Any, low: int, note: str = "") -> None:
+    """Raise `ValueError` unless `value` is an integer (not a bool) >= `low`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}{note}, got {value!r}")
+
+
 def options_class_of(cls: type) -> type[MethodOptions]:
     """The options dataclass `cls` holds: `cls` itself, or, for a trainer config that inherits one
     beside the TRL config, that options class (the first in the MRO built from options alone)."""

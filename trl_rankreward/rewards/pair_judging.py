@@ -27,6 +27,9 @@ from ..judging.protocol import Judge
 from ..judging.requests import PairwiseRequest
 from .base import Group, require
 
+#: the help of the pairwise methods' `both_orders` option
+BOTH_ORDERS_HELP = "Judge each comparison in both display orders and average (2 requests per comparison)."
+
 
 def all_pairs(n: int) -> list[tuple[int, int]]:
     """Every unordered pair (i, j), i < j, of `range(n)`: C(n, 2) pairs."""
@@ -38,27 +41,14 @@ def requests_per_match(both_orders: bool) -> int:
 
 
 async def judge_pairs(
-    judge: Judge,
-    group: Group,
-    pairs: Sequence[tuple[str, str]],
-    *,
-    step: int,
-    both_orders: bool = False,
+    judge: Judge, group: Group, pairs: Sequence[tuple[str, str]], *, step: int, both_orders: bool = False
 ) -> list[float]:
     """Score of `a` against `b` for each text pair, judged concurrently.
 
     Raises `GroupJudgingFailed` when any comparison failed after the judge's retries.
     """
-    outcomes = await asyncio.gather(
-        *(
-            ask_pair(
-                judge,
-                group.request(PairwiseRequest, step=step, a=a, b=b),
-                both_orders=both_orders,
-            )
-            for a, b in pairs
-        )
-    )
+    requests = [group.request(PairwiseRequest, step=step, a=a, b=b) for a, b in pairs]
+    outcomes = await asyncio.gather(*(ask_pair(judge, r, both_orders=both_orders) for r in requests))
     return [float(s) for s in require(outcomes)]
 
 

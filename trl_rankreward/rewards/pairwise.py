@@ -18,17 +18,14 @@ from dataclasses import dataclass, field
 
 from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
 from .options import DataNeeds, MethodOptions
-from .pair_judging import all_pairs, judge_pairs, requests_per_match, shared_ranks, win_rates
+from .pair_judging import BOTH_ORDERS_HELP, all_pairs, judge_pairs, requests_per_match, shared_ranks, win_rates
 
 
 @dataclass
 class PairwiseOptions(MethodOptions):
     """Options of the pairwise methods: RRC-SCR's and RRC-AGR's (Pairwise Rank adds `ties`)."""
 
-    both_orders: bool = field(
-        default=False,
-        metadata={"help": "Judge each comparison in both display orders and average (2 requests per comparison)."},
-    )
+    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
 
 
 @dataclass
@@ -54,11 +51,8 @@ class ReferenceWinRateOptions(PairwiseOptions):
 
 
 class _AllPairsMethod(GroupRewardMethod):
-    """Judges every unordered pair of unique valid answers once (C(U, 2) logical comparisons).
-
-    Options (`PairwiseOptions`): both_orders: judge each pair in both display orders and average
-    (2 requests per pair).
-    """
+    """Judges every unordered pair of unique valid answers once (C(U, 2) logical comparisons); options:
+    `PairwiseOptions`."""
 
     options_class = PairwiseOptions
 

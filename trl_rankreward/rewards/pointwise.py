@@ -10,6 +10,7 @@ import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import fmean
 
 from ..judging.protocol import Judge, ask
 from ..judging.requests import JudgeFailure, PointwiseRequest
@@ -87,11 +88,9 @@ class PointwiseRubricReward(GroupRewardMethod):
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         scores = await judge_points(self.judge, group, candidates.answers, None, step)
-        return ScoreOutcome(
-            [2.0 * s / 10.0 - 1.0 for s in scores],
-            invalid_reward=-1.0,
-            details={"requests": len(scores), "rounds": 1 if scores else 0, "score_mean": _mean(scores)},
-        )
+        mean = fmean(scores) if scores else 0.0
+        details = {"requests": len(scores), "rounds": 1 if scores else 0, "score_mean": mean}
+        return ScoreOutcome([2.0 * s / 10.0 - 1.0 for s in scores], invalid_reward=-1.0, details=details)
 
 
 class GDPOReward(GroupRewardMethod):
@@ -149,7 +148,3 @@ class GDPOReward(GroupRewardMethod):
         mean = sum(s * c for s, c in population) / n
         std = math.sqrt(sum(c * (s - mean) ** 2 for s, c in population) / (n - 1)) if n > 1 else 0.0
         return [(s - mean) / (std + eps) for s in scores], (0.0 - mean) / (std + eps)
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0

@@ -51,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -61,11 +61,10 @@ from ..judging.seeding import text_id
 from ..judging.subsample import select_endpoints
 from .anchor_buffer import Anchor, AnchorBuffer
 from .anchor_store import AnchorStore, InMemoryAnchorStore
-from .answers import AnswerFormat
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, RunContext, require
 from .buffer_manager import BufferManager, LLMManager, RuleManager, changes
-from .display_audit import DETAILS_KEY, ask_listwise, check_reshuffle, new_tally
-from .options import DataNeeds, MethodOptions
+from .display_audit import DETAILS_KEY, RESHUFFLE_CHECK_HELP, ask_listwise, check_reshuffle, new_tally
+from .options import DataNeeds, MethodOptions, check_int
 from .query_buffers import QueryBuffers
 from .rank_buffer_metrics import buffer_step_metrics, ranked_details
 from .ranking_strategy import CoarseToFine, RankingStrategy, listwise_request
@@ -87,13 +86,8 @@ _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
 @dataclass
 class AnchorBufferOptions(MethodOptions):
     """The options of every method that ranks against a per-query anchor buffer (`RankBufferOptions`,
-    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store, the reshuffle check.
-
-    Where the anchor texts live: `anchor_store="memory"` keeps them (and the buffers) in memory and
-    in every checkpoint's state file. `anchor_store="sqlite"` keeps both in the SQLite file
-    `anchor_store_path`; without a path, `RankBufferGRPOTrainer` uses `{output_dir}/anchors.sqlite`,
-    and a method built outside a trainer keeps them in memory (pass a path, or a store object as
-    `RankBufferReward(..., store=...)`, to keep them in a file).
+    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store (a store object
+    can also be given as `RankBufferReward(..., store=...)`), the reshuffle check.
     """
 
     lambda_fmt: float = field(
@@ -115,13 +109,7 @@ class AnchorBufferOptions(MethodOptions):
     inactivity_epochs: int = field(
         default=3, metadata={"help": "H: an anchor inactive for H epochs is pruned (Algorithm 2)."}
     )
-    reshuffle_check: float = field(
-        default=0.0,
-        metadata={
-            "help": "Fraction of listwise calls also asked under another display shuffle, to test whether the judge "
-            "copies the displayed order (`rank/listwise_reshuffle_agreement`); extra judge calls, rewards unchanged."
-        },
-    )
+    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
     anchor_store: str = field(
         default="sqlite",
         metadata={
@@ -157,7 +145,7 @@ class AnchorBufferOptions(MethodOptions):
         return DataNeeds(references=1 if self.buffer_init == "references" else 0)
 
     def open_store(self) -> AnchorStore:
-        """The anchor store these options name (class docstring: memory when no path is known)."""
+        """The anchor store these options name (memory when no path is known: `anchor_store_path`)."""
         if self.anchor_store == "sqlite" and self.anchor_store_path is not None:
             return SQLiteAnchorStore(self.anchor_store_path)
         return InMemoryAnchorStore()
@@ -193,12 +181,6 @@ class RankBufferOptions(AnchorBufferOptions):
             )
 
 
-def check_int(name: str, value: Any, low: int, note: str = "") -> None:
-    """Raise `ValueError` unless `value` is an integer (not a bool) >= `low`."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}{note}, got {value!r}")
-
-
 @dataclass(frozen=True)
 class AnchorView:
     """An anchor as `RankBufferReward.anchors()` shows it: with its text."""
@@ -215,12 +197,12 @@ class RankBufferReward(GroupRewardMethod):
 
     Args:
         judge: answers `CoarseRequest` and `ListwiseRequest` (and the manager's `BufferSelectRequest`).
-        options: a `RankBufferOptions`, or its fields as keywords (`**option_values`), not both.
-        answer_format, format_reward: as in `GroupRewardMethod`.
+        options: a `RankBufferOptions`, or its fields as keywords, not both.
+        answer_format, format_reward, seed: as in `GroupRewardMethod`; the seed orders coarse_only's buckets
+            for maintenance (that variant has no fine ranking).
         store: the anchor store object (`anchor_store.AnchorStore`), instead of the one the options
             name; with an SQLite store `state_dict()` holds keys and totals only.
         manager_judge: judge for the LLM manager's requests (default: `judge`).
-        seed: seeds the within-bucket order used for maintenance by coarse_only, which has no fine ranking.
 
     A variant ranks or maintains differently by overriding `make_ranking` (a `RankingStrategy`)
     and `make_manager` (a `BufferManager`), as `rank_buffer_plus` does.
@@ -236,21 +218,18 @@ class RankBufferReward(GroupRewardMethod):
         judge: Judge,
         options: RankBufferOptions | None = None,
         *,
-        answer_format: AnswerFormat | None = None,
-        format_reward: Callable[[str], float] | None = None,
         store: AnchorStore | None = None,
         manager_judge: Judge | None = None,
-        seed: int = 0,
-        **option_values: Any,
+        **kwargs: Any,
     ):
-        super().__init__(judge, options, answer_format=answer_format, format_reward=format_reward, **option_values)
+        super().__init__(judge, options, **kwargs)
         if manager_judge is not None and getattr(self.options, "buffer_manager", None) is None:
             raise ValueError(
                 "manager_judge is given but buffer_manager is None; set buffer_manager='llm' or 'llm_lookahead'"
             )
         self.manager_judge = manager_judge or judge
         self.store = store if store is not None else self.options.open_store()
-        self.ranking = self.make_ranking(seed)
+        self.ranking = self.make_ranking()
         self.manager = self.make_manager()
         self.buffers = QueryBuffers(self.store)
 
@@ -260,13 +239,13 @@ class RankBufferReward(GroupRewardMethod):
         path, the anchors live in `{output_dir}/anchors.sqlite`."""
         if options.anchor_store == "sqlite" and options.anchor_store_path is None and run.output_dir:
             options = replace(options, anchor_store_path=os.path.join(run.output_dir, "anchors.sqlite"))
-        return cls(judge, options, answer_format=run.answer_format, seed=run.seed)
+        return super().for_run(judge, options, run)
 
-    def make_ranking(self, seed: int) -> RankingStrategy:
+    def make_ranking(self) -> RankingStrategy:
         """How groups are ranked: the paper's coarse and fine rounds, per `buffer_variant`."""
         variant = self.options.buffer_variant
         return CoarseToFine(self.judge, fine=variant != "coarse_only", show_anchor_text=variant != "order_only",
-                            seed=seed, reshuffle_check=self.options.reshuffle_check)  # fmt: skip
+                            seed=self.seed, reshuffle_check=self.options.reshuffle_check)  # fmt: skip
 
     def make_manager(self) -> BufferManager:
         """How buffers change: Algorithm 2 (frozen for variant static), or the LLM manager."""
@@ -400,7 +379,7 @@ class RankBufferReward(GroupRewardMethod):
         """The options a state must have been saved with (the state file's `config`, with its own key names)."""
         o = self.options
         return {"k0": o.k0, "init": o.buffer_init, "inactivity_epochs": o.inactivity_epochs,
-                "variant": o.buffer_variant, "manager": o.buffer_manager}  # fmt: skip
+                "variant": o.buffer_variant, "manager": getattr(o, "buffer_manager", None)}  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
         """Plain JSON-able state: config, look-ahead groups, and the buffers: their structures (keys,
@@ -446,4 +425,3 @@ class RankBufferReward(GroupRewardMethod):
                 "construct RankBufferReward with the saved settings to resume"
             )
         self.buffers.load(state)
-

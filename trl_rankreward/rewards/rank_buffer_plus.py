@@ -53,7 +53,8 @@ from ..judging.protocol import Judge
 from .base import Group, require
 from .buffer_manager import BufferManager, RuleManager
 from .display_audit import DETAILS_KEY, ask_listwise, new_tally
-from .rank_buffer import AnchorBufferOptions, RankBufferReward, check_int
+from .options import check_int
+from .rank_buffer import AnchorBufferOptions, RankBufferReward
 from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_request
 from .verdicts import check_order, order_or_none
 
@@ -128,10 +129,10 @@ class RankBufferPlusReward(RankBufferReward):
     name = "rank_buffer_plus"
     options_class = RankBufferPlusOptions
 
-    def make_ranking(self, seed: int) -> RankingStrategy:
+    def make_ranking(self) -> RankingStrategy:
         o = self.options
         if o.placement == "coarse":
-            placement = CoarseToFine(self.judge, seed=seed, reshuffle_check=o.reshuffle_check)
+            placement = CoarseToFine(self.judge, seed=self.seed, reshuffle_check=o.reshuffle_check)
         else:
             placement = JointPlacement(self.judge, reshuffle_check=o.reshuffle_check)
         return MultiLookRanking(self.judge, placement, second_look=o.second_look, extra_calls=o.extra_calls,
@@ -143,10 +144,7 @@ class RankBufferPlusReward(RankBufferReward):
         return RuleManager(o.inactivity_epochs, static=o.buffer_variant == "static", max_anchors=o.max_anchors)
 
     def _config(self) -> dict[str, Any]:
-        o = self.options
-        return {"k0": o.k0, "init": o.buffer_init, "inactivity_epochs": o.inactivity_epochs,
-                "variant": o.buffer_variant, "manager": None, "placement": o.placement,
-                "max_anchors": o.max_anchors}  # fmt: skip
+        return {**super()._config(), "placement": self.options.placement, "max_anchors": self.options.max_anchors}
 
 
 class JointPlacement(RankingStrategy):

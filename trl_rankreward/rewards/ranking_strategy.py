@@ -7,13 +7,9 @@ whichever strategy ranked. Two strategies ship:
 
 - `CoarseToFine`: the paper's (Eq. 6-8). One `CoarseRequest` per answer, all at once, gives its
   position and so its bucket; then one `ListwiseRequest` per bucket of >= 2 answers, all at
-  once. `fine=False` is the coarse_only ablation (each bucket one tie block), and
-  `show_anchor_text=False` the order_only one (Sec. 4.5, App. H).
+  once; its failure policy is RankBuffer's (`rank_buffer`).
 - `rank_buffer_plus.MultiLookRanking`: placement (this one, or one joint listwise call) plus
   more looks fused by Borda count.
-
-Failure policy of `CoarseToFine`: a failed coarse call raises `GroupJudgingFailed` (the group
-is neutral); a failed fine call keeps its bucket as one tie block (`Ranking.unranked`).
 """
 
 from __future__ import annotations
@@ -87,9 +83,9 @@ class CoarseToFine(RankingStrategy):
 
     Args:
         judge: answers `CoarseRequest` and `ListwiseRequest`.
-        fine: order buckets of >= 2 answers with one listwise call each; False: coarse_only, each
-            bucket one tie block, and a seeded shuffle orders it for maintenance.
-        show_anchor_text: False is the order_only control (anchor IDs without their texts).
+        fine: order buckets of >= 2 answers with one listwise call each; False: the coarse_only ablation,
+            each bucket one tie block, and a seeded shuffle orders it for maintenance.
+        show_anchor_text: False is the order_only control (anchor IDs without their texts; Sec. 4.5, App. H).
         seed: seeds the coarse_only shuffle (`seeded_rng(seed, query_id, step, position)`).
         reshuffle_check: fraction of listwise calls also asked under another shuffle (`display_audit`).
     """

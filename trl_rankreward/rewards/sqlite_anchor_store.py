@@ -142,10 +142,8 @@ class SQLiteAnchorStore:
     ~9 ms each, seconds per step at 512 queries (docs/performance.md); after a power loss the
     last commits may be gone, as may the checkpoint files written with them.
 
-    Opening checks the file cheaply (SQLite header, length, schema marker or table) and raises
-    `AnchorStoreError` naming it; SQLite errors later on are raised as `AnchorStoreError` too.
-    `export(path, ...)` writes texts, buffer structures or both to a new store file atomically
-    (checkpoints: `rewards.anchor_checkpoint`) and `merge_from(path)` adds a file's texts back. With `read_only=True` the file
+    Opening checks the file cheaply (SQLite header, length, schema marker or table; module docstring);
+    SQLite errors later on are raised as `AnchorStoreError` too. With `read_only=True` the file
     must exist and is neither changed nor marked.
     """
 
@@ -188,12 +186,7 @@ class SQLiteAnchorStore:
             raise _database_error(self.path, action, e) from e
 
     def put(self, text: str) -> str:
-        key = text_id(text)
-        with self._sql("storing a text"), self._db:
-            self._db.execute("INSERT OR IGNORE INTO anchors (key, text) VALUES (?, ?)", (key, text))
-        if self.get(key) != text:
-            raise key_collision(key)
-        return key
+        return self.put_many([text])[0]
 
     def put_many(self, texts: Iterable[str]) -> list[str]:
         """`put` for many texts in one transaction (bulk loads: ~30x the rate of single puts);
@@ -205,7 +198,7 @@ class SQLiteAnchorStore:
         for key, text in zip(keys, texts, strict=True):
             if new.setdefault(key, text) != text:
                 raise key_collision(key)
-        with self._sql("storing texts"), self._db:
+        with self._sql("storing a text" if len(texts) == 1 else "storing texts"), self._db:
             inserted = self._db.executemany("INSERT OR IGNORE INTO anchors (key, text) VALUES (?, ?)", new.items())
         if inserted.rowcount != len(new):  # some keys were stored before: their texts must match
             for key, text in new.items():

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from ..judging.seeding import seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, ScoreOutcome
-from .options import MethodOptions
-from .pair_judging import match_player, requests_per_match, single_elimination
+from .options import MethodOptions, check_int
+from .pair_judging import BOTH_ORDERS_HELP, match_player, requests_per_match, single_elimination
 
 
 @dataclass
@@ -25,22 +25,18 @@ class TournamentOptions(MethodOptions):
         default=3,
         metadata={"help": "Independently shuffled single-elimination brackets per group (RankBuffer App. E uses 3)."},
     )
-    both_orders: bool = field(
-        default=False, metadata={"help": "Judge each match in both display orders (2 requests per match)."}
-    )
-    seed: int = field(default=0, metadata={"help": "Global seed of the bracket shuffles and tie coin flips."})
+    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
 
     def __post_init__(self):
         super().__post_init__()
-        if isinstance(self.brackets, bool) or not isinstance(self.brackets, int) or self.brackets < 1:
-            raise ValueError(f"TournamentReward brackets must be a positive integer, got {self.brackets!r}")
+        check_int("TournamentReward brackets", self.brackets, 1)
 
 
 class TournamentReward(GroupRewardMethod):
     """Rewards from wins accumulated over `brackets` shuffled single-elimination brackets.
 
     Each bracket shuffles the U unique valid answers with a seeded RNG (`judging.seeding`,
-    keyed by seed, query id, step and bracket number) and plays a knockout. A match scores
+    keyed by the method's seed (the run's), query id, step and bracket number) and plays a knockout. A match scores
     1 for a win, 1/2 each for a tie (the advancing side is then a seeded coin flip), 0 for a
     loss. With U not a power of two, the first P - U shuffled entrants (P the next power of
     two) get a first-round bye: they advance without a match and without a win.
@@ -52,8 +48,7 @@ class TournamentReward(GroupRewardMethod):
     with `both_orders`). Brackets run concurrently, rounds within a bracket sequentially:
     R = ceil(log2 U) sequential judge rounds (3 for G = 8).
 
-    Options (`TournamentOptions`): brackets (Tournament-GRPO's run-specific setting; RankBuffer
-    App. E uses 3), both_orders, seed (of the shuffles and tie coin flips).
+    Options: `TournamentOptions`.
     """
 
     name = "tournament"
@@ -79,7 +74,7 @@ class TournamentReward(GroupRewardMethod):
         return ScoreOutcome(values, invalid_reward=-1.0, details=details)
 
     async def _bracket(self, group: Group, n: int, step: int, bracket: int, play):
-        rng = seeded_rng(self.options.seed, "tournament", group.query_id, step, bracket)
+        rng = seeded_rng(self.seed, "tournament", group.query_id, step, bracket)
         entrants = list(range(n))
         rng.shuffle(entrants)
         return await single_elimination(entrants, play, lambda a, b: a if rng.random() < 0.5 else b)

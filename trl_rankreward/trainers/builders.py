@@ -32,11 +32,12 @@ def build_training_judge(config, *, genrm_format: bool = False) -> Judge:
 
 def build_reward_method(config, judge: Judge, *, tokenizer=None) -> GroupRewardMethod:
     """The reward method the config names, with its options (`config.method_options()`) and what the run
-    provides (`RunContext`): the answer format, the seed, `output_dir`, and with `tokenizer` the
-    policy's token count (methods that weigh length count tokens in any language)."""
+    provides (`RunContext`): the answer format, the run's `seed` (not `judge_seed`, which seeds only the
+    judge's display shuffles), `output_dir`, and with `tokenizer` the policy's token count (methods that
+    weigh length count tokens in any language)."""
     run = RunContext(
         answer_format=AnswerFormat(thinking=config.thinking_format),
-        seed=config.judge_seed,
+        seed=config.seed,
         output_dir=config.output_dir,
         length_fn=TokenLength(tokenizer) if tokenizer is not None else None,
     )
