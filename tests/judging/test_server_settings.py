@@ -4,8 +4,13 @@ import dataclasses
 
 import pytest
 
-from trl_rankreward.judging.command_fields import GeneratorServerFields, GenRMFields
-from trl_rankreward.judging.server_fields import EvalJudgeFields, MetaRMFields, TrainingJudgeFields
+from trl_rankreward.judging.server_fields import (
+    EvalJudgeFields,
+    GeneratorServerFields,
+    GenRMFields,
+    MetaRMFields,
+    TrainingJudgeFields,
+)
 from trl_rankreward.judging.server_settings import (
     EVAL_JUDGE,
     GENRM,
