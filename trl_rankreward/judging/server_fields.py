@@ -96,14 +96,12 @@ class EvalJudgeFields:
     )
     eval_judge_max_model_len: int | None = setting(
         "max_model_len",
-        "The evaluation judge's context window in tokens, for servers that do not list one at /models; prompts "
-        "are fitted to it (docs/judging.md).",
+        "The evaluation judge's context window in tokens where /models lists none; shown texts are cut to fit.",
     )
     eval_judge_timeout_s: float = setting("timeout_s", "Timeout of one evaluation judge HTTP request, in seconds.")
     eval_judge_max_attempts: int = setting(
         "max_attempts",
-        "HTTP requests per evaluation judge request in all; invalid answers and transient errors are retried "
-        "(docs/judging.md).",
+        "HTTP requests per evaluation judge request in all; invalid answers and transient errors are retried.",
     )
     eval_judge_require_listed_model: bool = setting(
         "require_listed_model",
@@ -139,14 +137,11 @@ class MetaRMFields:
         "size (vLLM's --max-num-seqs).",
     )
     metarm_max_model_len: int | None = setting(
-        "max_model_len",
-        "The MetaRM's context window in tokens, for servers that do not list one at /models; prompts are fitted "
-        "to it (docs/judging.md).",
+        "max_model_len", "The MetaRM's context window in tokens where /models lists none; shown texts are cut to fit."
     )
     metarm_timeout_s: float = setting("timeout_s", "Timeout of one MetaRM HTTP request, in seconds.")
     metarm_max_attempts: int = setting(
-        "max_attempts",
-        "HTTP requests per MetaRM request in all; invalid answers and transient errors are retried (docs/judging.md).",
+        "max_attempts", "HTTP requests per MetaRM request in all; invalid answers and transient errors are retried."
     )
     metarm_require_listed_model: bool = setting(
         "require_listed_model",
@@ -184,9 +179,7 @@ class GenRMFields:
         "size (vLLM's --max-num-seqs).",
     )
     genrm_max_model_len: int | None = setting(
-        "max_model_len",
-        "The GenRM's context window in tokens, for servers that do not list one at /models; prompts are fitted "
-        "to it (docs/judging.md).",
+        "max_model_len", "The GenRM's context window in tokens, for servers that do not list one at /models."
     )
     genrm_timeout_s: float = setting("timeout_s", "Timeout of one GenRM HTTP request, in seconds.")
     genrm_require_listed_model: bool = setting(
@@ -222,15 +215,11 @@ class GeneratorServerFields:
         "size (vLLM's --max-num-seqs).",
     )
     max_model_len: int | None = setting(
-        "max_model_len",
-        "The generator's context window in tokens, for servers that do not list one at /models; prompts are "
-        "fitted to it (docs/judging.md).",
+        "max_model_len", "The generator's context window in tokens, for servers that do not list one at /models."
     )
     timeout_s: float = setting("timeout_s", "Timeout of one generator HTTP request, in seconds.")
     max_attempts: int = setting(
-        "max_attempts",
-        "HTTP requests per generator request in all; invalid answers and transient errors are retried "
-        "(docs/judging.md).",
+        "max_attempts", "HTTP requests per generator request in all; invalid answers and transient errors are retried."
     )
     require_listed_model: bool = setting(
         "require_listed_model",
