@@ -26,7 +26,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
     Every field is in sight: its own below, the judge server's (`judge_*`) in
     `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval_config.JudgeEvalConfig`,
     the critic's in `critic_config.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
-    server (vLLM, SGLang, `transformers serve`, ...), or the offline `EmbeddingJudge` without URLs.
+    server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
+    by similarity to the query's `references`).
 
     The method's options are `reward_method_kwargs` and `lambda_fmt`, checked by the method's
     options dataclass (`rewards.options`; `method_options()` builds it). A config for one method
