@@ -4,8 +4,13 @@ import dataclasses
 
 import pytest
 
-from trl_rankreward.judging.command_fields import GeneratorServerFields, GenRMFields
-from trl_rankreward.judging.server_fields import EvalJudgeFields, MetaRMFields, TrainingJudgeFields
+from trl_rankreward.judging.server_fields import (
+    EvalJudgeFields,
+    GeneratorServerFields,
+    GenRMFields,
+    MetaRMFields,
+    TrainingJudgeFields,
+)
 from trl_rankreward.judging.server_settings import (
     EVAL_JUDGE,
     GENRM,
@@ -15,6 +20,7 @@ from trl_rankreward.judging.server_settings import (
     TRAINING_JUDGE,
     JudgeServerSettings,
     build_judge,
+    setting,
 )
 
 ROLES = [(TRAINING_JUDGE, TrainingJudgeFields), (EVAL_JUDGE, EvalJudgeFields), (METARM, MetaRMFields),
@@ -56,6 +62,22 @@ def test_the_roles_own_defaults():
     assert default(GeneratorServerFields, "temperature") is None  # the rubric template decides
     assert set(TRAINING_JUDGE.names) == set(SETTINGS)
     assert "seed" not in METARM.names and "templates" not in GENRM.names
+
+
+def test_setting_takes_the_shared_default_or_the_roles_own():
+    @dataclasses.dataclass(kw_only=True)
+    class Fields:
+        urls: list[str] = setting("base_urls", "u")
+        concurrency: int = setting("max_concurrency", "c")
+        tokens: int | None = setting("max_tokens", "t", default=7)
+        model: str = setting("model", "m", default=dataclasses.MISSING)
+
+    first, second = Fields(model="a"), Fields(model="b")
+    assert (first.concurrency, first.tokens) == (JudgeServerSettings.max_concurrency, 7) == (64, 7)
+    assert first.urls == [] and first.urls is not second.urls  # a fresh list each, as default_factory=list gives
+    assert [f.metadata["help"] for f in dataclasses.fields(Fields)] == ["u", "c", "t", "m"]
+    with pytest.raises(TypeError, match="model"):
+        Fields()  # MISSING: a required field (a required flag)
 
 
 def test_a_config_without_a_field_of_its_role_keeps_the_settings_default():

@@ -31,8 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..judging.command_fields import GenRMFields
-from ..judging.server_fields import MetaRMFields
+from ..judging.server_fields import GenRMFields, MetaRMFields
 from ..judging.server_settings import GENRM, METARM, build_backend
 from . import UsageError
 

@@ -1,13 +1,8 @@
-"""Judge-server settings: one dataclass, used with a flag prefix wherever a judge server is configured.
+"""Judge-server settings: one dataclass, `JudgeServerSettings`, read from a role's prefixed fields.
 
-A judge server is configured in five roles, each with its fields written out as a mixin
-(`server_fields`, `command_fields`): the training judge (`judge_*` of `JudgeRewardGRPOConfig`, a
-GenRM too in `examples/train_genrm_rlhf.py`), the evaluation judge (`eval_judge_*`, the win rate
-during training), R-Align's MetaRM (`metarm_*`, in `RAlignGenRMConfig` and in `trl-rankreward
-eval-genrm` alike), the GenRM under evaluation (`genrm_*`, `eval-genrm`) and the rubric and
-rationale generator (`trl-rankreward rubrics`, no prefix). `role.settings(config)` reads a role's
-fields back as checked `JudgeServerSettings`; `build_judge` and `build_backend` turn those into a
-judge or a chat backend.
+Each place that configures a judge server is a role (`TRAINING_JUDGE`, `METARM`, ... below), whose
+fields are written out in `server_fields` with `setting`. `role.settings(config)` reads them back as
+checked `JudgeServerSettings`; `build_judge` and `build_backend` turn those into a judge or a chat backend.
 
 Example:
     settings = JudgeServerSettings(base_urls=["http://localhost:8000/v1"], model="Qwen/Qwen3-8B")
@@ -26,8 +21,7 @@ from .retry import RetryPolicy
 
 @dataclass(frozen=True)
 class JudgeServerSettings:
-    """How to reach a judge server and decode with it. Each role's fields (`server_fields`, `command_fields`)
-    write these out with their help; the defaults the roles share are these."""
+    """How to reach a judge server and decode with it: the defaults the roles share (`setting`)."""
 
     base_urls: list[str] = field(default_factory=list)  # several URLs share the load
     model: str | None = None  # served at base_urls (required with them)
@@ -74,12 +68,21 @@ class JudgeServerSettings:
 
 
 SETTINGS = tuple(f.name for f in dataclasses.fields(JudgeServerSettings) if f.name != "prefix")
+_SHARED = object()
+
+
+def setting(name: str, help: str, default: Any = _SHARED) -> Any:
+    """A role's config field for the setting `name`, with `help` for `--help`: `JudgeServerSettings`' default
+    unless the role gives its own (`default=dataclasses.MISSING`: a required flag)."""
+    if default is not _SHARED:
+        return field(default=default, metadata={"help": help})
+    shared = next(f for f in dataclasses.fields(JudgeServerSettings) if f.name == name)
+    return field(default=shared.default, default_factory=shared.default_factory, metadata={"help": help})
 
 
 @dataclass(frozen=True)
 class JudgeRole:
-    """One place a judge server is configured: the prefix of its fields and the settings it exposes
-    (the fields themselves are written out in `server_fields` and `command_fields`).
+    """One place a judge server is configured: the prefix of its fields and the settings it exposes.
 
     Args:
         prefix: of every field and flag (`"metarm_"` -> `metarm_model`).
@@ -96,19 +99,19 @@ class JudgeRole:
 
 
 TRAINING_JUDGE = JudgeRole("judge_")
-"""The judge of `JudgeRewardGRPOTrainer` and its subclasses (`server_fields.TrainingJudgeFields`)."""
+"""The judge of `JudgeRewardGRPOTrainer` and its subclasses (`TrainingJudgeFields`)."""
 
 METARM = JudgeRole("metarm_", names=tuple(name for name in SETTINGS if name != "seed"))  # A and B shown as given
-"""R-Align's MetaRM, in training and in `eval-genrm` alike (`server_fields.MetaRMFields`)."""
+"""R-Align's MetaRM, in training and in `eval-genrm` alike (`MetaRMFields`)."""
 
 GENRM = JudgeRole("genrm_", names=tuple(name for name in SETTINGS if name not in ("max_attempts", "templates")))
-"""The GenRM under evaluation (`eval-genrm`, `command_fields.GenRMFields`): asked once per pair (three tries)."""
+"""The GenRM under evaluation (`eval-genrm`, `GenRMFields`): asked once per pair (three tries)."""
 
 EVAL_JUDGE = JudgeRole("eval_judge_")
-"""The win-rate judge during training (`trainers.judge_eval`, `server_fields.EvalJudgeFields`)."""
+"""The win-rate judge during training (`trainers.judge_eval`, `EvalJudgeFields`)."""
 
 RUBRIC_GENERATOR = JudgeRole("", names=tuple(name for name in SETTINGS if name not in ("templates", "seed")))
-"""The rubric and rationale generator (`trl-rankreward rubrics`, `command_fields.GeneratorServerFields`)."""
+"""The rubric and rationale generator (`trl-rankreward rubrics`, `GeneratorServerFields`)."""
 
 
 def build_backend(settings: JudgeServerSettings):

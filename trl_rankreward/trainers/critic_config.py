@@ -1,14 +1,14 @@
 """`CriticConfig`: the PPO-with-critic fields every config of the package has (every trainer can run
 PPO, `trainers.ppo`), and `critic_post_init`, the critic's checks around TRL's `GRPOConfig.__post_init__`.
 
-Defaults: gamma 1.0 and lam 1.0 (verl's and OpenRLHF's defaults; see `lam`), value clip 0.2, a
-critic learning rate of 9e-6 (OpenRLHF's PPO examples) with the run's Adam betas, epsilon and
-weight decay. There is no value-loss weight: the critic has an optimizer of its own, and Adam's
-update does not change when its loss is scaled, so `critic_learning_rate` is the knob.
+gamma and lam default to 1.0, as in verl and OpenRLHF. The critic has an optimizer of its own (the run's
+Adam betas, epsilon and weight decay) and no value-loss weight: Adam's update does not change when its
+loss is scaled, so `critic_learning_rate` is the knob (9e-6, as OpenRLHF's PPO examples).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -22,8 +22,8 @@ TRL_GROUP_SIZE_RULE = "GRPO requires at least 2 generations per prompt"
 
 @dataclass
 class CriticConfig:
-    """PPO-with-critic fields, in every config of the package since every trainer can run PPO: its base
-    (`base.GRPOTrainerBase`) builds the critic when `advantage_estimator="gae"`. Mixed in before `GRPOConfig`."""
+    """Mixed in before `GRPOConfig`; the trainers' base (`base.GRPOTrainerBase`) builds the critic when
+    `advantage_estimator="gae"`."""
 
     advantage_estimator: str = field(
         default="group",
@@ -155,9 +155,7 @@ def critic_card_settings(args: CriticConfig) -> dict:
     """The advantage estimator, and with "gae" the critic's settings, for the model card."""
     if args.advantage_estimator != "gae":
         return {"advantage_estimator": args.advantage_estimator}
-    names = ("advantage_estimator", "critic_model_name_or_path", "critic_learning_rate", "gamma", "lam",
-             "cliprange_value", "whiten_advantages", "kl_in_reward_coef")  # fmt: skip
-    return {name: getattr(args, name) for name in names}
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(CriticConfig)}
 
 
 def training_algorithm(args: CriticConfig) -> str:

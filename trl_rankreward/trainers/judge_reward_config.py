@@ -1,7 +1,5 @@
 """`JudgeRewardGRPOConfig`: the config of `judge_reward.JudgeRewardGRPOTrainer` (GRPO with a judged group
-reward method), every field in sight: its own below, and those of its mixins, each written out in one
-class (the judge server's, the win rate's, the critic's). `__post_init__` is its one validation path.
-"""
+reward method)."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from ..judging.retry import RetryPolicy
 from ..judging.server_fields import TrainingJudgeFields
 from ..judging.server_settings import TRAINING_JUDGE
 from ..rewards.options import MethodOptions, option_values
@@ -26,12 +23,11 @@ from .judge_eval_config import JudgeEvalConfig, check_judge_eval
 class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
-    The judge server's fields (`judge_base_urls`, `judge_model`, ...) are `judging.server_fields.TrainingJudgeFields`,
-    the win rate's `judge_eval_config.JudgeEvalConfig`, the critic's `critic_config.CriticConfig`; `__post_init__`
-    checks them all, in that order after TRL's own checks. With `judge_base_urls` empty the
-    judge is the embedded `EmbeddingJudge` (offline, ranks by similarity to the query's
-    `references`); otherwise an `LLMJudge` over an OpenAI-compatible server (vLLM `vllm serve`,
-    SGLang, `transformers serve`, ...).
+    Every field is in sight: its own below, the judge server's (`judge_*`) in
+    `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval_config.JudgeEvalConfig`,
+    the critic's in `critic_config.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
+    server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
+    by similarity to the query's `references`).
 
     The method's options are `reward_method_kwargs` and `lambda_fmt`, checked by the method's
     options dataclass (`rewards.options`; `method_options()` builds it). A config for one method
@@ -99,7 +95,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         server's, then this class's fields and the method's options (a config for one method runs this too)."""
         critic_post_init(self)
         check_judge_eval(self)
-        self.judge_base_urls = TRAINING_JUDGE.settings(self).base_urls
+        judge = TRAINING_JUDGE.settings(self)
+        self.judge_base_urls = judge.base_urls
         if isinstance(self.reward_method_kwargs, str):
             try:
                 self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
@@ -119,7 +116,7 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         self.circuit_breaker()  # checks the thresholds
         if self.judge_base_urls:
             # The other processes wait in a collective while the main process judges one round.
-            worst = RetryPolicy(max_attempts=self.judge_max_attempts).worst_case_s(self.judge_timeout_s)
+            worst = judge.retry_policy().worst_case_s(self.judge_timeout_s)
             if worst > self.ddp_timeout:
                 warnings.warn(
                     f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
