@@ -21,7 +21,9 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from .scripted_judge import JSONHandler
 
 ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key out
 
@@ -83,21 +85,8 @@ class ChatScriptServer(ThreadingHTTPServer):
         }  # fmt: skip
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     server: ChatScriptServer
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def _send(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if status >= 500:
-            self.send_header("retry-after-ms", "5")
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
@@ -111,7 +100,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
-        self._send(*self.server.respond(body))
+        status, payload = self.server.respond(body)
+        self._send(status, payload, {"retry-after-ms": "5"} if status >= 500 else None)
 
 
 @contextlib.contextmanager

@@ -233,11 +233,12 @@ class JSONHandler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # tests read results, not access logs
         pass
 
-    def _send(self, status: int, payload: dict) -> None:
+    def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(payload).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(body)), **(headers or {})}
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
@@ -290,7 +291,6 @@ class _Handler(JSONHandler):
 
     def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
         self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
-
 
 
 def message_content(message: dict) -> str:

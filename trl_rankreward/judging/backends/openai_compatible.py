@@ -68,7 +68,7 @@ class OpenAICompatibleBackend:
             do not list `max_model_len` at `/models` (None: unknown, prompts are not fitted).
         timeout_s: deadline of one HTTP request, from sending it to the last byte of the answer.
         check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not
-            answer or does not list `model` (see `check_server`).
+            answer or does not list `model`.
         require_listed_model: with `check_on_start`, a `model` missing from a server's list is an
             error; turn off for gateways that route models they do not list.
     """
@@ -206,17 +206,6 @@ def normalize_base_url(url: str) -> str:
     if urllib.parse.urlsplit(url).path in ("", "/"):
         url += "/v1"
     return url
-
-
-def check_server(base_url: str, api_key: str, *, model: str | None = None, timeout_s: float = 5.0) -> list[str]:
-    """GET `<base_url>/models` synchronously; raise `BackendError` naming the URL if it does not answer.
-
-    Returns the served model ids. A `model` missing from them raises `BackendError` naming
-    the model, the URL and what is served (for gateways that route models they do not list,
-    pass `model=None`).
-    """
-    entries = list_models(base_url, api_key, timeout_s=timeout_s)
-    return check_listed_model(base_url, entries, model)
 
 
 def list_models(base_url: str, api_key: str, *, timeout_s: float = 5.0) -> list[dict]:
