@@ -7,10 +7,11 @@ tau to the latent truth) in place of benchmark scores.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from . import report_files
 
 #: (column key, header, format) of the markdown table
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -74,13 +75,7 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """All row fields, one line per method."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["method"])
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return report_files.write_csv(rows, path, ["method"])
 
 
 #: (row key, x-axis label, file name) of the two plots
@@ -93,13 +88,7 @@ _FAMILIES = (("rank_buffer", "tab:red"), ("matrix", "tab:green"), ("pointwise", 
 
 def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path, prefix: str = "") -> list[Path]:
     """Kendall tau against judge tokens and against judge calls per group (two PNGs, any number of rows)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    plt = report_files.pyplot()
     paths = []
     for key, xlabel, name in PLOTS:
         fig, ax = plt.subplots(figsize=(7.5, 4.5 + 0.05 * max(len(rows) - 20, 0)))
@@ -123,10 +112,7 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path, prefix: s
         ax.set_title("Ranking fidelity vs judge cost (RankBuffer red, MatrixReward green, pointwise gray)")
         ax.grid(True, alpha=0.3)
         fig.tight_layout()
-        path = out_dir / f"{prefix}{name}"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(report_files.save_png(fig, Path(out_dir) / f"{prefix}{name}", dpi=110))
     return paths
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from ..rewards.anchor_buffer import SOURCES
 from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
+from . import report_files
 
 #: the file a trainer checkpoint stores the reward method's `state_dict()` in
 STATE_FILE = METHOD_STATE_NAME
@@ -163,11 +164,7 @@ def format_report(report: BufferReport) -> str:
 
 def plot_report(report: BufferReport, path: str | os.PathLike) -> None:
     """Write the two-panel PNG (Figure 6 of the RankBuffer paper) to `path` (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = report_files.pyplot()
     sources, epochs, n = report.sources, report.epochs, max(report.queries, 1)
     colors = {s: c for s, c in zip(SOURCES, plt.get_cmap("tab10").colors)}
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -195,5 +192,4 @@ def plot_report(report: BufferReport, path: str | os.PathLike) -> None:
     ax_b.set_title("(b) anchor sources by normalized quality position")
     fig.suptitle(f"RankBuffer buffers of {report.queries} queries")
     fig.tight_layout()
-    fig.savefig(os.fspath(path), dpi=120)
-    plt.close(fig)
+    report_files.save_png(fig, path, dpi=120)

@@ -19,11 +19,11 @@ tokens, neutral groups in all, the final `buffer/size_mean` (RankBuffer) and the
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 from typing import Any
 
+from . import report_files
 from .run_history import BUFFER_SIZE, CALLS, COMPLETION, NEUTRAL, PROMPT, REWARD_STD, RunHistory
 
 # --------------------------------------------------------------------------- summary
@@ -123,14 +123,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
 
 
 def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keys = list(rows[0]) if rows else [key for key, _, _ in COLUMNS]
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return report_files.write_csv(rows, path, [key for key, _, _ in COLUMNS])
 
 
 # --------------------------------------------------------------------------- plots
@@ -156,12 +149,7 @@ PANELS = (
 
 def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str = "compare.png") -> Path:
     """One PNG with the panels of `PANELS` side by side (2 x 3), one line per run; needs matplotlib."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError(f"plots need matplotlib: pip install 'trl-rankreward[plots]' ({exc})") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = report_files.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.8))
@@ -191,8 +179,4 @@ def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str =
     if handles:
         fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 4), fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
-    path = Path(output_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return report_files.save_png(fig, Path(output_dir) / name, dpi=90)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import report_files
 from .run_history import COMPLETION, PROMPT, RunHistory
 
 WIN_RATE, WIN_LOW, WIN_HIGH = "eval/win_rate", "eval/win_rate_low", "eval/win_rate_high"
@@ -162,14 +163,7 @@ def _cell(value: float | None, fmt: str) -> str:
 
 def plot_win_rate(runs: Sequence[RunHistory], output_dir: str | os.PathLike, name: str = "win_rate.png") -> Path:
     """Win rate (with its interval as a band) against cumulative training judge tokens, one line per run."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError(f"plots need matplotlib: pip install 'trl-rankreward[plots]' ({exc})") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = report_files.pyplot().subplots(figsize=(7, 4.5))
     for i, run in enumerate(runs):
         curve = win_rate_curve(run)
         if not curve:
@@ -186,8 +180,4 @@ def plot_win_rate(runs: Sequence[RunHistory], output_dir: str | os.PathLike, nam
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=9)
     fig.tight_layout()
-    path = Path(output_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return report_files.save_png(fig, Path(output_dir) / name, dpi=90)

@@ -12,11 +12,8 @@ the caller's `judging.retry.RetryPolicy` decides whether to try again. A success
 whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
 "malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
 
-What the judge layer needs to fit prompts to the window (`judging.prompt_budget`):
-`context_window()` is the smallest `max_model_len` the replicas list at `/v1/models` (vLLM
-does), else the configured `max_model_len`; `count_prompt_tokens(messages)` asks a replica's
-`POST /tokenize` (vLLM's, at the server root) for the exact count, and returns None where the
-servers do not offer it.
+For fitting prompts to the window (`judging.prompt_budget`) it offers `context_window()` and
+`count_prompt_tokens(messages)` (vLLM's `/v1/models` and `POST /tokenize`).
 
 Clients and the per-loop parts of the pool belong to an event loop, and trainers call
 `asyncio.run` once per step, so they are created lazily for each running loop.
