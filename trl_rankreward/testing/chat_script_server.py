@@ -21,9 +21,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 
-from .scripted_judge import JSONHandler
+from .scripted_judge import JSONHandler, LoopbackServer
 
 ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key out
 
@@ -43,8 +42,7 @@ def messages_key(messages) -> str:
     return json.dumps(messages, sort_keys=True, ensure_ascii=False)
 
 
-class ChatScriptServer(ThreadingHTTPServer):
-    request_queue_size = 256
+class ChatScriptServer(LoopbackServer):
     daemon_threads = True
 
     def __init__(self, answer: Callable[[list[dict]], Reply], models: tuple[str, ...]):

@@ -43,7 +43,9 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from .scripted_judge import LoopbackServer
 
 # Parameters (and defaults) each fault kind accepts.
 FAULTS: dict[str, dict[str, float]] = {
@@ -197,8 +199,7 @@ class FaultProxy:
             self.forwarded += 1
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256  # not socketserver's 5: a step's requests arrive at once, one connection each
+class _Server(LoopbackServer):
     proxy: FaultProxy
     stopped: threading.Event
 
