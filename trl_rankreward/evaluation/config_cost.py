@@ -37,15 +37,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.conversation import query_text
-from ..judging.requests import Rubric
-from ..judging.seeding import text_id
 from ..rewards.options import option_fields
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..user_errors import UsageError
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
 from .reward_bench import MethodResult, run_method, sum_results
 from .step_counts import step_counts
+from .win_rate import EvalPrompt
 
 #: keys that make a `--config` file a training config (every training config has one of them)
 TRAINING_KEYS = ("model_name_or_path", "num_generations", "per_device_train_batch_size", "dataset_name")
@@ -180,7 +178,8 @@ def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec:
 
 
 def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
-    """The dataset's rows as {query_id, query, rubrics, references}, or None and why not."""
+    """The dataset's rows as {query_id, prompt, query, rubrics, references} (`win_rate.EvalPrompt`'s fields, read
+    as training reads them), or None and why not."""
     name = values.get("dataset_name")
     if not name:
         return None, "no dataset_name in the config"
@@ -193,15 +192,7 @@ def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
             data = data[split]
     except Exception as exc:  # noqa: BLE001 - any reason the data is not here: fall back and say why
         return None, f"dataset {name} not readable here ({type(exc).__name__}: {str(exc)[:120]})"
-    rows = []
-    for row in data:
-        query = query_text(row["prompt"])
-        rows.append({
-            "query_id": str(row.get("query_id") or text_id(query)),
-            "query": query,
-            "rubrics": tuple(Rubric.coerce(r) for r in (row.get("rubrics") or ())),
-            "references": tuple(row.get("references") or ()),
-        })  # fmt: skip
+    rows = [dict(vars(EvalPrompt.from_row(row))) for row in data]
     return rows, f"{len(rows)} queries of {name}"
 
 

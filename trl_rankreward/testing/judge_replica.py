@@ -151,13 +151,8 @@ def serve_judge_replica(
     control.port = port
     control.start()
     url = JudgeReplica(f"http://127.0.0.1:{control.port}/v1")
-    url.model, url.slots, url.latency_s, url.max_model_len, url.tokenize = (
-        model,
-        slots,
-        latency_s,
-        max_model_len,
-        tokenize,
-    )
+    url.model, url.slots, url.latency_s = model, slots, latency_s
+    url.max_model_len, url.tokenize = max_model_len, tokenize
     url.answered = url.refused = url.tokenize_calls = 0
     url._control, control.url = control, url
     try:
