@@ -1,14 +1,13 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
 OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
-One client per base URL (a *replica*); each request goes to the live replica with the fewest
-requests in flight, under a bound per replica and one over all (`replica_pool.ReplicaPool`); a
-replica that refused a connection or timed out rests for a few seconds while another one is
-live, so retries go to a live server. Each request has a deadline of `timeout_s` for the whole
-answer, counted from when it leaves the queue (a server that trickles bytes cannot hold it
-longer: httpx's own timeout bounds each read, not the request). `complete` makes one
-HTTP request: failures come out as `BackendError` (with the server's `Retry-After`), and
-the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
+One client per base URL (a *replica*); `replica_pool.ReplicaPool` routes each request (least in
+flight, bounded per replica and in all; a replica that refused a connection or timed out rests
+while another is live, so retries go to a live server). Each request has a deadline of
+`timeout_s` for the whole answer, counted from when it leaves the queue (a server that trickles
+bytes cannot hold it longer: httpx's own timeout bounds each read, not the request). `complete`
+makes one HTTP request: failures come out as `BackendError` (with the server's `Retry-After`),
+and the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
 whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
 "malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
 
