@@ -4,12 +4,10 @@ The config fixes the shape of the run; the rest is simulated by the benchmark's 
 (`reward_bench.run_method`, with `bench_config.RewardBenchConfig`'s settings: this module adds only
 the three options of `ConfigCostArguments`), for the config's reward method with its options:
 
-- **per step**: TRL judges one generation batch of `per_device_train_batch_size x processes x
-  steps_per_generation` completions every `steps_per_generation x num_iterations` micro-steps,
-  so an optimizer step (`gradient_accumulation_steps` micro-steps) judges
-  `per_device x processes x gradient_accumulation_steps / num_iterations` completions, that many
-  divided by G = `num_generations` queries; an epoch is `queries / queries per step` steps. The
-  process count is not in the config (`accelerate launch --num_processes`): `--num_processes`;
+- **per step**: as `step_counts` counts TRL's steps (one generation batch of `per_device_train_batch_size
+  x processes x steps_per_generation` completions every `steps_per_generation x num_iterations`
+  micro-steps). The process count is not in the config (`accelerate launch --num_processes`):
+  `--num_processes`;
 - **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable
   here (a local file or folder, or a Hub dataset in the local cache), else the simulation's
   (about 60-token queries, 3 to 5 rubrics, seven 300-token references); completions of
