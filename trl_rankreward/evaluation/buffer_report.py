@@ -4,17 +4,12 @@ Reads `CHECKPOINT/reward_method_state.json` (the output of `RankBufferReward.sta
 and summarizes the buffer *structure*: anchor texts are not needed (they live in the run's
 anchor store), so the report works from the checkpoint alone.
 
-- `load_buffer_state(path)`: the state, from a checkpoint directory or the JSON file itself.
-- `buffer_report(state, bins=10)`: a `BufferReport` (sizes, sources, creation epochs,
-  inactivity counters, sources by normalized quality position).
-- `format_report(report)`: the text table the CLI prints.
-- `plot_report(report, path)`: the PNG, in the shape of the RankBuffer paper's Figure 6
-  (Sec. 4.4): (a) live anchors per query by source, split by the epoch that created them;
-  (b) source proportions in `bins` bins of normalized quality position.
-
-Normalized position of the anchor at 0-based index i in a buffer of K anchors (worst ->
-best) is i / (K - 1): 0 = the worst anchor, 1 = the best (the paper's 0-100 scale / 100).
-A one-anchor buffer (bootstrap from a group with a single valid answer) sits at 0.5.
+`plot_report` draws the counts of `buffer_report` in the shape of the RankBuffer paper's
+Figure 6 (Sec. 4.4): (a) live anchors per query by source, split by the epoch that created
+them; (b) source proportions in `bins` bins of normalized quality position. The normalized
+position of the anchor at 0-based index i in a buffer of K anchors (worst -> best) is
+i / (K - 1): 0 = the worst anchor, 1 = the best (the paper's 0-100 scale / 100); a one-anchor
+buffer (bootstrap from a group with a single valid answer) sits at 0.5.
 """
 
 from __future__ import annotations
