@@ -107,15 +107,11 @@ def serve_chat_script(
     answer: Callable[[list[dict]], Reply], *, models: tuple[str, ...] = ("genrm", "metarm")
 ) -> Iterator[ChatScriptServer]:
     """Serve `answer` on loopback for the duration of the block (see the module docstring)."""
-    server = ChatScriptServer(answer, models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = ChatScriptServer(answer, models).start()
     try:
         yield server
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+        server.stop()
 
 
 __all__ = ["ABSENT", "ChatScriptServer", "Reply", "messages_key", "serve_chat_script"]

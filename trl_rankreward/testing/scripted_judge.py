@@ -61,6 +61,18 @@ class LoopbackServer(ThreadingHTTPServer):
 
     request_queue_size = 256
 
+    def start(self) -> LoopbackServer:
+        """Serve in a daemon thread, which checks for `stop()` every 50 ms."""
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and wait for the serving thread."""
+        self.shutdown()
+        self.server_close()
+        self._thread.join(timeout=5)
+
 
 MODES = ("valid", "prose")
 PROSE_ANSWER = (
@@ -215,15 +227,12 @@ def serve_scripted_judge(
     server.judge, server.lock, server.verdict_lock = url, threading.Lock(), threading.Lock()
     server.verdicts = judge if judge is not None else TextQualityJudge(quality, meta_threshold)
     server.closed = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    server.start()
     try:
         yield url
     finally:
         server.closed.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        server.stop()
 
 
 class JSONHandler(BaseHTTPRequestHandler):
