@@ -65,12 +65,8 @@ RATIOS: tuple[tuple[str, str, str], ...] = (
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     """The benchmark table (one row per method) in GitHub markdown."""
-    lines = ["| " + " | ".join(h for _, h, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in rows:
-        lines.append(
-            "| " + " | ".join("-" if row[key] is None else fmt.format(row[key]) for key, _, fmt in COLUMNS) + " |"
-        )
-    return "\n".join(lines)
+    cells = (["-" if row[key] is None else fmt.format(row[key]) for key, _, fmt in COLUMNS] for row in rows)
+    return report_files.markdown_table([header for _, header, _ in COLUMNS], cells)
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
@@ -137,17 +133,12 @@ def paper_ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
-    lines = [
-        "| ratio | tokens, parsed calls (ours) | tokens, all attempts (ours) | tokens (paper) | calls (ours) "
-        "| calls (paper) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in paper_ratios(rows):
-        lines.append(
-            f"| {r['ratio']} | {r['tokens_ours']:.2f} | {r['all_tokens_ours']:.2f} | {r['tokens_paper']:.2f} | "
-            f"{r['calls_ours']:.2f} | {r['calls_paper']:.2f} |"
-        )
-    return "\n".join(lines)
+    header = (
+        "ratio|tokens, parsed calls (ours)|tokens, all attempts (ours)|tokens (paper)|calls (ours)|calls (paper)"
+    ).split("|")
+    numbers = ("tokens_ours", "all_tokens_ours", "tokens_paper", "calls_ours", "calls_paper")
+    cells = ([r["ratio"], *(f"{r[k]:.2f}" for k in numbers)] for r in paper_ratios(rows))
+    return report_files.markdown_table(header, cells)
 
 
 def per_call_table(rows: Sequence[dict[str, Any]]) -> str:

@@ -113,13 +113,9 @@ def _cell(value, fmt: str) -> str:
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The summary rows as a markdown table ('–' where a run did not log the metric)."""
-    lines = [
-        "| " + " | ".join(header for _, header, _ in COLUMNS) + " |",
-        "|" + "|".join("---" if key == "run" else "---:" for key, _, _ in COLUMNS) + "|",
-    ]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(row.get(key), fmt) for key, _, fmt in COLUMNS) + " |")
-    return "\n".join(lines)
+    align = ["---" if key == "run" else "---:" for key, _, _ in COLUMNS]
+    cells = ([_cell(row.get(key), fmt) for key, _, fmt in COLUMNS] for row in rows)
+    return report_files.markdown_table([header for _, header, _ in COLUMNS], cells, align)
 
 
 def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:

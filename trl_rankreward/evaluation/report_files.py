@@ -1,4 +1,4 @@
-"""The files the evaluation reports write: CSV tables and PNG figures.
+"""What the evaluation reports write: markdown tables, CSV files and PNG figures.
 
 matplotlib (the `plots` extra) is imported only when a figure is drawn, on the Agg backend,
 so the reports run on machines without a display.
@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequence[str] | None = None) -> str:
+    """A GitHub markdown table of string cells; `align`: each column's separator line (default "---")."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align or ["---"] * len(header)) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | os.PathLike, empty_header: Sequence[str]) -> Path:
