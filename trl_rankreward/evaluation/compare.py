@@ -166,12 +166,8 @@ def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str =
         if not drawn:
             ax.text(0.5, 0.5, "not logged by these runs", ha="center", va="center", transform=ax.transAxes,
                     color="gray")  # fmt: skip
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if not handles:
-        for ax in axes.flat:
-            handles, labels = ax.get_legend_handles_labels()
-            if handles:
-                break
+    legends = [ax.get_legend_handles_labels() for ax in axes.flat]
+    handles, labels = next(((h, names) for h, names in legends if h), ([], []))  # the first panel with lines
     if handles:
         fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 4), fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
