@@ -20,11 +20,10 @@ So, per request:
    ratio differs between prose, code and numbers, so a prompt of other texts may count a little
    higher) and `MARGIN_TOKENS`. Until the server has answered once, the ratio is a cautious
    `PRIOR_RATIO`, so the first step's prompts near the window are cut rather than refused.
-3. A prompt over its budget is shortened: every shown text (responses, anchors, rollouts,
-   rationales; never the query or the rubrics) is cut to the same number of characters, the
-   largest that fits, and marked as cut (`rendering.render(limit_chars=...)`); a text shorter
-   than that share is shown whole. The verdict keeps its meaning (the same ids are shown), and
-   the ledger counts it (`judge/truncated_requests`, `judge/truncated_chars`).
+3. A prompt over its budget is shortened: every shown text is cut to the same number of
+   characters, the largest that fits (`rendering.render(limit_chars=...)` says how). The verdict
+   keeps its meaning (the same ids are shown), and the ledger counts it
+   (`judge/truncated_requests`, `judge/truncated_chars`).
 4. A request that cannot fit with `MIN_SHOWN_CHARS` characters per text (a query and rubrics
    longer than the window) is not sent: it fails as `too_long`.
 5. `max_tokens` is what is left of the window after the counted prompt, capped by the
