@@ -234,7 +234,7 @@ def estimate(
         f"- simulated: {sample} queries x {epochs} epoch(s) of the run"
         + (f" (the run has {shape.epochs:g}; capped at {MAX_EPOCHS})" if shape.epochs > epochs else "")
     )
-    lines += ["", _table_header()]
+    lines += ["", _TABLE_HEADER]
     totals = []
     for method in methods:
         result = run_method(settings, method, given_queries=_sample(rows, sample, bench.rubrics_per_query))
@@ -298,11 +298,10 @@ def _sample(rows: list[dict] | None, n: int, rubrics_per_query: int | None) -> l
     return rows
 
 
-def _table_header() -> str:
-    return (
-        "| method | epochs | judge calls / step | judge tokens / step | judge rounds / step | judge calls / epoch "
-        "| judge tokens / epoch |\n|---|---|---:|---:|---:|---:|---:|"
-    )
+_TABLE_HEADER = (
+    "| method | epochs | judge calls / step | judge tokens / step | judge rounds / step | judge calls / epoch "
+    "| judge tokens / epoch |\n|---|---|---:|---:|---:|---:|---:|"
+)
 
 
 def _method_rows(method: BenchMethod, result: MethodResult, shape: RunShape) -> list[str]:

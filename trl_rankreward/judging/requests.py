@@ -59,10 +59,6 @@ class Rubric:
         raise TypeError(f"Cannot make a Rubric from {type(value).__name__}: {value!r}")
 
 
-def _rubrics(values) -> tuple[Rubric, ...]:
-    return tuple(Rubric.coerce(v) for v in (values or ()))
-
-
 def _texts(name: str, values: Sequence[str], minimum: int) -> tuple[str, ...]:
     if isinstance(values, str):
         raise TypeError(f"{name} must be a list of strings, got a single string")
@@ -92,7 +88,7 @@ class _Request:
     def __post_init__(self):
         if not isinstance(self.query, str):
             raise TypeError(f"query must be a string, got {type(self.query).__name__}")
-        object.__setattr__(self, "rubrics", _rubrics(self.rubrics))
+        object.__setattr__(self, "rubrics", tuple(Rubric.coerce(v) for v in (self.rubrics or ())))
 
 
 @dataclass(frozen=True, kw_only=True)
