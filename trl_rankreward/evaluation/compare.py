@@ -103,18 +103,10 @@ def _logged(run: RunHistory, *names: str) -> list[dict[str, float]]:
     return [e for e in run.entries if any(n in e for n in names)]
 
 
-def _cell(value, fmt: str) -> str:
-    if value is None:
-        return "–"
-    if fmt == "{:d}":
-        return str(int(value))
-    return fmt.format(value)
-
-
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The summary rows as a markdown table ('–' where a run did not log the metric)."""
     align = ["---" if key == "run" else "---:" for key, _, _ in COLUMNS]
-    cells = ([_cell(row.get(key), fmt) for key, _, fmt in COLUMNS] for row in rows)
+    cells = ([report_files.cell(row.get(key), fmt) for key, _, fmt in COLUMNS] for row in rows)
     return report_files.markdown_table([header for _, header, _ in COLUMNS], cells, align)
 
 

@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 
+def cell(value, fmt: str) -> str:
+    """A table cell of a run's number: "–" where the run did not log it, else `fmt` of it ("{:d}": its integer)."""
+    if value is None:
+        return "–"
+    return str(int(value)) if fmt == "{:d}" else fmt.format(value)
+
+
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequence[str] | None = None) -> str:
     """A GitHub markdown table of string cells; `align`: each column's separator line (default "---")."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align or ["---"] * len(header)) + "|"]

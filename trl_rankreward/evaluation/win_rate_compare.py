@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import report_files
+from .report_files import cell, pyplot, save_png
 from .run_history import COMPLETION, PROMPT, RunHistory
 
 WIN_RATE, WIN_LOW, WIN_HIGH = "eval/win_rate", "eval/win_rate_low", "eval/win_rate_high"
@@ -145,8 +145,8 @@ def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets
         else:
             final = "no eval/win_rate logged"
         cells = [run.label, str(len(curve)), final]
-        cells += [_cell(win_rate_at(curve, b), "{:.3f}") for b in budgets]
-        cells += ["overlap" if run.label in untold else _cell(tokens_to_reach(curve, t), "{:,.0f}") for t in targets]
+        cells += [cell(win_rate_at(curve, b), "{:.3f}") for b in budgets]
+        cells += ["overlap" if run.label in untold else cell(tokens_to_reach(curve, t), "{:,.0f}") for t in targets]
         lines.append("| " + " | ".join(cells) + " |")
     for a, b in overlaps:
         lines.append(
@@ -157,13 +157,9 @@ def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets
     return "\n".join(lines)
 
 
-def _cell(value: float | None, fmt: str) -> str:
-    return "–" if value is None else fmt.format(value)
-
-
 def plot_win_rate(runs: Sequence[RunHistory], output_dir: str | os.PathLike, name: str = "win_rate.png") -> Path:
     """Win rate (with its interval as a band) against cumulative training judge tokens, one line per run."""
-    fig, ax = report_files.pyplot().subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for i, run in enumerate(runs):
         curve = win_rate_curve(run)
         if not curve:
@@ -180,4 +176,4 @@ def plot_win_rate(runs: Sequence[RunHistory], output_dir: str | os.PathLike, nam
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=9)
     fig.tight_layout()
-    return report_files.save_png(fig, Path(output_dir) / name, dpi=90)
+    return save_png(fig, Path(output_dir) / name, dpi=90)
