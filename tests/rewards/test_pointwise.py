@@ -77,7 +77,7 @@ def test_failed_request_makes_group_neutral(cls):
 
 def test_out_of_range_verdict_is_a_failure_not_a_reward():
     class _Broken(OracleJudge):
-        def _answer(self, request):
+        async def _verdict(self, request, display):
             return 11.0
 
     (res,) = asyncio.run(PointwiseRubricReward(_Broken({})).score([Group("q", "Q?", RUBRICS, ["a"])], epoch=0, step=0))

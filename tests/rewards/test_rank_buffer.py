@@ -285,8 +285,8 @@ def test_failed_fine_call_on_first_sight_keeps_the_reference_buffer():
 
 def test_invalid_verdict_is_a_failure_not_a_guess():
     class _OutOfRange(OracleJudge):
-        def _answer(self, request):
-            return 9 if isinstance(request, CoarseRequest) else super()._answer(request)
+        async def _verdict(self, request, display):
+            return 9 if isinstance(request, CoarseRequest) else await super()._verdict(request, display)
 
     method = RankBufferReward(_OutOfRange(QUALITY))
     (res,) = _score(method, [_group()])

@@ -18,9 +18,7 @@ class BufferReportArguments:
     )
     plot_file: str | None = field(
         default=None,
-        metadata={
-            "help": "PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)",
-        },
+        metadata={"help": "PNG to write (default: CHECKPOINT/buffer_report.png; 'none' to skip the figure)"},
     )
     bins: int = field(default=10, metadata={"help": "normalized-position bins of panel (b)"})
 

@@ -78,19 +78,11 @@ class SourceArguments:
     command's description)."""
 
     dataset_name: str | None = field(
-        default=None,
-        metadata={
-            "help": "Hub id or local JSONL/parquet file/folder (None: the source's Hub id)",
-        },
+        default=None, metadata={"help": "Hub id or local JSONL/parquet file/folder (None: the source's Hub id)"}
     )
-    dataset_split: str | None = field(
-        default=None, metadata={"help": "split to read (None: the source's)"}
-    )
+    dataset_split: str | None = field(default=None, metadata={"help": "split to read (None: the source's)"})
     dataset_config: str | None = field(
-        default=None,
-        metadata={
-            "help": "Hub dataset config, ignored for local files (None: the source's)",
-        },
+        default=None, metadata={"help": "Hub dataset config, ignored for local files (None: the source's)"}
     )
     seed: int = field(default=42, metadata={"help": "sampling seed (42, as in the papers)"})
 
@@ -112,8 +104,7 @@ class QuerySourceArguments(SourceArguments):
         default=None, metadata={"help": "how many queries to sample, or 'all' (None: the source's count)"}
     )
     rubrics_file: str | None = field(
-        default=None,
-        metadata={"help": "rubric JSONL (from `rubrics generate`) to join into the result"},
+        default=None, metadata={"help": "rubric JSONL (from `rubrics generate`) to join into the result"}
     )
 
 

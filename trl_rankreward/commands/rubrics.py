@@ -29,10 +29,7 @@ class GenerationArguments(GeneratorServerFields):
     output_file: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)"})
     dataset_split: str = field(default="train", metadata={"help": "split when the dataset is a Hub id or files"})
     failures_file: str | None = field(
-        default=None,
-        metadata={
-            "help": "failures JSONL (default: OUTPUT_FILE with .failures before .jsonl)",
-        },
+        default=None, metadata={"help": "failures JSONL (default: OUTPUT_FILE with .failures before .jsonl)"}
     )
     json_mode: bool = field(default=False, metadata={"help": 'send response_format={"type": "json_object"}'})
 

@@ -52,14 +52,8 @@ class CallRecord:
 
 
 class BenchJudge(SimulatedJudge):
-    """`SimulatedJudge` with per-call records (module docstring).
-
-    Args:
-        quality, rubric_quality, noise, position_bias, length_bias, seed, fail_rate: as
-            in `SimulatedJudge`.
-        tokenizer: the `LineTokenizer` that counts every prompt and completion.
-        integer_scores: as in `SimulatedJudge`, but on by default: LLM judges answer integers.
-    """
+    """`SimulatedJudge` (its arguments) with per-call records (module docstring); `tokenizer`, a `LineTokenizer`,
+    counts every prompt and completion, and `integer_scores` is on by default: LLM judges answer integers."""
 
     def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores: bool = True, **kwargs):
         # Build the templates once: rendering with `templates=None` validates the defaults on every call.

@@ -7,10 +7,11 @@ tau to the latent truth) in place of benchmark scores.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from . import report_files
 
 #: (column key, header, format) of the markdown table
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -64,23 +65,13 @@ RATIOS: tuple[tuple[str, str, str], ...] = (
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     """The benchmark table (one row per method) in GitHub markdown."""
-    lines = ["| " + " | ".join(h for _, h, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in rows:
-        lines.append(
-            "| " + " | ".join("-" if row[key] is None else fmt.format(row[key]) for key, _, fmt in COLUMNS) + " |"
-        )
-    return "\n".join(lines)
+    cells = (["-" if row[key] is None else fmt.format(row[key]) for key, _, fmt in COLUMNS] for row in rows)
+    return report_files.markdown_table([header for _, header, _ in COLUMNS], cells)
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     """All row fields, one line per method."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["method"])
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return report_files.write_csv(rows, path, ["method"])
 
 
 #: (row key, x-axis label, file name) of the two plots
@@ -93,13 +84,7 @@ _FAMILIES = (("rank_buffer", "tab:red"), ("matrix", "tab:green"), ("pointwise", 
 
 def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path, prefix: str = "") -> list[Path]:
     """Kendall tau against judge tokens and against judge calls per group (two PNGs, any number of rows)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    plt = report_files.pyplot()
     paths = []
     for key, xlabel, name in PLOTS:
         fig, ax = plt.subplots(figsize=(7.5, 4.5 + 0.05 * max(len(rows) - 20, 0)))
@@ -123,10 +108,7 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path, prefix: s
         ax.set_title("Ranking fidelity vs judge cost (RankBuffer red, MatrixReward green, pointwise gray)")
         ax.grid(True, alpha=0.3)
         fig.tight_layout()
-        path = out_dir / f"{prefix}{name}"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(report_files.save_png(fig, Path(out_dir) / f"{prefix}{name}", dpi=110))
     return paths
 
 
@@ -151,17 +133,12 @@ def paper_ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
-    lines = [
-        "| ratio | tokens, parsed calls (ours) | tokens, all attempts (ours) | tokens (paper) | calls (ours) "
-        "| calls (paper) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in paper_ratios(rows):
-        lines.append(
-            f"| {r['ratio']} | {r['tokens_ours']:.2f} | {r['all_tokens_ours']:.2f} | {r['tokens_paper']:.2f} | "
-            f"{r['calls_ours']:.2f} | {r['calls_paper']:.2f} |"
-        )
-    return "\n".join(lines)
+    header = (
+        "ratio|tokens, parsed calls (ours)|tokens, all attempts (ours)|tokens (paper)|calls (ours)|calls (paper)"
+    ).split("|")
+    numbers = ("tokens_ours", "all_tokens_ours", "tokens_paper", "calls_ours", "calls_paper")
+    cells = ([r["ratio"], *(f"{r[k]:.2f}" for k in numbers)] for r in paper_ratios(rows))
+    return report_files.markdown_table(header, cells)
 
 
 def per_call_table(rows: Sequence[dict[str, Any]]) -> str:

@@ -4,17 +4,12 @@ Reads `CHECKPOINT/reward_method_state.json` (the output of `RankBufferReward.sta
 and summarizes the buffer *structure*: anchor texts are not needed (they live in the run's
 anchor store), so the report works from the checkpoint alone.
 
-- `load_buffer_state(path)`: the state, from a checkpoint directory or the JSON file itself.
-- `buffer_report(state, bins=10)`: a `BufferReport` (sizes, sources, creation epochs,
-  inactivity counters, sources by normalized quality position).
-- `format_report(report)`: the text table the CLI prints.
-- `plot_report(report, path)`: the PNG, in the shape of the RankBuffer paper's Figure 6
-  (Sec. 4.4): (a) live anchors per query by source, split by the epoch that created them;
-  (b) source proportions in `bins` bins of normalized quality position.
-
-Normalized position of the anchor at 0-based index i in a buffer of K anchors (worst ->
-best) is i / (K - 1): 0 = the worst anchor, 1 = the best (the paper's 0-100 scale / 100).
-A one-anchor buffer (bootstrap from a group with a single valid answer) sits at 0.5.
+`plot_report` draws the counts of `buffer_report` in the shape of the RankBuffer paper's
+Figure 6 (Sec. 4.4): (a) live anchors per query by source, split by the epoch that created
+them; (b) source proportions in `bins` bins of normalized quality position. The normalized
+position of the anchor at 0-based index i in a buffer of K anchors (worst -> best) is
+i / (K - 1): 0 = the worst anchor, 1 = the best (the paper's 0-100 scale / 100); a one-anchor
+buffer (bootstrap from a group with a single valid answer) sits at 0.5.
 """
 
 from __future__ import annotations
@@ -28,6 +23,7 @@ from typing import Any
 from ..rewards.anchor_buffer import SOURCES
 from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
+from . import report_files
 
 #: the file a trainer checkpoint stores the reward method's `state_dict()` in
 STATE_FILE = METHOD_STATE_NAME
@@ -163,11 +159,7 @@ def format_report(report: BufferReport) -> str:
 
 def plot_report(report: BufferReport, path: str | os.PathLike) -> None:
     """Write the two-panel PNG (Figure 6 of the RankBuffer paper) to `path` (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = report_files.pyplot()
     sources, epochs, n = report.sources, report.epochs, max(report.queries, 1)
     colors = {s: c for s, c in zip(SOURCES, plt.get_cmap("tab10").colors)}
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -195,5 +187,4 @@ def plot_report(report: BufferReport, path: str | os.PathLike) -> None:
     ax_b.set_title("(b) anchor sources by normalized quality position")
     fig.suptitle(f"RankBuffer buffers of {report.queries} queries")
     fig.tight_layout()
-    fig.savefig(os.fspath(path), dpi=120)
-    plt.close(fig)
+    report_files.save_png(fig, path, dpi=120)

@@ -19,11 +19,11 @@ tokens, neutral groups in all, the final `buffer/size_mean` (RankBuffer) and the
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 from typing import Any
 
+from . import report_files
 from .run_history import BUFFER_SIZE, CALLS, COMPLETION, NEUTRAL, PROMPT, REWARD_STD, RunHistory
 
 # --------------------------------------------------------------------------- summary
@@ -103,34 +103,15 @@ def _logged(run: RunHistory, *names: str) -> list[dict[str, float]]:
     return [e for e in run.entries if any(n in e for n in names)]
 
 
-def _cell(value, fmt: str) -> str:
-    if value is None:
-        return "–"
-    if fmt == "{:d}":
-        return str(int(value))
-    return fmt.format(value)
-
-
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The summary rows as a markdown table ('–' where a run did not log the metric)."""
-    lines = [
-        "| " + " | ".join(header for _, header, _ in COLUMNS) + " |",
-        "|" + "|".join("---" if key == "run" else "---:" for key, _, _ in COLUMNS) + "|",
-    ]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(row.get(key), fmt) for key, _, fmt in COLUMNS) + " |")
-    return "\n".join(lines)
+    align = ["---" if key == "run" else "---:" for key, _, _ in COLUMNS]
+    cells = ([report_files.cell(row.get(key), fmt) for key, _, fmt in COLUMNS] for row in rows)
+    return report_files.markdown_table([header for _, header, _ in COLUMNS], cells, align)
 
 
 def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keys = list(rows[0]) if rows else [key for key, _, _ in COLUMNS]
-    with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=keys)
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return report_files.write_csv(rows, path, [key for key, _, _ in COLUMNS])
 
 
 # --------------------------------------------------------------------------- plots
@@ -156,12 +137,7 @@ PANELS = (
 
 def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str = "compare.png") -> Path:
     """One PNG with the panels of `PANELS` side by side (2 x 3), one line per run; needs matplotlib."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError(f"plots need matplotlib: pip install 'trl-rankreward[plots]' ({exc})") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = report_files.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.8))
@@ -182,17 +158,9 @@ def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str =
         if not drawn:
             ax.text(0.5, 0.5, "not logged by these runs", ha="center", va="center", transform=ax.transAxes,
                     color="gray")  # fmt: skip
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if not handles:
-        for ax in axes.flat:
-            handles, labels = ax.get_legend_handles_labels()
-            if handles:
-                break
+    legends = [ax.get_legend_handles_labels() for ax in axes.flat]
+    handles, labels = next(((h, names) for h, names in legends if h), ([], []))  # the first panel with lines
     if handles:
         fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 4), fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
-    path = Path(output_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return report_files.save_png(fig, Path(output_dir) / name, dpi=90)

@@ -4,12 +4,10 @@ The config fixes the shape of the run; the rest is simulated by the benchmark's 
 (`reward_bench.run_method`, with `bench_config.RewardBenchConfig`'s settings: this module adds only
 the three options of `ConfigCostArguments`), for the config's reward method with its options:
 
-- **per step**: TRL judges one generation batch of `per_device_train_batch_size x processes x
-  steps_per_generation` completions every `steps_per_generation x num_iterations` micro-steps,
-  so an optimizer step (`gradient_accumulation_steps` micro-steps) judges
-  `per_device x processes x gradient_accumulation_steps / num_iterations` completions, that many
-  divided by G = `num_generations` queries; an epoch is `queries / queries per step` steps. The
-  process count is not in the config (`accelerate launch --num_processes`): `--num_processes`;
+- **per step**: as `step_counts` counts TRL's steps (one generation batch of `per_device_train_batch_size
+  x processes x steps_per_generation` completions every `steps_per_generation x num_iterations`
+  micro-steps). The process count is not in the config (`accelerate launch --num_processes`):
+  `--num_processes`;
 - **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable
   here (a local file or folder, or a Hub dataset in the local cache), else the simulation's
   (about 60-token queries, 3 to 5 rubrics, seven 300-token references); completions of
@@ -37,15 +35,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data.conversation import query_text
-from ..judging.requests import Rubric
-from ..judging.seeding import text_id
 from ..rewards.options import option_fields
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..user_errors import UsageError
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
 from .reward_bench import MethodResult, run_method, sum_results
 from .step_counts import step_counts
+from .win_rate import EvalPrompt
 
 #: keys that make a `--config` file a training config (every training config has one of them)
 TRAINING_KEYS = ("model_name_or_path", "num_generations", "per_device_train_batch_size", "dataset_name")
@@ -180,7 +176,8 @@ def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec:
 
 
 def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
-    """The dataset's rows as {query_id, query, rubrics, references}, or None and why not."""
+    """The dataset's rows as {query_id, prompt, query, rubrics, references} (`win_rate.EvalPrompt`'s fields, read
+    as training reads them), or None and why not."""
     name = values.get("dataset_name")
     if not name:
         return None, "no dataset_name in the config"
@@ -193,15 +190,7 @@ def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
             data = data[split]
     except Exception as exc:  # noqa: BLE001 - any reason the data is not here: fall back and say why
         return None, f"dataset {name} not readable here ({type(exc).__name__}: {str(exc)[:120]})"
-    rows = []
-    for row in data:
-        query = query_text(row["prompt"])
-        rows.append({
-            "query_id": str(row.get("query_id") or text_id(query)),
-            "query": query,
-            "rubrics": tuple(Rubric.coerce(r) for r in (row.get("rubrics") or ())),
-            "references": tuple(row.get("references") or ()),
-        })  # fmt: skip
+    rows = [dict(vars(EvalPrompt.from_row(row))) for row in data]
     return rows, f"{len(rows)} queries of {name}"
 
 
@@ -245,7 +234,7 @@ def estimate(
         f"- simulated: {sample} queries x {epochs} epoch(s) of the run"
         + (f" (the run has {shape.epochs:g}; capped at {MAX_EPOCHS})" if shape.epochs > epochs else "")
     )
-    lines += ["", _table_header()]
+    lines += ["", _TABLE_HEADER]
     totals = []
     for method in methods:
         result = run_method(settings, method, given_queries=_sample(rows, sample, bench.rubrics_per_query))
@@ -309,11 +298,10 @@ def _sample(rows: list[dict] | None, n: int, rubrics_per_query: int | None) -> l
     return rows
 
 
-def _table_header() -> str:
-    return (
-        "| method | epochs | judge calls / step | judge tokens / step | judge rounds / step | judge calls / epoch "
-        "| judge tokens / epoch |\n|---|---|---:|---:|---:|---:|---:|"
-    )
+_TABLE_HEADER = (
+    "| method | epochs | judge calls / step | judge tokens / step | judge rounds / step | judge calls / epoch "
+    "| judge tokens / epoch |\n|---|---|---:|---:|---:|---:|---:|"
+)
 
 
 def _method_rows(method: BenchMethod, result: MethodResult, shape: RunShape) -> list[str]:

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import report_files
+
 DEFAULT_METRICS = ("l_acc", "f_score")
 
 
@@ -99,11 +101,7 @@ def format_correlations(results: list[Correlation]) -> str:
 
 def scatter_plot(records: list[dict], results: list[Correlation], path: str | Path, metrics=DEFAULT_METRICS) -> Path:
     """One panel per (dataset, metric): metric vs downstream, each GenRM labelled, r in the title."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = report_files.pyplot()
     groups = by_dataset(records)
     r_of = {(c.dataset, c.metric): c.r for c in results}
     fig, axes = plt.subplots(len(groups), len(metrics), figsize=(4.5 * len(metrics), 3.8 * len(groups)), squeeze=False)
@@ -121,11 +119,7 @@ def scatter_plot(records: list[dict], results: list[Correlation], path: str | Pa
             ax.set_xlabel(metric)
             ax.set_ylabel("downstream")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return report_files.save_png(fig, path, dpi=120)
 
 
 __all__ = ["Correlation", "correlations", "format_correlations", "load_records", "pearson", "scatter_plot"]

@@ -57,17 +57,19 @@ class GenRMReport:
         }
 
 
-async def _generate(backend, messages, *, protocol, temperature: float, max_tokens: int, limiter: asyncio.Semaphore):
+async def _generate(backend, messages, *, protocol, limiter: asyncio.Semaphore, bar, **decoding):
+    """(the GenRM's answer text, None), or (None, why) once the retries are spent; ticks `bar` either way."""
+
     async def attempt(_: int) -> str:
-        return protocol.completion_text(
-            await backend.complete(messages, temperature=temperature, max_tokens=max_tokens)
-        )
+        return protocol.completion_text(await backend.complete(messages, **decoding))
 
     async with limiter:
         try:
             return await RetryPolicy().run(attempt), None
         except BackendError as exc:
             return None, f"{exc.kind}: {type(exc).__name__}: {exc}"
+        finally:
+            bar.update(1)
 
 
 async def evaluate_genrm(
@@ -101,14 +103,10 @@ async def evaluate_genrm(
     limiter = asyncio.Semaphore(max(1, concurrency))
     bar = tqdm(total=len(rows), desc="GenRM", disable=not progress)
 
-    async def one(g):
-        out = await _generate(
-            backend, g["prompt"], protocol=protocol, temperature=temperature, max_tokens=max_tokens, limiter=limiter
-        )
-        bar.update(1)
-        return out
-
-    outputs = await asyncio.gather(*(one(g) for g in shown))
+    decoding = {"temperature": temperature, "max_tokens": max_tokens}
+    outputs = await asyncio.gather(
+        *(_generate(backend, g["prompt"], protocol=protocol, limiter=limiter, bar=bar, **decoding) for g in shown)
+    )
     bar.close()
     method = RAlignReward(meta_judge, mode="ralign" if meta_judge is not None else "outcome", protocol=protocol)
     answered = [i for i, (text, _) in enumerate(outputs) if text is not None]

@@ -143,10 +143,7 @@ class _Probe:
                     judge.set_references(g.query_id, list(g.references))
 
     def _snapshot(self) -> LedgerSnapshot:
-        total = LedgerSnapshot()
-        for j in self.judges.values():
-            total = total + j.ledger.snapshot()
-        return total
+        return sum((j.ledger.snapshot() for j in self.judges.values()), LedgerSnapshot())
 
     def spent(self) -> LedgerSnapshot:
         return self._snapshot() - self.start
@@ -321,10 +318,7 @@ def _row(plan: _Plan, groups, answer_format, swap: SwapTest, per_step, warmup_gr
     n = len(groups)
     calls = statistics.fmean(j.cost.calls / n for j in judgings) if judgings else 0.0
     tokens = statistics.fmean(j.cost.tokens / n for j in judgings) if judgings else 0.0
-    failures: dict[str, int] = {}
-    for j in judgings:
-        for kind, count in j.total.failures.items():
-            failures[kind] = failures.get(kind, 0) + count
+    failures = sum((j.total for j in judgings), LedgerSnapshot()).failures
     note = ""
     if plan.stateful:
         source = "other rollouts" if warmup_groups else "the same rollouts"

@@ -1,23 +1,17 @@
 """`OracleJudge`: a noiseless judge that answers from a known quality, for hand-computed tests.
 
 Unlike `SimulatedJudge` (noise, biases, token costs), every verdict follows from the
-quality table alone, so a test's expected buffers and rewards can be derived on paper:
-
-- `CoarseRequest`: the number of anchors strictly worse than the candidate (ties go below
-  the anchor), which is the insertion position when the anchors are sorted.
-- `ListwiseRequest`: candidates by quality, worst -> best (ties keep the given order).
-- `PairwiseRequest`: "A", "B" or "TIE" by quality.
-- `RubricPairwiseRequest`: the same per judged rubric, by rubric quality.
-- `PointwiseRequest`: the quality (or the rubric's quality) clipped to [0, 10].
-- `BufferSelectRequest`: `select` (a callable `(request) -> indices`) when given, else the
-  endpoint-preserving uniform subsample of the pool sorted by quality.
+quality table alone, so a test's expected buffers and rewards can be derived on paper: the
+verdicts are `judging.quality_judge.QualityJudge`'s (its table) with no tie margin, a
+pointwise score is the quality (or the rubric's quality) clipped to [0, 10], and a
+`BufferSelectRequest` is answered by `select` (a callable `(request) -> indices`) when given.
 
 Rubric k's quality comes from `rubric_quality` (a `{text: [one value per rubric]}` dict or a
 callable `(query_id, text, k) -> float`), and defaults to the overall quality.
 
 `fail` makes chosen requests fail: a callable `(request) -> bool`; the failure is returned
 as a `JudgeFailure`, as a judge whose retries ran out would. `requests` lists every request
-received, `counts` counts them by kind, and `ledger` records them as parsed calls.
+received, `counts` counts them by kind, and `ledger` records them as parsed calls, without tokens.
 
 Sequential judge rounds: with `gated=True` every call waits until `release()`;
 `run_in_rounds(coro)` releases the held calls only when nothing else can run, so
@@ -31,21 +25,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..judging.ledger import JudgeLedger
-from ..judging.requests import (
-    BufferSelectRequest,
-    CoarseRequest,
-    JudgeFailure,
-    ListwiseRequest,
-    PairwiseRequest,
-    PointwiseRequest,
-    RubricPairwiseRequest,
-    request_kind,
-)
-from ..judging.subsample import select_endpoints
+from ..judging.quality_judge import QualityJudge
+from ..judging.requests import BufferSelectRequest, JudgeFailure, request_kind
+from ..judging.tokens import ApproxCounter
 
 
-class OracleJudge:
+class OracleJudge(QualityJudge):
     """Answers from `quality`: a `{text: float}` dict or a callable `(query_id, text) -> float`."""
 
     def __init__(
@@ -57,6 +42,7 @@ class OracleJudge:
         select: Callable[[BufferSelectRequest], Any] | None = None,
         gated: bool = False,
     ):
+        super().__init__(token_counter=ApproxCounter())
         self._quality = quality
         self._rubric_quality = rubric_quality
         self._fail = fail
@@ -64,7 +50,6 @@ class OracleJudge:
         self.gated = gated
         self.requests: list[Any] = []
         self.counts: Counter[str] = Counter()
-        self.ledger = JudgeLedger()
         self.rounds = 0
         self._held: list[asyncio.Future] = []
 
@@ -89,31 +74,15 @@ class OracleJudge:
             self.ledger.record(request_kind=kind, parsed=False, failure="invalid")
             return JudgeFailure("invalid", f"OracleJudge was told to fail this {kind} request", attempts=1)
         self.ledger.record(request_kind=kind, parsed=True)
-        return self._answer(request)
+        if isinstance(request, BufferSelectRequest) and self._select is not None:
+            return self._select(request)
+        return await self._verdict(request, ())
 
-    def _answer(self, request) -> Any:
-        def q(text: str, rubric_index: int | None = None) -> float:
-            return self.quality(request.query_id, text, rubric_index)
+    async def qualities(self, request, texts, rubric_index=None, *, display=()) -> list[float]:
+        return [self.quality(request.query_id, text, rubric_index) for text in texts]
 
-        if isinstance(request, CoarseRequest):
-            c = q(request.candidate)
-            return sum(q(a) < c for a in request.anchors)
-        if isinstance(request, ListwiseRequest):
-            return sorted(range(len(request.candidates)), key=lambda i: q(request.candidates[i]))
-        if isinstance(request, PairwiseRequest):
-            return _winner(q(request.a), q(request.b))
-        if isinstance(request, RubricPairwiseRequest):
-            ks = range(len(request.rubrics)) if request.rubric_index is None else [request.rubric_index]
-            return [_winner(q(request.a, k), q(request.b, k)) for k in ks]
-        if isinstance(request, PointwiseRequest):
-            return min(max(q(request.response, request.rubric_index), 0.0), 10.0)
-        if isinstance(request, BufferSelectRequest):
-            if self._select is not None:
-                return self._select(request)
-            pool = list(request.anchors) + list(request.rollouts)
-            by_quality = sorted(range(len(pool)), key=lambda i: q(pool[i]))
-            return sorted(select_endpoints(by_quality, request.size))
-        raise TypeError(f"OracleJudge does not answer {type(request).__name__}")
+    def pointwise_score(self, quality: float) -> float:
+        return min(max(quality, 0.0), 10.0)
 
     def release(self) -> int:
         """Answer every held call at once (one judge round); returns how many were released."""
@@ -139,10 +108,6 @@ class OracleJudge:
                     break
             self.release()
         return task.result()
-
-
-def _winner(a: float, b: float) -> str:
-    return "A" if a > b else "B" if b > a else "TIE"
 
 
 def _lookup(table: dict, text: str) -> Any:

@@ -1,15 +1,7 @@
 """What `probe_judge` reports: one `ProbeRow` per reward method, the recommendation and its reason.
 
 The numbers are computed here from the rewards each method gave on the probe's groups, so
-they can be checked by hand:
-
-- `order_agreement(a, b, pairs)`: Kendall's tau-a between two judgings of one group, over
-  the pairs of distinct valid answers: (pairs ordered alike - pairs ordered oppositely) /
-  pairs. A pair tied in either judging counts as neither, so a method whose rewards tie
-  scores low: a tie is no signal for GRPO, whose advantage is the reward minus the group mean.
-- `tied_share(rewards, pairs)`: the share of those pairs with equal rewards.
-- `recommend(rows, margin)`: the cheapest method (judge tokens per group, then calls) whose
-  reliability is within `margin` of the best one's, with a one-line reason.
+they can be checked by hand (`order_agreement`, `tied_share`, `recommend`).
 """
 
 from __future__ import annotations
@@ -34,7 +26,10 @@ POSITION_BIAS_WARNING = 0.1
 
 
 def order_agreement(a: Sequence[float], b: Sequence[float], pairs: Sequence[tuple[int, int]]) -> float | None:
-    """Kendall tau-a of two reward vectors over `pairs` (None without pairs): ties count as no agreement."""
+    """Kendall tau-a of two judgings of one group over `pairs` (of distinct valid answers; None without pairs):
+    (pairs ordered alike - pairs ordered oppositely) / pairs. A pair tied in either judging counts as
+    neither, so a method whose rewards tie scores low: a tie is no signal for GRPO, whose advantage is
+    the reward minus the group mean."""
     if not pairs:
         return None
     score = 0
@@ -185,8 +180,8 @@ class ProbeReport:
 
 
 def recommend(rows: Sequence[ProbeRow], margin: float, swap: SwapTest | None = None) -> tuple[str | None, str]:
-    """(the cheapest method within `margin` of the best reliability, a one-line reason); methods whose judging
-    failed for more than `MAX_NEUTRAL` of the groups are left out."""
+    """(the cheapest method, by judge tokens per group then calls, within `margin` of the best reliability,
+    a one-line reason); methods whose judging failed for more than `MAX_NEUTRAL` of the groups are left out."""
     measured = [r for r in rows if r.reliability is not None and r.neutral_groups <= MAX_NEUTRAL]
     if not measured:
         return None, (

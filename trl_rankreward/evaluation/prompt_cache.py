@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..judging.tokens import MESSAGE_OVERHEAD_TOKENS, bundled_tokenizer_path
+from ..judging.tokens import MESSAGE_OVERHEAD_TOKENS, TokenizerCounter, bundled_tokenizer_path
 
 # Ends every line of a prompt key, so that comparing keys line by line is the same as
 # comparing their flat token sequences (no line's ids are a prefix of another's).
@@ -43,7 +43,7 @@ class LineTokenizer:
 
     def __init__(self, path: str | Path | None = None):
         path = path or bundled_tokenizer_path()
-        self._encode = _approx_ids if path is None else _tokenizer_encoder(Path(path))
+        self._encode = _approx_ids if path is None else TokenizerCounter(path).ids
         self._lines: dict[str, Line] = {}
 
     def line(self, text: str) -> Line:
@@ -101,18 +101,6 @@ def prefix_cache_savings(keys: Sequence[PromptKey]) -> int:
     """Prompt tokens a prefix-caching server would not recompute over `keys` (module docstring)."""
     ordered = sorted(keys)
     return sum(shared_prefix_tokens(a, b) for a, b in zip(ordered, ordered[1:]))
-
-
-def _tokenizer_encoder(path: Path):
-    from tokenizers import Tokenizer
-
-    file = path / "tokenizer.json" if path.is_dir() else path
-    if not file.is_file():
-        raise FileNotFoundError(f"No tokenizer.json at {file}; pass a tokenizer.json file or a folder holding one")
-    tokenizer = Tokenizer.from_file(str(file))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return lambda text: tokenizer.encode(text, add_special_tokens=False).ids
 
 
 def _approx_ids(text: str) -> list[int]:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .report_files import cell, pyplot, save_png
 from .run_history import COMPLETION, PROMPT, RunHistory
 
 WIN_RATE, WIN_LOW, WIN_HIGH = "eval/win_rate", "eval/win_rate_low", "eval/win_rate_high"
@@ -144,8 +145,8 @@ def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets
         else:
             final = "no eval/win_rate logged"
         cells = [run.label, str(len(curve)), final]
-        cells += [_cell(win_rate_at(curve, b), "{:.3f}") for b in budgets]
-        cells += ["overlap" if run.label in untold else _cell(tokens_to_reach(curve, t), "{:,.0f}") for t in targets]
+        cells += [cell(win_rate_at(curve, b), "{:.3f}") for b in budgets]
+        cells += ["overlap" if run.label in untold else cell(tokens_to_reach(curve, t), "{:,.0f}") for t in targets]
         lines.append("| " + " | ".join(cells) + " |")
     for a, b in overlaps:
         lines.append(
@@ -156,20 +157,9 @@ def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets
     return "\n".join(lines)
 
 
-def _cell(value: float | None, fmt: str) -> str:
-    return "–" if value is None else fmt.format(value)
-
-
 def plot_win_rate(runs: Sequence[RunHistory], output_dir: str | os.PathLike, name: str = "win_rate.png") -> Path:
     """Win rate (with its interval as a band) against cumulative training judge tokens, one line per run."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise ImportError(f"plots need matplotlib: pip install 'trl-rankreward[plots]' ({exc})") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for i, run in enumerate(runs):
         curve = win_rate_curve(run)
         if not curve:
@@ -186,8 +176,4 @@ def plot_win_rate(runs: Sequence[RunHistory], output_dir: str | os.PathLike, nam
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=9)
     fig.tight_layout()
-    path = Path(output_dir) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_png(fig, Path(output_dir) / name, dpi=90)

@@ -48,10 +48,7 @@ async def complete_and_parse(
             ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
             errors.append(f"{exc.kind}: {exc}")
             raise
-        usage = dict(
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-        )
+        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
         try:
             value = parse(completion)
         except Exception as exc:

@@ -14,6 +14,7 @@ long to send at all is a `too_long` failure without a call.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -119,11 +120,7 @@ class JudgeLedger:
 
     def snapshot(self) -> LedgerSnapshot:
         t = self._totals
-        return LedgerSnapshot(
-            **{name: getattr(t, name) for name in _COUNTS},
-            failures=dict(t.failures),
-            parsed_by_kind=dict(t.parsed_by_kind),
-        )
+        return dataclasses.replace(t, failures=dict(t.failures), parsed_by_kind=dict(t.parsed_by_kind))
 
     # Convenience views of the running totals.
     @property

@@ -2,19 +2,15 @@
 
 For each request: render it (deterministic display order), call the backend, parse and
 validate the JSON answer, map it back to canonical terms. Failed tries are retried by one
-`RetryPolicy` (`judging.retry`): an invalid answer at once, a transport error, timeout,
-malformed response, HTTP 408/429/5xx after a backoff (or the server's `Retry-After`); an
-error that repeats on every try (HTTP 400, 401, 404) fails the request at once. After that
-the request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in
-`ledger`, with the backend's token usage and latency, so one request makes at most
-`retry.max_attempts` HTTP requests; `retry.worst_case_s(timeout_s)` bounds its time.
+`RetryPolicy` (`judging.retry` says which errors, how often and how long), after which the
+request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in `ledger`,
+with the backend's token usage and latency.
 
-Where the judge's context window is known (the backend's `context_window()`: vLLM lists
-`max_model_len`; else `max_model_len` here), every request is fitted to it before it is sent
-(`judging.prompt_budget`: counted, shortened if it must be, `max_tokens` sized to what is
-left). A server that still refuses a prompt as over its window teaches the window and its
-token count, and that request is fitted and sent once more; a server that lists no window
-starts the budget with its first such refusal.
+Where the judge's context window is known (the backend's `context_window()`, else
+`max_model_len` here), every request is fitted to it before it is sent (`judging.prompt_budget`).
+A server that still refuses a prompt as over its window teaches the window and its token
+count, and that request is fitted and sent once more; a server that lists no window starts
+the budget with its first such refusal.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def verdict_after_rationale(text: str, request) -> dict:
     headings = list(_VERDICT_HEADING.finditer(body))
     expected = f"a rationale, then a VERDICT heading followed by {_EXPECTED[type(request)]}"
     if not headings:
-        raise InvalidAnswer(f"Judge answer has no VERDICT heading; expected {expected}, got {_tail(body)!r}")
+        raise InvalidAnswer(f"Judge answer has no VERDICT heading; expected {expected}, got {body[-_EXCERPT:]!r}")
     tail = _FENCE.sub("", body[headings[-1].end() :].strip()).strip()
     try:
         value, end = json.JSONDecoder().raw_decode(tail)
@@ -131,10 +131,6 @@ def verdict_after_rationale(text: str, request) -> dict:
             f"got {tail[:_EXCERPT]!r}"
         )
     return value
-
-
-def _tail(text: str) -> str:
-    return text[-_EXCERPT:]
 
 
 # ---- field checks -------------------------------------------------------------------------
@@ -163,9 +159,10 @@ def _winner(value: Any, what: str) -> str:
     return value.strip().upper()
 
 
-def _id_list(value: Any, what: str) -> list:
+def _list_field(answer: dict, key: str, request) -> list:
+    value = _field(answer, key, request)
     if not isinstance(value, list):
-        raise InvalidAnswer(f"Judge returned {what} {value!r}; expected a JSON array")
+        raise InvalidAnswer(f"Judge returned {key} {value!r}; expected a JSON array")
     return value
 
 
@@ -182,7 +179,7 @@ def _coarse(answer: dict, request: CoarseRequest, rendered: Rendered) -> int:
 
 def _listwise(answer: dict, request: ListwiseRequest, rendered: Rendered) -> list[int]:
     n = len(request.candidates)
-    raw = _id_list(_field(answer, "order", request), "order")
+    raw = _list_field(answer, "order", request)
     order = [_integer(v, "order entry") for v in raw]
     if sorted(order) != list(range(n)):
         raise InvalidAnswer(
@@ -201,7 +198,7 @@ def _rubric_pairwise(answer: dict, request: RubricPairwiseRequest, rendered: Ren
         winners = [_winner(_field(answer, "winner", request), "winner")]
     else:
         k = len(request.rubrics)
-        raw = _id_list(_field(answer, "winners", request), "winners")
+        raw = _list_field(answer, "winners", request)
         if len(raw) != k:
             raise InvalidAnswer(f"Judge returned {len(raw)} winners for {k} rubrics; expected exactly {k} entries")
         winners = [_winner(v, f"winners[{i}]") for i, v in enumerate(raw)]
@@ -210,9 +207,8 @@ def _rubric_pairwise(answer: dict, request: RubricPairwiseRequest, rendered: Ren
 
 def _pointwise(answer: dict, request: PointwiseRequest, rendered: Rendered) -> float:
     score = _field(answer, "score", request)
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-        raise InvalidAnswer(f"Judge returned score {score!r}; expected a number from 0 through 10")
-    if not 0 <= score <= 10:
+    number = isinstance(score, (int, float)) and not isinstance(score, bool)
+    if not (number and math.isfinite(score) and 0 <= score <= 10):
         raise InvalidAnswer(f"Judge returned score {score!r}; expected a number from 0 through 10")
     return float(score)
 
@@ -226,12 +222,8 @@ def _meta(answer: dict, request: MetaJudgeRequest, rendered: Rendered) -> bool:
 
 def _buffer_select(answer: dict, request: BufferSelectRequest, rendered: Rendered) -> list[int]:
     k, r = len(request.anchors), len(request.rollouts)
-    keep = [
-        _buffer_id(v, "A", k, request) for v in _id_list(_field(answer, "keep_anchor_ids", request), "keep_anchor_ids")
-    ]
-    add = [
-        _buffer_id(v, "R", r, request) for v in _id_list(_field(answer, "add_rollout_ids", request), "add_rollout_ids")
-    ]
+    keep = [_buffer_id(v, "A", k, request) for v in _list_field(answer, "keep_anchor_ids", request)]
+    add = [_buffer_id(v, "R", r, request) for v in _list_field(answer, "add_rollout_ids", request)]
     chosen = keep + [k + j for j in add]
     if len(set(chosen)) != len(chosen):
         raise InvalidAnswer(f"Judge selected an ID twice (anchors {keep}, rollouts {add}); IDs must be distinct")

@@ -20,11 +20,10 @@ So, per request:
    ratio differs between prose, code and numbers, so a prompt of other texts may count a little
    higher) and `MARGIN_TOKENS`. Until the server has answered once, the ratio is a cautious
    `PRIOR_RATIO`, so the first step's prompts near the window are cut rather than refused.
-3. A prompt over its budget is shortened: every shown text (responses, anchors, rollouts,
-   rationales; never the query or the rubrics) is cut to the same number of characters, the
-   largest that fits, and marked as cut (`rendering.render(limit_chars=...)`); a text shorter
-   than that share is shown whole. The verdict keeps its meaning (the same ids are shown), and
-   the ledger counts it (`judge/truncated_requests`, `judge/truncated_chars`).
+3. A prompt over its budget is shortened: every shown text is cut to the same number of
+   characters, the largest that fits (`rendering.render(limit_chars=...)` says how). The verdict
+   keeps its meaning (the same ids are shown), and the ledger counts it
+   (`judge/truncated_requests`, `judge/truncated_chars`).
 4. A request that cannot fit with `MIN_SHOWN_CHARS` characters per text (a query and rubrics
    longer than the window) is not sent: it fails as `too_long`.
 5. `max_tokens` is what is left of the window after the counted prompt, capped by the
@@ -50,9 +49,9 @@ from .requests import (
     JudgeError,
     ListwiseRequest,
     MetaJudgeRequest,
-    PairwiseRequest,
     PointwiseRequest,
     RubricPairwiseRequest,
+    request_kind,
 )
 from .templates import JudgeTemplates
 from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
@@ -79,9 +78,7 @@ _FIT_ROUNDS = 4
 
 _WINDOW = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
 _PROMPT_TOKENS = (
-    re.compile(
-        r"\((\d+) in the messages"
-    ),  # "However, you requested T tokens (P in the messages, C in the completion)"
+    re.compile(r"\((\d+) in the messages"),  # "you requested T tokens (P in the messages, C in the completion)"
     re.compile(r"prompt contains at least (\d+) input tokens"),  # vLLM's newer VLLMValidationError wording
     re.compile(r"your request has (\d+) input tokens"),
 )
@@ -122,23 +119,6 @@ def answer_tokens(request, templates: JudgeTemplates) -> int:
     else:
         verdict = 12  # {"position": 3}, {"winner": "A"}, {"score": 7}
     return max(32, 2 * verdict) + (RATIONALE_TOKENS if "RATIONALE" in _template(request, templates) else 0)
-
-
-def shown_texts(request) -> list[str]:
-    """The texts `render` shows in blocks (those `limit_chars` cuts)."""
-    if isinstance(request, CoarseRequest):
-        return [*request.anchors, request.candidate] if request.show_anchor_text else [request.candidate]
-    if isinstance(request, ListwiseRequest):
-        return list(request.candidates)
-    if isinstance(request, (PairwiseRequest, RubricPairwiseRequest)):
-        return [request.a, request.b]
-    if isinstance(request, PointwiseRequest):
-        return [request.response]
-    if isinstance(request, MetaJudgeRequest):
-        return [request.response_a, request.response_b, request.golden_rationale, request.rationale]
-    if isinstance(request, BufferSelectRequest):
-        return [*request.anchors, *request.rollouts, *request.lookahead]
-    raise TypeError(f"No shown texts for a {type(request).__name__}")
 
 
 class PromptTooLong(JudgeError):
@@ -224,7 +204,7 @@ class PromptBudget:
         local, estimate = await self.count(rendered.messages, budget)
         if estimate <= budget:
             return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
-        texts = shown_texts(request)
+        texts = rendered.shown
         text_tokens = [self.counter.count(t) * self.scale for t in texts]
         fixed = estimate - sum(text_tokens)  # template, query, rubrics, block tags and margin
         target = budget
@@ -287,13 +267,8 @@ def _template(request, templates: JudgeTemplates) -> str:
     if isinstance(request, CoarseRequest):
         return templates.coarse if request.show_anchor_text else templates.coarse_order_only
     if isinstance(request, RubricPairwiseRequest):
-        return (
-            templates.rubric_pairwise_explicit
-            if request.rubric_index is not None
-            else templates.rubric_pairwise_implicit
-        )
+        explicit = request.rubric_index is not None
+        return templates.rubric_pairwise_explicit if explicit else templates.rubric_pairwise_implicit
     if isinstance(request, PointwiseRequest):
         return templates.pointwise if request.rubric_index is None else templates.pointwise_rubric
-    names = {ListwiseRequest: "listwise", PairwiseRequest: "pairwise", MetaJudgeRequest: "meta",
-             BufferSelectRequest: "buffer_select"}  # fmt: skip
-    return getattr(templates, names[type(request)])
+    return getattr(templates, request_kind(request))  # the other kinds' template is named as the kind

@@ -71,6 +71,7 @@ class Rendered:
     display: tuple[int, ...] = ()
     cut_texts: int = 0  # shown texts shortened by `limit_chars`
     cut_chars: int = 0  # characters they lost
+    shown: tuple[str, ...] = ()  # every text shown in a block, whole (those `limit_chars` cuts)
 
     @property
     def swapped(self) -> bool:
@@ -95,18 +96,20 @@ def render(
     prompt, display = renderer(request, templates, seed, cut)
     messages = [{"role": "system", "content": templates.system}] if templates.system else []
     messages.append({"role": "user", "content": encodable(prompt)})
-    return Rendered(messages, display, cut.texts, cut.chars)
+    return Rendered(messages, display, cut.texts, cut.chars, tuple(cut.shown))
 
 
 class _Cut:
-    """Shortens shown texts to `limit` characters with a visible mark, and counts what it cut."""
+    """Shortens shown texts to `limit` characters with a visible mark; keeps them and counts what it cut."""
 
     def __init__(self, limit: int | None):
         if limit is not None and limit < 0:
             raise ValueError(f"limit_chars must be >= 0 or None, got {limit}")
         self.limit, self.texts, self.chars = limit, 0, 0
+        self.shown: list[str] = []
 
     def __call__(self, text: str) -> str:
+        self.shown.append(text)
         if self.limit is None or len(text) <= self.limit:
             return text
         lost = len(text) - self.limit

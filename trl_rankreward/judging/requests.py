@@ -59,10 +59,6 @@ class Rubric:
         raise TypeError(f"Cannot make a Rubric from {type(value).__name__}: {value!r}")
 
 
-def _rubrics(values) -> tuple[Rubric, ...]:
-    return tuple(Rubric.coerce(v) for v in (values or ()))
-
-
 def _texts(name: str, values: Sequence[str], minimum: int) -> tuple[str, ...]:
     if isinstance(values, str):
         raise TypeError(f"{name} must be a list of strings, got a single string")
@@ -73,6 +69,11 @@ def _texts(name: str, values: Sequence[str], minimum: int) -> tuple[str, ...]:
         if not isinstance(v, str):
             raise TypeError(f"{name} must contain strings, got {type(v).__name__}")
     return values
+
+
+def _check_rubric_index(request) -> None:
+    if request.rubric_index is not None and not (0 <= request.rubric_index < len(request.rubrics)):
+        raise ValueError(f"rubric_index {request.rubric_index} is out of range for {len(request.rubrics)} rubrics")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +88,7 @@ class _Request:
     def __post_init__(self):
         if not isinstance(self.query, str):
             raise TypeError(f"query must be a string, got {type(self.query).__name__}")
-        object.__setattr__(self, "rubrics", _rubrics(self.rubrics))
+        object.__setattr__(self, "rubrics", tuple(Rubric.coerce(v) for v in (self.rubrics or ())))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,8 +145,7 @@ class RubricPairwiseRequest(_Request):
         super().__post_init__()
         if not self.rubrics:
             raise ValueError("RubricPairwiseRequest needs at least one rubric")
-        if self.rubric_index is not None and not (0 <= self.rubric_index < len(self.rubrics)):
-            raise ValueError(f"rubric_index {self.rubric_index} is out of range for {len(self.rubrics)} rubrics")
+        _check_rubric_index(self)
 
     @property
     def judged_rubrics(self) -> tuple[Rubric, ...]:
@@ -161,8 +161,7 @@ class PointwiseRequest(_Request):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.rubric_index is not None and not (0 <= self.rubric_index < len(self.rubrics)):
-            raise ValueError(f"rubric_index {self.rubric_index} is out of range for {len(self.rubrics)} rubrics")
+        _check_rubric_index(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,9 +202,8 @@ class BufferSelectRequest(_Request):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "anchors", _texts("BufferSelectRequest.anchors", self.anchors, 0))
-        object.__setattr__(self, "rollouts", _texts("BufferSelectRequest.rollouts", self.rollouts, 0))
-        object.__setattr__(self, "lookahead", _texts("BufferSelectRequest.lookahead", self.lookahead, 0))
+        for name in ("anchors", "rollouts", "lookahead"):
+            object.__setattr__(self, name, _texts(f"BufferSelectRequest.{name}", getattr(self, name), 0))
         if not (0 < self.size <= len(self.anchors) + len(self.rollouts)):
             raise ValueError(
                 f"BufferSelectRequest.size={self.size} must be in 1..{len(self.anchors) + len(self.rollouts)} "

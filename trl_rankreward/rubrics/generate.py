@@ -26,10 +26,6 @@ def _ranks(scores: list[float] | None, count: int) -> list[int]:
     return [1 + sum(other > score for other in scores) for score in scores]
 
 
-def _format_score(score: float) -> str:
-    return f"{score:g}"
-
-
 def rubric_values(row: dict, template: RubricTemplate) -> dict[str, object]:
     """Placeholder values for one row: QUERY/query, answers, and ANSWER_i / MODEL_i / SCORE_i."""
     references = list(row["references"])
@@ -43,7 +39,7 @@ def rubric_values(row: dict, template: RubricTemplate) -> dict[str, object]:
         item = {"rank": rank, "model": model}
         values[f"ANSWER_{i}"], values[f"MODEL_{i}"] = answer, model
         if scores is not None:
-            item["score"] = values[f"SCORE_{i}"] = _format_score(scores[i - 1])
+            item["score"] = values[f"SCORE_{i}"] = f"{scores[i - 1]:g}"
         header = fill(template.answer_header, item, where="answer_header")
         blocks.append(f"{header}\n{answer}")
     values["answers"] = "\n\n".join(blocks)

@@ -21,7 +21,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .scripted_judge import JSONHandler, LoopbackServer
 
 ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key out
 
@@ -41,8 +42,7 @@ def messages_key(messages) -> str:
     return json.dumps(messages, sort_keys=True, ensure_ascii=False)
 
 
-class ChatScriptServer(ThreadingHTTPServer):
-    request_queue_size = 256
+class ChatScriptServer(LoopbackServer):
     daemon_threads = True
 
     def __init__(self, answer: Callable[[list[dict]], Reply], models: tuple[str, ...]):
@@ -83,21 +83,8 @@ class ChatScriptServer(ThreadingHTTPServer):
         }  # fmt: skip
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     server: ChatScriptServer
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def _send(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if status >= 500:
-            self.send_header("retry-after-ms", "5")
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
@@ -111,7 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
-        self._send(*self.server.respond(body))
+        status, payload = self.server.respond(body)
+        self._send(status, payload, {"retry-after-ms": "5"} if status >= 500 else None)
 
 
 @contextlib.contextmanager
@@ -119,15 +107,11 @@ def serve_chat_script(
     answer: Callable[[list[dict]], Reply], *, models: tuple[str, ...] = ("genrm", "metarm")
 ) -> Iterator[ChatScriptServer]:
     """Serve `answer` on loopback for the duration of the block (see the module docstring)."""
-    server = ChatScriptServer(answer, models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = ChatScriptServer(answer, models).start()
     try:
         yield server
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+        server.stop()
 
 
 __all__ = ["ABSENT", "ChatScriptServer", "Reply", "messages_key", "serve_chat_script"]

@@ -43,7 +43,9 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from .scripted_judge import LoopbackServer
 
 # Parameters (and defaults) each fault kind accepts.
 FAULTS: dict[str, dict[str, float]] = {
@@ -94,7 +96,6 @@ class FaultProxy:
         self._faults: collections.deque[tuple[str, dict[str, float]]] = collections.deque()
         self._lock = threading.Lock()
         self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._closed = False
         self._listen(0)
         self.port = self._server.server_address[1]
@@ -170,19 +171,13 @@ class FaultProxy:
     def _listen(self, port: int) -> None:
         server = _Server(("127.0.0.1", port), _Handler)
         server.proxy, server.stopped = self, threading.Event()
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": _POLL_S}, name="FaultProxy", daemon=True
-        )
-        self._server = server
-        self._thread.start()
+        self._server = server.start()
 
     def _stop_listening(self) -> None:
         server, self._server = self._server, None
         if server is not None:
             server.stopped.set()  # handlers in flight reset their connection instead of answering
-            server.shutdown()
-            server.server_close()
-            self._thread.join(timeout=2)
+            server.stop()
 
     def _next_fault(self) -> tuple[str, dict[str, float]]:
         with self._lock:
@@ -197,8 +192,7 @@ class FaultProxy:
             self.forwarded += 1
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256  # not socketserver's 5: a step's requests arrive at once, one connection each
+class _Server(LoopbackServer):
     proxy: FaultProxy
     stopped: threading.Event
 

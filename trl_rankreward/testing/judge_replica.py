@@ -105,7 +105,7 @@ class _Control:
         self.port, self.verdicts = 0, verdicts
         self.lock, self.down = threading.Lock(), threading.Event()
         self.free = threading.BoundedSemaphore(slots)
-        self.server = self.thread = None
+        self.server = None
 
     def start(self) -> None:
         if self.server is not None:
@@ -114,17 +114,14 @@ class _Control:
         self.server = LoopbackServer(("127.0.0.1", self.port), _ReplicaHandler)
         self.server.control = self
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.server.start()
 
     def stop(self) -> None:
         if self.server is None:
             return
         self.down.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-        self.server = self.thread = None
+        self.server.stop()
+        self.server = None
 
     def count(self, name: str) -> None:
         with self.lock:
@@ -151,13 +148,8 @@ def serve_judge_replica(
     control.port = port
     control.start()
     url = JudgeReplica(f"http://127.0.0.1:{control.port}/v1")
-    url.model, url.slots, url.latency_s, url.max_model_len, url.tokenize = (
-        model,
-        slots,
-        latency_s,
-        max_model_len,
-        tokenize,
-    )
+    url.model, url.slots, url.latency_s = model, slots, latency_s
+    url.max_model_len, url.tokenize = max_model_len, tokenize
     url.answered = url.refused = url.tokenize_calls = 0
     url._control, control.url = control, url
     try:

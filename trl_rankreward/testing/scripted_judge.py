@@ -54,12 +54,24 @@ from ..judging.tokens import ApproxCounter
 
 
 class LoopbackServer(ThreadingHTTPServer):
-    """The stand-in servers' HTTP server (this module's and `judge_replica`'s).
+    """The stand-in servers' HTTP server (this module's, `judge_replica`'s, `chat_script_server`'s, `FaultProxy`'s).
 
     socketserver's default backlog of 5 refuses connections when a trainer sends a step's requests
     at once (one connection each): a real server would not, so neither may the stand-in."""
 
     request_queue_size = 256
+
+    def start(self) -> LoopbackServer:
+        """Serve in a daemon thread, which checks for `stop()` every 50 ms."""
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and wait for the serving thread."""
+        self.shutdown()
+        self.server_close()
+        self._thread.join(timeout=5)
 
 
 MODES = ("valid", "prose")
@@ -215,15 +227,12 @@ def serve_scripted_judge(
     server.judge, server.lock, server.verdict_lock = url, threading.Lock(), threading.Lock()
     server.verdicts = judge if judge is not None else TextQualityJudge(quality, meta_threshold)
     server.closed = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
+    server.start()
     try:
         yield url
     finally:
         server.closed.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        server.stop()
 
 
 class JSONHandler(BaseHTTPRequestHandler):
@@ -233,11 +242,12 @@ class JSONHandler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # tests read results, not access logs
         pass
 
-    def _send(self, status: int, payload: dict) -> None:
+    def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(payload).encode("utf-8")
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(body)), **(headers or {})}
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
@@ -290,7 +300,6 @@ class _Handler(JSONHandler):
 
     def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
         self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
-
 
 
 def message_content(message: dict) -> str:

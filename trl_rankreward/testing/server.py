@@ -39,7 +39,10 @@ class ServedModel(str):
         _kill_group(self.process)
 
     def log_tail(self) -> str:
-        return _tail(self.log_path)
+        try:
+            return self.log_path.read_text(errors="replace")[-_LOG_TAIL_CHARS:]
+        except OSError as exc:
+            return f"(log unreadable: {exc})"
 
 
 def free_port() -> int:
@@ -102,10 +105,3 @@ def _kill_group(process: subprocess.Popen) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
-
-
-def _tail(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")[-_LOG_TAIL_CHARS:]
-    except OSError as exc:
-        return f"(log unreadable: {exc})"

@@ -1,22 +1,18 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
 OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
-One client per base URL (a *replica*); each request goes to the live replica with the fewest
-requests in flight, under a bound per replica and one over all (`replica_pool.ReplicaPool`); a
-replica that refused a connection or timed out rests for a few seconds while another one is
-live, so retries go to a live server. Each request has a deadline of `timeout_s` for the whole
-answer, counted from when it leaves the queue (a server that trickles bytes cannot hold it
-longer: httpx's own timeout bounds each read, not the request). `complete` makes one
-HTTP request: failures come out as `BackendError` (with the server's `Retry-After`), and
-the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
+One client per base URL (a *replica*); `replica_pool.ReplicaPool` routes each request (least in
+flight, bounded per replica and in all; a replica that refused a connection or timed out rests
+while another is live, so retries go to a live server). Each request has a deadline of
+`timeout_s` for the whole answer, counted from when it leaves the queue (a server that trickles
+bytes cannot hold it longer: httpx's own timeout bounds each read, not the request). `complete`
+makes one HTTP request: failures come out as `BackendError` (with the server's `Retry-After`),
+and the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
 whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
 "malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
 
-What the judge layer needs to fit prompts to the window (`judging.prompt_budget`):
-`context_window()` is the smallest `max_model_len` the replicas list at `/v1/models` (vLLM
-does), else the configured `max_model_len`; `count_prompt_tokens(messages)` asks a replica's
-`POST /tokenize` (vLLM's, at the server root) for the exact count, and returns None where the
-servers do not offer it.
+For fitting prompts to the window (`judging.prompt_budget`) it offers `context_window()` and
+`count_prompt_tokens(messages)` (vLLM's `/v1/models` and `POST /tokenize`).
 
 Clients and the per-loop parts of the pool belong to an event loop, and trainers call
 `asyncio.run` once per step, so they are created lazily for each running loop.
@@ -68,7 +64,7 @@ class OpenAICompatibleBackend:
             do not list `max_model_len` at `/models` (None: unknown, prompts are not fitted).
         timeout_s: deadline of one HTTP request, from sending it to the last byte of the answer.
         check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not
-            answer or does not list `model` (see `check_server`).
+            answer or does not list `model`.
         require_listed_model: with `check_on_start`, a `model` missing from a server's list is an
             error; turn off for gateways that route models they do not list.
     """
@@ -206,17 +202,6 @@ def normalize_base_url(url: str) -> str:
     if urllib.parse.urlsplit(url).path in ("", "/"):
         url += "/v1"
     return url
-
-
-def check_server(base_url: str, api_key: str, *, model: str | None = None, timeout_s: float = 5.0) -> list[str]:
-    """GET `<base_url>/models` synchronously; raise `BackendError` naming the URL if it does not answer.
-
-    Returns the served model ids. A `model` missing from them raises `BackendError` naming
-    the model, the URL and what is served (for gateways that route models they do not list,
-    pass `model=None`).
-    """
-    entries = list_models(base_url, api_key, timeout_s=timeout_s)
-    return check_listed_model(base_url, entries, model)
 
 
 def list_models(base_url: str, api_key: str, *, timeout_s: float = 5.0) -> list[dict]:

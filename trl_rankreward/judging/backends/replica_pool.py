@@ -55,12 +55,8 @@ class ReplicaPool:
         return self.resting_until[index] <= self._clock()
 
     def choose(self) -> int | None:
-        """The replica the next request goes to, or None when it has to wait for a free slot.
-
-        Live replicas under their bound come first, the one with the fewest in flight (of equally
-        loaded ones, the one sent fewest requests so far, then the first); when no live replica has a free slot but some replica is live, the request waits;
-        when none is live, any replica under its bound takes it.
-        """
+        """The replica the next request goes to (module docstring; of equally loaded ones, the one sent fewest
+        requests so far, then the first), or None when it has to wait for a free slot."""
         if sum(self.in_flight) >= self.total:
             return None
         free = [i for i in range(self.n) if self.in_flight[i] < self.per_replica]
