@@ -1,14 +1,8 @@
-"""RankBuffer's per-query anchor buffer and its rule-based maintenance (RankBuffer paper).
-
-Pure data and pure functions over anchor *keys* (texts live in an anchor store, see
-`anchor_store.py`):
-
-- `Anchor`: one stored response: its text key, source, creation epoch and inactivity counter.
-- `AnchorBuffer`: anchors worst -> best plus the per-query epoch markers of Algorithm 2
-  (inactivity observed, left / right boundary expanded).
-- Select_K0 (the paper's endpoint-preserving uniform subsampling) lives in
-  `judging.subsample.select_endpoints`, shared with the offline judges (Sec. 3.2, Appendix H).
-- `update_buffer(buffer, buckets, epoch, H)`: Algorithm 2 (Appendix A), as a pure function.
+"""RankBuffer's per-query anchor buffer (`AnchorBuffer`) and Algorithm 2, its rule-based maintenance
+(`update_buffer`; RankBuffer paper, Appendix A), as pure data and pure functions over anchor *keys* (texts
+live in an anchor store, `anchor_store.py`); the tables of all buffers (`BufferTable`, `StoredBufferTable`).
+Select_K0 (the paper's endpoint-preserving uniform subsampling) is `judging.subsample.select_endpoints`,
+shared with the offline judges (Sec. 3.2, Appendix H).
 
 Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor,
 K = above the best), each worst -> best. Anchors are 1-based in the paper (a_1..a_K) and

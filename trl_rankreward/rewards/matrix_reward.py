@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..judging.outcomes import ask_pair
-from ..judging.protocol import ask, is_failure
-from ..judging.requests import JudgeFailure, PointwiseRequest, RubricPairwiseRequest
+from ..judging.protocol import is_failure
+from ..judging.requests import JudgeFailure, RubricPairwiseRequest
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, ScoreOutcome, require
 from .matrix_math import (
     AGGREGATIONS,
@@ -48,7 +48,7 @@ from .matrix_math import (
     win_rate_matrix,
 )
 from .options import DataNeeds, MethodOptions
-from .pointwise import check_points
+from .pointwise import judge_points
 
 PROTOCOLS = ("explicit", "implicit", "pointwise")
 #: quality reward of a rollout without a valid final answer (never judged)
@@ -249,14 +249,10 @@ class MatrixReward(GroupRewardMethod):
 
     async def _pointwise_matrix(self, group: Group, answers: list[str], step: int) -> np.ndarray:
         """K * U independent 0-10 scores; M_ik = s_ik / 10 (module docstring)."""
-        K = len(group.rubrics)
-        requests = [
-            group.request(PointwiseRequest, step=step, response=answer, rubric_index=k)
-            for answer in answers
-            for k in range(K)
-        ]
-        verdicts = check_points(require(await asyncio.gather(*(ask(self.judge, r) for r in requests))))
-        return np.asarray(verdicts, dtype=float).reshape(len(answers), K) / 10.0
+        per_rubric = await asyncio.gather(
+            *(judge_points(self.judge, group, answers, k, step) for k in range(len(group.rubrics)))
+        )
+        return np.asarray(per_rubric, dtype=float).T / 10.0
 
     # --- logging --------------------------------------------------------------------------
 

@@ -264,13 +264,11 @@ class RAlignRelease:
             "display_label": row["label"],
         }
 
+    verdict = staticmethod(first_boxed_verdict)
+
     @staticmethod
     def completion_text(completion) -> str:
         return joined_text(completion.text, completion.reasoning)
-
-    @staticmethod
-    def verdict(text: str) -> Label | None:
-        return first_boxed_verdict(text)
 
     def meta_request(self, sample, *, step: int = 0) -> ReleaseMetaRequest:
         """The MetaRM request of a label-correct `ralign_reward.GenRMSample` (shown in dataset order)."""

@@ -142,14 +142,11 @@ class OwnGenRMProtocol:
 
     genrm_row = staticmethod(genrm_row)
     verdict = staticmethod(parse_verdict)
+    meta_request = staticmethod(meta_request)
 
     @staticmethod
     def completion_text(completion) -> str:
         return completion.text
-
-    @staticmethod
-    def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
-        return meta_request(sample, step=step)
 
 
 OWN_PROTOCOL = OwnGenRMProtocol()

@@ -102,12 +102,8 @@ class CoarseToFine(RankingStrategy):
         K = len(anchors)
         coarse = [
             group.request(
-                CoarseRequest,
-                step=step,
-                anchors=tuple(anchors),
-                candidate=answer,
-                show_anchor_text=self.show_anchor_text,
-            )  # fmt: skip
+                CoarseRequest, step=step, anchors=tuple(anchors), candidate=answer, show_anchor_text=self.show_anchor_text
+            )
             for answer in answers
         ]
         verdicts = require(await asyncio.gather(*(ask(self.judge, r) for r in coarse)))
