@@ -1,9 +1,8 @@
 """Preference sets for R-Align in one pairwise schema (R-Align paper, Sec. 3.3 and 4).
 
-Each row: `prompt` (messages), `query_id`, `response_a`, `response_b`, `label` ("A" when
-response_a is preferred), `reviews` (annotator reviews: HelpSteer3 only), `golden_rationale`
-("" until `rubrics rationales` fills it), `subset`, `source`, `pair_id` (hash of source,
-prompt and both responses). Ties carry no label and are skipped (counted).
+Each row has the columns of `features.PAIRWISE_FEATURES` (made by `features.preference_row`; `label` is
+"A" when response_a is preferred, `golden_rationale` "" until `rubrics rationales` fills it). Ties carry no
+label and are skipped (counted).
 
 Upstream schemas:
   HelpSteer3 (nvidia/HelpSteer3, preference subset): context (list of {role, content}),

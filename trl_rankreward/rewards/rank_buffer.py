@@ -77,7 +77,6 @@ INITS = ("auto", "references", "bootstrap")
 #: buffer was created, then frozen: Sec. 4.3); coarse_only and order_only are the Sec. 4.5
 #: ablations of dynamic RankBuffer (no fine ranking / coarse prompt without anchor texts).
 VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
-#: the LLM buffer managers (Appendix G); None (the default) is Algorithm 2
 MANAGERS = ("llm", "llm_lookahead")
 ANCHOR_STORES = ("sqlite", "memory")
 _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
@@ -395,7 +394,7 @@ class RankBufferReward(GroupRewardMethod):
 
     def summary(self) -> dict[str, float]:
         """The buffers at the end: how many, their size, and their anchors by source."""
-        return dict(self.buffers.table.stats())
+        return self.buffers.table.stats()
 
     def save_state(self, directory: str) -> None:
         """The store's part of the checkpoint (`AnchorStore.save_checkpoint`; SQLite: `anchors/`, text

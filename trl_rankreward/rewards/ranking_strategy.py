@@ -99,12 +99,10 @@ class CoarseToFine(RankingStrategy):
         self.reshuffle_check = reshuffle_check
 
     async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
-        K = len(anchors)
+        K, shown = len(anchors), tuple(anchors)
         coarse = [
-            group.request(
-                CoarseRequest, step=step, anchors=tuple(anchors), candidate=answer, show_anchor_text=self.show_anchor_text
-            )
-            for answer in answers
+            group.request(CoarseRequest, step=step, anchors=shown, candidate=a, show_anchor_text=self.show_anchor_text)
+            for a in answers
         ]
         verdicts = require(await asyncio.gather(*(ask(self.judge, r) for r in coarse)))
         positions = [check_position(v, K) for v in verdicts]
