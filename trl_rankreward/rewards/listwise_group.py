@@ -42,11 +42,7 @@ class ListwiseGroupOptions(MethodOptions):
 
 
 class ListwiseGroupReward(GroupRewardMethod):
-    """One `ListwiseRequest` over the group's unique valid answers; rank rewards (RankBuffer Eq. 9).
-
-    The judge answers `ListwiseRequest`. Options: `ListwiseGroupOptions` (the display audit's
-    reshuffle check, `display_audit`).
-    """
+    """One `ListwiseRequest` over the group's unique valid answers; rank rewards (module docstring)."""
 
     name = "listwise_group"
     options_class = ListwiseGroupOptions

@@ -257,16 +257,9 @@ class MatrixReward(GroupRewardMethod):
     # --- logging --------------------------------------------------------------------------
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Adds, over groups with a matrix (neutral and < 2-answer groups excluded):
-
-        matrix/alpha, matrix/beta: mean fusion coefficients (groups whose fusion has them);
-        matrix/fallbacks: groups where the game combination fell back (Sec. 3.2);
-        matrix/weight_max, matrix/weight_min: mean of the largest / smallest rubric weight;
-        matrix/weight_prior_shift: mean total-variation distance 0.5 * |w - p|_1, how far
-            the data moved the weights from the prior (rubric counts and order vary by
-            query, so a per-index mean weight would not mean anything);
-        matrix/column_spread: mean over groups and rubrics of max - min of M's columns.
-        """
+        """Adds the `matrix/...` metrics (docs/metrics.md) over groups with a matrix (neutral and < 2-answer
+        groups excluded). Rubric counts and order vary by query, so weights are summarized by their largest,
+        smallest and distance from the prior, never by a per-index mean."""
         metrics = super().step_metrics(results)
         scored = [r.details for r in results if not r.neutral and "weights" in r.details]
         metrics["matrix/fallbacks"] = float(sum(d["fallback"] for d in scored))

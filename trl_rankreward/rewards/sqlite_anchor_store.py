@@ -2,9 +2,8 @@
 
 A stdlib `sqlite3` file (e.g. in the trainer's output directory) holds the texts (`anchors` table,
 content-addressed as in `rewards.anchor_store`) and RankBuffer's buffer structures (`buffers`
-table), so a run's buffers need not fit in memory or in the state file. `export(path, ...)` writes
-texts and/or structures to a new file atomically (checkpoints: `rewards.anchor_checkpoint`), and
-`merge_from(path)` adds a file's texts to a store and can replace its structures. Files are marked
+table), so a run's buffers need not fit in memory or in the state file; checkpoints export and merge
+them (`rewards.anchor_checkpoint`). Files are marked
 (SQLite's application_id and user_version) and checked when opened: a file that is not a store, is
 cut short, or is corrupt raises `AnchorStoreError` naming it, not a bare `sqlite3` error.
 """
