@@ -15,7 +15,8 @@ only; the batch's rows are kept by a thin `_generate_and_score_completions` over
 after generation it gathers the rollouts and starts judging on the persistent event loop
 (`GroupScorer.start`); `_calculate_rewards` then only waits (`GroupScorer.finish`). Every
 process gathers at the same point either way, so results are identical with
-`overlap_judging` on or off.
+`overlap_judging` on or off. The step logs how long it waited (`judge/wait_seconds`) and how
+long the log-prob passes gave the judge before that (`judge/overlap_window_seconds`).
 
 Failures. Before TRL loads the model, the dataset is checked (`dataset_checks`) and the judge
 servers too (`judging.server_settings.build_judge`). A judge that keeps failing trips the circuit breaker
@@ -30,6 +31,7 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
+import time
 from dataclasses import fields
 from typing import Any
 
@@ -57,6 +59,9 @@ from .run_naming import name_the_run
 from .run_summary import resume_message, startup_message
 
 logger = logging.get_logger(__name__)
+
+WAIT_SECONDS = "judge/wait_seconds"  # the step waiting for its rewards in `_calculate_rewards`
+OVERLAP_WINDOW_SECONDS = "judge/overlap_window_seconds"  # from the end of generation to that wait
 
 __all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeRewardGRPOConfig",
            "JudgeRewardGRPOTrainer"]  # fmt: skip
@@ -109,6 +114,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
         self._batch_inputs = self._launched = None
+        self._generated_at = time.perf_counter()  # when the last batch's completions were ready
         self.add_callback(_StopOnJudgeFailure(self))
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
@@ -151,6 +157,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         output = super()._generate(prompts)
         if self.args.overlap_judging and self._batch_inputs is not None:
             self._launched = self._launch_judging(self._batch_inputs, prompts, output[3])
+        self._generated_at = time.perf_counter()
         return output
 
     def _launch_judging(self, inputs, prompts, completions) -> PendingScore:
@@ -167,13 +174,14 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     def _group_rewards(self, inputs, prompts, completions) -> torch.Tensor:
         """This batch's group-method rewards (B_total,): judged on the main process, broadcast to all."""
         mode = "train" if self.model.training else "eval"
+        waiting = time.perf_counter()
         pending, self._launched = self._launched, None
         if pending is None:  # not started early (overlap_judging off)
             pending = self._launch_judging(inputs, prompts, completions)
         is_main = self.accelerator.is_main_process
         scored: Scored = share_from_main(is_main, lambda: self._scorer.finish(pending))
-        for key, value in scored.metrics.items():
-            self._metrics[mode][key].append(value)
+        self._record({**scored.metrics, WAIT_SECONDS: time.perf_counter() - waiting,
+                      OVERLAP_WINDOW_SECONDS: waiting - self._generated_at})  # fmt: skip
         self._run_state.record(scored, mode, step=self.state.global_step, is_main=is_main)
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
 
