@@ -37,7 +37,6 @@ from typing import Any
 
 import torch
 from accelerate import PartialState
-from transformers import TrainerCallback
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
 
@@ -82,6 +81,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     #: a complete checkpoint also holds the reward method's state (`_save_state`)
     checkpoint_files = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
+    #: the config `args` must be (a subclass's adds its method's options)
+    _config_class: type = JudgeRewardGRPOConfig
 
     def __init__(
         self,
@@ -92,9 +93,9 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         judge=None,
         **kwargs,
     ):
-        if not isinstance(args, self._config_class()):
+        if not isinstance(args, self._config_class):
             raise TypeError(
-                f"{type(self).__name__} needs args={self._config_class().__name__}(...), got {type(args).__name__}"
+                f"{type(self).__name__} needs args={self._config_class.__name__}(...), got {type(args).__name__}"
             )
         extra = kwargs.pop("reward_funcs", None) or []
         extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
@@ -115,7 +116,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
         self._batch_inputs = self._launched = None
         self._generated_at = time.perf_counter()  # when the last batch's completions were ready
-        self.add_callback(_StopOnJudgeFailure(self))
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
         """Before TRL's `__init__`: G and every dataset row against what the method needs (its options'
@@ -128,10 +128,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         for dataset in [train_dataset, *evals]:
             if dataset is not None:
                 check_training_dataset(dataset, needs)
-
-    @classmethod
-    def _config_class(cls) -> type:
-        return JudgeRewardGRPOConfig
 
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 
@@ -183,6 +179,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._record({**scored.metrics, WAIT_SECONDS: time.perf_counter() - waiting,
                       OVERLAP_WINDOW_SECONDS: waiting - self._generated_at})  # fmt: skip
         self._run_state.record(scored, mode, step=self.state.global_step, is_main=is_main)
+        if self._run_state.breaker.tripped:  # this step ends with a checkpoint, and the run stops (every rank)
+            self.control.should_save = self.control.should_training_stop = True
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
 
     # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
@@ -272,19 +270,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             method=self.reward_method.name,
             judge=_describe(self.reward_method),
         )
-
-
-class _StopOnJudgeFailure(TrainerCallback):
-    """Once the breaker trips: save a checkpoint at the end of this step and stop (every rank alike)."""
-
-    def __init__(self, trainer: JudgeRewardGRPOTrainer):
-        self.trainer = trainer
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.trainer._run_state.breaker.tripped:
-            control.should_save = True
-            control.should_training_stop = True
-        return control
 
 
 _PACKAGED_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "generator", "webdataset"}
