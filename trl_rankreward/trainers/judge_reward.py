@@ -176,8 +176,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             pending = self._launch_judging(inputs, prompts, completions)
         is_main = self.accelerator.is_main_process
         scored: Scored = share_from_main(is_main, lambda: self._scorer.finish(pending))
-        self._record({**scored.metrics, WAIT_SECONDS: time.perf_counter() - waiting,
-                      OVERLAP_WINDOW_SECONDS: waiting - self._generated_at})  # fmt: skip
+        waited = time.perf_counter() - waiting
+        self._record({**scored.metrics, WAIT_SECONDS: waited, OVERLAP_WINDOW_SECONDS: waiting - self._generated_at})
         self._run_state.record(scored, mode, step=self.state.global_step, is_main=is_main)
         if self._run_state.breaker.tripped:  # this step ends with a checkpoint, and the run stops (every rank)
             self.control.should_save = self.control.should_training_stop = True
