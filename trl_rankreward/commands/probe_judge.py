@@ -106,7 +106,7 @@ def run(args: ProbeJudgeArguments) -> int:
             judge, groups, methods=methods, repeats=args.repeats,
             margin=args.margin, options=options, warmup_groups=warm,
             groups_per_step=groups_per_step(training_args, args.num_processes),
-            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, seed=training_args.judge_seed,
+            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, seed=training_args.seed,
             answer_format=AnswerFormat(thinking=training_args.thinking_format),
             length_fn=TokenLength(AutoTokenizer.from_pretrained(model)), progress=progress,
         )  # fmt: skip
