@@ -117,10 +117,8 @@ class RankBufferPlusOptions(AnchorBufferOptions):
 
 
 class RankBufferPlusReward(RankBufferReward):
-    """RankBuffer with joint placement, a second look and budgeted extra looks (module docstring).
-
-    Takes `RankBufferReward`'s arguments; its options are `RankBufferPlusOptions`.
-    """
+    """RankBuffer with joint placement, a second look and budgeted extra looks (module docstring); takes
+    `RankBufferReward`'s arguments."""
 
     name = "rank_buffer_plus"
     options_class = RankBufferPlusOptions
