@@ -59,8 +59,7 @@ class ListwiseGroupReward(GroupRewardMethod):
         return RankOutcome([[u] for u in check_order(verdict, len(answers))], details)
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Base metrics plus the display audit: `rank/listwise_display_...` and, with
-        `reshuffle_check`, `rank/listwise_reshuffle_...` (docs/metrics.md)."""
+        """Base metrics plus the display audit's `rank/listwise_...` metrics (module docstring)."""
         out = super().step_metrics(results)
         out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.options.reshuffle_check))
         return out

@@ -209,14 +209,9 @@ class MatrixReward(GroupRewardMethod):
         else:
             M = await self._pairwise_matrix(group, answers, step)
         result = matrix_reward(M, [r.weight for r in group.rubrics], **self.options.math_options())
+        details.update(alpha=result.alpha, beta=result.beta, fallback=result.fallback)
         details.update(
-            alpha=result.alpha,
-            beta=result.beta,
-            fallback=result.fallback,
-            weights=result.weights.tolist(),
-            matrix_weights=result.matrix_weights.tolist(),
-            prior=result.prior.tolist(),
-            column_spread=result.column_spread.tolist(),
+            {k: getattr(result, k).tolist() for k in ("weights", "matrix_weights", "prior", "column_spread")}
         )
         return ScoreOutcome(result.rewards.tolist(), INVALID_REWARD, details)
 
