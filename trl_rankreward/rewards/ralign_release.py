@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.conversation import user_prompt
 from ..judging.backends.base import BackendError
 from ..judging.ledger import JudgeLedger
 from ..judging.requests import JudgeFailure
@@ -275,7 +276,7 @@ class RAlignRelease:
 def _conversation(prompt) -> list[dict]:
     """A pair's prompt as chat turns: messages as they are, a text as one user turn."""
     if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
+        return user_prompt(prompt)
     return [dict(turn) for turn in prompt]
 
 
