@@ -224,7 +224,8 @@ class PromptBudget:
         if estimate <= budget:
             return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
         texts = rendered.shown
-        text_tokens = [self.counter.count(t) * self.scale for t in texts]
+        per_token = min(self.scale, estimate / local)  # an exact count may be below the learned ratio's
+        text_tokens = [self.counter.count(t) * per_token for t in texts]
         fixed = estimate - sum(text_tokens)  # template, query, rubrics, block tags and margin
         target = budget
         for _ in range(_FIT_ROUNDS if texts else 0):
