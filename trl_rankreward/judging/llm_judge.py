@@ -21,8 +21,7 @@ from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, ChatBackend
 from .calls import complete_and_parse
 from .ledger import JudgeLedger
 from .parsing import answer_schema, parse_answer
-from .prompt_budget import FittedPrompt, WindowFitting, answer_tokens
-from .rendering import render
+from .prompt_budget import FittedPrompt, WindowFitting, request_fitting
 from .requests import JudgeError, request_kind
 from .retry import RetryPolicy
 from .templates import JudgeTemplates
@@ -99,14 +98,8 @@ class LLMJudge:
             return verdict
 
         try:
-            return await self.fitting.send(
-                lambda limit: render(request, self.templates, seed=self.seed, limit_chars=limit),
-                ask,
-                reserve=min(self.max_tokens, answer_tokens(request, self.templates)),
-                max_tokens=self.max_tokens,
-                what=f"{type(request).__name__} (query_id={request.query_id!r})",
-                fix="serve the judge with a longer --max-model-len, or shorten the query and rubrics",
-            )
+            fitting = request_fitting(request, self.templates, seed=self.seed, max_tokens=self.max_tokens)
+            return await self.fitting.send(ask=ask, **fitting)
         except JudgeError as exc:
             return exc.as_failure()
 

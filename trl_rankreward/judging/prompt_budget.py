@@ -127,6 +127,18 @@ def answer_tokens(request, templates: JudgeTemplates) -> int:
     return max(32, 2 * verdict) + (RATIONALE_TOKENS if "RATIONALE" in _template(request, templates) else 0)
 
 
+def request_fitting(request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> dict:
+    """`PromptBudget.fit_chat`'s keywords for a judge request (`judging.requests`): rendered by
+    `rendering.render`, its answer reserving `answer_tokens`, at most `max_tokens`."""
+    return {
+        "render_with_limit": lambda limit: render(request, templates, seed=seed, limit_chars=limit),
+        "reserve": min(max_tokens, answer_tokens(request, templates)),
+        "max_tokens": max_tokens,
+        "what": f"{type(request).__name__} (query_id={request.query_id!r})",
+        "fix": "serve the judge with a longer --max-model-len, or shorten the query and rubrics",
+    }
+
+
 class PromptTooLong(JudgeError):
     """A request that cannot fit the window even with every shown text cut short; it is not sent."""
 
@@ -201,13 +213,7 @@ class PromptBudget:
 
     async def fit(self, request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> FittedPrompt:
         """`request` rendered to fit the window, shortened if it must be; `PromptTooLong` if it cannot."""
-        return await self.fit_chat(
-            lambda limit: render(request, templates, seed=seed, limit_chars=limit),
-            reserve=min(max_tokens, answer_tokens(request, templates)),
-            max_tokens=max_tokens,
-            what=f"{type(request).__name__} (query_id={request.query_id!r})",
-            fix="serve the judge with a longer --max-model-len, or shorten the query and rubrics",
-        )
+        return await self.fit_chat(**request_fitting(request, templates, seed=seed, max_tokens=max_tokens))
 
     async def fit_chat(
         self, render_with_limit: Callable[[int | None], Rendered], *, reserve: int, max_tokens: int, what: str, fix: str

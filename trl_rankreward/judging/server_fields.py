@@ -215,7 +215,7 @@ class GeneratorServerFields:
         "size (vLLM's --max-num-seqs).",
     )
     max_model_len: int | None = setting(
-        "max_model_len", "The generator's context window in tokens where /models lists none; shown texts are cut to fit."
+        "max_model_len", "The generator's window in tokens where /models lists none; shown texts are cut to fit."
     )
     timeout_s: float = setting("timeout_s", "Timeout of one generator HTTP request, in seconds.")
     max_attempts: int = setting(
