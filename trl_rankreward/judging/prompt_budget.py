@@ -234,7 +234,7 @@ class PromptBudget:
         text_tokens = [self.counter.count(t) * per_token for t in texts]
         fixed = estimate - sum(text_tokens)  # template, query, rubrics, block tags and margin
         target = budget
-        for _ in range(_FIT_ROUNDS if texts else 0):
+        for _ in range(_FIT_ROUNDS):
             limit = equal_share_chars(
                 [len(t) for t in texts], text_tokens, target - fixed, CUT_MARK_TOKENS * self.scale
             )
