@@ -65,13 +65,11 @@ def format_log_line(
     R-Align's label accuracy). Evaluation logs (`eval_` keys) get an "eval" line; the end-of-training
     summary a "done" line. A log with none of these keys shows its first few numbers.
     """
-    logs = {k: v for k, v in logs.items() if _number(v) is not None}
+    logs = {k: _number(v) for k, v in logs.items() if _number(v) is not None}
     prefix = "eval_" if any(k.startswith("eval_") for k in logs) else ""
     if prefix:
         logs = {k[len(prefix) :]: v for k, v in logs.items() if k.startswith(prefix)}
-
-    def get(key: str) -> float | None:
-        return _number(logs.get(key))
+    get = logs.get
 
     where = f"step {step}/{max_steps}" if max_steps else f"step {step}"
     if not prefix and any(k in logs for k in _SUMMARY):
@@ -145,9 +143,7 @@ def use_compact_console_log(trainer) -> bool:
     """Replace `trainer`'s `ProgressCallback` / `PrinterCallback` by the compact ones, in place.
 
     Returns True when a callback was replaced. Idempotent; a notebook progress table or a
-    custom subclass of either callback is left alone. The loggers (`report_to`) and
-    `trainer_state.json` still get every metric. A config with `lambda_fmt` (the judge-reward
-    trainers') makes the reward say that it includes the format bonus.
+    custom subclass of either callback is left alone. The config's `lambda_fmt`, if any, is the format bonus.
     """
     callbacks = trainer.callback_handler.callbacks
     bonus = getattr(getattr(trainer, "args", None), "lambda_fmt", None)
