@@ -177,7 +177,7 @@ def run_method(
         listwise_noise_growth=config.listwise_noise_growth,
     )
     try:
-        reward = make_reward_method(method.registry, judge, **method.kwargs)
+        reward = make_reward_method(method.registry, judge, seed=config.seed, **method.kwargs)
     except (ImportError, TypeError, ValueError) as exc:
         return str(exc)
     start, cpu_start = time.perf_counter(), time.process_time()
