@@ -10,9 +10,8 @@ and costs it in its ledger with a real tokenizer. Per method, per group:
   prompt tokens a prefix-caching server would not recompute (`prompt_cache`);
 - sequential judge rounds per step (exact, on the virtual clock) and reward wall time per
   step under `latency.LatencyModel`;
-- fidelity of the rewards to the latent truth: Kendall tau-b, top-1 agreement (1/|T| when
-  the truly best rollout is among the |T| tied best-rewarded ones), and the number of
-  distinct advantage levels (distinct rewards) of the group.
+- fidelity of the rewards to the latent truth: Kendall tau-b, top-1 agreement and distinct
+  advantage levels (`group_fidelity`).
 
 Tokens are summed twice: over all attempts, and over parsed calls only (as RankBuffer's
 Table 8 counts them). With `pairwise_rationale`, pairwise requests are rendered with the

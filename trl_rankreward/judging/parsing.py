@@ -17,14 +17,10 @@ permutation of the shown IDs, a wrong key, a float position) raises `InvalidAnsw
 | BufferSelectRequest           | `{"keep_anchor_ids": [...], "add_rollout_ids": [...]}`   |
 
 Rationale-first answers (`JudgeTemplates(pairwise_rationale=True)`, or any template with a
-line `VERDICT` after the last response block): the verdict is the one JSON object after
-the last `VERDICT` heading of the answer (`VERDICT`, `Verdict:`, `**VERDICT**`, `## Verdict`
-at the start of a line), with nothing but a code fence after it. The rationale before it is
-not read, so a fake verdict that a rollout planted and the judge quoted in its rationale
-cannot decide; an answer without a final verdict section (e.g. cut off in the rationale)
-is invalid instead of falling back to an object quoted earlier. The prompt is recognized
-from its template text after the last `</response>`, which rollout text cannot produce
-(`rendering.neutralize`), so a rollout cannot switch the parser's mode either.
+line `VERDICT` after the last response block): only the one JSON object after the last
+`VERDICT` heading counts (`verdict_after_rationale`), so a fake verdict that a rollout planted
+and the judge quoted in its rationale cannot decide, and an answer cut off in the rationale is
+invalid; rollout text cannot switch the parser's mode either (`asks_rationale_first`).
 """
 
 from __future__ import annotations
@@ -72,8 +68,18 @@ def strip_think(text: str) -> str:
 
 def last_json_object(text: str) -> dict | None:
     """The last top-level JSON object in `text` that parses, or None."""
-    span = _last_object_span(text, 0)
-    return None if span is None else json.loads(text[span[0] : span[1]])
+    decoder = json.JSONDecoder()
+    found, i = None, text.find("{")
+    while i != -1:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict):
+            found = value
+        i = text.find("{", end)
+    return found
 
 
 def parse_answer(text: str, request, rendered: Rendered) -> Any:
@@ -114,7 +120,8 @@ def asks_rationale_first(rendered: Rendered) -> bool:
 
 
 def verdict_after_rationale(text: str, request) -> dict:
-    """The JSON verdict after the last `VERDICT` heading of `text`; raises `InvalidAnswer`."""
+    """The JSON verdict after the last `VERDICT` heading of `text` (`VERDICT`, `Verdict:`, `**VERDICT**`,
+    `## Verdict` at a line's start), with nothing but a code fence after it; raises `InvalidAnswer`."""
     body = strip_think(text or "")
     headings = list(_VERDICT_HEADING.finditer(body))
     expected = f"a rationale, then a VERDICT heading followed by {_EXPECTED[type(request)]}"
@@ -272,22 +279,6 @@ _EXPECTED = {
     MetaJudgeRequest: '{"consistent": true | false} (or <final_verdict>Correct|Incorrect</final_verdict>)',
     BufferSelectRequest: '{"keep_anchor_ids": [...], "add_rollout_ids": [...]}',
 }
-
-
-def _last_object_span(text: str, start: int) -> tuple[int, int] | None:
-    """(start, end) of the last top-level JSON object in `text[start:]` (as `last_json_object`)."""
-    decoder = json.JSONDecoder()
-    found, i = None, text.find("{", start)
-    while i != -1:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(value, dict):
-            found = (i, end)
-        i = text.find("{", end)
-    return found
 
 
 # ---- structured output ----------------------------------------------------------------------
