@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .scripted_judge import JSONHandler, LoopbackServer
+from .scripted_judge import JSONHandler, LoopbackServer, chat_completion, openai_error
 
 ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key out
 
@@ -70,17 +70,13 @@ class ChatScriptServer(LoopbackServer):
             self._seen[key] += 1
             failing = self._seen[key] <= reply.fail_first
         if failing:
-            return 500, {"error": {"message": "scripted server error", "type": "server_error", "code": 500}}
+            return 500, openai_error("scripted server error", "server_error", 500)
         message: dict = {"role": "assistant", "content": reply.content}
         if reply.reasoning is not ABSENT:
             message["reasoning_content"] = reply.reasoning
         words = len(messages_key(messages).split())
-        return 200, {
-            "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": words, "completion_tokens": len((reply.content or "").split()),
-                      "total_tokens": words},
-        }  # fmt: skip
+        return 200, chat_completion(message, body.get("model", ""), words, len((reply.content or "").split()),
+                                    "chatcmpl-scripted")  # fmt: skip
 
 
 class _Handler(JSONHandler):
