@@ -14,13 +14,12 @@ and costs it in its ledger with a real tokenizer. Per method, per group:
   advantage levels (`group_fidelity`).
 
 Tokens are summed twice: over all attempts, and over parsed calls only (as RankBuffer's
-Table 8 counts them). With `pairwise_rationale`, pairwise requests are rendered with the
-rationale-first template and each parsed pairwise answer is costed as the text a judge
-would write: a rationale of ~`rationale_tokens` tokens, then the verdict (`bench_judge.rationale_answer`,
-parsed back by `judging.parsing` in the tests). `query_tokens` / `rubric_tokens` lengthen the
-simulated queries and rubrics; `--preset paper_table8` sets the lengths estimated from the
-RankBuffer paper (docs/benchmarks.md says how). The settings are `bench_config`'s, the process
-pool `bench_pool`'s, the tables `bench_report`'s.
+Table 8 counts them). With `pairwise_rationale`, each parsed pairwise answer is costed as a
+rationale of ~`rationale_tokens` tokens and the verdict (`bench_judge.RationaleBenchJudge`).
+`query_tokens` / `rubric_tokens` lengthen the simulated queries and rubrics (`lengthen_query`);
+`--preset paper_table8` sets the lengths estimated from the RankBuffer paper (docs/benchmarks.md
+says how). The settings are `bench_config`'s, the process pool `bench_pool`'s, the tables
+`bench_report`'s.
 
     from trl_rankreward.evaluation.bench_config import RewardBenchConfig
     from trl_rankreward.evaluation.reward_bench import run_benchmark
