@@ -282,8 +282,7 @@ async def probe_judge_async(
     )  # fmt: skip
 
 
-def probe_judge(judge, groups: Sequence[Group], *, methods: Sequence[str] | None = None, repeats: int = 2,
-                **kwargs) -> ProbeReport:  # fmt: skip
+def probe_judge(judge, groups: Sequence[Group], **kwargs) -> ProbeReport:
     """Probe which reward method gives signal with `judge` on `groups` (module docstring); a `ProbeReport`.
 
     Args:
@@ -300,7 +299,7 @@ def probe_judge(judge, groups: Sequence[Group], *, methods: Sequence[str] | None
         seed, answer_format, length_fn: as a training run gives them (`RunContext`).
         progress: called `(done, planned, label)` after each judging.
     """
-    return asyncio.run(probe_judge_async(judge, groups, methods=methods, repeats=repeats, **kwargs))
+    return asyncio.run(probe_judge_async(judge, groups, **kwargs))
 
 
 def _row(plan: _Plan, groups, answer_format, swap: SwapTest, per_step, warmup_groups) -> ProbeRow:
