@@ -1,9 +1,8 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
 OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
-One client per base URL (a *replica*); `replica_pool.ReplicaPool` routes each request (least in
-flight, bounded per replica and in all; a replica that refused a connection or timed out rests
-while another is live, so retries go to a live server). Each request has a deadline of
+One client per base URL (a *replica*); `replica_pool.ReplicaPool` routes each request (a replica
+that refused a connection or timed out rests, so retries go to a live one). Each request has a deadline of
 `timeout_s` for the whole answer, counted from when it leaves the queue (a server that trickles
 bytes cannot hold it longer: httpx's own timeout bounds each read, not the request). `complete`
 makes one HTTP request: failures come out as `BackendError` (with the server's `Retry-After`),
