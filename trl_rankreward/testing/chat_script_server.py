@@ -43,8 +43,6 @@ def messages_key(messages) -> str:
 
 
 class ChatScriptServer(LoopbackServer):
-    daemon_threads = True
-
     def __init__(self, answer: Callable[[list[dict]], Reply], models: tuple[str, ...]):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.answer, self.models = answer, models
