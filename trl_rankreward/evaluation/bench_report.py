@@ -231,12 +231,9 @@ def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
         f"{cheapest['parsed_tokens_per_group'] / best['parsed_tokens_per_group']:.2f} of the best row's)."
     )
     out.extend(_against_all_pairs(rows))
-    separated = [r["method"] for r in rows if r["advantage_levels"] >= 0.999 * max(x["advantage_levels"] for x in rows)]
-    out.append(
-        f"Most distinct advantage levels ({max(r['advantage_levels'] for r in rows):.2f} per group): "
-        + ", ".join(separated)
-        + "."
-    )
+    most = max(r["advantage_levels"] for r in rows)
+    separated = [r["method"] for r in rows if r["advantage_levels"] >= 0.999 * most]
+    out.append(f"Most distinct advantage levels ({most:.2f} per group): " + ", ".join(separated) + ".")
     buffered = [r for r in rows if r.get("buffer_size") is not None]
     if buffered:
         out.append(

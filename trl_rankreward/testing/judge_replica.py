@@ -93,10 +93,6 @@ class JudgeReplica(str):
     def start(self) -> None:
         self._control.start()
 
-    @property
-    def up(self) -> bool:
-        return not self._control.down.is_set()
-
 
 class _Control:
     """Starts and stops the HTTP server of one replica on a fixed port."""
