@@ -65,7 +65,6 @@ def run(args: CompareArguments) -> int:
 
     runs = run_history.load_runs(args.runs, args.labels)
     rows = [compare.summarize(r) for r in runs]
-    table = compare.markdown_table(rows)
     curves = [win_rate_compare.win_rate_curve(r) for r in runs]
     evaluated = any(curves)
     if evaluated:
@@ -73,7 +72,7 @@ def run(args: CompareArguments) -> int:
         quality = win_rate_compare.win_rate_table(runs, budgets, args.win_rate_targets)
     else:
         quality = win_rate_compare.NO_EVALUATION
-    table = f"{table}\n\n{quality}"
+    table = f"{compare.markdown_table(rows)}\n\n{quality}"
     print(table)
     print()
     for run, row in zip(runs, rows):

@@ -75,8 +75,10 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
     except CheckpointStateError as exc:
         if exc.reason != "method":
             raise
+        with open(file, encoding="utf-8") as f:
+            saved = json.load(f).get("method")
         raise ValueError(
-            f"{file} holds the state of a {_saved_method(file)!r} run; buffer-report reads checkpoints of runs with "
+            f"{file} holds the state of a {saved!r} run; buffer-report reads checkpoints of runs with "
             "the rank_buffer reward only (other methods build no buffers)"
         ) from None
     fmt = state.get("format") if isinstance(state, dict) else None
@@ -89,11 +91,6 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
         rows = checkpoint_buffer_rows(os.path.dirname(file))
         state = {**state, "buffers": {qid: json.loads(row) for qid, row in rows}}
     return state
-
-
-def _saved_method(file: str) -> str | None:
-    with open(file, encoding="utf-8") as f:
-        return json.load(f).get("method")
 
 
 def normalized_position(index: int, size: int) -> float:

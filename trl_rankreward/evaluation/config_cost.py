@@ -117,10 +117,9 @@ def run_shape(
         else:
             steps, epochs = math.ceil(steps_per_epoch * shape.epochs), shape.epochs
         shape = dataclasses.replace(shape, steps=steps, epochs=epochs)
-    completions = shape.queries_per_step * g
     how = (
         f"{per_device} completions per device x {num_processes} process(es) (assumed; --num_processes sets it) x "
-        f"{accumulation} accumulation step(s) / {iterations} iteration(s) = {completions:g} completions = "
+        f"{accumulation} accumulation step(s) / {iterations} iteration(s) = {shape.queries_per_step * g:g} completions = "
         f"{shape.queries_per_step:g} queries x G={g} judged per step, in {shape.batches_per_step:g} scoring call(s) of "
         f"{shape.queries_per_batch} groups"
     )

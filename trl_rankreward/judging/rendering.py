@@ -112,9 +112,8 @@ class _Cut:
         self.shown.append(text)
         if self.limit is None or len(text) <= self.limit:
             return text
-        lost = len(text) - self.limit
         self.texts += 1
-        self.chars += lost
+        self.chars += len(text) - self.limit
         return f"{text[: self.limit]} {CUT_MARK}"
 
     def all(self, texts: Sequence[str]) -> list[str]:
