@@ -6,10 +6,11 @@
    (length relative to the batch's longest completion), and `RankBufferGRPOTrainer` as users
    run it (`RankBufferGRPOConfig`: Nectar init from the `references` column, K0 = 4, anchors
    in `{output_dir}/anchors.sqlite`, lambda_fmt 0.2) with a zero-latency deterministic judge
-   (`OracleJudge`, quality = text length) passed as `judge=`. Both trainers' `_calculate_rewards`
-   (TRL's hook; ours gathers groups, judges, updates buffers, logs) is wrapped to time the
-   reward path. Reported: the ratio of median step times and each reward path's share of the
-   step time, both over the steps after --warmup-steps.
+   (`OracleJudge`, quality = text length) passed as `judge=`. The reward path is timed from public
+   parts: the plain run's reward function (wrapped here), and the time RankBufferGRPOTrainer logs
+   as waiting for its rewards (`judge/wait_seconds`: judging, buffer updates, gathering). Reported:
+   the ratio of median step times and each reward path's share of the step time, both over the
+   steps after --warmup-steps.
 2. Judge prefill: `TransformersBackend` on a random-init Qwen3-style judge in bf16, batched
    coarse-ranking prompts of realistic length (4 anchors + candidate of ~1.5 KB each, rendered
    with the paper's template), `max_tokens=1`: prompt tokens per second by batch size.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import json
 import os
 import random
@@ -88,8 +90,13 @@ def _cuda_sync() -> None:
         torch.cuda.synchronize()
 
 
+#: what a judge-reward trainer logs as the time its step waited for the rewards (docs/metrics.md)
+WAIT_METRIC = "judge/wait_seconds"
+
+
 def step_timer():
-    """A `TrainerCallback` timing each optimizer step and the time spent inside `_calculate_rewards` during it."""
+    """A `TrainerCallback` timing each optimizer step and the reward path's time in it: the calls of a reward
+    function passed through `timed`, or the `judge/wait_seconds` the trainer logs for the step."""
     from transformers import TrainerCallback
 
     class StepTimer(TrainerCallback):
@@ -98,21 +105,18 @@ def step_timer():
             self.reward_s: list[float] = []
             self._start, self._reward = 0.0, 0.0
 
-        def wrap(self, trainer) -> None:
-            """Time every call of the trainer's reward hook (instance attribute over the class method)."""
-            inner = trainer._calculate_rewards
+        def timed(self, reward_func):
+            """`reward_func` (a TRL reward function, its name kept) with its calls counted as reward time."""
 
-            def timed(*a, **kw):
-                _cuda_sync()
+            @functools.wraps(reward_func)
+            def wrapper(*a, **kw):
                 start = time.perf_counter()
                 try:
-                    result = inner(*a, **kw)
-                    _cuda_sync()
-                    return result
+                    return reward_func(*a, **kw)
                 finally:
                     self._reward += time.perf_counter() - start
 
-            trainer._calculate_rewards = timed
+            return wrapper
 
         def on_step_begin(self, *a, **kw):
             _cuda_sync()
@@ -122,6 +126,10 @@ def step_timer():
             _cuda_sync()
             self.step_s.append(time.perf_counter() - self._start)
             self.reward_s.append(self._reward)
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and WAIT_METRIC in logs:  # logged right after the step's end (logging_steps=1)
+                self.reward_s[-1] = logs[WAIT_METRIC]
 
     return StepTimer()
 
@@ -135,12 +143,6 @@ def summarize(step_s: list[float], reward_s: list[float], warmup: int) -> dict:
         "step_s": step_s, "reward_s": reward_s, "median_step_s": statistics.median(steps),
         "median_reward_s": statistics.median(rewards), "reward_share": sum(rewards) / sum(steps),
     }  # fmt: skip
-
-
-def train_timed(trainer, timer) -> None:
-    timer.wrap(trainer)
-    trainer.add_callback(timer)
-    trainer.train()
 
 
 def grpo_compare(args, policy_dir: str, work_dir: str) -> dict:
@@ -160,11 +162,11 @@ def grpo_compare(args, policy_dir: str, work_dir: str) -> dict:
 
     plain_timer = step_timer()
     plain = GRPOTrainer(
-        model=policy_dir, reward_funcs=plain_reward, train_dataset=data,
+        model=policy_dir, reward_funcs=plain_timer.timed(plain_reward), train_dataset=data,
         args=GRPOConfig(output_dir=f"{work_dir}/plain", **shared_settings(args, GRPOConfig, cuda)),
-        processing_class=AutoTokenizer.from_pretrained(policy_dir),
+        processing_class=AutoTokenizer.from_pretrained(policy_dir), callbacks=[plain_timer],
     )  # fmt: skip
-    train_timed(plain, plain_timer)
+    plain.train()
     report["policy_parameters"] = sum(p.numel() for p in plain.model.parameters())
     report["plain"] = summarize(plain_timer.step_s, plain_timer.reward_s, args.warmup_steps)
     del plain
@@ -178,9 +180,9 @@ def grpo_compare(args, policy_dir: str, work_dir: str) -> dict:
     rank_timer = step_timer()
     rank = RankBufferGRPOTrainer(
         policy_dir, args=rank_args, train_dataset=data, judge=judge,
-        processing_class=AutoTokenizer.from_pretrained(policy_dir),
+        processing_class=AutoTokenizer.from_pretrained(policy_dir), callbacks=[rank_timer],
     )  # fmt: skip
-    train_timed(rank, rank_timer)
+    rank.train()
     report["rank_buffer"] = summarize(rank_timer.step_s, rank_timer.reward_s, args.warmup_steps)
     report["rank_buffer"].update(
         judge_calls=dict(judge.counts),
@@ -253,7 +255,8 @@ def report_lines(report: dict) -> list[str]:
         f"trl {report['trl']}; policy {g['policy_parameters'] / 1e6:.1f}M parameters",
         f"GRPO median step (after {g['warmup_steps']} warm-up step(s)): plain GRPOTrainer {plain['median_step_s']:.3f} s, "
         f"RankBufferGRPOTrainer {rank['median_step_s']:.3f} s, ratio {g['step_time_ratio']:.3f}",
-        f"reward path (_calculate_rewards) share of step time: plain {100 * plain['reward_share']:.2f}%, "
+        f"reward path (plain: reward function; RankBuffer: {WAIT_METRIC}) share of step time: "
+        f"plain {100 * plain['reward_share']:.2f}%, "
         f"RankBuffer {100 * rank['reward_share']:.2f}% (median {1000 * rank['median_reward_s']:.1f} ms/step); "
         f"judge calls {rank['judge_calls']}, {rank['buffers']} buffers",
     ]  # fmt: skip

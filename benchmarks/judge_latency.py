@@ -61,7 +61,7 @@ def step_groups(args, qids, epoch: int, seed: int):
 
 def timed_step(name: str, judge, args, qids) -> tuple[float, int]:
     """Warm-up epoch 0 step, then the timed epoch-1 step: (seconds, judge requests)."""
-    method = make_reward_method(name, judge)
+    method = make_reward_method(name, judge, seed=args.seed)
     asyncio.run(method.score(step_groups(args, qids, 0, args.seed), epoch=0, step=0))
     groups = step_groups(args, qids, 1, args.seed + 1)
     before = judge.ledger.snapshot().calls
@@ -72,7 +72,7 @@ def timed_step(name: str, judge, args, qids) -> tuple[float, int]:
 
 def count_rounds(name: str, args, qids) -> int:
     judge = OracleJudge(world_quality, gated=True)
-    method = make_reward_method(name, judge)
+    method = make_reward_method(name, judge, seed=args.seed)
     asyncio.run(judge.run_in_rounds(method.score(step_groups(args, qids, 0, args.seed), epoch=0, step=0)))
     judge.rounds = 0
     groups = step_groups(args, qids, 1, args.seed + 1)

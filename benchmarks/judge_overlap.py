@@ -4,10 +4,11 @@ A RankBuffer GRPO run (G=4, 4 groups per step, `beta > 0` so TRL runs the refere
 against a real OpenAI-compatible judge on loopback (the scripted judge of
 `trl_rankreward.testing`) that waits `latency` seconds per call. RankBuffer judges in two
 dependent rounds (coarse, then fine), so a step's judging takes about 2 x latency. For each
-latency and each setting the script reports the mean step time (steps after the first), the
-log-prob passes' time, and the time the reward path held the training step: what
-`_calculate_rewards` waited for the judge (the step time itself varies more than that). The judge server runs in
-this process (threads), so on a small CPU it competes with the passes for the cores.
+latency and each setting the script reports the mean step time (steps after the first) and two
+timings the trainer logs (docs/metrics.md): the log-prob passes' time, `judge/overlap_window_seconds`
+(from the end of generation to the reward wait: TRL's passes), and the time the reward path held the
+training step, `judge/wait_seconds` (the step time itself varies more than that). The judge server
+runs in this process (threads), so on a small CPU it competes with the passes for the cores.
 
 With overlap, judging runs while the log-prob passes do, so the time the reward path adds over
 a zero-latency judge should not exceed what the passes cannot cover: `max(0, judging -
@@ -30,12 +31,15 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+TIMINGS = {"passes": "judge/overlap_window_seconds", "wait": "judge/wait_seconds"}
+
 
 class StepTimer(TrainerCallback):
-    """Wall time of every optimizer step."""
+    """Wall time of every optimizer step, and the trainer's logged timings of it (`TIMINGS`)."""
 
     def __init__(self):
         self.times, self._start = [], None
+        self.logged = {name: [] for name in TIMINGS}
 
     def on_step_begin(self, args, state, control, **kwargs):
         self._start = time.perf_counter()
@@ -43,22 +47,10 @@ class StepTimer(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         self.times.append(time.perf_counter() - self._start)
 
-
-def timed(function, record: list, *, no_grad_only: bool = False):
-    """`function` that appends its wall time to `record` (with `no_grad_only`: only calls made
-    under `torch.no_grad`, i.e. TRL's old-policy and reference passes, not the loss's forward)."""
-    import torch
-
-    def wrapper(*args, **kwargs):
-        if no_grad_only and torch.is_grad_enabled():
-            return function(*args, **kwargs)
-        start = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            record.append(time.perf_counter() - start)
-
-    return wrapper
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        for name, metric in TIMINGS.items():
+            if metric in (logs or {}):
+                self.logged[name].append(logs[metric])
 
 
 def write_dataset(path: Path, queries: int) -> str:
@@ -85,21 +77,13 @@ def run(model_dir: str, dataset: str, out: Path, judge_url: str, *, overlap: boo
         k0=3, learning_rate=1e-5, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
         activation_checkpointing=False, seed=0,
     )  # fmt: skip
-    trainer = RankBufferGRPOTrainer(
-        model_dir, args=args, train_dataset=load_dataset("json", data_files=dataset)["train"]
-    )
-    timer, passes, waits = StepTimer(), [], []
-    trainer.add_callback(timer)
-    trainer._get_per_token_logps_and_entropies = timed(
-        trainer._get_per_token_logps_and_entropies, passes, no_grad_only=True
-    )
-    trainer._scorer.finish = timed(trainer._scorer.finish, waits)
-    trainer.train()
-    passes_per_step = len(passes) / steps
+    timer = StepTimer()
+    RankBufferGRPOTrainer(
+        model_dir, args=args, train_dataset=load_dataset("json", data_files=dataset)["train"], callbacks=[timer]
+    ).train()
     return {
         "step": statistics.mean(timer.times[1:]),
-        "passes": statistics.mean(passes[int(passes_per_step) :]) * passes_per_step,
-        "wait": statistics.mean(waits[1:]),
+        **{name: statistics.mean(values[1:]) for name, values in timer.logged.items()},
     }
 
 

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "metrics.md"
 RALIGN_TRAINER = ROOT / "trl_rankreward" / "trainers" / "ralign.py"
 PPO_CRITIC = ROOT / "trl_rankreward" / "trainers" / "ppo_critic.py"
+JUDGE_REWARD_TRAINER = ROOT / "trl_rankreward" / "trainers" / "judge_reward.py"
 
 RUBRICS = [{"text": "Answers the question", "weight": 3}, {"text": "Is clear", "weight": 1}]
 REFERENCES = [f"reference answer {i}" for i in range(7)]  # best first; enough for k0 = 4
@@ -119,13 +120,14 @@ def ralign_names() -> set[str]:
     return keys
 
 
-def ppo_names() -> set[str]:
-    """The `ppo/...` string constants of `trainers/ppo_critic.py` (importing it would import trl;
-    tests/trainers/test_ppo.py checks that a run logs them)."""
-    tree = ast.parse(PPO_CRITIC.read_text(encoding="utf-8"))
-    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).startswith("ppo/")}
+def constant_names(path: Path, prefix: str) -> set[str]:
+    """The `prefix...` string constants of a trainer module (importing it would import trl): `ppo/...` of
+    `trainers/ppo_critic.py` (tests/trainers/test_ppo.py checks that a run logs them) and the step timings
+    `judge/..._seconds` of `trainers/judge_reward.py` (tests/trainers/test_overlap.py checks a run's)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).startswith(prefix)}
     if not names:
-        raise AssertionError("trainers/ppo_critic.py names no ppo/ metric as a string constant; update this test")
+        raise AssertionError(f"{path.name} names no {prefix} metric as a string constant; update this test")
     return names
 
 
@@ -171,7 +173,8 @@ def emitted() -> dict[str, set[str]]:
     sources["LedgerSnapshot.metrics"] = set(LedgerSnapshot(failures={"invalid": 1}).metrics())
     sources["evaluation.win_rate.evaluation_metrics"] = evaluation_names()
     sources["trainers/ralign.py:step_metrics"] = ralign_names()
-    sources["trainers/ppo_critic.py"] = ppo_names()
+    sources["trainers/ppo_critic.py"] = constant_names(PPO_CRITIC, "ppo/")
+    sources["trainers/judge_reward.py"] = constant_names(JUDGE_REWARD_TRAINER, "judge/")
     return sources
 
 

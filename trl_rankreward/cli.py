@@ -13,9 +13,9 @@ training scripts) is the table in docs/cli.md. A command module defines
 - optionally `CONFIG_FILE = True`: the command also takes `--config FILE.yaml` (option values;
   flags on the command line win; an `env:` mapping sets environment variables), as TRL's
   scripts do; `config_values(path, mapping)`, where defined, turns the file's mapping into
-  option values first (`bench` reads a training config this way).
-- or `TRAINING_CONFIG = "help"`: `--config TRAIN.yaml` (required) names a training config the command
-  reads (`probe-judge`); its path comes to `run` first.
+  option values first, and `CONFIG_HELP`, where defined, is the flag's help. A command that reads
+  a training config (keys of a training run, not its options) takes its path as the option
+  `training_config`, which its `config_values` sets: `bench` when the file is one, `probe-judge` always.
 
 A field with `metadata={"positional": True}` is a positional argument. Command modules
 import heavy modules only inside `arguments()` and `run`, so `trl-rankreward --help` stays fast.
@@ -121,9 +121,7 @@ def command_parser(name: str, module) -> argparse.ArgumentParser:
         ]
     for leaf in leaves:
         if getattr(module, "CONFIG_FILE", False):
-            leaf.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
-        elif getattr(module, "TRAINING_CONFIG", None):
-            leaf.add_argument("--config", metavar="TRAIN.yaml", required=True, help=module.TRAINING_CONFIG)
+            leaf.add_argument("--config", metavar="FILE.yaml", help=getattr(module, "CONFIG_HELP", CONFIG_HELP))
         leaf.add_argument("--traceback", action="store_true", help=TRACEBACK_HELP)
     return parser
 
@@ -140,8 +138,6 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
             namespace.subcommand
         ]
         prefix = [namespace.subcommand]
-    if getattr(module, "TRAINING_CONFIG", None):
-        prefix.append(namespace.config)
     return leaf, prefix + to_dataclasses(leaf, namespace, leaf.dataclass_types)
 
 

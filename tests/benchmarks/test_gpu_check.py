@@ -47,27 +47,33 @@ def test_step_timer_counts_reward_time_inside_each_step(monkeypatch):
     clock = [0.0]
     monkeypatch.setattr(gpu_check.time, "perf_counter", lambda: clock[0])
 
-    class FakeTrainer:
-        def _calculate_rewards(self, x):
-            clock[0] += 0.25
-            return 2 * x
+    def reward(x):
+        clock[0] += 0.25
+        return 2 * x
 
-    trainer, timer = FakeTrainer(), gpu_check.step_timer()
-    timer.wrap(trainer)
+    timer = gpu_check.step_timer()
+    timed = timer.timed(reward)
+    assert timed.__name__ == "reward"  # TRL names the reward column after the function
     # Step 1: 1.0 s generation, a 0.25 s reward call, 0.5 s more, another 0.25 s reward call:
-    # step 1.0 + 0.25 + 0.5 + 0.25 = 2.0 s, of which 0.5 s inside _calculate_rewards.
+    # step 1.0 + 0.25 + 0.5 + 0.25 = 2.0 s, of which 0.5 s inside the reward function.
     timer.on_step_begin()
     clock[0] += 1.0
-    assert trainer._calculate_rewards(3) == 6  # the wrapped hook still returns the rewards
+    assert timed(3) == 6  # the wrapped function still returns the rewards
     clock[0] += 0.5
-    trainer._calculate_rewards(1)
+    timed(1)
     timer.on_step_end()
+    timer.on_log(None, None, None, logs={"loss": 1.0})  # no logged wait: the timed calls stand
     # Step 2: 0.1 s and no reward call (TRL reuses a generation batch): 0 s of reward time.
     timer.on_step_begin()
     clock[0] += 0.1
     timer.on_step_end()
-    assert timer.step_s == pytest.approx([2.0, 0.1])
-    assert timer.reward_s == pytest.approx([0.5, 0.0])
+    # Step 3: 0.4 s, of which the trainer logs 0.15 s waiting for its rewards: that is the step's reward time.
+    timer.on_step_begin()
+    clock[0] += 0.4
+    timer.on_step_end()
+    timer.on_log(None, None, None, logs={gpu_check.WAIT_METRIC: 0.15})
+    assert timer.step_s == pytest.approx([2.0, 0.1, 0.4])
+    assert timer.reward_s == pytest.approx([0.5, 0.0, 0.15])
 
 
 def test_summarize_leaves_out_warmup():

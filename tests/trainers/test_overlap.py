@@ -60,6 +60,17 @@ def test_overlap_starts_judging_before_the_reference_pass_and_changes_nothing(ti
     # without, after it ended.
     assert judge_on.started[0] < passes_on[0][1]
     assert judge_off.started[0] > passes_off[0][1]
+    # The logged timings: the 0.3 s pass lies between generation and the wait in both runs; without overlap the
+    # step waits for all of its judging (at least the coarse round: 0.05 s), with it the judging has had the
+    # pass's 0.3 s to run in, so the step waits less.
+    wait_on, window_on, wait_off, window_off = (
+        [e[k] for e in t.state.log_history if k in e]
+        for t in (on, off)
+        for k in ("judge/wait_seconds", "judge/overlap_window_seconds")
+    )
+    assert len(wait_on) == len(wait_off) == 3
+    assert min(window_on + window_off) >= 0.3 and min(wait_off) >= 0.05
+    assert sum(wait_on) < sum(wait_off)
 
 
 def test_compact_rows_keeps_each_groups_context_once():

@@ -18,11 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HELP = "Probe the training config's judge on rollouts of its starting policy: which reward method gives signal"
-TRAINING_CONFIG = "the training config (YAML) of the run to probe, as examples/train_*.py read it"
+CONFIG_FILE = True
+CONFIG_HELP = "the training config (YAML) of the run to probe, as examples/train_*.py read it (required)"
+
+
+def config_values(path: str, values: dict) -> dict:
+    """`--config TRAIN.yaml` names the run to probe; its keys are the run's (`parse_training_config`)."""
+    return {"training_config": path}
 
 
 @dataclass
 class ProbeJudgeArguments:
+    training_config: str | None = field(
+        default=None, metadata={"help": "the training config to probe; `--config` sets it", "metavar": "PATH"}
+    )
     queries: int = field(default=8, metadata={"help": "queries sampled from the config's dataset"})
     repeats: int = field(default=2, metadata={"help": "independent judgings per method (>= 2)"})
     methods: str = field(
@@ -49,7 +58,7 @@ def arguments():
     return (ProbeJudgeArguments,)
 
 
-def run(config: str, args: ProbeJudgeArguments) -> int:
+def run(args: ProbeJudgeArguments) -> int:
     from tqdm.auto import tqdm
     from transformers import AutoTokenizer
 
@@ -63,9 +72,12 @@ def run(config: str, args: ProbeJudgeArguments) -> int:
     from ..trainers.builders import TokenLength
     from ..user_errors import UsageError
 
+    if args.training_config is None:
+        raise UsageError("need --config TRAIN.yaml: the training config of the run to probe")
     if args.repeats < 2 or args.queries < 1 or args.num_processes < 1 or args.budget_tokens < 0:
         raise UsageError(f"need --repeats >= 2, --queries >= 1, --num_processes >= 1 and --budget_tokens >= 0; got "
                          f"{args.repeats}, {args.queries}, {args.num_processes}, {args.budget_tokens}")  # fmt: skip
+    config = args.training_config
     script_args, training_args, model_args = parse_training_config(config)
     if training_args.num_generations < 2:
         raise UsageError(f"{config} has num_generations={training_args.num_generations} (PPO's one rollout per "
@@ -94,7 +106,7 @@ def run(config: str, args: ProbeJudgeArguments) -> int:
             judge, groups, methods=methods, repeats=args.repeats,
             margin=args.margin, options=options, warmup_groups=warm,
             groups_per_step=groups_per_step(training_args, args.num_processes),
-            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, seed=training_args.judge_seed,
+            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, seed=training_args.seed,
             answer_format=AnswerFormat(thinking=training_args.thinking_format),
             length_fn=TokenLength(AutoTokenizer.from_pretrained(model)), progress=progress,
         )  # fmt: skip

@@ -4,10 +4,7 @@ RankBuffer (RankBuffer paper, Sec. 4.1 and Appendix D): 1,000 queries sampled wi
 seed 42; each keeps its seven GPT-4-ranked answers, best first, which seed the buffer
 (Nectar initialization) and the rubric-generation prompt.
 
-Upstream schema (one row per prompt):
-  prompt         str, HH format "\\n\\nHuman: ...\\n\\nAssistant:" (may hold several turns)
-  answers        list of {answer: str, model: str, rank: float}; rank 1 is best
-  turns, num_responses, source, good_natured   (not needed here)
+Upstream schema: one row per prompt, with the columns of `NECTAR_COLUMNS` (a prompt may hold several turns).
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Preference sets for R-Align in one pairwise schema (R-Align paper, Sec. 3.3 and 4).
 
-Each row: `prompt` (messages), `query_id`, `response_a`, `response_b`, `label` ("A" when
-response_a is preferred), `reviews` (annotator reviews: HelpSteer3 only), `golden_rationale`
-("" until `rubrics rationales` fills it), `subset`, `source`, `pair_id` (hash of source,
-prompt and both responses). Ties carry no label and are skipped (counted).
+Each row has the columns of `features.PAIRWISE_FEATURES` (made by `features.preference_row`; `label` is
+"A" when response_a is preferred, `golden_rationale` "" until `rubrics rationales` fills it). Ties carry no
+label and are skipped (counted).
 
-Upstream schemas:
-  HelpSteer3 (nvidia/HelpSteer3, preference subset): context (list of {role, content}),
-    response1, response2, overall_preference (int -3..3; < 0: response1 better, > 0:
-    response2 better, 0: tie), individual_preference (list of {score, reasoning, ...}),
-    domain, language.
-  RewardBench2 (allenai/reward-bench-2): prompt (str), chosen (list of str), rejected
-    (list of str), subset, id. Every chosen x rejected pair becomes a row; which side is
-    shown as A is drawn from `seeded_rng(seed, pair)` so labels are balanced.
-  PPE-Preference (lmarena-ai/PPE-Human-Preference-V1): prompt (str), response_1,
-    response_2, winner ("model_a" | "model_b" | "tie" | "tie (bothbad)"), language.
-  R-Align (lyn22333/R-Align-BMK, lyn22333/R-Align-RL-Data): `data.load_source` already reads
-    their files into this schema (`data.ralign_rows`); `prepare_ralign` samples them.
+The upstream columns each source needs are the `*_COLUMNS` tables below (HelpSteer3's preference subset
+also gives `individual_preference`, its annotators' {score, reasoning} reviews, and `domain`; RewardBench2
+and PPE a `subset` / `language`). R-Align's own files (lyn22333/R-Align-BMK, -RL-Data) come from
+`data.load_source` already in this schema (`data.ralign_rows`); `prepare_ralign` samples them.
 """
 
 from __future__ import annotations

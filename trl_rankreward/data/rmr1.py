@@ -13,13 +13,9 @@ rejected)`, as for RewardBench2 (RM-R1 alternated A/B over its concatenated mix)
 reviews: `reviews` stays empty and `golden_rationale` "" until `rubrics rationales` writes
 label-conditioned rationales.
 
-Upstream schemas (dataset cards' `dataset_info` and RM-R1's reader):
-  Skywork/Skywork-Reward-Preference-80K-v0.2 (train, 77,016 rows): chosen, rejected (list of
-    {role, content}: the whole conversation, ending with the assistant's response), source (str).
-  Vezora/Code-Preference-Pairs (train): input (the task), accepted, rejected (str); also
-    instruction and ID (not read).
-  xinlai/Math-Step-DPO-10K (train, 10,795 rows): dataset, prompt, initial_reason_steps,
-    chosen / rejected (the first differing step only), full_chosen, full_rejected, answer.
+Upstream schemas: the `*_COLUMNS` tables below (from the dataset cards' `dataset_info` and RM-R1's
+reader; Skywork v0.2 has 77,016 train rows, Math-Step-DPO-10K 10,795, whose `chosen` / `rejected` hold
+only the first differing step).
 """
 
 from __future__ import annotations

@@ -4,11 +4,7 @@ MatrixReward (MatrixReward paper, Sec. 4 and Appendix A.1): 2,560 sampled querie
 rubrics are generated from each query and its four answers shown in descending order of
 overall score (equal scores are ties). The paper names no seed; we default to 42.
 
-Upstream schema (one row per instruction):
-  instruction    str
-  completions    list of {response: str, overall_score: number (1-10), model: str,
-                 annotations, critique, fine-grained_score, principle, custom_system_prompt}
-  source, models, correct_answers, incorrect_answers   (not needed here)
+Upstream schema: one row per instruction, with the columns of `ULTRAFEEDBACK_COLUMNS` (overall scores 1-10).
 """
 
 from __future__ import annotations

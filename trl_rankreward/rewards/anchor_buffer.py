@@ -1,14 +1,8 @@
-"""RankBuffer's per-query anchor buffer and its rule-based maintenance (RankBuffer paper).
-
-Pure data and pure functions over anchor *keys* (texts live in an anchor store, see
-`anchor_store.py`):
-
-- `Anchor`: one stored response: its text key, source, creation epoch and inactivity counter.
-- `AnchorBuffer`: anchors worst -> best plus the per-query epoch markers of Algorithm 2
-  (inactivity observed, left / right boundary expanded).
-- Select_K0 (the paper's endpoint-preserving uniform subsampling) lives in
-  `judging.subsample.select_endpoints`, shared with the offline judges (Sec. 3.2, Appendix H).
-- `update_buffer(buffer, buckets, epoch, H)`: Algorithm 2 (Appendix A), as a pure function.
+"""RankBuffer's per-query anchor buffer (`AnchorBuffer`) and Algorithm 2, its rule-based maintenance
+(`update_buffer`; RankBuffer paper, Appendix A), as pure data and pure functions over anchor *keys* (texts
+live in an anchor store, `anchor_store.py`); the tables of all buffers (`BufferTable`, `StoredBufferTable`).
+Select_K0 (the paper's endpoint-preserving uniform subsampling) is `judging.subsample.select_endpoints`,
+shared with the offline judges (Sec. 3.2, Appendix H).
 
 Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor,
 K = above the best), each worst -> best. Anchors are 1-based in the paper (a_1..a_K) and
@@ -170,22 +164,26 @@ class BufferTable:
         return self._buffers.get(query_id)
 
     def set(self, query_id: str, buffer: AnchorBuffer) -> None:
-        old = self._buffers.get(query_id)
-        if old is not None:
-            self._count(old, -1)
-        self._buffers[query_id] = buffer
-        self._count(buffer, +1)
+        self._replace(query_id, buffer)
 
     def remove(self, query_id: str) -> None:
         """Forget `query_id`'s buffer (no-op when it has none); used to undo a `set`."""
-        old = self._buffers.pop(query_id, None)
-        if old is not None:
-            self._count(old, -1)
+        self._replace(query_id, None)
 
-    def _count(self, buffer: AnchorBuffer, sign: int) -> None:
-        self._sizes[buffer.size] += sign
-        for a in buffer.anchors:
-            self._sources[a.source] += sign
+    def _replace(self, query_id: str, buffer: AnchorBuffer | None) -> None:
+        """The one write path: the running totals lose the old buffer and gain the new one."""
+        for b, sign in ((self.get(query_id), -1), (buffer, +1)):
+            if b is not None:
+                self._sizes[b.size] += sign
+                for a in b.anchors:
+                    self._sources[a.source] += sign
+        self._write(query_id, buffer)
+
+    def _write(self, query_id: str, buffer: AnchorBuffer | None) -> None:
+        if buffer is None:
+            self._buffers.pop(query_id, None)
+        else:
+            self._buffers[query_id] = buffer
 
     def items(self):
         return self._buffers.items()
@@ -198,7 +196,7 @@ class BufferTable:
         return {"buffers": {qid: b.to_state() for qid, b in self._buffers.items()}}
 
     def __len__(self) -> int:
-        return len(self._buffers)
+        return sum(self._sizes.values())  # every buffer counts once, under its size
 
     def stats(self) -> dict[str, float]:
         """`buffer/count`, `buffer/size_mean`, `buffer/size_max`, `buffer/anchors_<source>`."""
@@ -228,11 +226,9 @@ class StoredBufferTable(BufferTable):
         super().__init__()
         self._store = store
         self._changed: dict[str, AnchorBuffer | None] = {}  # None: removed
-        self._count_buffers = 0
         if clear:
             store.clear_buffers()
         if totals:
-            self._count_buffers = int(totals["count"])
             self._sizes.update({int(k): v for k, v in totals["sizes"].items()})
             self._sources.update(totals["sources"])
 
@@ -242,21 +238,8 @@ class StoredBufferTable(BufferTable):
         state = self._store.read_buffer(query_id)
         return None if state is None else AnchorBuffer.from_state(json.loads(state))
 
-    def set(self, query_id: str, buffer: AnchorBuffer) -> None:
-        old = self.get(query_id)
-        if old is None:
-            self._count_buffers += 1
-        else:
-            self._count(old, -1)
+    def _write(self, query_id: str, buffer: AnchorBuffer | None) -> None:
         self._changed[query_id] = buffer
-        self._count(buffer, +1)
-
-    def remove(self, query_id: str) -> None:
-        old = self.get(query_id)
-        if old is not None:
-            self._count(old, -1)
-            self._count_buffers -= 1
-            self._changed[query_id] = None
 
     def flush(self) -> None:
         """Write the changed buffers to the store in one transaction and drop them from memory."""
@@ -271,9 +254,6 @@ class StoredBufferTable(BufferTable):
         for query_id, state in self._store.buffer_rows():
             yield query_id, AnchorBuffer.from_state(json.loads(state))
 
-    def __len__(self) -> int:
-        return self._count_buffers
-
     def state(self) -> dict[str, Any]:
         """The state file's part: the running totals only (`buffers_stored`); the structures are in the store."""
         self.flush()
@@ -282,4 +262,4 @@ class StoredBufferTable(BufferTable):
     def totals(self) -> dict:
         """The running totals, JSON-able (restored with `StoredBufferTable(store, totals)`)."""
         sizes = {str(k): v for k, v in self._sizes.items() if v}
-        return {"count": self._count_buffers, "sizes": sizes, "sources": {k: v for k, v in self._sources.items() if v}}
+        return {"count": len(self), "sizes": sizes, "sources": {k: v for k, v in self._sources.items() if v}}

@@ -5,12 +5,8 @@ digits of the text's SHA-256), so a checkpoint of 10^5 query buffers holds short
 each text is stored once, however many buffers or epochs refer to it. Stores are
 append-only: a text is never changed or removed, so a key in any old checkpoint stays valid.
 
-- `AnchorStore`: the protocol RankBuffer calls; each store says itself where the buffer
-  structures live (`buffer_table`) and what a checkpoint folder gets (`save_checkpoint`).
-- `InMemoryAnchorStore`: a dict; its texts and the buffers travel inside
-  `RankBufferReward.state_dict()`.
-- `SQLiteAnchorStore(path)` (`rewards.sqlite_anchor_store`): a stdlib `sqlite3` file holding the
-  texts and RankBuffer's buffer structures too, for runs whose buffers outgrow memory.
+`AnchorStore` is the protocol RankBuffer calls; `InMemoryAnchorStore` (here) and `SQLiteAnchorStore`
+(`rewards.sqlite_anchor_store`, for runs whose buffers outgrow memory) keep it.
 
 Two different texts with the same key (a 64-bit prefix collision) raise instead of
 silently sharing an anchor.

@@ -43,8 +43,6 @@ class ArenaReward(GroupRewardMethod):
     Judge cost per group: 2 (U - 1) logical matches for U unique valid answers, each judged
     in both display orders by default: 4 (U - 1) `PairwiseRequest`s (14 matches, 28 requests
     for G = 8). Sequential judge rounds: 1 + ceil(log2 U) (4 for G = 8).
-
-    Options: `ArenaOptions`.
     """
 
     name = "arena"

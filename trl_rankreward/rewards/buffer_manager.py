@@ -7,9 +7,8 @@
   ranking, or with `lookahead` when the query comes back in a later epoch, before ranking
   that epoch's group (which it sees as context).
 
-`RankBufferReward` calls `before_ranking` (the buffer to rank against) and `after_ranking`
-(the buffer to keep, with what was added and pruned); it skips `after_ranking` when a fine
-call failed, since an unordered bucket would pick anchors by chance.
+`RankBufferReward` calls `before_ranking` and `after_ranking`, and skips the latter when a fine call
+failed (its failure policy, `rank_buffer`).
 """
 
 from __future__ import annotations
@@ -80,11 +79,8 @@ class RuleManager(BufferManager):
 
 
 class LLMManager(BufferManager):
-    """Appendix G: the judge keeps `size` of the old anchors + ranked rollouts (module docstring).
-
-    A failed or invalid selection leaves the buffer unchanged (`details["manager_invalid"]`);
-    the group keeps its rewards, since the ranking itself succeeded.
-    """
+    """Appendix G: the judge keeps `size` of the old anchors + ranked rollouts (module docstring); a failed
+    or invalid selection leaves the buffer unchanged (`details["manager_invalid"]`) and the group its rewards."""
 
     def __init__(self, judge: Judge, size: int, *, lookahead: bool = False):
         self.judge = judge

@@ -114,11 +114,8 @@ def twin_request(request: ListwiseRequest, seed: int) -> tuple[ListwiseRequest, 
 
 
 async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, float], reshuffle: float = 0.0) -> Any:
-    """`ask(judge, request)`, auditing a valid answer in `tally`; returns the verdict unchanged.
-
-    With `reshuffle` > 0, a seeded fraction of requests over >= 3 candidates also sends the
-    twin (`twin_request`) in the same round and adds the agreement of the two answers.
-    """
+    """`ask(judge, request)`, auditing a valid answer in `tally` and, with `reshuffle` > 0, the shuffle
+    check (module docstring) for a seeded fraction of requests; returns the verdict unchanged."""
     seed, n = judge_seed(judge), len(request.candidates)
     if reshuffle > 0 and n >= _MIN_CANDIDATES and _draw(request, seed) < reshuffle:
         twin, perm = twin_request(request, seed)

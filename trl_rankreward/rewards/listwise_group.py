@@ -42,11 +42,7 @@ class ListwiseGroupOptions(MethodOptions):
 
 
 class ListwiseGroupReward(GroupRewardMethod):
-    """One `ListwiseRequest` over the group's unique valid answers; rank rewards (RankBuffer Eq. 9).
-
-    The judge answers `ListwiseRequest`. Options: `ListwiseGroupOptions` (the display audit's
-    reshuffle check, `display_audit`).
-    """
+    """One `ListwiseRequest` over the group's unique valid answers; rank rewards (module docstring)."""
 
     name = "listwise_group"
     options_class = ListwiseGroupOptions
@@ -63,8 +59,7 @@ class ListwiseGroupReward(GroupRewardMethod):
         return RankOutcome([[u] for u in check_order(verdict, len(answers))], details)
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Base metrics plus the display audit: `rank/listwise_display_...` and, with
-        `reshuffle_check`, `rank/listwise_reshuffle_...` (docs/metrics.md)."""
+        """Base metrics plus the display audit's `rank/listwise_...` metrics (module docstring)."""
         out = super().step_metrics(results)
         out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.options.reshuffle_check))
         return out

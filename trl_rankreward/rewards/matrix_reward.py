@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..judging.outcomes import ask_pair
-from ..judging.protocol import ask, is_failure
-from ..judging.requests import JudgeFailure, PointwiseRequest, RubricPairwiseRequest
+from ..judging.protocol import is_failure
+from ..judging.requests import JudgeFailure, RubricPairwiseRequest
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, ScoreOutcome, require
 from .matrix_math import (
     AGGREGATIONS,
@@ -48,7 +48,7 @@ from .matrix_math import (
     win_rate_matrix,
 )
 from .options import DataNeeds, MethodOptions
-from .pointwise import check_points
+from .pointwise import judge_points
 
 PROTOCOLS = ("explicit", "implicit", "pointwise")
 #: quality reward of a rollout without a valid final answer (never judged)
@@ -209,14 +209,9 @@ class MatrixReward(GroupRewardMethod):
         else:
             M = await self._pairwise_matrix(group, answers, step)
         result = matrix_reward(M, [r.weight for r in group.rubrics], **self.options.math_options())
+        details.update(alpha=result.alpha, beta=result.beta, fallback=result.fallback)
         details.update(
-            alpha=result.alpha,
-            beta=result.beta,
-            fallback=result.fallback,
-            weights=result.weights.tolist(),
-            matrix_weights=result.matrix_weights.tolist(),
-            prior=result.prior.tolist(),
-            column_spread=result.column_spread.tolist(),
+            {k: getattr(result, k).tolist() for k in ("weights", "matrix_weights", "prior", "column_spread")}
         )
         return ScoreOutcome(result.rewards.tolist(), INVALID_REWARD, details)
 
@@ -249,28 +244,17 @@ class MatrixReward(GroupRewardMethod):
 
     async def _pointwise_matrix(self, group: Group, answers: list[str], step: int) -> np.ndarray:
         """K * U independent 0-10 scores; M_ik = s_ik / 10 (module docstring)."""
-        K = len(group.rubrics)
-        requests = [
-            group.request(PointwiseRequest, step=step, response=answer, rubric_index=k)
-            for answer in answers
-            for k in range(K)
-        ]
-        verdicts = check_points(require(await asyncio.gather(*(ask(self.judge, r) for r in requests))))
-        return np.asarray(verdicts, dtype=float).reshape(len(answers), K) / 10.0
+        per_rubric = await asyncio.gather(
+            *(judge_points(self.judge, group, answers, k, step) for k in range(len(group.rubrics)))
+        )
+        return np.asarray(per_rubric, dtype=float).T / 10.0
 
     # --- logging --------------------------------------------------------------------------
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Adds, over groups with a matrix (neutral and < 2-answer groups excluded):
-
-        matrix/alpha, matrix/beta: mean fusion coefficients (groups whose fusion has them);
-        matrix/fallbacks: groups where the game combination fell back (Sec. 3.2);
-        matrix/weight_max, matrix/weight_min: mean of the largest / smallest rubric weight;
-        matrix/weight_prior_shift: mean total-variation distance 0.5 * |w - p|_1, how far
-            the data moved the weights from the prior (rubric counts and order vary by
-            query, so a per-index mean weight would not mean anything);
-        matrix/column_spread: mean over groups and rubrics of max - min of M's columns.
-        """
+        """Adds the `matrix/...` metrics (docs/metrics.md) over groups with a matrix (neutral and < 2-answer
+        groups excluded). Rubric counts and order vary by query, so weights are summarized by their largest,
+        smallest and distance from the prior, never by a per-index mean."""
         metrics = super().step_metrics(results)
         scored = [r.details for r in results if not r.neutral and "weights" in r.details]
         metrics["matrix/fallbacks"] = float(sum(d["fallback"] for d in scored))

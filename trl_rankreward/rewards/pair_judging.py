@@ -1,12 +1,5 @@
-"""Pairwise building blocks shared by the comparison baselines (RRC, Pairwise Rank, Tournament, ArenaRL).
-
-- `judge_pairs`: judge many (a, b) text pairs of one group concurrently (one sequential
-  round) with holistic `PairwiseRequest`s; a failed pair fails the group.
-- `win_rates`: opponent-averaged win rates (win 1, tie 1/2, loss 0), counting duplicated
-  answers with their multiplicity.
-- `shared_ranks`: ranks 1 = best where equal values share a rank ("1, 1, 3" or averaged).
-- `single_elimination`: one knockout bracket, judged round by round, with byes when the
-  number of entrants is not a power of two.
+"""Pairwise building blocks shared by the comparison baselines (RRC, Pairwise Rank, Tournament, ArenaRL):
+judging text pairs (`judge_pairs`, holistic `PairwiseRequest`s), win rates, shared ranks, knockout brackets.
 
 Presentation order is not chosen here: requests carry `query_id` and `step`, and the judge
 picks the display order from the judging layer's deterministic hash (`display="auto"`).

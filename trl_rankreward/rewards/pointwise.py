@@ -70,17 +70,8 @@ class PointwiseRubricReward(GroupRewardMethod):
     Judge cost per group: one `PointwiseRequest` per unique valid answer (G without
     duplicates or invalid rollouts; identical answers are judged once), one sequential round.
 
-    The pointwise baselines of the papers differ only in the policy loss; TRL already has
-    them, so train this reward with `JudgeRewardGRPOConfig` (a `GRPOConfig`) set as:
-
-    - GRPO: `loss_type="grpo"`, `scale_rewards="group"`, `beta` > 0 for the KL term.
-    - Dr. GRPO: `loss_type="dr_grpo"`, `scale_rewards="none"`, `beta=0.0`.
-    - DAPO: `loss_type="dapo"`, `epsilon=0.2`, `epsilon_high=0.28`, `beta=0.0`,
-      `mask_truncated_completions=True` (or TRL's `get_soft_overlong_punishment` reward for
-      overlong shaping). Dynamic sampling (dropping zero-variance groups) has no TRL switch;
-      such groups already get zero advantage.
-    - GPG: `num_iterations=1` (on-policy: the ratio is 1, so clipping never acts and the loss is
-      a plain policy gradient), `scale_rewards="none"`, `beta=0.0`, `loss_type="dapo"`.
+    The papers' pointwise baselines (GRPO, Dr. GRPO, DAPO, GPG) differ only in the policy loss, which
+    TRL has: docs/methods.md lists the `JudgeRewardGRPOConfig` settings of each.
     """
 
     name = "pointwise"
@@ -105,14 +96,9 @@ class GDPOReward(GroupRewardMethod):
     rollouts take s_ik = 0 on every rubric (the pointwise methods' -1). A rubric on which all
     rollouts tie contributes 0.
 
-    TRL 1.16 has GDPO as `GRPOConfig(multi_objective_aggregation="normalize_then_sum")`, with the
-    same per-group normalization (sample std, eps 1e-4) per reward function and a batch-level
-    normalization of the sum. It cannot be used directly here: its reward weights are one
-    global vector over fixed reward functions, while rubrics are query-specific (3-5 per query,
-    with their own weights, and rubric k of one query has nothing in common with rubric k of
-    another). So the per-rubric normalization and weighting happen in this method, and the
-    trainer's usual group normalization follows; `scale_rewards="batch"` reproduces GDPO's
-    batch-level normalization of the aggregated reward.
+    TRL's GDPO (`multi_objective_aggregation="normalize_then_sum"`) weights fixed reward functions with one
+    global vector, which query-specific rubrics are not (docs/methods.md); so this method normalizes and
+    weights per rubric, and `scale_rewards="batch"` adds GDPO's batch-level normalization of the sum.
 
     Judge cost per group: K `PointwiseRequest`s per unique valid answer (G x K without
     duplicates or invalid rollouts), all in one sequential round.

@@ -4,24 +4,17 @@ The authors publish their GenRM and MetaRM scripts (github.com/lyn22333/R-Align:
 `generate_model_judgment.py`, `metarm_judge.py`, `request_api.py`, `show_result.py`). A GenRM
 trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt those
 scripts send, and the published table (`results_summary.csv`) was computed by them. With
-`r_align_release=DIR`, DIR a checkout of that repository, every step follows their release:
+`r_align_release=DIR`, DIR a checkout of that repository, every step follows their release (each
+function's docstring gives its rule):
 
 - prompts: the GenRM's system message and the MetaRM's prompt are read from the scripts in DIR
   (the string constants `GENRM_SYSTEM_CONSTANT` and `METARM_PROMPT_CONSTANT`, found by parsing
   the files with `ast`; nothing in DIR is executed, and no prompt text ships with this package);
-- layout (`pair_block`): earlier turns as a `<|Dialogue Context|>` block of `User: ...` /
-  `Assistant: ...` lines, then `<|User Prompt|>` with the last turn, then the two answers between
-  `<|The Start of Assistant A's Answer with User|>` ... markers, in the dataset's order (no
-  swap); the MetaRM gets the same block as its `{context_and_responses}`;
-- answer text (`joined_text`): the server's `reasoning_content`, a `</think>` separator, then the
-  content, as their client joins them;
-- GenRM verdict (`first_boxed_verdict`): the FIRST `\\boxed{A}`/`\\boxed{B}` of that text, else
-  the first `boxed{A}`/`boxed{B}` without the backslash; no box: invalid;
-- thinking (`drop_thinking`): golden and GenRM explanations keep only what follows the last
-  `</think>`, stripped;
-- MetaRM verdict (`meta_verdict`): the text after the first `<genrm_analysis>` and after the first
-  `<final_verdict>` (each up to its closing tag, which may be missing, or a repeated opening tag); without both opening tags
-  the answer is a parse failure; the verdict is consistent iff it reads `correct` (any case);
+- layout (`pair_block`), in the dataset's order (no swap); the MetaRM gets the same block as its
+  `{context_and_responses}`;
+- answer text (`joined_text`), GenRM verdict (`first_boxed_verdict`: the FIRST box, where ours takes
+  the last), thinking removed from golden and GenRM explanations (`drop_thinking`), MetaRM verdict
+  (`meta_verdict`);
 - asking: only label-correct answers are meta-judged (`ralign_reward.RAlignReward`); a server
   failure is retried, an answer is never asked again because it did not parse (`answer_once`);
 - metrics: the authors' denominators (`evaluation.genrm_metrics`).
@@ -40,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.conversation import user_prompt
 from ..judging.backends.base import BackendError
 from ..judging.ledger import JudgeLedger
 from ..judging.requests import JudgeFailure
@@ -264,13 +258,11 @@ class RAlignRelease:
             "display_label": row["label"],
         }
 
+    verdict = staticmethod(first_boxed_verdict)
+
     @staticmethod
     def completion_text(completion) -> str:
         return joined_text(completion.text, completion.reasoning)
-
-    @staticmethod
-    def verdict(text: str) -> Label | None:
-        return first_boxed_verdict(text)
 
     def meta_request(self, sample, *, step: int = 0) -> ReleaseMetaRequest:
         """The MetaRM request of a label-correct `ralign_reward.GenRMSample` (shown in dataset order)."""
@@ -284,7 +276,7 @@ class RAlignRelease:
 def _conversation(prompt) -> list[dict]:
     """A pair's prompt as chat turns: messages as they are, a text as one user turn."""
     if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
+        return user_prompt(prompt)
     return [dict(turn) for turn in prompt]
 
 

@@ -23,10 +23,6 @@ invalid sample's reward, so asking would waste calls. All meta calls of a step r
 concurrently. A failed meta call is never turned into a verdict: the sample's reward is
 `None`, which TRL's GRPOTrainer treats as unscorable (left out of its group's baseline,
 advantage 0), and it is counted as `meta_failed`.
-
-The MetaRM is any judge (`async judge(MetaJudgeRequest) -> bool`, e.g. an `LLMJudge` behind an
-OpenAI-compatible server running GPT-OSS-120B) or any callable hook `(request) -> bool`, sync or
-async; a hook is wrapped in `CallableMetaJudge`, which keeps a `JudgeLedger`.
 """
 
 from __future__ import annotations
@@ -142,14 +138,11 @@ class OwnGenRMProtocol:
 
     genrm_row = staticmethod(genrm_row)
     verdict = staticmethod(parse_verdict)
+    meta_request = staticmethod(meta_request)
 
     @staticmethod
     def completion_text(completion) -> str:
         return completion.text
-
-    @staticmethod
-    def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
-        return meta_request(sample, step=step)
 
 
 OWN_PROTOCOL = OwnGenRMProtocol()
@@ -198,7 +191,8 @@ class RAlignReward:
     """Score GenRM completions with R_overall ("ralign") or R_outcome ("outcome").
 
     Args:
-        meta_judge: the MetaRM, a judge or a `(request) -> bool` hook; required in "ralign" mode.
+        meta_judge: the MetaRM, a judge (`async judge(MetaJudgeRequest) -> bool`, e.g. an `LLMJudge`) or a
+            `(request) -> bool` hook, sync or async (`CallableMetaJudge`); required in "ralign" mode.
         mode: "ralign" or "outcome" (GenRM-RLVR baseline).
         values: the reward table.
         protocol: how a verdict is read and the MetaRM asked: `OWN_PROTOCOL` (default), or an

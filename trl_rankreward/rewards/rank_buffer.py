@@ -2,12 +2,10 @@
 
 Per group (Algorithm 1, Appendix A):
 
-1. The query's buffer is initialized on first sight: from the references (`buffer_init=
-   "references"`: Select_K0 of the group's ranked references, worst -> best, as the paper's
-   Nectar references; their anchors' source is "nectar") or bootstrap (listwise ranking of this first group, whose
-   rewards come from that ranking and which gets no maintenance; Sec. 3.2); `auto`, the
-   default, takes the references for a query with references and bootstrap for one without, so
-   data without ranked references trains as it is.
+1. The query's buffer is initialized on first sight (`buffer_init`, whose help says which rows take
+   which): Select_K0 of the group's ranked references, worst -> best (the paper's Nectar references;
+   source "nectar"), or bootstrap: a listwise ranking of this first group, whose rewards come from
+   that ranking and which gets no maintenance (Sec. 3.2).
 2. Coarse ranking (Eq. 6): one independent `CoarseRequest` per unique valid answer, all at
    once, gives its insertion position 0..K and so its bucket C_p (Eq. 7).
 3. Fine ranking (Eq. 8): one `ListwiseRequest` per bucket of >= 2 answers, all at once.
@@ -51,7 +49,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -77,7 +75,6 @@ INITS = ("auto", "references", "bootstrap")
 #: buffer was created, then frozen: Sec. 4.3); coarse_only and order_only are the Sec. 4.5
 #: ablations of dynamic RankBuffer (no fine ranking / coarse prompt without anchor texts).
 VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
-#: the LLM buffer managers (Appendix G); None (the default) is Algorithm 2
 MANAGERS = ("llm", "llm_lookahead")
 ANCHOR_STORES = ("sqlite", "memory")
 _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
@@ -86,9 +83,7 @@ _STATE_FORMAT = "trl_rankreward.rank_buffer/1"
 @dataclass
 class AnchorBufferOptions(MethodOptions):
     """The options of every method that ranks against a per-query anchor buffer (`RankBufferOptions`,
-    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store (a store object
-    can also be given as `RankBufferReward(..., store=...)`), the reshuffle check.
-    """
+    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store, the reshuffle check."""
 
     lambda_fmt: float = field(
         default=0.2, metadata={"help": "Weight of the format reward (the paper uses 0.2, Section 4.1)."}
@@ -140,8 +135,7 @@ class AnchorBufferOptions(MethodOptions):
             )
 
     def data_needs(self) -> DataNeeds:
-        """`buffer_init="references"` takes the buffer from each row's ranked `references` (`auto` only where a
-        row has them)."""
+        """`buffer_init="references"` needs each row's ranked `references` (`auto` uses them where a row has them)."""
         return DataNeeds(references=1 if self.buffer_init == "references" else 0)
 
     def open_store(self) -> AnchorStore:
@@ -368,12 +362,10 @@ class RankBufferReward(GroupRewardMethod):
         return out
 
     # ------------------------------------------------------------------ state
-    @contextlib.contextmanager
-    def frozen_state(self) -> Iterator[None]:
+    def frozen_state(self) -> contextlib.AbstractContextManager[None]:
         """Score without keeping state changes, in O(queries touched) instead of O(all queries)
         (`QueryBuffers.frozen`); `state_dict()` is never called. Blocks nest."""
-        with self.buffers.frozen():
-            yield
+        return self.buffers.frozen()
 
     def _config(self) -> dict[str, Any]:
         """The options a state must have been saved with (the state file's `config`, with its own key names)."""
@@ -395,7 +387,7 @@ class RankBufferReward(GroupRewardMethod):
 
     def summary(self) -> dict[str, float]:
         """The buffers at the end: how many, their size, and their anchors by source."""
-        return dict(self.buffers.table.stats())
+        return self.buffers.table.stats()
 
     def save_state(self, directory: str) -> None:
         """The store's part of the checkpoint (`AnchorStore.save_checkpoint`; SQLite: `anchors/`, text

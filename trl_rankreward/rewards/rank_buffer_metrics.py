@@ -42,18 +42,8 @@ def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffe
 
 
 def buffer_step_metrics(judged: Iterable[Mapping[str, Any]], reshuffle_check: bool) -> dict[str, float]:
-    """The step's metrics from its judged groups' details (docs/metrics.md):
-
-    - `buffer/added_<source>`, `buffer/pruned_<source>`: anchors added / pruned this step;
-    - `rank/coarse_position_mean`: mean normalized coarse position (position / K) over
-      this step's ranked groups, the policy's progress against its own buffers;
-    - `rank/coarse_calls_mean`, `rank/fine_calls_mean`: per judged group;
-    - `rank/bucket_size_hist_<n>`: number of buckets holding n >= 1 answers;
-    - `rank/bootstrap_groups`, `buffer/manager_invalid`;
-    - `rank/fine_fallbacks`: buckets whose fine call failed and that kept one shared rank;
-    - `rank/listwise_display_...` (and, with `reshuffle_check`, `rank/listwise_reshuffle_...`):
-      the listwise answers audited against their display order (`display_audit.tally_metrics`).
-    """
+    """The step's `buffer/added_...`, `buffer/pruned_...`, `buffer/manager_invalid` and `rank/...` metrics
+    (docs/metrics.md defines each) from its judged groups' details."""
     judged = list(judged)
     out: dict[str, float] = {}
     added, pruned, hist = Counter(), Counter(), Counter()

@@ -15,15 +15,11 @@ ranked:
      with a coarse call. Every answer is judged against the same perception of every anchor:
      anchor noise can shift a bucket boundary but cannot reorder two answers, and the
      anchors' texts are sent once per group instead of once per answer.
-2. **Second look** (`second_look`): one more `ListwiseRequest` over the U answers only,
-   issued in the same round as the placement. Its order and the placement order are fused by
-   Borda count: rank sum, ties broken by the placement order.
-3. **Extra looks** (`extra_calls`): up to that many more listwise calls per group, only over
-   the answers whose place the looks so far disagree on (`extra_scope`: "window", the default,
-   the contiguous stretch of the fused order from the first to the last answer whose places in
-   two looks differ by at least `disagreement`; "set", those answers only), each fused in by
-   Borda as well. A group whose looks agree costs nothing more. The defaults are the ones that
-   ranked best on every judge of docs/benchmarks.md's judge family.
+2. **Second look** (`second_look`): one more `ListwiseRequest` over the U answers only, in the
+   placement's round, fused with the placement order by Borda count (rank sum, ties broken by it).
+3. **Extra looks** (`extra_calls`, `extra_scope`, `disagreement`: their helps say how): more listwise
+   calls over the answers the looks so far dispute, each fused in by Borda; a group whose looks agree
+   costs nothing more. The defaults ranked best on every judge of docs/benchmarks.md's judge family.
 
 Maintenance uses the placement's buckets, with each bucket's answers in the fused order
 (so interval refinement picks the fused median), and `max_anchors` caps the buffer.
@@ -121,10 +117,8 @@ class RankBufferPlusOptions(AnchorBufferOptions):
 
 
 class RankBufferPlusReward(RankBufferReward):
-    """RankBuffer with joint placement, a second look and budgeted extra looks (module docstring).
-
-    Takes `RankBufferReward`'s arguments; its options are `RankBufferPlusOptions`.
-    """
+    """RankBuffer with joint placement, a second look and budgeted extra looks (module docstring); takes
+    `RankBufferReward`'s arguments."""
 
     name = "rank_buffer_plus"
     options_class = RankBufferPlusOptions

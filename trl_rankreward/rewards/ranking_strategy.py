@@ -3,13 +3,8 @@
 A `RankingStrategy` gets the anchor texts (worst -> best) and the group's unique valid answers
 and returns a `Ranking`: each answer's insertion position 0..K, the buckets C_p in order, and
 what it cost. `RankBufferReward` does the rest (buffer initialization, maintenance, state),
-whichever strategy ranked. Two strategies ship:
-
-- `CoarseToFine`: the paper's (Eq. 6-8). One `CoarseRequest` per answer, all at once, gives its
-  position and so its bucket; then one `ListwiseRequest` per bucket of >= 2 answers, all at
-  once; its failure policy is RankBuffer's (`rank_buffer`).
-- `rank_buffer_plus.MultiLookRanking`: placement (this one, or one joint listwise call) plus
-  more looks fused by Borda count.
+whichever strategy ranked. Two strategies ship: `CoarseToFine`, the paper's coarse and fine rounds
+(Eq. 6-8, `rank_buffer` steps 2-3), and `rank_buffer_plus.MultiLookRanking`.
 """
 
 from __future__ import annotations
@@ -99,16 +94,10 @@ class CoarseToFine(RankingStrategy):
         self.reshuffle_check = reshuffle_check
 
     async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
-        K = len(anchors)
+        K, shown = len(anchors), tuple(anchors)
         coarse = [
-            group.request(
-                CoarseRequest,
-                step=step,
-                anchors=tuple(anchors),
-                candidate=answer,
-                show_anchor_text=self.show_anchor_text,
-            )  # fmt: skip
-            for answer in answers
+            group.request(CoarseRequest, step=step, anchors=shown, candidate=a, show_anchor_text=self.show_anchor_text)
+            for a in answers
         ]
         verdicts = require(await asyncio.gather(*(ask(self.judge, r) for r in coarse)))
         positions = [check_position(v, K) for v in verdicts]

@@ -2,9 +2,8 @@
 
 A stdlib `sqlite3` file (e.g. in the trainer's output directory) holds the texts (`anchors` table,
 content-addressed as in `rewards.anchor_store`) and RankBuffer's buffer structures (`buffers`
-table), so a run's buffers need not fit in memory or in the state file. `export(path, ...)` writes
-texts and/or structures to a new file atomically (checkpoints: `rewards.anchor_checkpoint`), and
-`merge_from(path)` adds a file's texts to a store and can replace its structures. Files are marked
+table), so a run's buffers need not fit in memory or in the state file; checkpoints export and merge
+them (`rewards.anchor_checkpoint`). Files are marked
 (SQLite's application_id and user_version) and checked when opened: a file that is not a store, is
 cut short, or is corrupt raises `AnchorStoreError` naming it, not a bare `sqlite3` error.
 """
@@ -95,15 +94,12 @@ def _check_file(path: str, *, must_exist: bool) -> None:
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(head[28:32], "big")
     counted = head[24:28] == head[92:96]  # the header's page count is valid (SQLite >= 3.7.0 wrote it)
-    if counted and size < pages * page_size and not _journal_pending(path):
+    # A WAL or rollback journal left by a crash completes (or undoes) the file when SQLite opens it.
+    journal = any(os.path.exists(j) and os.path.getsize(j) > 0 for j in (f"{path}-wal", f"{path}-journal"))
+    if counted and size < pages * page_size and not journal:
         raise _not_a_store(
             path, f"the file is truncated ({size} bytes; its header counts {pages} pages of {page_size} bytes)"
         )
-
-
-def _journal_pending(path: str) -> bool:
-    # A WAL or rollback journal left by a crash completes (or undoes) the file when SQLite opens it.
-    return any(os.path.exists(j) and os.path.getsize(j) > 0 for j in (f"{path}-wal", f"{path}-journal"))
 
 
 def _schema_state(db: sqlite3.Connection, path: str, schema: str, *, allow_new: bool) -> str:
@@ -142,9 +138,7 @@ class SQLiteAnchorStore:
     ~9 ms each, seconds per step at 512 queries (docs/performance.md); after a power loss the
     last commits may be gone, as may the checkpoint files written with them.
 
-    Opening checks the file cheaply (SQLite header, length, schema marker or table; module docstring);
-    SQLite errors later on are raised as `AnchorStoreError` too. With `read_only=True` the file
-    must exist and is neither changed nor marked.
+    With `read_only=True` the file must exist and is neither changed nor marked.
     """
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False):

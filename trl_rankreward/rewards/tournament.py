@@ -47,8 +47,6 @@ class TournamentReward(GroupRewardMethod):
     Judge cost per group: B (U - 1) `PairwiseRequest`s (21 for G = 8 and B = 3; twice that
     with `both_orders`). Brackets run concurrently, rounds within a bracket sequentially:
     R = ceil(log2 U) sequential judge rounds (3 for G = 8).
-
-    Options: `TournamentOptions`.
     """
 
     name = "tournament"

@@ -92,9 +92,8 @@ def build_tiny_model(
     Returns the directory, loadable with `AutoModelForCausalLM.from_pretrained` and
     `AutoTokenizer.from_pretrained` offline. Reuses an existing build with the same settings.
     `follows`: None (random weights), or an output format of `format_tuning.FORMATS` the model is
-    fine-tuned to write (`"thinking"`: `<think>\n</think>` then a short answer; `"genrm"`: a
-    rationale then `\\boxed{A}` or `\\boxed{B}`), with sliding-window attention and a tokenizer
-    that keeps `<think>`/`</think>` when decoding (`train_tiny_tokenizer(keep_thinking_tags=True)`).
+    fine-tuned to write, with sliding-window attention and a tokenizer that keeps `<think>`/`</think>`
+    when decoding (`train_tiny_tokenizer(keep_thinking_tags=True)`).
 
     The build is atomic: it is written to a temporary folder beside `output_dir` and renamed
     into place, so a concurrent reader (another process of the same launch) never sees a

@@ -1,7 +1,7 @@
 """`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once.
 
 - **Sampler**: TRL's, reseeded per epoch, so a resumed run sees the data in the same order (`sampling`).
-- **Checkpoint folder**: `_checkpoint_folder()` is the one place that names `checkpoint-N`; a
+- **Checkpoint folder**: `_checkpoint_folder()` names this step's `checkpoint-N`; a
   subclass writes its own files there in `_save_state` and reads them back in `_load_state`.
 - **Resume**: `train(resume_from_checkpoint=True)` resumes from the newest complete checkpoint,
   one holding every file in `checkpoint_files` (`checkpoints.latest_complete_checkpoint`), for
@@ -25,10 +25,9 @@ import os
 
 import torch
 from transformers.trainer import TRAINER_STATE_NAME
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
-from .checkpoints import latest_complete_checkpoint
+from .checkpoints import checkpoint_folder, latest_complete_checkpoint
 from .console_log import use_compact_console_log
 from .judge_eval import add_judge_evaluation
 from .model_card import compose_card
@@ -171,7 +170,7 @@ class GRPOTrainerBase(GRPOTrainer):
 
     def _checkpoint_folder(self, trial=None) -> str:
         """`checkpoint-N` of the current step, where transformers saves (and where resume reads) it."""
-        return os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        return checkpoint_folder(self._get_output_dir(trial=trial), self.state.global_step)
 
     def _save_state(self, checkpoint: str) -> None:
         """Write this trainer's own files into `checkpoint` (main process only). Default: none."""

@@ -21,6 +21,11 @@ logger = logging.get_logger(__name__)
 _CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 
 
+def checkpoint_folder(output_dir: str, step: int) -> str:
+    """`output_dir/checkpoint-{step}`: where transformers saves step `step` (and a resume reads it)."""
+    return os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+
+
 def checkpoint_steps(output_dir: str) -> list[int]:
     """The steps N of the `checkpoint-N` folders in `output_dir`, newest first (none: empty)."""
     if not os.path.isdir(output_dir):
@@ -35,7 +40,7 @@ def latest_complete_checkpoint(
     `trainer_state.json` and the reward method's state); half-written newer ones are skipped with
     a warning. Raises if there is none."""
     for step in checkpoint_steps(output_dir):
-        path = os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+        path = checkpoint_folder(output_dir, step)
         missing = [f for f in required if not os.path.exists(os.path.join(path, f))]
         if not missing:
             return path

@@ -12,8 +12,8 @@ Evaluation scores inside the method's `frozen_state()`, entered in `start` and l
 
 Around it, the collective part every caller shares (the trainer and the TRL reward function
 `reward_func.GroupRewardFunction`): `gather_rows` collects every process's rows in process
-order, and `share_from_main` runs the scoring on the main process and broadcasts its result,
-or its error, so no process is left waiting in the broadcast.
+order, and `share_from_main` runs the scoring (or the win rate's judging, `judge_eval`) on the
+main process and broadcasts its result, or its error, so no process is left waiting in the broadcast.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from accelerate.utils import broadcast_object_list, gather_object
 from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
@@ -34,6 +34,8 @@ from ..rewards.base import GroupRewardMethod
 from .failures import first_failures
 from .grouping import rows_to_groups
 from .judge_usage import JudgeUsage, combined_snapshot
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -132,9 +134,9 @@ class _ScoringError:
     message: str
 
 
-def share_from_main(is_main: bool, score: Callable[[], Scored]) -> Scored:
+def share_from_main(is_main: bool, score: Callable[[], T], what: str = "Reward scoring") -> T:
     """`score()` on the main process, broadcast to every process (a collective). If it raises, the main
-    process re-raises and the others raise a `RuntimeError` quoting it, instead of waiting."""
+    process re-raises and the others raise a `RuntimeError` quoting it ("`what` failed ..."), instead of waiting."""
     payload: list[Any] = [None]
     if is_main:
         try:
@@ -146,7 +148,7 @@ def share_from_main(is_main: bool, score: Callable[[], Scored]) -> Scored:
             raise
     broadcast_object_list(payload, from_process=0)
     if isinstance(payload[0], _ScoringError):
-        raise RuntimeError(f"Reward scoring failed on the main process: {payload[0].message}")
+        raise RuntimeError(f"{what} failed on the main process: {payload[0].message}")
     return payload[0]
 
 

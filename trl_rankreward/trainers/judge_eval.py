@@ -33,7 +33,6 @@ import asyncio
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from accelerate.utils import broadcast_object_list
 from transformers import Trainer, TrainerCallback
@@ -46,6 +45,7 @@ from ..rewards.answers import strip_thinking
 from ..rewards.state_files import write_json_atomic
 from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .eval_generation import generate_answers
+from .group_scoring import share_from_main
 from .judge_eval_config import BASELINES
 from .judge_usage import combined_snapshot
 from .model_card import describe_judge, redact_urls
@@ -150,10 +150,10 @@ class JudgeWinRateCallback(TrainerCallback):
         self.evaluations: list[dict[str, float]] = []  # the logged metrics of each evaluation, with "step"
         self.answers: list[str] = []  # the latest evaluation's answers, for scoring them otherwise (a benchmark)
         self._ledger = LedgerSnapshot()  # the judge's ledger after the previous evaluation
-        for j in [judge] if judge is not None else []:
-            for p in self.prompts:  # judges that rank by the references (EmbeddingJudge) need them
-                if hasattr(j, "set_references") and p.references:
-                    j.set_references(p.query_id, list(p.references))
+        if hasattr(judge, "set_references"):  # judges that rank by the references (EmbeddingJudge) need them
+            for p in self.prompts:
+                if p.references:
+                    judge.set_references(p.query_id, list(p.references))
 
     @classmethod
     def from_args(cls, trainer) -> JudgeWinRateCallback:
@@ -204,18 +204,8 @@ class JudgeWinRateCallback(TrainerCallback):
     def evaluate(self, state) -> dict[str, float]:
         """Every process: answer, gather; the main process judges; every process logs the broadcast metrics."""
         answers = self.answers = self._answers()
-        payload: list[Any] = [None]
-        if self.trainer.accelerator.is_main_process:
-            try:
-                payload = [self._judge(answers)]
-            except Exception as exc:  # tell the other processes instead of leaving them in the broadcast
-                payload = [f"{type(exc).__name__}: {exc}"]
-                broadcast_object_list(payload, from_process=0)
-                raise
-        broadcast_object_list(payload, from_process=0)
-        if isinstance(payload[0], str):
-            raise RuntimeError(f"Win-rate judging failed on the main process: {payload[0]}")
-        metrics, messages = payload[0]
+        is_main = self.trainer.accelerator.is_main_process
+        metrics, messages = share_from_main(is_main, lambda: self._judge(answers), what="Win-rate judging")
         self._record(metrics, messages)
         # transformers' own log, not a subclass's: TRL's log() would fold in and clear its running averages
         Trainer.log(self.trainer, dict(metrics))

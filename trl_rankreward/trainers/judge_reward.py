@@ -15,7 +15,8 @@ only; the batch's rows are kept by a thin `_generate_and_score_completions` over
 after generation it gathers the rollouts and starts judging on the persistent event loop
 (`GroupScorer.start`); `_calculate_rewards` then only waits (`GroupScorer.finish`). Every
 process gathers at the same point either way, so results are identical with
-`overlap_judging` on or off.
+`overlap_judging` on or off. The step logs how long it waited (`judge/wait_seconds`) and how
+long the log-prob passes gave the judge before that (`judge/overlap_window_seconds`).
 
 Failures. Before TRL loads the model, the dataset is checked (`dataset_checks`) and the judge
 servers too (`judging.server_settings.build_judge`). A judge that keeps failing trips the circuit breaker
@@ -30,12 +31,12 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
+import time
 from dataclasses import fields
 from typing import Any
 
 import torch
 from accelerate import PartialState
-from transformers import TrainerCallback
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
 
@@ -58,6 +59,9 @@ from .run_summary import resume_message, startup_message
 
 logger = logging.get_logger(__name__)
 
+WAIT_SECONDS = "judge/wait_seconds"  # the step waiting for its rewards in `_calculate_rewards`
+OVERLAP_WINDOW_SECONDS = "judge/overlap_window_seconds"  # from the end of generation to that wait
+
 __all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeRewardGRPOConfig",
            "JudgeRewardGRPOTrainer"]  # fmt: skip
 
@@ -77,6 +81,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     #: a complete checkpoint also holds the reward method's state (`_save_state`)
     checkpoint_files = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
+    #: the config `args` must be (a subclass's adds its method's options)
+    _config_class: type = JudgeRewardGRPOConfig
 
     def __init__(
         self,
@@ -87,9 +93,9 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         judge=None,
         **kwargs,
     ):
-        if not isinstance(args, self._config_class()):
+        if not isinstance(args, self._config_class):
             raise TypeError(
-                f"{type(self).__name__} needs args={self._config_class().__name__}(...), got {type(args).__name__}"
+                f"{type(self).__name__} needs args={self._config_class.__name__}(...), got {type(args).__name__}"
             )
         extra = kwargs.pop("reward_funcs", None) or []
         extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
@@ -109,7 +115,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
         self._batch_inputs = self._launched = None
-        self.add_callback(_StopOnJudgeFailure(self))
+        self._generated_at = time.perf_counter()  # when the last batch's completions were ready
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
         """Before TRL's `__init__`: G and every dataset row against what the method needs (its options'
@@ -122,10 +128,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         for dataset in [train_dataset, *evals]:
             if dataset is not None:
                 check_training_dataset(dataset, needs)
-
-    @classmethod
-    def _config_class(cls) -> type:
-        return JudgeRewardGRPOConfig
 
     # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 
@@ -151,6 +153,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         output = super()._generate(prompts)
         if self.args.overlap_judging and self._batch_inputs is not None:
             self._launched = self._launch_judging(self._batch_inputs, prompts, output[3])
+        self._generated_at = time.perf_counter()
         return output
 
     def _launch_judging(self, inputs, prompts, completions) -> PendingScore:
@@ -167,14 +170,17 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     def _group_rewards(self, inputs, prompts, completions) -> torch.Tensor:
         """This batch's group-method rewards (B_total,): judged on the main process, broadcast to all."""
         mode = "train" if self.model.training else "eval"
+        waiting = time.perf_counter()
         pending, self._launched = self._launched, None
         if pending is None:  # not started early (overlap_judging off)
             pending = self._launch_judging(inputs, prompts, completions)
         is_main = self.accelerator.is_main_process
         scored: Scored = share_from_main(is_main, lambda: self._scorer.finish(pending))
-        for key, value in scored.metrics.items():
-            self._metrics[mode][key].append(value)
+        waited = time.perf_counter() - waiting
+        self._record({**scored.metrics, WAIT_SECONDS: waited, OVERLAP_WINDOW_SECONDS: waiting - self._generated_at})
         self._run_state.record(scored, mode, step=self.state.global_step, is_main=is_main)
+        if self._run_state.breaker.tripped:  # this step ends with a checkpoint, and the run stops (every rank)
+            self.control.should_save = self.control.should_training_stop = True
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
 
     # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
@@ -264,19 +270,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             method=self.reward_method.name,
             judge=_describe(self.reward_method),
         )
-
-
-class _StopOnJudgeFailure(TrainerCallback):
-    """Once the breaker trips: save a checkpoint at the end of this step and stop (every rank alike)."""
-
-    def __init__(self, trainer: JudgeRewardGRPOTrainer):
-        self.trainer = trainer
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.trainer._run_state.breaker.tripped:
-            control.should_save = True
-            control.should_training_stop = True
-        return control
 
 
 _PACKAGED_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "generator", "webdataset"}

@@ -41,6 +41,4 @@ class MatrixRewardGRPOConfig(MatrixRewardOptions, JudgeRewardGRPOConfig):
 class MatrixRewardGRPOTrainer(JudgeRewardGRPOTrainer):
     """GRPO trainer with `MatrixReward`; everything else as `JudgeRewardGRPOTrainer`."""
 
-    @classmethod
-    def _config_class(cls) -> type:
-        return MatrixRewardGRPOConfig
+    _config_class = MatrixRewardGRPOConfig

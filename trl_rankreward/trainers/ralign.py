@@ -44,6 +44,7 @@ from .critic_config import (
     critic_post_init,
     training_algorithm,
 )
+from .grouping import completion_text
 from .judge_eval import evaluation_summary
 from .judge_eval_config import JudgeEvalConfig, check_judge_eval
 from .model_card import CITATIONS, describe_judge, redact_urls, training_section
@@ -133,13 +134,6 @@ def build_genrm_prompts(dataset, seed: int, protocol=OWN_PROTOCOL):
     return dataset.map(lambda row: protocol.genrm_row(row, seed), desc="GenRM prompts")
 
 
-def _text(completion) -> str:
-    """A completion as text (conversational completions are a list with one assistant message)."""
-    if isinstance(completion, str):
-        return completion
-    return "".join(m.get("content") or "" for m in completion)
-
-
 class RAlignRewardFunction:
     """TRL reward function: R-Align rewards for a batch of GenRM completions, and their metrics."""
 
@@ -151,7 +145,7 @@ class RAlignRewardFunction:
     async def __call__(self, prompts, completions, *, response_a, response_b, label, golden_rationale, pair_prompt,
                        display_order, log_metric=None, trainer_state=None, **_):  # fmt: skip
         samples = [
-            GenRMSample(p, a, b, lab, gold, _text(c), order)
+            GenRMSample(p, a, b, lab, gold, completion_text(c), order)
             for p, a, b, lab, gold, c, order in zip(
                 pair_prompt, response_a, response_b, label, golden_rationale, completions, display_order, strict=True
             )

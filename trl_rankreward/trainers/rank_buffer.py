@@ -39,6 +39,4 @@ class RankBufferGRPOConfig(RankBufferOptions, JudgeRewardGRPOConfig):
 class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
     """GRPO trainer with `RankBufferReward`; everything else as `JudgeRewardGRPOTrainer`."""
 
-    @classmethod
-    def _config_class(cls) -> type:
-        return RankBufferGRPOConfig
+    _config_class = RankBufferGRPOConfig

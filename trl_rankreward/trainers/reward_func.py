@@ -35,10 +35,10 @@ from typing import Any
 
 from accelerate import PartialState
 from transformers import TrainerCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 
 from ..rewards.base import GroupRewardMethod
+from .checkpoints import checkpoint_folder
 from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .group_scoring import GroupScorer, Scored, gather_rows, share_from_main
 from .grouping import reward_row
@@ -179,7 +179,7 @@ class GroupRewardCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
-            checkpoint = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+            checkpoint = checkpoint_folder(args.output_dir, state.global_step)
             os.makedirs(checkpoint, exist_ok=True)
             self.reward_func.run_state.save(checkpoint)
 
@@ -202,7 +202,7 @@ class GroupRewardCallback(TrainerCallback):
         if breaker.tripped:
             raise JudgeFailureError(
                 f"{breaker.reason()}\nThe run stopped at step {state.global_step} and saved "
-                f"{os.path.join(args.output_dir, f'{PREFIX_CHECKPOINT_DIR}-{state.global_step}')}. Fix the judge, "
+                f"{checkpoint_folder(args.output_dir, state.global_step)}. Fix the judge, "
                 "then resume with trainer.train(resume_from_checkpoint=True)."
             )
 
@@ -219,7 +219,7 @@ def _resumed_checkpoint(args, state) -> str:
     given = getattr(args, "resume_from_checkpoint", None)
     if isinstance(given, str) and os.path.isdir(given):
         return given
-    checkpoint = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+    checkpoint = checkpoint_folder(args.output_dir, state.global_step)
     if not os.path.isdir(checkpoint):
         raise ValueError(
             f"Training resumed at step {state.global_step}, but {checkpoint} is not a folder, so the reward method's "
