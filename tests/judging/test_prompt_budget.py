@@ -232,3 +232,17 @@ def test_a_cut_keeps_the_display_order_of_the_whole_texts():
     whole, cut = render(request), render(request, limit_chars=20)
     assert cut.display == whole.display and cut.cut_texts == 5
     assert cut.cut_chars == sum(len(t) - 20 for t in request.candidates)  # each 210 characters, 190 cut
+
+
+def test_an_exact_count_below_the_learned_ratio_sizes_the_cut_by_its_own_ratio():
+    async def words(messages):  # the server counts as `Words` does
+        return sum(len(m["content"].split()) + 4 for m in messages)
+
+    budget = PromptBudget(200, counter=Words(), count_exact=words, prior_ratio=1.0)
+    budget.observe(10, 30)  # an earlier prompt of other text counted 3 server tokens per local one
+    fitted = fit(budget, PointwiseRequest(query="what?", response=" ".join(["abcd"] * 300)), max_tokens=32)
+    # whole: 300 + 10 = 310 tokens counted exactly (ratio 1), over the budget 200 - 32 = 168. The texts cost
+    # 310/310 = 1 per local token (not the learned 3 * 1.1): 300 * L / 1499 + 6 * 3.3 <= 168 - 10 -> L = 690
+    # (the old split, 3.3 per text token, left the rest negative and missed the budget in all four rounds)
+    assert fitted.rendered.cut_chars == 1499 - 690
+    assert fitted.local_tokens == 138 + 2 + 10 <= 168  # 138 "abcd", the mark's two words, the rest

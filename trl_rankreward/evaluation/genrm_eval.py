@@ -18,15 +18,25 @@ exception) stops the run. Pure: no torch or trl here.
 MetaRM request: ours by default (`ralign_reward.OWN_PROTOCOL`), or the R-Align authors' release
 (`rewards.ralign_release.RAlignRelease`, with a `ReleaseMetaJudge` as the MetaRM), which
 reproduces their published evaluation message for message.
+
+Every GenRM request is fitted to the GenRM's context window (`genrm_max_model_len`, or what the
+server lists) as `rewards.genrm_reward.GenRMJudge`'s are: a pair too long for it is shown with its
+two responses cut to an equal share (same display order), one whose window leaves too few answer
+tokens is the failure `too_long` (status `call_failed`); the report's `window` counts both. A pair
+that fits is sent as without a window.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS, BackendError
+from ..judging.ledger import JudgeLedger, LedgerSnapshot
+from ..judging.prompt_budget import WindowFitting
+from ..judging.requests import JudgeError
 from ..judging.retry import RetryPolicy
+from ..rewards.genrm_verdict import genrm_fitting, pair_key, prompt_text
 from ..rewards.ralign_reward import OWN_PROTOCOL, GenRMSample, RAlignReward
 from .genrm_metrics import GenRMCounts, metrics_by_source
 
@@ -49,24 +59,49 @@ class EvalRecord:
 class GenRMReport:
     records: list[EvalRecord]
     metrics: dict[str, GenRMCounts]
+    calls: LedgerSnapshot = field(default_factory=LedgerSnapshot)  # the GenRM requests' fitting: cuts, too_long
 
     def to_dict(self) -> dict:
+        window = {
+            name: getattr(self.calls, name) for name in ("truncated_requests", "truncated_chars", "context_refusals")
+        }
         return {
             "metrics": {name: c.as_dict() for name, c in self.metrics.items()},
+            "window": {**window, "too_long": self.calls.failures.get("too_long", 0)},
             "records": [asdict(r) for r in self.records],
         }
 
 
-async def _generate(backend, messages, *, protocol, limiter: asyncio.Semaphore, bar, **decoding):
-    """(the GenRM's answer text, None), or (None, why) once the retries are spent; ticks `bar` either way."""
+def _pair_fitting(protocol, row: dict, seed: int, *, max_tokens: int) -> dict:
+    """`WindowFitting.send`'s keywords for one row: its GenRM messages under `protocol`, the two responses
+    cut where the pair does not fit, in the display order of the whole pair (its key is kept)."""
+    key = pair_key(prompt_text(row["prompt"]), row["response_a"], row["response_b"], row.get("pair_id"))
 
-    async def attempt(_: int) -> str:
-        return protocol.completion_text(await backend.complete(messages, **decoding))
+    def messages_of(a: str, b: str) -> list[dict]:
+        return protocol.genrm_row({**row, "response_a": a, "response_b": b, "pair_id": key}, seed)["prompt"]
 
-    async with limiter:
+    what = f"GenRM request (pair_id={row.get('pair_id')!r})"
+    return genrm_fitting(messages_of, row["response_a"], row["response_b"], max_tokens=max_tokens, what=what)
+
+
+async def _generate(fitting: WindowFitting, pair: dict, *, protocol, limiter: asyncio.Semaphore, bar, temperature):
+    """(the GenRM's answer text, None), or (None, why) once the retries are spent or the pair cannot fit
+    the window (`pair`: `_pair_fitting`); ticks `bar` either way."""
+
+    async def ask(backend, fitted):
+        async def attempt(_: int) -> str:
+            messages, decoding = fitted.rendered.messages, {"temperature": temperature, "max_tokens": fitted.max_tokens}
+            return protocol.completion_text(await backend.complete(messages, **decoding))
+
         try:
             return await RetryPolicy().run(attempt), None
         except BackendError as exc:
+            return None, f"{exc.kind}: {type(exc).__name__}: {exc}"
+
+    async with limiter:
+        try:
+            return await fitting.send(ask=ask, **pair)
+        except JudgeError as exc:
             return None, f"{exc.kind}: {type(exc).__name__}: {exc}"
         finally:
             bar.update(1)
@@ -83,11 +118,13 @@ async def evaluate_genrm(
     concurrency: int = 32,
     progress: bool = True,
     protocol=OWN_PROTOCOL,
+    max_model_len: int | None = None,
 ) -> GenRMReport:
     """Run the benchmark over `rows` (dicts or a `datasets.Dataset`); see the module docstring.
 
     Without `meta_judge`, label-correct answers are not meta-judged (status `correct`): L-Acc
-    only, S-Corr and F-Score are n/a.
+    only, S-Corr and F-Score are n/a. `max_model_len`: the GenRM's window where `backend` does not
+    tell it (module docstring).
     """
     from tqdm.auto import tqdm
 
@@ -103,9 +140,10 @@ async def evaluate_genrm(
     limiter = asyncio.Semaphore(max(1, concurrency))
     bar = tqdm(total=len(rows), desc="GenRM", disable=not progress)
 
-    decoding = {"temperature": temperature, "max_tokens": max_tokens}
+    fitting = WindowFitting(backend, JudgeLedger(), max_model_len=max_model_len)
+    pairs = [_pair_fitting(protocol, r, seed, max_tokens=max_tokens) for r in rows]
     outputs = await asyncio.gather(
-        *(_generate(backend, g["prompt"], protocol=protocol, limiter=limiter, bar=bar, **decoding) for g in shown)
+        *(_generate(fitting, p, protocol=protocol, limiter=limiter, bar=bar, temperature=temperature) for p in pairs)
     )
     bar.close()
     method = RAlignReward(meta_judge, mode="ralign" if meta_judge is not None else "outcome", protocol=protocol)
@@ -140,7 +178,7 @@ async def evaluate_genrm(
                 failure=error or (score.failure.message if score and score.failure else None),
             )
         )
-    return GenRMReport(records, metrics_by_source((r.source, r.status) for r in records))
+    return GenRMReport(records, metrics_by_source((r.source, r.status) for r in records), fitting.ledger.snapshot())
 
 
 __all__ = ["EvalRecord", "GenRMReport", "evaluate_genrm"]

@@ -21,8 +21,7 @@ from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, ChatBackend
 from .calls import complete_and_parse
 from .ledger import JudgeLedger
 from .parsing import answer_schema, parse_answer
-from .prompt_budget import FittedPrompt, PromptBudget, context_overflow
-from .rendering import render
+from .prompt_budget import FittedPrompt, WindowFitting, request_fitting
 from .requests import JudgeError, request_kind
 from .retry import RetryPolicy
 from .templates import JudgeTemplates
@@ -72,76 +71,37 @@ class LLMJudge:
         self.max_tokens = max_tokens
         self.structured_output = structured_output
         self.ledger = JudgeLedger()
-        self._token_counter = token_counter
-        window = getattr(backend, "context_window", lambda: None)() or max_model_len
-        self.budget = self._new_budget(window) if window else None
+        self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len, token_counter=token_counter)
 
-    def _new_budget(self, window: int) -> PromptBudget:
-        return PromptBudget(window, counter=self._token_counter,
-                            count_exact=getattr(self.backend, "count_prompt_tokens", None))  # fmt: skip
+    @property
+    def budget(self):
+        """The `PromptBudget` requests are fitted with; None while the window is unknown."""
+        return self.fitting.budget
 
     async def judge(self, request) -> Any:
         """The canonical verdict for `request`, or a `JudgeFailure` once the retry policy gives up."""
         kind = request_kind(request)
+
+        async def ask(backend, fitted: FittedPrompt):
+            verdict, _ = await complete_and_parse(
+                backend,
+                fitted.rendered.messages,
+                lambda completion: parse_answer(completion.text, request, fitted.rendered),
+                retry=self.retry,
+                ledger=self.ledger,
+                request_kind=kind,
+                what=f"{kind} request (query_id={request.query_id!r})",
+                temperature=self.temperature,
+                max_tokens=fitted.max_tokens,
+                response_format=answer_schema(request) if self.structured_output else None,
+            )
+            return verdict
+
         try:
-            for last_try in (False, True):  # a refusal as over the window is fitted and sent once more
-                fitted = await self._fit(request)
-                try:
-                    return await self._ask(request, kind, fitted)
-                except JudgeError as exc:
-                    overflow = context_overflow(getattr(exc, "backend_error", None))
-                    if overflow is None:
-                        raise
-                    self.ledger.record_context_refusal()
-                    self._learn(overflow, fitted)
-                    if last_try:
-                        raise
+            fitting = request_fitting(request, self.templates, seed=self.seed, max_tokens=self.max_tokens)
+            return await self.fitting.send(ask=ask, **fitting)
         except JudgeError as exc:
             return exc.as_failure()
-
-    async def _fit(self, request) -> FittedPrompt:
-        if self.budget is None:
-            return FittedPrompt(render(request, self.templates, seed=self.seed), self.max_tokens, 0)
-        try:
-            fitted = await self.budget.fit(request, self.templates, seed=self.seed, max_tokens=self.max_tokens)
-        except JudgeError as exc:
-            self.ledger.record_unsent(exc.kind)
-            raise
-        if fitted.rendered.cut_texts:
-            self.ledger.record_truncation(fitted.rendered.cut_chars)
-        return fitted
-
-    async def _ask(self, request, kind: str, fitted: FittedPrompt) -> Any:
-        rendered, budget = fitted.rendered, self.budget
-
-        def parse(completion):
-            if budget is not None and fitted.local_tokens:
-                budget.observe(fitted.local_tokens, completion.prompt_tokens)
-            return parse_answer(completion.text, request, rendered)
-
-        verdict, _ = await complete_and_parse(
-            self.backend,
-            rendered.messages,
-            parse,
-            retry=self.retry,
-            ledger=self.ledger,
-            request_kind=kind,
-            what=f"{kind} request (query_id={request.query_id!r})",
-            temperature=self.temperature,
-            max_tokens=fitted.max_tokens,
-            response_format=answer_schema(request) if self.structured_output else None,
-        )
-        return verdict
-
-    def _learn(self, overflow, fitted: FittedPrompt) -> None:
-        """A server refused `fitted` as over its window: believe its window and its count."""
-        if self.budget is None:
-            self.budget = self._new_budget(overflow.window)
-            fitted = FittedPrompt(fitted.rendered, fitted.max_tokens,
-                                  self.budget.count_local(fitted.rendered.messages))  # fmt: skip
-        self.budget.learn_window(overflow.window)
-        if overflow.prompt_tokens:
-            self.budget.observe(fitted.local_tokens, overflow.prompt_tokens)
 
     def describe(self) -> str:
         """One line for the run's log: what judges, where, with which templates."""

@@ -31,8 +31,12 @@ So, per request:
    is known (no `/tokenize` answer or `usage` seen yet) it is only what the request kind needs.
 
 If a server still answers "maximum context length" (a count off by more than the margin),
-`LLMJudge` learns the window and the ratio from the message and fits and sends that request
+`WindowFitting` learns the window and the ratio from the message and fits and sends that request
 once more (`context_overflow` parses vLLM's two wordings).
+
+`PromptBudget.fit` fits a judge request (`judging.requests`); `fit_chat` fits any chat request
+given its rendering with a limit and the tokens its answer needs, so every role that asks a
+server (`WindowFitting`'s callers) fits its prompts the same way.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from .backends.base import BackendError, Completion
+from .ledger import JudgeLedger
 from .rendering import Rendered, render
 from .requests import (
     BufferSelectRequest,
@@ -121,6 +127,18 @@ def answer_tokens(request, templates: JudgeTemplates) -> int:
     return max(32, 2 * verdict) + (RATIONALE_TOKENS if "RATIONALE" in _template(request, templates) else 0)
 
 
+def request_fitting(request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> dict:
+    """`PromptBudget.fit_chat`'s keywords for a judge request (`judging.requests`): rendered by
+    `rendering.render`, its answer reserving `answer_tokens`, at most `max_tokens`."""
+    return {
+        "render_with_limit": lambda limit: render(request, templates, seed=seed, limit_chars=limit),
+        "reserve": min(max_tokens, answer_tokens(request, templates)),
+        "max_tokens": max_tokens,
+        "what": f"{type(request).__name__} (query_id={request.query_id!r})",
+        "fix": "serve the judge with a longer --max-model-len, or shorten the query and rubrics",
+    }
+
+
 class PromptTooLong(JudgeError):
     """A request that cannot fit the window even with every shown text cut short; it is not sent."""
 
@@ -195,9 +213,16 @@ class PromptBudget:
 
     async def fit(self, request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> FittedPrompt:
         """`request` rendered to fit the window, shortened if it must be; `PromptTooLong` if it cannot."""
-        reserve = min(max_tokens, answer_tokens(request, templates))
+        return await self.fit_chat(**request_fitting(request, templates, seed=seed, max_tokens=max_tokens))
+
+    async def fit_chat(
+        self, render_with_limit: Callable[[int | None], Rendered], *, reserve: int, max_tokens: int, what: str, fix: str
+    ) -> FittedPrompt:
+        """Any chat request fitted to the window: `render_with_limit(limit_chars)` renders it with its
+        shown texts cut to `limit_chars` (None: whole), `reserve` tokens are kept for the answer;
+        `PromptTooLong` ("`what` does not fit ...; `fix`") if it cannot fit."""
         budget = self.window - reserve
-        rendered = render(request, templates, seed=seed)
+        rendered = render_with_limit(None)
         bound = byte_bound(rendered.messages)
         if bound <= budget:  # surely fits: no count needed, and the bound sizes the answer safely
             return FittedPrompt(rendered, max(reserve, min(max_tokens, self.window - bound)), 0)
@@ -205,7 +230,8 @@ class PromptBudget:
         if estimate <= budget:
             return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
         texts = rendered.shown
-        text_tokens = [self.counter.count(t) * self.scale for t in texts]
+        per_token = min(self.scale, estimate / local)  # an exact count may be below the learned ratio's
+        text_tokens = [self.counter.count(t) * per_token for t in texts]
         fixed = estimate - sum(text_tokens)  # template, query, rubrics, block tags and margin
         target = budget
         for _ in range(_FIT_ROUNDS):
@@ -214,16 +240,15 @@ class PromptBudget:
             )
             if limit < MIN_SHOWN_CHARS:
                 break
-            rendered = render(request, templates, seed=seed, limit_chars=limit)
+            rendered = render_with_limit(limit)
             local, estimate = await self.count(rendered.messages, budget)
             if estimate <= budget:
                 return FittedPrompt(rendered, self._answer_room(max_tokens, reserve, estimate), local)
             target -= estimate - budget + MARGIN_TOKENS  # the per-text estimate was short: aim lower
+        shown = f" with its shown texts cut to an equal share of at least {MIN_SHOWN_CHARS} characters" if texts else ""
         raise PromptTooLong(
-            f"{type(request).__name__} (query_id={request.query_id!r}) does not fit the judge's window of "
-            f"{self.window} tokens with its shown texts cut to an equal share of at least {MIN_SHOWN_CHARS} characters ({budget} prompt "
-            f"tokens left after {reserve} for the answer); serve the judge with a longer --max-model-len, or shorten "
-            "the query and rubrics"
+            f"{what} does not fit the judge's window of {self.window} tokens{shown} ({budget} prompt "
+            f"tokens left after {reserve} for the answer); {fix}"
         )
 
     def _answer_room(self, max_tokens: int, reserve: int, estimate: int) -> int:
@@ -233,6 +258,88 @@ class PromptBudget:
         if not self.observed:
             return reserve
         return max(reserve, min(max_tokens, self.window - estimate))
+
+
+class WindowFitting:
+    """One caller's fitting (`LLMJudge`, `GenRMJudge`, the GenRM benchmark, the rubric generator): its
+    `PromptBudget` over the backend's `context_window()`, else `max_model_len` (None: none until a
+    server refuses a prompt as over its window), counted in `ledger` (cuts, unsent requests, refusals).
+
+    `send(render_with_limit, ask, ...)` fits the request, then `await ask(backend, fitted)` with a
+    backend that watches its calls: the server's prompt count of an answer teaches the budget's
+    ratio, and a refusal as over the window teaches the window and the count, after which the
+    request is fitted and asked once more.
+    """
+
+    def __init__(self, backend, ledger: JudgeLedger, *, max_model_len: int | None = None, token_counter=None):
+        self.backend, self.ledger, self.token_counter = backend, ledger, token_counter
+        window = getattr(backend, "context_window", lambda: None)() or max_model_len
+        self.budget = self._new_budget(window) if window else None
+
+    def _new_budget(self, window: int) -> PromptBudget:
+        count_exact = getattr(self.backend, "count_prompt_tokens", None)
+        return PromptBudget(window, counter=self.token_counter, count_exact=count_exact)
+
+    async def send(self, render_with_limit, ask: Callable[[object, FittedPrompt], Awaitable], **fitting):
+        """`ask`'s result for the fitted request (`fitting`: `PromptBudget.fit_chat`'s keywords, with
+        `max_tokens` the most the answer may use); `PromptTooLong` (counted unsent) if it cannot fit."""
+        for last_try in (False, True):
+            fitted = await self.fit(render_with_limit, **fitting)
+            watched = _WatchedBackend(self, fitted)
+            try:
+                result = await ask(watched, fitted)
+            except JudgeError:
+                if not self._refused(watched) or last_try:
+                    raise
+                continue
+            if not self._refused(watched) or last_try:
+                return result
+
+    async def fit(self, render_with_limit, *, max_tokens: int, **fitting) -> FittedPrompt:
+        """The request fitted to the window (whole, with `max_tokens`, while no window is known)."""
+        if self.budget is None:
+            return FittedPrompt(render_with_limit(None), max_tokens, 0)
+        try:
+            fitted = await self.budget.fit_chat(render_with_limit, max_tokens=max_tokens, **fitting)
+        except JudgeError as exc:
+            self.ledger.record_unsent(exc.kind)
+            raise
+        if fitted.rendered.cut_texts:
+            self.ledger.record_truncation(fitted.rendered.cut_chars)
+        return fitted
+
+    def _refused(self, watched: _WatchedBackend) -> bool:
+        """Whether the server refused `watched`'s request as over its window: then believe its window and count."""
+        overflow, fitted = watched.overflow, watched.fitted
+        if overflow is None:
+            return False
+        self.ledger.record_context_refusal()
+        if self.budget is None:
+            self.budget = self._new_budget(overflow.window)
+            fitted = FittedPrompt(fitted.rendered, fitted.max_tokens, self.budget.count_local(fitted.rendered.messages))
+        self.budget.learn_window(overflow.window)
+        if overflow.prompt_tokens:
+            self.budget.observe(fitted.local_tokens, overflow.prompt_tokens)
+        return True
+
+
+class _WatchedBackend:
+    """The caller's backend for one fitted request (`WindowFitting.send`): it learns from what the server says."""
+
+    def __init__(self, fitting: WindowFitting, fitted: FittedPrompt):
+        self.fitting, self.fitted = fitting, fitted
+        self.overflow: ContextOverflow | None = None
+
+    async def complete(self, messages: list[dict], **decoding) -> Completion:
+        try:
+            completion = await self.fitting.backend.complete(messages, **decoding)
+        except BackendError as exc:
+            self.overflow = context_overflow(exc) or self.overflow
+            raise
+        budget = self.fitting.budget
+        if budget is not None and self.fitted.local_tokens:
+            budget.observe(self.fitted.local_tokens, completion.prompt_tokens)
+        return completion
 
 
 def byte_bound(messages: list[dict]) -> int:

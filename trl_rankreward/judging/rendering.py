@@ -92,15 +92,16 @@ def render(
     renderer = _RENDERERS.get(type(request))
     if renderer is None:
         raise TypeError(f"Cannot render a {type(request).__name__}; expected one of the judging.requests types")
-    cut = _Cut(limit_chars)
+    cut = TextCut(limit_chars)
     prompt, display = renderer(request, templates, seed, cut)
     messages = [{"role": "system", "content": templates.system}] if templates.system else []
     messages.append({"role": "user", "content": encodable(prompt)})
-    return Rendered(messages, display, cut.texts, cut.chars, tuple(cut.shown))
+    return cut.rendered(messages, display)
 
 
-class _Cut:
-    """Shortens shown texts to `limit` characters with a visible mark; keeps them and counts what it cut."""
+class TextCut:
+    """Shortens shown texts to `limit` characters with a visible mark; keeps them and counts what it cut
+    (every role's rendering for `prompt_budget.PromptBudget.fit_chat` uses one)."""
 
     def __init__(self, limit: int | None):
         if limit is not None and limit < 0:
@@ -118,6 +119,10 @@ class _Cut:
 
     def all(self, texts: Sequence[str]) -> list[str]:
         return [self(t) for t in texts]
+
+    def rendered(self, messages: list[dict], display: tuple[int, ...] = ()) -> Rendered:
+        """`messages` built from the texts this cut showed, with its counts."""
+        return Rendered(messages, display, self.texts, self.chars, tuple(self.shown))
 
 
 def encodable(text: str) -> str:
@@ -188,7 +193,7 @@ def pair_display(request, seed: int) -> tuple[int, ...]:
 # ---- one renderer per request type --------------------------------------------------------
 
 
-def _coarse(request: CoarseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+def _coarse(request: CoarseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     k = len(request.anchors)
     values = {
         **_common(request),
@@ -203,7 +208,7 @@ def _coarse(request: CoarseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     return fill(t.coarse_order_only, values), ()
 
 
-def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     display = display_order(request, len(request.candidates), seed)
     shown = [cut(request.candidates[i]) for i in display]
     values = {
@@ -214,14 +219,14 @@ def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut)
     return fill(t.listwise, values), tuple(display)
 
 
-def _pairwise(request: PairwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+def _pairwise(request: PairwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     display = pair_display(request, seed)
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
     values = {**_common(request), "RESPONSE_A": block(cut(a), "A"), "RESPONSE_B": block(cut(b), "B")}
     return fill(t.pairwise, values), display
 
 
-def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     display = pair_display(request, seed)
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
     values = {"query": neutralize(request.query), "response_a": block(cut(a), "A"), "response_b": block(cut(b), "B")}
@@ -233,7 +238,7 @@ def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: in
     return fill(t.rubric_pairwise_implicit, values), display
 
 
-def _pointwise(request: PointwiseRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+def _pointwise(request: PointwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     values = {**_common(request), "RESPONSE": block(cut(request.response), "response")}
     if request.rubric_index is None:
         return fill(t.pointwise, values), ()
@@ -241,7 +246,7 @@ def _pointwise(request: PointwiseRequest, t: JudgeTemplates, seed: int, cut: _Cu
     return fill(t.pointwise_rubric, values), ()
 
 
-def _meta(request: MetaJudgeRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+def _meta(request: MetaJudgeRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     # No shuffling: the label and both rationales refer to A and B as given.
     values = {
         **_common(request),
@@ -254,7 +259,7 @@ def _meta(request: MetaJudgeRequest, t: JudgeTemplates, seed: int, cut: _Cut):
     return fill(t.meta, values), ()
 
 
-def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int, cut: _Cut):
+def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     # No shuffling: the manager is told the established worst -> best order (App. G).
     lookahead = ""
     if request.lookahead:

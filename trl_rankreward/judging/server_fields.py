@@ -179,7 +179,7 @@ class GenRMFields:
         "size (vLLM's --max-num-seqs).",
     )
     genrm_max_model_len: int | None = setting(
-        "max_model_len", "The GenRM's context window in tokens, for servers that do not list one at /models."
+        "max_model_len", "The GenRM's context window in tokens where /models lists none; the responses are cut to fit."
     )
     genrm_timeout_s: float = setting("timeout_s", "Timeout of one GenRM HTTP request, in seconds.")
     genrm_require_listed_model: bool = setting(
@@ -215,7 +215,7 @@ class GeneratorServerFields:
         "size (vLLM's --max-num-seqs).",
     )
     max_model_len: int | None = setting(
-        "max_model_len", "The generator's context window in tokens, for servers that do not list one at /models."
+        "max_model_len", "The generator's window in tokens where /models lists none; shown texts are cut to fit."
     )
     timeout_s: float = setting("timeout_s", "Timeout of one generator HTTP request, in seconds.")
     max_attempts: int = setting(

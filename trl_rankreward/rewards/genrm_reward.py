@@ -30,6 +30,13 @@ shown as one prompt, without a dialogue-context block), the two answers in the d
 `reasoning_content` joined before the content, the first box read, and an answer without a box
 not asked again (a failed comparison). The display order stays the seeded coin flip (or both
 orders): downstream there is no dataset order to keep.
+
+Either layout is fitted to the GenRM's context window (the server's `max_model_len` at `/v1/models`,
+else `max_model_len`), as `LLMJudge`'s prompts are (`judging.prompt_budget`): a pair that does not
+fit has its two responses (never the query) cut to an equal share marked `[... cut]`, `max_tokens`
+is what the window leaves (at most the configured value), and a pair whose window leaves fewer than
+`genrm_verdict.MIN_GENRM_ANSWER_TOKENS` for the answer fails as `too_long` unsent. A pair that fits
+is sent byte for byte as without a window.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
 from ..judging.calls import complete_and_parse
 from ..judging.ledger import JudgeLedger
 from ..judging.parsing import InvalidAnswer
+from ..judging.prompt_budget import WindowFitting
 from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind
 from ..judging.retry import RetryPolicy
 from ..judging.seeding import text_id
@@ -52,6 +60,7 @@ from .genrm_verdict import (
     GENRM_SYSTEM,
     display_order,
     displayed_pair,
+    genrm_fitting,
     genrm_messages,
     parse_verdict,
     to_canonical,
@@ -89,6 +98,7 @@ class GenRMJudge:
         seed: seed of the display-order coin flip (request.display "ab"/"ba" overrides it).
         retry: how an unparseable answer or a backend failure is retried (default `RetryPolicy()`).
         release: the R-Align authors' protocol (`RAlignRelease`): their prompt and parse (module docstring).
+        max_model_len: the GenRM's context window where the backend does not tell it (module docstring).
     """
 
     def __init__(
@@ -102,6 +112,7 @@ class GenRMJudge:
         template: str = GENRM_PROMPT,
         system: str | None = GENRM_SYSTEM,
         release: RAlignRelease | None = None,
+        max_model_len: int | None = None,
     ):
         self.backend = backend
         self.release = release
@@ -112,6 +123,7 @@ class GenRMJudge:
         self.template = template
         self.system = system
         self.ledger = JudgeLedger()
+        self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len)
 
     @classmethod
     def from_settings(cls, settings, *, r_align_release: str | None = None) -> GenRMJudge:
@@ -135,41 +147,55 @@ class GenRMJudge:
     async def judge(self, request: PairwiseRequest) -> str | JudgeFailure:
         if not isinstance(request, PairwiseRequest):
             raise TypeError(f"GenRMJudge answers PairwiseRequest only, got {type(request).__name__}")
-        order = self.order_for(request)
-        if self.release is not None:
-            return await self._judge_as_released(request, order)
-        messages = genrm_messages(
-            request.query, request.a, request.b, order, template=self.template, system=self.system
-        )
+        order, what = self.order_for(request), f"GenRM pairwise request (query_id={request.query_id!r})"
+        messages_of, ask = (self._as_released if self.release is not None else self._as_ours)(request, order, what)
+        fitting = genrm_fitting(messages_of, request.a, request.b, max_tokens=self.max_tokens, what=what)
         try:
+            return await self.fitting.send(ask=ask, **fitting)
+        except JudgeError as exc:
+            return exc.as_failure()
+
+    def _as_ours(self, request: PairwiseRequest, order: str, what: str):
+        """`(messages_of(a, b), ask(backend, fitted))` of our prompt, a boxed verdict retried until it parses."""
+
+        def messages_of(a: str, b: str) -> list[dict]:
+            return genrm_messages(request.query, a, b, order, template=self.template, system=self.system)
+
+        async def ask(backend, fitted):
             verdict, _ = await complete_and_parse(
-                self.backend,
-                messages,
+                backend,
+                fitted.rendered.messages,
                 lambda out: _canonical_verdict(out.text, order),
                 retry=self.retry,
                 ledger=self.ledger,
                 request_kind=request_kind(request),
-                what=f"GenRM pairwise request (query_id={request.query_id!r})",
+                what=what,
                 temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                max_tokens=fitted.max_tokens,
             )
-        except JudgeError as exc:
-            return exc.as_failure()
-        return verdict
+            return verdict
 
-    async def _judge_as_released(self, request: PairwiseRequest, order: str) -> str | JudgeFailure:
-        first, second = displayed_pair(request.a, request.b, order)
-        messages = self.release.genrm_messages([{"role": "user", "content": request.query}], first, second)
+        return messages_of, ask
+
+    def _as_released(self, request: PairwiseRequest, order: str, what: str):
+        """`(messages_of(a, b), ask(backend, fitted))` of the authors' layout, their answer read once."""
+        conversation = [{"role": "user", "content": request.query}]
+
+        def messages_of(a: str, b: str) -> list[dict]:
+            return self.release.genrm_messages(conversation, *displayed_pair(a, b, order))
 
         def parse(text: str) -> str | None:
             shown = self.release.verdict(text)
             return None if shown is None else to_canonical(shown, order)
 
-        return await answer_once(
-            self.backend, messages, parse, retry=self.retry, ledger=self.ledger, request_kind=request_kind(request),
-            what=f"GenRM pairwise request (query_id={request.query_id!r})",
-            temperature=self.temperature, max_tokens=self.max_tokens,
-        )  # fmt: skip
+        async def ask(backend, fitted):
+            return await answer_once(
+                backend, fitted.rendered.messages, parse, retry=self.retry, ledger=self.ledger,
+                request_kind=request_kind(request), what=what,
+                temperature=self.temperature, max_tokens=fitted.max_tokens,
+            )  # fmt: skip
+
+        return messages_of, ask
 
 
 def _canonical_verdict(text: str, order: str) -> str:

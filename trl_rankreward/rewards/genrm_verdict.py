@@ -33,6 +33,7 @@ import re
 from typing import Literal
 
 from ..data.conversation import query_text
+from ..judging.rendering import Rendered, TextCut
 from ..judging.seeding import stable_seed, text_id
 from .answers import strip_thinking
 
@@ -192,6 +193,30 @@ def genrm_messages(
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
 
 
+#: the fewest answer tokens a GenRM request is sent with: the explanation the prompt asks for (requirements,
+#: both responses' strengths and weaknesses, decisive differences) and the box. A window that leaves fewer
+#: after the prompt fails the pair as `too_long` instead of sending a request whose answer would be cut off.
+MIN_GENRM_ANSWER_TOKENS = 1024
+
+
+def genrm_fitting(messages_of, response_a: str, response_b: str, *, max_tokens: int, what: str) -> dict:
+    """`judging.prompt_budget.WindowFitting.send`'s keywords for a GenRM request: `messages_of(a, b)`
+    with the two responses (never the prompt) cut to an equal share when the pair does not fit;
+    the answer gets what the window leaves, at least `MIN_GENRM_ANSWER_TOKENS`, at most `max_tokens`."""
+
+    def render_with_limit(limit: int | None) -> Rendered:
+        cut = TextCut(limit)
+        return cut.rendered(messages_of(cut(response_a), cut(response_b)))
+
+    return {
+        "render_with_limit": render_with_limit,
+        "reserve": min(max_tokens, MIN_GENRM_ANSWER_TOKENS),
+        "max_tokens": max_tokens,
+        "what": what,
+        "fix": "serve the GenRM with a longer --max-model-len, or leave out pairs this long",
+    }
+
+
 def prompt_text(prompt) -> str:
     """A pair's prompt as one text: a string as it is, chat messages via `data.conversation.query_text`."""
     if isinstance(prompt, str):
@@ -224,10 +249,12 @@ def genrm_row(row: dict, seed: int) -> dict:
 __all__ = [
     "GENRM_PROMPT",
     "GENRM_SYSTEM",
+    "MIN_GENRM_ANSWER_TOKENS",
     "Label",
     "Order",
     "display_order",
     "displayed_pair",
+    "genrm_fitting",
     "genrm_messages",
     "genrm_row",
     "pair_key",

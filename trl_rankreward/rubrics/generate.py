@@ -14,6 +14,7 @@ from pathlib import Path
 import datasets
 
 from ..data.conversation import query_text
+from ..judging.rendering import Rendered, TextCut
 from .parsing import parse_rubrics
 from .runner import Job, RunSummary, check_columns, run_jobs
 from .templates import RANKBUFFER_RUBRIC_TEMPLATE, RubricTemplate, fill
@@ -49,15 +50,28 @@ def rubric_values(row: dict, template: RubricTemplate) -> dict[str, object]:
 def rubric_jobs(dataset: datasets.Dataset, template: RubricTemplate) -> Iterator[Job]:
     """One job per row; a row the template cannot be filled for raises with its query_id."""
     for row in dataset:
+        render_with_limit = _references_cut(row, template)
         try:
-            messages = template.messages(rubric_values(row, template))
+            messages = render_with_limit(None).messages
         except KeyError as error:
             raise ValueError(
                 f"query_id {row['query_id']}: {error.args[0]} (row has {len(row['references'])} references). "
                 "Use the template that matches the dataset (rankbuffer: seven Nectar answers with models; "
                 "matrixreward: scored UltraFeedback answers) or a custom template."
             ) from None
-        yield Job(row["query_id"], messages)
+        yield Job(row["query_id"], messages, render_with_limit=render_with_limit)
+
+
+def _references_cut(row: dict, template: RubricTemplate):
+    """The row's messages with its references (the shown texts; never the query) cut to a limit."""
+
+    def render_with_limit(limit: int | None) -> Rendered:
+        cut = TextCut(limit)
+        return cut.rendered(
+            template.messages(rubric_values({**row, "references": cut.all(row["references"])}, template))
+        )
+
+    return render_with_limit
 
 
 def generate_rubrics(

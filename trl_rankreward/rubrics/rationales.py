@@ -17,6 +17,7 @@ from pathlib import Path
 import datasets
 
 from ..data.conversation import query_text
+from ..judging.rendering import Rendered, TextCut
 from .parsing import InvalidOutput, extract_json_object
 from .runner import Job, RunSummary, check_columns, run_jobs
 from .templates import PromptTemplate
@@ -103,15 +104,27 @@ def rationale_jobs(
     for row in dataset:
         if row["label"] not in ("A", "B"):
             raise ValueError(f"pair_id {row['pair_id']}: label {row['label']!r}; expected 'A' or 'B'")
+        template = review_template if row.get("reviews") else label_template
+        render_with_limit = _pair_cut(row, template)
+        yield Job(row["pair_id"], render_with_limit(None).messages, row["label"], render_with_limit)
+
+
+def _pair_cut(row: dict, template: PromptTemplate):
+    """The pair's messages with its responses and reviews (the shown texts; never the conversation) cut to a limit."""
+
+    def render_with_limit(limit: int | None) -> Rendered:
+        cut = TextCut(limit)
+        reviews = [{**review, "text": cut(review["text"])} for review in row.get("reviews") or []]
         values = {
             "conversation": query_text(row["prompt"]),
-            "response_a": row["response_a"],
-            "response_b": row["response_b"],
+            "response_a": cut(row["response_a"]),
+            "response_b": cut(row["response_b"]),
             "label": row["label"],
-            "reviews": _reviews_text(row.get("reviews") or []),
+            "reviews": _reviews_text(reviews),
         }
-        template = review_template if row.get("reviews") else label_template
-        yield Job(row["pair_id"], template.messages(values), context=row["label"])
+        return cut.rendered(template.messages(values))
+
+    return render_with_limit
 
 
 def generate_rationales(

@@ -7,6 +7,12 @@ arrives (flush + fsync). A rerun reads that file and skips the ids already in it
 crash or a kill loses nothing finished and duplicates nothing. Jobs whose attempts all fail
 are appended to a failures JSONL (rewritten each run, since a rerun retries them) and
 listed in the summary; nothing is dropped silently.
+
+Each job is fitted to the server's context window (`max_model_len` at `/models`, else the
+`max_model_len` flag) by the judge layer's `judging.prompt_budget.WindowFitting`: a prompt too long
+for it has its shown texts (references, responses) cut to an equal share marked `[... cut]`
+(counted in the summary), `max_tokens` is what the window leaves (at most the configured value),
+and a job that cannot fit with `MIN_GENERATION_TOKENS` left for the answer fails at once as `too_long`.
 """
 
 from __future__ import annotations
@@ -22,17 +28,29 @@ from tqdm.auto import tqdm
 from ..data.jsonl import append_record, read_records, repair_tail
 from ..judging.calls import complete_and_parse
 from ..judging.ledger import JudgeLedger
+from ..judging.prompt_budget import WindowFitting
+from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
 from ..judging.retry import RetryPolicy
+
+#: the fewest answer tokens a generation is sent with (3-5 rubrics, or a rationale, in JSON); a window that
+#: leaves fewer after the prompt fails the job as `too_long` unsent
+MIN_GENERATION_TOKENS = 512
 
 
 @dataclass(frozen=True)
 class Job:
-    """One generation: `id` keys the result; `context` is handed to the parser (e.g. the label)."""
+    """One generation: `id` keys the result; `context` is handed to the parser (e.g. the label).
+
+    `render_with_limit(limit_chars)`: the messages with the texts they show (references, responses)
+    cut to `limit_chars` (`judging.rendering.TextCut`), for a prompt over the window; None: `messages`
+    are sent whole, or the job fails as `too_long` where they do not fit.
+    """
 
     id: str
     messages: list[dict]
     context: Any = None
+    render_with_limit: Callable[[int | None], Rendered] | None = None
 
 
 @dataclass
@@ -45,6 +63,7 @@ class RunSummary:
     failed_ids: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    truncated: int = 0  # jobs sent with their shown texts cut to fit the window
     output_path: str = ""
     failures_path: str = ""
 
@@ -57,6 +76,8 @@ class RunSummary:
             f"{self.total} jobs: {self.already_done} already done, {self.succeeded} generated, {self.failed} failed; "
             f"tokens: {self.prompt_tokens} prompt, {self.completion_tokens} completion. Results: {self.output_path}"
         )
+        if self.truncated:
+            text += f"\n{self.truncated} prompts were cut to fit the server's context window."
         if self.failed:
             text += f"\nFailed ids (reasons in {self.failures_path}; rerun to retry them): {self.failed_ids[:20]}"
         return text
@@ -125,6 +146,7 @@ class ResumableRunner:
         self.output_path.parent.mkdir(parents=True, exist_ok=True)
         repair_tail(self.output_path)
         semaphore, ledger = asyncio.Semaphore(self.max_concurrency), JudgeLedger()
+        fitting = WindowFitting(self.backend, ledger)
         with (
             open(self.output_path, "a", encoding="utf-8") as results,
             open(self.failures_path, "w", encoding="utf-8") as failures,
@@ -133,7 +155,7 @@ class ResumableRunner:
 
             async def one(job: Job) -> None:
                 async with semaphore:
-                    record = await self._attempts(job, ledger)
+                    record = await self._attempts(job, fitting)
                 if "errors" in record:
                     append_record(failures, record)
                     summary.failed_ids.append(job.id)
@@ -145,10 +167,12 @@ class ResumableRunner:
 
             await asyncio.gather(*(one(job) for job in pending))
         summary.prompt_tokens, summary.completion_tokens = ledger.prompt_tokens, ledger.completion_tokens
+        summary.truncated = ledger.snapshot().truncated_requests
         return summary
 
-    async def _attempts(self, job: Job, ledger: JudgeLedger) -> dict:
-        """The result record after the first valid answer, or a failure record once the retries are spent."""
+    async def _attempts(self, job: Job, fitting: WindowFitting) -> dict:
+        """The result record after the first valid answer, or a failure record once the retries are spent
+        (or at once when the prompt cannot fit the server's window)."""
         last_text = ""
 
         def parse(completion) -> dict:
@@ -156,21 +180,32 @@ class ResumableRunner:
             last_text = completion.text
             return self.parse(completion.text, job)
 
-        try:
-            fields, tries = await complete_and_parse(
-                self.backend,
-                job.messages,
+        async def ask(backend, fitted):
+            return await complete_and_parse(
+                backend,
+                fitted.rendered.messages,
                 parse,
                 retry=RetryPolicy(max_attempts=self.max_attempts),
-                ledger=ledger,
+                ledger=fitting.ledger,
                 request_kind=self.id_key,
-                what=f"{self.desc} for {self.id_key}={job.id!r}",
+                what=what,
                 temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                max_tokens=fitted.max_tokens,
                 response_format=self.response_format,
             )
+
+        what = f"{self.desc} for {self.id_key}={job.id!r}"
+        try:
+            fields, tries = await fitting.send(
+                job.render_with_limit or (lambda limit: Rendered(job.messages)),
+                ask,
+                reserve=min(self.max_tokens, MIN_GENERATION_TOKENS),
+                max_tokens=self.max_tokens,
+                what=what,
+                fix="serve the generator with a longer --max-model-len (--max_model_len where /models lists none)",
+            )
         except JudgeError as error:
-            return {self.id_key: job.id, "attempts": error.attempts, "errors": error.errors,
+            return {self.id_key: job.id, "attempts": error.attempts, "errors": getattr(error, "errors", [f"{error.kind}: {error}"]),
                     "last_output": last_text[:4000]}  # fmt: skip
         return {self.id_key: job.id, **fields, "attempts": tries}
 
