@@ -72,9 +72,8 @@ class ChatScriptServer(LoopbackServer):
         message: dict = {"role": "assistant", "content": reply.content}
         if reply.reasoning is not ABSENT:
             message["reasoning_content"] = reply.reasoning
-        words = len(messages_key(messages).split())
-        return 200, chat_completion(message, body.get("model", ""), words, len((reply.content or "").split()),
-                                    "chatcmpl-scripted")  # fmt: skip
+        words, answered = len(messages_key(messages).split()), len((reply.content or "").split())
+        return 200, chat_completion(message, body.get("model", ""), words, answered, "chatcmpl-scripted")
 
 
 class _Handler(JSONHandler):
