@@ -10,7 +10,8 @@ from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBa
 from trl_rankreward.judging.requests import JudgeFailure, PairwiseRequest
 from trl_rankreward.rewards.genrm_reward import GenRMJudge
 from trl_rankreward.rewards.genrm_verdict import MIN_GENRM_ANSWER_TOKENS, genrm_messages
-from trl_rankreward.rewards.ralign_release import RAlignRelease
+from trl_rankreward.rewards.ralign_release import RAlignRelease, ReleaseMetaJudge
+from trl_rankreward.rewards.ralign_reward import GenRMSample
 from trl_rankreward.testing.chat_script_server import Reply, serve_chat_script
 from trl_rankreward.testing.fake_release import write_fake_release
 from trl_rankreward.testing.judge_replica import replica_prompt_tokens, serve_judge_replica
@@ -118,3 +119,35 @@ def test_the_benchmark_fits_each_pair_and_counts_cuts_and_too_long():
     assert report.records[2].failure.startswith("too_long: PromptTooLong: GenRM request (pair_id='hopeless')")
     window = report.to_dict()["window"]
     assert window["truncated_requests"] == 1 and window["too_long"] == 1 and window["context_refusals"] == 0
+
+
+def release_meta_request(release, words=1500):
+    pair = long_pair(words)
+    sample = GenRMSample(
+        prompt=QUERY, response_a=pair.a, response_b=pair.b, label="A", order="ab",
+        golden_rationale="A explains it. " * words, completion="<think>long</think>A is better. \\boxed{A}",
+    )  # fmt: skip
+    return release.meta_request(sample)
+
+
+def test_the_authors_metarm_is_cut_in_responses_and_rationales_and_sent_whole_when_it_fits(tmp_path):
+    release = RAlignRelease.load(str(write_fake_release(tmp_path / "release")))
+    verdict = Reply("<genrm_analysis>Consistent.</genrm_analysis> <final_verdict>Correct</final_verdict>")
+    with serve_chat_script(lambda messages: verdict) as server:
+        backend = Recorded(server.url, "metarm", max_model_len=4000)
+        judge = ReleaseMetaJudge(backend, max_tokens=16384)
+        assert asyncio.run(judge.judge(release_meta_request(release))) is True
+        ((messages, decoding),) = backend.sent
+        content = messages[0]["content"]
+        # both responses and the golden rationale are cut; the GenRM's short answer (thinking dropped) is whole
+        assert content.count("[... cut]") == 3 and QUERY in content and "A is better. \\boxed{A}" in content
+        assert decoding["max_tokens"] == MIN_GENRM_ANSWER_TOKENS  # no server count seen yet: the floor
+        assert judge.ledger.snapshot().truncated_requests == 1
+        # a request that fits is sent as it was built, whatever the window
+        short = release_meta_request(release, words=5)
+        server.reset()
+        for window in (None, 32768):
+            judge = ReleaseMetaJudge(OpenAICompatibleBackend(server.url, "metarm", max_model_len=window))
+            assert asyncio.run(judge.judge(short)) is True
+        first, second = server.requests
+        assert first == second and first["messages"] == list(short.messages)

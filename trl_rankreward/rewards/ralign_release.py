@@ -36,10 +36,12 @@ from typing import Any
 from ..data.conversation import user_prompt
 from ..judging.backends.base import BackendError
 from ..judging.ledger import JudgeLedger
-from ..judging.requests import JudgeFailure
+from ..judging.prompt_budget import WindowFitting
+from ..judging.rendering import Rendered, TextCut
+from ..judging.requests import JudgeError, JudgeFailure
 from ..judging.retry import RetryPolicy
 from ..judging.server_settings import build_backend, build_judge
-from .genrm_verdict import Label
+from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label
 
 GENRM_SCRIPT = "generate_model_judgment.py"
 GENRM_SYSTEM_CONSTANT = "CUSTOM_SYSTEM_PROMPT"
@@ -150,11 +152,17 @@ def meta_verdict(text: str | None) -> bool | None:
 
 @dataclass(frozen=True)
 class ReleaseMetaRequest:
-    """A MetaRM request in the authors' layout: the one user message, and what identifies it."""
+    """A MetaRM request in the authors' layout: the one user message, and what identifies it.
+
+    `messages_with(cut)` builds the message again with each shown text (the two responses and the
+    two rationales, never the conversation) passed through `cut`, to fit a server's window;
+    `messages` is that with nothing cut. A request built from finished messages cannot be cut.
+    """
 
     messages: tuple[dict, ...]
     query_id: str = ""
     step: int = 0
+    messages_with: Callable[[Callable[[str], str]], list[dict]] | None = field(default=None, compare=False, repr=False)
 
 
 async def answer_once(
@@ -233,13 +241,20 @@ class RAlignRelease:
         ]
 
     def meta_messages(
-        self, conversation: Sequence[dict], response_a: str, response_b: str, golden: str, genrm_answer: str
+        self,
+        conversation: Sequence[dict],
+        response_a: str,
+        response_b: str,
+        golden: str,
+        genrm_answer: str,
+        cut: Callable[[str], str] = str,
     ) -> list[dict[str, str]]:
-        """The MetaRM request: one user message, the authors' prompt filled as their script fills it."""
+        """The MetaRM request: one user message, the authors' prompt filled as their script fills it
+        (`cut`: applied to each shown text as it is shown, the rationales after their thinking is dropped)."""
         prompt = self.meta_template.format(
-            context_and_responses=pair_block(conversation, response_a, response_b),
-            golden_explanation=drop_thinking(golden),
-            genrm_explanation=drop_thinking(genrm_answer),
+            context_and_responses=pair_block(conversation, cut(response_a), cut(response_b)),
+            golden_explanation=cut(drop_thinking(golden)),
+            genrm_explanation=cut(drop_thinking(genrm_answer)),
         )
         return [{"role": "user", "content": prompt}]
 
@@ -266,11 +281,13 @@ class RAlignRelease:
 
     def meta_request(self, sample, *, step: int = 0) -> ReleaseMetaRequest:
         """The MetaRM request of a label-correct `ralign_reward.GenRMSample` (shown in dataset order)."""
-        messages = self.meta_messages(
-            _conversation(sample.prompt), sample.response_a, sample.response_b, sample.golden_rationale,
-            sample.completion,
-        )  # fmt: skip
-        return ReleaseMetaRequest(tuple(messages), query_id=sample.key, step=step)
+        texts = (_conversation(sample.prompt), sample.response_a, sample.response_b, sample.golden_rationale,
+                 sample.completion)  # fmt: skip
+
+        def messages_with(cut: Callable[[str], str]) -> list[dict]:
+            return self.meta_messages(*texts, cut=cut)
+
+        return ReleaseMetaRequest(tuple(self.meta_messages(*texts)), sample.key, step, messages_with)
 
 
 def _conversation(prompt) -> list[dict]:
@@ -287,23 +304,35 @@ def build_meta_judge(settings, release: RAlignRelease | None = None):
         return build_judge(settings)
     if settings.templates:
         raise ValueError(f"{settings.prefix}templates and r_align_release both set the MetaRM prompt; keep one of them")
-    return ReleaseMetaJudge(build_backend(settings), retry=settings.retry_policy(),
-                            temperature=settings.temperature, max_tokens=settings.max_tokens)  # fmt: skip
+    return ReleaseMetaJudge(build_backend(settings), retry=settings.retry_policy(), temperature=settings.temperature,
+                            max_tokens=settings.max_tokens, max_model_len=settings.max_model_len)  # fmt: skip
 
 
 class ReleaseMetaJudge:
     """The MetaRM asked with the authors' prompt and parsed with their rule (`meta_verdict`).
 
     Answers `ReleaseMetaRequest` with True (consistent), False, or a `JudgeFailure` (a server that
-    kept failing, or an answer without both tags; the latter is not asked again).
+    kept failing, or an answer without both tags; the latter is not asked again). Its prompt is fitted
+    to the server's window as the GenRM's is (`judging.prompt_budget.WindowFitting`): the shown texts
+    are cut to an equal share, and a window that leaves the answer fewer than
+    `MIN_GENRM_ANSWER_TOKENS` fails the request as `too_long`, unsent.
     """
 
-    def __init__(self, backend, *, retry: RetryPolicy | None = None, temperature: float = 0.4, max_tokens: int = 16384):
+    def __init__(
+        self,
+        backend,
+        *,
+        retry: RetryPolicy | None = None,
+        temperature: float = 0.4,
+        max_tokens: int = 16384,
+        max_model_len: int | None = None,
+    ):
         self.backend = backend
         self.retry = retry or RetryPolicy()
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.ledger = JudgeLedger()
+        self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len)
 
     def describe(self) -> str:
         model = getattr(self.backend, "model", None) or type(self.backend).__name__
@@ -312,11 +341,26 @@ class ReleaseMetaJudge:
     async def judge(self, request: ReleaseMetaRequest) -> bool | JudgeFailure:
         if not isinstance(request, ReleaseMetaRequest):
             raise TypeError(f"ReleaseMetaJudge answers ReleaseMetaRequest only, got {type(request).__name__}")
-        return await answer_once(
-            self.backend, list(request.messages), meta_verdict, retry=self.retry, ledger=self.ledger,
-            request_kind="meta", what=f"MetaRM request (pair {request.query_id!r})",
-            temperature=self.temperature, max_tokens=self.max_tokens,
-        )  # fmt: skip
+        what = f"MetaRM request (pair {request.query_id!r})"
+
+        def render_with_limit(limit: int | None) -> Rendered:
+            cut = TextCut(limit)
+            messages = request.messages_with(cut) if request.messages_with else list(request.messages)
+            return cut.rendered(messages)
+
+        async def ask(backend, fitted):
+            return await answer_once(
+                backend, fitted.rendered.messages, meta_verdict, retry=self.retry, ledger=self.ledger,
+                request_kind="meta", what=what, temperature=self.temperature, max_tokens=fitted.max_tokens,
+            )  # fmt: skip
+
+        try:
+            return await self.fitting.send(
+                render_with_limit, ask, reserve=min(self.max_tokens, MIN_GENRM_ANSWER_TOKENS),
+                max_tokens=self.max_tokens, what=what, fix="serve the MetaRM with a longer --max-model-len",
+            )  # fmt: skip
+        except JudgeError as exc:
+            return exc.as_failure()
 
 
 __all__ = [
