@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.anchor_buffer import SOURCES
+from ..rewards.rank_buffer import STATE_FORMAT
 from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
 from . import report_files
-
-_RANK_BUFFER_FORMAT = "trl_rankreward.rank_buffer/1"
 
 
 @dataclass
@@ -82,9 +81,9 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
             "the rank_buffer reward only (other methods build no buffers)"
         ) from None
     fmt = state.get("format") if isinstance(state, dict) else None
-    if fmt != _RANK_BUFFER_FORMAT:
+    if fmt != STATE_FORMAT:
         raise ValueError(
-            f"{file} is not a RankBuffer state: expected format {_RANK_BUFFER_FORMAT!r}, got {fmt!r} "
+            f"{file} is not a RankBuffer state: expected format {STATE_FORMAT!r}, got {fmt!r} "
             "(buffer-report only reads checkpoints of runs with the rank_buffer reward)"
         )
     if "buffers_stored" in state:  # the structures are in the checkpoint's anchors/ folder
