@@ -241,6 +241,19 @@ def test_methods_that_cannot_be_built_are_skipped_with_a_note(monkeypatch):
     assert "k0" in run_method(_tiny(), BenchMethod("bad", "rank_buffer", {"k0": 1}))  # option refused
 
 
+def test_the_bench_seed_reaches_the_reward_method(monkeypatch):
+    # The method's own random choices (tournament brackets, coarse_only orders) follow the run's seed.
+    from trl_rankreward.evaluation import reward_bench
+    from trl_rankreward.rewards.registry import make_reward_method
+
+    built = []
+    monkeypatch.setattr(
+        reward_bench, "make_reward_method", lambda *a, **kw: built.append(make_reward_method(*a, **kw)) or built[-1]
+    )
+    run_method(_tiny(seed=5, epochs=1), _method("tournament"))
+    assert built[0].seed == 5
+
+
 # ---- rationale-first costing, paper lengths, presets, parsed-token columns, docs sections ------------
 
 

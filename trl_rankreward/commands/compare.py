@@ -5,8 +5,7 @@
 
 A RUN is a training output directory or checkpoint folder (its newest trainer_state.json), a
 trainer_state.json, or a W&B run directory or `.wandb` file (offline runs too; needs wandb).
-Prints a markdown table (reward std, judge calls and tokens per step over the run and after its
-first epoch, total judge tokens, neutral groups, final buffer size, step time) and writes compare.md, compare.csv and
+Prints the summary table (`evaluation.compare.COLUMNS`) and writes compare.md, compare.csv and
 compare.png (the curves side by side) to `--output_dir`. Runs that logged the judge win rate
 (`eval/win_rate`) get a second table and win_rate.png: the win rate at equal training judge
 token budgets and the tokens each needed to reach `--win_rate_targets`; without it the command
@@ -66,7 +65,6 @@ def run(args: CompareArguments) -> int:
 
     runs = run_history.load_runs(args.runs, args.labels)
     rows = [compare.summarize(r) for r in runs]
-    table = compare.markdown_table(rows)
     curves = [win_rate_compare.win_rate_curve(r) for r in runs]
     evaluated = any(curves)
     if evaluated:
@@ -74,7 +72,7 @@ def run(args: CompareArguments) -> int:
         quality = win_rate_compare.win_rate_table(runs, budgets, args.win_rate_targets)
     else:
         quality = win_rate_compare.NO_EVALUATION
-    table = f"{table}\n\n{quality}"
+    table = f"{compare.markdown_table(rows)}\n\n{quality}"
     print(table)
     print()
     for run, row in zip(runs, rows):

@@ -150,7 +150,7 @@ class RewardBenchConfig:
         ),
     )
     tokenizer: str | None = field(default=None, metadata=_help("tokenizer.json for token counts (default: MiniLM)."))
-    seed: int = field(default=0, metadata=_help("Seeds the simulation, the judge and the latencies."))
+    seed: int = field(default=0, metadata=_help("Seeds the simulation, the judge, the latencies and the methods."))
     preset: str | None = field(
         default=None,
         metadata=_help(

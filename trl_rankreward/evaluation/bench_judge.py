@@ -12,10 +12,6 @@ with the real templates (`judging.rendering`) and costed in the ledger. On top, 
 - copies its ledger entry (prompt and completion tokens, parsed), so the benchmark's sums
   are the ledger's by construction.
 
-Pointwise scores are rounded to integers by default: an LLM judge asked for a 0-10 score
-writes an integer, which is where pointwise rewards' clustered advantages come from
-(RankBuffer Sec. 4.2, Figure 1); the simulated judge itself returns a real number.
-
 `RationaleBenchJudge` also costs the rationale a rationale-first judge writes before its
 pairwise verdict (`rationale_answer`), for `bench --pairwise_rationale`.
 """
@@ -53,7 +49,8 @@ class CallRecord:
 
 class BenchJudge(SimulatedJudge):
     """`SimulatedJudge` (its arguments) with per-call records (module docstring); `tokenizer`, a `LineTokenizer`,
-    counts every prompt and completion, and `integer_scores` is on by default: LLM judges answer integers."""
+    counts every prompt and completion, and `integer_scores` is on by default: an LLM judge asked for a 0-10
+    score writes an integer, which is where pointwise rewards' tied advantages come from (RankBuffer Sec. 4.2)."""
 
     def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores: bool = True, **kwargs):
         # Build the templates once: rendering with `templates=None` validates the defaults on every call.

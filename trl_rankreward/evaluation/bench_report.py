@@ -143,21 +143,16 @@ def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def per_call_table(rows: Sequence[dict[str, Any]]) -> str:
     """Calls per group and tokens per call, ours and Table 8's (divided by its 4,000 groups)."""
-    lines = [
-        "| method | paper row | calls/group (ours) | calls/group (paper) | tokens/call (ours) | tokens/call (paper) |",
-        "|---|---|---|---|---|---|",
-    ]
+    header = "method|paper row|calls/group (ours)|calls/group (paper)|tokens/call (ours)|tokens/call (paper)".split("|")
+    cells = []
     for row in rows:
         name = row.get("paper")
-        if not name or name not in PAPER_TABLE8:
-            continue
-        tokens, calls = PAPER_TABLE8[name]
-        ours_per_call = row["parsed_tokens_per_group"] / row["calls_per_group"] if row["calls_per_group"] else 0.0
-        lines.append(
-            f"| {row['method']} | {name} | {row['calls_per_group']:.2f} | {calls / PAPER_GROUPS:.2f} | "
-            f"{ours_per_call:,.0f} | {tokens / calls:,.0f} |"
-        )
-    return "\n".join(lines)
+        if name in PAPER_TABLE8:
+            tokens, calls = PAPER_TABLE8[name]
+            ours_per_call = row["parsed_tokens_per_group"] / row["calls_per_group"] if row["calls_per_group"] else 0.0
+            per_group = f"{row['calls_per_group']:.2f}", f"{calls / PAPER_GROUPS:.2f}"
+            cells.append([row["method"], name, *per_group, f"{ours_per_call:,.0f}", f"{tokens / calls:,.0f}"])
+    return report_files.markdown_table(header, cells)
 
 
 def docs_section(
@@ -236,12 +231,9 @@ def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
         f"{cheapest['parsed_tokens_per_group'] / best['parsed_tokens_per_group']:.2f} of the best row's)."
     )
     out.extend(_against_all_pairs(rows))
-    separated = [r["method"] for r in rows if r["advantage_levels"] >= 0.999 * max(x["advantage_levels"] for x in rows)]
-    out.append(
-        f"Most distinct advantage levels ({max(r['advantage_levels'] for r in rows):.2f} per group): "
-        + ", ".join(separated)
-        + "."
-    )
+    most = max(r["advantage_levels"] for r in rows)
+    separated = [r["method"] for r in rows if r["advantage_levels"] >= 0.999 * most]
+    out.append(f"Most distinct advantage levels ({most:.2f} per group): " + ", ".join(separated) + ".")
     buffered = [r for r in rows if r.get("buffer_size") is not None]
     if buffered:
         out.append(

@@ -21,13 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.anchor_buffer import SOURCES
+from ..rewards.rank_buffer import STATE_FORMAT
 from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
 from . import report_files
-
-#: the file a trainer checkpoint stores the reward method's `state_dict()` in
-STATE_FILE = METHOD_STATE_NAME
-_RANK_BUFFER_FORMAT = "trl_rankreward.rank_buffer/1"
 
 
 @dataclass
@@ -66,10 +63,10 @@ class BufferReport:
 def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
     """The RankBuffer state of a checkpoint directory (or of a `reward_method_state.json` file)."""
     path = os.fspath(path)
-    file = os.path.join(path, STATE_FILE) if os.path.isdir(path) else path
+    file = os.path.join(path, METHOD_STATE_NAME) if os.path.isdir(path) else path
     if not os.path.isfile(file):
         raise FileNotFoundError(
-            f"No RankBuffer state at {file}; expected a trainer checkpoint directory holding {STATE_FILE} "
+            f"No RankBuffer state at {file}; expected a trainer checkpoint directory holding {METHOD_STATE_NAME} "
             "(saved by RankBufferGRPOTrainer) or the path of that file"
         )
     try:
@@ -77,25 +74,22 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
     except CheckpointStateError as exc:
         if exc.reason != "method":
             raise
+        with open(file, encoding="utf-8") as f:
+            saved = json.load(f).get("method")
         raise ValueError(
-            f"{file} holds the state of a {_saved_method(file)!r} run; buffer-report reads checkpoints of runs with "
+            f"{file} holds the state of a {saved!r} run; buffer-report reads checkpoints of runs with "
             "the rank_buffer reward only (other methods build no buffers)"
         ) from None
     fmt = state.get("format") if isinstance(state, dict) else None
-    if fmt != _RANK_BUFFER_FORMAT:
+    if fmt != STATE_FORMAT:
         raise ValueError(
-            f"{file} is not a RankBuffer state: expected format {_RANK_BUFFER_FORMAT!r}, got {fmt!r} "
+            f"{file} is not a RankBuffer state: expected format {STATE_FORMAT!r}, got {fmt!r} "
             "(buffer-report only reads checkpoints of runs with the rank_buffer reward)"
         )
     if "buffers_stored" in state:  # the structures are in the checkpoint's anchors/ folder
         rows = checkpoint_buffer_rows(os.path.dirname(file))
         state = {**state, "buffers": {qid: json.loads(row) for qid, row in rows}}
     return state
-
-
-def _saved_method(file: str) -> str | None:
-    with open(file, encoding="utf-8") as f:
-        return json.load(f).get("method")
 
 
 def normalized_position(index: int, size: int) -> float:

@@ -1,15 +1,11 @@
 """Compare training runs side by side: learning signal, judge cost, neutral groups, buffer size.
 
-Runs are read by `run_history` (a training output directory, a checkpoint or a W&B run).
-Per run (`summarize`): steps, final and mean `reward_std` (TRL 1.16 logs the standard
-deviation of the step's whole reward column; for methods whose rewards have the same mean in
-every group, the rank methods, that is the within-group spread GRPO learns from; otherwise it
-is an upper bound on it, as it adds the spread between queries), judge calls and prompt + completion tokens per step,
-over the whole run and after the first epoch (RankBuffer's first epoch starts its buffers, with one
-listwise call per group under bootstrap and against K0 anchors only otherwise, so the run's mean
-understates what a longer run pays per step), total judge calls and
-tokens, neutral groups in all, the final `buffer/size_mean` (RankBuffer) and the wall time
-(`RunHistory.wall_time_s`; `train_runtime` beside it, in the CSV).
+Runs are read by `run_history` (a training output directory, a checkpoint or a W&B run);
+`summarize` gives one row per run (`COLUMNS`; `COLUMN_NOTE` says what "per step" and "after epoch 1"
+mean; `train_runtime` is in the CSV beside the step time). `reward_std` is TRL 1.16's standard
+deviation of the step's whole reward column: for methods whose rewards have the same mean in every
+group (the rank methods), the within-group spread GRPO learns from; otherwise an upper bound on it,
+as it adds the spread between queries.
 
     from trl_rankreward.evaluation.compare import markdown_table, summarize
     from trl_rankreward.evaluation.run_history import load_run
@@ -66,41 +62,29 @@ def _last(run: RunHistory, name: str) -> float | None:
 
 def summarize(run: RunHistory) -> dict[str, Any]:
     """The table row of one run (None where the run did not log the metric)."""
-    tokens = run.per_step_sum(PROMPT, COMPLETION)
     totals = [_last(run, f"{PROMPT}_total"), _last(run, f"{COMPLETION}_total")]
-    if any(t is not None for t in totals):
-        tokens_total = sum(t or 0.0 for t in totals)
-    else:
-        tokens_total = sum(v * n for v, n in tokens) if tokens else None
-    calls = run.weighted(CALLS)
+    tokens_total = (
+        sum(t or 0.0 for t in totals) if any(t is not None for t in totals) else run.total(PROMPT, COMPLETION)
+    )
     calls_total = _last(run, f"{CALLS}_total")
-    if calls_total is None and calls:
-        calls_total = sum(v * n for v, n in calls)
-    neutral = run.weighted(NEUTRAL)
     return {
         "run": run.label,
         "steps": run.last_step,
-        "steps_after_epoch_1": sum(n for _, n in run.per_step_sum(CALLS, PROMPT, after_first_epoch=True)),
+        "steps_after_epoch_1": sum(n for _, n in run.weighted(CALLS, PROMPT, after_first_epoch=True)),
         "reward_std_final": _last(run, REWARD_STD),
         "reward_std_mean": _weighted_mean(run.weighted(REWARD_STD)),
-        "judge_calls_per_step": _weighted_mean(calls),
+        "judge_calls_per_step": _weighted_mean(run.weighted(CALLS)),
         "judge_calls_per_step_after_epoch_1": _weighted_mean(run.weighted(CALLS, after_first_epoch=True)),
-        "judge_calls_total": calls_total,
-        "judge_tokens_per_step": _weighted_mean(tokens),
-        "judge_tokens_per_step_after_epoch_1": _weighted_mean(
-            run.per_step_sum(PROMPT, COMPLETION, after_first_epoch=True)
-        ),
+        "judge_calls_total": run.total(CALLS) if calls_total is None else calls_total,
+        "judge_tokens_per_step": _weighted_mean(run.weighted(PROMPT, COMPLETION)),
+        "judge_tokens_per_step_after_epoch_1": _weighted_mean(run.weighted(PROMPT, COMPLETION, after_first_epoch=True)),
         "judge_tokens_total": tokens_total,
-        "neutral_groups_total": sum(v * n for v, n in neutral) if neutral else None,
+        "neutral_groups_total": run.total(NEUTRAL),
         "buffer_size_final": _last(run, BUFFER_SIZE),
         "wall_time_s": run.wall_time_s,
         "train_runtime_s": run.train_runtime_s,
         "source": run.source,
     }
-
-
-def _logged(run: RunHistory, *names: str) -> list[dict[str, float]]:
-    return [e for e in run.entries if any(n in e for n in names)]
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -120,14 +104,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
 #: (title, y label, function run -> (steps, values)) of each panel, left to right, top to bottom
 PANELS = (
     ("Reward std (learning signal)", "reward_std", lambda r: r.series(REWARD_STD)),
-    (
-        "Judge tokens per step",
-        "prompt + completion tokens",
-        lambda r: (
-            [int(e["step"]) for e in _logged(r, PROMPT, COMPLETION)],
-            [e.get(PROMPT, 0.0) + e.get(COMPLETION, 0.0) for e in _logged(r, PROMPT, COMPLETION)],
-        ),
-    ),  # fmt: skip
+    ("Judge tokens per step", "prompt + completion tokens", lambda r: r.series(PROMPT, COMPLETION)),
     ("Judge calls per step", "judge/calls", lambda r: r.series(CALLS)),
     ("Judge tokens, cumulative", "tokens", lambda r: r.cumulative(PROMPT, COMPLETION)),
     ("Neutral groups, cumulative", "groups", lambda r: r.cumulative(NEUTRAL)),

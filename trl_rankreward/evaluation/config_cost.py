@@ -9,15 +9,10 @@ the three options of `ConfigCostArguments`), for the config's reward method with
   micro-steps). The process count is not in the config (`accelerate launch --num_processes`):
   `--num_processes`;
 - **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable
-  here (a local file or folder, or a Hub dataset in the local cache), else the simulation's
-  (about 60-token queries, 3 to 5 rubrics, seven 300-token references); completions of
-  `max_completion_length` judge tokens each (every completion assumed to reach it: an upper
-  bound, and with thinking the judge sees only the answer) or `--completion_tokens`;
-- **verdicts**: a simulated judge with the benchmark's defaults. Calls and rounds follow the
-  method's rules on those verdicts (RankBuffer's listwise calls depend on how rollouts fall
-  among the anchors, so they are an estimate); tokens are the method's real prompts, rendered
-  with the default templates, counted with the benchmark's tokenizer (MiniLM's; a judge's own
-  tokenizer counts differently), plus the judge's JSON answers.
+  here (a local file or folder, or a Hub dataset in the local cache), else the simulation's;
+  completions of `max_completion_length` judge tokens each (an upper bound) or `--completion_tokens`;
+- **verdicts**: a simulated judge with the benchmark's defaults (`ESTIMATE_NOTE` says what that
+  makes exact and what an estimate).
 
 The first epoch and the steps after it are reported apart: RankBuffer's first epoch starts
 its buffers (ranking against the K0 reference anchors, or one listwise call per group under
@@ -102,11 +97,8 @@ def run_shape(
 ) -> tuple[RunShape, str]:
     """The run's shape from the config's values (`defaults` where unset), and one line saying how."""
     get = _with_defaults(values, defaults)
-    g, per_device, accumulation = (
-        get("num_generations"),
-        get("per_device_train_batch_size"),
-        get("gradient_accumulation_steps"),
-    )
+    g, per_device = get("num_generations"), get("per_device_train_batch_size")
+    accumulation = get("gradient_accumulation_steps")
     per_generation, iterations = get("steps_per_generation") or accumulation, get("num_iterations")
     batch = get("generation_batch_size") or per_device * num_processes * per_generation
     if batch % g:
@@ -118,7 +110,6 @@ def run_shape(
     counts = step_counts(per_device_batch=per_device, processes=num_processes, gradient_accumulation=accumulation,
                          num_generations=g, num_iterations=iterations, dataset_queries=dataset_size)  # fmt: skip
     shape = RunShape(g, batch // g, counts.queries / (batch // g), None, float(get("num_train_epochs")))
-    batches = shape.batches_per_step
     if counts.steps_per_epoch is not None:
         steps_per_epoch = counts.steps_per_epoch
         if get("max_steps") and get("max_steps") > 0:
@@ -126,11 +117,10 @@ def run_shape(
         else:
             steps, epochs = math.ceil(steps_per_epoch * shape.epochs), shape.epochs
         shape = dataclasses.replace(shape, steps=steps, epochs=epochs)
-    completions = shape.queries_per_step * g
     how = (
         f"{per_device} completions per device x {num_processes} process(es) (assumed; --num_processes sets it) x "
-        f"{accumulation} accumulation step(s) / {iterations} iteration(s) = {completions:g} completions = "
-        f"{shape.queries_per_step:g} queries x G={g} judged per step, in {batches:g} scoring call(s) of "
+        f"{accumulation} accumulation step(s) / {iterations} iteration(s) = {shape.queries_per_step * g:g} completions = "
+        f"{shape.queries_per_step:g} queries x G={g} judged per step, in {shape.batches_per_step:g} scoring call(s) of "
         f"{shape.queries_per_batch} groups"
     )
     if dataset_size:
@@ -304,24 +294,24 @@ _TABLE_HEADER = (
 )
 
 
+def _per_step(part: MethodResult, shape: RunShape) -> tuple[float, float]:
+    """Parsed judge calls and judge tokens per optimizer step of `part`'s groups."""
+    calls = part.parsed / part.groups * shape.queries_per_step
+    return calls, (part.prompt_tokens + part.completion_tokens) / part.groups * shape.queries_per_step
+
+
 def _method_rows(method: BenchMethod, result: MethodResult, shape: RunShape) -> list[str]:
-    """Per step and per epoch, for the first epoch, the epochs after it, and the whole run."""
-    epochs = result.epochs
-    parts = [("first epoch", epochs[:1]), ("after epoch 1", epochs[1:])]
+    """Per step and per epoch, for the first epoch and the epochs after it."""
     rows = []
     steps_per_epoch = _steps_per_epoch(result, shape)
-    for label, part in parts:
+    options = ", ".join(f"{k}={v!r}" for k, v in method.kwargs.items() if k != "anchor_store")
+    name = f"{method.label} ({options})" if options else method.label
+    for label, part in (("first epoch", result.epochs[:1]), ("after epoch 1", result.epochs[1:])):
         if not part:
             continue
         sums = sum_results(part)
-        per_group_calls, per_group_tokens = (
-            sums.parsed / sums.groups,
-            (sums.prompt_tokens + sums.completion_tokens) / sums.groups,
-        )
-        calls, tokens = per_group_calls * shape.queries_per_step, per_group_tokens * shape.queries_per_step
+        calls, tokens = _per_step(sums, shape)
         rounds = sums.rounds / sums.steps * shape.batches_per_step
-        options = ", ".join(f"{k}={v!r}" for k, v in method.kwargs.items() if k != "anchor_store")
-        name = f"{method.label} ({options})" if options else method.label
         rows.append(
             f"| {name} | {label} | {calls:,.1f} | {tokens:,.0f} | {rounds:.1f} | {calls * steps_per_epoch:,.0f} "
             f"| {tokens * steps_per_epoch:,.0f} |"
@@ -341,6 +331,6 @@ def _run_total(method: BenchMethod, result: MethodResult, shape: RunShape) -> st
     first_steps = min(shape.steps, _steps_per_epoch(result, shape))
     calls = tokens = 0.0
     for part, steps in ((first, first_steps), (later, shape.steps - first_steps)):
-        calls += part.parsed / part.groups * shape.queries_per_step * steps
-        tokens += (part.prompt_tokens + part.completion_tokens) / part.groups * shape.queries_per_step * steps
+        part_calls, part_tokens = _per_step(part, shape)
+        calls, tokens = calls + part_calls * steps, tokens + part_tokens * steps
     return f"{method.label}, whole run ({shape.steps} steps): {calls:,.0f} judge calls, {tokens:,.0f} judge tokens"

@@ -115,15 +115,15 @@ class GenRMCounts:
         }
 
 
-def metrics_by_source(records: Iterable[tuple[str, str]], *, overall: str = "all") -> dict[str, GenRMCounts]:
-    """Counts per source (dataset) from `(source, status)` pairs, plus `overall` for all of them."""
+def metrics_by_source(records: Iterable[tuple[str, str]]) -> dict[str, GenRMCounts]:
+    """Counts per source (dataset) from `(source, status)` pairs, plus "all" for all of them."""
     by_source: dict[str, list[str]] = {}
     everything: list[str] = []
     for source, status in records:
         by_source.setdefault(str(source), []).append(status)
         everything.append(status)
     out = {name: GenRMCounts.from_statuses(statuses) for name, statuses in sorted(by_source.items())}
-    out[overall] = GenRMCounts.from_statuses(everything)
+    out["all"] = GenRMCounts.from_statuses(everything)
     return out
 
 

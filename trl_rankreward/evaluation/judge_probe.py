@@ -24,9 +24,7 @@ probe groups themselves, which flatters the method, since the buffer then holds 
 ranks) and is measured on the pass after. Warm-up calls count in the probe's cost, not the
 method's per-group cost.
 
-The format reward is left out (`lambda_fmt=0`), and so is GenRM's length penalty
-(`NON_JUDGE_TERMS`): the probe measures the judge's part of the reward. RankBuffer's anchors stay in
-memory (`PROBE_STATE`): a probe never writes a training run's anchor file.
+The probe measures the judge's part of the reward only and never writes a run's files (`method_options`).
 Judge failures are what they are in training: a failed group is neutral (zero rewards, counted),
 failed calls are counted by kind. The probe's own cost is bounded by `budget_tokens`: the first
 judging of every method runs while budget is left; later ones only when their measured cost still
@@ -284,8 +282,7 @@ async def probe_judge_async(
     )  # fmt: skip
 
 
-def probe_judge(judge, groups: Sequence[Group], *, methods: Sequence[str] | None = None, repeats: int = 2,
-                **kwargs) -> ProbeReport:  # fmt: skip
+def probe_judge(judge, groups: Sequence[Group], **kwargs) -> ProbeReport:
     """Probe which reward method gives signal with `judge` on `groups` (module docstring); a `ProbeReport`.
 
     Args:
@@ -302,7 +299,7 @@ def probe_judge(judge, groups: Sequence[Group], *, methods: Sequence[str] | None
         seed, answer_format, length_fn: as a training run gives them (`RunContext`).
         progress: called `(done, planned, label)` after each judging.
     """
-    return asyncio.run(probe_judge_async(judge, groups, methods=methods, repeats=repeats, **kwargs))
+    return asyncio.run(probe_judge_async(judge, groups, **kwargs))
 
 
 def _row(plan: _Plan, groups, answer_format, swap: SwapTest, per_step, warmup_groups) -> ProbeRow:

@@ -92,7 +92,7 @@ class OracleJudge(QualityJudge):
         self.rounds += bool(held)
         return len(held)
 
-    async def run_in_rounds(self, coro, *, settle_ticks: int = 50):
+    async def run_in_rounds(self, coro):
         """Await `coro`, releasing held calls only once nothing else can run; returns its result.
 
         Each release is one sequential judge round, so afterwards `rounds` is the number of
@@ -102,7 +102,7 @@ class OracleJudge(QualityJudge):
             raise ValueError("run_in_rounds needs OracleJudge(..., gated=True)")
         task = asyncio.ensure_future(coro)
         while not task.done():
-            for _ in range(settle_ticks):
+            for _ in range(50):  # event-loop turns for the other tasks before each release
                 await asyncio.sleep(0)
                 if task.done():
                     break

@@ -10,18 +10,16 @@ and costs it in its ledger with a real tokenizer. Per method, per group:
   prompt tokens a prefix-caching server would not recompute (`prompt_cache`);
 - sequential judge rounds per step (exact, on the virtual clock) and reward wall time per
   step under `latency.LatencyModel`;
-- fidelity of the rewards to the latent truth: Kendall tau-b, top-1 agreement (1/|T| when
-  the truly best rollout is among the |T| tied best-rewarded ones), and the number of
-  distinct advantage levels (distinct rewards) of the group.
+- fidelity of the rewards to the latent truth: Kendall tau-b, top-1 agreement and distinct
+  advantage levels (`group_fidelity`).
 
 Tokens are summed twice: over all attempts, and over parsed calls only (as RankBuffer's
-Table 8 counts them). With `pairwise_rationale`, pairwise requests are rendered with the
-rationale-first template and each parsed pairwise answer is costed as the text a judge
-would write: a rationale of ~`rationale_tokens` tokens, then the verdict (`bench_judge.rationale_answer`,
-parsed back by `judging.parsing` in the tests). `query_tokens` / `rubric_tokens` lengthen the
-simulated queries and rubrics; `--preset paper_table8` sets the lengths estimated from the
-RankBuffer paper (docs/benchmarks.md says how). The settings are `bench_config`'s, the process
-pool `bench_pool`'s, the tables `bench_report`'s.
+Table 8 counts them). With `pairwise_rationale`, each parsed pairwise answer is costed as a
+rationale of ~`rationale_tokens` tokens and the verdict (`bench_judge.RationaleBenchJudge`).
+`query_tokens` / `rubric_tokens` lengthen the simulated queries and rubrics (`lengthen_query`);
+`--preset paper_table8` sets the lengths estimated from the RankBuffer paper (docs/benchmarks.md
+says how). The settings are `bench_config`'s, the process pool `bench_pool`'s, the tables
+`bench_report`'s.
 
     from trl_rankreward.evaluation.bench_config import RewardBenchConfig
     from trl_rankreward.evaluation.reward_bench import run_benchmark
@@ -164,20 +162,11 @@ def run_method(
         sim.quality,
         tokenizer=tokenizer,
         templates=JudgeTemplates(pairwise_rationale=config.pairwise_rationale),
-        rationale_tokens=config.rationale_tokens,
-        integer_scores=config.integer_scores,
         rubric_quality=sim.rubric_quality,
-        noise=config.noise,
-        position_bias=config.position_bias,
-        display_shuffle=config.display_shuffle,
-        length_bias=config.length_bias,
-        fail_rate=config.fail_rate,
-        seed=config.seed,
-        text_noise=config.text_noise,
-        listwise_noise_growth=config.listwise_noise_growth,
+        **{name: getattr(config, name) for name in _JUDGE_FIELDS},
     )
     try:
-        reward = make_reward_method(method.registry, judge, **method.kwargs)
+        reward = make_reward_method(method.registry, judge, seed=config.seed, **method.kwargs)
     except (ImportError, TypeError, ValueError) as exc:
         return str(exc)
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -194,18 +183,8 @@ def _setting(config: RewardBenchConfig, given_queries=None) -> tuple[SimulatedRu
     key = tuple(getattr(config, name) for name in _SETTING_FIELDS)
     if given_queries is None and key in _SETTINGS:
         return _SETTINGS[key]
-    sim = SimulatedRun(
-        queries=config.queries if given_queries is None else 0,
-        group_size=config.group_size,
-        response_tokens=config.response_tokens,
-        reference_tokens=config.reference_tokens,
-        improvement=config.improvement,
-        spread=config.spread,
-        rubric_spread=config.rubric_spread,
-        seed=config.seed,
-        rubrics_per_query=config.rubrics_per_query,
-        references_per_query=config.references_per_query,
-    )
+    queries = config.queries if given_queries is None else 0
+    sim = SimulatedRun(queries=queries, **{name: getattr(config, name) for name in _RUN_FIELDS})
     tokenizer = LineTokenizer(config.tokenizer)
     if given_queries is not None:
         for q in given_queries:
@@ -221,11 +200,17 @@ def _setting(config: RewardBenchConfig, given_queries=None) -> tuple[SimulatedRu
     return sim, tokenizer
 
 
-#: the fields of `RewardBenchConfig` the simulated run and tokenizer depend on (the key of `_SETTINGS`)
-_SETTING_FIELDS = (
-    "queries", "group_size", "response_tokens", "reference_tokens", "improvement", "spread", "rubric_spread",
-    "seed", "tokenizer", "query_tokens", "rubric_tokens", "rubrics_per_query", "references_per_query",
-)  # fmt: skip
+#: the fields of `RewardBenchConfig` passed by name to the `SimulatedRun` and to the judge
+_RUN_FIELDS = tuple(
+    "group_size response_tokens reference_tokens improvement spread rubric_spread seed rubrics_per_query "
+    "references_per_query".split()
+)
+_JUDGE_FIELDS = tuple(
+    "noise position_bias display_shuffle length_bias fail_rate seed text_noise listwise_noise_growth "
+    "integer_scores rationale_tokens".split()
+)
+#: the fields the simulated run and tokenizer depend on (the key of `_SETTINGS`)
+_SETTING_FIELDS = ("queries", *_RUN_FIELDS, "tokenizer", "query_tokens", "rubric_tokens")
 
 
 def lengthen_query(query, query_tokens: int | None, rubric_tokens: int | None, count, seed: int):

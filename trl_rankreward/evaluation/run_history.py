@@ -53,21 +53,22 @@ class RunHistory:
     @property
     def wall_time_s(self) -> float | None:
         """The sum of TRL's `step_time` over the run's steps (module docstring); None when not logged."""
-        pairs = self.weighted("step_time")
+        return self.total("step_time")
+
+    def total(self, *names: str) -> float | None:
+        """The run's sum of the metrics, each entry weighted by the steps it covers; None when none was logged."""
+        pairs = self.weighted(*names)
         return sum(v * n for v, n in pairs) if pairs else None
 
-    def series(self, name: str) -> tuple[list[int], list[float]]:
-        """(steps, values) of the entries that logged `name`."""
-        points = [(e["step"], e[name]) for e in self.entries if name in e]
+    def series(self, *names: str) -> tuple[list[int], list[float]]:
+        """(steps, values) of the entries that logged any of `names`, the value their sum (a missing one is 0)."""
+        points = [(e["step"], sum(e.get(n, 0.0) for n in names)) for e in self.entries if any(n in e for n in names)]
         return [s for s, _ in points], [v for _, v in points]
 
-    def weighted(self, name: str, *, after_first_epoch: bool = False) -> list[tuple[float, int]]:
-        """(value, steps it covers) of each entry that logged `name`: the steps since the previous entry;
-        with `after_first_epoch`, only the entries logged after the first epoch (module docstring)."""
-        return [(entry[name], k) for entry, k in self.covered(name, after_first_epoch=after_first_epoch)]
-
-    def per_step_sum(self, *names: str, after_first_epoch: bool = False) -> list[tuple[float, int]]:
-        """As `weighted`, for the sum of several metrics (an entry that logged any of them; a missing one is 0)."""
+    def weighted(self, *names: str, after_first_epoch: bool = False) -> list[tuple[float, int]]:
+        """(value, steps it covers) of each entry that logged any of `names`: the sum of those metrics (a
+        missing one is 0) and the steps since the previous entry; with `after_first_epoch`, only the entries
+        logged after the first epoch (module docstring)."""
         return [
             (sum(entry.get(n, 0.0) for n in names), k)
             for entry, k in self.covered(*names, after_first_epoch=after_first_epoch)

@@ -62,17 +62,8 @@ class SimQuery:
 class SimulatedRun:
     """Queries, rollout groups and latent qualities of one simulated training run.
 
-    Args:
-        queries: number of simulated queries N (0: only those `add_query` adds).
-        group_size: rollouts per group G.
-        response_tokens: mean length of a rollout in tokens (pseudo-words, about 1.2 tokens each).
-        reference_tokens: mean length of a reference (Nectar) response in tokens.
-        improvement: rise of the rollouts' mean quality per epoch.
-        spread: standard deviation of rollout quality within a group.
-        rubric_spread: standard deviation of a rollout's per-rubric deviations.
-        seed: seeds everything.
-        rubrics_per_query: rubrics of every query (default: 3 to 5, drawn per query).
-        references_per_query: ranked references of every query, 0 to 7 (the best ones of the seven).
+    The arguments are the `bench_config.RewardBenchConfig` fields of the same names (their helps say
+    what each sets; `queries=0`: only the queries `add_query` adds); `seed` seeds everything.
     """
 
     def __init__(
@@ -197,7 +188,7 @@ class SimulatedRun:
 
     def _text(self, rng, ident: str, rubrics: Sequence[Rubric], profile: Sequence[float], tokens: int) -> str:
         """A response of ~`tokens` tokens with latent qualities `profile` (one per rubric)."""
-        words_wanted = tokens / 1.2 * rng.uniform(0.6, 1.4)
+        words_wanted = tokens / 1.2 * rng.uniform(0.6, 1.4)  # a pseudo-word is about 1.2 tokens
         lines, words = [f"Answer {text_id(f'{self.seed}/{ident}')[:8]}:"], 0
         while words < words_wanted:
             line, n = self._lines[rng.randrange(_LINE_POOL)]

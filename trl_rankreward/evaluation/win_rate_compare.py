@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .report_files import cell, pyplot, save_png
+from .report_files import cell, markdown_table, pyplot, save_png
 from .run_history import COMPLETION, PROMPT, RunHistory
 
 WIN_RATE, WIN_LOW, WIN_HIGH = "eval/win_rate", "eval/win_rate_low", "eval/win_rate_high"
@@ -55,12 +55,8 @@ class WinRatePoint:
 
 def training_tokens(run: RunHistory) -> tuple[list[int], list[float]]:
     """Steps and cumulative training judge tokens (prompt + completion) logged at them."""
-    totals = [e for e in run.entries if f"{PROMPT}_total" in e or f"{COMPLETION}_total" in e]
-    if totals:
-        return [int(e["step"]) for e in totals], [
-            e.get(f"{PROMPT}_total", 0.0) + e.get(f"{COMPLETION}_total", 0.0) for e in totals
-        ]
-    return run.cumulative(PROMPT, COMPLETION)
+    steps, totals = run.series(f"{PROMPT}_total", f"{COMPLETION}_total")
+    return ([int(s) for s in steps], totals) if steps else run.cumulative(PROMPT, COMPLETION)
 
 
 def _interpolate(x: float, xs: Sequence[float], ys: Sequence[float]) -> float | None:
@@ -129,7 +125,7 @@ def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets
     overlaps another run's), and a note naming the runs the evaluation cannot tell apart."""
     headers = ["run", "evaluations", "final win rate (95% CI)"]
     headers += [f"win rate @ {b:,.0f} tokens" for b in budgets] + [f"tokens to {t:g}" for t in targets]
-    lines = ["| " + " | ".join(headers) + " |", "|---|" + "---:|" * (len(headers) - 1)]
+    rows = []
     overlaps = overlapping_runs(runs)
     untold = {label for pair in overlaps for label in pair}
     finals = {}
@@ -147,7 +143,8 @@ def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets
         cells = [run.label, str(len(curve)), final]
         cells += [cell(win_rate_at(curve, b), "{:.3f}") for b in budgets]
         cells += ["overlap" if run.label in untold else cell(tokens_to_reach(curve, t), "{:,.0f}") for t in targets]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    lines = [markdown_table(headers, rows, ["---"] + ["---:"] * (len(headers) - 1))]
     for a, b in overlaps:
         lines.append(
             f"\nThe final win-rate intervals of {finals[a]} and {finals[b]} overlap: the evaluation cannot tell "

@@ -10,7 +10,7 @@ quality of a text `t` is
     q(t) = cos(e(t), p)                          in [-1, 1]
 
 so on-topic text close to the best references scores highest and off-topic text near 0.
-Verdicts follow `QualityJudge`'s table with `tie_margin=0.01`, pointwise `10 * clip(q, 0, 1)`,
+Verdicts follow `QualityJudge`'s rules with `tie_margin=0.01`, pointwise `10 * clip(q, 0, 1)`,
 and the same verdict for every rubric (the embedding cannot tell rubrics apart). A
 `MetaJudgeRequest` is judged by `cos(e(rationale), e(golden_rationale)) >= meta_threshold`.
 

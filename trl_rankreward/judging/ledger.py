@@ -15,7 +15,7 @@ long to send at all is a `too_long` failure without a call.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+import operator
 from dataclasses import dataclass, field
 
 
@@ -34,17 +34,17 @@ class LedgerSnapshot:
     context_refusals: int = 0
 
     def __sub__(self, other: LedgerSnapshot) -> LedgerSnapshot:
-        return LedgerSnapshot(
-            **{name: getattr(self, name) - getattr(other, name) for name in _COUNTS},
-            failures=_diff(self.failures, other.failures),
-            parsed_by_kind=_diff(self.parsed_by_kind, other.parsed_by_kind),
-        )
+        return self._combine(other, operator.sub)
 
     def __add__(self, other: LedgerSnapshot) -> LedgerSnapshot:
+        return self._combine(other, operator.add)
+
+    def _combine(self, other: LedgerSnapshot, op) -> LedgerSnapshot:
+        """Counter by counter `op(self, other)`; the by-kind dicts keep only the kinds that are not 0."""
         return LedgerSnapshot(
-            **{name: getattr(self, name) + getattr(other, name) for name in _COUNTS},
-            failures=dict(Counter(self.failures) + Counter(other.failures)),
-            parsed_by_kind=dict(Counter(self.parsed_by_kind) + Counter(other.parsed_by_kind)),
+            **{name: op(getattr(self, name), getattr(other, name)) for name in _COUNTS},
+            failures=_by_kind(self.failures, other.failures, op),
+            parsed_by_kind=_by_kind(self.parsed_by_kind, other.parsed_by_kind, op),
         )
 
     @property
@@ -72,9 +72,9 @@ _COUNTS = ("calls", "parsed", "prompt_tokens", "completion_tokens", "truncated_r
            "context_refusals")  # fmt: skip
 
 
-def _diff(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    keys = set(a) | set(b)
-    return {k: a.get(k, 0) - b.get(k, 0) for k in keys if a.get(k, 0) - b.get(k, 0)}
+def _by_kind(a: dict[str, int], b: dict[str, int], op) -> dict[str, int]:
+    values = {k: op(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)}
+    return {k: v for k, v in values.items() if v}
 
 
 class JudgeLedger:

@@ -4,27 +4,13 @@ The answer is the last valid JSON object in the text after `<think>` blocks are 
 (```json fences and prose around it are tolerated; extra keys are ignored). Anything that
 does not match the request exactly (a position out of range, an order that is not a
 permutation of the shown IDs, a wrong key, a float position) raises `InvalidAnswer`, which
-`LLMJudge` counts and retries. Answer keys per request kind:
-
-| request                       | JSON answer                                              |
-|-------------------------------|----------------------------------------------------------|
-| CoarseRequest                 | `{"position": int 0..K}`                                 |
-| ListwiseRequest               | `{"order": [shown IDs, worst -> best]}`                  |
-| PairwiseRequest               | `{"winner": "A" / "B" / "TIE"}`                          |
-| RubricPairwiseRequest         | explicit: `{"winner": ...}`; implicit: `{"winners": [K]}`|
-| PointwiseRequest              | `{"score": number 0..10}`                                |
-| MetaJudgeRequest              | `{"consistent": true / false}`                           |
-| BufferSelectRequest           | `{"keep_anchor_ids": [...], "add_rollout_ids": [...]}`   |
+`LLMJudge` counts and retries. The JSON each request kind answers is `ANSWER_JSON`.
 
 Rationale-first answers (`JudgeTemplates(pairwise_rationale=True)`, or any template with a
-line `VERDICT` after the last response block): the verdict is the one JSON object after
-the last `VERDICT` heading of the answer (`VERDICT`, `Verdict:`, `**VERDICT**`, `## Verdict`
-at the start of a line), with nothing but a code fence after it. The rationale before it is
-not read, so a fake verdict that a rollout planted and the judge quoted in its rationale
-cannot decide; an answer without a final verdict section (e.g. cut off in the rationale)
-is invalid instead of falling back to an object quoted earlier. The prompt is recognized
-from its template text after the last `</response>`, which rollout text cannot produce
-(`rendering.neutralize`), so a rollout cannot switch the parser's mode either.
+line `VERDICT` after the last response block): only the one JSON object after the last
+`VERDICT` heading counts (`verdict_after_rationale`), so a fake verdict that a rollout planted
+and the judge quoted in its rationale cannot decide, and an answer cut off in the rationale is
+invalid; rollout text cannot switch the parser's mode either (`asks_rationale_first`).
 """
 
 from __future__ import annotations
@@ -45,6 +31,17 @@ from .requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
+
+#: the JSON answer of each request kind, as error messages quote it
+ANSWER_JSON = {
+    CoarseRequest: '{"position": <integer 0..K>}',
+    ListwiseRequest: '{"order": [candidate IDs, worst to best]}',
+    PairwiseRequest: '{"winner": "A" | "B" | "TIE"}',
+    RubricPairwiseRequest: '{"winner": ...} (one rubric) or {"winners": [one per rubric]}',
+    PointwiseRequest: '{"score": <number 0..10>}',
+    MetaJudgeRequest: '{"consistent": true | false} (or <final_verdict>Correct|Incorrect</final_verdict>)',
+    BufferSelectRequest: '{"keep_anchor_ids": [...], "add_rollout_ids": [...]}',
+}
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _THINK_CLOSE = "</think>"
@@ -72,8 +69,18 @@ def strip_think(text: str) -> str:
 
 def last_json_object(text: str) -> dict | None:
     """The last top-level JSON object in `text` that parses, or None."""
-    span = _last_object_span(text, 0)
-    return None if span is None else json.loads(text[span[0] : span[1]])
+    decoder = json.JSONDecoder()
+    found, i = None, text.find("{")
+    while i != -1:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict):
+            found = value
+        i = text.find("{", end)
+    return found
 
 
 def parse_answer(text: str, request, rendered: Rendered) -> Any:
@@ -90,8 +97,8 @@ def parse_answer(text: str, request, rendered: Rendered) -> Any:
         return _VALIDATORS[type(request)](verdict_after_rationale(text, request), request, rendered)
     answer = last_json_object(strip_think(text or ""))
     if answer is None:
-        excerpt = (text or "")[:_EXCERPT]
-        raise InvalidAnswer(f"Judge answer holds no JSON object; expected {_EXPECTED[type(request)]}, got {excerpt!r}")
+        excerpt, expected = (text or "")[:_EXCERPT], ANSWER_JSON[type(request)]
+        raise InvalidAnswer(f"Judge answer holds no JSON object; expected {expected}, got {excerpt!r}")
     return _VALIDATORS[type(request)](answer, request, rendered)
 
 
@@ -114,10 +121,11 @@ def asks_rationale_first(rendered: Rendered) -> bool:
 
 
 def verdict_after_rationale(text: str, request) -> dict:
-    """The JSON verdict after the last `VERDICT` heading of `text`; raises `InvalidAnswer`."""
+    """The JSON verdict after the last `VERDICT` heading of `text` (`VERDICT`, `Verdict:`, `**VERDICT**`,
+    `## Verdict` at a line's start), with nothing but a code fence after it; raises `InvalidAnswer`."""
     body = strip_think(text or "")
     headings = list(_VERDICT_HEADING.finditer(body))
-    expected = f"a rationale, then a VERDICT heading followed by {_EXPECTED[type(request)]}"
+    expected = f"a rationale, then a VERDICT heading followed by {ANSWER_JSON[type(request)]}"
     if not headings:
         raise InvalidAnswer(f"Judge answer has no VERDICT heading; expected {expected}, got {body[-_EXCERPT:]!r}")
     tail = _FENCE.sub("", body[headings[-1].end() :].strip()).strip()
@@ -139,7 +147,7 @@ def verdict_after_rationale(text: str, request) -> dict:
 def _field(answer: dict, key: str, request) -> Any:
     if key not in answer:
         raise InvalidAnswer(
-            f"Judge answer has no {key!r} key (keys: {sorted(answer)}); expected {_EXPECTED[type(request)]}"
+            f"Judge answer has no {key!r} key (keys: {sorted(answer)}); expected {ANSWER_JSON[type(request)]}"
         )
     return answer[key]
 
@@ -263,31 +271,6 @@ _VALIDATORS = {
 }
 
 _FINAL_VERDICT = re.compile(r"<final_verdict>\s*(Correct|Incorrect)\s*</final_verdict>", re.IGNORECASE)
-_EXPECTED = {
-    CoarseRequest: '{"position": <integer 0..K>}',
-    ListwiseRequest: '{"order": [candidate IDs, worst to best]}',
-    PairwiseRequest: '{"winner": "A" | "B" | "TIE"}',
-    RubricPairwiseRequest: '{"winner": ...} (one rubric) or {"winners": [one per rubric]}',
-    PointwiseRequest: '{"score": <number 0..10>}',
-    MetaJudgeRequest: '{"consistent": true | false} (or <final_verdict>Correct|Incorrect</final_verdict>)',
-    BufferSelectRequest: '{"keep_anchor_ids": [...], "add_rollout_ids": [...]}',
-}
-
-
-def _last_object_span(text: str, start: int) -> tuple[int, int] | None:
-    """(start, end) of the last top-level JSON object in `text[start:]` (as `last_json_object`)."""
-    decoder = json.JSONDecoder()
-    found, i = None, text.find("{", start)
-    while i != -1:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(value, dict):
-            found = (i, end)
-        i = text.find("{", end)
-    return found
 
 
 # ---- structured output ----------------------------------------------------------------------

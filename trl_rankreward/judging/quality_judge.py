@@ -1,18 +1,9 @@
 """`QualityJudge`: answers every request type from one quality number per text.
 
 Offline judges (`EmbeddingJudge`, `evaluation.simulated_judge.SimulatedJudge`) differ only in
-how they score a text; the mapping from scores to verdicts lives here, once:
-
-| request                 | verdict from qualities `q`                                          |
-|-------------------------|---------------------------------------------------------------------|
-| `CoarseRequest`         | number of anchors `k` with `q[anchor_k] < q[candidate]` (counted,   |
-|                         | so anchors whose qualities are out of order do not break it)        |
-| `ListwiseRequest`       | indices sorted by `(q, index)`, worst -> best                       |
-| `PairwiseRequest`       | "TIE" if `abs(q_a - q_b) <= tie_margin`, else the higher one        |
-| `RubricPairwiseRequest` | the pairwise rule on the qualities under each judged rubric         |
-| `PointwiseRequest`      | `10 * clip((q - lo) / (hi - lo), 0, 1)` with `(lo, hi) = pointwise_range` |
-| `MetaJudgeRequest`      | `q[rationale] >= meta_threshold`                                    |
-| `BufferSelectRequest`   | `size` items of `anchors + rollouts` evenly spaced in quality order |
+how they score a text; the mapping from scores to verdicts lives here, once (`_verdict`, one
+branch per request kind, with `winner`, `pointwise_score`, `order_by_quality` and
+`evenly_spaced_selection`).
 
 Every call is recorded in `.ledger` with the token cost an LLM judge would have paid:
 prompt tokens of the rendered request (`rendering.render`, with this judge's templates and
@@ -45,7 +36,7 @@ from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
 
 
 class QualityJudge(abc.ABC):
-    """Base of judges that score texts and derive verdicts from the scores (table above).
+    """Base of judges that score texts and derive verdicts from the scores (module docstring).
 
     Subclasses implement `qualities(request, texts, rubric_index=None, *, display=())`: one
     float per text of `texts` (canonical order), higher is better; `rubric_index` names the
@@ -111,7 +102,7 @@ class QualityJudge(abc.ABC):
     async def _verdict(self, request, display: tuple[int, ...]) -> Any:
         if isinstance(request, CoarseRequest):
             *anchors, candidate = await self.qualities(request, (*request.anchors, request.candidate))
-            return sum(1 for q in anchors if q < candidate)
+            return sum(1 for q in anchors if q < candidate)  # counted: anchors out of quality order do not break it
         if isinstance(request, ListwiseRequest):
             return order_by_quality(await self.qualities(request, request.candidates, display=display))
         if isinstance(request, PairwiseRequest):

@@ -113,9 +113,8 @@ class TextCut:
         self.shown.append(text)
         if self.limit is None or len(text) <= self.limit:
             return text
-        lost = len(text) - self.limit
         self.texts += 1
-        self.chars += lost
+        self.chars += len(text) - self.limit
         return f"{text[: self.limit]} {CUT_MARK}"
 
     def all(self, texts: Sequence[str]) -> list[str]:
@@ -167,19 +166,14 @@ def weighted_rubrics(rubrics: Sequence[Rubric]) -> str:
 
 def display_order(request, n: int, seed: int) -> list[int]:
     """A seeded permutation of `range(n)` for `request` (see module docstring)."""
-    texts = _texts(request)
+    texts = request.candidates if isinstance(request, ListwiseRequest) else (request.a, request.b)
+    ids = tuple(map(text_id, texts))
     rng = seeded_rng(
-        seed, request.query_id, request.step, request_kind(request), getattr(request, "rubric_index", None), texts
+        seed, request.query_id, request.step, request_kind(request), getattr(request, "rubric_index", None), ids
     )
     order = list(range(n))
     rng.shuffle(order)
     return order
-
-
-def _texts(request) -> tuple[str, ...]:
-    if isinstance(request, ListwiseRequest):
-        return tuple(text_id(t) for t in request.candidates)
-    return (text_id(request.a), text_id(request.b))
 
 
 def _common(request) -> dict[str, str]:

@@ -4,18 +4,7 @@ Every request holds texts in *canonical* order. A judge that shows them to a mod
 chooses the display order itself (deterministically, from `query_id`, `step` and the
 texts) and maps the answer back, so callers never see display positions.
 
-Verdicts, in canonical terms:
-
-| request                 | verdict                                                     |
-|-------------------------|-------------------------------------------------------------|
-| `CoarseRequest`         | `int` insertion position in `0..len(anchors)`               |
-| `ListwiseRequest`       | `list[int]`, candidate indices worst -> best                |
-| `PairwiseRequest`       | `"A"`, `"B"` or `"TIE"` (A is `request.a`)                  |
-| `RubricPairwiseRequest` | `list` of `"A"/"B"/"TIE"`, one per judged rubric            |
-| `PointwiseRequest`      | `float` in `[0, 10]`                                        |
-| `MetaJudgeRequest`      | `bool`, rationale consistent with the golden rationale      |
-| `BufferSelectRequest`   | `list[int]`, chosen pool indices (see the request)          |
-
+Verdicts are in canonical terms too (A is `request.a`); each request's docstring says its verdict.
 A judge that cannot answer raises `JudgeError` or returns a `JudgeFailure`; callers use
 `judging.protocol.ask` to receive both as a `JudgeFailure` value.
 """

@@ -1,30 +1,17 @@
 """Prompt templates of the LLM judge; the defaults are the papers' prompts.
 
-Verbatim defaults (line breaks as printed in the papers; MatrixReward's HTML collapses
-line breaks, so its prompts are split into lines at sentence and field boundaries):
-
-| field                      | source                                                       |
-|----------------------------|--------------------------------------------------------------|
-| `coarse`                   | RankBuffer Appendix B.1 (coarse ranking, insertion position) |
-| `listwise`                 | RankBuffer Appendix B.2 (fine ranking / bootstrap listwise)  |
-| `coarse_order_only`        | RankBuffer Appendix H (order-only control, no anchor text)   |
-| `buffer_select`            | RankBuffer Appendix G (LLM buffer manager, core instruction) |
-| `rubric_pairwise_explicit` | MatrixReward Appendix A.2 (one rubric per call)              |
-| `rubric_pairwise_implicit` | MatrixReward Appendix A.3 (all rubrics in one call)          |
-
-Written in the same style for the requests the papers use without printing a prompt:
+Verbatim, line breaks as printed: `coarse`, `listwise`, `coarse_order_only` and `buffer_select`
+(RankBuffer) and `rubric_pairwise_explicit` / `_implicit` (MatrixReward, whose HTML collapses line
+breaks: its prompts are split into lines at sentence and field boundaries); each field's help names
+the appendix. Written in the same style for the requests the papers use without printing a prompt:
 `pairwise` (holistic A/B/TIE, RRC-SCR / Pairwise Rank baselines), `pointwise` and
-`pointwise_rubric` (0-10 score; GRPO/DAPO and GDPO baselines), and `meta` (R-Align
-MetaRM, Sec. 3.2: key discriminators -> rationale coverage -> binary verdict).
+`pointwise_rubric` (0-10 score; GRPO/DAPO and GDPO baselines), and `meta` (R-Align MetaRM,
+Sec. 3.2: key discriminators -> rationale coverage -> binary verdict).
 
-Rationale-first pairwise judging (`pairwise_rationale=True`, off by default): the pairwise
-baselines (RRC-SCR, RRC-AGR, Pairwise Rank, Tournament-GRPO, ArenaRL) all send
-`PairwiseRequest`s; with the switch on they are rendered with `PAIRWISE_RATIONALE`, which
-asks for a short comparison under a `RATIONALE` heading and then the JSON verdict under a
-`VERDICT` heading, as generative judges answer (RRC and the RankBuffer paper's pairwise
-judges write a rationale before their verdict). `judging.parsing` recognizes such a prompt
-by the `VERDICT` line after the last response block and then reads only the verdict after
-the last `VERDICT` heading of the answer.
+`pairwise_rationale=True` renders every `PairwiseRequest` of the pairwise baselines (RRC-SCR,
+RRC-AGR, Pairwise Rank, Tournament-GRPO, ArenaRL) with `PAIRWISE_RATIONALE`: a short comparison
+under a `RATIONALE` heading, then the JSON verdict under `VERDICT`, as generative judges answer;
+`judging.parsing` reads only that verdict.
 
 Placeholders are `{NAME}` (the papers' own names, so RankBuffer's are upper case and
 MatrixReward's lower case); `{K-1}` is K minus one. Every other brace is literal text,

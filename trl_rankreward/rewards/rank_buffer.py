@@ -77,7 +77,8 @@ INITS = ("auto", "references", "bootstrap")
 VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
 MANAGERS = ("llm", "llm_lookahead")
 ANCHOR_STORES = ("sqlite", "memory")
-_STATE_FORMAT = "trl_rankreward.rank_buffer/1"
+#: the `format` of a saved RankBuffer state (checkpoints; `buffer-report` reads it)
+STATE_FORMAT = "trl_rankreward.rank_buffer/1"
 
 
 @dataclass
@@ -379,7 +380,7 @@ class RankBufferReward(GroupRewardMethod):
         SQLite store the structures are in the store (flushed now) and the state holds their totals only.
         Built with the garbage collector paused (`_gc.paused_gc`): linear time at 10^5 queries."""
         with paused_gc():
-            return {"format": _STATE_FORMAT, "config": self._config(), **self.buffers.state()}
+            return {"format": STATE_FORMAT, "config": self._config(), **self.buffers.state()}
 
     def export_buffers(self) -> dict[str, dict[str, Any]]:
         """Every query's buffer structure (`AnchorBuffer.to_state()`), e.g. to compare two runs."""
@@ -407,9 +408,9 @@ class RankBufferReward(GroupRewardMethod):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore `state_dict()` output exactly; checks the config and that every key's text exists."""
-        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"Not a RankBufferReward state: expected format {_STATE_FORMAT!r}, got {got!r}")
+            raise ValueError(f"Not a RankBufferReward state: expected format {STATE_FORMAT!r}, got {got!r}")
         differ = {k: (v, state["config"].get(k)) for k, v in self._config().items() if state["config"].get(k) != v}
         if differ:
             raise ValueError(

@@ -1,13 +1,9 @@
 """Fakes and tiny offline models for tests and examples: nothing here downloads anything.
 
-`build_tiny_model` (from `trl_rankreward.tiny`) writes a random-weight chat model with a trained tokenizer;
-`serve_transformers` serves a model with `transformers serve`; `serve_scripted_judge` serves
-predictable verdicts over HTTP, `serve_judge_replica` the same with a vLLM replica's capacity,
-context window and tokenizer, and `FaultProxy` breaks chosen requests on their way to a
-server, to test the judge client's failure handling. `serve_chat_script` answers what a test
-scripts per request and logs every request; `write_fake_release` lays out a folder like the
-R-Align authors' repository, with prompts of our own. The simulated judges (`SimulatedJudge`,
-`OracleJudge`, `KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
+Each export's docstring says what it stands in for: a tiny chat model, a `transformers serve`
+server, judge servers with scripted verdicts or a vLLM replica's limits, a proxy that breaks
+chosen requests, a scripted chat server with a request log, a fake R-Align release. The simulated
+judges (`SimulatedJudge`, `OracleJudge`, `KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
 """
 
 from .._lazy import lazy_exports

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .scripted_judge import JSONHandler, LoopbackServer
+from .scripted_judge import JSONHandler, LoopbackServer, chat_completion, openai_error
 
 ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key out
 
@@ -43,8 +43,6 @@ def messages_key(messages) -> str:
 
 
 class ChatScriptServer(LoopbackServer):
-    daemon_threads = True
-
     def __init__(self, answer: Callable[[list[dict]], Reply], models: tuple[str, ...]):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.answer, self.models = answer, models
@@ -70,17 +68,12 @@ class ChatScriptServer(LoopbackServer):
             self._seen[key] += 1
             failing = self._seen[key] <= reply.fail_first
         if failing:
-            return 500, {"error": {"message": "scripted server error", "type": "server_error", "code": 500}}
+            return 500, openai_error("scripted server error", "server_error", 500)
         message: dict = {"role": "assistant", "content": reply.content}
         if reply.reasoning is not ABSENT:
             message["reasoning_content"] = reply.reasoning
-        words = len(messages_key(messages).split())
-        return 200, {
-            "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": words, "completion_tokens": len((reply.content or "").split()),
-                      "total_tokens": words},
-        }  # fmt: skip
+        words, answered = len(messages_key(messages).split()), len((reply.content or "").split())
+        return 200, chat_completion(message, body.get("model", ""), words, answered, "chatcmpl-scripted")
 
 
 class _Handler(JSONHandler):

@@ -45,7 +45,7 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
 
-from .scripted_judge import LoopbackServer
+from .scripted_judge import LoopbackServer, openai_error
 
 # Parameters (and defaults) each fault kind accepts.
 FAULTS: dict[str, dict[str, float]] = {
@@ -302,4 +302,4 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _error_body(message: str, kind: str) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}).encode("utf-8")
+    return json.dumps(openai_error(message, kind)).encode("utf-8")

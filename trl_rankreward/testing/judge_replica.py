@@ -36,7 +36,6 @@ import json
 import re
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 from .scripted_judge import (
@@ -44,8 +43,10 @@ from .scripted_judge import (
     LoopbackServer,
     TextQualityJudge,
     answer_for_prompt,
+    chat_completion,
     distinct_words,
     message_content,
+    openai_error,
 )
 
 _TOKEN = re.compile(r"\w{1,4}|[^\w\s]")
@@ -91,10 +92,6 @@ class JudgeReplica(str):
 
     def start(self) -> None:
         self._control.start()
-
-    @property
-    def up(self) -> bool:
-        return not self._control.down.is_set()
 
 
 class _Control:
@@ -204,11 +201,8 @@ class _ReplicaHandler(JSONHandler):
         finally:
             self.control.free.release()
         self.control.count("answered")
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(_TOKEN.findall(content))}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        self._send(200, {"id": "chatcmpl-replica", "object": "chat.completion", "created": int(time.time()),
-                         "model": url.model, "choices": [choice], "usage": usage})  # fmt: skip
+        reply, answer_tokens = {"role": "assistant", "content": content}, len(_TOKEN.findall(content))
+        self._send(200, chat_completion(reply, url.model, prompt_tokens, answer_tokens, "chatcmpl-replica"))
 
     def _wait_for_answer(self) -> bool:
         """Take a slot and spend the latency in it; False (slot given back) if the replica dies meanwhile."""
@@ -222,7 +216,7 @@ class _ReplicaHandler(JSONHandler):
         return True
 
     def _error(self, status: int, message: str, code: int | str | None = None) -> None:
-        self._send(status, {"error": {"message": message, "type": "BadRequestError", "param": None, "code": code}})
+        self._send(status, openai_error(message, "BadRequestError", code))
 
 
 def main() -> None:

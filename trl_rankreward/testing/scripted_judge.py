@@ -252,6 +252,21 @@ class JSONHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def chat_completion(message: dict, model: str, prompt_tokens: int, completion_tokens: int, ident: str) -> dict:
+    """An OpenAI chat completion body with the one choice `message` and its `usage`."""
+    return {
+        "id": ident, "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }  # fmt: skip
+
+
+def openai_error(message: str, kind: str, code: int | str | None = None) -> dict:
+    """An OpenAI error body, as the `openai` client reads it."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
 class _Handler(JSONHandler):
     """The scripted judge's routes."""
 
@@ -289,17 +304,11 @@ class _Handler(JSONHandler):
                     content = answer_for_prompt(prompt, self.server.verdicts)
             except ValueError as exc:
                 return self._error(400, f"scripted judge: {exc}", "invalid_request_error")
-        prompt_tokens, completion_tokens = len(prompt.split()), len(content.split())
-        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        self._send(200, {
-            "id": f"chatcmpl-scripted-{number}", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [choice],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
-        })  # fmt: skip
+        reply, ident = {"role": "assistant", "content": content}, f"chatcmpl-scripted-{number}"
+        self._send(200, chat_completion(reply, model, len(prompt.split()), len(content.split()), ident))
 
     def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
-        self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
+        self._send(status, openai_error(message, kind, code))
 
 
 def message_content(message: dict) -> str:

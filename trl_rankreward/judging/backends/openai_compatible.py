@@ -1,18 +1,15 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
 OpenAI-compatible server, through `openai.AsyncOpenAI`.
 
-One client per base URL (a *replica*); `replica_pool.ReplicaPool` routes each request (least in
-flight, bounded per replica and in all; a replica that refused a connection or timed out rests
-while another is live, so retries go to a live server). Each request has a deadline of
+One client per base URL (a *replica*); `replica_pool.ReplicaPool` routes each request (a replica
+that refused a connection or timed out rests, so retries go to a live one). Each request has a deadline of
 `timeout_s` for the whole answer, counted from when it leaves the queue (a server that trickles
 bytes cannot hold it longer: httpx's own timeout bounds each read, not the request). `complete`
 makes one HTTP request: failures come out as `BackendError` (with the server's `Retry-After`),
 and the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
 whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
 "malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
-
-For fitting prompts to the window (`judging.prompt_budget`) it offers `context_window()` and
-`count_prompt_tokens(messages)` (vLLM's `/v1/models` and `POST /tokenize`).
+`context_window()` and `count_prompt_tokens(messages)` serve `judging.prompt_budget`.
 
 Clients and the per-loop parts of the pool belong to an event loop, and trainers call
 `asyncio.run` once per step, so they are created lazily for each running loop.
@@ -228,8 +225,8 @@ def list_models(base_url: str, api_key: str, *, timeout_s: float = 5.0) -> list[
     return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
 
-def check_listed_model(base_url: str, entries: list[dict], model: str | None) -> list[str]:
-    """The ids of `entries`; `BackendError` if `model` (unless None) is not among them."""
+def check_listed_model(base_url: str, entries: list[dict], model: str | None) -> None:
+    """`BackendError` if `model` (unless None) is not among the ids of `entries`."""
     ids = [m.get("id") for m in entries]
     if model is not None and model not in ids:
         raise BackendError(
@@ -239,7 +236,6 @@ def check_listed_model(base_url: str, entries: list[dict], model: str | None) ->
             kind="http",
             status=404,
         )
-    return ids
 
 
 def _listed_max_model_len(entries: list[dict], model: str) -> int | None:

@@ -104,26 +104,23 @@ class TransformersBackend:
         loop = asyncio.get_running_loop()
         await asyncio.sleep(0)  # let the other coroutines of a gather() enqueue first
         try:
-            await self._drain_batches(queue, loop)
+            while queue.pending:
+                first = queue.pending[0]
+                settings = (first.temperature, first.max_tokens)
+                batch = [p for p in queue.pending if (p.temperature, p.max_tokens) == settings][: self.max_batch_size]
+                queue.pending = [p for p in queue.pending if p not in batch]
+                try:
+                    results = await loop.run_in_executor(self._executor, self._generate, batch)
+                except Exception as exc:  # hand the error to every waiting caller
+                    for p in batch:
+                        if not p.future.done():
+                            p.future.set_exception(exc)
+                    continue
+                for p, result in zip(batch, results, strict=True):
+                    if not p.future.done():
+                        p.future.set_result(result)
         finally:
             queue.worker = None  # a finished task would keep its loop (the weak key) alive
-
-    async def _drain_batches(self, queue: _LoopQueue, loop: asyncio.AbstractEventLoop) -> None:
-        while queue.pending:
-            first = queue.pending[0]
-            batch = [p for p in queue.pending if (p.temperature, p.max_tokens) == (first.temperature, first.max_tokens)]
-            batch = batch[: self.max_batch_size]
-            queue.pending = [p for p in queue.pending if p not in batch]
-            try:
-                results = await loop.run_in_executor(self._executor, self._generate, batch)
-            except Exception as exc:  # hand the error to every waiting caller
-                for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(exc)
-                continue
-            for p, result in zip(batch, results, strict=True):
-                if not p.future.done():
-                    p.future.set_result(result)
 
     def _generate(self, batch: list[_Pending]) -> list[Completion]:
         import torch
