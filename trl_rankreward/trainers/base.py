@@ -1,17 +1,12 @@
 """`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once.
 
 - **Sampler**: TRL's, reseeded per epoch, so a resumed run sees the data in the same order (`sampling`).
-- **Checkpoint folder**: `_checkpoint_folder()` names this step's `checkpoint-N`; a
-  subclass writes its own files there in `_save_state` and reads them back in `_load_state`.
-- **Resume**: `train(resume_from_checkpoint=True)` resumes from the newest complete checkpoint,
-  one holding every file in `checkpoint_files` (`checkpoints.latest_complete_checkpoint`), for
-  every trainer; a checkpoint a crash left half-written is skipped.
+- **Checkpoints and resume**: a subclass writes its own files into each `checkpoint-N` (`_save_state`,
+  `_load_state`); `train(resume_from_checkpoint=True)` skips a checkpoint a crash left half-written.
 - **Tied weights**: resuming a model whose `lm_head` is tied to its embeddings (Qwen3's small
   models) does not warn that `lm_head.weight` is missing: a tied key is saved once.
-- **Critic**: with `advantage_estimator="gae"` (the config's `trainers.ppo.CriticConfig` fields)
-  a `PPOCritic` replaces TRL's group advantages by per-token GAE advantages, trains after the
-  policy on every micro-batch and travels in every checkpoint (`ppo_critic`). With "group"
-  nothing of it runs.
+- **Critic**: with `advantage_estimator="gae"` (`critic_config.CriticConfig`) a `PPOCritic` replaces
+  TRL's group advantages by per-token GAE advantages (`ppo_critic`); with "group" none of it runs.
 
 Subclasses produce their reward columns in `_reward_columns` (by default TRL's reward functions)
 instead of overriding `_calculate_rewards`, so the critic always sees the rewards.

@@ -15,9 +15,8 @@ text), optional `query_id` (a string or an integer; without it the id is a hash 
 text), optional `rubrics` (a list of `{"text", "weight"}` mappings or plain strings, as
 `Rubric.coerce` reads them) and optional `references` (response strings, best first).
 
-`check_training_dataset` takes a `datasets.Dataset` or a list of row mappings and reads each
-column once (linear time; 10^5 rows in about a second). An `IterableDataset` gets the
-column checks only, since checking its rows would mean streaming all of it.
+`check_training_dataset` reads each column once (linear time; 10^5 rows in about a second). An
+`IterableDataset` gets the column checks only, since checking its rows would mean streaming all of it.
 """
 
 from __future__ import annotations

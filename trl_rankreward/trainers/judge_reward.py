@@ -18,10 +18,6 @@ process gathers at the same point either way, so results are identical with
 `overlap_judging` on or off. The step logs how long it waited (`judge/wait_seconds`) and how
 long the log-prob passes gave the judge before that (`judge/overlap_window_seconds`).
 
-Failures. Before TRL loads the model, the dataset is checked (`dataset_checks`) and the judge
-servers too (`judging.server_settings.build_judge`). A judge that keeps failing trips the circuit breaker
-(`circuit_breaker`): a checkpoint is saved and `train()` raises `JudgeFailureError`.
-
 Epochs. Reward methods with state (RankBuffer's maintenance, Algorithm 2) count epochs as
 passes over the training queries. TRL's dataloader visits every query once per trainer
 epoch (each query G times in a row, reused `num_iterations` times), and `state.epoch` is
@@ -99,7 +95,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             )
         extra = kwargs.pop("reward_funcs", None) or []
         extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
-        # Fail fast, before TRL loads any model: bad data, then a judge that is down or misnamed.
+        # Fail fast, before TRL loads any model: bad data (`dataset_checks`), then a judge that is down or
+        # misnamed (`judging.server_settings.build_judge`).
         name = reward_method.name if reward_method is not None else args.reward_method
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process

@@ -9,17 +9,12 @@ shown in a seeded A/B order; the reward is R-Align's rationale-aware table
 and the MetaRM follow their release (`rewards.ralign_release`), so the GenRM is trained on the
 prompt `eval-genrm --r_align_release` evaluates it with.
 
-Algorithm: the paper optimizes with PPO (Sec. 5, App. D). TRL removed `PPOTrainer` and
-value-head models, so this trainer's base (`trainers.base`) adds a learned critic to TRL's GRPO
-machinery (`trainers.ppo`): `advantage_estimator="gae"` (the default here, as the paper) trains a
-value model beside the GenRM and uses per-token GAE advantages; `"group"` is GRPO's group-mean
-baseline (no critic).
+Algorithm: the paper optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` (a
+learned critic, `trainers.ppo`) is the default here; `"group"` is GRPO's group-mean baseline.
 
 The reward is per sample (no group coupling), so a plain TRL async reward function is the
 whole hook: partial groups across processes are fine, and each process meta-judges its own
-samples concurrently. Logged per step (means over processes): `ralign/label_acc`,
-`ralign/spurious_rate` (S-Corr of the step), `ralign/meta_calls`, `ralign/meta_failures`,
-`ralign/format_invalid`.
+samples concurrently. Logged per step (means over processes): `step_metrics`'s `ralign/*`.
 
 Example (one GPU; see examples/train_ralign_genrm.py):
     accelerate launch examples/train_ralign_genrm.py --config examples/configs/ralign_qwen3_8b.yaml
