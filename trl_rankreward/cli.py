@@ -134,10 +134,8 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
     namespace = parser.parse_args(argv)
     leaf, prefix = parser, []
     if getattr(namespace, "subcommand", None):
-        leaf = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[
-            namespace.subcommand
-        ]
-        prefix = [namespace.subcommand]
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        leaf, prefix = subparsers.choices[namespace.subcommand], [namespace.subcommand]
     return leaf, prefix + to_dataclasses(leaf, namespace, leaf.dataclass_types)
 
 

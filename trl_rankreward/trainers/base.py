@@ -63,17 +63,14 @@ class GRPOTrainerBase(GRPOTrainer):
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
         self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
         self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
-        self._ppo = self._build_critic() if args.advantage_estimator == "gae" else None
+        self._ppo: PPOCritic | None = None
+        if args.advantage_estimator == "gae":  # the critic gets what it needs of this trainer; it writes nothing back
+            self._ppo = PPOCritic(args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
+                                  reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
+                                  ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
+            self.add_callback(self._ppo.step_callback())
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
-
-    def _build_critic(self) -> PPOCritic:
-        """The PPO critic, with what it needs of this trainer passed in (it writes nothing back)."""
-        critic = PPOCritic(self.args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
-                           reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
-                           ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
-        self.add_callback(critic.step_callback())
-        return critic
 
     def _record(self, metrics: dict[str, float]) -> None:
         """Metrics of this step (the critic's), averaged by TRL at the next log."""

@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tqdm.auto import tqdm
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 #: (label, key) of optional numbers shown after the judge usage, when the step logged them
@@ -113,17 +114,10 @@ class CompactProgressCallback(ProgressCallback):
         self.format_bonus = format_bonus
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or not logs:
-            return
-        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus)
-        if line is None:
-            return
-        if self.training_bar is not None:
-            self.training_bar.write(line)
-        else:  # evaluation outside training: no bar to write beside
-            from tqdm.auto import tqdm
-
-            tqdm.write(line)
+        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus) if logs else None
+        if state.is_world_process_zero and line is not None:
+            bar = self.training_bar if self.training_bar is not None else tqdm  # no bar: evaluation outside training
+            bar.write(line)
 
 
 class CompactPrinterCallback(TrainerCallback):
@@ -133,10 +127,9 @@ class CompactPrinterCallback(TrainerCallback):
         self.format_bonus = format_bonus
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.is_local_process_zero and logs:
-            line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus)
-            if line is not None:
-                print(line, flush=True)
+        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus) if logs else None
+        if state.is_local_process_zero and line is not None:
+            print(line, flush=True)
 
 
 def use_compact_console_log(trainer) -> bool:

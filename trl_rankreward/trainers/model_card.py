@@ -80,7 +80,8 @@ def training_section(
     lines.append(f"- **Base model:** {base_model_text(base_model)}")
     lines.append(f"- **Dataset:** {dataset or 'not recorded'}")
     lines.append(f"- **Judge:** {judge}")
-    lines.append(f"- **Judge cost:** {cost_summary(usage)}")
+    cost = [f"{_number(value)} {key}" for key, value in usage.items() if "calls" in key or "tokens" in key]
+    lines.append(f"- **Judge cost:** {', '.join(cost[:4]) or 'none recorded'}")
     if evaluation:
         lines.append(f"- **Evaluation:** {evaluation}")
     lines += ["", "### Settings", "", "| setting | value |", "|---|---|"]
@@ -102,12 +103,6 @@ def base_model_text(name: str | None) -> str:
     if re.fullmatch(r"[\w.-]+/[\w.-]+", name):
         return f"[{name}](https://huggingface.co/{name})"
     return f"`{name}`"
-
-
-def cost_summary(usage: Mapping[str, float]) -> str:
-    """The calls and tokens of `usage` on one line."""
-    parts = [f"{_number(value)} {key}" for key, value in usage.items() if "calls" in key or "tokens" in key]
-    return ", ".join(parts[:4]) or "none recorded"
 
 
 def describe_judge(judge) -> str:

@@ -83,8 +83,9 @@ class PPOCritic:
         self.reference = ref_model
         if args.kl_in_reward_coef and ref_model is None and not self._is_peft():
             self.reference = self._build_reference()
+        source = args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
         logger.warning(
-            f"trl-rankreward: PPO with a critic ({self._source()}), gamma={args.gamma}, lam={args.lam}, "
+            f"trl-rankreward: PPO with a critic ({source}), gamma={args.gamma}, lam={args.lam}, "
             f"kl_in_reward_coef={args.kl_in_reward_coef}, beta={args.beta}"
         )
 
@@ -93,9 +94,6 @@ class PPOCritic:
     def step_callback(self) -> TrainerCallback:
         """The callback that steps the critic's optimizer right after the policy's (the trainer adds it)."""
         return _CriticStep(self)
-
-    def _source(self) -> str:
-        return self.args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
 
     def _policy(self):
         return self.accelerator.unwrap_model(self.policy)

@@ -144,8 +144,7 @@ class GroupRewardFunction:
 
 
 class GroupRewardCallback(TrainerCallback):
-    """`fn.callback`: checks the trainer's G, saves and restores the method's state with every checkpoint,
-    adds the judge totals to the logs, and stops the run when the circuit breaker trips."""
+    """`fn.callback` (module docstring); it also checks the trainer's G against the function's."""
 
     def __init__(self, reward_func: GroupRewardFunction):
         self.reward_func = reward_func
