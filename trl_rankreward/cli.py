@@ -20,10 +20,8 @@ training scripts) is the table in docs/cli.md. A command module defines
 A field with `metadata={"positional": True}` is a positional argument. Command modules
 import heavy modules only inside `arguments()` and `run`, so `trl-rankreward --help` stays fast.
 
-Errors (`trl_rankreward.user_errors`, the same for the example scripts): a bad flag or option
-value prints one line `trl-rankreward <cmd>: error: <message>` and exits 2; a library error
-while running (`ValueError`, `OSError`, `BackendError`, ...) one line and exits 1;
-`--traceback` (or `TRL_RANKREWARD_TRACEBACK=1`) shows the full traceback.
+Errors are one line and an exit status, as `trl_rankreward.user_errors` says (the same for the
+example scripts); `--traceback` (or `TRL_RANKREWARD_TRACEBACK=1`) shows the full traceback.
 """
 
 from __future__ import annotations

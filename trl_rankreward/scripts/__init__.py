@@ -23,8 +23,7 @@ What every script then does, in order:
   checks its prompts against `max_prompt_length` or the model's context (`data`);
 - trains, then saves the model, its tokenizer, `trainer_state.json` and a model card (README.md)
   to `output_dir`, and pushes them with `--push_to_hub` (`train`);
-- prints a library error as one line and exits 1; `--traceback` (or TRL_RANKREWARD_TRACEBACK=1)
-  shows the full traceback (`trl_rankreward.user_errors`, shared with the `trl-rankreward` CLI);
+- prints a library error as one line and exits 1, as the CLI does (`trl_rankreward.user_errors`);
 - after a success, ends the process group of a distributed launch (`entry`).
 """
 

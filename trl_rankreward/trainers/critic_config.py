@@ -1,9 +1,9 @@
 """`CriticConfig`: the PPO-with-critic fields every config of the package has (every trainer can run
 PPO, `trainers.ppo`), and `critic_post_init`, the critic's checks around TRL's `GRPOConfig.__post_init__`.
 
-gamma and lam default to 1.0, as in verl and OpenRLHF. The critic has an optimizer of its own (the run's
-Adam betas, epsilon and weight decay) and no value-loss weight: Adam's update does not change when its
-loss is scaled, so `critic_learning_rate` is the knob (9e-6, as OpenRLHF's PPO examples).
+The critic has an optimizer of its own (the run's Adam betas, epsilon and weight decay) and no value-loss
+weight: Adam's update does not change when its loss is scaled, so `critic_learning_rate` is the knob (9e-6,
+as OpenRLHF's PPO examples).
 """
 
 from __future__ import annotations

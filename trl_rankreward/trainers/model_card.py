@@ -3,9 +3,8 @@
 TRL's card (`create_model_card`) knows the trainer and the base model only. A reader of a
 pushed checkpoint also needs the reward method and its settings, which judge scored the
 rollouts (its model and templates; server URLs are left out, they are private), what the
-judging cost, what state the method built (RankBuffer's buffers), and whom to cite.
-`training_section` renders that from plain values; `compose_card` puts it first in the card,
-in place of TRL's generic text.
+judging cost, what state the method built (RankBuffer's buffers), and whom to cite:
+`training_section`, which `compose_card` puts first in the card.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from .critic_config import (
 from .grouping import completion_text
 from .judge_eval import evaluation_summary
 from .judge_eval_config import JudgeEvalConfig, check_judge_eval
+from .judge_usage import combined_snapshot
 from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
@@ -213,11 +214,9 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
     def _card_section(self, dataset: str | None) -> str:
         """How the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""
         args, judge = self.args, self.ralign.meta_judge
-        ledger = getattr(judge, "ledger", None)
-        usage = {"MetaRM calls": ledger.calls if ledger else 0,
-                 "MetaRM prompt tokens": ledger.prompt_tokens if ledger else 0,
-                 "MetaRM completion tokens": ledger.completion_tokens if ledger else 0,
-                 "training steps": self.state.global_step}  # fmt: skip
+        used = combined_snapshot([judge])  # zeros for a hook without a ledger
+        usage = {"MetaRM calls": used.calls, "MetaRM prompt tokens": used.prompt_tokens,
+                 "MetaRM completion tokens": used.completion_tokens, "training steps": self.state.global_step}  # fmt: skip
         return training_section(
             method="ralign",
             algorithm=training_algorithm(args),
