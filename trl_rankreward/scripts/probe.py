@@ -1,11 +1,7 @@
-"""What `trl-rankreward probe-judge` needs from a training config: its parsed settings, rollouts, a switch hint.
-
-- `parse_training_config(path)`: the YAML an example script trains, parsed by that script's parser
-  (the trainer config whose fields cover the file's keys), so every default is the training's;
-- `sample_groups(...)`: a few queries of the config's dataset, each with G rollouts of the starting
-  policy under the config's sampling settings (transformers `generate`; CPU is fine for small
-  policies), cut into `rewards.Group`s as the trainer cuts them (`trainers.grouping`);
-- `switch_hint(...)`: how to make the config train another method.
+"""What `trl-rankreward probe-judge` needs from a training config: its settings parsed as training parses
+them (`parse_training_config`), G rollouts of its starting policy for a few queries, cut into groups as the
+trainer cuts them (`sample_groups`; transformers `generate`, CPU is fine for small policies), and how to make
+the config train another method (`switch_hint`).
 """
 
 from __future__ import annotations

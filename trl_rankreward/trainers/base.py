@@ -86,8 +86,7 @@ class GRPOTrainerBase(GRPOTrainer):
     # ---- rewards and advantages -------------------------------------------------------------------
 
     def _reward_columns(self, inputs, prompts, completions, completion_ids_list) -> torch.Tensor:
-        """The gathered (B_total, n_reward_funcs) rewards of this batch: TRL's reward functions.
-        Subclasses with their own reward override this, not `_calculate_rewards`."""
+        """The gathered (B_total, n_reward_funcs) rewards of this batch: TRL's reward functions."""
         return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):

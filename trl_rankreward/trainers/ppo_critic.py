@@ -62,8 +62,7 @@ class PPOCritic:
             `kl_in_reward_coef` needs one (PEFT: the policy with its adapter off).
         temperature: the sampling temperature the reference's log-probs are computed at.
 
-    `model` is the critic (`ValueModel`, wrapped by DDP or DeepSpeed when launched so), `engine`
-    the way it is trained (`critic_engine`); `step_callback()` steps its optimizer with the policy's.
+    `model` is the critic (`ValueModel`, wrapped as launched), `engine` the way it is trained (`critic_engine`).
     """
 
     def __init__(self, args, accelerator, policy, *, deepspeed: bool, reward_weights: torch.Tensor, logps,
