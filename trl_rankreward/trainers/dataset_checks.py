@@ -40,7 +40,6 @@ _RUBRICS_SHAPE = 'a list of {"text": ..., "weight": ...}'
 _REFERENCES_SHAPE = "a list of response strings, best first"
 _BATCH_ROWS = 10_000
 _SHOW_CHARS = 40
-_MAX_EXAMPLES = 5
 
 _FIXES = {
     "empty": "rows: check the split, filters and data files; training needs at least one row.",
@@ -84,18 +83,19 @@ def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -
         )
 
 
-def check_training_dataset(dataset: Any, needs: DataNeeds | None = None) -> None:
+def check_training_dataset(dataset: Any, needs: DataNeeds | None = None, *, max_examples: int = 5) -> None:
     """Raise one `DatasetError` describing every unusable row of `dataset`; return None when it is fine.
 
     Args:
         dataset: a `datasets.Dataset`, a list of row mappings, or an `IterableDataset` (columns only).
         needs: what the reward method needs from each row (its options' `data_needs()`): rubrics,
             at least `needs.references` references; None: nothing beyond well-formed rows.
-
-    The message lists the first `_MAX_EXAMPLES` offending rows and counts all of them.
+        max_examples: how many offending rows the message lists (all of them are counted).
     """
     needs = needs or DataNeeds()
-    report = _Report()
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+        raise ValueError(f"max_examples must be a positive integer, got {max_examples!r}")
+    report = _Report(max_examples)
     columns = _column_names(dataset)  # also rejects what is not a dataset
     if _has_rows(dataset) and len(dataset) == 0:
         report.add_dataset("The dataset has no rows.", "empty")
@@ -325,8 +325,9 @@ def _duplicate_problem(
 
 @dataclass
 class _Report:
-    """Problems found so far: counted all, the first `_MAX_EXAMPLES` rows kept for the message."""
+    """Problems found so far: counted all, the first `max_examples` rows kept for the message."""
 
+    max_examples: int
     dataset_lines: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
     bad_rows: int = 0
@@ -342,7 +343,7 @@ class _Report:
         self.bad_rows += 1
         for kind, _ in found:
             self.fixes.setdefault(kind, _FIXES[kind])
-        if len(self.examples) < _MAX_EXAMPLES:
+        if len(self.examples) < self.max_examples:
             where = f"row {index}" + (f" (query_id {_show(query_id)})" if query_id is not None else "")
             self.examples.append(f"{where}: " + "; also ".join(message for _, message in found))
 

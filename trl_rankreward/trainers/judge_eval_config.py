@@ -1,5 +1,4 @@
-"""`JudgeEvalConfig`: the fields of the judge win rate during training (`judge_eval.JudgeWinRateCallback`),
-a mixin of TRL configs, and `check_judge_eval`, their checks."""
+"""`JudgeEvalConfig`, the fields of the judge win rate during training (`judge_eval`), and their checks."""
 
 from __future__ import annotations
 

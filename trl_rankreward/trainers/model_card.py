@@ -70,9 +70,8 @@ def training_section(
     method_state: Mapping[str, float],
     evaluation: str | None = None,
 ) -> str:
-    """Markdown: how the model was trained, what we know first (method and algorithm, base model, data,
-    judge, judge cost, the judge win rate when it was evaluated), then the settings, the cost in full and
-    the method's state."""
+    """Markdown: how the model was trained, the headline first (method, algorithm, base model, data, judge,
+    its cost, the win rate if evaluated), then the settings, the cost in full and the method's state."""
     lines = ["## How this model was trained", ""]
     lines.append(f"- **Reward method:** `{method}`")
     lines.append(f"- **Training:** {algorithm}, with trl-rankreward on TRL")
