@@ -55,6 +55,16 @@ def test_embedded_judge(config_values, tmp_path, capsys):
     assert report["switch"] in out
 
 
+def test_per_step_cost_counts_each_rollout_batch_once(config_values, tmp_path):
+    """A batch trained on num_iterations times is judged once: 16 rollouts / (G=8 x 2 iterations) = 1 group
+    per optimizer step, as `bench --config` and the start-up block count it."""
+    config = _write(tmp_path, {**config_values, "num_iterations": 2, "output_dir": str(tmp_path / "out")})
+    assert _probe(config) == 0
+    report = json.loads((tmp_path / "out" / "judge_probe.json").read_text())
+    for row in report["rows"]:
+        assert row["tokens_per_step"] == pytest.approx(row["tokens_per_group"])
+
+
 def test_served_judge(config_values, tmp_path, capsys):
     with serve_scripted_judge() as url:
         config = _write(tmp_path, {**config_values, "judge_base_urls": [str(url)], "judge_model": url.model})

@@ -20,10 +20,8 @@ training scripts) is the table in docs/cli.md. A command module defines
 A field with `metadata={"positional": True}` is a positional argument. Command modules
 import heavy modules only inside `arguments()` and `run`, so `trl-rankreward --help` stays fast.
 
-Errors (`trl_rankreward.user_errors`, the same for the example scripts): a bad flag or option
-value prints one line `trl-rankreward <cmd>: error: <message>` and exits 2; a library error
-while running (`ValueError`, `OSError`, `BackendError`, ...) one line and exits 1;
-`--traceback` (or `TRL_RANKREWARD_TRACEBACK=1`) shows the full traceback.
+Errors are one line and an exit status, as `trl_rankreward.user_errors` says (the same for the
+example scripts); `--traceback` (or `TRL_RANKREWARD_TRACEBACK=1`) shows the full traceback.
 """
 
 from __future__ import annotations
@@ -134,10 +132,8 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
     namespace = parser.parse_args(argv)
     leaf, prefix = parser, []
     if getattr(namespace, "subcommand", None):
-        leaf = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[
-            namespace.subcommand
-        ]
-        prefix = [namespace.subcommand]
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        leaf, prefix = subparsers.choices[namespace.subcommand], [namespace.subcommand]
     return leaf, prefix + to_dataclasses(leaf, namespace, leaf.dataclass_types)
 
 

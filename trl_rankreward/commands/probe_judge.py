@@ -63,12 +63,13 @@ def run(args: ProbeJudgeArguments) -> int:
     from transformers import AutoTokenizer
 
     from ..evaluation.judge_probe import probe_judge
+    from ..evaluation.step_counts import step_counts
     from ..judging.server_settings import TRAINING_JUDGE, build_judge
     from ..rewards.answers import AnswerFormat
     from ..rewards.options import option_values
     from ..scripts.data import check_prompt_lengths, load_train_dataset
     from ..scripts.model import resolve_model
-    from ..scripts.probe import groups_per_step, parse_training_config, sample_groups, switch_hint
+    from ..scripts.probe import parse_training_config, sample_groups, switch_hint
     from ..trainers.builders import TokenLength
     from ..user_errors import UsageError
 
@@ -105,7 +106,11 @@ def run(args: ProbeJudgeArguments) -> int:
         report = probe_judge(
             judge, groups, methods=methods, repeats=args.repeats,
             margin=args.margin, options=options, warmup_groups=warm,
-            groups_per_step=groups_per_step(training_args, args.num_processes),
+            groups_per_step=step_counts(
+                per_device_batch=training_args.per_device_train_batch_size, processes=args.num_processes,
+                gradient_accumulation=training_args.gradient_accumulation_steps,
+                num_generations=training_args.num_generations, num_iterations=training_args.num_iterations,
+            ).queries,
             budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, seed=training_args.seed,
             answer_format=AnswerFormat(thinking=training_args.thinking_format),
             length_fn=TokenLength(AutoTokenizer.from_pretrained(model)), progress=progress,

@@ -17,14 +17,13 @@ What every script then does, in order:
 - resumes with `--resume_from_checkpoint PATH`, or `latest` / `true` (the newest complete
   `checkpoint-N` in `output_dir`); `false` / `none` starts afresh (`resume`);
 - with `--push_to_hub`, checks that the Hub is reachable before training (`hub`);
-- builds a tiny random model when `model_name_or_path` is `tiny` (CPU smoke runs; once per
-  machine, the other processes wait for it), and refuses a local model folder that does not exist (`model`);
+- builds a tiny random model when `model_name_or_path` is `tiny` (CPU smoke runs), and refuses a
+  local model folder that does not exist (`model`);
 - loads `dataset_name` (a `save_to_disk` folder, a .json/.jsonl/.parquet file or a Hub id) and
   checks its prompts against `max_prompt_length` or the model's context (`data`);
 - trains, then saves the model, its tokenizer, `trainer_state.json` and a model card (README.md)
   to `output_dir`, and pushes them with `--push_to_hub` (`train`);
-- prints a library error as one line and exits 1; `--traceback` (or TRL_RANKREWARD_TRACEBACK=1)
-  shows the full traceback (`trl_rankreward.user_errors`, shared with the `trl-rankreward` CLI);
+- prints a library error as one line and exits 1, as the CLI does (`trl_rankreward.user_errors`);
 - after a success, ends the process group of a distributed launch (`entry`).
 """
 

@@ -12,10 +12,8 @@ from ..user_errors import run_reporting_errors
 def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
     """Parse the command line with `make_parser()` (a `ScriptParser`), run `main(*parsed)`; return the exit status.
 
-    Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI: a refused flag or
-    config value is one line and exit status 2, a library error while running one line
-    `<script>: error: <Type>: <message> [full traceback: --traceback]` and 1, Ctrl-C 130. After a
-    successful `main` the process group of a distributed launch is destroyed (`end_process_group`).
+    Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI. After a successful
+    `main` the process group of a distributed launch is destroyed (`end_process_group`).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"

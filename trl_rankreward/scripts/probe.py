@@ -1,12 +1,7 @@
-"""What `trl-rankreward probe-judge` needs from a training config: its parsed settings, rollouts, a switch hint.
-
-- `parse_training_config(path)`: the YAML an example script trains, parsed by that script's parser
-  (the trainer config whose fields cover the file's keys), so every default is the training's;
-- `sample_groups(...)`: a few queries of the config's dataset, each with G rollouts of the starting
-  policy under the config's sampling settings (transformers `generate`; CPU is fine for small
-  policies), cut into `rewards.Group`s as the trainer cuts them (`trainers.grouping`);
-- `groups_per_step(...)`: the groups of one optimizer step, for the per-step cost;
-- `switch_hint(...)`: how to make the config train another method.
+"""What `trl-rankreward probe-judge` needs from a training config: its settings parsed as training parses
+them (`parse_training_config`), G rollouts of its starting policy for a few queries, cut into groups as the
+trainer cuts them (`sample_groups`; transformers `generate`, CPU is fine for small policies), and how to make
+the config train another method (`switch_hint`).
 """
 
 from __future__ import annotations
@@ -62,12 +57,6 @@ def parse_training_config(path: str) -> tuple[Any, Any, Any]:
         f"({', '.join(c.__name__ for c in config_classes())}); probe-judge reads the config of a training run "
         "with a judge (examples/configs/rankbuffer_*, matrixreward_*, baseline_*, genrm_*)"
     )
-
-
-def groups_per_step(training_args, num_processes: int = 1) -> float:
-    """Groups judged per optimizer step: per-device batch x processes x gradient accumulation / G."""
-    rollouts = training_args.per_device_train_batch_size * num_processes * training_args.gradient_accumulation_steps
-    return rollouts / training_args.num_generations
 
 
 def sample_groups(model_name: str, dataset, training_args, *, queries: int, seed: int, warmup: bool):

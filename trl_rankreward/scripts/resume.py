@@ -38,11 +38,10 @@ def parse_resume(value) -> str | bool | None:
 
 
 def resume_argument(trainer_class, training_args) -> str | None:
-    """What to pass to `trainer.train(resume_from_checkpoint=...)`: a checkpoint path or None.
+    """What to pass to `trainer.train(resume_from_checkpoint=...)`: a checkpoint path or None (module docstring).
 
-    `latest` / True is resolved here to the newest complete checkpoint's path (failing fast when there
-    is none), so a skipped half-written checkpoint is reported once. Starting afresh in a folder that
-    holds checkpoints is allowed (they get overwritten), with a note naming the resume flag.
+    Starting afresh in a folder that holds checkpoints is allowed (they get overwritten), with a note
+    naming the resume flag.
     """
     from ..trainers.checkpoints import checkpoint_steps
 

@@ -17,13 +17,12 @@ def train(trainer_class, script_args, training_args, model_args, *, check_prompt
     """
     from trl import get_peft_config
 
-    model_init_kwargs = dict(
-        revision=model_args.model_revision,
-        attn_implementation=model_args.attn_implementation,
-        dtype=model_args.dtype,
-    )
-    model_init_kwargs.update(training_args.model_init_kwargs or {})
-    training_args.model_init_kwargs = model_init_kwargs
+    training_args.model_init_kwargs = {
+        "revision": model_args.model_revision,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+        **(training_args.model_init_kwargs or {}),  # the config's own win
+    }
 
     resume = resume_argument(trainer_class, training_args)
     check_hub_push(training_args)

@@ -1,17 +1,12 @@
 """`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once.
 
 - **Sampler**: TRL's, reseeded per epoch, so a resumed run sees the data in the same order (`sampling`).
-- **Checkpoint folder**: `_checkpoint_folder()` names this step's `checkpoint-N`; a
-  subclass writes its own files there in `_save_state` and reads them back in `_load_state`.
-- **Resume**: `train(resume_from_checkpoint=True)` resumes from the newest complete checkpoint,
-  one holding every file in `checkpoint_files` (`checkpoints.latest_complete_checkpoint`), for
-  every trainer; a checkpoint a crash left half-written is skipped.
+- **Checkpoints and resume**: a subclass writes its own files into each `checkpoint-N` (`_save_state`,
+  `_load_state`); `train(resume_from_checkpoint=True)` skips a checkpoint a crash left half-written.
 - **Tied weights**: resuming a model whose `lm_head` is tied to its embeddings (Qwen3's small
   models) does not warn that `lm_head.weight` is missing: a tied key is saved once.
-- **Critic**: with `advantage_estimator="gae"` (the config's `trainers.ppo.CriticConfig` fields)
-  a `PPOCritic` replaces TRL's group advantages by per-token GAE advantages, trains after the
-  policy on every micro-batch and travels in every checkpoint (`ppo_critic`). With "group"
-  nothing of it runs.
+- **Critic**: with `advantage_estimator="gae"` (`critic_config.CriticConfig`) a `PPOCritic` replaces
+  TRL's group advantages by per-token GAE advantages (`ppo_critic`); with "group" none of it runs.
 
 Subclasses produce their reward columns in `_reward_columns` (by default TRL's reward functions)
 instead of overriding `_calculate_rewards`, so the critic always sees the rewards.
@@ -68,17 +63,14 @@ class GRPOTrainerBase(GRPOTrainer):
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
         self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
         self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
-        self._ppo = self._build_critic() if args.advantage_estimator == "gae" else None
+        self._ppo: PPOCritic | None = None
+        if args.advantage_estimator == "gae":  # the critic gets what it needs of this trainer; it writes nothing back
+            self._ppo = PPOCritic(args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
+                                  reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
+                                  ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
+            self.add_callback(self._ppo.step_callback())
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
-
-    def _build_critic(self) -> PPOCritic:
-        """The PPO critic, with what it needs of this trainer passed in (it writes nothing back)."""
-        critic = PPOCritic(self.args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
-                           reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
-                           ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
-        self.add_callback(critic.step_callback())
-        return critic
 
     def _record(self, metrics: dict[str, float]) -> None:
         """Metrics of this step (the critic's), averaged by TRL at the next log."""
@@ -94,8 +86,7 @@ class GRPOTrainerBase(GRPOTrainer):
     # ---- rewards and advantages -------------------------------------------------------------------
 
     def _reward_columns(self, inputs, prompts, completions, completion_ids_list) -> torch.Tensor:
-        """The gathered (B_total, n_reward_funcs) rewards of this batch: TRL's reward functions.
-        Subclasses with their own reward override this, not `_calculate_rewards`."""
+        """The gathered (B_total, n_reward_funcs) rewards of this batch: TRL's reward functions."""
         return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):

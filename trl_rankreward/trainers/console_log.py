@@ -21,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tqdm.auto import tqdm
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 #: (label, key) of optional numbers shown after the judge usage, when the step logged them
@@ -65,13 +66,11 @@ def format_log_line(
     R-Align's label accuracy). Evaluation logs (`eval_` keys) get an "eval" line; the end-of-training
     summary a "done" line. A log with none of these keys shows its first few numbers.
     """
-    logs = {k: v for k, v in logs.items() if _number(v) is not None}
+    logs = {k: _number(v) for k, v in logs.items() if _number(v) is not None}
     prefix = "eval_" if any(k.startswith("eval_") for k in logs) else ""
     if prefix:
         logs = {k[len(prefix) :]: v for k, v in logs.items() if k.startswith(prefix)}
-
-    def get(key: str) -> float | None:
-        return _number(logs.get(key))
+    get = logs.get
 
     where = f"step {step}/{max_steps}" if max_steps else f"step {step}"
     if not prefix and any(k in logs for k in _SUMMARY):
@@ -115,17 +114,10 @@ class CompactProgressCallback(ProgressCallback):
         self.format_bonus = format_bonus
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or not logs:
-            return
-        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus)
-        if line is None:
-            return
-        if self.training_bar is not None:
-            self.training_bar.write(line)
-        else:  # evaluation outside training: no bar to write beside
-            from tqdm.auto import tqdm
-
-            tqdm.write(line)
+        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus) if logs else None
+        if state.is_world_process_zero and line is not None:
+            bar = self.training_bar if self.training_bar is not None else tqdm  # no bar: evaluation outside training
+            bar.write(line)
 
 
 class CompactPrinterCallback(TrainerCallback):
@@ -135,19 +127,16 @@ class CompactPrinterCallback(TrainerCallback):
         self.format_bonus = format_bonus
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.is_local_process_zero and logs:
-            line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus)
-            if line is not None:
-                print(line, flush=True)
+        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus) if logs else None
+        if state.is_local_process_zero and line is not None:
+            print(line, flush=True)
 
 
 def use_compact_console_log(trainer) -> bool:
     """Replace `trainer`'s `ProgressCallback` / `PrinterCallback` by the compact ones, in place.
 
     Returns True when a callback was replaced. Idempotent; a notebook progress table or a
-    custom subclass of either callback is left alone. The loggers (`report_to`) and
-    `trainer_state.json` still get every metric. A config with `lambda_fmt` (the judge-reward
-    trainers') makes the reward say that it includes the format bonus.
+    custom subclass of either callback is left alone. The config's `lambda_fmt`, if any, is the format bonus.
     """
     callbacks = trainer.callback_handler.callbacks
     bonus = getattr(getattr(trainer, "args", None), "lambda_fmt", None)

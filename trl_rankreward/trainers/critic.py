@@ -4,9 +4,7 @@ A separate model from the policy (as in TRL's former PPO trainer and OpenRLHF): 
 weights and what a checkpoint pushes to the Hub stay a plain causal LM, and the critic can be
 smaller or larger than the policy. It starts from `critic_model_name_or_path` or, by default,
 from the policy's own checkpoint (the backbone only; the LM head is not loaded). The value head
-starts at zero, so the first values are 0: with gamma = lam = 1 each token's first advantage is
-its reward-to-go (the completion's reward minus the KL penalties after it); with lam < 1 the
-reward is discounted by lam per token back from the end (`advantages`).
+starts at zero, so the first values are 0 (the first advantages that gives: `advantages`).
 
 On disk (`save` / `load`): the backbone in Hugging Face format plus `value_head.safetensors`,
 so `ValueModel.from_pretrained(dir)` reloads it and `AutoModel.from_pretrained(dir)` still reads

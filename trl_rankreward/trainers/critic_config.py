@@ -1,9 +1,9 @@
 """`CriticConfig`: the PPO-with-critic fields every config of the package has (every trainer can run
 PPO, `trainers.ppo`), and `critic_post_init`, the critic's checks around TRL's `GRPOConfig.__post_init__`.
 
-gamma and lam default to 1.0, as in verl and OpenRLHF. The critic has an optimizer of its own (the run's
-Adam betas, epsilon and weight decay) and no value-loss weight: Adam's update does not change when its
-loss is scaled, so `critic_learning_rate` is the knob (9e-6, as OpenRLHF's PPO examples).
+The critic has an optimizer of its own (the run's Adam betas, epsilon and weight decay) and no value-loss
+weight: Adam's update does not change when its loss is scaled, so `critic_learning_rate` is the knob (9e-6,
+as OpenRLHF's PPO examples).
 """
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ def critic_post_init(config) -> None:
         raise ValueError(
             f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {config.advantage_estimator!r}"
         )
-    if config.advantage_estimator == "gae" and _fsdp_launch(config):
+    # FSDP asked for by the config or by `accelerate launch` (before TrainingArguments reads it)
+    fsdp = bool(config.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
+    if config.advantage_estimator == "gae" and fsdp:
         raise ValueError(
             "advantage_estimator='gae' trains the critic on one device, with DDP or with DeepSpeed (ZeRO-3 "
             "shards it); FSDP is not supported for the critic. Launch with DeepSpeed (accelerate_configs/"
@@ -144,11 +146,6 @@ def _grpo_checks_after_group_size(args: GRPOConfig) -> None:
             f"vllm_importance_sampling_mode={args.vllm_importance_sampling_mode!r} truncates the importance "
             "weights, so it needs a bound: set vllm_importance_sampling_clip_min or vllm_importance_sampling_clip_max"
         )
-
-
-def _fsdp_launch(args) -> bool:
-    """FSDP asked for, by the config or by `accelerate launch` (before TrainingArguments reads it)."""
-    return bool(args.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
 
 
 def critic_card_settings(args: CriticConfig) -> dict:

@@ -13,11 +13,8 @@ The policy stays TRL's (one accelerate-prepared model). The critic gets
   steps, clips and steps at the accumulation boundary itself; checkpoints are DeepSpeed's sharded
   format (`engine.save_checkpoint`), written by every rank.
 
-Both optimizers take the run's Adam settings (`adam_beta1`, `adam_beta2`, `adam_epsilon`,
-`weight_decay`) with `critic_learning_rate`.
-
-Both expose `values(ids, mask)`, `backward(loss)`, `optimizer_step()`, `save(dir)`, `load(dir)`
-and `model` (what the trainer's `critic` attribute holds).
+Both take the run's Adam settings (`adam_settings`) and expose the same methods; `model` is what
+the trainer's `critic` attribute holds.
 """
 
 from __future__ import annotations

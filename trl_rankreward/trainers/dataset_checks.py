@@ -15,16 +15,15 @@ text), optional `query_id` (a string or an integer; without it the id is a hash 
 text), optional `rubrics` (a list of `{"text", "weight"}` mappings or plain strings, as
 `Rubric.coerce` reads them) and optional `references` (response strings, best first).
 
-`check_training_dataset` takes a `datasets.Dataset` or a list of row mappings and reads each
-column once (linear time; 10^5 rows in about a second). An `IterableDataset` gets the
-column checks only, since checking its rows would mean streaming all of it.
+`check_training_dataset` reads each column once (linear time; 10^5 rows in about a second). An
+`IterableDataset` gets the column checks only, since checking its rows would mean streaming all of it.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +37,7 @@ _COLUMNS = ("prompt", "query_id", "rubrics", "references")
 _PROMPT_GUESSES = ("query", "question", "instruction", "messages", "conversations", "input", "text")
 _RUBRIC_KEYS = frozenset({"text", "weight"})
 _RUBRICS_SHAPE = 'a list of {"text": ..., "weight": ...}'
+_REFERENCES_SHAPE = "a list of response strings, best first"
 _BATCH_ROWS = 10_000
 _SHOW_CHARS = 40
 
@@ -70,7 +70,11 @@ def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -
     if isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1:
         raise DatasetError(f"num_generations must be a positive integer, got {num_generations!r}")
     if num_generations < needs.min_group_size:
-        fit = [name for name in REWARD_METHODS if _default_needs(name).min_group_size <= num_generations]
+        fit = [
+            name
+            for name in REWARD_METHODS
+            if reward_method_class(name).options_class().data_needs().min_group_size <= num_generations
+        ]
         raise DatasetError(
             f"Reward method {method_name!r} compares the rollouts of a group with each other and needs at least "
             f"{needs.min_group_size} per query, but num_generations={num_generations}. Fix: set num_generations >= "
@@ -184,8 +188,8 @@ def _row_problems(prompt: Any, query_id: Any, rubrics: Any, references: Any, nee
     for kind, problem in (
         ("prompt", _prompt_problem(prompt)),
         ("query_id", _query_id_problem(query_id)),
-        ("rubrics", _rubrics_problem(rubrics)),
-        ("references", _references_problem(references)),
+        ("rubrics", _list_problem("rubrics", rubrics, _RUBRICS_SHAPE, "rubric", _rubric_problem)),
+        ("references", _list_problem("references", references, _REFERENCES_SHAPE, "reference", _reference_problem)),
     ):
         if problem:
             found.append((kind, problem))
@@ -248,17 +252,18 @@ def _query_id_problem(query_id: Any) -> str | None:
     return f"query_id is {_describe(query_id)}; expected a string or an integer"
 
 
-def _rubrics_problem(rubrics: Any) -> str | None:
-    if rubrics is None:
+def _list_problem(column: str, values: Any, expected: str, item: str, item_problem) -> str | None:
+    """What is wrong with an optional list column (`rubrics`, `references`): its type, else its first bad item."""
+    if values is None:
         return None
-    if isinstance(rubrics, str):
-        return f"rubrics is a string {_show(rubrics)}; expected {_RUBRICS_SHAPE}"
-    if not isinstance(rubrics, (list, tuple)):
-        return f"rubrics is {_describe(rubrics)}; expected {_RUBRICS_SHAPE}"
-    for k, rubric in enumerate(rubrics):
-        problem = _rubric_problem(rubric)
+    if isinstance(values, str):
+        return f"{column} is a string {_show(values)}; expected {expected}"
+    if not isinstance(values, (list, tuple)):
+        return f"{column} is {_describe(values)}; expected {expected}"
+    for k, value in enumerate(values):
+        problem = item_problem(value)
         if problem:
-            return f"rubric {k} {problem}"
+            return f"{item} {k} {problem}"
     return None
 
 
@@ -290,17 +295,10 @@ def _is_positive_number(value: Any) -> bool:
     return math.isfinite(value) and value > 0
 
 
-def _references_problem(references: Any) -> str | None:
-    if references is None:
+def _reference_problem(reference: Any) -> str | None:
+    if isinstance(reference, str) and reference.strip():
         return None
-    if isinstance(references, str):
-        return f"references is a string {_show(references)}; expected a list of response strings, best first"
-    if not isinstance(references, (list, tuple)):
-        return f"references is {_describe(references)}; expected a list of response strings, best first"
-    for k, reference in enumerate(references):
-        if not isinstance(reference, str) or not reference.strip():
-            return f"reference {k} is {_describe(reference)}; expected a non-empty response string"
-    return None
+    return f"is {_describe(reference)}; expected a non-empty response string"
 
 
 def _duplicate_problem(
@@ -339,8 +337,7 @@ class _Report:
         self.dataset_lines.append(line)
         self.fixes.setdefault(kind, fix or _FIXES[kind])
 
-    def add_row(self, index: int, query_id: Any, found: Iterable[tuple[str, str]]) -> None:
-        found = list(found)
+    def add_row(self, index: int, query_id: Any, found: list[tuple[str, str]]) -> None:
         if not found:
             return
         self.bad_rows += 1
@@ -367,11 +364,6 @@ class _Report:
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-def _default_needs(method_name: str) -> DataNeeds:
-    """What registered method `method_name` needs with its default options."""
-    return reward_method_class(method_name).options_class().data_needs()
 
 
 def _show(value: Any) -> str:

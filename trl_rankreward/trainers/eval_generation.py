@@ -4,8 +4,7 @@ Process r of R answers prompts r, r + R, r + 2R, ... in batches (left-padded, gr
 `max_new_tokens` new tokens), with the model unwrapped by TRL's `unwrap_model_for_generation`
 (which gathers ZeRO-3 weights for the duration); then every process receives every answer, in
 prompt order. Chat prompts go through the tokenizer's chat template as TRL renders them
-(`maybe_apply_chat_template`, with the config's `chat_template_kwargs`). The model is put in
-eval mode while it generates and back in the mode it was in after.
+(`maybe_apply_chat_template`, with the config's `chat_template_kwargs`).
 """
 
 from __future__ import annotations

@@ -10,10 +10,8 @@ so the judge works while the old-policy and reference log-prob passes run.
 Evaluation scores inside the method's `frozen_state()`, entered in `start` and left in
 `finish` (also when scoring fails), so evaluation never changes training state.
 
-Around it, the collective part every caller shares (the trainer and the TRL reward function
-`reward_func.GroupRewardFunction`): `gather_rows` collects every process's rows in process
-order, and `share_from_main` runs the scoring (or the win rate's judging, `judge_eval`) on the
-main process and broadcasts its result, or its error, so no process is left waiting in the broadcast.
+Around it, the collectives every caller shares (the trainer, `reward_func.GroupRewardFunction`,
+the win rate's `judge_eval`): `gather_rows` and `share_from_main`.
 """
 
 from __future__ import annotations
@@ -73,7 +71,7 @@ class GroupScorer:
         pending = PendingScore()
         try:
             pending.groups = rows_to_groups(rows, group_size)
-            self._register_references(pending.groups)
+            register_references(self.method.judges, pending.groups)
             if mode == "eval":  # evaluation must not change buffers or other method state
                 pending.frozen.enter_context(self.method.frozen_state())
             coroutine = self.method.score(pending.groups, epoch=int(math.floor(epoch + 1e-9)), step=step)
@@ -104,14 +102,6 @@ class GroupScorer:
         metrics.update(self.usage.step_metrics(combined_snapshot(self.method.judges)))
         return Scored(rewards, metrics, sum(r.neutral for r in results), len(results), first_failures(results))
 
-    def _register_references(self, groups) -> None:
-        """Hand each query's ranked references to judges that keep a reference table (EmbeddingJudge)."""
-        for judge in self.method.judges:
-            if hasattr(judge, "set_references"):
-                for group in groups:
-                    if group.references:
-                        judge.set_references(group.query_id, list(group.references))
-
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             thread, loop, ready = start_event_loop_in_daemon(name="JudgeReward-AsyncLoop")
@@ -119,6 +109,16 @@ class GroupScorer:
             atexit.register(shutdown_event_loop_in_daemon, thread, loop)
             self._loop = loop
         return self._loop
+
+
+def register_references(judges, queries) -> None:
+    """Hand each query's ranked references (a `Group`'s or an `EvalPrompt`'s) to judges that keep a
+    reference table (EmbeddingJudge)."""
+    for judge in judges:
+        if hasattr(judge, "set_references"):
+            for query in queries:
+                if query.references:
+                    judge.set_references(query.query_id, list(query.references))
 
 
 def gather_rows(rows: list[dict[str, Any]], group_size: int, process_index: int) -> list[dict[str, Any]]:

@@ -5,10 +5,8 @@ gathered batch keeps process order, so rows `[g*G, (g+1)*G)` of the gathered bat
 G completions of one query. We rebuild groups from that layout and verify it: every row
 of a chunk must carry the same query id and query text.
 
-Dataset columns used (see docs/trainers.md): `prompt` (plain text or chat messages), `query_id`,
-`rubrics` (list of `{text, weight}`), optional `references` (ranked responses, best first).
-The query a judge sees is `data.conversation.query_text(prompt)`, the same text rubric
-generation showed its generator; without a `query_id` column its `text_id` is the id.
+The dataset's columns are those `dataset_checks` checks (docs/trainers.md). The query a judge sees
+is `data.conversation.query_text(prompt)`, the same text rubric generation showed its generator.
 """
 
 from __future__ import annotations

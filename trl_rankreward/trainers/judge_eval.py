@@ -16,8 +16,7 @@ process judges, the result is broadcast, so every process logs the same numbers 
 circuit breaker's rules alike. A failed comparison leaves its prompt out of the win rate and is
 counted (`eval/prompts_failed`). Evaluations are the breaker's batches and prompts its groups
 (`circuit_breaker`, with the config's `judge_*` thresholds where it has them): a judge that keeps
-failing saves a checkpoint, stops training and raises `JudgeFailureError`. A resume rebuilds the
-breaker and the model card's numbers from the evaluations in the log history.
+failing saves a checkpoint, stops training and raises `JudgeFailureError`.
 
 Works with any `transformers.Trainer` (TRL's included):
 
@@ -30,6 +29,7 @@ The package's trainers attach it themselves when `eval_prompts` is set (`add_jud
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -45,7 +45,7 @@ from ..rewards.answers import strip_thinking
 from ..rewards.state_files import write_json_atomic
 from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .eval_generation import generate_answers
-from .group_scoring import share_from_main
+from .group_scoring import register_references, share_from_main
 from .judge_eval_config import BASELINES
 from .judge_usage import combined_snapshot
 from .model_card import describe_judge, redact_urls
@@ -150,10 +150,7 @@ class JudgeWinRateCallback(TrainerCallback):
         self.evaluations: list[dict[str, float]] = []  # the logged metrics of each evaluation, with "step"
         self.answers: list[str] = []  # the latest evaluation's answers, for scoring them otherwise (a benchmark)
         self._ledger = LedgerSnapshot()  # the judge's ledger after the previous evaluation
-        if hasattr(judge, "set_references"):  # judges that rank by the references (EmbeddingJudge) need them
-            for p in self.prompts:
-                if p.references:
-                    judge.set_references(p.query_id, list(p.references))
+        register_references([judge], self.prompts)
 
     @classmethod
     def from_args(cls, trainer) -> JudgeWinRateCallback:
@@ -232,8 +229,7 @@ class JudgeWinRateCallback(TrainerCallback):
     def _restore(self, log_history: list[dict]) -> None:
         """After a resume: the evaluations so far, from the log history (the breaker replays them)."""
         self.evaluations = [dict(e) for e in log_history if f"{PREFIX}prompts_judged" in e]
-        b = self.breaker
-        self.breaker = JudgeCircuitBreaker(b.max_failed_batches, b.window, b.max_neutral_fraction)
+        self.breaker = dataclasses.replace(self.breaker)  # the same thresholds, no batches seen
         for entry in self.evaluations:
             self._record(entry, [])
 

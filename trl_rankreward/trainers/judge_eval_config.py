@@ -1,5 +1,4 @@
-"""`JudgeEvalConfig`: the fields of the judge win rate during training (`judge_eval.JudgeWinRateCallback`),
-a mixin of TRL configs, and `check_judge_eval`, their checks."""
+"""`JudgeEvalConfig`, the fields of the judge win rate during training (`judge_eval`), and their checks."""
 
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ BASELINES = ("initial_policy", "reference")
 
 @dataclass
 class JudgeEvalConfig(EvalJudgeFields):
-    """The win-rate evaluation's fields (module docstring): the prompts, the baseline, the judge (`eval_judge_*`).
-    A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`, whose `__post_init__` calls
-    `check_judge_eval(self)`."""
+    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`, whose `__post_init__` calls
+    `check_judge_eval(self)`. The judge's fields (`eval_judge_*`) are `EvalJudgeFields`'."""
 
     eval_prompts: str | None = field(
         default=None,

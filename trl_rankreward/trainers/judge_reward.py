@@ -10,17 +10,9 @@ and the method's metrics, and saves the method's state with every checkpoint
 
 Overlap. TRL computes the old-policy and reference log-probs between generation and
 `_calculate_rewards`, in one long method (`_generate_and_score_completions`) with no hook in
-between. Rather than copy it, the trainer overrides `_generate` (called with the prompts
-only; the batch's rows are kept by a thin `_generate_and_score_completions` override): right
-after generation it gathers the rollouts and starts judging on the persistent event loop
-(`GroupScorer.start`); `_calculate_rewards` then only waits (`GroupScorer.finish`). Every
-process gathers at the same point either way, so results are identical with
-`overlap_judging` on or off. The step logs how long it waited (`judge/wait_seconds`) and how
-long the log-prob passes gave the judge before that (`judge/overlap_window_seconds`).
-
-Failures. Before TRL loads the model, the dataset is checked (`dataset_checks`) and the judge
-servers too (`judging.server_settings.build_judge`). A judge that keeps failing trips the circuit breaker
-(`circuit_breaker`): a checkpoint is saved and `train()` raises `JudgeFailureError`.
+between. Rather than copy it, the trainer starts judging in `_generate` (`GroupScorer.start`) and
+`_calculate_rewards` only waits (`GroupScorer.finish`). Every process gathers at the same point
+either way, so results are identical with `overlap_judging` on or off.
 
 Epochs. Reward methods with state (RankBuffer's maintenance, Algorithm 2) count epochs as
 passes over the training queries. TRL's dataloader visits every query once per trainer
@@ -99,7 +91,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             )
         extra = kwargs.pop("reward_funcs", None) or []
         extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
-        # Fail fast, before TRL loads any model: bad data, then a judge that is down or misnamed.
+        # Fail fast, before TRL loads any model: bad data (`dataset_checks`), then a judge that is down or
+        # misnamed (`judging.server_settings.build_judge`).
         name = reward_method.name if reward_method is not None else args.reward_method
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process

@@ -1,5 +1,4 @@
-"""`JudgeRewardGRPOConfig`: the config of `judge_reward.JudgeRewardGRPOTrainer` (GRPO with a judged group
-reward method)."""
+"""`JudgeRewardGRPOConfig`: the config of `judge_reward.JudgeRewardGRPOTrainer`."""
 
 from __future__ import annotations
 

@@ -3,9 +3,8 @@
 TRL's card (`create_model_card`) knows the trainer and the base model only. A reader of a
 pushed checkpoint also needs the reward method and its settings, which judge scored the
 rollouts (its model and templates; server URLs are left out, they are private), what the
-judging cost, what state the method built (RankBuffer's buffers), and whom to cite.
-`training_section` renders that from plain values; `compose_card` puts it first in the card,
-in place of TRL's generic text.
+judging cost, what state the method built (RankBuffer's buffers), and whom to cite:
+`training_section`, which `compose_card` puts first in the card.
 """
 
 from __future__ import annotations
@@ -71,16 +70,16 @@ def training_section(
     method_state: Mapping[str, float],
     evaluation: str | None = None,
 ) -> str:
-    """Markdown: how the model was trained, what we know first (method and algorithm, base model, data,
-    judge, judge cost, the judge win rate when it was evaluated), then the settings, the cost in full and
-    the method's state."""
+    """Markdown: how the model was trained, the headline first (method, algorithm, base model, data, judge,
+    its cost, the win rate if evaluated), then the settings, the cost in full and the method's state."""
     lines = ["## How this model was trained", ""]
     lines.append(f"- **Reward method:** `{method}`")
     lines.append(f"- **Training:** {algorithm}, with trl-rankreward on TRL")
     lines.append(f"- **Base model:** {base_model_text(base_model)}")
     lines.append(f"- **Dataset:** {dataset or 'not recorded'}")
     lines.append(f"- **Judge:** {judge}")
-    lines.append(f"- **Judge cost:** {cost_summary(usage)}")
+    cost = [f"{_number(value)} {key}" for key, value in usage.items() if "calls" in key or "tokens" in key]
+    lines.append(f"- **Judge cost:** {', '.join(cost[:4]) or 'none recorded'}")
     if evaluation:
         lines.append(f"- **Evaluation:** {evaluation}")
     lines += ["", "### Settings", "", "| setting | value |", "|---|---|"]
@@ -102,12 +101,6 @@ def base_model_text(name: str | None) -> str:
     if re.fullmatch(r"[\w.-]+/[\w.-]+", name):
         return f"[{name}](https://huggingface.co/{name})"
     return f"`{name}`"
-
-
-def cost_summary(usage: Mapping[str, float]) -> str:
-    """The calls and tokens of `usage` on one line."""
-    parts = [f"{_number(value)} {key}" for key, value in usage.items() if "calls" in key or "tokens" in key]
-    return ", ".join(parts[:4]) or "none recorded"
 
 
 def describe_judge(judge) -> str:

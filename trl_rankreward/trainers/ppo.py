@@ -1,18 +1,11 @@
 """PPO with a learned critic on TRL's GRPOTrainer: `advantage_estimator="gae"`; its settings and trainer.
 
 TRL 1.16 has no PPO trainer (its `PPOTrainer` and value-head models were removed), so the
-package adds the critic to TRL's GRPO machinery instead of copying an old trainer: TRL still
-generates (vLLM or transformers), computes old-policy and reference log-probs, the rewards
-and the clipped policy surrogate (`loss_type`, `epsilon`, `beta`, `num_iterations`,
-`steps_per_generation`); with "gae" the critic (`ppo_critic.PPOCritic`, run by every trainer
-through `base.GRPOTrainerBase`) replaces TRL's group advantages by per-token GAE advantages.
-With `advantage_estimator="group"` (the default of the judge-reward trainers) nothing of it runs.
+package adds the critic to TRL's GRPO machinery instead of copying an old trainer (`ppo_critic`,
+run by every trainer through `base.GRPOTrainerBase`: every config has the `CriticConfig` fields).
 
-This module holds `CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions; the
-critic's settings (`critic_config.CriticConfig`) are in every config of the package, since every
-trainer can run PPO. No groups are needed: `num_generations=1` is allowed with "gae" (see
-`critic_config.grpo_post_init` for how TRL's "at least 2 generations" rule is kept for "group").
-Logged under `ppo/` (docs/metrics.md).
+This module holds `CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions. No
+groups are needed: `num_generations=1` is allowed with "gae" (`critic_config.grpo_post_init`).
 """
 
 from __future__ import annotations

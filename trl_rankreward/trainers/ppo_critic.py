@@ -62,8 +62,7 @@ class PPOCritic:
             `kl_in_reward_coef` needs one (PEFT: the policy with its adapter off).
         temperature: the sampling temperature the reference's log-probs are computed at.
 
-    `model` is the critic (`ValueModel`, wrapped by DDP or DeepSpeed when launched so), `engine`
-    the way it is trained (`critic_engine`); `step_callback()` steps its optimizer with the policy's.
+    `model` is the critic (`ValueModel`, wrapped as launched), `engine` the way it is trained (`critic_engine`).
     """
 
     def __init__(self, args, accelerator, policy, *, deepspeed: bool, reward_weights: torch.Tensor, logps,
@@ -83,8 +82,9 @@ class PPOCritic:
         self.reference = ref_model
         if args.kl_in_reward_coef and ref_model is None and not self._is_peft():
             self.reference = self._build_reference()
+        source = args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
         logger.warning(
-            f"trl-rankreward: PPO with a critic ({self._source()}), gamma={args.gamma}, lam={args.lam}, "
+            f"trl-rankreward: PPO with a critic ({source}), gamma={args.gamma}, lam={args.lam}, "
             f"kl_in_reward_coef={args.kl_in_reward_coef}, beta={args.beta}"
         )
 
@@ -93,9 +93,6 @@ class PPOCritic:
     def step_callback(self) -> TrainerCallback:
         """The callback that steps the critic's optimizer right after the policy's (the trainer adds it)."""
         return _CriticStep(self)
-
-    def _source(self) -> str:
-        return self.args.critic_model_name_or_path or self._policy_path() or "a copy of the in-memory policy"
 
     def _policy(self):
         return self.accelerator.unwrap_model(self.policy)

@@ -9,17 +9,12 @@ shown in a seeded A/B order; the reward is R-Align's rationale-aware table
 and the MetaRM follow their release (`rewards.ralign_release`), so the GenRM is trained on the
 prompt `eval-genrm --r_align_release` evaluates it with.
 
-Algorithm: the paper optimizes with PPO (Sec. 5, App. D). TRL removed `PPOTrainer` and
-value-head models, so this trainer's base (`trainers.base`) adds a learned critic to TRL's GRPO
-machinery (`trainers.ppo`): `advantage_estimator="gae"` (the default here, as the paper) trains a
-value model beside the GenRM and uses per-token GAE advantages; `"group"` is GRPO's group-mean
-baseline (no critic).
+Algorithm: the paper optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` (a
+learned critic, `trainers.ppo`) is the default here; `"group"` is GRPO's group-mean baseline.
 
 The reward is per sample (no group coupling), so a plain TRL async reward function is the
 whole hook: partial groups across processes are fine, and each process meta-judges its own
-samples concurrently. Logged per step (means over processes): `ralign/label_acc`,
-`ralign/spurious_rate` (S-Corr of the step), `ralign/meta_calls`, `ralign/meta_failures`,
-`ralign/format_invalid`.
+samples concurrently. Logged per step (means over processes): `step_metrics`'s `ralign/*`.
 
 Example (one GPU; see examples/train_ralign_genrm.py):
     accelerate launch examples/train_ralign_genrm.py --config examples/configs/ralign_qwen3_8b.yaml
@@ -47,6 +42,7 @@ from .critic_config import (
 from .grouping import completion_text
 from .judge_eval import evaluation_summary
 from .judge_eval_config import JudgeEvalConfig, check_judge_eval
+from .judge_usage import combined_snapshot
 from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
@@ -218,11 +214,9 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
     def _card_section(self, dataset: str | None) -> str:
         """How the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""
         args, judge = self.args, self.ralign.meta_judge
-        ledger = getattr(judge, "ledger", None)
-        usage = {"MetaRM calls": ledger.calls if ledger else 0,
-                 "MetaRM prompt tokens": ledger.prompt_tokens if ledger else 0,
-                 "MetaRM completion tokens": ledger.completion_tokens if ledger else 0,
-                 "training steps": self.state.global_step}  # fmt: skip
+        used = combined_snapshot([judge])  # zeros for a hook without a ledger
+        usage = {"MetaRM calls": used.calls, "MetaRM prompt tokens": used.prompt_tokens,
+                 "MetaRM completion tokens": used.completion_tokens, "training steps": self.state.global_step}  # fmt: skip
         return training_section(
             method="ralign",
             algorithm=training_algorithm(args),

@@ -6,12 +6,10 @@
 
 It gives a plain TRL script what `JudgeRewardGRPOTrainer` does, from the same parts:
 
-- **Whole groups, judged once.** TRL calls a reward function on every process with that
-  process's own rows, and a group of G completions can be split across processes. The function
-  gathers every process's rows (`group_scoring.gather_rows`), the main process cuts them into
-  whole groups and scores them in one `method.score(...)` (`GroupScorer`, on a persistent event
-  loop in a daemon thread, so it also works where a loop is already running, as in a notebook),
-  the rewards are broadcast (`share_from_main`) and each process returns its own slice.
+- **Whole groups, judged once.** TRL calls a reward function on every process with its own rows,
+  and a group of G completions can be split across processes: the function gathers them and the
+  main process scores whole groups as the trainer does (`group_scoring`; its event loop runs in a
+  daemon thread, so it also works where a loop is already running, as in a notebook).
 - **Failures as values.** A neutral group's rewards are None (TRL makes them NaN: left out of
   the baselines, zero advantage); the circuit breaker (`circuit_breaker`) stops a run whose
   judge keeps failing: the callback saves a checkpoint, stops, and `train()` raises
@@ -144,8 +142,7 @@ class GroupRewardFunction:
 
 
 class GroupRewardCallback(TrainerCallback):
-    """`fn.callback`: checks the trainer's G, saves and restores the method's state with every checkpoint,
-    adds the judge totals to the logs, and stops the run when the circuit breaker trips."""
+    """`fn.callback` (module docstring); it also checks the trainer's G against the function's."""
 
     def __init__(self, reward_func: GroupRewardFunction):
         self.reward_func = reward_func

@@ -9,10 +9,9 @@ reward function of `reward_func` (`as_reward_func`). It holds
   process stops at the same step;
 - the rate-limited printing of judge failure messages (`FailureLog`).
 
-`save(checkpoint)` writes the method's state (`reward_method_state.json`, RankBuffer's anchor
-snapshot) and `judge_usage.json` into a checkpoint folder (main process); `load(checkpoint)` reads
-them back: the breaker and neutral count on every process, the method and judge totals where the
-method lives (the main process). It returns a `Restored` summary for the resume message.
+`save(checkpoint)` writes the method's state (`reward_method_state.json`) and `judge_usage.json`;
+`load(checkpoint)` reads them back: the breaker and neutral count on every process, the method and
+judge totals where the method lives (the main process).
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """What a run prints when it starts and when it resumes, so a user sees what it is doing.
 
 `startup_message` is the block the main process prints before the first step: processes,
-completions and queries per optimizer step, steps per epoch, the method and the judge. A
-method's judge calls per step depend on its verdicts (RankBuffer's on where rollouts fall among
-the anchors), so the block points to where they are counted instead of guessing.
-`accelerate launch --num_processes 2 --cpu` that ends up running one process shows
-"processes: 1" here. `resume_message` says which checkpoint a run resumed from and what it
-restored: the method's state (RankBuffer's buffer count and sizes), the judge totals and the
-neutral groups so far. Both are plain text from plain values; the trainers print them.
-The counts per step are `evaluation.step_counts`'s, as the cost estimate of a config counts them.
+completions and queries per optimizer step (counted as `evaluation.step_counts` counts them for
+a config's cost estimate), steps per epoch, the method and the judge. A method's judge calls per
+step depend on its verdicts (RankBuffer's on where rollouts fall among the anchors), so the block
+points to where they are counted instead of guessing. `resume_message` says what a resume
+restored. Both are plain text from plain values; the trainers print them.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from ..evaluation.step_counts import step_counts
 from .reward_state import Restored
@@ -61,7 +56,8 @@ def resume_message(restored: Restored, step: int, method: str) -> str:
     """What a resume restored: the checkpoint, the method's state, the judge totals, the neutral groups."""
     lines = [f"trl-rankreward: resumed from {restored.checkpoint} at step {step}"]
     if restored.method_state:
-        state = _summary(restored.method_summary) or "restored (no statistics)"
+        stats = ", ".join(f"{key} {_count(value)}" for key, value in restored.method_summary.items() if value)
+        state = stats or "restored (no statistics)"  # e.g. "buffer/count 4, buffer/size_mean 5.25"
         lines.append(f"  {method} state:  {state}")
     else:
         lines.append(f"  {method} state:  none in the checkpoint; started afresh")
@@ -74,11 +70,6 @@ def resume_message(restored: Restored, step: int, method: str) -> str:
     else:
         lines.append("  judge totals:  none in the checkpoint; counted from 0")
     return "\n".join(lines)
-
-
-def _summary(stats: Mapping[str, float]) -> str:
-    """`buffer/count 4, buffer/size_mean 5.25, ...`: the method's summary numbers, zeros left out."""
-    return ", ".join(f"{key} {_count(value)}" for key, value in stats.items() if value)
 
 
 def _count(value: float) -> str:
