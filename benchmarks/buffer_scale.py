@@ -46,8 +46,8 @@ from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME
 
 K = 8
-# worst -> best: a typical buffer after a few epochs (left / refine / nectar / right anchors)
-LAYOUT = ("left", "nectar", "refine", "nectar", "refine", "nectar", "right", "right")
+# worst -> best: a typical buffer after a few epochs (left / refine / references / right anchors)
+LAYOUT = ("left", "references", "refine", "references", "refine", "references", "right", "right")
 BATCH = 10_000  # queries whose texts go into the store in one `put_many` transaction
 
 

@@ -22,9 +22,9 @@ HAND_STATE = {
     "format": "trl_rankreward.rank_buffer/1",
     "config": {"k0": 4, "init": "nectar", "inactivity_epochs": 3, "variant": "dynamic", "manager": None},
     "buffers": {
-        "q1": {"anchors": [["k1", "nectar", 0, 0], ["k2", "refine", 1, 2], ["k3", "nectar", 0, 1],
+        "q1": {"anchors": [["k1", "references", 0, 0], ["k2", "refine", 1, 2], ["k3", "references", 0, 1],
                            ["k4", "right", 2, 0]], "created_epoch": 0},
-        "q2": {"anchors": [["k5", "left", 1, 0], ["k6", "nectar", 0, 0]], "created_epoch": 0},
+        "q2": {"anchors": [["k5", "left", 1, 0], ["k6", "nectar", 0, 0]], "created_epoch": 0},  # the former name of "references"
         "q3": {"anchors": [["k7", "bootstrap", 0, 0]], "created_epoch": 0},
     },
     "pending": {},
@@ -36,21 +36,21 @@ def test_hand_state_counts():
     assert (r.queries, r.anchors, r.size_max) == (3, 7, 4)
     assert r.size_mean == pytest.approx(7 / 3)
     assert dict(r.size_hist) == {4: 1, 2: 1, 1: 1}
-    assert dict(r.by_source) == {"nectar": 3, "refine": 1, "right": 1, "left": 1, "bootstrap": 1}
-    assert r.sources == ["nectar", "bootstrap", "left", "right", "refine"]  # SOURCES order
+    assert dict(r.by_source) == {"references": 3, "refine": 1, "right": 1, "left": 1, "bootstrap": 1}
+    assert r.sources == ["references", "bootstrap", "left", "right", "refine"]  # SOURCES order
     assert dict(r.by_epoch_source) == {
-        (0, "nectar"): 3, (0, "bootstrap"): 1, (1, "refine"): 1, (1, "left"): 1, (2, "right"): 1
+        (0, "references"): 3, (0, "bootstrap"): 1, (1, "refine"): 1, (1, "left"): 1, (2, "right"): 1
     }  # fmt: skip
     assert dict(r.inactivity_hist) == {0: 5, 1: 1, 2: 1}
     assert dict(r.by_position_source) == {
-        (0, "nectar"): 1, (3, "refine"): 1, (6, "nectar"): 1, (9, "right"): 1,
-        (0, "left"): 1, (9, "nectar"): 1, (5, "bootstrap"): 1,
+        (0, "references"): 1, (3, "refine"): 1, (6, "references"): 1, (9, "right"): 1,
+        (0, "left"): 1, (9, "references"): 1, (5, "bootstrap"): 1,
     }  # fmt: skip
     text = format_report(r)
     assert "3 queries, 7 anchors" in text and "mean 2.33, max 4" in text
-    # bin [0.9, 1.0]: right 1 and nectar 1 of 2 -> shares 0.50 / 0.50, others 0.00
+    # bin [0.9, 1.0]: right 1 and references 1 of 2 -> shares 0.50 / 0.50, others 0.00
     last = [line for line in text.splitlines() if line.startswith("[0.9, 1.0]")][0]
-    assert last.split()[2:] == ["0.50", "0.00", "0.00", "0.50", "0.00"]  # nectar bootstrap left right refine
+    assert last.split()[2:] == ["0.50", "0.00", "0.00", "0.50", "0.00"]  # references bootstrap left right refine
 
 
 def test_load_errors(tmp_path):
@@ -111,7 +111,7 @@ def test_cli_on_a_trained_state(tmp_path, capsys):
     assert f"mean {report.size_mean:.2f}, max {report.size_max}" in out
     # rollouts rise past the best reference: maintenance added anchors beyond the initial Nectar ones
     assert report.anchors > 6 * 4 and report.by_source["right"] > 0
-    assert {e for e, s in report.by_epoch_source if s != "nectar"} <= {0, 1, 2}
+    assert {e for e, s in report.by_epoch_source if s != "references"} <= {0, 1, 2}
 
 
 def test_plot_default_location(tmp_path):

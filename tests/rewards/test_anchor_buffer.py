@@ -20,9 +20,9 @@ from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 
 
 def _buffer(*keys, h=None, epoch=0, **markers):
-    """Buffer of nectar anchors `keys`; `h` maps key -> inactivity counter."""
+    """Buffer of reference anchors `keys`; `h` maps key -> inactivity counter."""
     h = h or {}
-    return AnchorBuffer(tuple(Anchor(k, "nectar", epoch, h.get(k, 0)) for k in keys), created_epoch=epoch, **markers)
+    return AnchorBuffer(tuple(Anchor(k, "references", epoch, h.get(k, 0)) for k in keys), created_epoch=epoch, **markers)
 
 
 def _keys(buffer):
@@ -203,13 +203,16 @@ def test_wrong_bucket_count_is_an_error():
 # ----------------------------------------------------------------- state and stores
 def test_buffer_state_round_trip_through_json():
     buf = AnchorBuffer(
-        (Anchor("x", "left", 1, 0), Anchor("a", "nectar", 0, 2), Anchor("b", "refine", 3, 1)),
+        (Anchor("x", "left", 1, 0), Anchor("a", "references", 0, 2), Anchor("b", "refine", 3, 1)),
         created_epoch=0,
         observed_epoch=3,
         left_epoch=1,
         right_epoch=None,
     )
     assert AnchorBuffer.from_state(json.loads(json.dumps(buf.to_state()))) == buf
+    # a checkpoint written before the rename names the references' anchors "nectar"
+    former = AnchorBuffer.from_state({"anchors": [["a", "nectar", 0, 2]], "created_epoch": 0})
+    assert former.anchors == (Anchor("a", "references", 0, 2),)
     with pytest.raises(ValueError, match="Malformed"):
         AnchorBuffer.from_state({"anchors": [["x", "left"]]})
     with pytest.raises(ValueError, match="source must be one of"):
@@ -222,9 +225,9 @@ def test_buffer_table_running_stats():
     table.set("q2", _buffer("a", "b", "c", "d"))
     table.set("q1", update_buffer(_buffer("a", "b"), [["l"], [], []], epoch=0, H=3).buffer)  # replaced: 3 anchors
     stats = table.stats()
-    # sizes 3 and 4: mean 3.5, max 4; sources: nectar 2 + 4 = 6, left 1
+    # sizes 3 and 4: mean 3.5, max 4; sources: references 2 + 4 = 6, left 1
     assert stats["buffer/count"] == 2 and stats["buffer/size_mean"] == 3.5 and stats["buffer/size_max"] == 4
-    assert stats["buffer/anchors_nectar"] == 6 and stats["buffer/anchors_left"] == 1
+    assert stats["buffer/anchors_references"] == 6 and stats["buffer/anchors_left"] == 1
     assert stats["buffer/anchors_right"] == 0
 
 

@@ -1,6 +1,6 @@
 """`buffer_manager`: Algorithm 2 as a manager (static, capped) and the LLM manager, hand-computed.
 
-Buffer n1 < n2 (nectar, epoch 0). After a group whose buckets are [l] [] [r] (an answer below
+Buffer n1 < n2 (references, epoch 0). After a group whose buckets are [l] [] [r] (an answer below
 all and one above all), Algorithm 2 adds l as the new lowest anchor (`left`) and r as the new
 highest (`right`): l n1 n2 r.
 """
@@ -13,7 +13,7 @@ from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.buffer_manager import LLMManager, RuleManager, changes
 
-OLD = AnchorBuffer.initial(["n1", "n2"], "nectar", 0)
+OLD = AnchorBuffer.initial(["n1", "n2"], "references", 0)
 BUCKETS = [["l"], [], ["r"]]
 GROUP = Group("q", "Q?", [], ["unused"])
 TEXTS = {"n1": "n1", "n2": "n2", "l": "l", "r": "r"}

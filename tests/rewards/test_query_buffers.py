@@ -14,7 +14,7 @@ from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 def _filled(store):
     buffers = QueryBuffers(store)
     keys = [store.put(t) for t in ("worst", "best")]
-    buffers.set("q", AnchorBuffer.initial(keys, "nectar", 0))
+    buffers.set("q", AnchorBuffer.initial(keys, "references", 0))
     buffers.set_pending("q", 0, [[store.put("rollout")]])
     return buffers, keys
 
@@ -45,7 +45,7 @@ def test_frozen_undoes_buffers_and_pending_of_touched_queries_only():
     buffers, keys = _filled(InMemoryAnchorStore())
     before = buffers.state()
     with buffers.frozen():
-        buffers.set("q", AnchorBuffer.initial(keys[:1], "nectar", 1))
+        buffers.set("q", AnchorBuffer.initial(keys[:1], "references", 1))
         buffers.set("new", AnchorBuffer.initial(keys, "bootstrap", 1))
         buffers.set_pending("q", 1, [])
         with pytest.raises(RuntimeError, match="inside frozen_state"):

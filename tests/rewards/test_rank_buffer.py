@@ -70,11 +70,11 @@ def test_nectar_dynamic_scenario_rewards_buffer_and_calls():
     assert _texts(method) == ["c0", "n7", "c1", "n5", "n3", "n1", "c6"]
     assert [a.source for a in method.anchors("q")] == [
         "left",
-        "nectar",
+        "references",
         "refine",
-        "nectar",
-        "nectar",
-        "nectar",
+        "references",
+        "references",
+        "references",
         "right",
     ]
     d = res.details
@@ -82,7 +82,7 @@ def test_nectar_dynamic_scenario_rewards_buffer_and_calls():
     # positions / K over the 7 valid rollouts: (0 + 2*1 + 2 + 1 + 4 + 1) / 4 / 7 = 2.5 / 7
     assert d["coarse_position_mean"] == pytest.approx(2.5 / 7)
     assert (d["coarse_calls"], d["fine_calls"], d["buffer_size"]) == (6, 1, 7)
-    assert d["anchors_added"] == {"nectar": 4, "left": 1, "right": 1, "refine": 1}
+    assert d["anchors_added"] == {"references": 4, "left": 1, "right": 1, "refine": 1}
     assert d["anchors_pruned"] == {}
 
 
@@ -92,8 +92,8 @@ def test_step_metrics():
     m = method.step_metrics(results)
     # q: 7 anchors (above). q2: c3 -> 2, c6 -> 4, singletons; right expansion adds c6: 5 anchors.
     assert m["buffer/count"] == 2 and m["buffer/size_mean"] == 6 and m["buffer/size_max"] == 7
-    assert m["buffer/anchors_nectar"] == 8 and m["buffer/anchors_right"] == 2 and m["buffer/anchors_refine"] == 1
-    assert m["buffer/added_right"] == 2 and m["buffer/added_nectar"] == 8 and m["buffer/pruned_nectar"] == 0
+    assert m["buffer/anchors_references"] == 8 and m["buffer/anchors_right"] == 2 and m["buffer/anchors_refine"] == 1
+    assert m["buffer/added_right"] == 2 and m["buffer/added_references"] == 8 and m["buffer/pruned_references"] == 0
     # q2 mean position (2 + 4) / 4 / 2 = 0.75; step mean (2.5/7 + 0.75) / 2
     assert m["rank/coarse_position_mean"] == pytest.approx((2.5 / 7 + 0.75) / 2)
     assert m["rank/coarse_calls_mean"] == 4 and m["rank/fine_calls_mean"] == 0.5
@@ -129,7 +129,7 @@ def test_group_without_valid_answers_is_an_inactive_observation():
 def test_nectar_init_subsets(k0, ranks):
     method = RankBufferReward(OracleJudge(QUALITY), k0=k0)
     _score(method, [_group()])
-    nectar = [a.text for a in method.anchors("q") if a.source == "nectar"]
+    nectar = [a.text for a in method.anchors("q") if a.source == "references"]
     assert nectar == [f"n{r}" for r in ranks]
 
 
@@ -193,7 +193,7 @@ def test_auto_init_takes_references_where_a_query_has_them_and_bootstraps_the_ot
     method = RankBufferReward(judge, k0=4)
     assert method.options.buffer_init == "auto" and method.options.data_needs().references == 0
     _score(method, [_group(), _group(BOOT, qid="b", references=None)])
-    assert [a.text for a in method.anchors("q") if a.source == "nectar"] == ["n7", "n5", "n3", "n1"]
+    assert [a.text for a in method.anchors("q") if a.source == "references"] == ["n7", "n5", "n3", "n1"]
     assert _texts(method, "b") == ["b3", "b1", "b0", "b2"]
     assert {a.source for a in method.anchors("b")} == {"bootstrap"}
     # 6 coarse + 1 fine call for "q" (the main scenario), 1 listwise call for "b"
@@ -244,7 +244,7 @@ def test_dynamic_prunes_an_inactive_anchor_after_H_epochs():
     assert _texts(method) == ["n7", "n5", "n3", "n1", "top"]
     (res,) = _score(method, [_group(["top"])], epoch=1, step=1)
     assert _texts(method) == ["n7", "n1", "top"]
-    assert res.details["anchors_pruned"] == {"nectar": 2}
+    assert res.details["anchors_pruned"] == {"references": 2}
 
 
 # ----------------------------------------------------------------- failure policy
@@ -314,10 +314,10 @@ def test_llm_manager_selects_and_sorts_by_the_combined_order():
     assert req.anchors == ("n7", "n5", "n3", "n1") and req.rollouts == ("c0", "c7", "c1", "c5", "c3", "c6")
     assert req.size == 4 and req.lookahead == ()
     assert _texts(method) == ["c0", "n5", "n1", "c6"]
-    assert [a.source for a in method.anchors("q")] == ["llm", "nectar", "nectar", "llm"]
+    assert [a.source for a in method.anchors("q")] == ["llm", "references", "references", "llm"]
     assert res.rewards == pytest.approx(EXPECTED_REWARDS)
-    assert res.details["anchors_added"] == {"nectar": 4, "llm": 2}
-    assert res.details["anchors_pruned"] == {"nectar": 2}
+    assert res.details["anchors_added"] == {"references": 4, "llm": 2}
+    assert res.details["anchors_pruned"] == {"references": 2}
 
 
 def test_llm_manager_is_shown_the_combined_order():

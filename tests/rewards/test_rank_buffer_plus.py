@@ -66,8 +66,8 @@ def test_buffer_is_capped_to_evenly_spaced_anchors():
     # the left anchor, c6 the right one, and C1 = [c7 c1 c5 c3] (4 >= 3) gets its lower median c1:
     # [c0 n7 c1 n1 c6]. The cap keeps Select_2 of that, the two ends: [c0, c6].
     assert [a.text for a in plus.anchors("q")] == ["c0", "c6"]
-    assert result.details["anchors_added"] == {"nectar": 2, "left": 1, "right": 1}
-    assert result.details["anchors_pruned"] == {"nectar": 2}  # the refine anchor c1 never entered
+    assert result.details["anchors_added"] == {"references": 2, "left": 1, "right": 1}
+    assert result.details["anchors_pruned"] == {"references": 2}  # the refine anchor c1 never entered
     assert result.details["buffer_size"] == 2
     assert result.rewards == pytest.approx(EXPECTED_REWARDS)
 

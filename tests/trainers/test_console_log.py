@@ -29,7 +29,7 @@ STEP_LOG = {
     "reward/neutral_groups": 0.0,
     "rank/coarse_position_mean": 0.4321,
     "buffer/size_mean": 5.25,
-    "buffer/anchors_nectar": 12.0,
+    "buffer/anchors_references": 12.0,
     "completions/mean_length": 14.5,
     "epoch": 2.0,
 }

@@ -37,11 +37,11 @@ def test_rank_buffer_trains_and_logs_buffer_metrics(tiny_model_dir, tiny_dataset
 
     logs = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert len(logs) == 3
-    for key in ("judge/calls_total", "buffer/size_mean", "buffer/size_max", "buffer/anchors_nectar",
+    for key in ("judge/calls_total", "buffer/size_mean", "buffer/size_max", "buffer/anchors_references",
                 "rank/coarse_position_mean", "reward/neutral_groups"):  # fmt: skip
         assert all(key in e for e in logs), key
-    # Nectar init with K0=2: step 1 scores 2 fresh queries, so each buffer starts with 2 nectar anchors.
-    assert logs[0]["buffer/anchors_nectar"] == 4 and logs[0]["buffer/count"] == 2
+    # references init with K0=2: step 1 scores 2 fresh queries, so each buffer starts with 2 reference anchors.
+    assert logs[0]["buffer/anchors_references"] == 4 and logs[0]["buffer/count"] == 2
     assert all(0.0 <= e["rank/coarse_position_mean"] <= 1.0 for e in logs)
     assert (tmp_path / "out" / "anchors.sqlite").exists()
     assert trainer.reward_method.anchors("q0") or trainer.reward_method.anchors("q1")

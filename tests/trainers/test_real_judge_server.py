@@ -71,7 +71,7 @@ def test_garbage_judge_gives_neutral_groups_and_training_goes_on(server, tiny_mo
     state.pop("buffers_stored")  # a state holding the structures themselves (as with an in-memory store)
     for qid in PRESEEDED:
         keys = [method.store.put(t) for t in nectar_texts(int(qid[1:]))]
-        state["buffers"][qid] = AnchorBuffer.initial(keys, "nectar", 0).to_state()
+        state["buffers"][qid] = AnchorBuffer.initial(keys, "references", 0).to_state()
     method.load_state_dict(state)
     seeded_before = {qid: method.anchors(qid) for qid in PRESEEDED}
 
@@ -125,6 +125,6 @@ def test_garbage_judge_gives_neutral_groups_and_training_goes_on(server, tiny_mo
     for qid in PRESEEDED:
         anchors = method.anchors(qid)
         assert [a.text for a in anchors] == nectar_texts(int(qid[1:]))
-        assert all((a.source, a.created_epoch, a.inactive_epochs) == ("nectar", 0, 0) for a in anchors)
+        assert all((a.source, a.created_epoch, a.inactive_epochs) == ("references", 0, 0) for a in anchors)
     assert method.anchors("q2") == method.anchors("q3") == []
     assert sorted(method.export_buffers()) == list(PRESEEDED)

@@ -59,7 +59,7 @@ def test_a_valid_http_judge_gives_rewards_and_builds_buffers(judge, tiny_model_d
     # The verdicts became rank rewards (not all-zero groups) and buffer maintenance inserted rollouts.
     assert any(e["rewards/rank_buffer/std"] > 0 for e in logs)
     sources = {a.source for q in built for a in method.anchors(q)}
-    assert sources - {"nectar"}, sources
+    assert sources - {"references"}, sources
 
 
 def test_a_judge_that_answers_prose_stops_the_run_with_a_checkpoint(judge, tiny_model_dir, tiny_dataset, tmp_path):

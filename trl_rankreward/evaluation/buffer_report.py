@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..rewards.anchor_buffer import SOURCES
+from ..rewards.anchor_buffer import SOURCES, anchor_source
 from ..rewards.rank_buffer import STATE_FORMAT
 from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
@@ -112,7 +112,8 @@ def buffer_report(state: dict[str, Any], *, bins: int = 10) -> BufferReport:
         rows = buffer["anchors"]
         report.size_hist[len(rows)] += 1
         report.anchors += len(rows)
-        for i, (_key, source, created, inactive) in enumerate(rows):
+        for i, (_key, saved, created, inactive) in enumerate(rows):
+            source = anchor_source(saved)
             report.by_source[source] += 1
             report.by_epoch_source[(int(created), source)] += 1
             report.inactivity_hist[int(inactive)] += 1

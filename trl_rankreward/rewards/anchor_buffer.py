@@ -17,9 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-#: where an anchor came from: Nectar references, bootstrap ranking, left / right boundary
+#: where an anchor came from: the query's ranked references, bootstrap ranking, left / right boundary
 #: expansion, interval refinement (Sec. 3.5), or the LLM buffer manager (Appendix G)
-SOURCES: tuple[str, ...] = ("nectar", "bootstrap", "left", "right", "refine", "llm")
+SOURCES: tuple[str, ...] = ("references", "bootstrap", "left", "right", "refine", "llm")
+#: a source's former spelling, in checkpoints written before the rename, as it is read now
+FORMER_SOURCES = {"nectar": "references"}
+
+
+def anchor_source(name: str) -> str:
+    """`name` as a source of `SOURCES` (a former spelling read as today's)."""
+    return FORMER_SOURCES.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +90,7 @@ class AnchorBuffer:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnchorBuffer:
         try:
-            anchors = tuple(Anchor(str(k), str(s), int(c), int(h)) for k, s, c, h in state["anchors"])
+            anchors = tuple(Anchor(str(k), anchor_source(str(s)), int(c), int(h)) for k, s, c, h in state["anchors"])
             return cls(
                 anchors,
                 created_epoch=int(state["created_epoch"]),

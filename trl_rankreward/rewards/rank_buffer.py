@@ -4,7 +4,7 @@ Per group (Algorithm 1, Appendix A):
 
 1. The query's buffer is initialized on first sight (`buffer_init`, whose help says which rows take
    which): Select_K0 of the group's ranked references, worst -> best (the paper's Nectar references;
-   source "nectar"), or bootstrap: a listwise ranking of this first group, whose rewards come from
+   source "references"), or bootstrap: a listwise ranking of this first group, whose rewards come from
    that ranking and which gets no maintenance (Sec. 3.2).
 2. Coarse ranking (Eq. 6): one independent `CoarseRequest` per unique valid answer, all at
    once, gives its insertion position 0..K and so its bucket C_p (Eq. 7).
@@ -332,7 +332,7 @@ class RankBufferReward(GroupRewardMethod):
             )
         texts = select_endpoints(list(reversed(group.references)), self.options.k0)
         keys = [self.store.put(t) for t in texts]
-        return AnchorBuffer.initial(keys, "nectar", epoch)
+        return AnchorBuffer.initial(keys, "references", epoch)
 
     async def _bootstrap(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
         """Algorithm 1, lines 9-12: rank the first group listwise; its rewards come from that
