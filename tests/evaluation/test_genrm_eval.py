@@ -174,3 +174,25 @@ def test_cli_with_a_local_tiny_genrm(tmp_path, capsys):
     # a random model never writes a boxed verdict in 4 tokens: 2 parse failures, L-Acc 0/2
     assert (metrics["samples"], metrics["parse_failures"], metrics["l_acc"]) == (2, 2, 0.0)
     assert "0.0% (0/2)" in capsys.readouterr().out
+
+
+def test_the_command_says_how_many_prompts_it_cut_to_the_genrm_window(tmp_path, capsys):
+    from trl_rankreward.testing.judge_replica import serve_judge_replica
+
+    data = tmp_path / "pairs.jsonl"
+    long_a, long_b = " ".join(f"w{i}" for i in range(2500)), " ".join(["same"] * 2500)
+    data.write_text(
+        json.dumps(dict(prompt="Explain tides.", response_a=long_a, response_b=long_b, label="A", pair_id="long"))
+        + "\n"
+        + json.dumps(dict(prompt="2+2?", response_a="4", response_b="5", label="A", pair_id="short"))
+        + "\n"
+    )
+    out = tmp_path / "out.json"
+    with serve_judge_replica(max_model_len=2500, tokenize=True) as replica:
+        argv = ["eval-genrm", "--dataset_name", str(data), "--output_file", str(out), "--no_metarm",
+                "--genrm_base_urls", replica, "--genrm_model", replica.model]  # fmt: skip
+        assert main(argv) == 0
+        assert (replica.refused, replica.answered) == (0, 2)
+    printed = capsys.readouterr().out
+    assert "GenRM window: 1 prompt(s) cut to fit (" in printed and "0 pair(s) too long to send" in printed
+    assert json.loads(out.read_text())["window"]["truncated_requests"] == 1

@@ -128,6 +128,13 @@ def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments
         )
     )
     print(format_table(report.metrics))
+    window = report.to_dict()["window"]
+    if any(window.values()):
+        print(
+            f"GenRM window: {window['truncated_requests']} prompt(s) cut to fit ({window['truncated_chars']:,} "
+            f"characters), {window['too_long']} pair(s) too long to send, {window['context_refusals']} refused "
+            "by the server as over its window"
+        )
     output = Path(args.output_file)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
