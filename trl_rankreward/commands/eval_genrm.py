@@ -128,7 +128,7 @@ def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments
         )
     )
     print(format_table(report.metrics))
-    window = report.to_dict()["window"]
+    window = report.window
     if any(window.values()):
         print(
             f"GenRM window: {window['truncated_requests']} prompt(s) cut to fit ({window['truncated_chars']:,} "

@@ -61,13 +61,18 @@ class GenRMReport:
     metrics: dict[str, GenRMCounts]
     calls: LedgerSnapshot = field(default_factory=LedgerSnapshot)  # the GenRM requests' fitting: cuts, too_long
 
-    def to_dict(self) -> dict:
-        window = {
+    @property
+    def window(self) -> dict[str, int]:
+        """What fitting the GenRM's window did: prompts cut, characters cut, refusals, pairs too long to send."""
+        counts = {
             name: getattr(self.calls, name) for name in ("truncated_requests", "truncated_chars", "context_refusals")
         }
+        return {**counts, "too_long": self.calls.failures.get("too_long", 0)}
+
+    def to_dict(self) -> dict:
         return {
             "metrics": {name: c.as_dict() for name, c in self.metrics.items()},
-            "window": {**window, "too_long": self.calls.failures.get("too_long", 0)},
+            "window": self.window,
             "records": [asdict(r) for r in self.records],
         }
 
