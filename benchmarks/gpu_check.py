@@ -90,14 +90,12 @@ def _cuda_sync() -> None:
         torch.cuda.synchronize()
 
 
-#: what a judge-reward trainer logs as the time its step waited for the rewards (docs/metrics.md)
-WAIT_METRIC = "judge/wait_seconds"
-
-
 def step_timer():
     """A `TrainerCallback` timing each optimizer step and the reward path's time in it: the calls of a reward
     function passed through `timed`, or the `judge/wait_seconds` the trainer logs for the step."""
     from transformers import TrainerCallback
+
+    from trl_rankreward.trainers.judge_reward import WAIT_SECONDS
 
     class StepTimer(TrainerCallback):
         def __init__(self):
@@ -128,8 +126,8 @@ def step_timer():
             self.reward_s.append(self._reward)
 
         def on_log(self, args, state, control, logs=None, **kw):
-            if logs and WAIT_METRIC in logs:  # logged right after the step's end (logging_steps=1)
-                self.reward_s[-1] = logs[WAIT_METRIC]
+            if logs and WAIT_SECONDS in logs:  # logged right after the step's end (logging_steps=1)
+                self.reward_s[-1] = logs[WAIT_SECONDS]
 
     return StepTimer()
 
@@ -249,13 +247,15 @@ def judge_prefill(model_dir: str, batch_sizes: list[int], requests: int, anchor_
 
 def report_lines(report: dict) -> list[str]:
     """The printed summary of a report."""
+    from trl_rankreward.trainers.judge_reward import WAIT_SECONDS
+
     g, plain, rank = report["grpo"], report["grpo"]["plain"], report["grpo"]["rank_buffer"]
     lines = [
         f"device {report['device']}; torch {report['torch']}, transformers {report['transformers']}, "
         f"trl {report['trl']}; policy {g['policy_parameters'] / 1e6:.1f}M parameters",
         f"GRPO median step (after {g['warmup_steps']} warm-up step(s)): plain GRPOTrainer {plain['median_step_s']:.3f} s, "
         f"RankBufferGRPOTrainer {rank['median_step_s']:.3f} s, ratio {g['step_time_ratio']:.3f}",
-        f"reward path (plain: reward function; RankBuffer: {WAIT_METRIC}) share of step time: "
+        f"reward path (plain: reward function; RankBuffer: {WAIT_SECONDS}) share of step time: "
         f"plain {100 * plain['reward_share']:.2f}%, "
         f"RankBuffer {100 * rank['reward_share']:.2f}% (median {1000 * rank['median_reward_s']:.1f} ms/step); "
         f"judge calls {rank['judge_calls']}, {rank['buffers']} buffers",

@@ -31,7 +31,9 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-TIMINGS = {"passes": "judge/overlap_window_seconds", "wait": "judge/wait_seconds"}
+from trl_rankreward.trainers.judge_reward import OVERLAP_WINDOW_SECONDS, WAIT_SECONDS
+
+TIMINGS = {"passes": OVERLAP_WINDOW_SECONDS, "wait": WAIT_SECONDS}
 
 
 class StepTimer(TrainerCallback):

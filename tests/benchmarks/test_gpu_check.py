@@ -13,6 +13,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gpu_check  # noqa: E402
 
+from trl_rankreward.trainers.judge_reward import WAIT_SECONDS  # noqa: E402
+
 
 def test_shell_script_syntax():
     subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / "gpu_check.sh")], check=True)
@@ -71,7 +73,7 @@ def test_step_timer_counts_reward_time_inside_each_step(monkeypatch):
     timer.on_step_begin()
     clock[0] += 0.4
     timer.on_step_end()
-    timer.on_log(None, None, None, logs={gpu_check.WAIT_METRIC: 0.15})
+    timer.on_log(None, None, None, logs={WAIT_SECONDS: 0.15})
     assert timer.step_s == pytest.approx([2.0, 0.1, 0.4])
     assert timer.reward_s == pytest.approx([0.5, 0.0, 0.15])
 
