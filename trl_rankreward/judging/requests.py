@@ -244,12 +244,14 @@ class JudgeFailure:
 
 
 class JudgeError(RuntimeError):
-    """Raised by judges that signal failure by exception; `kind` as in `JudgeFailure`."""
+    """Raised by judges that signal failure by exception; `kind` as in `JudgeFailure`. `errors`: the
+    reason of every failed try, in order (`calls.complete_and_parse` sets them; else this one)."""
 
     def __init__(self, message: str, kind: FailureKind = "error", attempts: int = 1):
         super().__init__(message)
         self.kind = kind
         self.attempts = attempts
+        self.errors = [f"{kind}: {message}"]
 
     def as_failure(self) -> JudgeFailure:
         return JudgeFailure(self.kind, str(self), self.attempts)

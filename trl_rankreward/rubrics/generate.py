@@ -52,14 +52,14 @@ def rubric_jobs(dataset: datasets.Dataset, template: RubricTemplate) -> Iterator
     for row in dataset:
         render_with_limit = _references_cut(row, template)
         try:
-            messages = render_with_limit(None).messages
+            render_with_limit(None)  # the template filled for this row, before any request
         except KeyError as error:
             raise ValueError(
                 f"query_id {row['query_id']}: {error.args[0]} (row has {len(row['references'])} references). "
                 "Use the template that matches the dataset (rankbuffer: seven Nectar answers with models; "
                 "matrixreward: scored UltraFeedback answers) or a custom template."
             ) from None
-        yield Job(row["query_id"], messages, render_with_limit=render_with_limit)
+        yield Job(row["query_id"], render_with_limit)
 
 
 def _references_cut(row: dict, template: RubricTemplate):

@@ -106,7 +106,8 @@ def rationale_jobs(
             raise ValueError(f"pair_id {row['pair_id']}: label {row['label']!r}; expected 'A' or 'B'")
         template = review_template if row.get("reviews") else label_template
         render_with_limit = _pair_cut(row, template)
-        yield Job(row["pair_id"], render_with_limit(None).messages, row["label"], render_with_limit)
+        render_with_limit(None)  # a template that cannot be filled for this row fails here, before any request
+        yield Job(row["pair_id"], render_with_limit, row["label"])
 
 
 def _pair_cut(row: dict, template: PromptTemplate):

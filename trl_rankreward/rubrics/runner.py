@@ -40,17 +40,14 @@ MIN_GENERATION_TOKENS = 512
 
 @dataclass(frozen=True)
 class Job:
-    """One generation: `id` keys the result; `context` is handed to the parser (e.g. the label).
-
-    `render_with_limit(limit_chars)`: the messages with the texts they show (references, responses)
-    cut to `limit_chars` (`judging.rendering.TextCut`), for a prompt over the window; None: `messages`
-    are sent whole, or the job fails as `too_long` where they do not fit.
-    """
+    """One generation: `id` keys the result; `render_with_limit(limit_chars)` gives its messages with
+    the texts they show (references, responses) cut to `limit_chars` (`judging.rendering.TextCut`; None:
+    whole), so a prompt over the server's window can be fitted; `context` is handed to the parser
+    (e.g. the label)."""
 
     id: str
-    messages: list[dict]
+    render_with_limit: Callable[[int | None], Rendered]
     context: Any = None
-    render_with_limit: Callable[[int | None], Rendered] | None = None
 
 
 @dataclass
@@ -197,7 +194,7 @@ class ResumableRunner:
         what = f"{self.desc} for {self.id_key}={job.id!r}"
         try:
             fields, tries = await fitting.send(
-                job.render_with_limit or (lambda limit: Rendered(job.messages)),
+                job.render_with_limit,
                 ask,
                 reserve=min(self.max_tokens, MIN_GENERATION_TOKENS),
                 max_tokens=self.max_tokens,
@@ -205,7 +202,7 @@ class ResumableRunner:
                 fix="serve the generator with a longer --max-model-len (--max_model_len where /models lists none)",
             )
         except JudgeError as error:
-            return {self.id_key: job.id, "attempts": error.attempts, "errors": getattr(error, "errors", [f"{error.kind}: {error}"]),
+            return {self.id_key: job.id, "attempts": error.attempts, "errors": error.errors,
                     "last_output": last_text[:4000]}  # fmt: skip
         return {self.id_key: job.id, **fields, "attempts": tries}
 
