@@ -98,9 +98,6 @@ def _counters(ledger) -> tuple[int, int, int, int]:
     return ledger.calls, ledger.parsed, ledger.prompt_tokens, ledger.completion_tokens
 
 
-__all__ = ["BenchJudge", "CallRecord"]
-
-
 class RationaleBenchJudge(BenchJudge):
     """`BenchJudge` that costs rationale-first pairwise answers (`templates.pairwise_rationale`).
 
@@ -169,3 +166,6 @@ _RATIONALE_LINES = tuple(
         "Taken together with the other rubrics, this shifts the balance a little.",
     )
 )
+
+
+__all__ = ["BenchJudge", "CallRecord", "RationaleBenchJudge", "rationale_answer"]

@@ -304,8 +304,8 @@ def build_meta_judge(settings, release: RAlignRelease | None = None):
         return build_judge(settings)
     if settings.templates:
         raise ValueError(f"{settings.prefix}templates and r_align_release both set the MetaRM prompt; keep one of them")
-    return ReleaseMetaJudge(build_backend(settings), retry=settings.retry_policy(), temperature=settings.temperature,
-                            max_tokens=settings.max_tokens, max_model_len=settings.max_model_len)  # fmt: skip
+    return ReleaseMetaJudge(build_backend(settings), retry=settings.retry_policy(),
+                            temperature=settings.temperature, max_tokens=settings.max_tokens)  # fmt: skip
 
 
 class ReleaseMetaJudge:
