@@ -81,3 +81,11 @@ def test_the_options_name_the_store(tmp_path):
     assert isinstance(RankBufferReward(OracleJudge({})).store, InMemoryAnchorStore)
     store = InMemoryAnchorStore()
     assert RankBufferReward(OracleJudge({}), store=store).store is store
+
+
+def test_stored_totals_saved_before_the_rename_count_nectar_as_references(tmp_path):
+    # a 0.1 state file's totals: one buffer of 4 anchors taken from the references, then named "nectar"
+    table = StoredBufferTable(SQLiteAnchorStore(tmp_path / "s.sqlite"), {"sizes": {"4": 1}, "sources": {"nectar": 4}})
+    stats = table.stats()
+    assert stats["buffer/anchors_references"] == 4.0 and stats["buffer/count"] == 1.0
+    assert table.totals()["sources"] == {"references": 4}

@@ -457,6 +457,20 @@ def test_state_with_other_settings_is_refused():
         a.load_state_dict({})
 
 
+def test_state_saved_before_the_rename_of_nectar_loads():
+    # a 0.1 checkpoint: config init "nectar", the references' anchors with the source "nectar"
+    a = RankBufferReward(OracleJudge(QUALITY), buffer_init="references")
+    _score(a, [_group()])
+    state = json.loads(json.dumps(a.state_dict()))
+    state["config"]["init"] = "nectar"
+    for row in state["buffers"]["q"]["anchors"]:
+        row[1] = "nectar" if row[1] == "references" else row[1]
+    b = RankBufferReward(OracleJudge(QUALITY), buffer_init="references")
+    b.load_state_dict(state)
+    assert [(x.text, x.source) for x in b.anchors("q")] == [(x.text, x.source) for x in a.anchors("q")]
+    assert {x.source for x in b.anchors("q")} >= {"references"}
+
+
 # ----------------------------------------------------------------- judge rounds
 @pytest.mark.parametrize("manager, rounds", [(None, 2), ("llm", 3)])
 def test_a_step_takes_two_judge_rounds(manager, rounds):

@@ -20,13 +20,14 @@ from typing import Any
 #: where an anchor came from: the query's ranked references, bootstrap ranking, left / right boundary
 #: expansion, interval refinement (Sec. 3.5), or the LLM buffer manager (Appendix G)
 SOURCES: tuple[str, ...] = ("references", "bootstrap", "left", "right", "refine", "llm")
-#: a source's former spelling, in checkpoints written before the rename, as it is read now
-FORMER_SOURCES = {"nectar": "references"}
+#: "nectar" is the 0.1 name of the references (the paper's Nectar references), both as a `buffer_init`
+#: value (the 0.1 example configs, a state file's `config["init"]`) and as an anchor source (checkpoints)
+FORMER_NAMES = {"nectar": "references"}
 
 
-def anchor_source(name: str) -> str:
-    """`name` as a source of `SOURCES` (a former spelling read as today's)."""
-    return FORMER_SOURCES.get(name, name)
+def current_name(name: str) -> str:
+    """`name` as it is spelled now: a former name (`FORMER_NAMES`) read as today's, any other unchanged."""
+    return FORMER_NAMES.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class AnchorBuffer:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnchorBuffer:
         try:
-            anchors = tuple(Anchor(str(k), anchor_source(str(s)), int(c), int(h)) for k, s, c, h in state["anchors"])
+            anchors = tuple(Anchor(str(k), current_name(str(s)), int(c), int(h)) for k, s, c, h in state["anchors"])
             return cls(
                 anchors,
                 created_epoch=int(state["created_epoch"]),
@@ -237,7 +238,7 @@ class StoredBufferTable(BufferTable):
             store.clear_buffers()
         if totals:
             self._sizes.update({int(k): v for k, v in totals["sizes"].items()})
-            self._sources.update(totals["sources"])
+            self._sources.update({current_name(k): v for k, v in totals["sources"].items()})
 
     def get(self, query_id: str) -> AnchorBuffer | None:
         if query_id in self._changed:

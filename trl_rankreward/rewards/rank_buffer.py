@@ -57,7 +57,7 @@ from .._gc import paused_gc
 from ..judging.protocol import Judge
 from ..judging.seeding import text_id
 from ..judging.subsample import select_endpoints
-from .anchor_buffer import Anchor, AnchorBuffer
+from .anchor_buffer import Anchor, AnchorBuffer, current_name
 from .anchor_store import AnchorStore, InMemoryAnchorStore
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, RunContext, require
 from .buffer_manager import BufferManager, LLMManager, RuleManager, changes
@@ -123,8 +123,7 @@ class AnchorBufferOptions(MethodOptions):
     )
 
     def __post_init__(self):
-        if self.buffer_init == "nectar":  # the value of the 0.1 example configs (the paper's Nectar references)
-            self.buffer_init = "references"
+        self.buffer_init = current_name(self.buffer_init)
         super().__post_init__()
         check_int("k0", self.k0, 2, " (the paper uses 2, 4, 7)")
         check_int("inactivity_epochs (H)", self.inactivity_epochs, 1)
@@ -411,7 +410,8 @@ class RankBufferReward(GroupRewardMethod):
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"Not a RankBufferReward state: expected format {STATE_FORMAT!r}, got {got!r}")
-        differ = {k: (v, state["config"].get(k)) for k, v in self._config().items() if state["config"].get(k) != v}
+        saved = {**state["config"], "init": current_name(state["config"].get("init"))}
+        differ = {k: (v, saved.get(k)) for k, v in self._config().items() if saved.get(k) != v}
         if differ:
             raise ValueError(
                 f"RankBuffer state was saved with other settings {{field: (now, saved)}} = {differ}; "
