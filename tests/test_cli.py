@@ -82,6 +82,24 @@ def test_dataclass_check_is_a_usage_error(capsys):
     assert capsys.readouterr().err.startswith("trl-rankreward bench: error: group_size must be >= 2")
 
 
+def test_a_judge_server_setting_is_checked_when_parsed(capsys):
+    # the role fields' __post_init__ (judging.server_fields) refuses the value before any data is read
+    genrm = ["eval-genrm", "--dataset_name", "missing", "--output_file", "o.json"]
+    rubrics = ["rubrics", "generate", "--dataset_name", "missing", "--output_file", "o.jsonl", "--model", "m",
+               "--base_urls", "http://a/v1"]  # fmt: skip
+    for prog, argv, message in [
+        ("eval-genrm", genrm + ["--genrm_max_concurrency", "0"], "genrm_max_concurrency must be >= 1, got 0"),
+        ("eval-genrm", genrm + ["--metarm_timeout_s", "0"], "metarm_timeout_s must be > 0, got 0.0"),
+        ("rubrics generate", rubrics + ["--max_concurrency", "0"], "max_concurrency must be >= 1, got 0"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"trl-rankreward {prog}: error: {message}")
+        assert len(err.strip().splitlines()) == 1
+
+
 def test_runtime_error_is_one_line_and_traceback_on_request(tmp_path, capsys, monkeypatch):
     missing = str(tmp_path / "no-checkpoint")
     assert cli.main(["buffer-report", missing]) == 1

@@ -164,6 +164,34 @@ def test_reference_baseline_needs_references(tiny_dataset):
     assert JudgeWinRateCallback(trainer, prompts, judge=None, baseline="reference").max_new_tokens == 8
 
 
+def test_the_documented_mixin_checks_its_fields_once(tmp_path, monkeypatch):
+    # docs/evaluation.md: `class MyConfig(JudgeEvalConfig, GRPOConfig)` gets TRL's checks, the judge's and the
+    # evaluation's from JudgeEvalConfig.__post_init__; the package configs call check_judge_eval instead
+    from dataclasses import dataclass
+
+    from trl import GRPOConfig
+
+    from trl_rankreward.judging.server_settings import JudgeRole
+    from trl_rankreward.trainers.judge_eval_config import JudgeEvalConfig
+
+    @dataclass
+    class MyConfig(JudgeEvalConfig, GRPOConfig):
+        pass
+
+    with pytest.raises(ValueError, match="eval_baseline must be one of"):
+        tiny_config(MyConfig, tmp_path, eval_baseline="bogus")
+    with pytest.raises(ValueError, match="eval_judge_max_concurrency must be >= 1, got 0"):
+        tiny_config(MyConfig, tmp_path, eval_judge_model="m", eval_judge_max_concurrency=0)
+    checked = []
+    check = JudgeRole.check
+    monkeypatch.setattr(JudgeRole, "check", lambda role, config: checked.append(role.prefix) or check(role, config))
+    config = tiny_config(MyConfig, tmp_path, eval_judge_base_urls="http://a/v1,http://b/v1", eval_judge_model="m")
+    assert config.eval_judge_base_urls == ["http://a/v1", "http://b/v1"] and checked == ["eval_judge_"]
+    checked.clear()
+    tiny_config(JudgeRewardGRPOConfig, tmp_path, eval_judge_base_urls="http://a/v1", eval_judge_model="m")
+    assert sorted(checked) == ["eval_judge_", "judge_"]  # each role once
+
+
 def test_a_config_without_a_training_judge_needs_an_evaluation_judge(judge, tiny_model_dir, tiny_dataset, tmp_path):
     from trl_rankreward.trainers.ppo import CriticPPOConfig, CriticPPOTrainer
 

@@ -3,20 +3,38 @@ is a mixin of a TRL config or a command's argument group, so YAML keys and flags
 
 The training judge's help explains each setting in full; the other roles' help says what the setting
 is in a short phrase and what differs (docs/judging.md has the details). Defaults the roles share
-are `JudgeServerSettings`', which also checks the values when a role reads its fields back.
+are `JudgeServerSettings`', which also checks the values when a role reads its fields back: each class's
+`__post_init__` runs `ROLE.check` (a config whose own `__post_init__` does not chain to it calls that itself).
 """
 
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass
+from typing import ClassVar
 
 from .backends.base import GENRM_MAX_TOKENS
-from .server_settings import setting
+from .server_settings import EVAL_JUDGE, GENRM, METARM, RUBRIC_GENERATOR, TRAINING_JUDGE, JudgeRole, setting
+
+
+class _RoleFields:
+    """The base of the role field classes: after the other bases' `__post_init__` (TRL's, where mixed into a
+    TRL config), `ROLE.check(self)` checks the settings and writes the URLs back as a list, so a bad value is
+    refused when the config or the command's arguments are built."""
+
+    ROLE: ClassVar[JudgeRole]
+
+    def __post_init__(self):
+        parent = getattr(super(), "__post_init__", None)
+        if parent is not None:
+            parent()
+        self.ROLE.check(self)
 
 
 @dataclass(kw_only=True)
-class TrainingJudgeFields:
-    """The training judge of `JudgeRewardGRPOConfig` (`judge_*`); `TRAINING_JUDGE.settings(config)` checks them."""
+class TrainingJudgeFields(_RoleFields):
+    """The training judge of `JudgeRewardGRPOConfig` (`judge_*`); `TRAINING_JUDGE.check(config)` checks them."""
+
+    ROLE: ClassVar[JudgeRole] = TRAINING_JUDGE
 
     judge_base_urls: list[str] = setting(
         "base_urls",
@@ -72,8 +90,10 @@ class TrainingJudgeFields:
 
 
 @dataclass(kw_only=True)
-class EvalJudgeFields:
-    """The win-rate judge of `JudgeEvalConfig` (`eval_judge_*`); `EVAL_JUDGE.settings(config)` checks them."""
+class EvalJudgeFields(_RoleFields):
+    """The win-rate judge of `JudgeEvalConfig` (`eval_judge_*`); `EVAL_JUDGE.check(config)` checks them."""
+
+    ROLE: ClassVar[JudgeRole] = EVAL_JUDGE
 
     eval_judge_base_urls: list[str] = setting(
         "base_urls",
@@ -119,8 +139,10 @@ class EvalJudgeFields:
 
 
 @dataclass(kw_only=True)
-class MetaRMFields:
-    """R-Align's MetaRM in `RAlignGenRMConfig` and `eval-genrm` (`metarm_*`); `METARM.settings(config)` checks them."""
+class MetaRMFields(_RoleFields):
+    """R-Align's MetaRM in `RAlignGenRMConfig` and `eval-genrm` (`metarm_*`); `METARM.check(config)` checks them."""
+
+    ROLE: ClassVar[JudgeRole] = METARM
 
     metarm_base_urls: list[str] = setting(
         "base_urls", "Base URL(s) of the MetaRM's OpenAI-compatible servers; several share the load."
@@ -164,8 +186,10 @@ class MetaRMFields:
 
 
 @dataclass(kw_only=True)
-class GenRMFields:
-    """The GenRM under evaluation in `eval-genrm` (`genrm_*`); `GENRM.settings(config)` checks them."""
+class GenRMFields(_RoleFields):
+    """The GenRM under evaluation in `eval-genrm` (`genrm_*`); `GENRM.check(config)` checks them."""
+
+    ROLE: ClassVar[JudgeRole] = GENRM
 
     genrm_base_urls: list[str] = setting(
         "base_urls", "Base URL(s) of the GenRM's OpenAI-compatible servers; several share the load."
@@ -197,9 +221,11 @@ class GenRMFields:
 
 
 @dataclass(kw_only=True)
-class GeneratorServerFields:
+class GeneratorServerFields(_RoleFields):
     """The rubric and rationale generator of `trl-rankreward rubrics` (no prefix; its template sets the
-    decoding); `RUBRIC_GENERATOR.settings(config)` checks them."""
+    decoding); `RUBRIC_GENERATOR.check(config)` checks them."""
+
+    ROLE: ClassVar[JudgeRole] = RUBRIC_GENERATOR
 
     base_urls: list[str] = setting(
         "base_urls",

@@ -2,7 +2,8 @@
 
 Each place that configures a judge server is a role (`TRAINING_JUDGE`, `METARM`, ... below), whose
 fields are written out in `server_fields` with `setting`. `role.settings(config)` reads them back as
-checked `JudgeServerSettings`; `build_judge` and `build_backend` turn those into a judge or a chat backend.
+checked `JudgeServerSettings`, `role.check(config)` also writes the URLs back as a list; `build_judge`
+and `build_backend` turn those into a judge or a chat backend.
 
 Example:
     settings = JudgeServerSettings(base_urls=["http://localhost:8000/v1"], model="Qwen/Qwen3-8B")
@@ -96,6 +97,13 @@ class JudgeRole:
         """The role's settings read from `config`'s prefixed fields (checked, named by their flags)."""
         values = {name: getattr(config, self.prefix + name) for name in self.names}
         return JudgeServerSettings(**values, prefix=self.prefix)
+
+    def check(self, config) -> JudgeServerSettings:
+        """`settings(config)`, with the URLs written back to `config` as a list (a comma-separated string is
+        split): the check a config runs in its `__post_init__` (the role's fields run it themselves)."""
+        settings = self.settings(config)
+        setattr(config, self.prefix + "base_urls", settings.base_urls)
+        return settings
 
 
 TRAINING_JUDGE = JudgeRole("judge_")

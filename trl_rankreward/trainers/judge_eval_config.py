@@ -14,8 +14,10 @@ BASELINES = ("initial_policy", "reference")
 
 @dataclass
 class JudgeEvalConfig(EvalJudgeFields):
-    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`, whose `__post_init__` calls
-    `check_judge_eval(self)`. The judge's fields (`eval_judge_*`) are `EvalJudgeFields`'."""
+    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`. Its `__post_init__` runs the
+    other bases' (TRL's, then the judge's `EVAL_JUDGE.check`), then checks the baseline and the count; a
+    config whose own `__post_init__` does not chain to it calls `check_judge_eval(self)`. The judge's fields
+    (`eval_judge_*`) are `EvalJudgeFields`'."""
 
     eval_prompts: str | None = field(
         default=None,
@@ -38,6 +40,10 @@ class JudgeEvalConfig(EvalJudgeFields):
         },
     )
 
+    def __post_init__(self):
+        super().__post_init__()  # EvalJudgeFields': the bases after it, then the judge's settings
+        _check_eval_options(self)
+
     def to_dict(self) -> dict[str, Any]:
         """`TrainingArguments.to_dict()` (what W&B and the other loggers store as the run's config) with the
         judge server URLs of every role redacted, as the model card redacts them (they can be private hosts)."""
@@ -46,7 +52,11 @@ class JudgeEvalConfig(EvalJudgeFields):
 
 def check_judge_eval(config: JudgeEvalConfig) -> None:
     """The evaluation's fields: its judge server's (`eval_judge_*`, URLs written back as a list), the baseline, the count."""
-    config.eval_judge_base_urls = EVAL_JUDGE.settings(config).base_urls
+    EVAL_JUDGE.check(config)
+    _check_eval_options(config)
+
+
+def _check_eval_options(config: JudgeEvalConfig) -> None:
     if config.eval_baseline not in BASELINES:
         raise ValueError(f"eval_baseline must be one of {list(BASELINES)}, got {config.eval_baseline!r}")
     if config.eval_num_prompts is not None and config.eval_num_prompts < 1:

@@ -94,8 +94,7 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         server's, then this class's fields and the method's options (a config for one method runs this too)."""
         critic_post_init(self)
         check_judge_eval(self)
-        judge = TRAINING_JUDGE.settings(self)
-        self.judge_base_urls = judge.base_urls
+        judge = TRAINING_JUDGE.check(self)
         if isinstance(self.reward_method_kwargs, str):
             try:
                 self.reward_method_kwargs = json.loads(self.reward_method_kwargs)

@@ -99,7 +99,7 @@ class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig)
     def __post_init__(self):
         critic_post_init(self)  # TRL's checks and the critic's
         check_judge_eval(self)
-        self.metarm_base_urls = METARM.settings(self).base_urls
+        METARM.check(self)
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")
         self.reward_values()  # validates the table
