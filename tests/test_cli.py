@@ -151,19 +151,17 @@ def test_former_spellings_are_refused_with_the_current_name(capsys):
         assert exit_info.value.code == 2 and hint in capsys.readouterr().err
 
 
-def test_example_config_keys_of_0_1_are_read_with_a_note(tmp_path, capsys):
-    # MatrixReward's `extractor: critic` (the 0.1 example configs) is read as matrix_weighting, with a note
+def test_a_key_of_the_0_1_example_configs_is_an_unknown_key(tmp_path, capsys):
+    # no release has shipped, so no former spelling is read: MatrixReward's `extractor` is refused as any unknown key
     from trl_rankreward.parsing import apply_config_file
     from trl_rankreward.scripts import ScriptParser
     from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig
 
     config = tmp_path / "matrix.yaml"
     config.write_text("extractor: critic\noutput_dir: out\nuse_cpu: true\nbf16: false\nreport_to: none\n")
-    parser = ScriptParser((MatrixRewardGRPOConfig,))
-    apply_config_file(parser, ["--config", str(config)])
-    assert f"extractor in {config} is deprecated; use matrix_weighting" in capsys.readouterr().err
-    args = parser.parse_args_into_dataclasses([])[0]
-    assert args.matrix_weighting == "variation_correlation"  # "critic" read as its new name
+    with pytest.raises(SystemExit) as exit_info:
+        apply_config_file(ScriptParser((MatrixRewardGRPOConfig,)), ["--config", str(config)])
+    assert exit_info.value.code == 2 and "unknown option(s) extractor" in capsys.readouterr().err
 
 
 def test_a_required_flag_not_given_is_a_usage_error(capsys):

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from trl_rankreward.evaluation import ProbeRow, probe_judge
-from trl_rankreward.evaluation.probe_report import order_agreement, recommend, tied_share
+from trl_rankreward.evaluation.judge_probe import order_agreement, recommend, tied_share
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.evaluation.simulation import SimulatedRun
 

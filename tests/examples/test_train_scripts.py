@@ -15,8 +15,8 @@ import pytest
 
 from tests.trainers.test_examples import ROOT, load_example
 from trl_rankreward.scripts import run_script
-from trl_rankreward.scripts.hub import check_hub_push
-from trl_rankreward.scripts.resume import parse_resume, resume_argument
+from trl_rankreward.scripts.train import check_hub_push
+from trl_rankreward.scripts.train import parse_resume, resume_argument
 from trl_rankreward.user_errors import TRACEBACK_ENV
 
 CONFIGS = ROOT / "examples" / "configs"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
-from trl_rankreward.scripts.model import resolve_model
+from trl_rankreward.scripts.train import resolve_model
 from trl_rankreward.tiny import models as tiny_models
 
 writes = []

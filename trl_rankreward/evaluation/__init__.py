@@ -8,7 +8,6 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".judge_probe": ("probe_judge", "probe_judge_async", "allowed_methods"),
-        ".probe_report": ("ProbeReport", "ProbeRow", "SwapTest"),
+        ".judge_probe": ("probe_judge", "probe_judge_async", "allowed_methods", "ProbeReport", "ProbeRow", "SwapTest"),
     },
 )

@@ -24,6 +24,7 @@ from ..rewards.anchor_buffer import SOURCES, current_name
 from ..rewards.rank_buffer import STATE_FORMAT
 from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
+from ..user_errors import MissingFileError
 from . import report_files
 
 
@@ -65,7 +66,7 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     file = os.path.join(path, METHOD_STATE_NAME) if os.path.isdir(path) else path
     if not os.path.isfile(file):
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"No RankBuffer state at {file}; expected a trainer checkpoint directory holding {METHOD_STATE_NAME} "
             "(saved by RankBufferGRPOTrainer) or the path of that file"
         )
