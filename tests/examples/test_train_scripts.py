@@ -15,8 +15,7 @@ import pytest
 
 from tests.trainers.test_examples import ROOT, load_example
 from trl_rankreward.scripts import run_script
-from trl_rankreward.scripts.train import check_hub_push
-from trl_rankreward.scripts.train import parse_resume, resume_argument
+from trl_rankreward.scripts.train import check_hub_push, parse_resume, resume_argument
 from trl_rankreward.user_errors import TRACEBACK_ENV
 
 CONFIGS = ROOT / "examples" / "configs"
