@@ -81,6 +81,9 @@ def run(args: ProbeJudgeArguments) -> int:
     config = args.training_config
     parsed = read_training_config(config, args.overrides, prog=f"trl-rankreward probe-judge ({config})")
     script_args, training_args, model_args = parsed
+    if not hasattr(training_args, "reward_method"):
+        raise UsageError(f"{config} trains a GenRM (R-Align) and has no reward method to probe; probe-judge reads the "
+                         "config of a run with a judge reward (examples/configs/rankbuffer_*, baseline_*, ...)")  # fmt: skip
     if training_args.num_generations < 2:
         raise UsageError(f"{config} has num_generations={training_args.num_generations} (PPO's one rollout per "
                          "prompt): the probe compares the rewards within a group; probe a copy of the config with the G of "

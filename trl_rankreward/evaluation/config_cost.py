@@ -147,15 +147,18 @@ def config_values(script_args, training_args, keys: Iterable[str]) -> tuple[dict
 
 def config_methods(training_args, spec: str) -> list[BenchMethod]:
     """The methods to cost: `spec`'s (registry names or benchmark rows) or, for "all", the config's own
-    method (its `reward_method`) with the config's options."""
-    name = training_args.reward_method
-    kwargs = option_values(training_args.method_options())
+    method (its `reward_method`) with the config's options; none for a config without one (R-Align's)."""
+    name = getattr(training_args, "reward_method", None)
+    if spec.strip() == "all":
+        return [] if name is None else [_own_method(training_args)]
+    return [_own_method(training_args) if m.label == name else m for m in selected_methods(spec)]
+
+
+def _own_method(training_args) -> BenchMethod:
+    name, kwargs = training_args.reward_method, option_values(training_args.method_options())
     if "anchor_store" in kwargs:
         kwargs.update(anchor_store="memory", anchor_store_path=None)  # no file for an estimate
-    own = BenchMethod(name, name, {k: v for k, v in kwargs.items() if v is not None})
-    if spec.strip() == "all":
-        return [own]
-    return [own if m.label == name else m for m in selected_methods(spec)]
+    return BenchMethod(name, name, {k: v for k, v in kwargs.items() if v is not None})
 
 
 def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
@@ -211,6 +214,11 @@ def estimate(
             "groups of at least 2 rollouts; docs/methods.md gives the method's judge calls per completion"
         )
     methods = config_methods(training_args, bench.methods)
+    if not methods:
+        raise UsageError(
+            f"{path} trains no reward method (an R-Align config trains a GenRM); pass --methods NAME (a registry "
+            "name, e.g. rank_buffer) to cost that method on this run"
+        )
     completion = args.completion_tokens or _with_defaults(values, defaults)("max_completion_length")
     sample = min(len(rows) if rows else bench.queries, max(SAMPLE_QUERIES, 2 * shape.queries_per_batch))
     epochs = min(MAX_EPOCHS, max(1, math.ceil(shape.epochs)))

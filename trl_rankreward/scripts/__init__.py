@@ -2,6 +2,7 @@
 (`read_training_config`, for `trl-rankreward bench --config` and `probe-judge --config`)."""
 
 from .train import (
+    RAlignScriptArguments,
     ScriptParser,
     TrainScriptArguments,
     config_keys,
@@ -12,5 +13,5 @@ from .train import (
     train,
 )
 
-__all__ = ["ScriptParser", "TrainScriptArguments", "config_keys", "end_process_group", "read_training_config", "run", "run_script",
+__all__ = ["RAlignScriptArguments", "ScriptParser", "TrainScriptArguments", "config_keys", "end_process_group", "read_training_config", "run", "run_script",
            "train"]  # fmt: skip

@@ -82,34 +82,56 @@ class ScriptParser(OneLineErrors, TrlParser):
         return tuple(to_dataclasses(self, self.parse_args(argv), self.dataclass_types))
 
 
-def config_classes() -> list[type]:
-    """The trainer configs a training YAML may be written for, the general one first."""
+@dataclass
+class RAlignScriptArguments(TrainScriptArguments):
+    """The shared script arguments (`dataset_name`: pairs with golden rationales) plus the MetaRM to use
+    (`examples/train_ralign_genrm.py`)."""
+
+    metarm: str = field(
+        default="server",
+        metadata={
+            "help": "'server': LLM MetaRM at metarm_base_urls; 'keyword': the offline KeywordMetaJudge (tests).",
+            "choices": ["server", "keyword"],
+        },
+    )
+    keyword_threshold: float = field(
+        default=0.3, metadata={"help": "KeywordMetaJudge: share of golden key words the rationale must cover."}
+    )
+
+
+def training_parsers() -> list[tuple[type, type]]:
+    """(script arguments, trainer config) of each example script, the general judge-reward one first (R-Align's
+    trains a GenRM and has no reward method: `bench --config` costs it with `--methods`)."""
     from ..trainers.judge_reward import JudgeRewardGRPOConfig
     from ..trainers.matrix_reward import MatrixRewardGRPOConfig
+    from ..trainers.ralign import RAlignGenRMConfig
     from ..trainers.rank_buffer import RankBufferGRPOConfig
 
-    return [JudgeRewardGRPOConfig, RankBufferGRPOConfig, MatrixRewardGRPOConfig]
+    judge_reward = [JudgeRewardGRPOConfig, RankBufferGRPOConfig, MatrixRewardGRPOConfig]
+    return [(TrainScriptArguments, c) for c in judge_reward] + [(RAlignScriptArguments, RAlignGenRMConfig)]
 
 
-def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str) -> tuple:
+def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str, here: bool = True) -> tuple:
     """(script arguments, trainer config, model config) of the training YAML at `path`, with the command-line
     `overrides` (`--judge_base_urls http://...`), parsed as the example script of its config class parses them.
 
-    The class is the first of `config_classes()` whose fields hold every key; when none does, the one missing
+    The classes are the first of `training_parsers()` whose fields hold every key; when none do, the ones missing
     the fewest, whose parser then refuses the rest as the script would (`unknown option(s) k_0 (did you mean
     k0?)`, exit 2). A file that cannot be read or is not a mapping is refused by that parser too.
+    `here=False` reads the config of a run on another machine (`bench --config` estimates a GPU run on a
+    laptop): it is parsed with `use_cpu`, so transformers' check of this machine's bf16 support is skipped.
     """
     from trl import ModelConfig
 
     keys = config_keys(path, overrides)
-    shared = {f.name for cls in (TrainScriptArguments, ModelConfig) for f in dataclasses.fields(cls)}
 
-    def missing(cls) -> int:
-        return len(keys - shared - {f.name for f in dataclasses.fields(cls)})
+    def missing(types: tuple[type, ...]) -> int:
+        return len(keys - {f.name for cls in types for f in dataclasses.fields(cls)})
 
-    config_class = min(config_classes(), key=missing)  # the first of equals: the general config
-    parser = ScriptParser((TrainScriptArguments, config_class, ModelConfig), prog=prog)
-    return parser.parse_args_and_config(["--config", path, *overrides])
+    types = min(((*pair, ModelConfig) for pair in training_parsers()), key=missing)  # of equals, the first
+    parser = ScriptParser(types, prog=prog)
+    elsewhere = [] if here else ["--use_cpu", "true"]  # before the overrides: a flag given wins
+    return parser.parse_args_and_config(["--config", path, *elsewhere, *overrides])
 
 
 def config_keys(path: str, overrides: Sequence[str] = ()) -> set[str]:
