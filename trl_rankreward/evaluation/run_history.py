@@ -39,6 +39,26 @@ TRAINER_STATE = "trainer_state.json"
 REWARD_STD = "reward_std"
 CALLS, PROMPT, COMPLETION = "judge/calls", "judge/prompt_tokens", "judge/completion_tokens"
 NEUTRAL, BUFFER_SIZE = "reward/neutral_groups", "buffer/size_mean"
+REWARD_MEAN = "reward"
+#: What moves when the policy improves, as (metric, label), the first one a run logged (docs/metrics.md):
+#: RankBuffer's coarse position among its anchors, GenRM's win rate against the references, the evaluation's judge
+#: win rate. A rank method's rewards are zero-mean in every group plus the format bonus, so their mean and std stay
+#: flat however the policy does; a method without one of these (pointwise, ...) has its reward mean.
+PROGRESS_SIGNALS = (
+    ("rank/coarse_position_mean", "coarse position"),
+    ("genrm/win_rate", "win rate vs reference"),
+    ("eval/win_rate", "judge win rate"),
+)
+
+
+def progress_signal(names) -> tuple[str, str] | None:
+    """(metric, label) of the progress signal among the logged metric `names` (`PROGRESS_SIGNALS`, else the reward
+    mean); None when none of them was logged."""
+    names = set(names)
+    found = next((signal for signal in PROGRESS_SIGNALS if signal[0] in names), None)
+    return found or ((REWARD_MEAN, "reward mean") if REWARD_MEAN in names else None)
+
+
 _EPOCH_TOLERANCE = 1e-6  # TRL's logged epoch is a float: step / steps per epoch, rounded
 
 
@@ -95,6 +115,11 @@ class RunHistory:
             steps.append(int(entry["step"]))
             values.append(total)
         return steps, values
+
+    def progress(self) -> tuple[str | None, list[int], list[float]]:
+        """(label, steps, values) of the run's progress signal (`progress_signal`); (None, [], []) without one."""
+        signal = progress_signal(name for entry in self.entries for name in entry)
+        return (signal[1], *self.series(signal[0])) if signal else (None, [], [])
 
     @property
     def last_step(self) -> int:
@@ -235,7 +260,9 @@ def read_wandb_run(path: str | os.PathLike) -> RunHistory:
     try:
         from wandb.proto import wandb_internal_pb2
     except ImportError as exc:
-        raise MissingPackageError(f"reading W&B runs needs wandb: pip install 'trl-rankreward[wandb]' ({exc})") from None
+        raise MissingPackageError(
+            f"reading W&B runs needs wandb: pip install 'trl-rankreward[wandb]' ({exc})"
+        ) from None
     entries: dict[int, dict[str, float]] = {}
     name, train_runtime = "", None
     for raw in wandb_records(path):
