@@ -94,8 +94,8 @@ def training_check(queries: int, seed: int) -> list[dict]:
     from datasets import load_dataset
     from training_outcome import TASKS, write_rows
 
-    from trl_rankreward.judging.server_settings import JudgeServerSettings, build_judge
     from trl_rankreward.commands.probe_judge import sample_groups
+    from trl_rankreward.judging.server_settings import JudgeServerSettings, build_judge
     from trl_rankreward.testing import build_tiny_model, serve_scripted_judge
     from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
 
