@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..judging.seeding import text_id
+from ..user_errors import ConfigError
 
 _HH_TURN = re.compile(r"\n\nHuman:|\n\nAssistant:")
 _HH_ROLES = {"\n\nHuman:": "user", "\n\nAssistant:": "assistant"}
@@ -24,7 +25,7 @@ def parse_nectar_prompt(prompt: str) -> list[dict[str, str]]:
     """
     markers = list(_HH_TURN.finditer(prompt))
     if not markers or prompt[: markers[0].start()].strip():
-        raise ValueError(f"Nectar prompt does not start with '\\n\\nHuman:': {prompt[:80]!r}")
+        raise ConfigError(f"Nectar prompt does not start with '\\n\\nHuman:': {prompt[:80]!r}")
     messages = []
     for marker, following in zip(markers, markers[1:] + [None], strict=True):
         end = following.start() if following else len(prompt)
@@ -32,7 +33,7 @@ def parse_nectar_prompt(prompt: str) -> list[dict[str, str]]:
     if messages[-1]["role"] == "assistant" and not messages[-1]["content"]:
         messages.pop()
     if not messages or messages[-1]["role"] != "user":
-        raise ValueError(f"Nectar prompt must end with a Human turn (then an empty Assistant turn): {prompt[-80:]!r}")
+        raise ConfigError(f"Nectar prompt must end with a Human turn (then an empty Assistant turn): {prompt[-80:]!r}")
     return messages
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import datasets
 
+from ..user_errors import ConfigError
 from .jsonl import read_records
 
 MISSING_POLICIES = ("error", "drop", "keep")
@@ -13,17 +14,17 @@ MISSING_POLICIES = ("error", "drop", "keep")
 
 def _attach(dataset, path, *, key: str, value: str, column: str, missing: str) -> datasets.Dataset:
     if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing={missing!r}; expected one of {MISSING_POLICIES}")
+        raise ConfigError(f"missing={missing!r}; expected one of {MISSING_POLICIES}")
     if key not in dataset.column_names:
-        raise ValueError(f"The dataset has no {key!r} column to join {Path(path).name} on ({dataset.column_names})")
+        raise ConfigError(f"The dataset has no {key!r} column to join {Path(path).name} on ({dataset.column_names})")
     table = {}
     for record in read_records(path):
         if key not in record or value not in record:
-            raise ValueError(f"A record of {path} lacks {key!r} or {value!r}: {str(record)[:200]}")
+            raise ConfigError(f"A record of {path} lacks {key!r} or {value!r}: {str(record)[:200]}")
         table[record[key]] = record[value]
     absent = [i for i, ident in enumerate(dataset[key]) if ident not in table]
     if absent and missing == "error":
-        raise ValueError(
+        raise ConfigError(
             f"{len(absent)} of {len(dataset)} rows have no {value} in {path} (first {key}: "
             f"{dataset[absent[0]][key]}). Rerun generation to fill them, or pass missing='drop' / 'keep'."
         )

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from ..user_errors import ConfigError
+
 
 def append_record(handle: IO[str], record: dict) -> None:
     """Write `record` as one line and force it to disk."""
@@ -45,4 +47,4 @@ def read_records(path: str | Path) -> Iterator[dict]:
         try:
             yield json.loads(line)
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{number} is not valid JSON ({error}); fix or remove that line") from None
+            raise ConfigError(f"{path}:{number} is not valid JSON ({error}); fix or remove that line") from None

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 import datasets
 
 from ..judging.seeding import seeded_rng
+from ..user_errors import ConfigError
 from .conversation import user_prompt
 from .features import PAIRWISE_FEATURES, preference_row
 from .sampling import SampleReport
@@ -64,7 +65,7 @@ def _collect(
                 kept.append(item)
     if num_pairs is not None:
         if num_pairs > len(kept):
-            raise ValueError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
+            raise ConfigError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
         chosen = sorted(random.Random(seed).sample(range(len(kept)), num_pairs))
         kept = [kept[i] for i in chosen]
     report.kept = len(kept)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..user_errors import ConfigError
+
 #: rows named in an error message, at most
 ROWS_SHOWN = 3
 
@@ -61,7 +63,7 @@ def drop_long_prompts(dataset, lengths: Sequence[int], max_prompt_length: int):
     every row is an error: nothing would be left to train on."""
     dropped = over_limit(lengths, max_prompt_length)
     if len(dropped.rows) == len(lengths):
-        raise ValueError(
+        raise ConfigError(
             f"Every prompt of the dataset is longer than max_prompt_length={max_prompt_length} tokens (the shortest "
             f"has {min(lengths):,}); raise max_prompt_length or shorten the prompts"
         )
@@ -77,7 +79,7 @@ def check_prompts_fit(
     """Raise ValueError naming the rows whose prompt plus `max_completion_length` exceeds the model's context."""
     too_long = over_limit(lengths, context_length - max_completion_length)
     if too_long.rows:
-        raise ValueError(
+        raise ConfigError(
             f"{len(too_long.rows)} of {too_long.total} prompts leave no room for max_completion_length="
             f"{max_completion_length} in the model's context of {context_length:,} tokens "
             f"({too_long.describe(query_ids)}). Set max_prompt_length (e.g. 4096, as the papers) to drop them, or "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import datasets
 from tqdm.auto import tqdm
 
+from ..user_errors import ConfigError
 from .sources import SchemaError
 
 
@@ -96,5 +97,5 @@ def sample_rows(
             bar.update(1)
     report.kept = len(rows)
     if n is not None and len(rows) < n:
-        raise ValueError(f"Asked for {n} {noun} but only {len(rows)} are usable ({report})")
+        raise ConfigError(f"Asked for {n} {noun} but only {len(rows)} are usable ({report})")
     return rows, report

@@ -15,6 +15,7 @@ import datasets
 
 from ..data.conversation import query_text
 from ..judging.rendering import Rendered, TextCut
+from ..user_errors import ConfigError
 from .parsing import parse_rubrics
 from .runner import Job, RunSummary, check_columns, run_jobs
 from .templates import RANKBUFFER_RUBRIC_TEMPLATE, RubricTemplate, fill
@@ -54,7 +55,7 @@ def rubric_jobs(dataset: datasets.Dataset, template: RubricTemplate) -> Iterator
         try:
             render_with_limit(None)  # the template filled for this row, before any request
         except KeyError as error:
-            raise ValueError(
+            raise ConfigError(
                 f"query_id {row['query_id']}: {error.args[0]} (row has {len(row['references'])} references). "
                 "Use the template that matches the dataset (rankbuffer: seven Nectar answers with models; "
                 "matrixreward: scored UltraFeedback answers) or a custom template."

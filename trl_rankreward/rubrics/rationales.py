@@ -18,6 +18,7 @@ import datasets
 
 from ..data.conversation import query_text
 from ..judging.rendering import Rendered, TextCut
+from ..user_errors import ConfigError
 from .parsing import InvalidOutput, extract_json_object
 from .runner import Job, RunSummary, check_columns, run_jobs
 from .templates import PromptTemplate
@@ -103,7 +104,7 @@ def rationale_jobs(
     """One job per pair: the meta-review prompt when the row has reviews, else the label-conditioned one."""
     for row in dataset:
         if row["label"] not in ("A", "B"):
-            raise ValueError(f"pair_id {row['pair_id']}: label {row['label']!r}; expected 'A' or 'B'")
+            raise ConfigError(f"pair_id {row['pair_id']}: label {row['label']!r}; expected 'A' or 'B'")
         template = review_template if row.get("reviews") else label_template
         render_with_limit = _pair_cut(row, template)
         render_with_limit(None)  # a template that cannot be filled for this row fails here, before any request

@@ -32,6 +32,7 @@ from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
 from ..judging.retry import RetryPolicy
+from ..user_errors import ConfigError
 
 #: the fewest answer tokens a generation is sent with (3-5 rubrics, or a rationale, in JSON); a window that
 #: leaves fewer after the prompt fails the job as `too_long` unsent
@@ -211,7 +212,7 @@ def check_columns(dataset, columns: Iterable[str], needs: str) -> None:
     """Raise unless `dataset` has every column; the message starts with `needs` (what needs which dataset)."""
     for column in columns:
         if column not in dataset.column_names:
-            raise ValueError(f"{needs} with {column!r} (`trl-rankreward data ...`)")
+            raise ConfigError(f"{needs} with {column!r} (`trl-rankreward data ...`)")
 
 
 def run_jobs(

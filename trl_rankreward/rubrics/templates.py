@@ -17,6 +17,8 @@ from typing import TypeVar
 
 import yaml
 
+from ..user_errors import ConfigError, MissingFileError
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*)\}")
 
 
@@ -64,9 +66,9 @@ class RubricTemplate(PromptTemplate):
 
     def __post_init__(self):
         if not (1 <= self.min_rubrics <= self.max_rubrics):
-            raise ValueError(f"Need 1 <= min_rubrics <= max_rubrics, got {self.min_rubrics} and {self.max_rubrics}")
+            raise ConfigError(f"Need 1 <= min_rubrics <= max_rubrics, got {self.min_rubrics} and {self.max_rubrics}")
         if not (1 <= self.min_weight <= self.max_weight):
-            raise ValueError(f"Need 1 <= min_weight <= max_weight, got {self.min_weight} and {self.max_weight}")
+            raise ConfigError(f"Need 1 <= min_weight <= max_weight, got {self.min_weight} and {self.max_weight}")
 
 
 # RankBuffer paper, Appendix D.1 and D.2, verbatim. DeepSeek-V4-Flash,
@@ -75,6 +77,7 @@ RANKBUFFER_RUBRIC_TEMPLATE = RubricTemplate(
     system="""You are an expert evaluator for assistant responses.
 Given one user query and seven responses that are already sorted
 from best to worst, write 3 to 5 concise judging rubrics that
+
 explain the key dimensions that separate better answers from
 worse ones for this specific query.
 
@@ -215,7 +218,7 @@ def load_template(spec: str, presets: Mapping[str, T]) -> T:
         return presets[spec]
     path = Path(spec)
     if not path.is_file():
-        raise FileNotFoundError(f"Template {spec!r} is neither a preset ({sorted(presets)}) nor an existing file")
+        raise MissingFileError(f"Template {spec!r} is neither a preset ({sorted(presets)}) nor an existing file")
     if path.suffix == ".py":
         namespace: dict = {}
         exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
@@ -223,14 +226,14 @@ def load_template(spec: str, presets: Mapping[str, T]) -> T:
     else:
         overrides = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(overrides, dict):
-        raise ValueError(f"{path} must define a mapping of template fields (a YAML mapping or a dict TEMPLATE)")
+        raise ConfigError(f"{path} must define a mapping of template fields (a YAML mapping or a dict TEMPLATE)")
     overrides = dict(overrides)
     base_name = overrides.pop("base", next(iter(presets)))
     if base_name not in presets:
-        raise ValueError(f"{path}: base {base_name!r} is not one of {sorted(presets)}")
+        raise ConfigError(f"{path}: base {base_name!r} is not one of {sorted(presets)}")
     base = presets[base_name]
     known = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(overrides) - known)
     if unknown:
-        raise ValueError(f"{path}: unknown template field(s) {unknown}; known fields are {sorted(known)}")
+        raise ConfigError(f"{path}: unknown template field(s) {unknown}; known fields are {sorted(known)}")
     return dataclasses.replace(base, **overrides)

@@ -15,6 +15,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 
 from ..rewards.state_files import METHOD_STATE_NAME
+from ..user_errors import ConfigError
 
 logger = logging.get_logger(__name__)
 
@@ -45,7 +46,7 @@ def latest_complete_checkpoint(
         if not missing:
             return path
         logger.warning(f"Skipping {path}: it lacks {', '.join(missing)} (a save was interrupted)")
-    raise ValueError(
+    raise ConfigError(
         f"resume_from_checkpoint=True (--resume_from_checkpoint latest), but {output_dir} holds no complete "
         f"checkpoint (a checkpoint-N folder with {' and '.join(required)}); pass a checkpoint path, or start "
         "without resuming"
