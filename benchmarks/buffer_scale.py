@@ -39,10 +39,14 @@ import tracemalloc
 
 from trl_rankreward._gc import paused_gc
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
-from trl_rankreward.rewards.anchor_checkpoint import BUFFERS_FILE, CHECKPOINT_FOLDER
+from trl_rankreward.rewards.anchor_buffer import (
+    BUFFERS_FILE,
+    CHECKPOINT_FOLDER,
+    Anchor,
+    AnchorBuffer,
+    SQLiteAnchorStore,
+)
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME
 
 K = 8

@@ -8,15 +8,15 @@ import json
 import pytest
 
 from trl_rankreward.judging.subsample import select_endpoints
-from trl_rankreward.rewards import sqlite_anchor_store
+from trl_rankreward.rewards import anchor_buffer
 from trl_rankreward.rewards.anchor_buffer import (
     Anchor,
     AnchorBuffer,
     BufferTable,
+    InMemoryAnchorStore,
+    SQLiteAnchorStore,
     update_buffer,
 )
-from trl_rankreward.rewards.anchor_store import InMemoryAnchorStore
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 
 
 def _buffer(*keys, h=None, epoch=0, **markers):
@@ -210,9 +210,6 @@ def test_buffer_state_round_trip_through_json():
         right_epoch=None,
     )
     assert AnchorBuffer.from_state(json.loads(json.dumps(buf.to_state()))) == buf
-    # a checkpoint written before the rename names the references' anchors "nectar"
-    former = AnchorBuffer.from_state({"anchors": [["a", "nectar", 0, 2]], "created_epoch": 0})
-    assert former.anchors == (Anchor("a", "references", 0, 2),)
     with pytest.raises(ValueError, match="Malformed"):
         AnchorBuffer.from_state({"anchors": [["x", "left"]]})
     with pytest.raises(ValueError, match="source must be one of"):
@@ -246,7 +243,7 @@ def test_anchor_stores_are_content_addressed(kind, tmp_path):
 def test_sqlite_missing_by_lookups_when_few_keys_are_asked(tmp_path, monkeypatch):
     # 5 stored texts, 2 distinct keys asked: 2 * 2 < 5, so the chunked look-up path runs (not the
     # index scan); with chunks of 1 key each chunk is counted on its own: present -> skipped, absent -> listed
-    monkeypatch.setattr(sqlite_anchor_store, "_SQL_CHUNK", 1)
+    monkeypatch.setattr(anchor_buffer, "_SQL_CHUNK", 1)
     store = SQLiteAnchorStore(tmp_path / "anchors.sqlite")
     keys = [store.put(f"text {i}") for i in range(5)]
     assert store.missing([keys[3], "0" * 16, keys[3]]) == ["0" * 16]
@@ -261,7 +258,7 @@ def test_sqlite_put_many_matches_put_and_catches_collisions(tmp_path, monkeypatc
     assert keys == [store.put("a"), store.put("b"), keys[0], old] and len(store) == 3
     assert store.get(keys[1]) == "b"
     # a forced prefix collision (every text gets key c...c): within one batch, then against a stored text
-    monkeypatch.setattr(sqlite_anchor_store, "text_id", lambda text: "c" * 16)
+    monkeypatch.setattr(anchor_buffer, "text_id", lambda text: "c" * 16)
     with pytest.raises(ValueError, match="collision"):
         store.put_many(["x", "y"])
     assert store.put_many(["x"]) == ["c" * 16]  # nothing was inserted by the failed batch

@@ -6,10 +6,9 @@ import os
 import shutil
 
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.rewards.anchor_checkpoint import CHECKPOINT_FOLDER
+from trl_rankreward.rewards.anchor_buffer import CHECKPOINT_FOLDER, SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 
 REFS = [f"ref {i}" for i in range(1, 8)]  # best first
 QUALITY = {f"ref {i}": 8.0 - i for i in range(1, 8)}

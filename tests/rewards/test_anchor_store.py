@@ -8,7 +8,7 @@ import pytest
 
 from tests.rewards.test_state_files import kill_repeatedly
 from trl_rankreward.judging.seeding import text_id
-from trl_rankreward.rewards.sqlite_anchor_store import (
+from trl_rankreward.rewards.anchor_buffer import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     AnchorStoreError,
@@ -174,7 +174,7 @@ def test_merge_checks_the_source(tmp_path):
 # A child process exports a store to one path in a loop; after its first export it prints how long it took.
 _SNAPSHOTTER = """
 import sys, time
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
+from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore
 store, path = SQLiteAnchorStore(sys.argv[1]), sys.argv[2]
 i, start = 0, time.perf_counter()
 while True:

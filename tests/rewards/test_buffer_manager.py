@@ -11,7 +11,7 @@ from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import BufferSelectRequest
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.base import Group
-from trl_rankreward.rewards.buffer_manager import LLMManager, RuleManager, changes
+from trl_rankreward.rewards.rank_buffer import LLMManager, RuleManager, changes
 
 OLD = AnchorBuffer.initial(["n1", "n2"], "references", 0)
 BUCKETS = [["l"], [], ["r"]]

@@ -9,7 +9,7 @@ from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.judging.rendering import display_order, render
 from trl_rankreward.judging.requests import ListwiseRequest
 from trl_rankreward.rewards.base import Group
-from trl_rankreward.rewards.display_audit import (
+from trl_rankreward.rewards.rank_buffer import (
     DETAILS_KEY,
     audit_answer,
     kendall_tau,

@@ -3,12 +3,15 @@
 import pytest
 
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.rewards.anchor_buffer import AnchorBuffer, StoredBufferTable
-from trl_rankreward.rewards.anchor_store import InMemoryAnchorStore
+from trl_rankreward.rewards.anchor_buffer import (
+    AnchorBuffer,
+    InMemoryAnchorStore,
+    QueryBuffers,
+    SQLiteAnchorStore,
+    StoredBufferTable,
+)
 from trl_rankreward.rewards.options import DataNeeds
-from trl_rankreward.rewards.query_buffers import QueryBuffers
 from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 
 
 def _filled(store):
@@ -64,8 +67,6 @@ def test_options_are_one_dataclass_given_whole_or_as_keywords():
     assert RankBufferReward(OracleJudge({}), k0=2, buffer_init="bootstrap").options == options
     assert options.data_needs() == DataNeeds(references=0) and RankBufferOptions().data_needs().references == 0
     assert RankBufferOptions(buffer_init="references").data_needs().references == 1
-    # "nectar": the spelling of the 0.1 example configs, still read as "references"
-    assert RankBufferOptions(buffer_init="nectar").buffer_init == "references"
     with pytest.raises(TypeError, match="not both"):
         RankBufferReward(OracleJudge({}), options, k0=2)
     with pytest.raises(ValueError, match=r"sets \['init'\].*options are: .*buffer_init"):
@@ -81,11 +82,3 @@ def test_the_options_name_the_store(tmp_path):
     assert isinstance(RankBufferReward(OracleJudge({})).store, InMemoryAnchorStore)
     store = InMemoryAnchorStore()
     assert RankBufferReward(OracleJudge({}), store=store).store is store
-
-
-def test_stored_totals_saved_before_the_rename_count_nectar_as_references(tmp_path):
-    # a 0.1 state file's totals: one buffer of 4 anchors taken from the references, then named "nectar"
-    table = StoredBufferTable(SQLiteAnchorStore(tmp_path / "s.sqlite"), {"sizes": {"4": 1}, "sources": {"nectar": 4}})
-    stats = table.stats()
-    assert stats["buffer/anchors_references"] == 4.0 and stats["buffer/count"] == 1.0
-    assert table.totals()["sources"] == {"references": 4}

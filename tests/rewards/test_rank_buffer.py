@@ -23,9 +23,9 @@ import pytest
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
 from trl_rankreward.judging.seeding import text_id
+from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 
 REFS = [f"n{i}" for i in range(1, 8)]  # best first
 QUALITY = {f"n{i}": 8 - i for i in range(1, 8)}
@@ -455,20 +455,6 @@ def test_state_with_other_settings_is_refused():
         RankBufferReward(OracleJudge(QUALITY), inactivity_epochs=2).load_state_dict(a.state_dict())
     with pytest.raises(ValueError, match="Not a RankBufferReward state"):
         a.load_state_dict({})
-
-
-def test_state_saved_before_the_rename_of_nectar_loads():
-    # a 0.1 checkpoint: config init "nectar", the references' anchors with the source "nectar"
-    a = RankBufferReward(OracleJudge(QUALITY), buffer_init="references")
-    _score(a, [_group()])
-    state = json.loads(json.dumps(a.state_dict()))
-    state["config"]["init"] = "nectar"
-    for row in state["buffers"]["q"]["anchors"]:
-        row[1] = "nectar" if row[1] == "references" else row[1]
-    b = RankBufferReward(OracleJudge(QUALITY), buffer_init="references")
-    b.load_state_dict(state)
-    assert [(x.text, x.source) for x in b.anchors("q")] == [(x.text, x.source) for x in a.anchors("q")]
-    assert {x.source for x in b.anchors("q")} >= {"references"}
 
 
 # ----------------------------------------------------------------- judge rounds

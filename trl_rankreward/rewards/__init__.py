@@ -19,11 +19,9 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "..judging.requests": ("Rubric",),
-        ".base": ("Group", "GroupResult", "GroupRewardMethod", "GroupJudgingFailed"),
-        ".answers": ("AnswerFormat",),
-        ".rank_buffer": ("RankBufferReward", "RankBufferOptions"),
+        ".base": ("Group", "GroupResult", "GroupRewardMethod", "GroupJudgingFailed", "AnswerFormat"),
+        ".rank_buffer": ("RankBufferReward", "RankBufferOptions", "ListwiseGroupReward"),
         ".rank_buffer_plus": ("RankBufferPlusReward", "RankBufferPlusOptions"),
-        ".listwise_group": ("ListwiseGroupReward",),
         ".matrix_reward": ("MatrixReward",),
         ".pointwise": ("PointwiseRubricReward", "GDPOReward"),
         ".pairwise": ("PairwiseWinRateReward", "ReferenceWinRateReward", "PairwiseRankReward"),

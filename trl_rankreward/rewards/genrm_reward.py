@@ -53,8 +53,7 @@ from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, reques
 from ..judging.retry import RetryPolicy
 from ..judging.seeding import text_id
 from ..judging.server_settings import build_backend
-from .answers import strip_thinking
-from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
+from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome, strip_thinking
 from .genrm_verdict import (
     GENRM_PROMPT,
     GENRM_SYSTEM,

@@ -22,7 +22,7 @@ _METHODS: dict[str, tuple[str, str]] = {
     "arena": (".arena", "ArenaReward"),
     "rank_buffer": (".rank_buffer", "RankBufferReward"),
     "rank_buffer_plus": (".rank_buffer_plus", "RankBufferPlusReward"),
-    "listwise_group": (".listwise_group", "ListwiseGroupReward"),
+    "listwise_group": (".rank_buffer", "ListwiseGroupReward"),
     "matrix": (".matrix_reward", "MatrixReward"),
     "genrm": (".genrm_reward", "GenRMPairwiseReward"),
 }
