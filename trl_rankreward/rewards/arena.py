@@ -56,7 +56,7 @@ class ArenaReward(GroupRewardMethod):
             self.judge, group, [(answers[u], answers[0]) for u in range(1, n)], step=step, both_orders=both_orders
         )
         anchor = [0.5] + vs_seed if n else []
-        rng = seeded_rng(self.seed, "arena", group.query_id, step)
+        rng = seeded_rng(self.seed, self.name, group.query_id, step)
         jitter = [rng.random() for _ in range(n)]
         ranked = sorted(range(n), key=lambda u: (-anchor[u], jitter[u]))
         place = {u: k for k, u in enumerate(ranked)}

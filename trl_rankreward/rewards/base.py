@@ -277,6 +277,8 @@ class GroupRewardMethod(abc.ABC):
     name: str = "base"
     #: the dataclass of this method's knobs and their defaults (the single source of both)
     options_class: type[MethodOptions] = MethodOptions
+    #: BibTeX of the paper the method implements (the model card cites it; docs/references.md); None: no paper
+    citation: str | None = None
 
     def __init__(
         self,

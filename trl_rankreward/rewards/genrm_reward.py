@@ -67,6 +67,7 @@ from .genrm_verdict import (
 from .options import DataNeeds, MethodOptions
 from .pair_judging import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
 from .ralign_release import RAlignRelease, answer_once
+from .ralign_reward import RAlignReward
 
 
 def word_count(text: str) -> int:
@@ -251,6 +252,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
 
     name = "genrm"
     options_class = GenRMOptions
+    citation = RAlignReward.citation
 
     def __init__(
         self, judge, options: GenRMOptions | None = None, *, length_fn: Callable[[str], int] | None = None, **kwargs

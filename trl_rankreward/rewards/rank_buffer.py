@@ -251,6 +251,12 @@ class RankBufferReward(GroupRewardMethod):
 
     name = "rank_buffer"
     options_class = RankBufferOptions
+    citation = """@misc{yang2026rankbuffer,
+    title  = {{RankBuffer: Efficient Ranking-Based Rewards for Open-Ended Generation}},
+    author = {Zixuan Yang and Yiqun Chen and Qi Liu and Wei Yang and Erhan Zhang and Liyi Chen and Qimeng Wang
+              and Yan Gao and Jiaxin Mao},
+    year   = 2026,
+}"""
 
     def __init__(
         self,

@@ -132,6 +132,7 @@ class RankBufferPlusReward(RankBufferReward):
 
     name = "rank_buffer_plus"
     options_class = RankBufferPlusOptions
+    citation = None  # ours: no paper
 
     def make_ranking(self) -> RankingStrategy:
         o = self.options

@@ -72,7 +72,7 @@ class TournamentReward(GroupRewardMethod):
         return ScoreOutcome(values, invalid_reward=-1.0, details=details)
 
     async def _bracket(self, group: Group, n: int, step: int, bracket: int, play):
-        rng = seeded_rng(self.seed, "tournament", group.query_id, step, bracket)
+        rng = seeded_rng(self.seed, self.name, group.query_id, step, bracket)
         entrants = list(range(n))
         rng.shuffle(entrants)
         return await single_elimination(entrants, play, lambda a, b: a if rng.random() < 0.5 else b)
