@@ -5,8 +5,8 @@ import asyncio
 import pytest
 
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.rewards.arena import ArenaReward
 from trl_rankreward.rewards.base import Group
+from trl_rankreward.rewards.pairwise import ArenaReward
 
 RUBRICS = [{"text": "helpful", "weight": 1}]
 

@@ -7,8 +7,14 @@ import pytest
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import PairwiseRequest
 from trl_rankreward.rewards.base import Group
-from trl_rankreward.rewards.pair_judging import all_pairs, shared_ranks, win_rates
-from trl_rankreward.rewards.pairwise import PairwiseRankReward, PairwiseWinRateReward, ReferenceWinRateReward
+from trl_rankreward.rewards.pairwise import (
+    PairwiseRankReward,
+    PairwiseWinRateReward,
+    ReferenceWinRateReward,
+    all_pairs,
+    shared_ranks,
+    win_rates,
+)
 
 RUBRICS = [{"text": "helpful", "weight": 1}]
 EIGHT = [f"t{i}" for i in range(8)]

@@ -7,8 +7,7 @@ import pytest
 
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.rewards.base import Group
-from trl_rankreward.rewards.pair_judging import bracket_slots, single_elimination
-from trl_rankreward.rewards.tournament import TournamentReward
+from trl_rankreward.rewards.pairwise import TournamentReward, bracket_slots, single_elimination
 
 RUBRICS = [{"text": "helpful", "weight": 1}]
 EIGHT = [f"t{i}" for i in range(8)]

@@ -65,7 +65,7 @@ from .genrm_verdict import (
     to_canonical,
 )
 from .options import DataNeeds, MethodOptions
-from .pair_judging import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
+from .pairwise import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
 from .ralign_release import RAlignRelease, answer_once
 from .ralign_reward import RAlignReward
 
