@@ -73,7 +73,7 @@ def build(n: int, store: SQLiteAnchorStore, args) -> tuple[dict, float]:
             t_put += time.perf_counter() - t0
             keys += store.put_many(texts[single:])
             for i, qid in enumerate(qids):
-                anchors = [Anchor(key, src, 0 if src == "nectar" else rng.randrange(4), rng.randrange(3))
+                anchors = [Anchor(key, src, 0 if src == "references" else rng.randrange(4), rng.randrange(3))
                            for key, src in zip(keys[i * K : (i + 1) * K], LAYOUT)]  # fmt: skip
                 buffers[qid] = AnchorBuffer(tuple(anchors), created_epoch=0, observed_epoch=3, right_epoch=3).to_state()
     state = method.state_dict()
