@@ -18,10 +18,8 @@ A method sees whole groups. The base class does the parts every method shares:
 
 Subclasses implement `score_group(group, candidates, *, epoch, step)` and return a
 `RankOutcome` (tie blocks over unique answers -> rank rewards in [-1, 1]) or a
-`ScoreOutcome` (one semantic reward per unique answer). An *order* lists completion indices
-worst -> best; where a method cannot separate some completions (identical texts, invalid
-rollouts, coarse-only buckets) it gives *tie blocks*: blocks worst -> best, each a list of
-indices that share a place (`tie_block_rewards`).
+`ScoreOutcome` (one semantic reward per unique answer). *Order* and *tie blocks* are defined in
+the package docstring (`rewards/__init__.py`); `tie_block_rewards` turns tie blocks into rank rewards.
 """
 
 from __future__ import annotations
