@@ -64,10 +64,11 @@ def _command_arguments() -> dict[str, list[type]]:
     return out
 
 
-def _method_options() -> dict[str, type]:
+def _methods() -> dict[str, type]:
+    """{registry name: reward method class}, every name the registry has."""
     from trl_rankreward.rewards.registry import REWARD_METHODS, reward_method_class
 
-    return {name: reward_method_class(name).options_class for name in REWARD_METHODS}
+    return {name: reward_method_class(name) for name in REWARD_METHODS}
 
 
 def _is_external(cls: type) -> bool:
@@ -143,7 +144,8 @@ def _uses(cls: type) -> str:
 def config_page() -> str:
     trainers = _exported_dataclasses("trl_rankreward")
     scripts = _exported_dataclasses("trl_rankreward.scripts")
-    methods = _method_options()
+    methods = {name: cls.options_class for name, cls in _methods().items()}
+    classes = _methods()
     commands = _command_arguments()
     documented: list[type] = []  # every class that declares fields, once, in order of first use
     for cls in [*trainers, *scripts, *methods.values(), *(c for types in commands.values() for c in types)]:
@@ -166,8 +168,9 @@ def config_page() -> str:
         out += [f"- `{cls.__name__}`. {_uses(cls)}"]
     out += ["", "## Training scripts", ""]
     out += [f"- `{cls.__name__}`. {_uses(cls)}" for cls in scripts]
-    out += ["", "## Reward-method options", "", "`reward_method` name: its options class and what it is made of.", ""]
-    out += [f"- `{name}`: `{cls.__name__}`. {_uses(cls)}" for name, cls in methods.items()]
+    out += ["", "## Reward-method options", "", "Every `reward_method` of the registry: its class, its options class and "
+            "what that is made of.", ""]
+    out += [f"- `{name}`: `{classes[name].__name__}`, `{cls.__name__}`. {_uses(cls)}" for name, cls in methods.items()]
     out += ["", "## Commands", ""]
     out += [f"- `{command}`: " + ", ".join(_link(k) for t in types for k in _groups(t)) for command, types in commands.items()]
     out += ["", "## Field groups", ""]
