@@ -56,7 +56,10 @@ def _command_arguments() -> dict[str, list[type]]:
 
     out = {}
     for name, module_name in cli.COMMANDS.items():
-        spec = importlib.import_module(module_name).arguments()
+        module = importlib.import_module(module_name)
+        if not callable(getattr(module, "arguments", None)):
+            raise LookupError(f"{module_name} has no arguments() giving its dataclasses; update {__file__}")
+        spec = module.arguments()
         if isinstance(spec, dict):
             out.update({f"{cli.PROG} {name} {sub}": list(types) for sub, (_, types) in spec.items()})
         else:
@@ -77,7 +80,7 @@ def _is_external(cls: type) -> bool:
 
 def _owner(cls: type, name: str) -> type:
     """The class of `cls`'s MRO whose own annotations declare field `name` (the declaration in effect)."""
-    return next(k for k in cls.__mro__ if name in inspect.get_annotations(k))
+    return next((k for k in cls.__mro__ if name in inspect.get_annotations(k)), cls)
 
 
 def _groups(cls: type) -> list[type]:
@@ -168,11 +171,19 @@ def config_page() -> str:
         out += [f"- `{cls.__name__}`. {_uses(cls)}"]
     out += ["", "## Training scripts", ""]
     out += [f"- `{cls.__name__}`. {_uses(cls)}" for cls in scripts]
-    out += ["", "## Reward-method options", "", "Every `reward_method` of the registry: its class, its options class and "
-            "what that is made of.", ""]
+    out += [
+        "",
+        "## Reward-method options",
+        "",
+        "Every `reward_method` of the registry: its class, its options class and what that is made of.",
+        "",
+    ]
     out += [f"- `{name}`: `{classes[name].__name__}`, `{cls.__name__}`. {_uses(cls)}" for name, cls in methods.items()]
     out += ["", "## Commands", ""]
-    out += [f"- `{command}`: " + ", ".join(_link(k) for t in types for k in _groups(t)) for command, types in commands.items()]
+    out += [
+        f"- `{command}`: " + ", ".join(_link(k) for t in types for k in _groups(t))
+        for command, types in commands.items()
+    ]
     out += ["", "## Field groups", ""]
     for cls in documented:
         out += [f"### {cls.__name__}", "", f"Declared in `{cls.__module__}`.", "", _field_table(cls), ""]
@@ -331,7 +342,9 @@ def metric_rows() -> dict[str, dict]:
                 raise ValueError(f"docs/metrics.yaml lists {name!r} twice")
             unknown = set(_PLACEHOLDER.findall(name)) - {"n", *placeholder_values()}
             if unknown:
-                raise ValueError(f"docs/metrics.yaml: {name!r} has placeholders {unknown} that make_docs.py cannot fill")
+                raise ValueError(
+                    f"docs/metrics.yaml: {name!r} has placeholders {unknown} that make_docs.py cannot fill"
+                )
             rows[name] = row
     return rows
 
@@ -366,7 +379,8 @@ def _emitters(sources: dict[str, set[str]], rows: dict[str, dict]) -> dict[str, 
     unused = [name for name, who in emitters.items() if not who]
     if missing or unused:
         raise ValueError(
-            f"docs/metrics.yaml is out of step with the code: logged without a row (add one): {missing}; rows nothing logs (remove them): {unused}"
+            f"docs/metrics.yaml is out of step with the code: logged without a row (add one): {missing}; rows "
+            f"nothing logs (remove them): {unused}. Then regenerate with `{COMMAND}`."
         )
     return emitters
 
