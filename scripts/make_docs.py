@@ -153,6 +153,10 @@ def config_page() -> str:
     documented: list[type] = []  # every class that declares fields, once, in order of first use
     for cls in [*trainers, *scripts, *methods.values(), *(c for types in commands.values() for c in types)]:
         documented += [k for k in _groups(cls) if k not in documented]
+    names = [k.__name__ for k in documented]
+    twins = sorted({f"{k.__module__}.{k.__name__}" for k in documented if names.count(k.__name__) > 1})
+    if twins:
+        raise ValueError(f"config classes share a name, which the reference links by: {twins}; rename one")
     out = [
         "# Config reference",
         "",
