@@ -74,6 +74,14 @@ def _methods() -> dict[str, type]:
     return {name: reward_method_class(name) for name in REWARD_METHODS}
 
 
+def _needs(options_class: type) -> str:
+    """What a method with its default options needs from each row, in words."""
+    needs = options_class().data_needs()
+    words = ["rubrics"] if needs.rubrics else []
+    words += [f"{needs.references} reference{'s' * (needs.references > 1)}"] if needs.references else []
+    return ", ".join([*words, f"G >= {needs.min_group_size}"])
+
+
 def _is_external(cls: type) -> bool:
     return cls.__module__.startswith(EXTERNAL)
 
@@ -177,12 +185,20 @@ def config_page() -> str:
     out += [f"- `{cls.__name__}`. {_uses(cls)}" for cls in scripts]
     out += [
         "",
-        "## Reward-method options",
+        "## Reward methods",
         "",
-        "Every `reward_method` of the registry: its class, its options class and what that is made of.",
+        "Every `reward_method` of the registry, its options and what it needs from each training row with its "
+        "default options (`options.data_needs()`, checked before the model loads; G is `num_generations`).",
         "",
+        "| `reward_method` | class | options | made of | needs from each row |",
+        "|---|---|---|---|---|",
     ]
-    out += [f"- `{name}`: `{classes[name].__name__}`, `{cls.__name__}`. {_uses(cls)}" for name, cls in methods.items()]
+    out += [
+        f"| `{name}` | `{classes[name].__name__}` | `{cls.__name__}` | "
+        + ", ".join(_link(k) for k in _groups(cls))
+        + f" | {_needs(cls)} |"
+        for name, cls in methods.items()
+    ]
     out += ["", "## Commands", ""]
     out += [
         f"- `{command}`: " + ", ".join(_link(k) for t in types for k in _groups(t))
