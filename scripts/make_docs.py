@@ -102,7 +102,12 @@ def _external_bases(cls: type) -> list[type]:
 
 
 def _type_name(tp) -> str:
-    text = tp if isinstance(tp, str) else getattr(tp, "__name__", None) or repr(tp)
+    if isinstance(tp, str):  # a postponed annotation, as written
+        text = tp
+    elif isinstance(tp, type) and not getattr(tp, "__args__", None):  # a plain class
+        text = tp.__name__
+    else:  # list[str], int | None, typing.Optional[int], ...
+        text = repr(tp)
     return re.sub(r"\btyping\.", "", str(text))
 
 

@@ -55,3 +55,13 @@ def test_a_logged_name_without_a_row_or_a_row_nothing_logs_is_refused():
         make_docs._emitters({"somewhere": {"made_up/metric"}}, rows)
     with pytest.raises(ValueError, match="rows nothing logs"):
         make_docs._emitters({"somewhere": {"judge/calls"}}, rows)
+
+
+def test_types_read_as_written():
+    # Postponed annotations are strings already; evaluated ones are shown as Python writes them, without `typing.`.
+    import typing
+
+    assert make_docs._type_name("str | None") == "str | None"
+    assert make_docs._type_name(int) == "int"
+    assert make_docs._type_name(list[str]) == "list[str]"
+    assert make_docs._type_name(typing.Optional[int]) == "Optional[int]"
