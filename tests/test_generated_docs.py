@@ -64,4 +64,4 @@ def test_types_read_as_written():
     assert make_docs._type_name("str | None") == "str | None"
     assert make_docs._type_name(int) == "int"
     assert make_docs._type_name(list[str]) == "list[str]"
-    assert make_docs._type_name(typing.Optional[int]) == "Optional[int]"
+    assert make_docs._type_name(dict[str, typing.Any]) == "dict[str, Any]"
