@@ -49,22 +49,12 @@ class UsageError(UserError):
     """A wrong or missing combination of options, found after parsing: one line, exit status 2."""
 
 
-#: user errors of the other layers of the package (data, judging, rewards, trainers) and of the YAML reader,
-#: as (module, class name)
-_LIBRARY_USER_ERRORS = (
-    ("yaml", "YAMLError"),
-    ("trl_rankreward.data.sources", "SchemaError"),
-    ("trl_rankreward.data.sources", "DatasetFileError"),
-    ("trl_rankreward.data.ralign_rows", "RAlignRowError"),
-    ("trl_rankreward.trainers.dataset_checks", "DatasetError"),
-    ("trl_rankreward.rewards.state_files", "CheckpointStateError"),
-    ("trl_rankreward.rewards.sqlite_anchor_store", "AnchorStoreError"),
-    ("trl_rankreward.rewards.ralign_release", "ReleaseError"),
-    ("trl_rankreward.judging.backends.base", "BackendError"),
-    ("trl_rankreward.judging.requests", "JudgeError"),
-    ("trl_rankreward.rewards.base", "GroupJudgingFailed"),
-    ("trl_rankreward.trainers.circuit_breaker", "JudgeFailureError"),
-)
+#: user errors of the other layers of the package (data, judging, rewards, trainers), by class name (wherever their
+#: module lives; an exception of a module never imported cannot have been raised)
+_LIBRARY_USER_ERRORS = frozenset({
+    "SchemaError", "DatasetFileError", "RAlignRowError", "DatasetError", "CheckpointStateError", "AnchorStoreError",
+    "ReleaseError", "BackendError", "JudgeError", "GroupJudgingFailed", "JudgeFailureError",
+})  # fmt: skip
 #: libraries whose ValueError / OSError reports a config or input of the user (a bad TRL setting, a dataset or
 #: model id that does not exist), judged by the module of the frame that raised it
 _CONFIG_ERROR_SOURCES = ("trl", "transformers", "datasets", "huggingface_hub")
@@ -73,21 +63,24 @@ _CONFIG_ERROR_SOURCES = ("trl", "transformers", "datasets", "huggingface_hub")
 _BASES = (Exception, BaseException, object)
 
 
-def user_error_types() -> tuple[type[BaseException], ...]:
-    """The exception types that describe a fix for the user: printed as one line, without a traceback."""
-    loaded = tuple(getattr(sys.modules[module], name) for module, name in _LIBRARY_USER_ERRORS if module in sys.modules)
-    return (UserError, *loaded)
-
-
 def is_user_error(exc: BaseException) -> bool:
     """`exc` describes a fix for the user (module docstring); False for a bug."""
-    if isinstance(exc, user_error_types()):
+    if isinstance(exc, UserError) or _library_user_error(type(exc)):
         return True
     if isinstance(exc, ModuleNotFoundError):  # an optional package not installed, not a module of ours
         return bool(exc.name) and not exc.name.startswith("trl_rankreward")
     if isinstance(exc, ValueError | OSError):
         return _raised_in(exc).split(".")[0] in _CONFIG_ERROR_SOURCES
     return False
+
+
+def _library_user_error(cls: type) -> bool:
+    """`cls` is (or derives from) one of `_LIBRARY_USER_ERRORS`, or is a YAML error."""
+    return any(
+        (c.__name__ in _LIBRARY_USER_ERRORS and c.__module__.startswith("trl_rankreward."))
+        or (c.__name__ == "YAMLError" and c.__module__.startswith("yaml"))
+        for c in cls.__mro__
+    )
 
 
 def _raised_in(exc: BaseException) -> str:

@@ -120,7 +120,7 @@ def _probe(args: ProbeJudgeArguments, training_args, model: str, groups, warm):
     from ..evaluation.judge_probe import probe_judge
     from ..evaluation.step_counts import step_counts
     from ..judging.server_settings import TRAINING_JUDGE, build_judge
-    from ..rewards.answers import AnswerFormat
+    from ..rewards.base import AnswerFormat
     from ..rewards.options import option_values
     from ..trainers.builders import TokenLength
 

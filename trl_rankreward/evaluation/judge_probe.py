@@ -58,8 +58,7 @@ from ..judging.ledger import LedgerSnapshot
 from ..judging.protocol import ask, is_failure
 from ..judging.requests import PairwiseRequest
 from ..judging.seeding import seeded_rng
-from ..rewards.answers import AnswerFormat
-from ..rewards.base import Candidates, Group, GroupRewardMethod, RunContext
+from ..rewards.base import AnswerFormat, Candidates, Group, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..user_errors import ConfigError

@@ -190,6 +190,12 @@ class MatrixReward(GroupRewardMethod):
     """
 
     name = "matrix"
+    citation = """@misc{shen2026matrixreward,
+    title  = {{MatrixReward: Reward from Rubric Matrix for Open-Ended Generation}},
+    author = {Zihan Shen and Qi Liu and Zixuan Yang and Yiqun Chen and Chenglong Zhao and Xiaozhao Wang and Lei He},
+    year   = 2026,
+    eprint = {arXiv:2610.00389},
+}"""
     options_class = MatrixRewardOptions
 
     # --- judging: the matrix M over unique answers (Sec. 3.1) ------------------------------
