@@ -60,8 +60,12 @@ class ProbeJudgeArguments:
     output_file: str | None = field(
         default=None, metadata={"help": "the report as JSON (default: the config's output_dir/judge_probe.json)"}
     )
-    #: flags of the training config given on the command line (`--judge_base_urls URL`), set by the CLI (not a flag)
-    overrides: list[str] = field(default_factory=list, init=False)
+    overrides: list[str] = field(
+        default_factory=list,
+        init=False,
+        metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
+                  "not this command's own), set by the CLI and read with the config"},
+    )  # fmt: skip
 
 
 def arguments():

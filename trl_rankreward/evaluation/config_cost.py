@@ -64,8 +64,12 @@ class ConfigCostArguments:
         metadata={"help": "judge tokens of a completion's answer (default: the config's max_completion_length)"},
     )
 
-    #: flags of the training config given on the command line (`--max_steps 10`), set by the CLI (not a flag)
-    overrides: list[str] = field(default_factory=list, init=False)
+    overrides: list[str] = field(
+        default_factory=list,
+        init=False,
+        metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
+                  "not this command's own), set by the CLI and read with the config"},
+    )  # fmt: skip
 
     def __post_init__(self):
         if self.num_processes < 1:
