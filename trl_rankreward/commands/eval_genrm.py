@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..judging.server_fields import GenRMFields, MetaRMFields
 from ..judging.server_settings import GENRM, METARM, build_backend
-from . import UsageError
+from ..user_errors import UsageError
 
 HELP = "Rationale-aware GenRM benchmark: L-Acc, S-Corr, F-Score per dataset with denominators"
 CONFIG_FILE = True
