@@ -177,3 +177,37 @@ def test_booleans_take_a_value_or_none(tmp_path):
     for argv, expected in (([], True), (["--plots"], True), (["--plots", "false"], False), (["--no_plots"], False)):
         (args,) = _parse("compare", ["a", "b", *argv])
         assert args.plots is expected, argv
+
+
+def _raiser(module_name: str, exc: BaseException):
+    """A function that raises `exc` from a frame of the module named `module_name` (as TRL's own code would)."""
+    namespace = {"__name__": module_name, "exc": exc}
+    exec(compile("def body():\n    raise exc\n", f"<{module_name}>", "exec"), namespace)
+    return namespace["body"]
+
+
+def test_only_user_errors_are_one_line_and_a_bug_keeps_its_traceback(capsys):
+    from trl_rankreward.user_errors import ConfigError, MissingFileError, run_reporting_errors
+
+    one_line = [
+        (ConfigError("k0 must be >= 2, got 1"), "error: ValueError: k0 must be >= 2, got 1"),  # the package's own
+        (MissingFileError("data.jsonl does not exist"), "error: FileNotFoundError: data.jsonl does not exist"),
+        (ModuleNotFoundError("No module named 'wandb'", name="wandb"), "error: ModuleNotFoundError: No module named"),
+    ]
+    for exc, shown in one_line:
+        assert run_reporting_errors("prog", _raiser("trl_rankreward.somewhere", exc), []) == 1
+        err = capsys.readouterr().err
+        assert shown in err and len(err.strip().splitlines()) == 1, err
+    # a TRL / transformers config error: one line too (judged by the module that raised it)
+    trl_error = ValueError("GRPO requires at least 2 generations per prompt")
+    assert run_reporting_errors("prog", _raiser("trl.trainer.grpo_config", trl_error), []) == 1
+    assert "error: ValueError: GRPO requires" in capsys.readouterr().err
+    # the same builtin types raised by our own code are bugs: they propagate with their traceback
+    for bug in (ValueError("unpack mismatch"), OSError("bad fd"), ImportError("cannot import name 'x'")):
+        with pytest.raises(type(bug)):
+            run_reporting_errors("prog", _raiser("trl_rankreward.rewards.base", bug), [])
+    with pytest.raises(ModuleNotFoundError):  # a module of the package that is not there: a bug, not an install
+        run_reporting_errors("prog", _raiser("trl_rankreward.cli", ModuleNotFoundError("x", name="trl_rankreward.y")), [])
+    # --traceback: even a user error propagates
+    with pytest.raises(ConfigError):
+        run_reporting_errors("prog", _raiser("trl_rankreward.x", ConfigError("bad")), ["--traceback"])
