@@ -74,6 +74,15 @@ def test_bad_flag_value_and_unknown_flag_are_one_line_usage_errors(capsys):
     assert "did you mean --base_urls?" in capsys.readouterr().err
 
 
+def test_bench_without_a_training_config_refuses_a_flag_it_does_not_have(capsys):
+    # bench hands flags that are not its own to a training config; without one they are unrecognized arguments
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench", "--queriez", "3"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --queriez 3" in err and "did you mean --queries?" in err
+
+
 def test_dataclass_check_is_a_usage_error(capsys):
     # RewardBenchConfig.__post_init__ rejects group_size < 2: exit 2, one line
     with pytest.raises(SystemExit) as exit_info:
