@@ -195,6 +195,13 @@ def _raiser(module_name: str, exc: BaseException):
     return namespace["body"]
 
 
+def _caller(module_name: str, inner):
+    """A function of the module named `module_name` that calls `inner`."""
+    namespace = {"__name__": module_name, "inner": inner}
+    exec(compile("def body():\n    return inner()\n", f"<{module_name}>", "exec"), namespace)
+    return namespace["body"]
+
+
 def test_only_user_errors_are_one_line_and_a_bug_keeps_its_traceback(capsys):
     from trl_rankreward.user_errors import ConfigError, MissingFileError, run_reporting_errors
 
@@ -211,6 +218,9 @@ def test_only_user_errors_are_one_line_and_a_bug_keeps_its_traceback(capsys):
     trl_error = ValueError("GRPO requires at least 2 generations per prompt")
     assert run_reporting_errors("prog", _raiser("trl.trainer.grpo_config", trl_error), []) == 1
     assert "error: ValueError: GRPO requires" in capsys.readouterr().err
+    # ... also when the library's own helper (here the stdlib's json) raised it inside a call into the library
+    inside = _caller("trl_rankreward.scripts.train", _caller("datasets.load", _raiser("json.decoder", OSError("gone"))))
+    assert run_reporting_errors("prog", inside, []) == 1 and "error: OSError: gone" in capsys.readouterr().err
     # the same builtin types raised by our own code are bugs: they propagate with their traceback
     for bug in (ValueError("unpack mismatch"), OSError("bad fd"), ImportError("cannot import name 'x'")):
         with pytest.raises(type(bug)):

@@ -70,7 +70,7 @@ def is_user_error(exc: BaseException) -> bool:
     if isinstance(exc, ModuleNotFoundError):  # an optional package not installed, not a module of ours
         return bool(exc.name) and not exc.name.startswith("trl_rankreward")
     if isinstance(exc, ValueError | OSError):
-        return _raised_in(exc).split(".")[0] in _CONFIG_ERROR_SOURCES
+        return _raised_by_library(exc)
     return False
 
 
@@ -83,12 +83,16 @@ def _library_user_error(cls: type) -> bool:
     )
 
 
-def _raised_in(exc: BaseException) -> str:
-    """The module name of the innermost frame of `exc`'s traceback ("" without one)."""
+def _raised_by_library(exc: BaseException) -> bool:
+    """`exc` was raised inside a call into one of `_CONFIG_ERROR_SOURCES`: a frame of theirs comes after the
+    package's last frame in its traceback (the helpers they call, fsspec or the stdlib, may come after it)."""
+    modules = []
     tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    while tb is not None:
+        modules.append(tb.tb_frame.f_globals.get("__name__", "").split(".")[0])
         tb = tb.tb_next
-    return tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
+    ours = max((i for i, m in enumerate(modules) if m == "trl_rankreward"), default=-1)
+    return any(m in _CONFIG_ERROR_SOURCES for m in modules[ours + 1 :])
 
 
 def wants_traceback(argv: Sequence[str]) -> bool:
