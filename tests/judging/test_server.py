@@ -8,9 +8,9 @@ give counted transport failures quickly, not a hang.
 
 import asyncio
 import json
-from collections import Counter
 import time
 import urllib.request
+from collections import Counter
 
 import pytest
 

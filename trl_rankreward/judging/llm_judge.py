@@ -151,8 +151,4 @@ def refuses_response_format(error: JudgeError) -> bool:
     """Whether `error` is a server's HTTP 400 refusing the request's `response_format` (a server without
     structured output): its message names `response_format`."""
     backend_error = getattr(error, "backend_error", None)
-    return (
-        backend_error is not None
-        and backend_error.status == 400
-        and "response_format" in str(backend_error).lower()
-    )
+    return backend_error is not None and backend_error.status == 400 and "response_format" in str(backend_error).lower()

@@ -44,7 +44,9 @@ from .templates import JudgeTemplates, fill
 
 # What a reader takes for the "<" of our delimiters: ASCII, fullwidth and small forms, and the angle
 # brackets and quotation marks that look like it.
-_OPENER = re.compile("[<\uff1c\ufe64\u2039\u00ab\u3008\u300a\u2329\u27e8\u27ea\u276c\u276e\u2770\u29fc\u02c2\u1438\u227a\u226a]")
+_OPENER = re.compile(
+    "[<\uff1c\ufe64\u2039\u00ab\u3008\u300a\u2329\u27e8\u27ea\u276c\u276e\u2770\u29fc\u02c2\u1438\u227a\u226a]"
+)
 # After the opener, folded (`_fold`): an optional "/" or "\/" and a tag name, spaces anywhere in between.
 _TAG_NAMES = ("response", "rationale", "think")
 _AFTER_OPENER = re.compile(
