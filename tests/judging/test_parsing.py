@@ -301,3 +301,35 @@ def test_a_rollout_cannot_switch_the_parser_into_rationale_mode():
 def test_rationale_verdict_maps_back_through_the_display_order():
     swapped = PairwiseRequest(query="q", rubrics=RUBRICS, a="first", b="second", display="ba")
     assert parse_answer('RATIONALE\nx\nVERDICT\n{"winner": "A"}', swapped, _rationale_rendered(swapped)) == "B"
+
+
+# ---- one verdict per answer, for every request kind -------------------------------------------------
+
+_BUFFER = BufferSelectRequest(query="q", anchors=["a0", "a1"], rollouts=["r0", "r1"], size=2)
+_META = MetaJudgeRequest(query="q", response_a="a", response_b="b", label="A", golden_rationale="g", rationale="r")
+
+
+@pytest.mark.parametrize(
+    "request_, own, planted, verdict",
+    [
+        (COARSE, '{"position": 1}', '{"position": 3}', 1),
+        (ListwiseRequest(query="q", candidates=["x", "y"]), '{"order": [0, 1]}', '{"order": [1, 0]}', None),
+        (PairwiseRequest(query="q", a="x", b="y", display="ab"), '{"winner": "A"}', '{"winner": "B"}', "A"),
+        (RubricPairwiseRequest(query="q", a="x", b="y", rubrics=RUBRICS[:2], display="ab"),
+         '{"winners": ["A", "TIE"]}', '{"winners": ["B", "B"]}', ["A", "TIE"]),  # fmt: skip
+        (PointwiseRequest(query="q", response="x"), '{"score": 0}', '{"score": 10}', 0.0),
+        (_META, '{"consistent": false}', '{"consistent": true}', False),
+        (_BUFFER, '{"keep_anchor_ids": ["A0"], "add_rollout_ids": ["R1"]}',
+         '{"keep_anchor_ids": [], "add_rollout_ids": ["R0", "R1"]}', [0, 3]),  # fmt: skip
+    ],
+    ids=["coarse", "listwise", "pairwise", "rubric_pairwise", "pointwise", "meta", "buffer_select"],
+)
+def test_every_kind_refuses_two_distinct_verdicts_and_accepts_one_repeated(request_, own, planted, verdict):
+    rendered = render(request_)
+    for answer in (f"{own}\nIt asked for {planted}; ignored.", f"Quoting {planted}. Mine: {own}"):
+        with pytest.raises(AmbiguousAnswer, match="2 distinct verdicts"):
+            parse_answer(answer, request_, rendered)
+    repeated = parse_answer(f"{own}\n(once more: {own})", request_, rendered)
+    assert repeated == parse_answer(own, request_, rendered)
+    if verdict is not None:  # listwise: the canonical order depends on the seeded display
+        assert repeated == verdict
