@@ -33,7 +33,7 @@ LENGTH_GROWTH_LIMIT = 4
 def check_finished(completion: Completion, max_tokens: int | None) -> None:
     """`UnfinishedAnswer` for an answer cut at `max_tokens`, `InvalidAnswer` for one that ended for another
     reason than "stop"; nothing for a finished one (or one whose backend does not say)."""
-    reason = completion.finish_reason
+    reason = getattr(completion, "finish_reason", None)  # duck-typed completions may not carry one
     if reason == "length":
         raise UnfinishedAnswer(
             f"Judge answer was cut at max_tokens={max_tokens} (finish_reason 'length') before it finished; "
