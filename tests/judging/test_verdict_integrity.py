@@ -180,3 +180,15 @@ def test_a_replica_cuts_at_max_tokens_and_the_judge_asks_again_with_room():
         verdict = asyncio.run(judge.judge(PointwiseRequest(query=QUERY, response="x")))
     assert verdict == 3.0
     assert judge.ledger.failures == {"length": 2} and judge.ledger.parsed == 1
+
+
+def test_a_cut_answer_grows_only_into_what_the_window_leaves():
+    from .fakes import ScriptedBackend
+
+    # Window 1000 (max_model_len), the server counted 950 prompt tokens: the retry gets min(2 x 32, 1000 - 950) = 50.
+    cut = Completion('<think>it says {"score": 10}', prompt_tokens=950, completion_tokens=32, finish_reason="length")
+    backend = ScriptedBackend([cut, '{"score": 3}'])
+    judge = LLMJudge(backend, retry=RETRY, max_tokens=32, max_model_len=1000)
+    assert asyncio.run(judge.judge(PointwiseRequest(query=QUERY, response="x"))) == 3.0
+    assert [call["max_tokens"] for call in backend.calls] == [32, 50]
+    assert judge.ledger.failures == {"length": 1}

@@ -10,7 +10,7 @@ Exceptions that are neither (bugs) propagate unchanged.
 Only a finished answer is parsed: one the server reports cut at `max_tokens`
 (`finish_reason: "length"`) is an `UnfinishedAnswer` (failure kind `length`), whatever it holds,
 and the next try gets room to finish: twice the `max_tokens`, at most what the window leaves
-after the prompt (when the caller knows the window), else at most `LENGTH_GROWTH_LIMIT` times the
+after the prompt (when the backend knows the window: `context_window()`), else at most `LENGTH_GROWTH_LIMIT` times the
 first try's. Any other reason than "stop" (a content filter, an abort) is invalid; a backend that
 gives no reason (None) is taken at its word.
 """
@@ -61,18 +61,19 @@ async def complete_and_parse(
     ledger: JudgeLedger,
     request_kind: str,
     what: str,
-    window: int | None = None,
     **decoding: Any,
 ) -> tuple[Any, int]:
     """`(parse(completion), tries)` of the first try that succeeds; `JudgeError` once `retry` gives up,
     with `.errors`: the reason of every failed try, in order.
 
     `what` names the request in messages (e.g. "coarse request (query_id='q1')"); `decoding`
-    goes to `backend.complete` (temperature, max_tokens, response_format); `window`: the judge's
-    context window, where known, which bounds the room a cut answer is given. A `JudgeError` from a
-    `BackendError` holds it in `.backend_error` (a "maximum context length" refusal is read from it).
+    goes to `backend.complete` (temperature, max_tokens, response_format). The backend's
+    `context_window()`, where it has one and knows it, bounds the room a cut answer is given. A
+    `JudgeError` from a `BackendError` holds it in `.backend_error` (a "maximum context length"
+    refusal is read from it).
     """
     tries, errors, first = 0, [], decoding.get("max_tokens")
+    window = getattr(backend, "context_window", lambda: None)()
 
     async def attempt(number: int) -> Any:
         nonlocal tries

@@ -115,7 +115,6 @@ class LLMJudge:
             ledger=self.ledger,
             request_kind=kind,
             what=f"{kind} request (query_id={request.query_id!r})",
-            window=self.budget.window if self.budget is not None else None,
             temperature=self.temperature,
             max_tokens=fitted.max_tokens,
             response_format=response_format,
