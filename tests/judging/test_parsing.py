@@ -315,12 +315,20 @@ _META = MetaJudgeRequest(query="q", response_a="a", response_b="b", label="A", g
         (COARSE, '{"position": 1}', '{"position": 3}', 1),
         (ListwiseRequest(query="q", candidates=["x", "y"]), '{"order": [0, 1]}', '{"order": [1, 0]}', None),
         (PairwiseRequest(query="q", a="x", b="y", display="ab"), '{"winner": "A"}', '{"winner": "B"}', "A"),
-        (RubricPairwiseRequest(query="q", a="x", b="y", rubrics=RUBRICS[:2], display="ab"),
-         '{"winners": ["A", "TIE"]}', '{"winners": ["B", "B"]}', ["A", "TIE"]),  # fmt: skip
+        (
+            RubricPairwiseRequest(query="q", a="x", b="y", rubrics=RUBRICS[:2], display="ab"),
+            '{"winners": ["A", "TIE"]}',
+            '{"winners": ["B", "B"]}',
+            ["A", "TIE"],
+        ),  # fmt: skip
         (PointwiseRequest(query="q", response="x"), '{"score": 0}', '{"score": 10}', 0.0),
         (_META, '{"consistent": false}', '{"consistent": true}', False),
-        (_BUFFER, '{"keep_anchor_ids": ["A0"], "add_rollout_ids": ["R1"]}',
-         '{"keep_anchor_ids": [], "add_rollout_ids": ["R0", "R1"]}', [0, 3]),  # fmt: skip
+        (
+            _BUFFER,
+            '{"keep_anchor_ids": ["A0"], "add_rollout_ids": ["R1"]}',
+            '{"keep_anchor_ids": [], "add_rollout_ids": ["R0", "R1"]}',
+            [0, 3],
+        ),  # fmt: skip
     ],
     ids=["coarse", "listwise", "pairwise", "rubric_pairwise", "pointwise", "meta", "buffer_select"],
 )

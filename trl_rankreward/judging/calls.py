@@ -10,8 +10,8 @@ Exceptions that are neither (bugs) propagate unchanged.
 Only a finished answer is parsed: one the server reports cut at `max_tokens`
 (`finish_reason: "length"`) is an `UnfinishedAnswer` (failure kind `length`), whatever it holds,
 and the next try gets room to finish: twice the `max_tokens`, at most what the window leaves
-after the prompt (when the backend knows the window: `context_window()`), else at most `LENGTH_GROWTH_LIMIT` times the
-first try's. Any other reason than "stop" (a content filter, an abort) is invalid; a backend that
+after the prompt (where the backend knows the window: `context_window()`), else at most
+`LENGTH_GROWTH_LIMIT` times the first try's. Any other reason than "stop" (a content filter, an abort) is invalid; a backend that
 gives no reason (None) is taken at its word.
 """
 
