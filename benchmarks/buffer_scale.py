@@ -39,10 +39,14 @@ import tracemalloc
 
 from trl_rankreward._gc import paused_gc
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
-from trl_rankreward.rewards.anchor_checkpoint import BUFFERS_FILE, CHECKPOINT_FOLDER
+from trl_rankreward.rewards.anchor_buffer import (
+    BUFFERS_FILE,
+    CHECKPOINT_FOLDER,
+    Anchor,
+    AnchorBuffer,
+    SQLiteAnchorStore,
+)
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME
 
 K = 8
@@ -69,7 +73,7 @@ def build(n: int, store: SQLiteAnchorStore, args) -> tuple[dict, float]:
             t_put += time.perf_counter() - t0
             keys += store.put_many(texts[single:])
             for i, qid in enumerate(qids):
-                anchors = [Anchor(key, src, 0 if src == "nectar" else rng.randrange(4), rng.randrange(3))
+                anchors = [Anchor(key, src, 0 if src == "references" else rng.randrange(4), rng.randrange(3))
                            for key, src in zip(keys[i * K : (i + 1) * K], LAYOUT)]  # fmt: skip
                 buffers[qid] = AnchorBuffer(tuple(anchors), created_epoch=0, observed_epoch=3, right_epoch=3).to_state()
     state = method.state_dict()

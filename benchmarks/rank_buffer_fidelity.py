@@ -27,8 +27,7 @@ from scipy.stats import kendalltau
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.judging.tokens import ApproxCounter
 from trl_rankreward.rewards.base import Group
-from trl_rankreward.rewards.listwise_group import ListwiseGroupReward
-from trl_rankreward.rewards.rank_buffer import RankBufferReward
+from trl_rankreward.rewards.rank_buffer import ListwiseGroupReward, RankBufferReward
 from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward
 
 RUBRICS = [{"text": "Correct and complete", "weight": 5}, {"text": "Clear", "weight": 2}]

@@ -151,21 +151,6 @@ def test_former_spellings_are_refused_with_the_current_name(capsys):
         assert exit_info.value.code == 2 and hint in capsys.readouterr().err
 
 
-def test_example_config_keys_of_0_1_are_read_with_a_note(tmp_path, capsys):
-    # MatrixReward's `extractor: critic` (the 0.1 example configs) is read as matrix_weighting, with a note
-    from trl_rankreward.parsing import apply_config_file
-    from trl_rankreward.scripts import ScriptParser
-    from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig
-
-    config = tmp_path / "matrix.yaml"
-    config.write_text("extractor: critic\noutput_dir: out\nuse_cpu: true\nbf16: false\nreport_to: none\n")
-    parser = ScriptParser((MatrixRewardGRPOConfig,))
-    apply_config_file(parser, ["--config", str(config)])
-    assert f"extractor in {config} is deprecated; use matrix_weighting" in capsys.readouterr().err
-    args = parser.parse_args_into_dataclasses([])[0]
-    assert args.matrix_weighting == "variation_correlation"  # "critic" read as its new name
-
-
 def test_a_required_flag_not_given_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         _parse("data", ["attach-rubrics", "--dataset_name", "ds"])

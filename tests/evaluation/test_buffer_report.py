@@ -9,9 +9,9 @@ import pytest
 from trl_rankreward.cli import main
 from trl_rankreward.evaluation.buffer_report import buffer_report, format_report, load_buffer_state, plot_report
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.state_files import write_method_state
 
 # Three buffers, anchors worst -> best as [key, source, created_epoch, h]:
@@ -20,11 +20,11 @@ from trl_rankreward.rewards.state_files import write_method_state
 #   q3: size 1 -> position 0.5 (lone anchor) -> bin 5
 HAND_STATE = {
     "format": "trl_rankreward.rank_buffer/1",
-    "config": {"k0": 4, "init": "nectar", "inactivity_epochs": 3, "variant": "dynamic", "manager": None},
+    "config": {"k0": 4, "init": "references", "inactivity_epochs": 3, "variant": "dynamic", "manager": None},
     "buffers": {
         "q1": {"anchors": [["k1", "references", 0, 0], ["k2", "refine", 1, 2], ["k3", "references", 0, 1],
                            ["k4", "right", 2, 0]], "created_epoch": 0},
-        "q2": {"anchors": [["k5", "left", 1, 0], ["k6", "nectar", 0, 0]], "created_epoch": 0},  # the former name of "references"
+        "q2": {"anchors": [["k5", "left", 1, 0], ["k6", "references", 0, 0]], "created_epoch": 0},
         "q3": {"anchors": [["k7", "bootstrap", 0, 0]], "created_epoch": 0},
     },
     "pending": {},

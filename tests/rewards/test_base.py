@@ -5,15 +5,17 @@ import asyncio
 import pytest
 
 from trl_rankreward.judging.requests import JudgeFailure, PairwiseRequest, Rubric
-from trl_rankreward.rewards.answers import AnswerFormat, strip_thinking
 from trl_rankreward.rewards.base import (
+    AnswerFormat,
     Group,
     GroupJudgingFailed,
     GroupRewardMethod,
     RankOutcome,
     ScoreOutcome,
+    rank_reward,
+    strip_thinking,
+    tie_block_rewards,
 )
-from trl_rankreward.rewards.ranking import rank_reward, tie_block_rewards
 
 
 class _NoJudge:

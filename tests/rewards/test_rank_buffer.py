@@ -1,4 +1,6 @@
-"""RankBufferReward end to end with a noiseless OracleJudge (RankBuffer paper, Sec. 3).
+"""RankBuffer, hand-computed: `RankBufferReward` end to end with a noiseless OracleJudge (RankBuffer
+paper, Sec. 3); its parts on their own (the coarse-to-fine ranking, the buffer managers, the display
+audit of listwise answers); and `ListwiseGroupReward`.
 
 The main scenario, used by several tests (qualities are the oracle's truth):
 
@@ -21,11 +23,28 @@ import json
 import pytest
 
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
+from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.judging.rendering import display_order, render
+from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
 from trl_rankreward.judging.seeding import text_id
-from trl_rankreward.rewards.base import Group
-from trl_rankreward.rewards.rank_buffer import RankBufferReward
-from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
+from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer, SQLiteAnchorStore
+from trl_rankreward.rewards.base import Group, GroupJudgingFailed
+from trl_rankreward.rewards.rank_buffer import (
+    DETAILS_KEY,
+    CoarseToFine,
+    ListwiseGroupReward,
+    LLMManager,
+    RankBufferReward,
+    Ranking,
+    RuleManager,
+    audit_answer,
+    changes,
+    kendall_tau,
+    new_tally,
+    tally_metrics,
+    twin_request,
+)
+from trl_rankreward.rewards.registry import make_reward_method
 
 REFS = [f"n{i}" for i in range(1, 8)]  # best first
 QUALITY = {f"n{i}": 8 - i for i in range(1, 8)}
@@ -457,20 +476,6 @@ def test_state_with_other_settings_is_refused():
         a.load_state_dict({})
 
 
-def test_state_saved_before_the_rename_of_nectar_loads():
-    # a 0.1 checkpoint: config init "nectar", the references' anchors with the source "nectar"
-    a = RankBufferReward(OracleJudge(QUALITY), buffer_init="references")
-    _score(a, [_group()])
-    state = json.loads(json.dumps(a.state_dict()))
-    state["config"]["init"] = "nectar"
-    for row in state["buffers"]["q"]["anchors"]:
-        row[1] = "nectar" if row[1] == "references" else row[1]
-    b = RankBufferReward(OracleJudge(QUALITY), buffer_init="references")
-    b.load_state_dict(state)
-    assert [(x.text, x.source) for x in b.anchors("q")] == [(x.text, x.source) for x in a.anchors("q")]
-    assert {x.source for x in b.anchors("q")} >= {"references"}
-
-
 # ----------------------------------------------------------------- judge rounds
 @pytest.mark.parametrize("manager, rounds", [(None, 2), ("llm", 3)])
 def test_a_step_takes_two_judge_rounds(manager, rounds):
@@ -582,3 +587,319 @@ def test_load_state_dict_inside_frozen_state_is_refused():
     with method.frozen_state():
         with pytest.raises(RuntimeError, match="inside frozen_state.*outside the block"):
             method.load_state_dict(state)
+
+
+# ----------------------------------------------------------------- coarse-to-fine ranking
+# The paper's coarse-to-fine ranking on its own (`CoarseToFine`), and `Ranking.blocks`, hand-computed.
+#
+# Anchors a1 < a2 (qualities 1, 3) give positions 0 (below 1), 1 (between) and 2 (above 3).
+# Answers x (0.5), y (2), z (2.5), w (4): positions 0, 1, 1, 2, so buckets [x] [y z] [w] and
+# one fine call, over bucket 1, which orders y before z.
+STRATEGY_QUALITY = {"a1": 1, "a2": 3, "x": 0.5, "y": 2, "z": 2.5, "w": 4}
+ANCHORS = ["a1", "a2"]
+ANSWERS = ["z", "x", "w", "y"]  # answer indices: z 0, x 1, w 2, y 3
+
+
+def _rank(strategy):
+    return asyncio.run(strategy.rank(GROUP, ANCHORS, ANSWERS, step=0))
+
+
+def test_coarse_to_fine_places_then_orders_crowded_buckets():
+    judge = OracleJudge(STRATEGY_QUALITY)
+    ranking = _rank(CoarseToFine(judge))
+    assert ranking.positions == [1, 0, 2, 1]  # z, x, w, y
+    assert ranking.buckets == [[1], [3, 0], [2]]  # bucket 1 ordered worst -> best: y (3) before z (0)
+    assert (ranking.fine_calls, ranking.unranked, ranking.ties) == (1, frozenset(), False)
+    assert dict(judge.counts) == {"coarse": 4, "listwise": 1}
+    assert ranking.blocks() == [[1], [3], [0], [2]]  # one answer per block: the full order
+
+
+def test_coarse_only_ties_each_bucket_and_order_only_hides_anchor_texts():
+    judge = OracleJudge(STRATEGY_QUALITY)
+    ranking = _rank(CoarseToFine(judge, fine=False, show_anchor_text=False))
+    assert judge.counts == {"coarse": 4}  # no fine calls
+    assert ranking.ties and sorted(ranking.buckets[1]) == [0, 3]  # a seeded shuffle of z, y
+    assert [sorted(b) for b in ranking.blocks()] == [[1], [0, 3], [2]]  # bucket 1 is one tie block
+    assert all(not r.show_anchor_text for r in judge.requests if isinstance(r, CoarseRequest))
+
+
+def test_a_failed_fine_call_keeps_its_bucket_as_one_tie_block_and_a_failed_coarse_call_raises():
+    fine_fails = OracleJudge(STRATEGY_QUALITY, fail=lambda r: isinstance(r, ListwiseRequest))
+    ranking = _rank(CoarseToFine(fine_fails))
+    assert ranking.unranked == frozenset({1}) and len(ranking.failures) == 1
+    assert ranking.blocks() == [[1], [0, 3], [2]]  # x | z, y tied (coarse order kept) | w
+    with pytest.raises(GroupJudgingFailed):
+        _rank(CoarseToFine(OracleJudge(STRATEGY_QUALITY, fail=lambda r: isinstance(r, CoarseRequest))))
+
+
+def test_blocks_follow_an_explicit_order_and_skip_empty_buckets():
+    # An order (RankBuffer+'s fused looks) replaces the buckets' concatenation; empty buckets make no block.
+    assert Ranking([0, 0], [[0, 1], [], []], 1, order=[1, 0]).blocks() == [[1], [0]]
+    assert Ranking([0, 2], [[0], [], [1]], 0, ties=True).blocks() == [[0], [1]]
+
+
+# ----------------------------------------------------------------- buffer managers
+# Algorithm 2 as a manager (static, capped) and the LLM manager, hand-computed.
+#
+# Buffer n1 < n2 (references, epoch 0). After a group whose buckets are [l] [] [r] (an answer below
+# all and one above all), Algorithm 2 adds l as the new lowest anchor (`left`) and r as the new
+# highest (`right`): l n1 n2 r.
+OLD = AnchorBuffer.initial(["n1", "n2"], "references", 0)
+BUCKETS = [["l"], [], ["r"]]
+GROUP = Group("q", "Q?", [], ["unused"])
+TEXTS = {"n1": "n1", "n2": "n2", "l": "l", "r": "r"}
+
+
+def _after(manager, epoch=0, details=None):
+    details = {} if details is None else details
+    return asyncio.run(
+        manager.after_ranking(GROUP, OLD, OLD, BUCKETS, TEXTS.__getitem__, epoch=epoch, step=0, details=details)
+    )
+
+
+def _keys(buffer):
+    return [a.text_key for a in buffer.anchors]
+
+
+def test_rule_manager_is_algorithm_2_and_static_freezes_after_the_first_epoch():
+    update = _after(RuleManager(3))
+    assert _keys(update.buffer) == ["l", "n1", "n2", "r"]
+    assert [a.source for a in update.added] == ["left", "right"] and update.pruned == ()
+    assert _after(RuleManager(3, static=True), epoch=0).buffer.size == 4  # the creation epoch is maintained
+    frozen = _after(RuleManager(3, static=True), epoch=1)
+    assert frozen.buffer is OLD and frozen.added == frozen.pruned == ()
+
+
+def test_rule_manager_cap_keeps_both_ends():
+    # 4 anchors l n1 n2 r capped at 2: Select_K0 keeps the ends l and r; n1, n2 are pruned, l and r still added.
+    update = _after(RuleManager(3, max_anchors=2))
+    assert _keys(update.buffer) == ["l", "r"]
+    assert _keys(AnchorBuffer(update.added, 0)) == ["l", "r"] and {a.text_key for a in update.pruned} == {"n1", "n2"}
+
+
+def test_llm_manager_picks_by_the_combined_order_and_lookahead_waits():
+    # Pool: anchors n1 n2 (0, 1), rollouts l r (2, 3); combined order l n1 n2 r. Oracle qualities
+    # l 0 < n1 1 < n2 2 < r 3: Select_K0 of 2 keeps the ends, pool indices 2 and 3 (l and r).
+    judge = OracleJudge({"l": 0, "n1": 1, "n2": 2, "r": 3})
+    details = {}
+    update = _after(LLMManager(judge, 2), details=details)
+    (request,) = judge.requests
+    assert isinstance(request, BufferSelectRequest) and request.combined_order == (2, 0, 1, 3)
+    assert _keys(update.buffer) == ["l", "r"] and [a.source for a in update.added] == ["llm", "llm"]
+    assert details == {"manager_calls": 1, "manager_invalid": 0}
+    lookahead = LLMManager(judge, 2, lookahead=True)
+    assert _after(lookahead).buffer is OLD and len(judge.requests) == 1  # the update waits for the next epoch
+    pending = {"epoch": 0, "buckets": BUCKETS}
+    same_epoch = asyncio.run(lookahead.before_ranking(GROUP, OLD, pending, [], TEXTS.__getitem__, epoch=0, step=1,
+                                                      details={}))  # fmt: skip
+    assert same_epoch is OLD and len(judge.requests) == 1
+    later = asyncio.run(lookahead.before_ranking(GROUP, OLD, pending, ["new"], TEXTS.__getitem__, epoch=1, step=2,
+                                                 details={}))  # fmt: skip
+    assert _keys(later) == ["l", "r"] and judge.requests[-1].lookahead == ("new",)
+
+
+def test_an_invalid_selection_keeps_the_buffer():
+    update = _after(LLMManager(OracleJudge({}, select=lambda r: [0, 0]), 2))
+    assert update.buffer is OLD and changes(OLD, update.buffer).added == ()
+
+
+def test_changes_compares_anchors_by_identity():
+    kept = OLD.anchors[1]
+    new = AnchorBuffer((kept, Anchor("x", "llm", 1)), 0)
+    update = changes(OLD, new)
+    assert [a.text_key for a in update.added] == ["x"] and [a.text_key for a in update.pruned] == ["n1"]
+
+
+# ----------------------------------------------------------------- the display audit
+# The display-order audit: Kendall tau, copy detection, the shuffle check, and the three listwise methods.
+def test_kendall_tau_by_hand():
+    # [0, 1, 2] vs itself: 3 concordant pairs of 3 -> 1; reversed: 3 discordant -> -1;
+    # vs [0, 2, 1]: (0,1), (0,2) agree, (1,2) does not -> (2 - 1) / 3.
+    assert kendall_tau([0, 1, 2], [0, 1, 2]) == 1.0
+    assert kendall_tau([0, 1, 2], [2, 1, 0]) == -1.0
+    assert kendall_tau([0, 1, 2], [0, 2, 1]) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="same >= 2 indices"):
+        kendall_tau([0, 1], [0, 2])
+
+
+def _request(n=4, step=0):
+    return ListwiseRequest(query="Q?", query_id="q", step=step, candidates=tuple(f"text {i}" for i in range(n)))
+
+
+def test_audit_counts_copies_both_ways_and_skips_pairs():
+    request = _request(4)
+    display = display_order(request, 4, seed=7)
+    assert display == list(render(request, seed=7).display)  # the order rendering shows
+    tally = new_tally()
+    audit_answer(tally, request, display, seed=7)  # a copy: tau 1
+    audit_answer(tally, request, display[::-1], seed=7)  # a reversed copy: tau -1
+    audit_answer(tally, _request(2), [1, 0], seed=7)  # two candidates: always a copy either way, skipped
+    # Two audited answers, both copies; taus 1 and -1 sum to 0; chance 2 / 4! = 1/12 each.
+    assert tally["answers"] == 2 and tally["copies"] == 2 and tally["tau_sum"] == 0.0
+    metrics = tally_metrics([tally, None])
+    assert metrics == {
+        "rank/listwise_display_answers": 2.0,
+        "rank/listwise_display_copy_rate": 1.0,
+        "rank/listwise_display_copy_chance": pytest.approx(1 / 12),
+        "rank/listwise_display_tau_mean": 0.0,
+    }
+    assert tally_metrics([]) == {"rank/listwise_display_answers": 0.0}  # no rate without answers
+
+
+def test_twin_shows_the_same_candidates_in_another_order():
+    request = _request(5)
+    twin, perm = twin_request(request, seed=3)
+    assert sorted(perm) == list(range(5)) and twin.candidates == tuple(request.candidates[i] for i in perm)
+    # the twin's display in the request's indices differs from the request's display
+    assert [perm[i] for i in display_order(twin, 5, 3)] != display_order(request, 5, 3)
+    assert (twin.query_id, twin.step) == (request.query_id, request.step)
+
+
+def _quality(query_id, text):
+    return float(text.split()[-1])  # "answer k e i" has quality i: canonical order is the true order
+
+
+def _groups(epoch, queries=30, size=6):
+    refs = [f"ref {j}" for j in range(7, 0, -1)]  # best first, qualities 7..1
+    return [
+        Group(f"q{k}", f"Q{k}?", [], [f"answer {k} {epoch} {i}" for i in range(size)], references=refs)
+        for k in range(queries)
+    ]
+
+
+def _metrics(name, copy, epochs=2, **options):
+    judge = SimulatedJudge(_quality, noise=0.3, seed=1, copy_display_order=copy)
+    method = make_reward_method(name, judge, **options)
+    out = []
+    for epoch in range(epochs):
+        results = asyncio.run(method.score(_groups(epoch), epoch=epoch, step=epoch))
+        out.append(method.step_metrics(results))
+    return out[-1]
+
+
+@pytest.mark.parametrize("name", ["listwise_group", "rank_buffer", "rank_buffer_plus"])
+def test_metric_separates_an_honest_judge_from_a_copying_one(name):
+    # Honest (noise 0.3 on qualities 1 apart): answers follow quality, and displays are seeded
+    # shuffles, so the tau with the display averages near 0 and copies stay near their chance
+    # 2 / n!. A judge that always copies: every answer is the display, tau 1, copy rate 1.
+    honest, copying = _metrics(name, 0.0), _metrics(name, 1.0)
+    assert honest["rank/listwise_display_answers"] >= 8 and copying["rank/listwise_display_answers"] >= 8
+    assert abs(honest["rank/listwise_display_tau_mean"]) < 0.35
+    assert honest["rank/listwise_display_copy_rate"] <= honest["rank/listwise_display_copy_chance"] + 0.2
+    assert copying["rank/listwise_display_tau_mean"] == 1.0
+    assert copying["rank/listwise_display_copy_rate"] == 1.0
+    assert "rank/listwise_reshuffle_checks" not in honest  # the shuffle check is off by default
+
+
+def test_listwise_group_numbers():
+    # 30 groups of 6 distinct answers: one audited call each; chance 2 / 6! = 1/360.
+    honest, copying = _metrics("listwise_group", 0.0), _metrics("listwise_group", 1.0)
+    assert honest["rank/listwise_display_answers"] == 30.0
+    assert honest["rank/listwise_display_copy_chance"] == pytest.approx(1 / 360)
+    assert honest["rank/listwise_display_copy_rate"] == 0.0
+    assert copying["rank/listwise_display_copy_rate"] == 1.0
+
+
+def test_half_copying_judge_lands_in_between():
+    # With probability 0.5 an answer copies (tau 1), else tau ~0: the mean is near 0.5.
+    half = _metrics("listwise_group", 0.5)
+    assert 0.25 < half["rank/listwise_display_tau_mean"] < 0.75
+
+
+@pytest.mark.parametrize("name", ["listwise_group", "rank_buffer_plus"])
+def test_shuffle_check_agrees_for_an_honest_judge_and_not_for_a_copier(name):
+    # Every listwise call of >= 3 candidates is asked twice. Honest: both answers follow quality
+    # (noise 0.3), so they agree, tau near 1. Copier: each answer is its own display, two
+    # independent shuffles, so agreement is near 0.
+    honest = _metrics(name, 0.0, reshuffle_check=1.0)
+    copying = _metrics(name, 1.0, reshuffle_check=1.0)
+    assert honest["rank/listwise_reshuffle_checks"] == honest["rank/listwise_display_answers"] > 0
+    assert honest["rank/listwise_reshuffle_agreement"] > 0.8
+    assert abs(copying["rank/listwise_reshuffle_agreement"]) < 0.3
+
+
+def test_shuffle_check_changes_no_reward_and_is_seeded():
+    def run(**options):
+        judge = OracleJudge(_quality)
+        method = make_reward_method("listwise_group", judge, **options)
+        results = asyncio.run(method.score(_groups(0), epoch=0, step=0))
+        return [r.rewards for r in results], judge.counts["listwise"], method.step_metrics(results)
+
+    plain, calls, metrics = run()
+    checked, checked_calls, checked_metrics = run(reshuffle_check=0.5)
+    assert checked == plain and calls == 30  # rewards come from the first answer only
+    twins = checked_metrics["rank/listwise_reshuffle_checks"]
+    assert checked_calls == 30 + twins and 5 <= twins <= 25  # ~half of 30, drawn per request
+    assert run(reshuffle_check=0.5)[2] == checked_metrics  # the same draws on every run
+    assert checked_metrics["rank/listwise_reshuffle_agreement"] == 1.0  # the oracle is exact
+    assert "rank/listwise_reshuffle_checks" not in metrics
+
+
+def test_audit_is_kept_in_details_and_validated():
+    judge = OracleJudge(_quality)
+    (result,) = asyncio.run(make_reward_method("listwise_group", judge).score(_groups(0, 1), epoch=0, step=0))
+    assert result.details[DETAILS_KEY]["answers"] == 1
+    for name in ("listwise_group", "rank_buffer", "rank_buffer_plus"):
+        with pytest.raises(ValueError, match="reshuffle_check"):
+            make_reward_method(name, judge, reshuffle_check=1.5)
+
+
+# ----------------------------------------------------------------- ListwiseGroupReward
+# ListwiseGroupReward: one listwise call per group, rank rewards, failures neutral.
+LISTWISE_QUALITY = {"a": 1.0, "b": 2.0, "c": 3.0}
+
+
+def _score_group(method, completions, qid="q"):
+    (result,) = asyncio.run(method.score([Group(qid, "Q?", [], completions)], epoch=0, step=0))
+    return result
+
+
+def test_one_call_ranks_unique_answers_with_duplicates_and_invalid():
+    judge = OracleJudge(LISTWISE_QUALITY)
+    result = _score_group(ListwiseGroupReward(judge), ["b", "a", "c", "a", "<think>cut off"])
+    # Unique valid answers [b, a, c] in one call; worst -> best a, b, c; the cut-off rollout is
+    # invalid and below all. Places (G = 5): invalid 0; a's two copies 1 and 2 (mean 1.5); b 3; c 4.
+    # r = -1 + 2q/4: -1, -0.25, 0.5, 1.
+    assert result.rewards == [0.5, -0.25, 1.0, -0.25, -1.0]
+    assert result.order == [4, 1, 3, 0, 2]
+    assert dict(judge.counts) == {"listwise": 1}
+    (request,) = judge.requests
+    assert isinstance(request, ListwiseRequest) and request.candidates == ("b", "a", "c")
+    assert result.details["requests"] == 1 and not result.neutral
+
+
+def test_one_unique_answer_needs_no_call():
+    judge = OracleJudge(LISTWISE_QUALITY)
+    result = _score_group(ListwiseGroupReward(judge), ["a", "a"])
+    # one tie block over places 0 and 1: mean 0.5, r = -1 + 2 * 0.5 / 1 = 0
+    assert result.rewards == [0.0, 0.0] and judge.requests == [] and result.details["requests"] == 0
+
+
+def test_failed_call_makes_the_group_neutral_and_counted():
+    judge = OracleJudge(LISTWISE_QUALITY, fail=lambda request: request.query_id == "bad")
+    method = ListwiseGroupReward(judge)
+    result = _score_group(method, ["a", "b"], qid="bad")
+    assert result.neutral and result.rewards == [0.0, 0.0]
+    assert method.step_metrics([result])["reward/neutral_groups"] == 1.0
+
+
+class _NotAPermutation:
+    """Answers every listwise request with a repeated index."""
+
+    async def judge(self, request):
+        return [0, 0, 1]
+
+
+def test_invalid_order_is_an_invalid_failure_not_a_made_up_order():
+    result = _score_group(ListwiseGroupReward(_NotAPermutation()), ["a", "b", "c"])
+    assert result.neutral and result.details["failure_kind"] == "invalid"
+    assert "expected a permutation of [0, 1, 2]" in result.details["failure"]
+
+
+def test_failure_value_from_judge_is_neutral_too():
+    class Failing:
+        async def judge(self, request):
+            return JudgeFailure("timeout", "judge timed out")
+
+    result = _score_group(ListwiseGroupReward(Failing()), ["a", "b"])
+    assert result.neutral and result.details["failure_kind"] == "timeout"

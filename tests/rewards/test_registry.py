@@ -37,8 +37,8 @@ def test_registry_imports_methods_lazily():
     code = (
         "import sys, trl_rankreward.rewards.registry as r; "
         "assert not any(m in sys.modules for m in ('trl_rankreward.rewards.rank_buffer', "
-        "'trl_rankreward.rewards.matrix_reward', 'trl_rankreward.rewards.tournament')); "
-        "r.reward_method_class('tournament'); assert 'trl_rankreward.rewards.tournament' in sys.modules"
+        "'trl_rankreward.rewards.matrix_reward', 'trl_rankreward.rewards.pairwise')); "
+        "r.reward_method_class('tournament'); assert 'trl_rankreward.rewards.pairwise' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trl_rankreward.rewards.answers import AnswerFormat
+from trl_rankreward.rewards.base import AnswerFormat
 from trl_rankreward.rewards.genrm_verdict import genrm_messages, parse_verdict
 from trl_rankreward.tiny.models import build_tiny_model
 

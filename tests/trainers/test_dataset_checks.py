@@ -245,7 +245,7 @@ def test_too_few_references():
 
 def test_methods_declare_what_they_need():
     # each method's options say it (rewards/*.py `data_needs`); RankBuffer's depends on buffer_init
-    assert needs_of("rank_buffer", buffer_init="nectar") == DataNeeds(references=1)
+    assert needs_of("rank_buffer", buffer_init="references") == DataNeeds(references=1)
     assert needs_of("rank_buffer") == needs_of("rank_buffer", buffer_init="bootstrap") == DataNeeds()  # auto
     assert needs_of("pointwise") == DataNeeds(min_group_size=1)
     assert needs_of("gdpo") == needs_of("matrix", protocol="implicit") == DataNeeds(rubrics=True)
@@ -280,7 +280,7 @@ def test_own_data_page_rows_and_table_match_the_checks():
         check_training_dataset(Dataset.from_list(minimal), needs_of(name))
     assert "has no 'rubrics' column" in error_of(Dataset.from_list(minimal), needs_of("matrix"))
     assert "has no 'references' column" in error_of(
-        Dataset.from_list(minimal), needs_of("rank_buffer", buffer_init="nectar")
+        Dataset.from_list(minimal), needs_of("rank_buffer", buffer_init="references")
     )
     for name in REWARD_METHODS:
         check_training_dataset(Dataset.from_list(full), needs_of(name))

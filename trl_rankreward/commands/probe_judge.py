@@ -65,7 +65,7 @@ def run(args: ProbeJudgeArguments) -> int:
     from ..evaluation.judge_probe import probe_judge
     from ..evaluation.step_counts import step_counts
     from ..judging.server_settings import TRAINING_JUDGE, build_judge
-    from ..rewards.answers import AnswerFormat
+    from ..rewards.base import AnswerFormat
     from ..rewards.options import option_values
     from ..scripts.data import check_prompt_lengths, load_train_dataset
     from ..scripts.model import resolve_model

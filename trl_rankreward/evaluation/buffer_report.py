@@ -20,9 +20,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..rewards.anchor_buffer import SOURCES, current_name
+from ..rewards.anchor_buffer import SOURCES, checkpoint_buffer_rows
 from ..rewards.rank_buffer import STATE_FORMAT
-from ..rewards.sqlite_anchor_store import checkpoint_buffer_rows
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
 from . import report_files
 
@@ -112,8 +111,7 @@ def buffer_report(state: dict[str, Any], *, bins: int = 10) -> BufferReport:
         rows = buffer["anchors"]
         report.size_hist[len(rows)] += 1
         report.anchors += len(rows)
-        for i, (_key, saved, created, inactive) in enumerate(rows):
-            source = current_name(saved)
+        for i, (_key, source, created, inactive) in enumerate(rows):
             report.by_source[source] += 1
             report.by_epoch_source[(int(created), source)] += 1
             report.inactivity_hist[int(inactive)] += 1

@@ -48,8 +48,7 @@ from ..judging.ledger import LedgerSnapshot
 from ..judging.protocol import ask, is_failure
 from ..judging.requests import PairwiseRequest
 from ..judging.seeding import seeded_rng
-from ..rewards.answers import AnswerFormat
-from ..rewards.base import Candidates, Group, GroupRewardMethod, RunContext
+from ..rewards.base import AnswerFormat, Candidates, Group, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from .probe_report import ProbeReport, ProbeRow, SwapTest, recommend, repeat_agreement, standard_error, tied_share

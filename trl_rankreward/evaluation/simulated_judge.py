@@ -48,7 +48,7 @@ With probability `copy_display_order` a `ListwiseRequest` is not judged at all: 
 the IDs in the order they were shown (R0 worst, R1 next, ...), i.e. the display order in
 canonical terms, as a lazy LLM judge copies the list it was given. The draw comes from
 `seeded_rng(seed, "copy", request, n)` like the noise, so at 0 (the default) nothing changes;
-`rewards.display_audit` detects such a judge.
+`rewards.rank_buffer`'s display audit detects such a judge.
 
 With `display_shuffle=False` the judge answers as if the renderer had not shuffled: position
 bias (and `copy_display_order`) act on the canonical order, the texts in the order the method

@@ -1,33 +1,54 @@
-"""RankBuffer's per-query anchor buffer (`AnchorBuffer`) and Algorithm 2, its rule-based maintenance
-(`update_buffer`; RankBuffer paper, Appendix A), as pure data and pure functions over anchor *keys* (texts
-live in an anchor store, `anchor_store.py`); the tables of all buffers (`BufferTable`, `StoredBufferTable`).
-Select_K0 (the paper's endpoint-preserving uniform subsampling) is `judging.subsample.select_endpoints`,
-shared with the offline judges (Sec. 3.2, Appendix H).
+"""RankBuffer's per-query anchor buffers, their maintenance (Algorithm 2), and where they are kept.
 
-Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor,
-K = above the best), each worst -> best. Anchors are 1-based in the paper (a_1..a_K) and
-0-based in `AnchorBuffer.anchors`; comments say which one they mean.
+- `AnchorBuffer`: one query's anchors worst -> best, as keys into an anchor store, with Algorithm 2's
+  epoch markers; `update_buffer`: Algorithm 2 itself (RankBuffer paper, Appendix A), a pure function.
+  Select_K0 (endpoint-preserving uniform subsampling) is `judging.subsample.select_endpoints`.
+- `BufferTable` (in memory) and `StoredBufferTable` (in the SQLite store): every query's buffer, with
+  running totals so step metrics never scan 10^5 buffers; `QueryBuffers`: a table plus the look-ahead
+  groups, the undo of `frozen()`, and the plain JSON part of the method's state file.
+- Anchor stores: texts by key (`judging.seeding.text_id`: the first 16 hex digits of the text's SHA-256),
+  so a checkpoint of 10^5 buffers holds short keys and each text is stored once. Stores are append-only:
+  a text is never changed or removed, so a key in any old checkpoint stays valid; two different texts
+  under one key (a 64-bit prefix collision) raise instead of sharing an anchor. `InMemoryAnchorStore`
+  keeps texts and buffers in the state file; `SQLiteAnchorStore` keeps both in one SQLite file, for runs
+  whose buffers outgrow memory.
+
+Checkpoints of the SQLite store: a checkpoint folder gets an `anchors/` folder with
+`texts-<first>-<last>.sqlite`, the texts as immutable segments (each save exports only the rows added
+since the previous save into a new segment beside the live store, `<store>.segments/`, and every
+checkpoint holds hard links to all segments so far, a copy where the filesystem cannot link), and
+`buffers.sqlite`, every buffer structure with the store's identity and text watermark at save time.
+So no text is copied twice and the folder resumes on its own, copied or pushed elsewhere. A resume
+replaces the buffer structures by the checkpoint's and merges the text segments only when the live
+store cannot already hold them: resuming in place reads no text. Every file is written to a temporary
+name, fsynced and renamed, so a crash leaves no partial file under a final name.
+
+Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor, K = above the
+best), each worst -> best. Anchors are 1-based in the paper (a_1..a_K) and 0-based in
+`AnchorBuffer.anchors`; comments say which one they mean.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pathlib
+import shutil
+import sqlite3
+import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
+
+from .._gc import paused_gc
+from ..judging.seeding import text_id
+from .state_files import durable_replace
 
 #: where an anchor came from: the query's ranked references, bootstrap ranking, left / right boundary
 #: expansion, interval refinement (Sec. 3.5), or the LLM buffer manager (Appendix G)
 SOURCES: tuple[str, ...] = ("references", "bootstrap", "left", "right", "refine", "llm")
-#: "nectar" is the 0.1 name of the references (the paper's Nectar references), both as a `buffer_init`
-#: value (the 0.1 example configs, a state file's `config["init"]`) and as an anchor source (checkpoints)
-FORMER_NAMES = {"nectar": "references"}
-
-
-def current_name(name: str) -> str:
-    """`name` as it is spelled now: a former name (`FORMER_NAMES`) read as today's, any other unchanged."""
-    return FORMER_NAMES.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +112,7 @@ class AnchorBuffer:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnchorBuffer:
         try:
-            anchors = tuple(Anchor(str(k), current_name(str(s)), int(c), int(h)) for k, s, c, h in state["anchors"])
+            anchors = tuple(Anchor(str(k), str(s), int(c), int(h)) for k, s, c, h in state["anchors"])
             return cls(
                 anchors,
                 created_epoch=int(state["created_epoch"]),
@@ -221,7 +242,7 @@ class BufferTable:
 
 
 class StoredBufferTable(BufferTable):
-    """A `BufferTable` whose buffers live in the anchor store's `buffers` table (`SQLiteAnchorStore`).
+    """A `BufferTable` whose buffers live in the `buffers` table of a `SQLiteAnchorStore`.
 
     Memory holds only the buffers changed since the last `flush` (a step's groups), not 10^6 of
     them; `get` reads a buffer from the store when it is not among those. The running totals of
@@ -238,7 +259,7 @@ class StoredBufferTable(BufferTable):
             store.clear_buffers()
         if totals:
             self._sizes.update({int(k): v for k, v in totals["sizes"].items()})
-            self._sources.update({current_name(k): v for k, v in totals["sources"].items()})
+            self._sources.update(totals["sources"])
 
     def get(self, query_id: str) -> AnchorBuffer | None:
         if query_id in self._changed:
@@ -271,3 +292,605 @@ class StoredBufferTable(BufferTable):
         """The running totals, JSON-able (restored with `StoredBufferTable(store, totals)`)."""
         sizes = {str(k): v for k, v in self._sizes.items() if v}
         return {"count": len(self), "sizes": sizes, "sources": {k: v for k, v in self._sources.items() if v}}
+
+
+#: what `frozen` records per touched query: (buffer or None, look-ahead group or None)
+_Saved = tuple[AnchorBuffer | None, dict[str, Any] | None]
+
+
+class QueryBuffers:
+    """RankBuffer's state over `store`: every query's buffer (`get` / `set`, in the table the store provides)
+    and look-ahead group (`pending` / `set_pending`: `buffer_manager="llm_lookahead"` keeps the last ranked
+    group of each query, as text keys); `frozen()` undoes both, `state()` / `load()` give and take them."""
+
+    def __init__(self, store: AnchorStore):
+        self.store = store
+        self.table = store.buffer_table()
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._journals: list[dict[str, _Saved]] = []  # one per open frozen() block, innermost last
+
+    def get(self, query_id: str) -> AnchorBuffer | None:
+        return self.table.get(query_id)
+
+    def set(self, query_id: str, buffer: AnchorBuffer) -> None:
+        self._touch(query_id)
+        self.table.set(query_id, buffer)
+
+    def pending(self, query_id: str) -> dict[str, Any] | None:
+        """The look-ahead group of `query_id`: `{"epoch": ..., "buckets": [[text key, ...], ...]}`, or None."""
+        return self._pending.get(query_id)
+
+    def set_pending(self, query_id: str, epoch: int, key_buckets: list[list[str]]) -> None:
+        self._touch(query_id)
+        self._pending[query_id] = {"epoch": epoch, "buckets": key_buckets}
+
+    # ------------------------------------------------------------------ undo
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Undo the block's writes on exit, in O(queries touched) (`RankBufferReward.frozen_state`).
+
+        A copy-on-write journal: before the first write to a query inside the block, its old
+        buffer and look-ahead group (or their absence) are recorded; on exit, also on an
+        exception, they are put back through the table, so its running totals follow. Buffers
+        are immutable, so the old objects are the old state. Texts put into the store stay: it
+        is append-only and content-addressed, and `state()` lists only referenced texts. Blocks nest.
+        """
+        journal: dict[str, _Saved] = {}
+        self._journals.append(journal)
+        try:
+            yield
+        finally:
+            self._journals.pop()
+            for qid, (buffer, pending) in journal.items():
+                if buffer is None:
+                    self.table.remove(qid)
+                else:
+                    self.table.set(qid, buffer)
+                if pending is None:
+                    self._pending.pop(qid, None)
+                else:
+                    self._pending[qid] = pending
+
+    def _touch(self, qid: str) -> None:
+        """Record `qid`'s buffer and look-ahead group in every open journal that lacks them; call before writing."""
+        for journal in self._journals:
+            if qid not in journal:
+                journal[qid] = (self.table.get(qid), self._pending.get(qid))
+
+    # ------------------------------------------------------------------ state
+    def state(self) -> dict[str, Any]:
+        """`pending`, and the table's part (`buffers`, or `buffers_stored` totals when the store keeps
+        them); with `buffers`, the referenced texts too (`texts`), so the state resumes on its own."""
+        state: dict[str, Any] = {"pending": {qid: dict(p) for qid, p in self._pending.items()}}
+        state.update(self.table.state())
+        if "buffers" in state:
+            state["texts"] = self.store.texts(sorted(_referenced_keys(state["buffers"], state["pending"])))
+        return state
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Restore `state()` output exactly; checks that every referenced key's text is in the store."""
+        if self._journals:
+            raise RuntimeError(
+                "RankBufferReward.load_state_dict was called inside frozen_state(), whose exit would undo "
+                "only the block's own writes on top of the loaded state; load the state outside the block"
+            )
+        with paused_gc():
+            self._pending = {qid: {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
+                             for qid, p in state["pending"].items()}  # fmt: skip
+            if "buffers_stored" in state:
+                self.table = self.store.buffer_table(state["buffers_stored"])
+                return
+            for text in state.get("texts", {}).values():
+                self.store.put(text)
+            missing = self.store.missing(_referenced_keys(state["buffers"], state["pending"]))
+            if missing:
+                raise ValueError(
+                    f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
+                    f"(first: {missing[0]}); pass the anchor_store the run used (e.g. its SQLite file)"
+                )
+            table = self.store.buffer_table()
+            for qid, b in state["buffers"].items():
+                table.set(qid, AnchorBuffer.from_state(b))
+            self.table = table
+            self.table.flush()
+
+
+def _referenced_keys(buffers: dict[str, Any], pending: dict[str, Any]) -> set[str]:
+    keys = {row[0] for b in buffers.values() for row in b["anchors"]}
+    keys.update(k for p in pending.values() for bucket in p["buckets"] for k in bucket)
+    return keys
+
+
+def key_collision(key: str) -> ValueError:
+    """The error for two different texts under one key (a store raises it instead of sharing an anchor)."""
+    return ValueError(
+        f"Anchor key {key} already stores a different text (a SHA-256 prefix collision); "
+        "this should never happen by chance: check that the store file belongs to this run"
+    )
+
+
+class AnchorStore(Protocol):
+    """What RankBuffer asks of an anchor store: texts by key, and where its buffers and checkpoints go."""
+
+    def put(self, text: str) -> str:
+        """Store `text` (if new) and return its key."""
+
+    def get(self, key: str) -> str:
+        """The text of `key` (`KeyError` when absent)."""
+
+    def missing(self, keys: Iterable[str]) -> list[str]:
+        """The keys of `keys` that the store does not hold (sorted, unique)."""
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """`{key: text}` for `keys`."""
+
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable:
+        """A table for the query buffers: new and empty (`totals` None), or the one a state file's
+        `buffers_stored` totals describe (a store that keeps no buffers raises `ValueError`)."""
+
+    def save_checkpoint(self, directory: str) -> None:
+        """Write what a checkpoint folder needs beyond the state file (nothing for texts that travel in it)."""
+
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
+        """Take back what `save_checkpoint` wrote into `directory`, with the buffer structures if `buffers`."""
+
+
+class InMemoryAnchorStore:
+    """Anchor texts in a dict keyed by `text_id(text)`; the buffers live in memory too and both
+    travel in the method's state file."""
+
+    def __init__(self):
+        self._texts: dict[str, str] = {}
+
+    def put(self, text: str) -> str:
+        key = text_id(text)
+        stored = self._texts.setdefault(key, text)
+        if stored != text:
+            raise key_collision(key)
+        return key
+
+    def get(self, key: str) -> str:
+        try:
+            return self._texts[key]
+        except KeyError:
+            raise KeyError(f"Anchor key {key!r} is not in the in-memory anchor store") from None
+
+    def missing(self, keys: Iterable[str]) -> list[str]:
+        return sorted({k for k in keys if k not in self._texts})
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """`{key: text}` for `keys` (used to embed texts in a state dict)."""
+        return {k: self.get(k) for k in keys}
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable:
+        if totals is not None:
+            raise ValueError(
+                "This RankBuffer state keeps its buffers in an SQLite anchor store, but this RankBufferReward has "
+                f"{type(self).__name__}; construct it with SQLiteAnchorStore (anchor_store='sqlite')"
+            )
+        return BufferTable()
+
+    def save_checkpoint(self, directory: str) -> None:
+        """Nothing: the texts travel in the state file."""
+
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
+        """Nothing: the texts come with the state file (an SQLite checkpoint's `anchors/` is not read)."""
+
+
+CHECKPOINT_FOLDER = "anchors"
+BUFFERS_FILE = "buffers.sqlite"
+_EXPORTED = "exported_upto"  # meta key: the text watermark of the newest segment
+
+# SQLite's default limit on host parameters in one statement is 999 in old builds.
+_SQL_CHUNK = 500
+
+
+class AnchorStoreError(ValueError):
+    """An anchor store file is missing, not an SQLite database, corrupt, or holds another schema,
+    or SQLite failed on it; the message names the file and what to do."""
+
+
+# `PRAGMA application_id` ("rkas": RankBuffer anchor store) and `PRAGMA user_version` mark
+# the files this module creates; files from before the marker (application_id 0) are accepted
+# when their `anchors` table has the right columns, and are marked when opened for writing.
+APPLICATION_ID = 0x726B6173
+SCHEMA_VERSION = 1
+_COLUMNS = [("key", "TEXT", 0, 1), ("text", "TEXT", 1, 0)]  # PRAGMA table_info: name, type, notnull, pk
+_CREATE = "CREATE TABLE IF NOT EXISTS anchors (key TEXT PRIMARY KEY, text TEXT NOT NULL)"
+# RankBuffer's buffer structures (one JSON row per query), kept beside the texts they refer to so a
+# checkpoint of both is one consistent export (`StoredBufferTable`).
+_CREATE_BUFFERS = "CREATE TABLE IF NOT EXISTS buffers (query_id TEXT PRIMARY KEY, state TEXT NOT NULL)"
+# The store's identity and export watermark (`save_checkpoint`).
+_CREATE_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+_MARK = (
+    f"BEGIN IMMEDIATE; {_CREATE}; PRAGMA application_id = {APPLICATION_ID}; "
+    f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+)
+_HEADER = b"SQLite format 3\x00"
+_FIX = (
+    "point anchor_store_path at the run's anchors.sqlite, or resume from a checkpoint that holds its own anchors.sqlite"
+)
+
+
+def _not_a_store(path: str, problem: str) -> AnchorStoreError:
+    return AnchorStoreError(f"{path} is not a usable anchor store: {problem}; {_FIX}")
+
+
+def _database_error(path: str, action: str, error: sqlite3.DatabaseError) -> AnchorStoreError:
+    if isinstance(error, sqlite3.OperationalError):  # locked, read-only, disk full, I/O: the file may be intact
+        hint = "check that the file is readable and writable, the disk has space, and no other process locks it"
+    else:
+        hint = f"the file is corrupt or not an anchor store; {_FIX}"
+    return AnchorStoreError(f"Anchor store {path}: {action} failed ({type(error).__name__}: {error}); {hint}")
+
+
+def _check_file(path: str, *, must_exist: bool) -> None:
+    """Cheap checks before SQLite opens `path`: the SQLite magic, and (when no journal is pending)
+    a length matching the page count in the header, which catches a store cut short by a copy."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except FileNotFoundError:
+        if must_exist:
+            raise AnchorStoreError(f"Anchor store {path} does not exist; {_FIX}") from None
+        return
+    except OSError as e:
+        raise AnchorStoreError(
+            f"Anchor store {path} cannot be read ({e}); check the path and its permissions"
+        ) from None
+    if size == 0:
+        if must_exist:
+            raise _not_a_store(path, "the file is empty")
+        return  # SQLite treats an empty file as a new database
+    if not head.startswith(_HEADER):
+        raise _not_a_store(path, f"it is not an SQLite database (it starts with {head[:16]!r})")
+    if len(head) < 100:
+        raise _not_a_store(path, f"the file is truncated or corrupt ({size} bytes, shorter than the SQLite header)")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    counted = head[24:28] == head[92:96]  # the header's page count is valid (SQLite >= 3.7.0 wrote it)
+    # A WAL or rollback journal left by a crash completes (or undoes) the file when SQLite opens it.
+    journal = any(os.path.exists(j) and os.path.getsize(j) > 0 for j in (f"{path}-wal", f"{path}-journal"))
+    if counted and size < pages * page_size and not journal:
+        raise _not_a_store(
+            path, f"the file is truncated ({size} bytes; its header counts {pages} pages of {page_size} bytes)"
+        )
+
+
+def _schema_state(db: sqlite3.Connection, path: str, schema: str, *, allow_new: bool) -> str:
+    """Check the store `schema` of `db` (the file `path`): returns "new" (an empty database),
+    "unmarked" (a store from before the marker) or "current"; raises `AnchorStoreError` otherwise."""
+    app_id = db.execute(f"PRAGMA {schema}.application_id").fetchone()[0]
+    version = db.execute(f"PRAGMA {schema}.user_version").fetchone()[0]
+    tables = [n for (n,) in db.execute(f"SELECT name FROM {schema}.sqlite_master WHERE type = 'table'")]
+    if app_id not in (0, APPLICATION_ID):
+        raise _not_a_store(path, f"it belongs to another application (application_id {app_id:#x}, tables {tables[:8]})")
+    if allow_new and app_id == 0 and not tables:
+        return "new"
+    columns = [(name, kind.upper(), notnull, pk) for _, name, kind, notnull, _, pk in
+               db.execute(f"PRAGMA {schema}.table_info(anchors)")]  # fmt: skip
+    if columns != _COLUMNS:
+        raise _not_a_store(
+            path, f"it has no table anchors(key TEXT PRIMARY KEY, text TEXT NOT NULL) (tables: {tables[:8]})"
+        )
+    if app_id == APPLICATION_ID and version > SCHEMA_VERSION:
+        raise AnchorStoreError(
+            f"Anchor store {path} was written by a newer version of trl-rankreward (store schema {version}, this "
+            f"version reads {SCHEMA_VERSION}); upgrade trl-rankreward to use it"
+        )
+    return "current" if app_id == APPLICATION_ID else "unmarked"
+
+
+def _uri(path: str, mode: str) -> str:
+    return f"{pathlib.Path(os.path.abspath(path)).as_uri()}?mode={mode}"
+
+
+class SQLiteAnchorStore:
+    """Append-only anchor texts in an SQLite file at `path` (created if absent).
+
+    Every `put` is committed at once, so a crash of the process loses nothing a checkpoint can
+    refer to. Commits do not wait for fsync (WAL with synchronous=NORMAL): fsync per put cost
+    ~9 ms each, seconds per step at 512 queries (docs/performance.md); after a power loss the
+    last commits may be gone, as may the checkpoint files written with them.
+
+    With `read_only=True` the file must exist and is neither changed nor marked.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, read_only: bool = False):
+        self.path = os.fspath(path)
+        if not read_only:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        _check_file(self.path, must_exist=read_only)
+        with self._sql("opening the store"):
+            self._db = sqlite3.connect(_uri(self.path, "ro" if read_only else "rwc"), uri=True, check_same_thread=False)
+            try:
+                state = _schema_state(self._db, self.path, "main", allow_new=not read_only)
+                if not read_only:
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                    self._db.execute("PRAGMA synchronous=NORMAL")
+                    if state != "current":
+                        self._db.executescript(_MARK)
+                    self._db.execute(_CREATE_BUFFERS)
+                    with self._db:
+                        self._db.execute(_CREATE_META)
+                        self._db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+            except BaseException:
+                self._db.close()
+                raise
+
+    @contextlib.contextmanager
+    def _attached(self, path: str, alias: str, mode: str) -> Iterator[None]:
+        """The store file `path` attached to this connection as `alias` for the block (`mode`: ro/rwc)."""
+        self._db.execute(f"ATTACH DATABASE ? AS {alias}", (_uri(path, mode),))
+        try:
+            yield
+        finally:
+            self._db.execute(f"DETACH DATABASE {alias}")
+
+    @contextlib.contextmanager
+    def _sql(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as e:
+            raise _database_error(self.path, action, e) from e
+
+    def put(self, text: str) -> str:
+        return self.put_many([text])[0]
+
+    def put_many(self, texts: Iterable[str]) -> list[str]:
+        """`put` for many texts in one transaction (bulk loads: ~30x the rate of single puts);
+        returns their keys in order. Texts whose key was already stored are read back and
+        compared, so a collision raises as in `put`."""
+        texts = list(texts)
+        keys = [text_id(t) for t in texts]
+        new: dict[str, str] = {}
+        for key, text in zip(keys, texts, strict=True):
+            if new.setdefault(key, text) != text:
+                raise key_collision(key)
+        with self._sql("storing a text" if len(texts) == 1 else "storing texts"), self._db:
+            inserted = self._db.executemany("INSERT OR IGNORE INTO anchors (key, text) VALUES (?, ?)", new.items())
+        if inserted.rowcount != len(new):  # some keys were stored before: their texts must match
+            for key, text in new.items():
+                if self.get(key) != text:
+                    raise key_collision(key)
+        return keys
+
+    def get(self, key: str) -> str:
+        with self._sql(f"reading anchor {key}"):
+            row = self._db.execute("SELECT text FROM anchors WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise KeyError(f"Anchor key {key!r} is not in the anchor store {self.path}")
+        return row[0]
+
+    def missing(self, keys: Iterable[str]) -> list[str]:
+        """The keys of `keys` that the store does not hold (sorted, unique).
+
+        When `keys` are a large part of the store (a resumed checkpoint's check: 8 x 10^5 keys),
+        one pass over the key index (~1 us a key) beats as many B-tree look-ups (~3 us each,
+        sorting included); for a few keys the look-ups run in key order, counting per chunk.
+        """
+        wanted = set(keys)
+        with self._sql("looking up anchor keys"):
+            if 2 * len(wanted) >= len(self):
+                return sorted(wanted.difference(k for (k,) in self._db.execute("SELECT key FROM anchors")))
+            ordered, absent = sorted(wanted), []
+            for start in range(0, len(ordered), _SQL_CHUNK):
+                chunk = ordered[start : start + _SQL_CHUNK]
+                where = f"FROM anchors WHERE key IN ({','.join('?' * len(chunk))})"
+                if self._db.execute(f"SELECT COUNT(*) {where}", chunk).fetchone()[0] < len(chunk):
+                    found = {k for (k,) in self._db.execute(f"SELECT key {where}", chunk)}
+                    absent.extend(k for k in chunk if k not in found)
+        return absent
+
+    def __len__(self) -> int:
+        with self._sql("counting anchors"):
+            return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]
+
+    # ---- buffer structures (RankBuffer) ---------------------------------------------------------
+
+    def write_buffers(self, rows: Mapping[str, str | None]) -> None:
+        """Write buffer structures, `{query_id: JSON text}` (None deletes a row), in one transaction."""
+        upserts = [(q, state) for q, state in rows.items() if state is not None]
+        deletes = [(q,) for q, state in rows.items() if state is None]
+        with self._sql("writing buffers"), self._db:
+            self._db.executemany("INSERT OR REPLACE INTO buffers (query_id, state) VALUES (?, ?)", upserts)
+            self._db.executemany("DELETE FROM buffers WHERE query_id = ?", deletes)
+
+    def read_buffer(self, query_id: str) -> str | None:
+        """The stored structure (JSON text) of `query_id`'s buffer, or None."""
+        with self._sql(f"reading the buffer of {query_id!r}"):
+            row = self._db.execute("SELECT state FROM buffers WHERE query_id = ?", (query_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def buffer_rows(self) -> Iterator[tuple[str, str]]:
+        """Every stored `(query_id, JSON text)`, in query_id order."""
+        with self._sql("reading buffers"):
+            yield from self._db.execute("SELECT query_id, state FROM buffers ORDER BY query_id")
+
+    def buffer_count(self) -> int:
+        with self._sql("counting buffers"):
+            return self._db.execute("SELECT COUNT(*) FROM buffers").fetchone()[0]
+
+    def clear_buffers(self) -> None:
+        """Delete every stored buffer structure (a new run starts without buffers; texts stay)."""
+        with self._sql("clearing buffers"), self._db:
+            self._db.execute("DELETE FROM buffers")
+
+    # ---- identity, exports and checkpoints -------------------------------------------------------
+
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        """A value of the store's `meta` table (`store_id`, export watermarks), or `default`."""
+        with self._sql(f"reading {key}"):
+            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                return default
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._sql(f"writing {key}"), self._db:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def text_watermark(self) -> int:
+        """The rowid of the newest text: texts are append-only, so rows up to it never change."""
+        with self._sql("reading the text watermark"):
+            return self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM anchors").fetchone()[0]
+
+    def export(self, path: str | os.PathLike, *, texts: tuple[int, int] | None = None, buffers: bool = False,
+               meta: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        """Write a new store file at `path` (atomically: a temporary file, fsynced and renamed) holding
+        the texts with rowid in `(after, upto]` of `texts`, all buffer structures if `buffers`, and `meta`."""
+        path = os.fspath(path)
+        tmp = f"{path}.tmp"
+        for leftover in (tmp, f"{tmp}-journal"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
+        with self._sql(f"exporting to {path}"), self._attached(tmp, "export", "rwc"):
+            with self._db:
+                for statement in (_CREATE, _CREATE_BUFFERS, _CREATE_META):
+                    self._db.execute(statement.replace("IF NOT EXISTS ", "IF NOT EXISTS export."))
+                if texts is not None:
+                    self._db.execute("INSERT INTO export.anchors SELECT key, text FROM main.anchors "
+                                     "WHERE rowid > ? AND rowid <= ?", texts)  # fmt: skip
+                if buffers:
+                    self._db.execute("INSERT INTO export.buffers SELECT query_id, state FROM main.buffers")
+                self._db.executemany("INSERT INTO export.meta VALUES (?, ?)", (meta or {}).items())
+            self._db.execute(f"PRAGMA export.application_id = {APPLICATION_ID}")
+            self._db.execute(f"PRAGMA export.user_version = {SCHEMA_VERSION}")
+        durable_replace(tmp, path)
+
+    def import_buffers(self, path: str | os.PathLike) -> None:
+        """Replace this store's buffer structures by those of the store file `path`, in one transaction."""
+        path = os.fspath(path)
+        _check_file(path, must_exist=True)
+        with self._sql(f"importing buffers from {path}"), self._attached(path, "source", "ro"):
+            _schema_state(self._db, path, "source", allow_new=False)
+            if not self._db.execute("SELECT 1 FROM source.sqlite_master WHERE name = 'buffers'").fetchone():
+                raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
+            with self._db:
+                self._db.execute("DELETE FROM main.buffers")
+                self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM source.buffers")
+
+    def merge_from(self, path: str | os.PathLike) -> int:
+        """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
+        store lacks, in one transaction; returns how many were added.
+
+        `path` is checked as at opening, plus SQLite's `quick_check` (the file is read whole
+        anyway). A key for which `path` holds another text than this store raises
+        `AnchorStoreError` and adds nothing (the stores come from different runs, or one of them
+        is corrupt).
+        """
+        path = os.fspath(path)
+        _check_file(path, must_exist=True)
+        if os.path.exists(self.path) and os.path.samefile(path, self.path):
+            return 0
+        with self._sql(f"merging {path}"), self._attached(path, "merged", "ro"):
+            _schema_state(self._db, path, "merged", allow_new=False)
+            damage = [row[0] for row in self._db.execute("PRAGMA merged.quick_check(3)")]
+            if damage != ["ok"]:  # ~40 ms at 10^5 texts: cheap next to the merge itself
+                raise _not_a_store(path, f"SQLite's quick_check found damage: {damage}")
+            with self._db:
+                insert = "INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors"
+                added = self._db.execute(insert).rowcount
+                if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
+                    self._check_merged_texts(path)  # some keys were here before: their texts must match
+        return added
+
+    def _check_merged_texts(self, path: str) -> None:
+        """Raise if some key of the attached store `merged` holds another text here."""
+        clash = self._db.execute(
+            "SELECT m.key FROM merged.anchors AS m JOIN main.anchors AS a ON a.key = m.key WHERE a.text != m.text LIMIT 1"
+        ).fetchone()
+        if clash is not None:
+            raise AnchorStoreError(
+                f"Anchor key {clash[0]} holds one text in {path} and another in {self.path} (a key collision): the "
+                "stores belong to different runs or one is corrupt; nothing was merged. Merge only snapshots of "
+                "this run's store"
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> StoredBufferTable:
+        """The buffer structures live in this file: a new table clears what an earlier run left; a
+        state's table is checked against its totals (another checkpoint's store raises)."""
+        if totals is None:
+            return StoredBufferTable(self, clear=True)
+        found = self.buffer_count()
+        if found != totals["count"]:
+            raise ValueError(
+                f"The anchor store {self.path} holds {found} buffers, but the RankBuffer state counts "
+                f"{totals['count']}: they are not from the same checkpoint. Resume from the checkpoint folder "
+                "(its anchors/ folder and reward_method_state.json belong together)"
+            )
+        return StoredBufferTable(self, totals)
+
+    def save_checkpoint(self, directory: str) -> None:
+        """Write `directory/anchors/`: links to every text segment (exporting the texts added since the
+        last save first) and a snapshot of the buffer structures (module docstring)."""
+        segments = f"{self.path}.segments"
+        os.makedirs(segments, exist_ok=True)
+        done, upto = int(self.meta(_EXPORTED, "0")), self.text_watermark()
+        if upto > done:
+            self.export(os.path.join(segments, f"texts-{done + 1:012d}-{upto:012d}.sqlite"), texts=(done, upto))
+            self.set_meta(_EXPORTED, str(upto))
+        folder = os.path.join(directory, CHECKPOINT_FOLDER)
+        os.makedirs(folder, exist_ok=True)
+        for name in _segments(segments):
+            _link_or_copy(os.path.join(segments, name), os.path.join(folder, name))
+        meta = {"store_id": self.meta("store_id") or "", "texts_upto": str(upto)}
+        self.export(os.path.join(folder, BUFFERS_FILE), buffers=True, meta=meta)
+
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
+        """Hold the checkpoint's texts (merging its segments unless this store already does) and, with
+        `buffers`, exactly its buffer structures; nothing when `directory` has no `anchors/` folder."""
+        folder = os.path.join(directory, CHECKPOINT_FOLDER)
+        if not os.path.isdir(folder):
+            return
+        snapshot = os.path.join(folder, BUFFERS_FILE)
+        saved = _snapshot_meta(snapshot)
+        if not (saved["store_id"] == self.meta("store_id") and self.text_watermark() >= int(saved["texts_upto"])):
+            for name in _segments(folder):
+                self.merge_from(os.path.join(folder, name))
+        if buffers:
+            self.import_buffers(snapshot)
+
+
+def checkpoint_buffer_rows(checkpoint: str) -> Iterator[tuple[str, str]]:
+    """`(query_id, JSON text)` of every buffer saved in `checkpoint`'s `anchors/` folder (for reports)."""
+    snapshot = SQLiteAnchorStore(os.path.join(checkpoint, CHECKPOINT_FOLDER, BUFFERS_FILE), read_only=True)
+    try:
+        yield from snapshot.buffer_rows()
+    finally:
+        snapshot.close()
+
+
+def _segments(folder: str) -> list[str]:
+    """The text segment files of `folder`, oldest first (their names sort by rowid)."""
+    return sorted(n for n in os.listdir(folder) if n.startswith("texts-") and n.endswith(".sqlite"))
+
+
+def _snapshot_meta(path: str) -> dict[str, str]:
+    """The identity and text watermark `save_checkpoint` wrote into the snapshot at `path`."""
+    snapshot = SQLiteAnchorStore(path, read_only=True)
+    try:
+        return {key: snapshot.meta(key) for key in ("store_id", "texts_upto")}
+    finally:
+        snapshot.close()
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    if os.path.exists(target):
+        return  # segments never change: an existing link or copy is this segment
+    tmp = f"{target}.tmp"
+    if os.path.exists(tmp):  # left by a save killed here
+        os.remove(tmp)
+    try:
+        os.link(source, tmp)
+    except OSError:  # another filesystem, or links not supported
+        shutil.copyfile(source, tmp)
+    os.replace(tmp, target)

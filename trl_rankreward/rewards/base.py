@@ -2,21 +2,24 @@
 
 A method sees whole groups. The base class does the parts every method shares:
 
-1. final-answer extraction (judges see answers without thinking; rollouts without a valid
-   answer are never sent to the judge) and de-duplication (identical answers in a group
-   are judged once and share a place);
+1. final-answer extraction (`AnswerFormat`: judges see the final answer, thinking removed; a
+   rollout without a valid answer is never sent to the judge and ranks below every valid one,
+   RankBuffer Sec. 3.4) and de-duplication (identical answers in a group are judged once and
+   share a place);
 2. concurrency: all groups of a step are scored at once with `asyncio.gather`, so a
    method's sequential judge rounds per step equal its rounds per group;
 3. the failure policy: a subclass raises `GroupJudgingFailed` when a required call failed
    after the judge's retries, and the group gets a neutral reward (all zeros, hence zero
    advantage), counted in `reward/neutral_groups`. A failure never becomes a made-up verdict;
-4. the format reward: `reward = semantic + lambda_fmt * format_reward(completion)`;
+4. the format reward: `reward = semantic + lambda_fmt * format_reward(completion)`, 1 when the
+   rollout follows the required output format;
 5. options: a method's knobs live in one dataclass (`options_class`, see `options`), taken
    ready-made or as keywords; a trainer builds the method with `for_run`.
 
 Subclasses implement `score_group(group, candidates, *, epoch, step)` and return a
 `RankOutcome` (tie blocks over unique answers -> rank rewards in [-1, 1]) or a
-`ScoreOutcome` (one semantic reward per unique answer).
+`ScoreOutcome` (one semantic reward per unique answer). *Order* and *tie blocks* are defined in
+the package docstring (`rewards/__init__.py`); `tie_block_rewards` turns tie blocks into rank rewards.
 """
 
 from __future__ import annotations
@@ -26,18 +29,90 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ..judging.protocol import Judge, is_failure
 from ..judging.rendering import encodable
 from ..judging.requests import JudgeFailure, Rubric
-from .answers import AnswerFormat
 from .options import MethodOptions
-from .ranking import flatten, tie_block_rewards
 from .state_files import METHOD_STATE_NAME, read_method_state, write_method_state
 
 R = TypeVar("R")
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_THINK_CLOSE = "</think>"
+
+
+def strip_thinking(text: str) -> str:
+    """Remove closed `<think>...</think>` blocks and anything before a stray `</think>`."""
+    text = _THINK_BLOCK.sub("", text)
+    if _THINK_CLOSE in text:  # templates that open the block in the prompt leave only the close tag
+        text = text.rsplit(_THINK_CLOSE, 1)[1]
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class AnswerFormat:
+    """The required output format.
+
+    Args:
+        thinking: the policy must close a thinking block (`</think>`) before its answer,
+            as Qwen3 in thinking mode does. A rollout cut off inside its thinking has no
+            final answer.
+        max_answer_chars: answers longer than this are truncated before judging (None: no limit).
+    """
+
+    thinking: bool = False
+    max_answer_chars: int | None = None
+
+    def final_answer(self, completion: str) -> str | None:
+        """The text the judge sees, or None when the rollout has no valid final answer."""
+        if self.thinking and _THINK_CLOSE not in completion:
+            return None
+        if "<think>" in completion and _THINK_CLOSE not in completion:
+            return None  # thinking never closed: the answer was cut off
+        answer = strip_thinking(completion)
+        if not answer:
+            return None
+        if self.max_answer_chars is not None:
+            answer = answer[: self.max_answer_chars]
+        return answer
+
+    def format_reward(self, completion: str) -> float:
+        """1.0 when the rollout follows the format (closed thinking if required, non-empty answer)."""
+        return 1.0 if self.final_answer(completion) is not None else 0.0
+
+
+def rank_reward(position: float, group_size: int) -> float:
+    """RankBuffer Eq. 9: r = -1 + 2q/(G-1) for zero-based position q; 0 for G = 1."""
+    if group_size <= 1:
+        return 0.0
+    return -1.0 + 2.0 * position / (group_size - 1)
+
+
+def tie_block_rewards(blocks: Sequence[Sequence[int]], group_size: int) -> list[float]:
+    """Rank rewards for tie blocks (worst -> best); a block shares the mean of its positions.
+
+    Example: blocks [[2], [0, 1]] for G=3 give index 2 position 0 (r=-1) and indices 0, 1
+    positions 1 and 2, mean 1.5 (r=0.5 each). The rewards of a full group sum to zero.
+    """
+    seen = sorted(i for block in blocks for i in block)
+    if seen != list(range(group_size)):
+        raise ValueError(f"Tie blocks {list(map(list, blocks))} do not cover indices 0..{group_size - 1} exactly once")
+    rewards = [0.0] * group_size
+    start = 0
+    for block in blocks:
+        mean_position = start + (len(block) - 1) / 2
+        for i in block:
+            rewards[i] = rank_reward(mean_position, group_size)
+        start += len(block)
+    return rewards
+
+
+def flatten(blocks: Sequence[Sequence[int]]) -> list[int]:
+    return [i for block in blocks for i in block]
 
 
 @dataclass(frozen=True)
@@ -200,6 +275,8 @@ class GroupRewardMethod(abc.ABC):
     name: str = "base"
     #: the dataclass of this method's knobs and their defaults (the single source of both)
     options_class: type[MethodOptions] = MethodOptions
+    #: BibTeX of the paper the method implements (the model card cites it; docs/references.md); None: no paper
+    citation: str | None = None
 
     def __init__(
         self,

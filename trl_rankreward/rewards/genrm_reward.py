@@ -53,8 +53,7 @@ from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, reques
 from ..judging.retry import RetryPolicy
 from ..judging.seeding import text_id
 from ..judging.server_settings import build_backend
-from .answers import strip_thinking
-from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
+from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome, strip_thinking
 from .genrm_verdict import (
     GENRM_PROMPT,
     GENRM_SYSTEM,
@@ -66,8 +65,9 @@ from .genrm_verdict import (
     to_canonical,
 )
 from .options import DataNeeds, MethodOptions
-from .pair_judging import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
+from .pairwise import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
 from .ralign_release import RAlignRelease, answer_once
+from .ralign_reward import RAlignReward
 
 
 def word_count(text: str) -> int:
@@ -252,6 +252,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
 
     name = "genrm"
     options_class = GenRMOptions
+    citation = RAlignReward.citation
 
     def __init__(
         self, judge, options: GenRMOptions | None = None, *, length_fn: Callable[[str], int] | None = None, **kwargs

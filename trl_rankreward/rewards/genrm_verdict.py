@@ -35,7 +35,7 @@ from typing import Literal
 from ..data.conversation import query_text
 from ..judging.rendering import Rendered, TextCut
 from ..judging.seeding import stable_seed, text_id
-from .answers import strip_thinking
+from .base import strip_thinking
 
 Label = Literal["A", "B"]
 Order = Literal["ab", "ba"]

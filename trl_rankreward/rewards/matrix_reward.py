@@ -98,7 +98,6 @@ class MatrixRewardOptions(MethodOptions):
             "that separates the rollouts and agrees least with the others weighs most: the CRITIC method, Eq. 3), "
             "'entropy' or 'svd' (Sec. 4.3, App. F).",
             "choices": list(MATRIX_WEIGHTINGS),
-            "aliases": ["--extractor"],  # the key of the 0.1 example configs (`extractor: critic`)
         },
     )
     fusion: str = field(
@@ -141,8 +140,6 @@ class MatrixRewardOptions(MethodOptions):
     )
 
     def __post_init__(self):
-        if self.matrix_weighting == "critic":  # the value of the 0.1 example configs (`extractor: critic`)
-            self.matrix_weighting = "variation_correlation"
         super().__post_init__()
         check_reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
         self._check_unused_options()
@@ -193,6 +190,12 @@ class MatrixReward(GroupRewardMethod):
     """
 
     name = "matrix"
+    citation = """@misc{shen2026matrixreward,
+    title  = {{MatrixReward: Reward from Rubric Matrix for Open-Ended Generation}},
+    author = {Zihan Shen and Qi Liu and Zixuan Yang and Yiqun Chen and Chenglong Zhao and Xiaozhao Wang and Lei He},
+    year   = 2026,
+    eprint = {arXiv:2610.00389},
+}"""
     options_class = MatrixRewardOptions
 
     # --- judging: the matrix M over unique answers (Sec. 3.1) ------------------------------

@@ -199,6 +199,13 @@ class RAlignReward:
             `RAlignRelease` (the authors' release; its MetaRM answers `ReleaseMetaRequest`).
     """
 
+    #: BibTeX of R-Align, the paper of this reward and of the GenRM it trains (`GenRMPairwiseReward`)
+    citation = """@misc{ralign2026,
+    title = {{R-Align: Enhancing Generative Reward Models through Rationale-Centric Meta-Judging}},
+    year  = 2026,
+    note  = {Code and prompts: https://github.com/lyn22333/R-Align},
+}"""
+
     def __init__(self, meta_judge=None, *, mode: RewardMode = "ralign", values: RAlignRewardValues | None = None,
                  protocol=OWN_PROTOCOL):  # fmt: skip
         if mode not in REWARD_MODES:

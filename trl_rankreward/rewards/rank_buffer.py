@@ -1,21 +1,21 @@
-"""RankBuffer: ranking rewards from a per-query buffer of ordered anchors (RankBuffer paper).
+"""RankBuffer: ranking rewards from a per-query buffer of ordered anchors (RankBuffer paper), and
+`ListwiseGroupReward`, its listwise ranking used alone.
 
 Per group (Algorithm 1, Appendix A):
 
 1. The query's buffer is initialized on first sight (`buffer_init`, whose help says which rows take
-   which): Select_K0 of the group's ranked references, worst -> best (the paper's Nectar references;
-   source "references"), or bootstrap: a listwise ranking of this first group, whose rewards come from
-   that ranking and which gets no maintenance (Sec. 3.2).
+   which): Select_K0 of the group's ranked references, worst -> best (source "references"), or
+   bootstrap: a listwise ranking of this first group, whose rewards come from that ranking and which
+   gets no maintenance (Sec. 3.2).
 2. Coarse ranking (Eq. 6): one independent `CoarseRequest` per unique valid answer, all at
    once, gives its insertion position 0..K and so its bucket C_p (Eq. 7).
 3. Fine ranking (Eq. 8): one `ListwiseRequest` per bucket of >= 2 answers, all at once.
    The complete order is the buckets' concatenation; rewards by Eq. 9-10 (base class).
 4. Maintenance: Algorithm 2 (`anchor_buffer.update_buffer`), or the LLM manager (Appendix G).
 
-The module is the algorithm's frame; its parts are their own modules: the options
-(`RankBufferOptions`, here), the ranking strategy (`ranking_strategy`: steps 2-3, the
-extension point `rank_buffer_plus` uses), the buffer manager (`buffer_manager`: step 4),
-and the state (`query_buffers`, over an `anchor_store.AnchorStore`).
+This module holds the options, the method, steps 2-3 (`CoarseToFine`, a `RankingStrategy`: the
+extension point `rank_buffer_plus` uses), step 4 (`RuleManager`, `LLMManager`) and the numbers;
+the buffers, their state and their stores are `anchor_buffer`'s.
 
 So a group costs two judge rounds (coarse, fine), plus one for the LLM manager. Groups of
 one step are judged concurrently; groups of the same query in one step run one after the
@@ -34,41 +34,79 @@ fine order, the failure is reported (`partial_failures` in the details, `rank/fi
 and the buffer is not maintained from this group (an unordered bucket would pick anchors
 by chance); a buffer first built from this group's references is kept. An LLM manager
 failure or invalid selection leaves the buffer unchanged but keeps the group's rewards
-(the ranking itself succeeded).
+(the ranking itself succeeded). A verdict of the wrong shape (`check_position`, `check_order`)
+is a failure of kind `invalid`, never a made-up order.
 
 Per-group `details`: `bucket_sizes`, `coarse_position_mean` (position / K averaged over
 valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` and
 `anchors_pruned` ({source: count}), `bootstrap`, `maintained`, and for the manager
-`manager_calls`, `manager_invalid`, and `listwise_display` (the audit of the fine and
-bootstrap answers against their display order, `display_audit`). `rank_buffer_metrics` makes
-them and turns them into the `buffer/...` and `rank/...` metrics.
+`manager_calls`, `manager_invalid`, and `listwise_display` (the display audit below);
+`buffer_step_metrics` turns them into the `buffer/...` and `rank/...` metrics.
+
+The display audit: does the judge rank, or copy the order it was shown? A `ListwiseRequest` is
+shown in a seeded shuffled order (`judging.rendering.display_order`, App. E) as IDs R0, R1, ...; a
+judge that does not really compare returns those IDs as they came, so its canonical answer equals
+the display order (`display[slot]` = canonical index shown in that slot), or its reverse. Per parsed
+answer over n >= 3 candidates (n = 2 is always a copy or its reverse):
+
+- *copy*: the answer equals `display` or `reversed(display)`; by chance with probability
+  2 / n! (1/3 for n = 3, 1/12 for n = 4, 1/60 for n = 5);
+- *tau*: Kendall tau between the answer and `display` (both worst -> best), in [-1, 1];
+  about 0 on average for an honest judge, 1 for a judge that copies, -1 for one that copies reversed.
+
+The display comes from `display_order`, the function `render` uses, with the judge's `seed`
+attribute (0 when the judge has none), so nothing is rendered twice; a judge that shows candidates
+some other way makes the audit meaningless, not wrong: its numbers stay at chance. The shuffle check
+(`reshuffle_check=p`, off by default) confirms a suspicion: a seeded fraction p of listwise requests
+over n >= 3 candidates is also asked as a *twin*, the same candidates in another canonical order (so
+shown in another display order), in the same round; the twin's answer, mapped back, is compared with
+the first by Kendall tau: an honest judge agrees up to its noise, a copying judge at chance (about 0).
+Only the first answer is used for rewards; twins cost calls and tokens and nothing else. A group's
+tally is a plain dict in `details["listwise_display"]` (`new_tally()`); `tally_metrics` turns a
+step's tallies into the `rank/listwise_...` metrics.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
+import math
 import os
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._gc import paused_gc
-from ..judging.protocol import Judge
-from ..judging.seeding import text_id
+from ..judging.protocol import Judge, ask, is_failure
+from ..judging.rendering import display_order
+from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
+from ..judging.seeding import seeded_rng, text_id
 from ..judging.subsample import select_endpoints
-from .anchor_buffer import Anchor, AnchorBuffer, current_name
-from .anchor_store import AnchorStore, InMemoryAnchorStore
-from .base import Candidates, Group, GroupResult, GroupRewardMethod, RankOutcome, RunContext, require
-from .buffer_manager import BufferManager, LLMManager, RuleManager, changes
-from .display_audit import DETAILS_KEY, RESHUFFLE_CHECK_HELP, ask_listwise, check_reshuffle, new_tally
+from .anchor_buffer import (
+    SOURCES,
+    Anchor,
+    AnchorBuffer,
+    AnchorStore,
+    BufferUpdate,
+    InMemoryAnchorStore,
+    QueryBuffers,
+    SQLiteAnchorStore,
+    update_buffer,
+)
+from .base import (
+    Candidates,
+    Group,
+    GroupJudgingFailed,
+    GroupResult,
+    GroupRewardMethod,
+    RankOutcome,
+    RunContext,
+    require,
+)
 from .options import DataNeeds, MethodOptions, check_int
-from .query_buffers import QueryBuffers
-from .rank_buffer_metrics import buffer_step_metrics, ranked_details
-from .ranking_strategy import CoarseToFine, RankingStrategy, listwise_request
-from .sqlite_anchor_store import SQLiteAnchorStore
 from .state_files import METHOD_STATE_NAME, read_method_state
-from .verdicts import check_order
 
 INITS = ("auto", "references", "bootstrap")
 #: dynamic = the paper's RankBuffer; static = RankBuffer* (maintained only in the epoch the
@@ -79,12 +117,20 @@ MANAGERS = ("llm", "llm_lookahead")
 ANCHOR_STORES = ("sqlite", "memory")
 #: the `format` of a saved RankBuffer state (checkpoints; `buffer-report` reads it)
 STATE_FORMAT = "trl_rankreward.rank_buffer/1"
+#: key of the per-group tally in `GroupResult.details`
+DETAILS_KEY = "listwise_display"
+#: the help of every method's `reshuffle_check` option (checked by `check_reshuffle`)
+RESHUFFLE_CHECK_HELP = (
+    "Fraction of listwise calls also asked under another display shuffle, to test whether the judge copies the "
+    "displayed order (`rank/listwise_reshuffle_agreement`); extra judge calls, rewards unchanged."
+)
+_MIN_CANDIDATES = 3
 
 
 @dataclass
 class AnchorBufferOptions(MethodOptions):
     """The options of every method that ranks against a per-query anchor buffer (`RankBufferOptions`,
-    `rank_buffer_plus.RankBufferPlusOptions`): the first buffer, pruning, the anchor store, the reshuffle check."""
+    `RankBufferPlusOptions`): the first buffer, pruning, the anchor store, the reshuffle check."""
 
     lambda_fmt: float = field(
         default=0.2, metadata={"help": "Weight of the format reward (the paper uses 0.2, Section 4.1)."}
@@ -123,7 +169,6 @@ class AnchorBufferOptions(MethodOptions):
     )
 
     def __post_init__(self):
-        self.buffer_init = current_name(self.buffer_init)
         super().__post_init__()
         check_int("k0", self.k0, 2, " (the paper uses 2, 4, 7)")
         check_int("inactivity_epochs (H)", self.inactivity_epochs, 1)
@@ -194,7 +239,7 @@ class RankBufferReward(GroupRewardMethod):
         options: a `RankBufferOptions`, or its fields as keywords, not both.
         answer_format, format_reward, seed: as in `GroupRewardMethod`; the seed orders coarse_only's buckets
             for maintenance (that variant has no fine ranking).
-        store: the anchor store object (`anchor_store.AnchorStore`), instead of the one the options
+        store: the anchor store object (`AnchorStore`), instead of the one the options
             name; with an SQLite store `state_dict()` holds keys and totals only.
         manager_judge: judge for the LLM manager's requests (default: `judge`).
 
@@ -206,6 +251,12 @@ class RankBufferReward(GroupRewardMethod):
 
     name = "rank_buffer"
     options_class = RankBufferOptions
+    citation = """@misc{yang2026rankbuffer,
+    title  = {{RankBuffer: Efficient Ranking-Based Rewards for Open-Ended Generation}},
+    author = {Zixuan Yang and Yiqun Chen and Qi Liu and Wei Yang and Erhan Zhang and Liyi Chen and Qimeng Wang
+              and Yan Gao and Jiaxin Mao},
+    year   = 2026,
+}"""
 
     def __init__(
         self,
@@ -336,12 +387,8 @@ class RankBufferReward(GroupRewardMethod):
     async def _bootstrap(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
         """Algorithm 1, lines 9-12: rank the first group listwise; its rewards come from that
         ranking and Select_K0 of it becomes the buffer; no maintenance on this group."""
-        answers = candidates.answers
-        order, tally = list(range(len(answers))), new_tally()
-        if len(answers) >= 2:
-            request = listwise_request(group, answers, step)
-            (verdict,) = require([await ask_listwise(self.judge, request, tally, self.options.reshuffle_check)])
-            order = check_order(verdict, len(answers))
+        answers, tally = candidates.answers, new_tally()
+        order = await order_all(self.judge, group, answers, tally, self.options.reshuffle_check, step=step)
         details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": int(len(answers) >= 2)}
         details[DETAILS_KEY] = tally
         if answers:  # a group of only invalid rollouts cannot seed a buffer; the next one will
@@ -354,7 +401,7 @@ class RankBufferReward(GroupRewardMethod):
     # ------------------------------------------------------------------ metrics
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
         """Base metrics plus the buffers' statistics and RankBuffer's `buffer/...` and `rank/...`
-        numbers over this step's judged groups (`rank_buffer_metrics.buffer_step_metrics`)."""
+        numbers over this step's judged groups (`buffer_step_metrics`)."""
         out = super().step_metrics(results)
         out.update(self.buffers.table.stats())
         judged = [r.details for r in results if not r.neutral]
@@ -410,7 +457,7 @@ class RankBufferReward(GroupRewardMethod):
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"Not a RankBufferReward state: expected format {STATE_FORMAT!r}, got {got!r}")
-        saved = {**state["config"], "init": current_name(state["config"].get("init"))}
+        saved = state["config"]
         differ = {k: (v, saved.get(k)) for k, v in self._config().items() if saved.get(k) != v}
         if differ:
             raise ValueError(
@@ -418,3 +465,497 @@ class RankBufferReward(GroupRewardMethod):
                 "construct RankBufferReward with the saved settings to resume"
             )
         self.buffers.load(state)
+
+
+# -------- ranking a group: coarse placement, listwise fine ranking (steps 2-3) -------------------------------
+@dataclass
+class Ranking:
+    """One group's ranking over unique-answer indices (what a `RankingStrategy` returns).
+
+    `positions[u]`: answer u's insertion position 0..K; `buckets[p]`: the answers at position p,
+    worst -> best, p = 0..K; `fine_calls`: listwise calls that ordered buckets; `unranked`: buckets
+    whose fine call failed (one tie block each, and no maintenance from this group) with the
+    failures' messages in `failures`; `ties`: every bucket is one tie block (no fine ranking);
+    `coarse_calls`: placement calls when not one per answer; `order`: the final order worst ->
+    best when it is not the buckets' concatenation; `extra`: more per-group details.
+    """
+
+    positions: list[int]
+    buckets: list[list[int]]
+    fine_calls: int
+    unranked: frozenset[int] = frozenset()
+    failures: tuple[str, ...] = ()
+    ties: bool = False
+    coarse_calls: int | None = None
+    order: list[int] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def blocks(self) -> list[list[int]]:
+        """Tie blocks worst -> best: the order's answers one by one, else each bucket in turn, one
+        block per answer, or one block for the whole bucket when it has no fine order."""
+        if self.order is not None and not self.ties:
+            return [[u] for u in self.order]
+        blocks: list[list[int]] = []
+        for p, bucket in enumerate(self.buckets):
+            if self.ties or p in self.unranked:
+                blocks.extend([list(bucket)] if bucket else [])
+            else:
+                blocks.extend([u] for u in bucket)
+        return blocks
+
+
+class RankingStrategy(abc.ABC):
+    """How a group is ranked against its query's anchors: the extension point of RankBuffer's variants
+    (`CoarseToFine` here, `RankBufferPlusReward`'s `MultiLookRanking`); `RankBufferReward` does the rest."""
+
+    @abc.abstractmethod
+    async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
+        """Rank `answers` against `anchors` (texts, worst -> best); raise `GroupJudgingFailed` when
+        the placement failed."""
+
+
+def listwise_request(group: Group, texts: Sequence[str], step: int) -> ListwiseRequest:
+    """Order `texts` worst -> best, for `group`'s query."""
+    return group.request(ListwiseRequest, step=step, candidates=tuple(texts))
+
+
+async def listwise_order(
+    judge: Judge, request: ListwiseRequest, tally: dict[str, float], reshuffle: float
+) -> list[int]:
+    """The judge's order of `request.candidates` (audited in `tally`); a failed call or an answer that is
+    not a permutation raises `GroupJudgingFailed`."""
+    (verdict,) = require([await ask_listwise(judge, request, tally, reshuffle)])
+    return check_order(verdict, len(request.candidates))
+
+
+async def order_all(
+    judge: Judge, group: Group, answers: list[str], tally: dict[str, float], reshuffle: float, *, step: int
+) -> list[int]:
+    """All `answers` worst -> best by one listwise call (RankBuffer-Bootstrap's first group, `listwise_group`);
+    no call for fewer than two."""
+    if len(answers) < 2:
+        return list(range(len(answers)))
+    return await listwise_order(judge, listwise_request(group, answers, step), tally, reshuffle)
+
+
+class CoarseToFine(RankingStrategy):
+    """The paper's coarse round, then fine round (Eq. 6-8; module docstring).
+
+    Args:
+        judge: answers `CoarseRequest` and `ListwiseRequest`.
+        fine: order buckets of >= 2 answers with one listwise call each; False: the coarse_only ablation,
+            each bucket one tie block, and a seeded shuffle orders it for maintenance.
+        show_anchor_text: False is the order_only control (anchor IDs without their texts; Sec. 4.5, App. H).
+        seed: seeds the coarse_only shuffle (`seeded_rng(seed, query_id, step, position)`).
+        reshuffle_check: fraction of listwise calls also asked under another shuffle (the display audit).
+    """
+
+    def __init__(self, judge: Judge, *, fine: bool = True, show_anchor_text: bool = True, seed: int = 0,
+                 reshuffle_check: float = 0.0):  # fmt: skip
+        self.judge = judge
+        self.fine = fine
+        self.show_anchor_text = show_anchor_text
+        self.seed = seed
+        self.reshuffle_check = reshuffle_check
+
+    async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
+        K, shown = len(anchors), tuple(anchors)
+        coarse = [
+            group.request(CoarseRequest, step=step, anchors=shown, candidate=a, show_anchor_text=self.show_anchor_text)
+            for a in answers
+        ]
+        verdicts = require(await asyncio.gather(*(ask(self.judge, r) for r in coarse)))
+        positions = [check_position(v, K) for v in verdicts]
+        buckets: list[list[int]] = [[] for _ in range(K + 1)]
+        for u, p in enumerate(positions):
+            buckets[p].append(u)
+        to_rank = [p for p, b in enumerate(buckets) if len(b) >= 2]
+        if not self.fine:
+            for p in to_rank:  # no fine information: a seeded order picks maintenance anchors
+                seeded_rng(self.seed, group.query_id, step, p).shuffle(buckets[p])
+            return Ranking(positions, buckets, 0, ties=True)
+        requests = [listwise_request(group, [answers[u] for u in buckets[p]], step) for p in to_rank]
+        unranked, failures, tally = set(), [], new_tally()
+        verdicts = await asyncio.gather(*(ask_listwise(self.judge, r, tally, self.reshuffle_check) for r in requests))
+        for p, verdict in zip(to_rank, verdicts, strict=True):
+            try:
+                buckets[p] = [buckets[p][j] for j in check_order(require([verdict])[0], len(buckets[p]))]
+            except GroupJudgingFailed as exc:  # keep the coarse bucket as one tie block
+                unranked.add(p)
+                failures.append(str(exc))
+        return Ranking(positions, buckets, len(to_rank), frozenset(unranked), tuple(failures),
+                       extra={DETAILS_KEY: tally})  # fmt: skip
+
+
+def _invalid(message: str) -> GroupJudgingFailed:
+    return GroupJudgingFailed(JudgeFailure("invalid", message))
+
+
+def check_position(verdict: Any, K: int) -> int:
+    """A coarse verdict must be an integer position in 0..K (RankBuffer Eq. 6)."""
+    if isinstance(verdict, bool) or not isinstance(verdict, int) or not 0 <= verdict <= K:
+        raise _invalid(f"Judge returned coarse position {verdict!r} for {K} anchors; expected an integer in 0..{K}")
+    return verdict
+
+
+def check_order(verdict: Any, n: int) -> list[int]:
+    """A listwise verdict must be a permutation of range(n), worst -> best (RankBuffer Eq. 8)."""
+    ints = isinstance(verdict, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in verdict)
+    if not ints or sorted(verdict) != list(range(n)):
+        raise _invalid(
+            f"Judge returned order {verdict!r} for {n} candidates; expected a permutation of {list(range(n))}"
+        )
+    return list(verdict)
+
+
+def order_or_none(verdict: Any, n: int) -> list[int] | None:
+    """`check_order`'s order, or None for a judge failure or an answer that is not a permutation
+    (for the optional looks and audits, which skip such answers instead of failing the group)."""
+    if is_failure(verdict):
+        return None
+    try:
+        return check_order(verdict, n)
+    except GroupJudgingFailed:
+        return None
+
+
+# -------- the display audit of listwise answers --------------------------------------------------------------
+def kendall_tau(a: Sequence[int], b: Sequence[int]) -> float:
+    """Kendall tau between two orders of the same indices: (concordant - discordant) / pairs.
+
+    Example: [0, 1, 2] vs [0, 2, 1]: pairs (0,1) and (0,2) agree, (1,2) does not: (2 - 1) / 3.
+    """
+    n = len(a)
+    if sorted(a) != sorted(b) or n < 2:
+        raise ValueError(f"kendall_tau needs two orders of the same >= 2 indices, got {list(a)} and {list(b)}")
+    pos = {u: i for i, u in enumerate(b)}
+    score = sum(1 if pos[a[i]] < pos[a[j]] else -1 for i in range(n) for j in range(i + 1, n))
+    return score / (n * (n - 1) / 2)
+
+
+def new_tally() -> dict[str, float]:
+    """An empty per-group tally: audited answers, copies, their tau and chance sums, and shuffle checks."""
+    return {"answers": 0, "copies": 0, "tau_sum": 0.0, "chance_sum": 0.0, "reshuffles": 0, "reshuffle_tau_sum": 0.0}
+
+
+def judge_seed(judge: Any) -> int:
+    """The seed the judge renders with (`render(..., seed=judge.seed)`); 0 when it has none."""
+    seed = getattr(judge, "seed", 0)
+    return seed if isinstance(seed, int) else 0
+
+
+def audit_answer(tally: dict[str, float], request: ListwiseRequest, order: Sequence[int], seed: int) -> None:
+    """Add one parsed answer (`order`, canonical, worst -> best) to `tally`; n < 3 is skipped."""
+    n = len(request.candidates)
+    if n < _MIN_CANDIDATES:
+        return
+    display = display_order(request, n, seed)
+    order = list(order)
+    tally["answers"] += 1
+    tally["copies"] += int(order == display or order == display[::-1])
+    tally["tau_sum"] += kendall_tau(order, display)
+    tally["chance_sum"] += 2 / math.factorial(n)
+
+
+def twin_request(request: ListwiseRequest, seed: int) -> tuple[ListwiseRequest, list[int]]:
+    """The same candidates in another canonical order, so that they are shown in another order.
+
+    Returns `(twin, perm)`: twin candidate j is `request.candidates[perm[j]]`. `perm` is drawn
+    from `seeded_rng(seed, "twin", query_id, step, text ids, attempt)`, redrawn (at most 20
+    times) while the twin's display, in the request's indices, equals the request's display.
+    """
+    n = len(request.candidates)
+    ids = tuple(text_id(t) for t in request.candidates)
+    shown = display_order(request, n, seed)
+    for attempt in range(20):
+        perm = list(range(n))
+        seeded_rng(seed, "twin", request.query_id, request.step, ids, attempt).shuffle(perm)
+        twin = replace(request, candidates=tuple(request.candidates[i] for i in perm))
+        if [perm[i] for i in display_order(twin, n, seed)] != shown:
+            break
+    return twin, perm
+
+
+async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, float], reshuffle: float = 0.0) -> Any:
+    """`ask(judge, request)`, auditing a valid answer in `tally` and, with `reshuffle` > 0, the shuffle
+    check (module docstring) for a seeded fraction of requests; returns the verdict unchanged."""
+    seed, n = judge_seed(judge), len(request.candidates)
+    if reshuffle > 0 and n >= _MIN_CANDIDATES and _draw(request, seed) < reshuffle:
+        twin, perm = twin_request(request, seed)
+        verdict, second = await asyncio.gather(ask(judge, request), ask(judge, twin))
+    else:
+        verdict, second, perm = await ask(judge, request), None, []
+    order = order_or_none(verdict, n)
+    if order is None:
+        return verdict
+    audit_answer(tally, request, order, seed)
+    again = order_or_none(second, n) if second is not None else None
+    if again is not None:
+        tally["reshuffles"] += 1
+        tally["reshuffle_tau_sum"] += kendall_tau(order, [perm[j] for j in again])
+    return verdict
+
+
+def tally_metrics(tallies: Iterable[dict[str, float] | None], reshuffle: float = 0.0) -> dict[str, float]:
+    """The `rank/listwise_...` metrics of one step (docs/metrics.md) from its groups' tallies."""
+    total = new_tally()
+    for tally in tallies:
+        for key, value in (tally or {}).items():
+            total[key] += value
+    out = {"rank/listwise_display_answers": float(total["answers"])}
+    if total["answers"]:
+        out["rank/listwise_display_copy_rate"] = total["copies"] / total["answers"]
+        out["rank/listwise_display_copy_chance"] = total["chance_sum"] / total["answers"]
+        out["rank/listwise_display_tau_mean"] = total["tau_sum"] / total["answers"]
+    if reshuffle > 0:
+        out["rank/listwise_reshuffle_checks"] = float(total["reshuffles"])
+        if total["reshuffles"]:
+            out["rank/listwise_reshuffle_agreement"] = total["reshuffle_tau_sum"] / total["reshuffles"]
+    return out
+
+
+def check_reshuffle(value: Any) -> float:
+    """`reshuffle_check` validated: a probability in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(
+            f"reshuffle_check is the fraction of listwise calls asked again under another shuffle and must be "
+            f"in [0, 1] (0 turns the check off), got {value!r}"
+        )
+    return float(value)
+
+
+def _draw(request: ListwiseRequest, seed: int) -> float:
+    """The request's uniform draw for the shuffle check: `seeded_rng(seed, "reshuffle_check", query_id, step, text ids)`."""
+    ids = tuple(text_id(t) for t in request.candidates)
+    return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
+
+
+# -------- buffer maintenance (step 4) ------------------------------------------------------------------------
+class BufferManager:
+    """How a query's buffer changes around a ranked group (step 4): `RankBufferReward` calls `before_ranking`
+    and `after_ranking`, and skips the latter when a fine call failed. This base keeps every buffer as it is."""
+
+    #: whether the manager needs each query's last ranked group (`QueryBuffers.pending`)
+    lookahead: bool = False
+
+    async def before_ranking(self, group: Group, buffer: AnchorBuffer, pending: dict[str, Any] | None,
+                             answers: Sequence[str], get: Callable[[str], str], *, epoch: int, step: int,
+                             details: dict[str, Any]) -> AnchorBuffer:  # fmt: skip
+        """The buffer this epoch's group is ranked against."""
+        return buffer
+
+    async def after_ranking(self, group: Group, old: AnchorBuffer, ranked: AnchorBuffer,
+                            key_buckets: list[list[str]], get: Callable[[str], str], *, epoch: int, step: int,
+                            details: dict[str, Any]) -> BufferUpdate:  # fmt: skip
+        """The buffer to keep after `ranked` (the buffer the group was ranked against; `old` before
+        `before_ranking`) placed the group's answers into `key_buckets` (text keys, worst -> best)."""
+        return changes(old, ranked)
+
+
+def changes(old: AnchorBuffer, new: AnchorBuffer) -> BufferUpdate:
+    """`new` with the anchors it added and pruned relative to `old` (by identity: anchors are kept as objects)."""
+    added = tuple(a for a in new.anchors if all(a is not b for b in old.anchors))
+    pruned = tuple(a for a in old.anchors if all(a is not b for b in new.anchors))
+    return BufferUpdate(new, added, pruned)
+
+
+class RuleManager(BufferManager):
+    """Algorithm 2 (`update_buffer`: boundary expansion, interval refinement, inactivity pruning); `static`
+    freezes the buffer after the epoch it was created in (RankBuffer*, Sec. 4.3); `max_anchors` caps it
+    (RankBuffer+, keeping both ends)."""
+
+    def __init__(self, inactivity_epochs: int, *, static: bool = False, max_anchors: int | None = None):
+        self.inactivity_epochs = inactivity_epochs
+        self.static = static
+        self.max_anchors = max_anchors
+
+    async def after_ranking(self, group, old, ranked, key_buckets, get, *, epoch, step, details) -> BufferUpdate:
+        if self.static and epoch != old.created_epoch:
+            return BufferUpdate(old, (), ())
+        return self.cap(update_buffer(old, key_buckets, epoch, self.inactivity_epochs))
+
+    def cap(self, update: BufferUpdate) -> BufferUpdate:
+        """Past `max_anchors`, keep an evenly spaced subset (both ends kept: Select_K0's rule)."""
+        anchors = update.buffer.anchors
+        if self.max_anchors is None or len(anchors) <= self.max_anchors:
+            return update
+        kept_idx = set(select_endpoints(list(range(len(anchors))), self.max_anchors))
+        kept = tuple(a for i, a in enumerate(anchors) if i in kept_idx)
+        dropped = tuple(a for i, a in enumerate(anchors) if i not in kept_idx)
+        capped = replace(update.buffer, anchors=kept)
+        added = tuple(a for a in update.added if a in kept)  # an anchor added and dropped at once was never there
+        pruned = update.pruned + tuple(a for a in dropped if a not in update.added)
+        return BufferUpdate(capped, added, pruned)
+
+
+class LLMManager(BufferManager):
+    """Appendix G: the judge keeps `size` of the old anchors + ranked rollouts (`BufferSelectRequest`), right
+    after ranking, or with `lookahead` when the query comes back in a later epoch, before ranking that epoch's
+    group (which it sees as context). A failed or invalid selection leaves the buffer unchanged
+    (`details["manager_invalid"]`) and the group its rewards."""
+
+    def __init__(self, judge: Judge, size: int, *, lookahead: bool = False):
+        self.judge = judge
+        self.size = size
+        self.lookahead = lookahead
+
+    async def before_ranking(self, group, buffer, pending, answers, get, *, epoch, step, details) -> AnchorBuffer:
+        if not self.lookahead or pending is None or pending["epoch"] == epoch:
+            return buffer
+        return await self.select(group, buffer, pending["buckets"], answers, get, epoch=epoch, step=step,
+                                 details=details)  # fmt: skip
+
+    async def after_ranking(self, group, old, ranked, key_buckets, get, *, epoch, step, details) -> BufferUpdate:
+        if self.lookahead:  # this group's update waits until the query comes back
+            return changes(old, ranked)
+        return changes(old, await self.select(group, old, key_buckets, (), get, epoch=epoch, step=step,
+                                              details=details))  # fmt: skip
+
+    async def select(self, group: Group, buffer: AnchorBuffer, key_buckets: list[list[str]],
+                     lookahead: Sequence[str], get: Callable[[str], str], *, epoch: int, step: int,
+                     details: dict[str, Any]) -> AnchorBuffer:  # fmt: skip
+        """The manager picks `size` of old anchors + ranked rollouts, shown with their combined
+        worst -> best order C_0, a_1, C_1, ..., a_K, C_K (for look-ahead, the previous epoch's
+        ranking); the picks are sorted by that order. Invalid: buffer unchanged."""
+        rollouts = [k for bucket in key_buckets for k in bucket]
+        pool = buffer.keys + rollouts
+        size = min(self.size, len(pool))
+        combined = combined_order(buffer, key_buckets, epoch)
+        request = group.request(
+            BufferSelectRequest,
+            step=step,
+            anchors=tuple(get(k) for k in buffer.keys),
+            rollouts=tuple(get(k) for k in rollouts),
+            size=size,
+            lookahead=tuple(lookahead),
+            combined_order=tuple(i for i, _ in combined),
+        )
+        verdict = await ask(self.judge, request)
+        details["manager_calls"] = 1
+        chosen = check_selection(verdict, len(pool), size)
+        details["manager_invalid"] = int(chosen is None)
+        if chosen is None:
+            return buffer
+        kept = tuple(a for i, a in combined if i in chosen)
+        return replace(buffer, anchors=kept)
+
+
+def combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> list[tuple[int, Anchor]]:
+    """(pool index, anchor) worst -> best over `buffer.keys + rollouts`: bucket C_p (rollouts
+    ranked between a_p-1 and a_p, pool indices K, K+1, ... in bucket order) before anchor p."""
+    K = buffer.size
+    combined: list[tuple[int, Anchor]] = []
+    r = K
+    for p, bucket in enumerate(key_buckets):
+        for key in bucket:
+            combined.append((r, Anchor(key, "llm", epoch)))
+            r += 1
+        if p < K:
+            combined.append((p, buffer.anchors[p]))
+    return combined
+
+
+def check_selection(verdict: Any, pool: int, size: int) -> set[int] | None:
+    """The manager's pick: `size` distinct indices into anchors + rollouts; else None (invalid)."""
+    if is_failure(verdict) or not isinstance(verdict, (list, tuple)):
+        return None
+    if any(isinstance(i, bool) or not isinstance(i, int) for i in verdict):
+        return None
+    chosen = set(verdict)
+    if len(chosen) != size or len(verdict) != size or not all(0 <= i < pool for i in chosen):
+        return None
+    return chosen
+
+
+# -------- numbers: per-group details and step metrics --------------------------------------------------------
+def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffer, old: AnchorBuffer,
+                   update: BufferUpdate, initial: tuple[Anchor, ...]) -> dict[str, Any]:  # fmt: skip
+    """The per-group numbers of a ranked group (module docstring): `ranked` is the buffer
+    it was ranked against, `old` the buffer before, `update` what is kept, `initial` a new buffer's anchors."""
+    details: dict[str, Any] = {}
+    K, valid = ranked.size, [len(m) for m in candidates.members]
+    if valid:  # position / K averaged over valid rollouts (duplicates count once each)
+        positions = zip(valid, ranking.positions, strict=True)
+        details["coarse_position_mean"] = sum(n * p / K for n, p in positions) / sum(valid)
+    details.update(
+        maintained=update.buffer is not old,
+        bucket_sizes=[len(b) for b in ranking.buckets],
+        coarse_calls=len(candidates.answers) if ranking.coarse_calls is None else ranking.coarse_calls,
+        fine_calls=ranking.fine_calls,
+        fine_fallbacks=len(ranking.unranked),
+        buffer_size=update.buffer.size,
+        anchors_added=dict(Counter(a.source for a in initial + tuple(update.added))),
+        anchors_pruned=dict(Counter(a.source for a in update.pruned)),
+    )
+    details.update(ranking.extra)
+    return details
+
+
+def buffer_step_metrics(judged: Iterable[Mapping[str, Any]], reshuffle_check: bool) -> dict[str, float]:
+    """The step's `buffer/added_...`, `buffer/pruned_...`, `buffer/manager_invalid` and `rank/...` metrics
+    (docs/metrics.md defines each) from its judged groups' details."""
+    judged = list(judged)
+    out: dict[str, float] = {}
+    added, pruned, hist = Counter(), Counter(), Counter()
+    for d in judged:
+        added.update(d.get("anchors_added", {}))
+        pruned.update(d.get("anchors_pruned", {}))
+        hist.update(n for n in d.get("bucket_sizes", ()) if n > 0)
+    for source in SOURCES:
+        out[f"buffer/added_{source}"] = float(added[source])
+        out[f"buffer/pruned_{source}"] = float(pruned[source])
+    for n, count in sorted(hist.items()):
+        out[f"rank/bucket_size_hist_{n}"] = float(count)
+    placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
+    if placed:
+        out["rank/coarse_position_mean"] = sum(placed) / len(placed)
+    ranked = [d for d in judged if "coarse_calls" in d]
+    if ranked:
+        out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
+        out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
+    out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
+    out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
+    out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
+    out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), reshuffle_check))
+    return out
+
+
+# -------- ListwiseGroupReward: the bootstrap ranking as a method of its own ----------------------------------
+@dataclass
+class ListwiseGroupOptions(MethodOptions):
+    """`ListwiseGroupReward`'s options."""
+
+    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.reshuffle_check = check_reshuffle(self.reshuffle_check)
+
+
+class ListwiseGroupReward(GroupRewardMethod):
+    """One listwise call ranks the whole group: RankBuffer-Bootstrap's first-group ranking for every group.
+
+    The judge sees all unique valid answers at once with the fine-ranking prompt (`ListwiseRequest`,
+    RankBuffer App. B.2) and returns them worst -> best; rank rewards follow Eq. 9-10 (base class). This
+    is the shape of OpenPipe ART's RULER (one LLM call scores a whole group relative to each other); RULER
+    asks for scores, we ask for an order with the paper's template. Cost: one call over U unique valid
+    answers (none when U < 2), one round. A failed call or one that is not a permutation makes the group
+    neutral. Answers are audited like RankBuffer's (`rank/listwise_display_...`, `reshuffle_check`)."""
+
+    name = "listwise_group"
+    options_class = ListwiseGroupOptions
+
+    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
+        answers, calls = candidates.answers, int(len(candidates.answers) >= 2)
+        details: dict[str, Any] = {"requests": calls, "rounds": calls}
+        if calls:
+            details[DETAILS_KEY] = new_tally()
+        tally = details.get(DETAILS_KEY, {})
+        order = await order_all(self.judge, group, answers, tally, self.options.reshuffle_check, step=step)
+        return RankOutcome([[u] for u in order], details)
+
+    def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
+        """Base metrics plus the display audit's `rank/listwise_...` metrics."""
+        out = super().step_metrics(results)
+        out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.options.reshuffle_check))
+        return out

@@ -25,8 +25,8 @@ Maintenance uses the placement's buckets, with each bucket's answers in the fuse
 (so interval refinement picks the fused median), and `max_anchors` caps the buffer.
 
 In code: `RankBufferPlusOptions`; the ranking is `MultiLookRanking` over a placement
-(`ranking_strategy.CoarseToFine` or `JointPlacement`), both `RankingStrategy`s, and the
-maintenance `buffer_manager.RuleManager` with the cap; `RankBufferPlusReward` only picks them.
+(`rank_buffer.CoarseToFine` or `JointPlacement`), both `RankingStrategy`s, and the
+maintenance `rank_buffer.RuleManager` with the cap; `RankBufferPlusReward` only picks them.
 
 Failure policy: as the paper's for the placement (a failed coarse call or joint call makes
 the group neutral; a failed fine call keeps its bucket as one tie block). A failed second
@@ -35,7 +35,7 @@ not neutral, and `details["look_failures"]` counts it.
 
 Per-group `details` add to RankBuffer's: `placement_calls`, `look_calls` (second and extra
 looks that came back), `look_failures`. Every listwise answer (joint placement, fine calls,
-looks) is audited against its display order in `details["listwise_display"]` (`display_audit`).
+looks) is audited against its display order in `details["listwise_display"]` (`rank_buffer`'s display audit).
 """
 
 from __future__ import annotations
@@ -46,13 +46,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..judging.protocol import Judge
-from .base import Group, require
-from .buffer_manager import BufferManager, RuleManager
-from .display_audit import DETAILS_KEY, ask_listwise, new_tally
+from .base import Group
 from .options import check_int
-from .rank_buffer import AnchorBufferOptions, RankBufferReward
-from .ranking_strategy import CoarseToFine, Ranking, RankingStrategy, listwise_request
-from .verdicts import check_order, order_or_none
+from .rank_buffer import (
+    DETAILS_KEY,
+    AnchorBufferOptions,
+    BufferManager,
+    CoarseToFine,
+    RankBufferReward,
+    Ranking,
+    RankingStrategy,
+    RuleManager,
+    ask_listwise,
+    listwise_order,
+    listwise_request,
+    new_tally,
+    order_or_none,
+)
 
 PLACEMENTS = ("coarse", "joint")
 #: RankBuffer's variants that rank every answer (`rank_buffer.VARIANTS` without the Sec. 4.5 ablations)
@@ -122,6 +132,7 @@ class RankBufferPlusReward(RankBufferReward):
 
     name = "rank_buffer_plus"
     options_class = RankBufferPlusOptions
+    citation = None  # ours: no paper
 
     def make_ranking(self) -> RankingStrategy:
         o = self.options
@@ -153,8 +164,7 @@ class JointPlacement(RankingStrategy):
         if U == 0:
             return Ranking([], [[] for _ in range(K + 1)], 0, coarse_calls=0)
         request, tally = listwise_request(group, [*anchors, *answers], step), new_tally()
-        (verdict,) = require([await ask_listwise(self.judge, request, tally, self.reshuffle_check)])
-        order = check_order(verdict, K + U)
+        order = await listwise_order(self.judge, request, tally, self.reshuffle_check)
         positions, buckets, below = [0] * U, [[] for _ in range(K + 1)], 0
         for i in order:  # worst -> best: an answer's position counts the anchors seen before it
             if i < K:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from ..judging.protocol import Judge
 from ..judging.server_settings import TRAINING_JUDGE, build_judge
-from ..rewards.answers import AnswerFormat
-from ..rewards.base import GroupRewardMethod, RunContext
+from ..rewards.base import AnswerFormat, GroupRewardMethod, RunContext
 from ..rewards.registry import reward_method_class
 
 

@@ -44,7 +44,7 @@ from .grouping import reward_row
 from .judge_eval import evaluation_summary
 from .judge_reward_config import JudgeRewardGRPOConfig
 from .judge_usage import TOTAL_SUFFIX
-from .model_card import CITATIONS, describe_judge, redact_urls, training_section
+from .model_card import describe_judge, method_citation, redact_urls, training_section
 from .reward_state import JUDGE_USAGE_NAME, RewardRunState
 from .run_naming import name_the_run
 from .run_summary import resume_message, startup_message
@@ -100,7 +100,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             judge = build_training_judge(args)
         name_the_run(args, name)
         self._tag_names = [*type(self)._tag_names, name]  # the method's name tags the card and the model
-        self._paper = {"citation": CITATIONS[name]} if name in CITATIONS else {}  # the method's paper
+        citation = method_citation(name)
+        self._paper = {"citation": citation} if citation else {}  # the method's paper
         super().__init__(model, reward_funcs=[_RewardColumn(name), *extra], args=args, **kwargs)
         if reward_method is None and is_main:
             reward_method = build_reward_method(args, judge, tokenizer=self.processing_class)

@@ -14,28 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-#: BibTeX of the papers whose methods the trainers implement, by registry name
-#: (docs/references.md has the full list).
-CITATIONS = {
-    "rank_buffer": """@misc{yang2026rankbuffer,
-    title  = {{RankBuffer: Efficient Ranking-Based Rewards for Open-Ended Generation}},
-    author = {Zixuan Yang and Yiqun Chen and Qi Liu and Wei Yang and Erhan Zhang and Liyi Chen and Qimeng Wang
-              and Yan Gao and Jiaxin Mao},
-    year   = 2026,
-}""",
-    "matrix": """@misc{shen2026matrixreward,
-    title  = {{MatrixReward: Reward from Rubric Matrix for Open-Ended Generation}},
-    author = {Zihan Shen and Qi Liu and Zixuan Yang and Yiqun Chen and Chenglong Zhao and Xiaozhao Wang and Lei He},
-    year   = 2026,
-    eprint = {arXiv:2610.00389},
-}""",
-    "ralign": """@misc{ralign2026,
-    title = {{R-Align: Enhancing Generative Reward Models through Rationale-Centric Meta-Judging}},
-    year  = 2026,
-    note  = {Code and prompts: https://github.com/lyn22333/R-Align},
-}""",
-}
-CITATIONS["genrm"] = CITATIONS["ralign"]
+from ..rewards.registry import REWARD_METHODS, reward_method_class
 
 #: TRL's own entry (its README and CITATION.cff), as TRL's part of the card also gives it
 TRL_CITATION = """@software{vonwerra2020trl,
@@ -125,6 +104,12 @@ def redact_server_urls(config: dict[str, Any]) -> dict[str, Any]:
             urls = [value] if isinstance(value, str) else list(value)
             redacted[key] = [redact_urls(url, urls) for url in urls]
     return redacted
+
+
+def method_citation(name: str) -> str | None:
+    """BibTeX of the paper behind reward method `name` (its class's `citation`); None for a method of no
+    paper, or a name the registry does not know (a method object of the user's own)."""
+    return reward_method_class(name).citation if name in REWARD_METHODS else None
 
 
 def compose_card(card_path: str, section: str, *, citation: str | None, model_ref: str) -> None:

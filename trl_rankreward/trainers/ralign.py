@@ -43,7 +43,7 @@ from .grouping import completion_text
 from .judge_eval import evaluation_summary
 from .judge_eval_config import JudgeEvalConfig, check_judge_eval
 from .judge_usage import combined_snapshot
-from .model_card import CITATIONS, describe_judge, redact_urls, training_section
+from .model_card import describe_judge, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -181,7 +181,7 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
     """
 
     _tag_names = [*GRPOTrainerBase._tag_names, "r-align", "genrm"]
-    _paper = {"title": "R-Align", "citation": CITATIONS["ralign"]}
+    _paper = {"title": "R-Align", "citation": RAlignReward.citation}
 
     def __init__(self, model, args: RAlignGenRMConfig, train_dataset=None, eval_dataset=None, *,
                  meta_judge=None, **kwargs):  # fmt: skip
