@@ -192,3 +192,16 @@ def test_a_cut_answer_grows_only_into_what_the_window_leaves():
     assert asyncio.run(judge.judge(PointwiseRequest(query=QUERY, response="x"))) == 3.0
     assert [call["max_tokens"] for call in backend.calls] == [32, 50]
     assert judge.ledger.failures == {"length": 1}
+
+
+def test_a_rationale_first_prompt_is_sent_no_schema():
+    from trl_rankreward.judging.templates import JudgeTemplates
+
+    from .fakes import ScriptedBackend
+
+    # A schema would forbid the rationale: structured output stays on for the other kinds, off for this prompt.
+    backend = ScriptedBackend(['RATIONALE\nA is right.\nVERDICT\n{"winner": "A"}', '{"score": 4}'])
+    judge = LLMJudge(backend, JudgeTemplates(pairwise_rationale=True), retry=RETRY)
+    assert asyncio.run(judge.judge(PairwiseRequest(query=QUERY, a=HONEST, b=INJECTED, display="ab"))) == "A"
+    assert asyncio.run(judge.judge(PointwiseRequest(query=QUERY, response=HONEST))) == 4.0
+    assert [call["response_format"] is None for call in backend.calls] == [True, False]
