@@ -6,7 +6,8 @@ from trl_rankreward.judging.backends.base import BackendError, Completion
 
 
 class ScriptedBackend:
-    """Replies with `script` items in turn: a string is the answer text, a `BackendError` is raised.
+    """Replies with `script` items in turn: a string is the answer text, a `Completion` is returned as it is,
+    a `BackendError` is raised.
 
     Every answer costs `prompt_tokens` / `completion_tokens`; `calls` keeps the messages and options seen.
     """
@@ -24,6 +25,8 @@ class ScriptedBackend:
         item = self.script.pop(0)
         if isinstance(item, BackendError):
             raise item
+        if isinstance(item, Completion):
+            return item
         return Completion(item, self.prompt_tokens, self.completion_tokens)
 
     @property

@@ -158,7 +158,7 @@ def test_structured_output_sends_the_schema_and_settings():
     assert call["response_format"]["type"] == "json_schema"
     assert schema["properties"]["score"] == {"type": "number", "minimum": 0, "maximum": 10}
     plain = ScriptedBackend(['{"score": 7}'])
-    run(LLMJudge(plain), PointwiseRequest(query="q", response="r"))
+    run(LLMJudge(plain, structured_output=False), PointwiseRequest(query="q", response="r"))
     assert plain.calls[0]["response_format"] is None
 
 

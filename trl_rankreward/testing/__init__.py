@@ -1,7 +1,7 @@
 """Fakes and tiny offline models for tests and examples: nothing here downloads anything.
 
 Each export's docstring says what it stands in for: a tiny chat model, a `transformers serve`
-server, judge servers with scripted verdicts or a vLLM replica's limits, a proxy that breaks
+server, judge servers with scripted verdicts, a vLLM replica's limits or a weak judge's misbehaviour, a proxy that breaks
 chosen requests, a scripted chat server with a request log, a fake R-Align release. The simulated
 judges (`SimulatedJudge`, `OracleJudge`, `KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
 """
@@ -15,6 +15,7 @@ __getattr__, __all__ = lazy_exports(
         ".server": ("serve_transformers",),
         ".scripted_judge": ("serve_scripted_judge",),
         ".judge_replica": ("serve_judge_replica",),
+        ".hostile_judges": ("serve_hostile_judge",),
         ".fault_proxy": ("FaultProxy",),
         ".chat_script_server": ("Reply", "serve_chat_script"),
         ".fake_release": ("write_fake_release",),

@@ -11,7 +11,9 @@ judge does not:
   chat request whose prompt tokens plus `max_tokens` exceed it gets vLLM's HTTP 400 ("This
   model's maximum context length is N tokens. However, you requested C output tokens and your
   prompt contains at least P input tokens, ..."); a request without `max_tokens` gets the rest of
-  the window, as in vLLM;
+  the window, as in vLLM; an answer longer than `max_tokens` is cut there and says so
+  (`finish_reason: "length"`, else "stop"); a `response_format` is accepted (the answer is the
+  verdict's JSON alone either way);
 - **its own tokenizer**: `replica_prompt_tokens` (pieces of at most four word characters, each
   punctuation mark a token, and a chat template's few tokens per message) counts differently from
   the judge layer's counters, as a real judge's tokenizer does; `usage` reports it, and
@@ -201,8 +203,14 @@ class _ReplicaHandler(JSONHandler):
         finally:
             self.control.free.release()
         self.control.count("answered")
-        reply, answer_tokens = {"role": "assistant", "content": content}, len(_TOKEN.findall(content))
-        self._send(200, chat_completion(reply, url.model, prompt_tokens, answer_tokens, "chatcmpl-replica"))
+        pieces = list(_TOKEN.finditer(content))
+        finish = "length" if len(pieces) > max_tokens else "stop"  # cut where vLLM would stop: at max_tokens
+        if finish == "length":
+            content = content[: pieces[max_tokens - 1].end()] if max_tokens > 0 else ""
+        reply = {"role": "assistant", "content": content}
+        body = chat_completion(reply, url.model, prompt_tokens, min(len(pieces), max_tokens), "chatcmpl-replica")
+        body["choices"][0]["finish_reason"] = finish
+        self._send(200, body)
 
     def _wait_for_answer(self) -> bool:
         """Take a slot and spend the latency in it; False (slot given back) if the replica dies meanwhile."""
