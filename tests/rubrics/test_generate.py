@@ -6,7 +6,7 @@ import pytest
 
 from tests.rubrics.fakes import ScriptedBackend, valid_rubrics
 from trl_rankreward.data import attach_rubrics
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
 from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.rubrics import generate_rubrics
 

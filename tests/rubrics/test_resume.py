@@ -11,7 +11,7 @@ import time
 from tests.data.upstream import nectar_row, write_jsonl
 from tests.rubrics.fakes import ScriptedBackend, valid_rubrics
 from trl_rankreward.data import load_source, prepare_nectar
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
 from trl_rankreward.rubrics import generate_rubrics
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..data.conversation import query_text
+from ..data.schema import query_text
 from ..judging.ledger import LedgerSnapshot
 from ..judging.outcomes import ask_pair
 from ..judging.protocol import Judge, is_failure

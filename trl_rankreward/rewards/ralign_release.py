@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.conversation import user_prompt
+from ..data.schema import user_prompt
 from ..judging.backends.base import BackendError
 from ..judging.ledger import JudgeLedger
 from ..judging.prompt_budget import WindowFitting

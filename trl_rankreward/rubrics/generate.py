@@ -13,7 +13,7 @@ from pathlib import Path
 
 import datasets
 
-from ..data.conversation import query_text
+from ..data.schema import query_text
 from ..judging.rendering import Rendered, TextCut
 from .parsing import parse_rubrics
 from .runner import Job, RunSummary, check_columns, run_jobs

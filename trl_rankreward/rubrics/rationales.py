@@ -16,7 +16,7 @@ from pathlib import Path
 
 import datasets
 
-from ..data.conversation import query_text
+from ..data.schema import query_text
 from ..judging.rendering import Rendered, TextCut
 from .parsing import InvalidOutput, extract_json_object
 from .runner import Job, RunSummary, check_columns, run_jobs

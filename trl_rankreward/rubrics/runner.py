@@ -25,7 +25,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..data.jsonl import append_record, read_records, repair_tail
+from ..data.records import append_record, read_records, repair_tail
 from ..judging.calls import complete_and_parse
 from ..judging.ledger import JudgeLedger
 from ..judging.prompt_budget import WindowFitting
