@@ -11,7 +11,7 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "..tiny.models": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
+        "..tiny": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
         ".server": ("serve_transformers",),
         ".scripted_judge": ("serve_scripted_judge",),
         ".judge_replica": ("serve_judge_replica",),
