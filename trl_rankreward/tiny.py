@@ -69,10 +69,10 @@ def train_tiny_tokenizer(vocab_size: int = 512, *, keep_thinking_tags: bool = Fa
     so decoding with `skip_special_tokens=True` (as TRL decodes completions) keeps them; otherwise
     they are special tokens, which that decoding drops (same ids either way).
     """
-    from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(BPE(unk_token=None))
+    tok = Tokenizer(models.BPE(unk_token=None))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
