@@ -38,7 +38,7 @@ import time
 import tracemalloc
 
 from trl_rankreward._gc import paused_gc
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.anchor_checkpoint import BUFFERS_FILE, CHECKPOINT_FOLDER
 from trl_rankreward.rewards.rank_buffer import RankBufferReward

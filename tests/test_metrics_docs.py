@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.evaluation.win_rate import evaluation_metrics
 from trl_rankreward.judging.ledger import LedgerSnapshot
 from trl_rankreward.judging.requests import FailureKind

@@ -8,7 +8,7 @@ import pytest
 
 from trl_rankreward.cli import main
 from trl_rankreward.evaluation.buffer_report import buffer_report, format_report, load_buffer_state, plot_report
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore

@@ -5,7 +5,7 @@ import asyncio
 import os
 import shutil
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.anchor_checkpoint import CHECKPOINT_FOLDER
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward

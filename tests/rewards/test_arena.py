@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.arena import ArenaReward
 from trl_rankreward.rewards.base import Group
 

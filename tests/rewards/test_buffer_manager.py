@@ -7,7 +7,7 @@ highest (`right`): l n1 n2 r.
 
 import asyncio
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import BufferSelectRequest
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.base import Group

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.judging.rendering import display_order, render
 from trl_rankreward.judging.requests import ListwiseRequest

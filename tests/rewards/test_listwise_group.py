@@ -2,7 +2,7 @@
 
 import asyncio
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import JudgeFailure, ListwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.listwise_group import ListwiseGroupReward

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.answers import AnswerFormat
 from trl_rankreward.rewards.base import Group, RunContext
 from trl_rankreward.rewards.genrm_reward import GenRMOptions, GenRMPairwiseReward

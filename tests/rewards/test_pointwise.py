@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import PointwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.pointwise import GDPOReward, PointwiseRubricReward

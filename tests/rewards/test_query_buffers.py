@@ -2,7 +2,7 @@
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.anchor_buffer import AnchorBuffer, StoredBufferTable
 from trl_rankreward.rewards.anchor_store import InMemoryAnchorStore
 from trl_rankreward.rewards.options import DataNeeds

@@ -20,7 +20,7 @@ import json
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
 from trl_rankreward.judging.seeding import text_id
 from trl_rankreward.rewards.base import Group

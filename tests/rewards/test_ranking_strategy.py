@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import CoarseRequest, ListwiseRequest
 from trl_rankreward.rewards.base import Group, GroupJudgingFailed
 from trl_rankreward.rewards.ranking_strategy import CoarseToFine, Ranking

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.pair_judging import bracket_slots, single_elimination
 from trl_rankreward.rewards.tournament import TournamentReward

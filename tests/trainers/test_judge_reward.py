@@ -7,10 +7,10 @@ from functools import partial
 
 import pytest
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
+from trl_rankreward.testing import CountingMethod
 from trl_rankreward.trainers.judge_reward import (
     METHOD_STATE_NAME,
     JudgeRewardGRPOConfig,

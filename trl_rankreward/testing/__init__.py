@@ -2,8 +2,10 @@
 
 Each export's docstring says what it stands in for: a tiny chat model, a `transformers serve`
 server, judge servers with scripted verdicts or a vLLM replica's limits, a proxy that breaks
-chosen requests, a scripted chat server with a request log, a fake R-Align release. The simulated
-judges (`SimulatedJudge`, `OracleJudge`, `KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
+chosen requests, a scripted chat server with a request log, and in-process fakes (`fakes`: a scripted
+chat backend, a noiseless `OracleJudge`, a stateful reward method, a fake R-Align release). Every fake
+the tests use lives here. The simulated judges of the benchmarks (`SimulatedJudge`, `KeywordMetaJudge`)
+are part of `trl_rankreward.evaluation`.
 """
 
 from .._lazy import lazy_exports
@@ -12,11 +14,10 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "..tiny": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
-        ".server": ("serve_transformers",),
+        ".chat_servers": ("serve_transformers", "Reply", "serve_chat_script"),
         ".scripted_judge": ("serve_scripted_judge",),
         ".judge_replica": ("serve_judge_replica",),
         ".fault_proxy": ("FaultProxy",),
-        ".chat_script_server": ("Reply", "serve_chat_script"),
-        ".fake_release": ("write_fake_release",),
+        ".fakes": ("ScriptedBackend", "OracleJudge", "LengthJudge", "CountingMethod", "write_fake_release"),
     },
 )
