@@ -38,12 +38,12 @@ import time
 import tracemalloc
 
 from trl_rankreward._gc import paused_gc
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.anchor_checkpoint import BUFFERS_FILE, CHECKPOINT_FOLDER
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME
+from trl_rankreward.testing import OracleJudge
 
 K = 8
 # worst -> best: a typical buffer after a few epochs (left / refine / references / right anchors)

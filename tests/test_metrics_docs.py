@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.evaluation.win_rate import evaluation_metrics
 from trl_rankreward.judging.ledger import LedgerSnapshot
 from trl_rankreward.judging.requests import FailureKind
 from trl_rankreward.rewards.anchor_buffer import SOURCES
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.trainers.judge_usage import JudgeUsage, combined_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,8 +3,7 @@
 from trl_rankreward.data import schema
 from trl_rankreward.data.schema import query_id, query_text
 from trl_rankreward.judging.seeding import text_id
-from trl_rankreward.rubrics.generate import rubric_values
-from trl_rankreward.rubrics.generate import RANKBUFFER_RUBRIC_TEMPLATE
+from trl_rankreward.rubrics.generate import RANKBUFFER_RUBRIC_TEMPLATE, rubric_values
 
 SYSTEM = {"role": "system", "content": "Think step by step, then answer."}
 

@@ -9,8 +9,7 @@ import pytest
 from tests.evaluation.ralign_bmk_fixtures import bmk_row, write_bmk_files
 from trl_rankreward.cli import main
 from trl_rankreward.data.schema import query_id
-from trl_rankreward.data.sources import RAlignRowError
-from trl_rankreward.data.sources import load_source
+from trl_rankreward.data.sources import RAlignRowError, load_source
 
 
 def _write(path, rows):

@@ -5,11 +5,11 @@ import asyncio
 import os
 import shutil
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.anchor_checkpoint import CHECKPOINT_FOLDER
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
+from trl_rankreward.testing import OracleJudge
 
 REFS = [f"ref {i}" for i in range(1, 8)]  # best first
 QUALITY = {f"ref {i}": 8.0 - i for i in range(1, 8)}

@@ -4,9 +4,9 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.arena import ArenaReward
 from trl_rankreward.rewards.base import Group
+from trl_rankreward.testing import OracleJudge
 
 RUBRICS = [{"text": "helpful", "weight": 1}]
 

@@ -7,11 +7,11 @@ highest (`right`): l n1 n2 r.
 
 import asyncio
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import BufferSelectRequest
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.buffer_manager import LLMManager, RuleManager, changes
+from trl_rankreward.testing import OracleJudge
 
 OLD = AnchorBuffer.initial(["n1", "n2"], "references", 0)
 BUCKETS = [["l"], [], ["r"]]

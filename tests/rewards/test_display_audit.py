@@ -4,8 +4,7 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.judging.rendering import display_order, render
 from trl_rankreward.judging.requests import ListwiseRequest
 from trl_rankreward.rewards.base import Group
@@ -18,6 +17,7 @@ from trl_rankreward.rewards.display_audit import (
     twin_request,
 )
 from trl_rankreward.rewards.registry import make_reward_method
+from trl_rankreward.testing import OracleJudge
 
 
 def test_kendall_tau_by_hand():

@@ -2,10 +2,10 @@
 
 import asyncio
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import JudgeFailure, ListwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.listwise_group import ListwiseGroupReward
+from trl_rankreward.testing import OracleJudge
 
 QUALITY = {"a": 1.0, "b": 2.0, "c": 3.0}
 

@@ -5,13 +5,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.answers import AnswerFormat
 from trl_rankreward.rewards.base import Group, RunContext
 from trl_rankreward.rewards.genrm_reward import GenRMOptions, GenRMPairwiseReward
 from trl_rankreward.rewards.options import option_values, options_class_of
 from trl_rankreward.rewards.pairwise import PairwiseRankOptions, PairwiseRankReward
 from trl_rankreward.rewards.tournament import TournamentOptions, TournamentReward
+from trl_rankreward.testing import OracleJudge
 
 
 @dataclass

@@ -4,11 +4,11 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import PairwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.pair_judging import all_pairs, shared_ranks, win_rates
 from trl_rankreward.rewards.pairwise import PairwiseRankReward, PairwiseWinRateReward, ReferenceWinRateReward
+from trl_rankreward.testing import OracleJudge
 
 RUBRICS = [{"text": "helpful", "weight": 1}]
 EIGHT = [f"t{i}" for i in range(8)]

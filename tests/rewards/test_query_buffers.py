@@ -2,13 +2,13 @@
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.anchor_buffer import AnchorBuffer, StoredBufferTable
 from trl_rankreward.rewards.anchor_store import InMemoryAnchorStore
 from trl_rankreward.rewards.options import DataNeeds
 from trl_rankreward.rewards.query_buffers import QueryBuffers
 from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
 from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
+from trl_rankreward.testing import OracleJudge
 
 
 def _filled(store):

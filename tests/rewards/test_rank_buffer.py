@@ -20,12 +20,12 @@ import json
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, ListwiseRequest
 from trl_rankreward.judging.seeding import text_id
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.sqlite_anchor_store import SQLiteAnchorStore
+from trl_rankreward.testing import OracleJudge
 
 REFS = [f"n{i}" for i in range(1, 8)]  # best first
 QUALITY = {f"n{i}": 8 - i for i in range(1, 8)}

@@ -9,10 +9,10 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.judging.requests import CoarseRequest, ListwiseRequest
 from trl_rankreward.rewards.base import Group, GroupJudgingFailed
 from trl_rankreward.rewards.ranking_strategy import CoarseToFine, Ranking
+from trl_rankreward.testing import OracleJudge
 
 QUALITY = {"a1": 1, "a2": 3, "x": 0.5, "y": 2, "z": 2.5, "w": 4}
 ANCHORS = ["a1", "a2"]

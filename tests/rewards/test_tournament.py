@@ -5,10 +5,10 @@ from collections import Counter
 
 import pytest
 
-from trl_rankreward.testing import OracleJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.pair_judging import bracket_slots, single_elimination
 from trl_rankreward.rewards.tournament import TournamentReward
+from trl_rankreward.testing import OracleJudge
 
 RUBRICS = [{"text": "helpful", "weight": 1}]
 EIGHT = [f"t{i}" for i in range(8)]

@@ -148,7 +148,7 @@ def test_a_served_judge_reads_its_task_from_the_query():
     import asyncio
     import re
 
-    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+    from trl_rankreward.evaluation.simulation import SimulatedJudge
     from trl_rankreward.judging import OpenAICompatibleBackend
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
 

@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from tests.trainers.helpers import tiny_config
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.options import MethodOptions, options_class_of
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method, reward_method_class

@@ -5,7 +5,7 @@ import time
 from functools import partial
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.testing import OracleJudge

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from trl import GRPOConfig
 
-from ..evaluation.genrm_metrics import GenRMCounts
+from ..evaluation.genrm_eval import GenRMCounts
 from ..judging.server_fields import MetaRMFields
 from ..judging.server_settings import METARM
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
