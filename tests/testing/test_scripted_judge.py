@@ -98,6 +98,36 @@ def test_genrm_prompt_gets_the_boxed_higher_quality(judge, display):
     assert genrm.ledger.parsed == 2
 
 
+@pytest.mark.parametrize(("a", "b", "boxed"), [(WORST, MID, "B"), (GOOD, LOW, "A"), (FOUR, "d c b a", "A")])
+def test_the_authors_genrm_layout_gets_the_boxed_higher_quality(judge, tmp_path, a, b, boxed):
+    # r_align_release's GenRM request: their system message, then pair_block; the first box is read.
+    # WORST 1 < MID 5 -> B; GOOD 10 > LOW 3 -> A; FOUR 4 = "d c b a" 4 -> a tie, which a GenRM answers A
+    from trl_rankreward.rewards.ralign_release import RAlignRelease, first_boxed_verdict
+    from trl_rankreward.testing import write_fake_release
+
+    release = RAlignRelease.load(write_fake_release(tmp_path))
+    messages = release.genrm_messages([{"role": "user", "content": "q"}], a, b)
+    client = openai.OpenAI(base_url=judge, api_key="x", max_retries=0, timeout=10)
+    answer = client.chat.completions.create(model=judge.model, messages=messages).choices[0].message.content
+    assert first_boxed_verdict(answer) == boxed
+
+
+@pytest.mark.parametrize(
+    ("rationale", "verdict"), [("A names the capital; B does not.", True), ("A is better.", False)]
+)
+def test_the_authors_metarm_layout_gets_their_tags_by_the_meta_rule(judge, tmp_path, rationale, verdict):
+    # r_align_release's MetaRM request: one user message, their prompt with the pair block, <golden_judge> and
+    # <genrm_output>; meta_threshold 5 distinct words: the first rationale has 7, the second 3
+    from trl_rankreward.rewards.ralign_release import RAlignRelease, meta_verdict
+    from trl_rankreward.testing import write_fake_release
+
+    release = RAlignRelease.load(write_fake_release(tmp_path))
+    messages = release.meta_messages([{"role": "user", "content": "q"}], MID, WORST, "A names the capital.", rationale)
+    client = openai.OpenAI(base_url=judge, api_key="x", max_retries=0, timeout=10)
+    answer = client.chat.completions.create(model=judge.model, messages=messages).choices[0].message.content
+    assert meta_verdict(answer) is verdict
+
+
 def test_rubric_pairwise_explicit_and_implicit(judge):
     # explicit (one rubric): LOW (3) vs GOOD (10) -> ["B"]
     explicit = RubricPairwiseRequest(query="q", rubrics=RUBRICS, rubric_index=1, a=LOW, b=GOOD)
@@ -160,7 +190,9 @@ def test_a_served_judge_reads_its_task_from_the_query():
         assert ask(url, PairwiseRequest(query="Say the word: fox", a="fox", b="sea sea"))[0] == "A"
         genrm = GenRMJudge(OpenAICompatibleBackend(url, url.model))
         assert asyncio.run(genrm.judge(PairwiseRequest(query="Say the word: fox", a="sea sea", b="fox"))) == "B"
-        coarse = CoarseRequest(query="Say the word: sea", anchors=["a", "b"], candidate="sea sea x", show_anchor_text=False)
+        coarse = CoarseRequest(
+            query="Say the word: sea", anchors=["a", "b"], candidate="sea sea x", show_anchor_text=False
+        )
         assert ask(url, coarse)[0] == 2
     with pytest.raises(TypeError, match="judge must be a QualityJudge"):
         with serve_scripted_judge(judge=echoed):

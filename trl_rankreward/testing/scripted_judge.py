@@ -23,9 +23,14 @@ The request kind is told from the prompt's blocks: a `golden` rationale -> meta;
 the position is the candidate's quality clipped to 0..K); a lone `response` -> pointwise;
 `"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
 IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
-numbered rubric when the instruction asks for `"winners"`. A GenRM prompt (`[Response A]` ...
-`[End of Response B]` sections, `rewards.genrm_verdict.GENRM_PROMPT`) gets a one-line rationale
-ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties).
+numbered rubric when the instruction asks for `"winners"`. A GenRM prompt gets a one-line rationale
+ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties). Both
+GenRM layouts are read: ours (`[Response A]` ... `[End of Response B]` sections,
+`rewards.genrm_verdict.GENRM_PROMPT`) and the R-Align authors' (`<|The Start of Assistant A's Answer
+with User|>` ... sections, `rewards.ralign_release.pair_block`, sent with `r_align_release`). The
+authors' MetaRM prompt (that pair block, then the golden rationale in `<golden_judge>` and the
+GenRM's in `<genrm_output>`) gets their answer format: `<golden_key_points>`, `<genrm_analysis>`,
+then `<final_verdict>Correct</final_verdict>` (or `Incorrect`) by the meta rule above.
 """
 
 from __future__ import annotations
@@ -84,6 +89,12 @@ _ANCHOR_ID_LINE = re.compile(r"^\[A\d+\]$", re.MULTILINE)
 _RUBRIC_LINE = re.compile(r"\d+\.\[weight=[^\]]*\] ([^\n]*)")
 _SIZE = re.compile(r"exactly (\w+) selected IDs")
 _GENRM_SECTION = re.compile(r"\[Response ([AB])\]\n(.*?)\n\[End of Response \1\]", re.DOTALL)
+_RELEASE_SECTION = re.compile(
+    r"<\|The Start of Assistant ([AB])'s Answer with User\|>\n\n(.*?)\n\n<\|The End of Assistant \1's Answer with User\|>",
+    re.DOTALL,
+)
+_GOLDEN = re.compile(r"<golden_judge>\n?(.*?)\n?</golden_judge>", re.DOTALL)
+_GENRM_OUTPUT = re.compile(r"<genrm_output>\n?(.*?)\n?</genrm_output>", re.DOTALL)
 
 
 def distinct_words(text: str) -> float:
@@ -103,14 +114,33 @@ class TextQualityJudge(QualityJudge):
 
 
 def answer_for_prompt(prompt: str, judge: QualityJudge) -> str:
-    """The answer to a judge prompt: a GenRM's boxed verdict, else the JSON of `_answer_for_prompt`."""
-    sections = dict(_GENRM_SECTION.findall(prompt))
-    if set(sections) == {"A", "B"}:
-        context = _GENRM_SECTION.sub("", prompt)
-        request = PairwiseRequest(query=context, query_id=context, a=sections["A"], b=sections["B"])
-        winner = "B" if asyncio.run(judge.judge(request)) == "B" else "A"
-        return f"Response {winner} is better on the decisive criteria.\n\\boxed{{{winner}}}"
+    """The answer to a judge prompt: a GenRM's boxed verdict or the authors' MetaRM tags (either pair
+    layout), else the JSON of `_answer_for_prompt`."""
+    for layout in (_GENRM_SECTION, _RELEASE_SECTION):
+        sections = dict(layout.findall(prompt))
+        if set(sections) == {"A", "B"}:
+            context = layout.sub("", prompt)
+            golden, rationale = _GOLDEN.search(context), _GENRM_OUTPUT.search(context)
+            if golden and rationale:
+                return _release_meta_answer(context, sections, golden.group(1), rationale.group(1), judge)
+            request = PairwiseRequest(query=context, query_id=context, a=sections["A"], b=sections["B"])
+            winner = "B" if asyncio.run(judge.judge(request)) == "B" else "A"
+            return f"Response {winner} is better on the decisive criteria.\n\\boxed{{{winner}}}"
     return json.dumps(_answer_for_prompt(prompt, judge))
+
+
+def _release_meta_answer(context: str, sections: dict, golden: str, rationale: str, judge: QualityJudge) -> str:
+    """The authors' MetaRM answer (`metarm_judge.py`'s XML format) with the meta rule's verdict."""
+    request = MetaJudgeRequest(
+        query=context, query_id=context, response_a=sections["A"], response_b=sections["B"], label="A",
+        golden_rationale=golden, rationale=rationale,
+    )  # fmt: skip
+    verdict = "Correct" if asyncio.run(judge.judge(request)) else "Incorrect"
+    return (
+        "<golden_key_points>\nThe facts the golden judgment names.\n</golden_key_points>\n"
+        f"<genrm_analysis>\nThe GenRM's rationale is judged {verdict.lower()}.\n</genrm_analysis>\n"
+        f"<final_verdict>\n{verdict}\n</final_verdict>"
+    )
 
 
 def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
