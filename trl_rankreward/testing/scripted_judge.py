@@ -59,7 +59,7 @@ from ..judging.tokens import ApproxCounter
 
 
 class LoopbackServer(ThreadingHTTPServer):
-    """The stand-in servers' HTTP server (this module's, `judge_replica`'s, `chat_script_server`'s, `FaultProxy`'s).
+    """The stand-in servers' HTTP server (this module's, `judge_replica`'s, `chat_servers.serve_chat_script`'s, `FaultProxy`'s).
 
     socketserver's default backlog of 5 refuses connections when a trainer sends a step's requests
     at once (one connection each): a real server would not, so neither may the stand-in."""
