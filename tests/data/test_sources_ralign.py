@@ -8,7 +8,7 @@ import pytest
 
 from tests.evaluation.ralign_bmk_fixtures import bmk_row, write_bmk_files
 from trl_rankreward.cli import main
-from trl_rankreward.data.schema import query_id
+from trl_rankreward.data.prompts import query_id
 from trl_rankreward.data.sources import RAlignRowError, load_source
 
 

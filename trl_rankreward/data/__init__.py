@@ -20,8 +20,9 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".sources": ("SchemaError", "load_source", "save_dataset"),
-        ".schema": ("parse_nectar_prompt", "query_text"),
+        ".sources": ("load_source", "save_dataset"),
+        ".schema": ("SchemaError",),
+        ".prompts": ("parse_nectar_prompt", "query_text"),
         ".ranked": ("prepare_nectar", "prepare_ultrafeedback"),
         ".pairwise": (
             "prepare_helpsteer3",

@@ -33,8 +33,16 @@ import datasets
 import numpy as np
 
 from ..judging.seeding import seeded_rng
-from .schema import PAIRWISE_FEATURES, preference_row, query_text, user_prompt
-from .sources import Ineligible, SampleReport, SchemaError, require_columns, sample_rows
+from .prompts import query_text, user_prompt
+from .schema import (
+    PAIRWISE_FEATURES,
+    Ineligible,
+    SampleReport,
+    SchemaError,
+    preference_row,
+    require_columns,
+    sample_rows,
+)
 
 HELPSTEER3_COLUMNS = {
     "context": "list of {role, content} messages ending with a user turn",

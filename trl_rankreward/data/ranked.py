@@ -17,8 +17,17 @@ import math
 
 import datasets
 
-from .schema import RANKED_FEATURES, SCORED_FEATURES, parse_nectar_prompt, ranked_row, user_prompt
-from .sources import Ineligible, SampleReport, list_entries, require_columns, sample_rows
+from .prompts import parse_nectar_prompt, user_prompt
+from .schema import (
+    RANKED_FEATURES,
+    SCORED_FEATURES,
+    Ineligible,
+    SampleReport,
+    list_entries,
+    ranked_row,
+    require_columns,
+    sample_rows,
+)
 
 NECTAR_COLUMNS = {
     "prompt": 'str, "\\n\\nHuman: ...\\n\\nAssistant:"',

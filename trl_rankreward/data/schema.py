@@ -1,87 +1,52 @@
-"""The rows of the prepared datasets: a prompt's text and id, and the output schemas as `datasets.Features`.
+"""The schemas of the datasets: upstream columns checked, prepared rows built, upstream rows sampled.
 
-`query_text` is the one text form of a prompt (what judges and generators see, what `query_id`
-hashes). Nectar stores a conversation as one string in Anthropic's HH format
-("\\n\\nHuman: ...\\n\\nAssistant: ...\\n\\nHuman: ...\\n\\nAssistant:", ending with an empty assistant
-turn that the ranked answers complete); `parse_nectar_prompt` splits it into messages.
+**Upstream columns** are checked up front (`require_columns`), so a wrong file fails with the
+missing column named and the expected schema spelled out (`SchemaError`), not with a KeyError deep
+inside a conversion.
 
-Explicit feature types keep empty columns (no rubrics yet, no reviews) typed, so datasets from
-different sources concatenate and `save_to_disk` round-trips.
+**Prepared rows** have explicit `datasets.Features` (`RANKED_FEATURES`, `SCORED_FEATURES`,
+`PAIRWISE_FEATURES`; built by `ranked_row` and `preference_row`). Explicit types keep empty columns
+(no rubrics yet, no reviews) typed, so datasets from different sources concatenate and
+`save_to_disk` round-trips.
+
+**Sampling.** The papers sample a fixed number of queries with a seed (RankBuffer Sec. 4.1: 1,000
+Nectar queries, seed 42; MatrixReward Sec. 4: 2,560 UltraFeedback queries). `sample_rows` shuffles
+the row indices with `random.Random(seed)` and walks them in that order, converting each row and
+keeping it unless it is ineligible (reason counted) or repeats a kept `query_id`, until `n` rows
+are kept. Only the rows walked are read, so sampling 1,000 of 183k is quick. The RM-R1 pairs
+(`data.pairwise`) walk their own order and key on `pair_id`.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from typing import Any
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
+import datasets
 from datasets import Features, List, Value
+from tqdm.auto import tqdm
 
 from ..judging.seeding import text_id
-
-_HH_TURN = re.compile(r"\n\nHuman:|\n\nAssistant:")
-_HH_ROLES = {"\n\nHuman:": "user", "\n\nAssistant:": "assistant"}
+from .prompts import query_id, query_text
 
 
-def parse_nectar_prompt(prompt: str) -> list[dict[str, str]]:
-    """Split an HH-format prompt into messages; the trailing empty assistant turn is dropped.
-
-    >>> parse_nectar_prompt("\\n\\nHuman: Hi\\n\\nAssistant: Hello\\n\\nHuman: Bye\\n\\nAssistant:")
-    [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Hello'}, {'role': 'user', 'content': 'Bye'}]
-    """
-    markers = list(_HH_TURN.finditer(prompt))
-    if not markers or prompt[: markers[0].start()].strip():
-        raise ValueError(f"Nectar prompt does not start with '\\n\\nHuman:': {prompt[:80]!r}")
-    messages = []
-    for marker, following in zip(markers, markers[1:] + [None], strict=True):
-        end = following.start() if following else len(prompt)
-        messages.append({"role": _HH_ROLES[marker.group()], "content": prompt[marker.end() : end].strip()})
-    if messages[-1]["role"] == "assistant" and not messages[-1]["content"]:
-        messages.pop()
-    if not messages or messages[-1]["role"] != "user":
-        raise ValueError(f"Nectar prompt must end with a Human turn (then an empty Assistant turn): {prompt[-80:]!r}")
-    return messages
+class SchemaError(ValueError):
+    """An upstream dataset lacks a column (or a row a field) its converter needs."""
 
 
-def user_prompt(text: str) -> list[dict[str, str]]:
-    """A single-turn conversational prompt."""
-    return [{"role": "user", "content": text}]
-
-
-def message_text(content: Any) -> str:
-    """Text of a chat message's `content` (a string, or a list of `{"type": "text", ...}` blocks)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
-    return "" if content is None else str(content)
-
-
-def query_text(prompt: str | list[dict[str, Any]]) -> str:
-    """The one text form of a prompt: what judges, rubric and rationale generators see as the
-    query, and what `query_id` hashes.
-
-    A plain string is the query as it is. For chat messages, system messages (instructions to
-    the policy, e.g. a thinking format) are left out; a single user turn is its content as it
-    is, and anything else becomes a transcript of `Role: content` turns:
-
-    >>> query_text([{"role": "system", "content": "Think first."}, {"role": "user", "content": "Hi?"}])
-    'Hi?'
-    >>> query_text([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
-    ...             {"role": "user", "content": "Bye"}])
-    'User: Hi\\n\\nAssistant: Hello\\n\\nUser: Bye'
-    """
-    if isinstance(prompt, str):
-        return prompt
-    turns = [m for m in prompt if m.get("role") != "system"]
-    if len(turns) == 1 and turns[0].get("role", "user") == "user":
-        return message_text(turns[0].get("content"))
-    return "\n\n".join(f"{str(m.get('role', 'user')).capitalize()}: {message_text(m.get('content'))}" for m in turns)
-
-
-def query_id(messages: str | list[dict[str, Any]]) -> str:
-    """Stable id of a prompt: `text_id` of `query_text` (same prompt, same id, on every run)."""
-    return text_id(query_text(messages))
+def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: str) -> None:
+    """Raise `SchemaError` naming every column of `columns` (name -> description) that is absent."""
+    missing = [name for name in columns if name not in dataset.column_names]
+    if missing:
+        expected = "\n".join(f"  {name}: {about}" for name, about in columns.items())
+        raise SchemaError(
+            f"The source lacks column(s) {missing} of the {schema} schema (has {dataset.column_names}).\n"
+            f"Expected columns:\n{expected}\n"
+            "Pass the upstream dataset (or a JSONL/parquet export of it) without renaming its columns."
+        )
 
 
 MESSAGES = List({"role": Value("string"), "content": Value("string")})
@@ -133,7 +98,7 @@ def ranked_row(messages: list[dict], references: list[str], models: list[str], s
 def preference_row(
     source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="", **fields: str
 ) -> dict:
-    """One row of `PAIRWISE_FEATURES` (`data.pairwise`); `fields` replace the defaults of `golden_rationale`
+    """One row of `PAIRWISE_FEATURES` (`data.preferences`); `fields` replace the defaults of `golden_rationale`
     ("") and `pair_id` (a hash of source, prompt and both responses)."""
     key = json.dumps([source, query_text(messages), a, b], ensure_ascii=False)
     return {
@@ -149,3 +114,82 @@ def preference_row(
         "pair_id": text_id(key),
         **fields,
     }
+
+
+class Ineligible(Exception):
+    """A row that cannot be used (e.g. six answers where seven are needed); the reason is counted."""
+
+
+def list_entries(
+    row: dict, column: str, columns: dict[str, str], *, count: int, fields: Sequence[str], schema: str
+) -> list[dict]:
+    """The `count` entries of a row's list column (e.g. Nectar's seven answers), each a dict with `fields`.
+
+    Another number of entries makes the row `Ineligible` ("6 answers (need 7)"); an entry without
+    a field means the source has another schema: `SchemaError` quoting `columns[column]`.
+    """
+    entries = row[column] or []
+    if len(entries) != count:
+        raise Ineligible(f"{len(entries)} {column} (need {count})")
+    for entry in entries:
+        missing = [f for f in fields if f not in entry]
+        if missing:
+            raise SchemaError(f"{schema}: an entry of {column!r} lacks {missing}; expected {columns[column]}")
+    return entries
+
+
+@dataclass
+class SampleReport:
+    """What sampling walked through: rows read, kept, and skipped by reason."""
+
+    read: int = 0
+    kept: int = 0
+    skipped: Counter = field(default_factory=Counter)
+
+    def __str__(self) -> str:
+        skipped = ", ".join(f"{reason}: {count}" for reason, count in sorted(self.skipped.items())) or "none"
+        return f"read {self.read} rows, kept {self.kept}; skipped: {skipped}"
+
+
+def sample_rows(
+    dataset: datasets.Dataset,
+    convert: Callable[[int, dict], dict],
+    *,
+    n: int | None,
+    seed: int,
+    order: Iterable[int] | None = None,
+    key: str = "query_id",
+    duplicate: str = "duplicate prompt",
+    noun: str = "queries",
+) -> tuple[list[dict], SampleReport]:
+    """Convert rows in seeded random order until `n` distinct eligible rows are kept (None: all).
+
+    `convert(index, row)` returns the output row or raises `Ineligible(reason)`; a row repeating a kept
+    row's `key` is skipped as `duplicate`. `order`: the row indices to walk (default: shuffled by
+    `random.Random(seed)`). Raises ValueError when fewer than `n` rows are eligible.
+    """
+    if order is None:
+        order = list(range(len(dataset)))
+        random.Random(seed).shuffle(order)
+    report, rows, seen = SampleReport(), [], set()
+    target = len(dataset) if n is None else n
+    with tqdm(total=target, desc=f"sampling {noun}", unit="row") as bar:
+        for index in order:
+            if len(rows) >= target:
+                break
+            report.read += 1
+            try:
+                row = convert(index, dataset[index])
+            except Ineligible as reason:
+                report.skipped[str(reason)] += 1
+                continue
+            if row[key] in seen:
+                report.skipped[duplicate] += 1
+                continue
+            seen.add(row[key])
+            rows.append(row)
+            bar.update(1)
+    report.kept = len(rows)
+    if n is not None and len(rows) < n:
+        raise ValueError(f"Asked for {n} {noun} but only {len(rows)} are usable ({report})")
+    return rows, report

@@ -1,9 +1,8 @@
-"""Reading upstream datasets (Hub id or local files), sampling their rows, and writing prepared ones.
+"""Reading upstream datasets (Hub id or local files) and writing prepared ones.
 
 A source is a Hub dataset id (`berkeley-nest/Nectar`), a local `.jsonl`/`.json`/`.parquet`
-file, a directory of such files, or a directory written by `Dataset.save_to_disk`.
-Upstream columns are checked up front so a wrong file fails with the missing column named
-and the expected schema spelled out, not with a KeyError deep inside a conversion.
+file, a directory of such files, or a directory written by `Dataset.save_to_disk`. A JSON-lines
+file is checked line by line first (`check_jsonl`), so a bad line is named with its fix.
 
 **The R-Align authors' files** (R-Align-BMK, R-Align-RL-Data) are read as they are published and
 come out in the pairwise schema. Their JSON-lines files (`data/helpsteer3_aug.jsonl`,
@@ -24,35 +23,20 @@ the training files of `lyn22333/R-Align-RL-Data`) hold one pair per line:
 A row lacking a field is an `RAlignRowError` naming the file, the line and the field. `load_source`
 reads such files (and the Hub repositories `HUB_REPOS`) after its line-by-line JSON check, so every
 command and trainer takes them as they are.
-
-**Sampling.** The papers sample a fixed number of queries with a seed (RankBuffer Sec. 4.1: 1,000
-Nectar queries, seed 42; MatrixReward Sec. 4: 2,560 UltraFeedback queries). `sample_rows` shuffles
-the row indices with `random.Random(seed)` and walks them in that order, converting each row and
-keeping it unless it is ineligible (reason counted) or repeats a kept `query_id`, until `n` rows
-are kept. Only the rows walked are read, so sampling 1,000 of 183k is quick. The RM-R1 pairs
-(`data.pairwise`) walk their own order and key on `pair_id`.
 """
 
 from __future__ import annotations
 
 import json
-import random
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 
 import datasets
-from tqdm.auto import tqdm
 
 from ..judging.seeding import text_id
 from .schema import PAIRWISE_FEATURES, preference_row
 
 _FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
-
-
-class SchemaError(ValueError):
-    """An upstream dataset lacks a column (or a row a field) its converter needs."""
 
 
 class DatasetFileError(ValueError):
@@ -130,18 +114,6 @@ def check_jsonl(path: Path) -> None:
         raise DatasetFileError(f"{path} holds no rows; write one JSON object per line")
 
 
-def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: str) -> None:
-    """Raise `SchemaError` naming every column of `columns` (name -> description) that is absent."""
-    missing = [name for name in columns if name not in dataset.column_names]
-    if missing:
-        expected = "\n".join(f"  {name}: {about}" for name, about in columns.items())
-        raise SchemaError(
-            f"The source lacks column(s) {missing} of the {schema} schema (has {dataset.column_names}).\n"
-            f"Expected columns:\n{expected}\n"
-            "Pass the upstream dataset (or a JSONL/parquet export of it) without renaming its columns."
-        )
-
-
 def save_dataset(dataset: datasets.Dataset, output_dir: str | None, push_to_hub: str | None = None) -> None:
     """Save with `save_to_disk(output_dir)` and/or push to the Hub repo `push_to_hub`."""
     if not output_dir and not push_to_hub:
@@ -199,7 +171,7 @@ def _turns(value, where: str) -> list[dict[str, str]]:
 
 
 def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
-    """One published row -> one row of the pairwise schema (`data.pairwise`); see the module docstring."""
+    """One published row -> one row of the pairwise schema (`data.preferences`); see the module docstring."""
     for name in REQUIRED_FIELDS:
         if name not in raw:
             raise RAlignRowError(
@@ -244,82 +216,3 @@ def download_ralign_repo(repo_id: str) -> Path:
     from huggingface_hub import snapshot_download
 
     return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.jsonl", "**/*.jsonl"]))
-
-
-class Ineligible(Exception):
-    """A row that cannot be used (e.g. six answers where seven are needed); the reason is counted."""
-
-
-def list_entries(
-    row: dict, column: str, columns: dict[str, str], *, count: int, fields: Sequence[str], schema: str
-) -> list[dict]:
-    """The `count` entries of a row's list column (e.g. Nectar's seven answers), each a dict with `fields`.
-
-    Another number of entries makes the row `Ineligible` ("6 answers (need 7)"); an entry without
-    a field means the source has another schema: `SchemaError` quoting `columns[column]`.
-    """
-    entries = row[column] or []
-    if len(entries) != count:
-        raise Ineligible(f"{len(entries)} {column} (need {count})")
-    for entry in entries:
-        missing = [f for f in fields if f not in entry]
-        if missing:
-            raise SchemaError(f"{schema}: an entry of {column!r} lacks {missing}; expected {columns[column]}")
-    return entries
-
-
-@dataclass
-class SampleReport:
-    """What sampling walked through: rows read, kept, and skipped by reason."""
-
-    read: int = 0
-    kept: int = 0
-    skipped: Counter = field(default_factory=Counter)
-
-    def __str__(self) -> str:
-        skipped = ", ".join(f"{reason}: {count}" for reason, count in sorted(self.skipped.items())) or "none"
-        return f"read {self.read} rows, kept {self.kept}; skipped: {skipped}"
-
-
-def sample_rows(
-    dataset: datasets.Dataset,
-    convert: Callable[[int, dict], dict],
-    *,
-    n: int | None,
-    seed: int,
-    order: Iterable[int] | None = None,
-    key: str = "query_id",
-    duplicate: str = "duplicate prompt",
-    noun: str = "queries",
-) -> tuple[list[dict], SampleReport]:
-    """Convert rows in seeded random order until `n` distinct eligible rows are kept (None: all).
-
-    `convert(index, row)` returns the output row or raises `Ineligible(reason)`; a row repeating a kept
-    row's `key` is skipped as `duplicate`. `order`: the row indices to walk (default: shuffled by
-    `random.Random(seed)`). Raises ValueError when fewer than `n` rows are eligible.
-    """
-    if order is None:
-        order = list(range(len(dataset)))
-        random.Random(seed).shuffle(order)
-    report, rows, seen = SampleReport(), [], set()
-    target = len(dataset) if n is None else n
-    with tqdm(total=target, desc=f"sampling {noun}", unit="row") as bar:
-        for index in order:
-            if len(rows) >= target:
-                break
-            report.read += 1
-            try:
-                row = convert(index, dataset[index])
-            except Ineligible as reason:
-                report.skipped[str(reason)] += 1
-                continue
-            if row[key] in seen:
-                report.skipped[duplicate] += 1
-                continue
-            seen.add(row[key])
-            rows.append(row)
-            bar.update(1)
-    report.kept = len(rows)
-    if n is not None and len(rows) < n:
-        raise ValueError(f"Asked for {n} {noun} but only {len(rows)} are usable ({report})")
-    return rows, report

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.schema import query_text
+from ..data.prompts import query_text
 from ..judging.ledger import LedgerSnapshot
 from ..judging.outcomes import ask_pair
 from ..judging.protocol import Judge, is_failure

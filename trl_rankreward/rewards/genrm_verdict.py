@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..data.schema import query_text
+from ..data.prompts import query_text
 from ..judging.rendering import Rendered, TextCut
 from ..judging.seeding import stable_seed, text_id
 from .answers import strip_thinking
@@ -218,7 +218,7 @@ def genrm_fitting(messages_of, response_a: str, response_b: str, *, max_tokens: 
 
 
 def prompt_text(prompt) -> str:
-    """A pair's prompt as one text: a string as it is, chat messages via `data.schema.query_text`."""
+    """A pair's prompt as one text: a string as it is, chat messages via `data.prompts.query_text`."""
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):

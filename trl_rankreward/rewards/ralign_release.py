@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.schema import user_prompt
+from ..data.prompts import user_prompt
 from ..judging.backends.base import BackendError
 from ..judging.ledger import JudgeLedger
 from ..judging.prompt_budget import WindowFitting

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import datasets
 
-from ..data.schema import query_text
+from ..data.prompts import query_text
 from ..judging.rendering import Rendered, TextCut
 from .runner import InvalidOutput, Job, PromptTemplate, RunSummary, check_columns, extract_json_object, run_jobs
 
