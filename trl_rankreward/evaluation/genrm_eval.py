@@ -1,7 +1,5 @@
 """The rationale-aware GenRM benchmark (R-Align paper, Sec. 3.3): the run, its metrics, and an offline MetaRM.
 
-The rationale-aware GenRM benchmark run (R-Align paper, Sec. 3.3).
-
 For each pairwise row (prompt, response_a, response_b, label, golden_rationale, source):
 show the pair to the GenRM in the seeded display order, parse its boxed verdict, map it back,
 and ask the MetaRM about the rationale of every label-correct answer (the same classification

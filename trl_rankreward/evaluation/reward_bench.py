@@ -1,7 +1,5 @@
 """Reward-method benchmark: judge cost, latency and ranking fidelity of every method, side by side.
 
-Reward-method benchmark: judge cost, latency and ranking fidelity of every method, side by side.
-
 Every reward method of the registry scores the same simulated training run
 (`evaluation.simulation`): N queries, E epochs, G rollouts per group, `queries_per_step`
 groups per step. The judge is `BenchJudge`, a `SimulatedJudge` (Thurstone noise per call,
