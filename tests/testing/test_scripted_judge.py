@@ -128,6 +128,17 @@ def test_the_authors_metarm_layout_gets_their_tags_by_the_meta_rule(judge, tmp_p
     assert meta_verdict(answer) is verdict
 
 
+def test_a_rationale_first_prompt_gets_the_verdict_under_a_verdict_heading(judge):
+    # pairwise_rationale: the parser reads only the JSON after the last VERDICT heading; WORST 1 < MID 5 -> B
+    from trl_rankreward.judging.templates import JudgeTemplates
+
+    request = PairwiseRequest(query="q", a=WORST, b=MID)
+    rendered = render(request, templates=JudgeTemplates(pairwise_rationale=True))
+    client = openai.OpenAI(base_url=judge, api_key="x", max_retries=0, timeout=10)
+    answer = client.chat.completions.create(model=judge.model, messages=rendered.messages).choices[0].message.content
+    assert answer.startswith("RATIONALE\n") and parse_answer(answer, request, rendered) == "B"
+
+
 def test_rubric_pairwise_explicit_and_implicit(judge):
     # explicit (one rubric): LOW (3) vs GOOD (10) -> ["B"]
     explicit = RubricPairwiseRequest(query="q", rubrics=RUBRICS, rubric_index=1, a=LOW, b=GOOD)

@@ -23,7 +23,8 @@ The request kind is told from the prompt's blocks: a `golden` rationale -> meta;
 the position is the candidate's quality clipped to 0..K); a lone `response` -> pointwise;
 `"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
 IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
-numbered rubric when the instruction asks for `"winners"`. A GenRM prompt gets a one-line rationale
+numbered rubric when the instruction asks for `"winners"`. A prompt that asks for a rationale first (`pairwise_rationale`: a `VERDICT` heading line after the
+responses) gets a one-line `RATIONALE`, then that JSON under `VERDICT`. A GenRM prompt gets a one-line rationale
 ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties). Both
 GenRM layouts are read: ours (`[Response A]` ... `[End of Response B]` sections,
 `rewards.genrm_verdict.GENRM_PROMPT`) and the R-Align authors' (`<|The Start of Assistant A's Answer
@@ -44,8 +45,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..judging.parsing import asks_rationale_first
 from ..judging.quality_judge import QualityJudge, answer_json
-from ..judging.rendering import NUMBER_WORDS
+from ..judging.rendering import NUMBER_WORDS, Rendered
 from ..judging.requests import (
     BufferSelectRequest,
     CoarseRequest,
@@ -126,7 +128,10 @@ def answer_for_prompt(prompt: str, judge: QualityJudge) -> str:
             request = PairwiseRequest(query=context, query_id=context, a=sections["A"], b=sections["B"])
             winner = "B" if asyncio.run(judge.judge(request)) == "B" else "A"
             return f"Response {winner} is better on the decisive criteria.\n\\boxed{{{winner}}}"
-    return json.dumps(_answer_for_prompt(prompt, judge))
+    verdict = json.dumps(_answer_for_prompt(prompt, judge))
+    if asks_rationale_first(Rendered([{"role": "user", "content": prompt}])):
+        return f"RATIONALE\nThe comparison, rubric by rubric.\n\nVERDICT\n{verdict}"
+    return verdict
 
 
 def _release_meta_answer(context: str, sections: dict, golden: str, rationale: str, judge: QualityJudge) -> str:
