@@ -276,3 +276,41 @@ def test_bad_options_raise(options, message):
     with pytest.raises(ValueError, match=message):
         with serve_scripted_judge(**options):
             pass
+
+
+def test_rubric_and_rationale_generation_run_against_it(tmp_path):
+    # `rubrics generate` / `rubrics rationales` offline: three fixed rubrics (weights 3, 2, 1) per query, and a
+    # rationale preferring the label the prompt names (PPE's model_a -> A, HelpSteer3's +2 -> B)
+    import datasets
+
+    from tests.data.upstream import nectar_row, write_jsonl
+    from trl_rankreward.data import load_source, prepare_helpsteer3, prepare_nectar, prepare_ppe
+    from trl_rankreward.data.records import read_records
+    from trl_rankreward.judging import OpenAICompatibleBackend
+    from trl_rankreward.rubrics import generate_rationales, generate_rubrics
+
+    nectar, _ = prepare_nectar(
+        load_source(str(write_jsonl(tmp_path / "n.jsonl", [nectar_row(i) for i in range(2)]))), num_queries=None
+    )
+    hs3 = [
+        {
+            "context": [{"role": "user", "content": "fix it"}],
+            "response1": "r1",
+            "response2": "r2",
+            "overall_preference": 2,
+            "individual_preference": [{"score": 2, "reasoning": "@Response 2 compiles."}],
+        }
+    ]
+    ppe = [{"prompt": "q", "response_1": "x", "response_2": "y", "winner": "model_a"}]
+    pairs = datasets.concatenate_datasets([
+        prepare_helpsteer3(load_source(str(write_jsonl(tmp_path / "hs3.jsonl", hs3))))[0],
+        prepare_ppe(load_source(str(write_jsonl(tmp_path / "ppe.jsonl", ppe))))[0],
+    ])  # fmt: skip
+    with serve_scripted_judge() as url:
+        backend = OpenAICompatibleBackend(url, url.model)
+        rubrics = generate_rubrics(nectar, backend, tmp_path / "rubrics.jsonl")
+        rationales = generate_rationales(pairs, backend, tmp_path / "rationales.jsonl")
+    assert (rubrics.succeeded, rubrics.failed, rationales.succeeded, rationales.failed) == (2, 0, 2, 0)
+    assert [r["weight"] for r in next(read_records(tmp_path / "rubrics.jsonl"))["rubrics"]] == [3, 2, 1]
+    golden = {r["pair_id"]: r["golden_rationale"] for r in read_records(tmp_path / "rationales.jsonl")}
+    assert sorted(g.split()[1] for g in golden.values()) == ["A", "B"]

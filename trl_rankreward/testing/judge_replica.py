@@ -226,11 +226,12 @@ def main(argv: list[str] | None = None) -> None:
         description=(
             "An offline judge for runs without a GPU or a judge server: an OpenAI-compatible server on "
             "127.0.0.1 whose verdicts are scripted (a text's quality is its number of distinct words), with "
-            "a vLLM replica's limits. It answers every judge prompt the package sends: the judge templates "
-            "(coarse, pointwise, pairwise, rubric-pairwise, listwise, buffer-select, meta), the GenRM prompt, "
-            "and the R-Align authors' GenRM and MetaRM layouts (r_align_release). It prints its base URL; "
-            "point a config's judge_base_urls (or --genrm_base_urls / --metarm_base_urls) at it and set the "
-            "judge model to the name it serves (--model)."
+            "a vLLM replica's limits. It answers every prompt the package sends: the judge templates "
+            "(coarse, pointwise, pairwise with or without a rationale first, rubric-pairwise, listwise, "
+            "buffer-select, meta), the GenRM prompt, the R-Align authors' GenRM and MetaRM layouts "
+            "(r_align_release), and the rubric and rationale generation prompts. It prints its base URL; "
+            "point a config's judge_base_urls (or --genrm_base_urls / --metarm_base_urls, or the rubrics "
+            "commands' --base_urls) at it and set the model to the name it serves (--model)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -249,7 +250,9 @@ def main(argv: list[str] | None = None) -> None:
         help="context window in tokens, listed at /v1/models; a longer request gets vLLM's HTTP 400",
     )
     parser.add_argument(
-        "--no-tokenize", action="store_true", help="answer POST /tokenize with 404 (by default it counts tokens as vLLM does)"
+        "--no-tokenize",
+        action="store_true",
+        help="answer POST /tokenize with 404 (by default it counts tokens as vLLM does)",
     )
     args = parser.parse_args(argv)
     with serve_judge_replica(slots=args.slots, latency_s=args.latency_s, max_model_len=args.max_model_len,

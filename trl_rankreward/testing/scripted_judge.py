@@ -23,7 +23,9 @@ The request kind is told from the prompt's blocks: a `golden` rationale -> meta;
 the position is the candidate's quality clipped to 0..K); a lone `response` -> pointwise;
 `"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
 IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
-numbered rubric when the instruction asks for `"winners"`. A prompt that asks for a rationale first (`pairwise_rationale`: a `VERDICT` heading line after the
+numbered rubric when the instruction asks for `"winners"`. The offline generation prompts (`rubrics generate`, `rubrics rationales`, the default templates)
+get a valid answer too: three fixed rubrics, or a rationale that prefers the response the prompt
+names as preferred. A prompt that asks for a rationale first (`pairwise_rationale`: a `VERDICT` heading line after the
 responses) gets a one-line `RATIONALE`, then that JSON under `VERDICT`. A GenRM prompt gets a one-line rationale
 ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties). Both
 GenRM layouts are read: ours (`[Response A]` ... `[End of Response B]` sections,
@@ -95,6 +97,10 @@ _RELEASE_SECTION = re.compile(
     r"<\|The Start of Assistant ([AB])'s Answer with User\|>\n\n(.*?)\n\n<\|The End of Assistant \1's Answer with User\|>",
     re.DOTALL,
 )
+_ASKS_RUBRICS = re.compile(r'\{\s*"rubrics"\s*:')
+_PREFERRED = re.compile(r"(?:preferred response is|final preference is) Response ([AB])\b")
+#: the rubrics it writes for a rubric-generation prompt: three, weights 3, 2, 1 (valid for both papers' templates)
+_RUBRICS = ("Answers the question that was asked", "States facts correctly", "Is clear and concise")
 _GOLDEN = re.compile(r"<golden_judge>\n?(.*?)\n?</golden_judge>", re.DOTALL)
 _GENRM_OUTPUT = re.compile(r"<genrm_output>\n?(.*?)\n?</genrm_output>", re.DOTALL)
 
@@ -190,6 +196,11 @@ def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
         request = RubricPairwiseRequest(**about, a=blocks["A"], b=blocks["B"], rubrics=rubrics)
     elif "A" in blocks and "B" in blocks:  # holistic, or one rubric: both answer {"winner": ...}
         request = PairwiseRequest(**about, a=blocks["A"], b=blocks["B"])
+    elif _ASKS_RUBRICS.search(outside):
+        return {"rubrics": [{"text": text, "weight": 3 - k} for k, text in enumerate(_RUBRICS)]}
+    elif '{"rationale"' in outside and _PREFERRED.search(outside):
+        preferred = _PREFERRED.search(outside).group(1)
+        return {"rationale": f"Response {preferred} answers the question; the other does not.", "preferred": preferred}
     else:
         raise ValueError(
             f"cannot tell which judge request this prompt is (response blocks: {sorted(blocks)}); "
