@@ -258,7 +258,7 @@ def _quality(query_id: str, text: str) -> float:
 
 
 def _oracle_judge(**kwargs):
-    from trl_rankreward.evaluation.oracle_judge import OracleJudge
+    from trl_rankreward.testing import OracleJudge
 
     return OracleJudge(_quality, **kwargs)
 

@@ -6,7 +6,7 @@ failed after `max_attempts` tries, with the errors recorded, and nothing in the 
 
 import pytest
 
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
 from trl_rankreward.judging import OpenAICompatibleBackend
 from trl_rankreward.rubrics import generate_rubrics
 from trl_rankreward.testing import build_tiny_model, serve_transformers

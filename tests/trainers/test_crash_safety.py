@@ -15,7 +15,7 @@ import time
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.evaluation.buffer_report import load_buffer_state
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, read_method_state
 from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
 from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
@@ -24,7 +24,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from tests.trainers.helpers import tiny_config, tiny_trainer
-    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+    from trl_rankreward.evaluation.simulation import SimulatedJudge
     from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
     model_dir, dataset, output_dir = sys.argv[1:4]

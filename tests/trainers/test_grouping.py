@@ -2,7 +2,7 @@
 
 import pytest
 
-from trl_rankreward.data.conversation import query_id, query_text
+from trl_rankreward.data.prompts import query_id, query_text
 from trl_rankreward.judging.ledger import JudgeLedger
 from trl_rankreward.trainers.grouping import completion_text, reward_row, rows_to_groups
 from trl_rankreward.trainers.judge_usage import JudgeUsage, combined_snapshot

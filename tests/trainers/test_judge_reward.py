@@ -7,10 +7,10 @@ from functools import partial
 
 import pytest
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
+from trl_rankreward.testing import CountingMethod
 from trl_rankreward.trainers.judge_reward import (
     METHOD_STATE_NAME,
     JudgeRewardGRPOConfig,
@@ -134,7 +134,7 @@ def test_wandb_offline_run_files_hold_judge_metrics(tiny_model_dir, tiny_dataset
 
 @pytest.mark.parametrize("name", ["pointwise", "tournament"])
 def test_method_built_by_name_from_config(name, tiny_model_dir, tiny_dataset, tmp_path):
-    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+    from trl_rankreward.evaluation.simulation import SimulatedJudge
 
     args = cpu_config(tmp_path / "out", max_steps=1, reward_method=name, lambda_fmt=0.2)
     trainer = tiny_trainer(

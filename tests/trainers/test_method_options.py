@@ -13,11 +13,11 @@ import dataclasses
 import pytest
 
 from tests.trainers.helpers import tiny_config
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.options import MethodOptions, options_class_of
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method, reward_method_class
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.trainers.builders import build_reward_method
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
 from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer

@@ -9,9 +9,9 @@ import pytest
 import torch
 from datasets import Dataset
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, snapshot
 from tests.trainers.test_multiprocess import ROOT, _free_port
+from trl_rankreward.testing import CountingMethod
 from trl_rankreward.trainers.critic import VALUE_HEAD_NAME
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 from trl_rankreward.trainers.ppo import CriticPPOConfig, CriticPPOTrainer

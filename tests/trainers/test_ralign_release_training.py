@@ -1,6 +1,6 @@
 """`r_align_release` in training and as a downstream reward: the request log shows the authors' layout.
 
-The prompts are a fake release folder's (text of our own, `testing.fake_release`); the layout is
+The prompts are a fake release folder's (text of our own, `testing.fakes`); the layout is
 `rewards.ralign_release.pair_block`. One scripted server stands in for the MetaRM and the GenRM.
 """
 
@@ -18,8 +18,8 @@ pytest.importorskip("torch")
 from tests.trainers.test_ralign import PAIRS, _config, _pairs  # noqa: E402
 from tests.trainers.test_ralign import genrm_model as genrm_model  # noqa: E402, F401  (the fixture)
 from trl_rankreward.rewards.ralign_release import RAlignRelease, pair_block  # noqa: E402
-from trl_rankreward.testing.chat_script_server import Reply, serve_chat_script  # noqa: E402
-from trl_rankreward.testing.fake_release import write_fake_release  # noqa: E402
+from trl_rankreward.testing.chat_servers import Reply, serve_chat_script  # noqa: E402
+from trl_rankreward.testing.fakes import write_fake_release  # noqa: E402
 from trl_rankreward.trainers.ralign import RAlignGenRMTrainer  # noqa: E402
 
 TAGGED = "<genrm_analysis>names the key point</genrm_analysis>\n<final_verdict>Correct</final_verdict>"

@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 
 from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.base import RunContext
 from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
 from trl_rankreward.rewards.registry import make_reward_method

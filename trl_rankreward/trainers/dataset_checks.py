@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._gc import paused_gc
-from ..data.conversation import message_text, query_text
+from ..data.prompts import message_text, query_text
 from ..judging.requests import Rubric
 from ..rewards.options import DataNeeds
 from ..rewards.registry import REWARD_METHODS, reward_method_class

@@ -6,7 +6,7 @@ G completions of one query. We rebuild groups from that layout and verify it: ev
 of a chunk must carry the same query id and query text.
 
 The dataset's columns are those `dataset_checks` checks (docs/trainers.md). The query a judge sees
-is `data.conversation.query_text(prompt)`, the same text rubric generation showed its generator.
+is `data.prompts.query_text(prompt)`, the same text rubric generation showed its generator.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..data.conversation import message_text, query_text
+from ..data.prompts import message_text, query_text
 from ..judging.seeding import text_id
 from ..rewards.base import Group
 
@@ -30,7 +30,7 @@ def reward_row(example: dict[str, Any], prompt: Any, completion: Any) -> dict[st
     """The picklable part of one rollout that reward methods need (gathered across processes).
 
     Without a `query_id` column the query id is the content address of the query text
-    (`text_id(query_text(prompt))`, the same id `data.conversation.query_id` gives).
+    (`text_id(query_text(prompt))`, the same id `data.prompts.query_id` gives).
     """
     query = query_text(prompt)
     query_id = example.get("query_id")

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from trl import GRPOConfig
 
-from ..evaluation.genrm_metrics import GenRMCounts
+from ..evaluation.genrm_eval import GenRMCounts
 from ..judging.server_fields import MetaRMFields
 from ..judging.server_settings import METARM
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
@@ -173,7 +173,7 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
 
     Args:
         model, args, train_dataset, eval_dataset, processing_class, callbacks, peft_config: as in
-            `GRPOTrainer`. Datasets hold pairwise rows (`data.preferences` schema); the GenRM
+            `GRPOTrainer`. Datasets hold pairwise rows (`data.pairwise` schema); the GenRM
             prompt columns are added by `build_genrm_prompts` unless already there.
         meta_judge: the MetaRM: any judge (`async judge(MetaJudgeRequest) -> bool`) or a
             `(request) -> bool` hook (with `r_align_release`, one that answers `ReleaseMetaRequest`).
