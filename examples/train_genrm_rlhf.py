@@ -28,7 +28,7 @@ from trl import ModelConfig
 
 from trl_rankreward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
-from trl_rankreward.trainers.builders import build_training_judge
+from trl_rankreward.trainers.judge_reward import build_training_judge
 
 
 @dataclass

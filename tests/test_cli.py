@@ -155,7 +155,7 @@ def test_example_config_keys_of_0_1_are_read_with_a_note(tmp_path, capsys):
     # MatrixReward's `extractor: critic` (the 0.1 example configs) is read as matrix_weighting, with a note
     from trl_rankreward.parsing import apply_config_file
     from trl_rankreward.scripts import ScriptParser
-    from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig
+    from trl_rankreward.trainers.judge_reward import MatrixRewardGRPOConfig
 
     config = tmp_path / "matrix.yaml"
     config.write_text("extractor: critic\noutput_dir: out\nuse_cpu: true\nbf16: false\nreport_to: none\n")

@@ -30,7 +30,7 @@ from trl_rankreward.judging.requests import FailureKind
 from trl_rankreward.rewards.anchor_buffer import SOURCES
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method
-from trl_rankreward.trainers.judge_usage import JudgeUsage, combined_snapshot
+from trl_rankreward.trainers.group_scoring import JudgeUsage, combined_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "metrics.md"
@@ -122,7 +122,7 @@ def ralign_names() -> set[str]:
 
 def constant_names(path: Path, prefix: str) -> set[str]:
     """The `prefix...` string constants of a trainer module (importing it would import trl): `ppo/...` of
-    `trainers/ppo_critic.py` (tests/trainers/test_ppo.py checks that a run logs them) and the step timings
+    `trainers/ppo.py` (tests/trainers/test_ppo.py checks that a run logs them) and the step timings
     `judge/..._seconds` of `trainers/judge_reward.py` (tests/trainers/test_overlap.py checks a run's)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).startswith(prefix)}
@@ -173,7 +173,7 @@ def emitted() -> dict[str, set[str]]:
     sources["LedgerSnapshot.metrics"] = set(LedgerSnapshot(failures={"invalid": 1}).metrics())
     sources["evaluation.win_rate.evaluation_metrics"] = evaluation_names()
     sources["trainers/ralign.py:step_metrics"] = ralign_names()
-    sources["trainers/ppo_critic.py"] = constant_names(PPO_CRITIC, "ppo/")
+    sources["trainers/ppo.py"] = constant_names(PPO_CRITIC, "ppo/")
     sources["trainers/judge_reward.py"] = constant_names(JUDGE_REWARD_TRAINER, "judge/")
     return sources
 

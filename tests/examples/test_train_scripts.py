@@ -77,7 +77,7 @@ def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(tmp
     from types import SimpleNamespace
 
     from trl_rankreward import RankBufferGRPOTrainer
-    from trl_rankreward.trainers import checkpoints
+    from trl_rankreward.trainers import base as checkpoints
 
     warnings = []
     monkeypatch.setattr(checkpoints.logger, "warning", warnings.append)
@@ -161,7 +161,7 @@ def test_genrm_rlhf_asks_a_served_genrm_in_its_own_format(models_server, tmp_pat
     from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.judging.backends.base import BackendError
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
-    from trl_rankreward.trainers.builders import build_training_judge
+    from trl_rankreward.trainers.judge_reward import build_training_judge
 
     args = JudgeRewardGRPOConfig(output_dir=str(tmp_path), reward_method="genrm", judge_base_urls=[models_server],
                                  judge_model="m", judge_max_attempts=5, judge_max_tokens=2048, judge_seed=3,

@@ -12,7 +12,7 @@ from tests.trainers.test_examples import ROOT, load_example, parse
 from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import PointwiseRequest, RubricPairwiseRequest
 from trl_rankreward.rewards.matrix_reward import MatrixReward, MatrixRewardOptions
-from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
+from trl_rankreward.trainers.judge_reward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
 
 MATRIX_KEYS = ("matrix/alpha", "matrix/beta", "matrix/fallbacks", "matrix/weight_max", "matrix/weight_min",
                "matrix/weight_prior_shift", "matrix/column_spread")  # fmt: skip

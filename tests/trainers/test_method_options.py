@@ -18,10 +18,14 @@ from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.options import MethodOptions, options_class_of
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method, reward_method_class
-from trl_rankreward.trainers.builders import build_reward_method
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
-from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig, MatrixRewardGRPOTrainer
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.judge_reward import (
+    JudgeRewardGRPOConfig,
+    MatrixRewardGRPOConfig,
+    MatrixRewardGRPOTrainer,
+    RankBufferGRPOConfig,
+    RankBufferGRPOTrainer,
+    build_reward_method,
+)
 
 #: the methods with a trainer config of their own; every other method's is JudgeRewardGRPOConfig
 OWN_CONFIGS = {

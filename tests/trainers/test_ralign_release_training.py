@@ -64,7 +64,7 @@ def test_downstream_genrm_reward_asks_in_the_release_layout(tmp_path):
     from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.rewards.genrm_reward import GenRMPairwiseReward
-    from trl_rankreward.trainers.builders import build_training_judge
+    from trl_rankreward.trainers.judge_reward import build_training_judge
 
     release_dir = write_fake_release(tmp_path / "R-Align")
     release = RAlignRelease.load(release_dir)

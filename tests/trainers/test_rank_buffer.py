@@ -11,8 +11,7 @@ from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
 from trl_rankreward.rewards.base import RunContext
 from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
 from trl_rankreward.rewards.registry import make_reward_method
-from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME, RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 #: the tiny dataset has 3 references per query; K0=2 keeps the best and the worst
 config = partial(tiny_config, RankBufferGRPOConfig, k0=2)

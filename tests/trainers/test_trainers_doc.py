@@ -7,9 +7,7 @@ import pytest
 from trl import GRPOConfig
 
 from tests.trainers.test_examples import ROOT
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
-from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig
+from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, MatrixRewardGRPOConfig, RankBufferGRPOConfig
 
 DOC = (ROOT / "docs" / "trainers.md").read_text(encoding="utf-8")
 ROW = re.compile(r"^\| `(\w+)` \| `(.*?)` \| (.*) \|$")

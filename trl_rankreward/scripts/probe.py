@@ -22,9 +22,7 @@ SCRIPT_FOR_METHOD = {
 
 def config_classes() -> list[type]:
     """The trainer configs a training YAML may be written for, the general one first."""
-    from ..trainers.judge_reward import JudgeRewardGRPOConfig
-    from ..trainers.matrix_reward import MatrixRewardGRPOConfig
-    from ..trainers.rank_buffer import RankBufferGRPOConfig
+    from ..trainers.judge_reward import JudgeRewardGRPOConfig, MatrixRewardGRPOConfig, RankBufferGRPOConfig
 
     return [JudgeRewardGRPOConfig, RankBufferGRPOConfig, MatrixRewardGRPOConfig]
 
@@ -65,7 +63,7 @@ def sample_groups(model_name: str, dataset, training_args, *, queries: int, seed
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..trainers.grouping import reward_row, rows_to_groups
+    from ..trainers.group_scoring import reward_row, rows_to_groups
 
     if queries < 1:
         raise ValueError(f"--queries must be >= 1, got {queries}")

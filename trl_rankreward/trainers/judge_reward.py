@@ -23,31 +23,254 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
+import json
+import os
 import time
-from dataclasses import fields
+import warnings
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
 from accelerate import PartialState
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
+from trl import GRPOConfig
 
-from ..rewards.base import GroupRewardMethod
+from ..judging.protocol import Judge
+from ..judging.server_fields import TrainingJudgeFields
+from ..judging.server_settings import TRAINING_JUDGE, build_judge
+from ..rewards.answers import AnswerFormat
+from ..rewards.base import GroupRewardMethod, RunContext
+from ..rewards.matrix_reward import MatrixRewardOptions
+from ..rewards.options import MethodOptions, option_values
+from ..rewards.rank_buffer import RankBufferOptions
+from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
-from .builders import build_reward_method, build_training_judge
-from .circuit_breaker import JudgeFailureError
-from .critic_config import critic_card_settings, training_algorithm
 from .dataset_checks import check_group_size, check_training_dataset
-from .group_scoring import GroupScorer, PendingScore, Scored, gather_rows, share_from_main
-from .grouping import reward_row
-from .judge_eval import evaluation_summary
-from .judge_reward_config import JudgeRewardGRPOConfig
-from .judge_usage import TOTAL_SUFFIX
+from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
+from .judge_eval import JudgeEvalConfig, check_judge_eval, evaluation_summary
 from .model_card import CITATIONS, describe_judge, redact_urls, training_section
-from .reward_state import JUDGE_USAGE_NAME, RewardRunState
-from .run_naming import name_the_run
-from .run_summary import resume_message, startup_message
+from .ppo import CriticConfig, critic_card_settings, critic_post_init, training_algorithm
+from .reward_state import (
+    JUDGE_USAGE_NAME,
+    JudgeCircuitBreaker,
+    JudgeFailureError,
+    RewardRunState,
+    resume_message,
+    startup_message,
+)
+
+# ---- from builders.py ----------------------------------------------------------------------------------
+
+def build_training_judge(config, *, genrm_format: bool = False) -> Judge:
+    """The judge the config's `judge_*` fields describe, its servers checked now: an `LLMJudge`, the
+    embedded `EmbeddingJudge` when `judge_base_urls` is empty, or with `genrm_format` a `GenRMJudge`
+    (a GenRM answering \\boxed{A|B}, in the R-Align authors' layout when the options set `r_align_release`)."""
+    settings = TRAINING_JUDGE.settings(config)
+    if genrm_format:
+        from ..rewards.genrm_reward import GenRMJudge
+
+        release = getattr(config.method_options(), "r_align_release", None)
+        return GenRMJudge.from_settings(settings, r_align_release=release)
+    return build_judge(settings, embedded_without_urls=True)
+
+
+def build_reward_method(config, judge: Judge, *, tokenizer=None) -> GroupRewardMethod:
+    """The reward method the config names, with its options (`config.method_options()`) and what the run
+    provides (`RunContext`): the answer format, the run's `seed` (not `judge_seed`, which seeds only the
+    judge's display shuffles), `output_dir`, and with `tokenizer` the policy's token count (methods that
+    weigh length count tokens in any language)."""
+    run = RunContext(
+        answer_format=AnswerFormat(thinking=config.thinking_format),
+        seed=config.seed,
+        output_dir=config.output_dir,
+        length_fn=TokenLength(tokenizer) if tokenizer is not None else None,
+    )
+    return reward_method_class(config.reward_method).for_run(judge, config.method_options(), run)
+
+
+class TokenLength:
+    """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+# ---- from run_naming.py --------------------------------------------------------------------------------
+
+def name_the_run(args, method: str) -> None:
+    """Name runs by method and judge for W&B (and other loggers), unless the user did: `run_name`
+    defaults to `<method>-<judge>-<output_dir name>`; W&B's group and tags come from the
+    environment variables `WANDB_RUN_GROUP` (default: the method) and `WANDB_TAGS`."""
+    judge = (args.judge_model or "embedded").rstrip("/").split("/")[-1]
+    if not args.run_name:
+        args.run_name = f"{method}-{judge}-{os.path.basename(os.path.normpath(args.output_dir))}"
+    os.environ.setdefault("WANDB_RUN_GROUP", method)
+    os.environ.setdefault("WANDB_TAGS", f"trl-rankreward,{method},judge:{judge}")
+
+
+# ---- from judge_reward_config.py -----------------------------------------------------------------------
+
+@dataclass
+class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
+    """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
+
+    Every field is in sight: its own below, the judge server's (`judge_*`) in
+    `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval_config.JudgeEvalConfig`,
+    the critic's in `critic_config.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
+    server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
+    by similarity to the query's `references`).
+
+    The method's options are `reward_method_kwargs` and `lambda_fmt`, checked by the method's
+    options dataclass (`rewards.options`; `method_options()` builds it). A config for one method
+    (`MatrixRewardGRPOConfig`, `RankBufferGRPOConfig`) inherits that dataclass, so its options
+    are its own fields, with the same names and defaults.
+    """
+
+    reward_method: str = field(
+        default="pointwise",
+        metadata={"help": "Group reward method by registry name.", "choices": list(REWARD_METHODS)},
+    )
+    judge_stop_after_failed_batches: int = field(
+        default=JudgeCircuitBreaker.max_failed_batches,
+        metadata={
+            "help": "Save a checkpoint and stop with an error when every group of this many consecutive generation "
+            "batches is neutral (the judge failed; zero advantages). 0: never."
+        },
+    )
+    judge_failure_window: int = field(
+        default=JudgeCircuitBreaker.window,
+        metadata={"help": "Generation batches over which judge_max_neutral_fraction is measured."},
+    )
+    judge_max_neutral_fraction: float = field(
+        default=JudgeCircuitBreaker.max_neutral_fraction,
+        metadata={
+            "help": "Save a checkpoint and stop with an error when more than this fraction of the groups of the last "
+            "judge_failure_window generation batches is neutral. 1.0: never."
+        },
+    )
+    overlap_judging: bool = field(
+        default=True,
+        metadata={
+            "help": "Start judging as soon as the completions exist, while TRL computes the old-policy and reference "
+            "log-probs, instead of after them. Same rewards and judge calls either way."
+        },
+    )
+    resume_with_fresh_reward_state: bool = field(
+        default=False,
+        metadata={
+            "help": "Resuming from a checkpoint without the reward method's state (e.g. written by plain TRL) is an "
+            "error for methods with state (RankBuffer's buffers); set this to start them afresh instead."
+        },
+    )
+    lambda_fmt: float | None = field(
+        default=None,
+        metadata={
+            "help": "Weight of the format reward added to each reward. None: the method's default, the "
+            "`lambda_fmt` of its options class (e.g. `RankBufferOptions`)."
+        },
+    )
+    thinking_format: bool = field(
+        default=False,
+        metadata={"help": "Rollouts must close a <think> block before the answer; the judge sees the answer only."},
+    )
+    reward_method_kwargs: dict[str, Any] | str | None = field(
+        default_factory=dict,
+        metadata={
+            "help": "The reward method's options other than lambda_fmt (a dict, or a JSON string on the CLI), e.g. "
+            "'{\"brackets\": 3}'; a name the method does not have is an error listing its options."
+        },
+    )
+
+    def __post_init__(self):
+        """The config's one validation path: TRL's and the critic's checks, the evaluation's, the judge
+        server's, then this class's fields and the method's options (a config for one method runs this too)."""
+        critic_post_init(self)
+        check_judge_eval(self)
+        judge = TRAINING_JUDGE.check(self)
+        if isinstance(self.reward_method_kwargs, str):
+            try:
+                self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"reward_method_kwargs (--reward_method_kwargs) is not valid JSON: {exc}; got "
+                    f"{self.reward_method_kwargs!r}, expected an object such as '{{\"k0\": 4}}'"
+                ) from None
+        if not isinstance(self.reward_method_kwargs, (dict, type(None))):
+            raise ValueError(
+                f"reward_method_kwargs (--reward_method_kwargs) must be a JSON object of keyword arguments, got "
+                f"{type(self.reward_method_kwargs).__name__} {self.reward_method_kwargs!r}"
+            )
+        self.reward_method_kwargs = dict(self.reward_method_kwargs or {})
+        if self.reward_method not in REWARD_METHODS:
+            raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
+        self.circuit_breaker()  # checks the thresholds
+        if self.judge_base_urls:
+            # The other processes wait in a collective while the main process judges one round.
+            worst = judge.retry_policy().worst_case_s(self.judge_timeout_s)
+            if worst > self.ddp_timeout:
+                warnings.warn(
+                    f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
+                    f"{self.judge_max_attempts} x judge_timeout_s={self.judge_timeout_s:g}, plus backoff), longer "
+                    f"than ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process "
+                    "judges: raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
+                    stacklevel=2,
+                )
+        clash = sorted({"lambda_fmt", "answer_format", "judge"} & set(self.reward_method_kwargs))
+        if clash:
+            raise ValueError(
+                f"reward_method_kwargs sets {clash}, which come from the config's own fields (lambda_fmt, "
+                "thinking_format, judge_*); set those fields instead"
+            )
+        self._check_own_method()
+        options = self.method_options()  # checked by the method's options class
+        if isinstance(self, MethodOptions):  # a config for one method: its option fields as checked
+            for name, value in option_values(options).items():
+                setattr(self, name, value)
+        self.lambda_fmt = options.lambda_fmt  # None: the method's default
+
+    def circuit_breaker(self) -> JudgeCircuitBreaker:
+        """A fresh breaker with the config's thresholds (`judge_stop_after_failed_batches`, ...)."""
+        return JudgeCircuitBreaker(
+            self.judge_stop_after_failed_batches, self.judge_failure_window, self.judge_max_neutral_fraction
+        )
+
+    def method_options(self) -> MethodOptions:
+        """The reward method's options this config describes, built (and checked) by the method's options
+        dataclass: a config for one method holds them as fields; otherwise `reward_method_kwargs` and
+        `lambda_fmt` (None: the method's default)."""
+        options_class = reward_method_class(self.reward_method).options_class
+        if isinstance(self, options_class):
+            values = option_values(self)
+        else:
+            values = {**self.reward_method_kwargs, "lambda_fmt": self.lambda_fmt}
+        if values["lambda_fmt"] is None:
+            del values["lambda_fmt"]
+        return options_class.from_values(values, source=f"reward_method_kwargs of reward_method={self.reward_method!r}")
+
+    def _check_own_method(self) -> None:
+        """A config for one method (it inherits the method's options): `reward_method` stays that method,
+        and its options are fields, not `reward_method_kwargs`."""
+        if not isinstance(self, MethodOptions):
+            return
+        name, own = type(self).__name__, self.__dataclass_fields__["reward_method"].default
+        if self.reward_method != own:
+            raise ValueError(
+                f"{name} trains {own}, but reward_method={self.reward_method!r}; use JudgeRewardGRPOConfig for "
+                "other methods"
+            )
+        if self.reward_method_kwargs:
+            raise ValueError(
+                f"reward_method_kwargs={self.reward_method_kwargs} is not used by {name}: {own}'s options are its "
+                f"own fields ({', '.join(option_values(self))})"
+            )
+
+
+# ---- from judge_reward.py ------------------------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -287,3 +510,50 @@ class _RewardColumn:
 
     def __call__(self, *, completions, **kwargs):
         return [None] * len(completions)
+
+
+# ---- from rank_buffer.py -------------------------------------------------------------------------------
+
+@dataclass
+class RankBufferGRPOConfig(RankBufferOptions, JudgeRewardGRPOConfig):
+    """`JudgeRewardGRPOConfig` with `RankBufferOptions`'s fields; `reward_method` is always "rank_buffer"."""
+
+    reward_method: str = field(default="rank_buffer", metadata={"help": "Fixed to 'rank_buffer' for this trainer."})
+
+    def __post_init__(self):
+        JudgeRewardGRPOConfig.__post_init__(self)  # the one path: TRL's, the judges', RankBufferOptions' checks
+        if self.buffer_init == "bootstrap" and self.k0 > self.num_generations:
+            raise ValueError(
+                f"buffer_init='bootstrap' takes k0={self.k0} anchors from the first group, but num_generations="
+                f"{self.num_generations}; lower k0 or raise num_generations"
+            )
+
+
+class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
+    """GRPO trainer with `RankBufferReward`; everything else as `JudgeRewardGRPOTrainer`."""
+
+    _config_class = RankBufferGRPOConfig
+
+
+# ---- from matrix_reward.py -----------------------------------------------------------------------------
+
+@dataclass
+class MatrixRewardGRPOConfig(MatrixRewardOptions, JudgeRewardGRPOConfig):
+    """`JudgeRewardGRPOConfig` with MatrixReward's options (`MatrixRewardOptions`) as fields;
+    `reward_method` is always "matrix".
+
+    Defaults are the paper's method (Sec. 3); the other choices are its ablations
+    (Sec. 4.2-4.5, App. F). Options that would be silently ignored by the chosen setting
+    (e.g. `mixture_alpha` without `fusion="additive"`) are rejected.
+    """
+
+    reward_method: str = field(default="matrix", metadata={"help": "Fixed to 'matrix' for this trainer."})
+
+    def __post_init__(self):
+        JudgeRewardGRPOConfig.__post_init__(self)  # the one path: TRL's, the judges', MatrixRewardOptions' checks
+
+
+class MatrixRewardGRPOTrainer(JudgeRewardGRPOTrainer):
+    """GRPO trainer with `MatrixReward`; everything else as `JudgeRewardGRPOTrainer`."""
+
+    _config_class = MatrixRewardGRPOConfig

@@ -32,18 +32,16 @@ from ..judging.server_settings import METARM
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .base import GRPOTrainerBase
-from .critic_config import (
+from .group_scoring import combined_snapshot, completion_text
+from .judge_eval import JudgeEvalConfig, check_judge_eval, evaluation_summary
+from .model_card import CITATIONS, describe_judge, redact_urls, training_section
+from .ppo import (
     ADVANTAGE_ESTIMATORS,
     CriticConfig,
     critic_card_settings,
     critic_post_init,
     training_algorithm,
 )
-from .grouping import completion_text
-from .judge_eval import evaluation_summary
-from .judge_eval_config import JudgeEvalConfig, check_judge_eval
-from .judge_usage import combined_snapshot
-from .model_card import CITATIONS, describe_judge, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")

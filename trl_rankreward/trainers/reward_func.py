@@ -36,13 +36,9 @@ from transformers import TrainerCallback
 from transformers.utils import logging
 
 from ..rewards.base import GroupRewardMethod
-from .checkpoints import checkpoint_folder
-from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
-from .group_scoring import GroupScorer, Scored, gather_rows, share_from_main
-from .grouping import reward_row
-from .judge_usage import TOTAL_SUFFIX
-from .reward_state import RewardRunState
-from .run_summary import resume_message
+from .base import checkpoint_folder
+from .group_scoring import TOTAL_SUFFIX, GroupScorer, Scored, gather_rows, reward_row, share_from_main
+from .reward_state import JudgeCircuitBreaker, JudgeFailureError, RewardRunState, resume_message
 
 logger = logging.get_logger(__name__)
 
