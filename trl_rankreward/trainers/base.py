@@ -35,11 +35,11 @@ from trl.trainer.utils import RepeatSampler
 
 from ..rewards.state_files import METHOD_STATE_NAME
 from .console_log import use_compact_console_log
-from .judge_eval import JudgeEvalConfig, add_judge_evaluation, check_judge_eval
+from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic, critic_post_init
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
 
-# ---- from sampling.py ----------------------------------------------------------------------------------
+# ---- the sampler: TRL's, reseeded per epoch ----------------------------------------------------------------
 
 class EpochSeededRepeatSampler(RepeatSampler):
     """`RepeatSampler` reseeded with `seed + epoch` at every epoch (see the module docstring)."""
@@ -60,7 +60,7 @@ class EpochSeededRepeatSampler(RepeatSampler):
         )
 
 
-# ---- from checkpoints.py -------------------------------------------------------------------------------
+# ---- checkpoint folders: the newest complete one -----------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -98,7 +98,7 @@ def latest_complete_checkpoint(
     )
 
 
-# ---- from base.py --------------------------------------------------------------------------------------
+# ---- the trainer base --------------------------------------------------------------------------------------
 
 #: Modules that evaluate `torch.distributed.group.WORLD` into default arguments when imported: DeepSpeed's
 #: `TorchBackend.barrier` / `monitored_barrier`, ten collectives of `torch.distributed.nn.functional`, and two
@@ -273,7 +273,7 @@ class GRPOTrainerBase(GRPOTrainer):
         super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
 
 
-# ---- from ppo_trainer.py -------------------------------------------------------------------------------
+# ---- PPO for plain TRL reward functions --------------------------------------------------------------------
 
 @dataclass
 class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
@@ -284,9 +284,6 @@ class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
         metadata={"help": "'gae': PPO with a learned critic; 'group': GRPO.", "choices": list(ADVANTAGE_ESTIMATORS)},
     )
 
-    def __post_init__(self):
-        critic_post_init(self)  # TRL's checks and the critic's
-        check_judge_eval(self)
 
 
 class CriticPPOTrainer(GRPOTrainerBase):

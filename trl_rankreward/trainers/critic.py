@@ -36,7 +36,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoConfig, AutoModel
 
-# ---- from critic.py ------------------------------------------------------------------------------------
+# ---- the value model ---------------------------------------------------------------------------------------
 
 VALUE_HEAD_NAME = "value_head.safetensors"
 
@@ -93,7 +93,7 @@ def completion_values(values: torch.Tensor, prompt_length: int, completion_lengt
     return values[:, prompt_length - 1 : prompt_length - 1 + completion_length]
 
 
-# ---- from critic_engine.py -----------------------------------------------------------------------------
+# ---- training engines: plain PyTorch/DDP, or a DeepSpeed engine of its own ---------------------------------
 
 OPTIMIZER_NAME = "critic_optimizer.pt"
 DEEPSPEED_TAG = "deepspeed"
@@ -211,7 +211,7 @@ def critic_deepspeed_config(run_config: dict, args, hidden_size: int, world_size
     return config
 
 
-# ---- from model_loading.py -----------------------------------------------------------------------------
+# ---- models loaded beside the policy -----------------------------------------------------------------------
 
 #: launches where each process holds its own copy (DDP) or a shard (DeepSpeed): `device_map` must be None
 ONE_DEVICE_PER_PROCESS = (DistributedType.MULTI_GPU, DistributedType.DEEPSPEED)

@@ -76,8 +76,8 @@ def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -
             if reward_method_class(name).options_class().data_needs().min_group_size <= num_generations
         ]
         raise DatasetError(
-            f"Reward method {method_name!r} compares the rollouts of a group with each other and needs at least "
-            f"{needs.min_group_size} per query, but num_generations={num_generations}. Fix: set num_generations >= "
+            f"Reward method {method_name!r} {needs.group_size_why} and needs at least "
+            f"{needs.min_group_size} rollouts per query, but num_generations={num_generations}. Fix: set num_generations >= "
             f"{needs.min_group_size} (the papers use 8), or use a method that ranks groups of {num_generations} "
             f"({', '.join(sorted(fit)) or 'none'})."
         )

@@ -43,7 +43,7 @@ from ..judging.ledger import LedgerSnapshot
 from ..judging.seeding import text_id
 from ..rewards.base import Group, GroupResult, GroupRewardMethod
 
-# ---- from grouping.py ----------------------------------------------------------------------------------
+# ---- rows and groups ---------------------------------------------------------------------------------------
 
 def completion_text(completion: Any) -> str:
     """The assistant's text of a completion (plain string, or TRL's list of chat messages)."""
@@ -104,7 +104,7 @@ def rows_to_groups(rows: Sequence[dict[str, Any]], group_size: int) -> list[Grou
     return groups
 
 
-# ---- from failures.py ----------------------------------------------------------------------------------
+# ---- judge failure messages, and how often they are printed ------------------------------------------------
 
 _MESSAGE_CHARS = 500
 
@@ -138,7 +138,7 @@ class FailureLog:
         return True
 
 
-# ---- from judge_usage.py -------------------------------------------------------------------------------
+# ---- judge usage from the ledgers --------------------------------------------------------------------------
 
 TOTAL_SUFFIX = "_total"
 
@@ -189,7 +189,7 @@ class JudgeUsage:
         return self._offset + (current - self._base)
 
 
-# ---- from group_scoring.py -----------------------------------------------------------------------------
+# ---- scoring on the main process, and the collectives around it --------------------------------------------
 
 T = TypeVar("T")
 

@@ -44,6 +44,7 @@ from transformers.utils import logging
 from trl.data_utils import maybe_apply_chat_template
 from trl.models.utils import unwrap_model_for_generation
 
+from ..config_checks import CheckedConfig
 from ..evaluation.win_rate import PREFIX, EvalPrompt, evaluation_metrics, judge_against_baselines
 from ..judging.ledger import LedgerSnapshot
 from ..judging.server_fields import EvalJudgeFields
@@ -54,17 +55,16 @@ from .group_scoring import combined_snapshot, register_references, share_from_ma
 from .model_card import describe_judge, redact_server_urls, redact_urls
 from .reward_state import JudgeCircuitBreaker, JudgeFailureError
 
-# ---- from judge_eval_config.py -------------------------------------------------------------------------
+# ---- the config fields -------------------------------------------------------------------------------------
 
 BASELINES = ("initial_policy", "reference")
 
 
 @dataclass
-class JudgeEvalConfig(EvalJudgeFields):
-    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`. Its `__post_init__` runs the
-    other bases' (TRL's, then the judge's `EVAL_JUDGE.check`), then checks the baseline and the count; a
-    config whose own `__post_init__` does not chain to it calls `check_judge_eval(self)`. The judge's fields
-    (`eval_judge_*`) are `EvalJudgeFields`'."""
+class JudgeEvalConfig(CheckedConfig, EvalJudgeFields):
+    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`. Its checks run through
+    `config_checks.CheckedConfig`: TRL's, the judge's (`EVAL_JUDGE`), then the baseline and the count. The
+    judge's fields (`eval_judge_*`) are `EvalJudgeFields`'."""
 
     eval_prompts: str | None = field(
         default=None,
@@ -87,9 +87,11 @@ class JudgeEvalConfig(EvalJudgeFields):
         },
     )
 
-    def __post_init__(self):
-        super().__post_init__()  # EvalJudgeFields': the bases after it, then the judge's settings
-        _check_eval_options(self)
+    def check_config(self) -> None:
+        if self.eval_baseline not in BASELINES:
+            raise ValueError(f"eval_baseline must be one of {list(BASELINES)}, got {self.eval_baseline!r}")
+        if self.eval_num_prompts is not None and self.eval_num_prompts < 1:
+            raise ValueError(f"eval_num_prompts must be >= 1 or None, got {self.eval_num_prompts}")
 
     def to_dict(self) -> dict[str, Any]:
         """`TrainingArguments.to_dict()` (what W&B and the other loggers store as the run's config) with the
@@ -97,20 +99,7 @@ class JudgeEvalConfig(EvalJudgeFields):
         return redact_server_urls(super().to_dict())
 
 
-def check_judge_eval(config: JudgeEvalConfig) -> None:
-    """The evaluation's fields: its judge server's (`eval_judge_*`, URLs written back as a list), the baseline, the count."""
-    EVAL_JUDGE.check(config)
-    _check_eval_options(config)
-
-
-def _check_eval_options(config: JudgeEvalConfig) -> None:
-    if config.eval_baseline not in BASELINES:
-        raise ValueError(f"eval_baseline must be one of {list(BASELINES)}, got {config.eval_baseline!r}")
-    if config.eval_num_prompts is not None and config.eval_num_prompts < 1:
-        raise ValueError(f"eval_num_prompts must be >= 1 or None, got {config.eval_num_prompts}")
-
-
-# ---- from eval_generation.py ---------------------------------------------------------------------------
+# ---- the policy's greedy answers, generated in shards ------------------------------------------------------
 
 def generate_answers(trainer, prompts: Sequence, *, max_new_tokens: int, batch_size: int) -> list[str]:
     """Every process: the policy's greedy answer to each prompt (text or chat messages), in prompt order."""
@@ -145,7 +134,7 @@ def _generate_batch(model, tokenizer, texts: list[str], max_new_tokens: int) -> 
     return tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
-# ---- from judge_eval.py --------------------------------------------------------------------------------
+# ---- the callback ------------------------------------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 

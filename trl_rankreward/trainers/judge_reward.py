@@ -23,7 +23,6 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import warnings
@@ -41,17 +40,17 @@ from ..judging.server_fields import TrainingJudgeFields
 from ..judging.server_settings import TRAINING_JUDGE, build_judge
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import GroupRewardMethod, RunContext
-from ..rewards.matrix_reward import MatrixRewardOptions
+from ..rewards.matrix_reward import MatrixReward
 from ..rewards.options import MethodOptions, option_values
-from ..rewards.rank_buffer import RankBufferOptions
+from ..rewards.rank_buffer import RankBufferReward
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
 from .dataset_checks import check_group_size, check_training_dataset
 from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
-from .judge_eval import JudgeEvalConfig, check_judge_eval, evaluation_summary
+from .judge_eval import JudgeEvalConfig, evaluation_summary
 from .model_card import CITATIONS, describe_judge, redact_urls, training_section
-from .ppo import CriticConfig, critic_card_settings, critic_post_init, training_algorithm
+from .ppo import CriticConfig, critic_card_settings, training_algorithm
 from .reward_state import (
     JUDGE_USAGE_NAME,
     JudgeCircuitBreaker,
@@ -61,14 +60,15 @@ from .reward_state import (
     startup_message,
 )
 
-# ---- from builders.py ----------------------------------------------------------------------------------
+# ---- builders from a config: the training judge and the reward method --------------------------------------
 
-def build_training_judge(config, *, genrm_format: bool = False) -> Judge:
+def build_training_judge(config) -> Judge:
     """The judge the config's `judge_*` fields describe, its servers checked now: an `LLMJudge`, the
-    embedded `EmbeddingJudge` when `judge_base_urls` is empty, or with `genrm_format` a `GenRMJudge`
-    (a GenRM answering \\boxed{A|B}, in the R-Align authors' layout when the options set `r_align_release`)."""
+    embedded `EmbeddingJudge` when `judge_base_urls` is empty, or for the GenRM reward with `genrm_format`
+    (`config.uses_genrm_judge()`) a `GenRMJudge` (a GenRM answering \\boxed{A|B}, in the R-Align authors'
+    layout when the options set `r_align_release`)."""
     settings = TRAINING_JUDGE.settings(config)
-    if genrm_format:
+    if config.uses_genrm_judge():
         from ..rewards.genrm_reward import GenRMJudge
 
         release = getattr(config.method_options(), "r_align_release", None)
@@ -100,7 +100,7 @@ class TokenLength:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-# ---- from run_naming.py --------------------------------------------------------------------------------
+# ---- run names for W&B and the other loggers ---------------------------------------------------------------
 
 def name_the_run(args, method: str) -> None:
     """Name runs by method and judge for W&B (and other loggers), unless the user did: `run_name`
@@ -113,27 +113,31 @@ def name_the_run(args, method: str) -> None:
     os.environ.setdefault("WANDB_TAGS", f"trl-rankreward,{method},judge:{judge}")
 
 
-# ---- from judge_reward_config.py -----------------------------------------------------------------------
+# ---- the config --------------------------------------------------------------------------------------------
 
 @dataclass
 class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
     Every field is in sight: its own below, the judge server's (`judge_*`) in
-    `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval_config.JudgeEvalConfig`,
-    the critic's in `critic_config.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
+    `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval.JudgeEvalConfig`,
+    the critic's in `ppo.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
     server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
     by similarity to the query's `references`).
 
-    The method's options are `reward_method_kwargs` and `lambda_fmt`, checked by the method's
-    options dataclass (`rewards.options`; `method_options()` builds it). A config for one method
-    (`MatrixRewardGRPOConfig`, `RankBufferGRPOConfig`) inherits that dataclass, so its options
-    are its own fields, with the same names and defaults.
+    A method's options are flat fields of its config class, `method_config(name)` (`RankBufferGRPOConfig`,
+    `MatrixRewardGRPOConfig`, ...: this class plus the method's options dataclass, `reward_method` fixed).
+    This class itself trains any method with its default options (and `lambda_fmt`). Every check of every
+    base runs through `config_checks.CheckedConfig`; the method's options are checked by their dataclass.
     """
 
     reward_method: str = field(
         default="pointwise",
-        metadata={"help": "Group reward method by registry name.", "choices": list(REWARD_METHODS)},
+        metadata={
+            "help": "Group reward method by registry name (docs/methods.md). Its options are fields of its config "
+            "class (method_config(name)); the training scripts pick that class from this value.",
+            "choices": list(REWARD_METHODS),
+        },
     )
     judge_stop_after_failed_batches: int = field(
         default=JudgeCircuitBreaker.max_failed_batches,
@@ -171,67 +175,76 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         default=None,
         metadata={
             "help": "Weight of the format reward added to each reward. None: the method's default, the "
-            "`lambda_fmt` of its options class (e.g. `RankBufferOptions`)."
+            "`lambda_fmt` of its options class (e.g. `RankBufferOptions`: 0.2)."
         },
     )
     thinking_format: bool = field(
         default=False,
         metadata={"help": "Rollouts must close a <think> block before the answer; the judge sees the answer only."},
     )
-    reward_method_kwargs: dict[str, Any] | str | None = field(
-        default_factory=dict,
+    genrm_format: bool = field(
+        default=True,
         metadata={
-            "help": "The reward method's options other than lambda_fmt (a dict, or a JSON string on the CLI), e.g. "
-            "'{\"brackets\": 3}'; a name the method does not have is an error listing its options."
+            "help": "reward_method genrm with judge_base_urls: the judge is a GenRM answering \\boxed{A|B} "
+            "(GenRMJudge, in the R-Align authors' layout with r_align_release). False: ask it with the JSON pairwise "
+            "template (LLMJudge, any instruction model). Read by genrm only; false with another method is an error."
         },
     )
 
-    def __post_init__(self):
-        """The config's one validation path: TRL's and the critic's checks, the evaluation's, the judge
-        server's, then this class's fields and the method's options (a config for one method runs this too)."""
-        critic_post_init(self)
-        check_judge_eval(self)
-        judge = TRAINING_JUDGE.check(self)
-        if isinstance(self.reward_method_kwargs, str):
-            try:
-                self.reward_method_kwargs = json.loads(self.reward_method_kwargs)
-            except json.JSONDecodeError as exc:
-                raise ValueError(
-                    f"reward_method_kwargs (--reward_method_kwargs) is not valid JSON: {exc}; got "
-                    f"{self.reward_method_kwargs!r}, expected an object such as '{{\"k0\": 4}}'"
-                ) from None
-        if not isinstance(self.reward_method_kwargs, (dict, type(None))):
-            raise ValueError(
-                f"reward_method_kwargs (--reward_method_kwargs) must be a JSON object of keyword arguments, got "
-                f"{type(self.reward_method_kwargs).__name__} {self.reward_method_kwargs!r}"
-            )
-        self.reward_method_kwargs = dict(self.reward_method_kwargs or {})
+    def check_config(self) -> None:
+        """This class's fields and the method's options (built and checked by their dataclass, values written back)."""
         if self.reward_method not in REWARD_METHODS:
             raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
-        self.circuit_breaker()  # checks the thresholds
-        if self.judge_base_urls:
-            # The other processes wait in a collective while the main process judges one round.
-            worst = judge.retry_policy().worst_case_s(self.judge_timeout_s)
-            if worst > self.ddp_timeout:
-                warnings.warn(
-                    f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
-                    f"{self.judge_max_attempts} x judge_timeout_s={self.judge_timeout_s:g}, plus backoff), longer "
-                    f"than ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process "
-                    "judges: raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
-                    stacklevel=2,
-                )
-        clash = sorted({"lambda_fmt", "answer_format", "judge"} & set(self.reward_method_kwargs))
-        if clash:
+        own = _own_method(type(self))
+        if own is not None and self.reward_method != own:
             raise ValueError(
-                f"reward_method_kwargs sets {clash}, which come from the config's own fields (lambda_fmt, "
-                "thinking_format, judge_*); set those fields instead"
+                f"{type(self).__name__} trains {own}, but reward_method={self.reward_method!r}; use "
+                f"method_config({self.reward_method!r}) (or JudgeRewardGRPOConfig) for that method"
             )
-        self._check_own_method()
+        self.circuit_breaker()  # checks the thresholds
+        self._warn_ddp_timeout()
         options = self.method_options()  # checked by the method's options class
-        if isinstance(self, MethodOptions):  # a config for one method: its option fields as checked
+        if own is not None:  # the option fields as checked (normalized)
             for name, value in option_values(options).items():
                 setattr(self, name, value)
-        self.lambda_fmt = options.lambda_fmt  # None: the method's default
+        self.lambda_fmt = options.lambda_fmt
+        check_group_size(self.reward_method, options.data_needs(), self.num_generations)
+        self._check_genrm_format(options)
+
+    def _warn_ddp_timeout(self) -> None:
+        if not self.judge_base_urls:
+            return
+        # The other processes wait in a collective while the main process judges one round.
+        worst = TRAINING_JUDGE.settings(self).retry_policy().worst_case_s(self.judge_timeout_s)
+        if worst > self.ddp_timeout:
+            warnings.warn(
+                f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
+                f"{self.judge_max_attempts} x judge_timeout_s={self.judge_timeout_s:g}, plus backoff), longer "
+                f"than ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process "
+                "judges: raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
+                stacklevel=4,
+            )
+
+    def _check_genrm_format(self, options: MethodOptions) -> None:
+        from ..rewards.genrm_reward import GenRMOptions
+
+        if not isinstance(options, GenRMOptions):
+            if not self.genrm_format:
+                raise ValueError(
+                    f"genrm_format=False is read only by the GenRM reward, not by reward_method={self.reward_method!r}; "
+                    "drop it"
+                )
+        elif options.r_align_release and not self.uses_genrm_judge():
+            raise ValueError(
+                f"r_align_release={options.r_align_release!r} asks a served GenRM in the R-Align authors' layout: set "
+                "judge_base_urls and judge_model, and keep genrm_format true"
+            )
+
+    def uses_genrm_judge(self) -> bool:
+        """The training judge is a `GenRMJudge`: the GenRM reward, a judge server, and `genrm_format`."""
+        from ..rewards.genrm_reward import GenRMOptions
+
+        return bool(self.judge_base_urls) and self.genrm_format and issubclass(self.options_class(), GenRMOptions)
 
     def circuit_breaker(self) -> JudgeCircuitBreaker:
         """A fresh breaker with the config's thresholds (`judge_stop_after_failed_batches`, ...)."""
@@ -239,38 +252,64 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
             self.judge_stop_after_failed_batches, self.judge_failure_window, self.judge_max_neutral_fraction
         )
 
+    def options_class(self) -> type[MethodOptions]:
+        return reward_method_class(self.reward_method).options_class
+
     def method_options(self) -> MethodOptions:
         """The reward method's options this config describes, built (and checked) by the method's options
-        dataclass: a config for one method holds them as fields; otherwise `reward_method_kwargs` and
-        `lambda_fmt` (None: the method's default)."""
-        options_class = reward_method_class(self.reward_method).options_class
-        if isinstance(self, options_class):
-            values = option_values(self)
-        else:
-            values = {**self.reward_method_kwargs, "lambda_fmt": self.lambda_fmt}
+        dataclass: a method's config class holds them as fields; this class, the defaults and `lambda_fmt`
+        (None: the method's default)."""
+        options_class = self.options_class()
+        values = option_values(self) if isinstance(self, options_class) else {"lambda_fmt": self.lambda_fmt}
         if values["lambda_fmt"] is None:
             del values["lambda_fmt"]
-        return options_class.from_values(values, source=f"reward_method_kwargs of reward_method={self.reward_method!r}")
-
-    def _check_own_method(self) -> None:
-        """A config for one method (it inherits the method's options): `reward_method` stays that method,
-        and its options are fields, not `reward_method_kwargs`."""
-        if not isinstance(self, MethodOptions):
-            return
-        name, own = type(self).__name__, self.__dataclass_fields__["reward_method"].default
-        if self.reward_method != own:
-            raise ValueError(
-                f"{name} trains {own}, but reward_method={self.reward_method!r}; use JudgeRewardGRPOConfig for "
-                "other methods"
-            )
-        if self.reward_method_kwargs:
-            raise ValueError(
-                f"reward_method_kwargs={self.reward_method_kwargs} is not used by {name}: {own}'s options are its "
-                f"own fields ({', '.join(option_values(self))})"
-            )
+        return options_class.from_values(values, source=f"the config of reward_method={self.reward_method!r}")
 
 
-# ---- from judge_reward.py ------------------------------------------------------------------------------
+def method_config(name: str) -> type[JudgeRewardGRPOConfig]:
+    """The config class of the reward method `name`: `JudgeRewardGRPOConfig` with the method's options
+    dataclass as flat fields (same names, defaults, help and checks) and `reward_method` fixed to `name`.
+    Named after the options class (`RankBufferOptions` -> `RankBufferGRPOConfig`), built once, and
+    reachable as an attribute of this module (so a config pickles, as transformers saves it)."""
+    options_class = reward_method_class(name).options_class
+    class_name = options_class.__name__.removesuffix("Options") + "GRPOConfig"
+    cls = globals().get(class_name)
+    if cls is None:
+        namespace = {
+            "__module__": __name__,
+            "__qualname__": class_name,
+            "__doc__": f"`JudgeRewardGRPOConfig` with `{options_class.__name__}`'s fields: the config of {name}.",
+            "__annotations__": {"reward_method": "str"},
+            "reward_method": field(
+                default=name,
+                metadata={"help": f"Fixed to {name} by this config class; other methods have their own."},
+            ),
+        }
+        cls = globals()[class_name] = dataclass(type(class_name, (JudgeRewardGRPOConfig, options_class), namespace))
+    return cls
+
+
+def config_for_method(name: str | None) -> type[JudgeRewardGRPOConfig]:
+    """The config class a YAML or command line with `reward_method: name` is read with (None: the default method)."""
+    return method_config(name or JudgeRewardGRPOConfig.reward_method)
+
+
+def _own_method(cls: type) -> str | None:
+    """The method a config class is fixed to (`method_config`), or None for `JudgeRewardGRPOConfig` itself."""
+    return cls.__dataclass_fields__["reward_method"].default if issubclass(cls, MethodOptions) else None
+
+
+def __getattr__(name: str):
+    """A method's config class by its name (`method_config`), built on first use."""
+    if name.endswith("GRPOConfig"):
+        for method in REWARD_METHODS:
+            options_class = reward_method_class(method).options_class
+            if options_class.__name__.removesuffix("Options") + "GRPOConfig" == name:
+                return method_config(method)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---- the trainer -------------------------------------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -296,8 +335,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     #: a complete checkpoint also holds the reward method's state (`_save_state`)
     checkpoint_files = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
-    #: the config `args` must be (a subclass's adds its method's options)
+    #: the config `args` must be (a subclass's is its method's config class)
     _config_class: type = JudgeRewardGRPOConfig
+    #: the example script that trains with this trainer (`script_for_method`); it reads a config's `reward_method`
+    example_script = "examples/train_baseline.py"
 
     def __init__(
         self,
@@ -334,12 +375,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._generated_at = time.perf_counter()  # when the last batch's completions were ready
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
-        """Before TRL's `__init__`: G and every dataset row against what the method needs (its options'
-        `data_needs()`, see `dataset_checks`); a ready method object other than the config's gets the row
-        checks without requirements."""
+        """Before TRL's `__init__`: every dataset row against what the method needs (its options'
+        `data_needs()`, see `dataset_checks`; the config checked G); a ready method object other than the
+        config's gets the row checks without requirements."""
         needs = args.method_options().data_needs() if name == args.reward_method else None
-        if needs is not None:
-            check_group_size(name, needs, args.num_generations)
         evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
         for dataset in [train_dataset, *evals]:
             if dataset is not None:
@@ -512,48 +551,48 @@ class _RewardColumn:
         return [None] * len(completions)
 
 
-# ---- from rank_buffer.py -------------------------------------------------------------------------------
+# ---- the trainers of RankBuffer and MatrixReward, and which trainer and script serve a method ----------------
 
-@dataclass
-class RankBufferGRPOConfig(RankBufferOptions, JudgeRewardGRPOConfig):
-    """`JudgeRewardGRPOConfig` with `RankBufferOptions`'s fields; `reward_method` is always "rank_buffer"."""
-
-    reward_method: str = field(default="rank_buffer", metadata={"help": "Fixed to 'rank_buffer' for this trainer."})
-
-    def __post_init__(self):
-        JudgeRewardGRPOConfig.__post_init__(self)  # the one path: TRL's, the judges', RankBufferOptions' checks
-        if self.buffer_init == "bootstrap" and self.k0 > self.num_generations:
-            raise ValueError(
-                f"buffer_init='bootstrap' takes k0={self.k0} anchors from the first group, but num_generations="
-                f"{self.num_generations}; lower k0 or raise num_generations"
-            )
+RankBufferGRPOConfig = method_config(RankBufferReward.name)
+MatrixRewardGRPOConfig = method_config(MatrixReward.name)
 
 
 class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
-    """GRPO trainer with `RankBufferReward`; everything else as `JudgeRewardGRPOTrainer`."""
+    """GRPO trainer with `RankBufferReward` (RankBuffer paper, Sections 3.1-3.5); everything else as
+    `JudgeRewardGRPOTrainer`. Anchor texts live in a content-addressed SQLite file (`{output_dir}/anchors.sqlite`
+    by default) that holds the buffer structures too; every checkpoint holds a snapshot of it.
 
-    _config_class = RankBufferGRPOConfig
-
-
-# ---- from matrix_reward.py -----------------------------------------------------------------------------
-
-@dataclass
-class MatrixRewardGRPOConfig(MatrixRewardOptions, JudgeRewardGRPOConfig):
-    """`JudgeRewardGRPOConfig` with MatrixReward's options (`MatrixRewardOptions`) as fields;
-    `reward_method` is always "matrix".
-
-    Defaults are the paper's method (Sec. 3); the other choices are its ablations
-    (Sec. 4.2-4.5, App. F). Options that would be silently ignored by the chosen setting
-    (e.g. `mixture_alpha` without `fusion="additive"`) are rejected.
+        args = RankBufferGRPOConfig(output_dir="out", num_generations=8, k0=4, inactivity_epochs=3)
+        trainer = RankBufferGRPOTrainer("path/to/policy", args=args, train_dataset=dataset)
     """
 
-    reward_method: str = field(default="matrix", metadata={"help": "Fixed to 'matrix' for this trainer."})
-
-    def __post_init__(self):
-        JudgeRewardGRPOConfig.__post_init__(self)  # the one path: TRL's, the judges', MatrixRewardOptions' checks
+    _config_class = RankBufferGRPOConfig
+    example_script = "examples/train_rankbuffer.py"
 
 
 class MatrixRewardGRPOTrainer(JudgeRewardGRPOTrainer):
-    """GRPO trainer with `MatrixReward`; everything else as `JudgeRewardGRPOTrainer`."""
+    """GRPO trainer with `MatrixReward` (MatrixReward paper, Algorithm 1); everything else as
+    `JudgeRewardGRPOTrainer`. MatrixReward keeps no state across steps, so a resume needs nothing beyond
+    TRL's own checkpoint. Defaults are the paper's method (Sec. 3); the other choices are its ablations.
+
+        args = MatrixRewardGRPOConfig(output_dir="out", num_generations=8, protocol="explicit")
+        trainer = MatrixRewardGRPOTrainer("path/to/policy", args=args, train_dataset=dataset)
+    """
 
     _config_class = MatrixRewardGRPOConfig
+    example_script = "examples/train_matrixreward.py"
+
+
+def trainer_for_method(name: str) -> type[JudgeRewardGRPOTrainer]:
+    """The trainer that serves the reward method `name`: the subclass whose config is that method's
+    (`RankBufferGRPOTrainer`, ...), else `JudgeRewardGRPOTrainer`, which trains every method."""
+    reward_method_class(name)  # an unknown name is an error listing the valid ones
+    for trainer in JudgeRewardGRPOTrainer.__subclasses__():
+        if _own_method(trainer._config_class) == name:
+            return trainer
+    return JudgeRewardGRPOTrainer
+
+
+def script_for_method(name: str) -> str:
+    """The example script (a path from the repository root) that trains the reward method `name`."""
+    return trainer_for_method(name).example_script

@@ -47,9 +47,10 @@ from transformers import TrainerCallback
 from transformers.utils import logging
 from trl import GRPOConfig
 
+from ..config_checks import CheckedConfig
 from .critic import DeepSpeedCritic, TorchCritic, ValueModel, completion_values, load_kwargs, load_reference
 
-# ---- from critic_config.py -----------------------------------------------------------------------------
+# ---- the config fields and their checks --------------------------------------------------------------------
 
 ADVANTAGE_ESTIMATORS = ("group", "gae")
 #: how TRL 1.16's `GRPOConfig.__post_init__` words its group-size rule (the error a G=1 "gae" config gets from it)
@@ -57,9 +58,9 @@ TRL_GROUP_SIZE_RULE = "GRPO requires at least 2 generations per prompt"
 
 
 @dataclass
-class CriticConfig:
+class CriticConfig(CheckedConfig):
     """Mixed in before `GRPOConfig`; the trainers' base (`base.GRPOTrainerBase`) builds the critic when
-    `advantage_estimator="gae"`."""
+    `advantage_estimator="gae"`. Its checks run around TRL's (`base_post_init`) and after (`check_config`)."""
 
     advantage_estimator: str = field(
         default="group",
@@ -102,42 +103,42 @@ class CriticConfig:
         },
     )
 
+    def base_post_init(self) -> None:
+        """The estimator and the launch first, then TRL's `GRPOConfig.__post_init__` (`grpo_post_init`)."""
+        if self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
+            raise ValueError(
+                f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {self.advantage_estimator!r}"
+            )
+        # FSDP asked for by the config or by `accelerate launch` (before TrainingArguments reads it)
+        fsdp = bool(self.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
+        if self.advantage_estimator == "gae" and fsdp:
+            raise ValueError(
+                "advantage_estimator='gae' trains the critic on one device, with DDP or with DeepSpeed (ZeRO-3 "
+                "shards it); FSDP is not supported for the critic. Launch with DeepSpeed (accelerate_configs/"
+                "zero3.yaml) or DDP, or use advantage_estimator='group' (GRPO)."
+            )
+        grpo_post_init(self)
 
-def critic_post_init(config) -> None:
-    """The critic's checks, with TRL's `GRPOConfig.__post_init__` (`grpo_post_init`) in between: a config's
-    `__post_init__` calls this first."""
-    if config.advantage_estimator not in ADVANTAGE_ESTIMATORS:
-        raise ValueError(
-            f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {config.advantage_estimator!r}"
-        )
-    # FSDP asked for by the config or by `accelerate launch` (before TrainingArguments reads it)
-    fsdp = bool(config.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
-    if config.advantage_estimator == "gae" and fsdp:
-        raise ValueError(
-            "advantage_estimator='gae' trains the critic on one device, with DDP or with DeepSpeed (ZeRO-3 "
-            "shards it); FSDP is not supported for the critic. Launch with DeepSpeed (accelerate_configs/"
-            "zero3.yaml) or DDP, or use advantage_estimator='group' (GRPO)."
-        )
-    grpo_post_init(config)
-    for name in ("gamma", "lam"):
-        if not 0.0 <= getattr(config, name) <= 1.0:
-            raise ValueError(f"{name} must be in [0, 1], got {getattr(config, name)}")
-    for name in ("critic_learning_rate", "cliprange_value"):
-        if not getattr(config, name) > 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(config, name)}")
-    path = config.critic_model_name_or_path
-    if path and path.startswith((".", "/", "~")) and not os.path.isdir(os.path.expanduser(path)):
-        raise ValueError(
-            f"critic_model_name_or_path={path!r} does not exist (expected a local model folder or a Hub id like "
-            "owner/name)"
-        )
-    if config.kl_in_reward_coef < 0:
-        raise ValueError(f"kl_in_reward_coef must be >= 0, got {config.kl_in_reward_coef}")
-    if config.advantage_estimator == "group" and config.kl_in_reward_coef:
-        raise ValueError(
-            f"kl_in_reward_coef={config.kl_in_reward_coef} needs advantage_estimator='gae' (the penalty is a "
-            "per-token reward); with 'group' use TRL's beta (KL in the loss)"
-        )
+    def check_config(self) -> None:
+        for name in ("gamma", "lam"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        for name in ("critic_learning_rate", "cliprange_value"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        path = self.critic_model_name_or_path
+        if path and path.startswith((".", "/", "~")) and not os.path.isdir(os.path.expanduser(path)):
+            raise ValueError(
+                f"critic_model_name_or_path={path!r} does not exist (expected a local model folder or a Hub id like "
+                "owner/name)"
+            )
+        if self.kl_in_reward_coef < 0:
+            raise ValueError(f"kl_in_reward_coef must be >= 0, got {self.kl_in_reward_coef}")
+        if self.advantage_estimator == "group" and self.kl_in_reward_coef:
+            raise ValueError(
+                f"kl_in_reward_coef={self.kl_in_reward_coef} needs advantage_estimator='gae' (the penalty is a "
+                "per-token reward); with 'group' use TRL's beta (KL in the loss)"
+            )
 
 
 def grpo_post_init(config) -> None:
@@ -198,7 +199,7 @@ def training_algorithm(args: CriticConfig) -> str:
     return "GRPO (group-relative advantages)"
 
 
-# ---- from advantages.py --------------------------------------------------------------------------------
+# ---- advantage and value math on completion tokens ---------------------------------------------------------
 
 #: sums a 1-D tensor over every process (the identity on one process)
 ReduceSum = Callable[[torch.Tensor], torch.Tensor]
@@ -294,7 +295,7 @@ def explained_variance(
     return float(1.0 - residual_std**2 / returns_std**2)
 
 
-# ---- from ppo_critic.py --------------------------------------------------------------------------------
+# ---- the critic beside the policy --------------------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 

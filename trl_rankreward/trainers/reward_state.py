@@ -42,7 +42,7 @@ from ..rewards.base import GroupRewardMethod
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
 from .group_scoring import FailureLog, JudgeUsage, Scored, combined_snapshot
 
-# ---- from circuit_breaker.py ---------------------------------------------------------------------------
+# ---- the circuit breaker -----------------------------------------------------------------------------------
 
 _QUOTED = 3
 
@@ -117,7 +117,7 @@ class JudgeFailureError(RuntimeError):
     """The judge kept failing (the breaker tripped); a checkpoint was saved before this was raised."""
 
 
-# ---- from reward_state.py ------------------------------------------------------------------------------
+# ---- the run state and its checkpoint files ----------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -220,7 +220,7 @@ class RewardRunState:
         )
 
 
-# ---- from run_summary.py -------------------------------------------------------------------------------
+# ---- what a run prints when it starts and when it resumes --------------------------------------------------
 
 def startup_message(
     *,
