@@ -166,7 +166,7 @@ def test_reference_baseline_needs_references(tiny_dataset):
 
 def test_the_documented_mixin_checks_its_fields_once(tmp_path, monkeypatch):
     # docs/evaluation.md: `class MyConfig(JudgeEvalConfig, GRPOConfig)` gets TRL's checks, the judge's and the
-    # evaluation's from JudgeEvalConfig.__post_init__; the package configs call check_judge_eval instead
+    # evaluation's through the one path every package config takes (`config_checks.CheckedConfig`)
     from dataclasses import dataclass
 
     from trl import GRPOConfig

@@ -114,7 +114,7 @@ def test_the_config_builds_the_options_it_inherits(tmp_path):
     assert built_options(config(tmp_path, k0=4, anchor_store="memory")) == RankBufferOptions(
         k0=4, anchor_store="memory"
     )
-    # The registry route (JudgeRewardGRPOConfig's reward_method_kwargs) reads the same dataclass.
+    # The method built by name (the registry) reads the same dataclass.
     built = make_reward_method("rank_buffer", SimulatedJudge({}), k0=4, anchor_store="memory")
     assert built.options == RankBufferOptions(k0=4, anchor_store="memory")
 

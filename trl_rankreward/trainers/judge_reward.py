@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -477,12 +477,10 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     def _card_settings(self) -> dict[str, Any]:
         """The settings a reader needs to reproduce the reward: GRPO's main ones and the method's own."""
         args = self.args
-        common = {f.name for f in fields(JudgeRewardGRPOConfig)}
-        own = {f.name: getattr(args, f.name) for f in fields(args) if f.name not in common and "path" not in f.name}
+        own = {k: v for k, v in option_values(args.method_options()).items() if k != "lambda_fmt" and "path" not in k}
         return {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
                 "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
-                "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **args.reward_method_kwargs,
-                **own}  # fmt: skip
+                "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
 
     # ---- stopping on judge failure ----------------------------------------------------------------
 
