@@ -35,7 +35,7 @@ from trl_rankreward.trainers.group_scoring import JudgeUsage, combined_snapshot
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "metrics.md"
 RALIGN_TRAINER = ROOT / "trl_rankreward" / "trainers" / "ralign.py"
-PPO_CRITIC = ROOT / "trl_rankreward" / "trainers" / "ppo_critic.py"
+PPO_CRITIC = ROOT / "trl_rankreward" / "trainers" / "ppo.py"
 JUDGE_REWARD_TRAINER = ROOT / "trl_rankreward" / "trainers" / "judge_reward.py"
 
 RUBRICS = [{"text": "Answers the question", "weight": 3}, {"text": "Is clear", "weight": 1}]

@@ -194,7 +194,7 @@ class GRPOTrainerBase(GRPOTrainer):
         return loss
 
     def _get_train_sampler(self, dataset=None):
-        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
+        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (`EpochSeededRepeatSampler`)."""
         return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
 
     # ---- model card: TRL's, rewritten around how this model was trained ----------------------------

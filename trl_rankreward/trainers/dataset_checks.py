@@ -9,7 +9,7 @@ and four different prompts sharing one `query_id` silently share one RankBuffer 
     check_group_size("rank_buffer", needs, num_generations=8)
     check_training_dataset(dataset, needs)
 
-Columns (see `grouping.py`, which turns rows into groups): `prompt` (a non-empty string, or a
+Columns (see `group_scoring.rows_to_groups`, which turns rows into groups): `prompt` (a non-empty string, or a
 list of chat messages `{"role", "content"}` with at least one non-system message that has
 text), optional `query_id` (a string or an integer; without it the id is a hash of the query
 text), optional `rubrics` (a list of `{"text", "weight"}` mappings or plain strings, as

@@ -1,4 +1,11 @@
-"""`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge.
+"""`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge; its
+config, each method's config class, the builders of the judge and the method, and the trainers of the papers.
+
+Configs. `JudgeRewardGRPOConfig` is `GRPOConfig` plus the judge, the win rate, the critic and the method's
+name; `method_config(name)` is the config class of one method: the same plus the method's options dataclass
+as flat fields (`RankBufferGRPOConfig`, `MatrixRewardGRPOConfig`, ...), so every method is configured one
+way, by fields a YAML or a flag sets, and every check runs through `config_checks.CheckedConfig`.
+`script_for_method(name)` names the example script of the trainer that serves a method.
 
 The trainer overrides `_reward_columns`, what its base (`base.GRPOTrainerBase`) returns from
 TRL's `_calculate_rewards`: it gathers every process's rollouts, rebuilds whole groups (a group
@@ -59,6 +66,16 @@ from .reward_state import (
     resume_message,
     startup_message,
 )
+
+logger = logging.get_logger(__name__)
+
+WAIT_SECONDS = "judge/wait_seconds"  # the step waiting for its rewards in `_calculate_rewards`
+OVERLAP_WINDOW_SECONDS = "judge/overlap_window_seconds"  # from the end of generation to that wait
+
+__all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeRewardGRPOConfig",
+           "JudgeRewardGRPOTrainer", "MatrixRewardGRPOConfig", "MatrixRewardGRPOTrainer", "RankBufferGRPOConfig",
+           "RankBufferGRPOTrainer", "build_reward_method", "build_training_judge", "method_config",
+           "script_for_method"]  # fmt: skip
 
 # ---- builders from a config: the training judge and the reward method --------------------------------------
 
@@ -311,14 +328,6 @@ def __getattr__(name: str):
 
 # ---- the trainer -------------------------------------------------------------------------------------------
 
-logger = logging.get_logger(__name__)
-
-WAIT_SECONDS = "judge/wait_seconds"  # the step waiting for its rewards in `_calculate_rewards`
-OVERLAP_WINDOW_SECONDS = "judge/overlap_window_seconds"  # from the end of generation to that wait
-
-__all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeRewardGRPOConfig",
-           "JudgeRewardGRPOTrainer"]  # fmt: skip
-
 
 class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
@@ -326,9 +335,9 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     Args:
         model, args, train_dataset, ...: as `trl.GRPOTrainer` (all keyword arguments pass through).
         reward_method: a ready `GroupRewardMethod`; by default one is built from `args` on the main
-            process (`builders.build_reward_method`).
+            process (`build_reward_method`).
         judge: the judge for a method built from `args` (default: the one `args.judge_*` describe,
-            `builders.build_training_judge`).
+            `build_training_judge`).
 
     Only the main process scores; on other processes `reward_method` is None unless given.
     """
@@ -486,7 +495,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
-        checkpoint is saved. The main process prints the start-up block first (`run_summary`)."""
+        checkpoint is saved. The main process prints the start-up block first (`startup_message`)."""
         if self.accelerator.is_main_process and self.reward_method is not None:
             logger.warning(self._startup_message())
         output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)

@@ -318,7 +318,7 @@ class PPOCritic:
             `kl_in_reward_coef` needs one (PEFT: the policy with its adapter off).
         temperature: the sampling temperature the reference's log-probs are computed at.
 
-    `model` is the critic (`ValueModel`, wrapped as launched), `engine` the way it is trained (`critic_engine`).
+    `model` is the critic (`ValueModel`, wrapped as launched), `engine` the way it is trained (`critic.TorchCritic` or `critic.DeepSpeedCritic`).
     """
 
     def __init__(self, args, accelerator, policy, *, deepspeed: bool, reward_weights: torch.Tensor, logps,

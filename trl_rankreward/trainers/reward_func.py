@@ -11,7 +11,7 @@ It gives a plain TRL script what `JudgeRewardGRPOTrainer` does, from the same pa
   main process scores whole groups as the trainer does (`group_scoring`; its event loop runs in a
   daemon thread, so it also works where a loop is already running, as in a notebook).
 - **Failures as values.** A neutral group's rewards are None (TRL makes them NaN: left out of
-  the baselines, zero advantage); the circuit breaker (`circuit_breaker`) stops a run whose
+  the baselines, zero advantage); the circuit breaker (`reward_state.JudgeCircuitBreaker`) stops a run whose
   judge keeps failing: the callback saves a checkpoint, stops, and `train()` raises
   `JudgeFailureError`.
 - **State in checkpoints.** `fn.callback` writes the method's state (RankBuffer's buffers and

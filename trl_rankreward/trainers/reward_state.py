@@ -126,7 +126,7 @@ JUDGE_USAGE_NAME = "judge_usage.json"
 
 @dataclass(frozen=True)
 class Restored:
-    """What `RewardRunState.load` restored from `checkpoint`, for the resume message (`run_summary`)."""
+    """What `RewardRunState.load` restored from `checkpoint`, for the resume message (`resume_message`)."""
 
     checkpoint: str
     method_state: bool  # False: the method started afresh (stateless, or allowed)
