@@ -140,7 +140,7 @@ class AnchorBufferOptions(MethodOptions):
         references = 1 if self.buffer_init == "references" else 0
         if self.buffer_init != "bootstrap" or self.k0 <= 2:
             return DataNeeds(references=references)
-        why = f"takes its first buffer's k0={self.k0} anchors from a query's first group (buffer_init='bootstrap')"
+        why = f"with buffer_init='bootstrap' takes its first buffer's k0={self.k0} anchors from a query's first group"
         return DataNeeds(references=references, min_group_size=self.k0, group_size_why=why)
 
     def open_store(self) -> AnchorStore:
