@@ -31,7 +31,8 @@ def test_multi_turn_prompts_are_a_role_transcript_without_system_messages():
 def test_one_function_everywhere():
     from trl_rankreward.rewards import genrm_verdict
     from trl_rankreward.rubrics import generate, rationales
-    from trl_rankreward.trainers import dataset_checks, grouping
+    from trl_rankreward.trainers import dataset_checks
+    from trl_rankreward.trainers import group_scoring as grouping
 
     for module in (grouping, dataset_checks, generate, rationales, genrm_verdict):
         assert module.query_text is prompts.query_text, module.__name__

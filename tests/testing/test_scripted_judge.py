@@ -86,7 +86,7 @@ def test_pairwise_winner_is_higher_quality(judge, display):
 
 @pytest.mark.parametrize("display", ["ab", "ba"])
 def test_genrm_prompt_gets_the_boxed_higher_quality(judge, display):
-    # a GenRM (train_genrm_rlhf.py's judge) asks with GENRM_PROMPT and parses \boxed{A|B} in display order
+    # a GenRM (the judge of reward_method genrm with a server) asks with GENRM_PROMPT and parses \boxed{A|B} in display order
     import asyncio
 
     from trl_rankreward.judging import OpenAICompatibleBackend

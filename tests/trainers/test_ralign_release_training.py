@@ -61,18 +61,17 @@ def test_genrm_training_step_uses_the_release_prompt_and_metarm(genrm_model, tmp
 
 
 def test_downstream_genrm_reward_asks_in_the_release_layout(tmp_path):
-    from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.rewards.genrm_reward import GenRMPairwiseReward
-    from trl_rankreward.trainers.builders import build_training_judge
+    from trl_rankreward.trainers.judge_reward import build_training_judge, method_config
 
     release_dir = write_fake_release(tmp_path / "R-Align")
     release = RAlignRelease.load(release_dir)
     with serve_chat_script(_scripted) as server:
-        args = JudgeRewardGRPOConfig(output_dir=str(tmp_path), reward_method="genrm", judge_base_urls=[server.url],
-                                     judge_model="genrm", reward_method_kwargs={"r_align_release": str(release_dir)},
-                                     num_generations=2, per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
-        judge = build_training_judge(args, genrm_format=True)
+        args = method_config("genrm")(output_dir=str(tmp_path), judge_base_urls=[server.url], judge_model="genrm",
+                                      r_align_release=str(release_dir), num_generations=2,
+                                      per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
+        judge = build_training_judge(args)  # a GenRMJudge in the authors' layout: genrm_format defaults to true
         method = GenRMPairwiseReward(judge, args.method_options())
         group = Group("q1", "Name a prime.", (), ("7 is prime.", "9 is prime."), references=("7 is a prime number.",))
         (result,) = asyncio.run(method.score([group], epoch=0, step=0))

@@ -23,8 +23,7 @@ from trl_rankreward.judging.requests import JudgeError
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, CheckpointStateError
 from trl_rankreward.testing import CountingMethod
-from trl_rankreward.trainers.circuit_breaker import JudgeFailureError
-from trl_rankreward.trainers.reward_state import JUDGE_USAGE_NAME
+from trl_rankreward.trainers.reward_state import JUDGE_USAGE_NAME, JudgeFailureError
 
 ROOT = Path(__file__).resolve().parents[2]
 
