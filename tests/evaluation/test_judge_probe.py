@@ -10,8 +10,7 @@ import pytest
 
 from trl_rankreward.evaluation import ProbeReport, ProbeRow, SwapTest, probe_judge
 from trl_rankreward.evaluation.judge_probe import order_agreement, recommend, tied_share, tied_within_noise
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
-from trl_rankreward.evaluation.simulation import SimulatedRun
+from trl_rankreward.evaluation.simulation import SimulatedJudge, SimulatedRun
 
 METHODS = ["pointwise", "listwise_group", "rrc_scr", "rank_buffer_plus"]
 

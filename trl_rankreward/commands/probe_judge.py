@@ -126,7 +126,7 @@ def _probe(args: ProbeJudgeArguments, training_args, model: str, groups, warm):
     from ..judging.server_settings import TRAINING_JUDGE, build_judge
     from ..rewards.base import AnswerFormat
     from ..rewards.options import option_values
-    from ..trainers.builders import TokenLength
+    from ..trainers.judge_reward import TokenLength
 
     judge = build_judge(TRAINING_JUDGE.settings(training_args), embedded_without_urls=True)
     methods = [m for m in args.methods.split(",") if m] or None
@@ -176,7 +176,7 @@ def sample_groups(model_name: str, dataset, training_args, *, queries: int, seed
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..trainers.grouping import reward_row, rows_to_groups
+    from ..trainers.group_scoring import reward_row, rows_to_groups
     from ..user_errors import UsageError
 
     if queries < 1:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..rewards.registry import REWARD_METHODS
 from ..user_errors import ConfigError
-from .latency import LatencyModel
+from .bench_judge import LatencyModel
 
 
 @dataclass(frozen=True)

@@ -39,20 +39,30 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from trl import ScriptArguments, TrlParser
 
+from ..config_checks import CheckedConfig
 from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP, ConfigError, MissingFileError, run_reporting_errors
 
 # --------------------------------------------------------------------------- arguments and parsing
 
+#: TRL's script arguments no training script reads, and why: set to anything but their default, they are refused
+UNREAD_SCRIPT_ARGUMENTS = {
+    "dataset_test_split": "the scripts train on dataset_train_split only; evaluate with eval_prompts (the judge win "
+    "rate) or a separate eval run",
+    "dataset_streaming": "the scripts load the training set in full (its rows are checked before the model loads)",
+    "ignore_bias_buffers": "the scripts do not wrap the model in DDP themselves; accelerate launch does",
+}
+
 
 @dataclass
-class TrainScriptArguments(ScriptArguments):
-    """TRL's script arguments (with the package's dataset help) plus a prompt limit."""
+class TrainScriptArguments(CheckedConfig, ScriptArguments):
+    """TRL's script arguments (with the package's dataset help) plus a prompt limit; the TRL arguments no script
+    reads (`UNREAD_SCRIPT_ARGUMENTS`) are refused when set."""
 
     dataset_name: str | None = field(
         default=None,
@@ -65,6 +75,14 @@ class TrainScriptArguments(ScriptArguments):
             "4096). Unset: a prompt that leaves no room for max_completion_length in the model's context is an error."
         },
     )
+
+    def check_config(self) -> None:
+        defaults = {f.name: f.default for f in fields(ScriptArguments)}
+        for name, why in UNREAD_SCRIPT_ARGUMENTS.items():
+            if getattr(self, name) != defaults[name]:
+                raise ConfigError(
+                    f"{name}={getattr(self, name)!r} is not read by the training scripts ({why}); drop it"
+                )
 
 
 class ScriptParser(OneLineErrors, TrlParser):
@@ -99,15 +117,18 @@ class RAlignScriptArguments(TrainScriptArguments):
     )
 
 
-def training_parsers() -> list[tuple[type, type]]:
-    """(script arguments, trainer config) of each example script, the general judge-reward one first (R-Align's
-    trains a GenRM and has no reward method: `bench --config` costs it with `--methods`)."""
-    from ..trainers.judge_reward import JudgeRewardGRPOConfig
-    from ..trainers.matrix_reward import MatrixRewardGRPOConfig
+def training_parsers(reward_method: str | None = None) -> list[tuple[type, type]]:
+    """(script arguments, trainer config) a training YAML may be written for: its `reward_method`'s config class
+    (`trainers.judge_reward.config_for_method`), else the general one first and every method's; and R-Align's
+    (it trains a GenRM and has no reward method: `bench --config` costs it with `--methods`)."""
+    from ..rewards.registry import REWARD_METHODS
+    from ..trainers.judge_reward import JudgeRewardGRPOConfig, config_for_method, method_config
     from ..trainers.ralign import RAlignGenRMConfig
-    from ..trainers.rank_buffer import RankBufferGRPOConfig
 
-    judge_reward = [JudgeRewardGRPOConfig, RankBufferGRPOConfig, MatrixRewardGRPOConfig]
+    if reward_method in REWARD_METHODS:
+        judge_reward = [config_for_method(reward_method)]
+    else:
+        judge_reward = [JudgeRewardGRPOConfig, *(method_config(name) for name in REWARD_METHODS)]
     return [(TrainScriptArguments, c) for c in judge_reward] + [(RAlignScriptArguments, RAlignGenRMConfig)]
 
 
@@ -123,20 +144,28 @@ def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str,
     """
     from trl import ModelConfig
 
+    values = _config_mapping(path)
     keys = config_keys(path, overrides)
+    given = dict(zip(overrides, overrides[1:], strict=False)).get("--reward_method", values.get("reward_method"))
 
     def missing(types: tuple[type, ...]) -> int:
         return len(keys - {f.name for cls in types for f in dataclasses.fields(cls)})
 
-    types = min(((*pair, ModelConfig) for pair in training_parsers()), key=missing)  # of equals, the first
+    types = min(((*pair, ModelConfig) for pair in training_parsers(given)), key=missing)  # of equals, the first
     parser = ScriptParser(types, prog=prog)
     elsewhere = [] if here else ["--use_cpu", "true"]  # before the overrides: a flag given wins
     return parser.parse_args_and_config(["--config", path, *elsewhere, *overrides])
 
 
 def config_keys(path: str, overrides: Sequence[str] = ()) -> set[str]:
-    """The settings a training config gives: the keys of the YAML mapping at `path` (none when it cannot be read:
-    the parser then says why) and the flags among `overrides`."""
+    """The settings a training config gives: the keys of the YAML mapping at `path` and the flags among
+    `overrides`."""
+    keys = set(_config_mapping(path)) - {"env"}
+    return keys | {w[2:].split("=", 1)[0].replace("-", "_") for w in overrides if w.startswith("--")}
+
+
+def _config_mapping(path: str) -> dict:
+    """The YAML mapping at `path` (empty when it cannot be read or is not a mapping: the parser then says why)."""
     import yaml
 
     try:
@@ -144,8 +173,7 @@ def config_keys(path: str, overrides: Sequence[str] = ()) -> set[str]:
             values = yaml.safe_load(f)
     except (OSError, yaml.YAMLError):
         values = None
-    keys = set(values) - {"env"} if isinstance(values, dict) else set()
-    return keys | {w[2:].split("=", 1)[0].replace("-", "_") for w in overrides if w.startswith("--")}
+    return values if isinstance(values, dict) else {}
 
 
 # --------------------------------------------------------------------------- the entry point
@@ -224,7 +252,7 @@ def resume_argument(trainer_class, training_args) -> str | None:
     Starting afresh in a folder that holds checkpoints is allowed (they get overwritten), with a note
     naming the resume flag.
     """
-    from ..trainers.checkpoints import checkpoint_steps
+    from ..trainers.base import checkpoint_steps
 
     resume = parse_resume(training_args.resume_from_checkpoint)
     output_dir = training_args.output_dir
@@ -293,7 +321,7 @@ def resolve_model(name: str, training_args) -> str:
     if name != TINY_MODEL:
         check_local_model(name)
         return name
-    from ..tiny.models import build_tiny_model
+    from ..tiny import build_tiny_model
 
     folder = Path(training_args.output_dir) / "tiny_model"
     with training_args.main_process_first(local=True, desc="building the tiny model"):
@@ -333,7 +361,7 @@ def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
     limit stop on a prompt that leaves no room for `max_completion_length` in the model's context."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from ..data.prompt_lengths import check_prompts_fit, context_length, drop_long_prompts, prompt_lengths
+    from ..data.prompts import check_prompts_fit, context_length, drop_long_prompts, prompt_lengths
 
     tokenizer = AutoTokenizer.from_pretrained(model_name)
     lengths = prompt_lengths(dataset["prompt"], tokenizer, training_args.chat_template_kwargs)
