@@ -164,12 +164,12 @@ def test_a_key_of_the_0_1_example_configs_is_an_unknown_key(tmp_path, capsys):
     # no release has shipped, so no former spelling is read: MatrixReward's `extractor` is refused as any unknown key
     from trl_rankreward.parsing import apply_config_file
     from trl_rankreward.scripts import ScriptParser
-    from trl_rankreward.trainers.matrix_reward import MatrixRewardGRPOConfig
+    from trl_rankreward.trainers.judge_reward import method_config
 
     config = tmp_path / "matrix.yaml"
     config.write_text("extractor: critic\noutput_dir: out\nuse_cpu: true\nbf16: false\nreport_to: none\n")
     with pytest.raises(SystemExit) as exit_info:
-        apply_config_file(ScriptParser((MatrixRewardGRPOConfig,)), ["--config", str(config)])
+        apply_config_file(ScriptParser((method_config("matrix"),)), ["--config", str(config)])
     assert exit_info.value.code == 2 and "unknown option(s) extractor" in capsys.readouterr().err
 
 
