@@ -102,6 +102,7 @@ def _external_bases(cls: type) -> list[type]:
 
 
 def _type_name(tp) -> str:
+    """An annotation as declared (HfArgumentParser rewrites `Field.type` in place, so that is not read)."""
     if isinstance(tp, str):  # a postponed annotation, as written
         text = tp
     elif isinstance(tp, type) and not getattr(tp, "__args__", None):  # a plain class
@@ -146,7 +147,7 @@ def _field_table(cls: type) -> str:
     rows = ["| field | type | default | what it does |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         if _owner(cls, f.name) is cls and f.name in inspect.get_annotations(cls):
-            rows.append(f"| `{f.name}` | `{_cell(_type_name(f.type))}` | {_default(f)} | {_help(f)} |")
+            rows.append(f"| `{f.name}` | `{_cell(_type_name(inspect.get_annotations(cls)[f.name]))}` | {_default(f)} | {_help(f)} |")
     return "\n".join(rows)
 
 
