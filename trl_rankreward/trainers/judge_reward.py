@@ -23,6 +23,7 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import fields
 from typing import Any
@@ -41,6 +42,7 @@ from .critic_config import critic_card_settings, training_algorithm
 from .dataset_checks import check_group_size, check_training_dataset
 from .group_scoring import GroupScorer, PendingScore, Scored, gather_rows, share_from_main
 from .grouping import reward_row
+from .hacking_monitor import ALARM, HackingMonitor
 from .judge_eval import evaluation_summary
 from .judge_reward_config import JudgeRewardGRPOConfig
 from .judge_usage import TOTAL_SUFFIX
@@ -107,6 +109,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self.reward_method = reward_method
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
+        self._monitor = None if reward_method is None else HackingMonitor(
+            args, reward_method.judge, self._scorer.run, reward_method.answer_format, seed=args.seed)  # fmt: skip
         self._batch_inputs = self._launched = None
         self._generated_at = time.perf_counter()  # when the last batch's completions were ready
 
@@ -168,13 +172,25 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         if pending is None:  # not started early (overlap_judging off)
             pending = self._launch_judging(inputs, prompts, completions)
         is_main = self.accelerator.is_main_process
-        scored: Scored = share_from_main(is_main, lambda: self._scorer.finish(pending))
+        scored: Scored = share_from_main(is_main, lambda: self._monitored(self._scorer.finish(pending), pending, mode))
         waited = time.perf_counter() - waiting
         self._record({**scored.metrics, WAIT_SECONDS: waited, OVERLAP_WINDOW_SECONDS: waiting - self._generated_at})
         self._run_state.record(scored, mode, step=self.state.global_step, is_main=is_main)
-        if self._run_state.breaker.tripped:  # this step ends with a checkpoint, and the run stops (every rank)
+        tripped = self._run_state.breaker.tripped or (self.args.hacking_monitor_stop and scored.metrics.get(ALARM))
+        if tripped:  # this step ends with a checkpoint, and the run stops (every rank)
             self.control.should_save = self.control.should_training_stop = True
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
+
+    def _monitored(self, scored: Scored, pending: PendingScore, mode: str) -> Scored:
+        """`scored` with the hacking monitor's metrics of this training step (`hacking_monitor`), warning of new
+        findings (main process)."""
+        if mode != "train" or self._monitor is None:
+            return scored
+        metrics = self._monitor.check(pending.groups, scored.rewards, self.state.global_step)
+        for line in self._monitor.new_evidence():
+            logger.warning(f"Judge-hacking alarm at step {self.state.global_step}: {line}. See docs/judging.md, "
+                           "'What a rollout can and cannot do to its verdict'.")  # fmt: skip
+        return dataclasses.replace(scored, metrics={**scored.metrics, **metrics})
 
     # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
 

@@ -15,11 +15,12 @@ from ..rewards.options import MethodOptions, option_values
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from .circuit_breaker import JudgeCircuitBreaker
 from .critic_config import CriticConfig, critic_post_init
+from .hacking_monitor import HackingMonitorConfig, check_hacking_monitor
 from .judge_eval_config import JudgeEvalConfig, check_judge_eval
 
 
 @dataclass
-class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
+class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, HackingMonitorConfig, GRPOConfig):
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
     Every field is in sight: its own below, the judge server's (`judge_*`) in
@@ -112,6 +113,7 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         if self.reward_method not in REWARD_METHODS:
             raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
         self.circuit_breaker()  # checks the thresholds
+        check_hacking_monitor(self)
         if self.judge_base_urls:
             # The other processes wait in a collective while the main process judges one round.
             worst = judge.retry_policy().worst_case_s(self.judge_timeout_s)
