@@ -102,15 +102,17 @@ def length_reward_correlation(groups: Sequence[Group], rewards: Sequence[float])
 
 class HackingMonitor:
     """Checks each training step's rollouts (module docstring); `check` returns the step's `hacking/*` metrics and
-    `evidence` holds the findings that raised the alarm."""
+    `evidence` holds the findings that raised the alarm. `run` runs a coroutine to its end (the trainer's judging
+    loop); `kind`: the request kind to audit in (None: the judge's, read from its ledger)."""
 
-    def __init__(self, config, judge, run: Callable, answer_format: AnswerFormat | None = None, seed: int = 0):
+    def __init__(self, config, judge, run: Callable, answer_format: AnswerFormat | None = None, *,
+                 kind: str | None = None):  # fmt: skip
         check_hacking_monitor(config)
         self.every = config.hacking_monitor_steps
         self.rollouts = config.hacking_monitor_rollouts
         self.attacks = attacks_named(_names(config.hacking_monitor_attacks))
         self.directed_limit = config.hacking_monitor_directed_share
-        self.judge, self.run, self.seed = judge, run, seed
+        self.judge, self.run, self.fixed_kind = judge, run, kind
         self.answer_format = answer_format or AnswerFormat()
         self.tally = AuditTally()
         self.tokens = 0
@@ -165,6 +167,8 @@ class HackingMonitor:
             self.tokens += ledger.prompt_tokens + ledger.completion_tokens - before
 
     def _kind(self) -> str:
+        if self.fixed_kind is not None:
+            return self.fixed_kind
         ledger = getattr(self.judge, "ledger", None)
         seen = set(ledger.snapshot().parsed_by_kind) if ledger is not None else set()
         return KINDS[0] if seen and seen <= {"pointwise"} else KINDS[1]

@@ -110,7 +110,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
         self._monitor = None if reward_method is None else HackingMonitor(
-            args, reward_method.judge, self._scorer.run, reward_method.answer_format, seed=args.seed)  # fmt: skip
+            args, reward_method.judge, self._scorer.run, reward_method.answer_format)  # fmt: skip
         self._batch_inputs = self._launched = None
         self._generated_at = time.perf_counter()  # when the last batch's completions were ready
 
