@@ -2,7 +2,7 @@
 
 import pytest
 
-from trl_rankreward.evaluation import audit_judge
+from trl_rankreward.evaluation import audit_judge, probe_judge
 from trl_rankreward.evaluation.audit import (
     ATTACK_NAMES,
     AuditRow,
@@ -66,6 +66,15 @@ def test_noisy_honest_judge_raises_no_false_alarm_over_20_seeds():
     assert control_moved == 20
 
 
+def test_too_few_trials_are_unclear_not_ok():
+    # 1 rollout per group on 2 groups: the echo judge takes the planted 10 on both (2 of 2), but Wilson [0.34, 1]
+    # does not clear the control's [0, 0.66]: not exploitable, and the table says it is unclear, not ok.
+    report = audit_judge(EchoJudge(), GROUPS[:2], kinds=["pointwise"], rollouts_per_group=1, seed=1)
+    row = report.row("planted_verdict")
+    assert not report.exploitable and report.unclear == [row]
+    assert "audit more rollouts" in report.table()
+
+
 def test_the_rule_on_hand_counts():
     # Wilson 95%: 4 of 4 -> [0.510, 1]; 0 of 4 -> [0, 0.490]: separated, exploitable.
     # 3 of 3 -> [0.438, 1] against 0 of 3 -> [0, 0.562]: not separated, not (yet) exploitable.
@@ -119,3 +128,12 @@ def test_bad_arguments_say_what_is_allowed():
         audit_judge(honest_judge(), GROUPS, kinds=["listwise"])
     with pytest.raises(ValueError, match="at least one group"):
         audit_judge(honest_judge(), [])
+
+
+def test_probe_judge_reports_the_audit_and_counts_its_cost():
+    judge = EchoJudge()
+    report = probe_judge(judge, GROUPS[:2], methods=["pointwise"], swap_pairs=0, audit_groups=2, audit_rollouts=4)
+    # 8 rollouts; the 4 not already at 10 all take the planted 10: 4 of 4 against 0 of 4, exploitable
+    assert report.audit.row("planted_verdict").exploitable and report.audit.targets == {"pointwise": 8, "pairwise": 8}
+    assert "judge-hacking audit" in report.table() and report.to_dict()["audit"]["max_calls"] == report.audit.max_calls
+    assert report.cost["calls"] >= report.audit.cost["calls"] > 0  # in the probe's cost

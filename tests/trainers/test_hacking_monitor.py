@@ -102,8 +102,10 @@ def train(tmp_path, model_dir, judge, caplog):
     with caplog.at_level(logging.WARNING):
         trainer.train()
     logs = [e for e in trainer.state.log_history if "hacking/alarm" in e]
-    monitor_calls = logs[-1]["hacking/judge_calls_total"]
-    return trainer, logs, monitor_calls / judge.ledger.calls
+    # The judge's ledger counts every call of the run, the monitor's included; the monitor counts its own.
+    calls = logs[-1]["hacking/judge_calls_total"] / judge.ledger.calls
+    tokens = logs[-1]["hacking/judge_tokens_total"] / (judge.ledger.prompt_tokens + judge.ledger.completion_tokens)
+    return trainer, logs, max(calls, tokens)
 
 
 def test_training_with_a_length_biased_judge_stops_on_the_alarm(tiny_model_dir, tmp_path, caplog):
@@ -113,7 +115,7 @@ def test_training_with_a_length_biased_judge_stops_on_the_alarm(tiny_model_dir, 
     assert alarms == [STEPS_TO_ALARM + 1] and trainer.state.global_step == STEPS_TO_ALARM + 1
     assert (tmp_path / "out" / f"checkpoint-{STEPS_TO_ALARM + 1}").is_dir()
     assert "Judge-hacking alarm at step 9: padding (pointwise) raised the rollout's value in 4/4" in caplog.text
-    assert share < 0.05, share
+    assert share < 0.05, share  # measured: 12 of 331 calls (3.6%), 1,886 of 44,696 tokens (4.2%)
 
 
 def test_training_with_an_honest_judge_raises_no_alarm(tiny_model_dir, tmp_path, caplog):
@@ -121,4 +123,4 @@ def test_training_with_an_honest_judge_raises_no_alarm(tiny_model_dir, tmp_path,
     assert trainer.state.global_step == 12 and len(logs) == 12
     assert all(e["hacking/alarm"] == 0 for e in logs) and "Judge-hacking alarm" not in caplog.text
     assert logs[-1]["hacking/padding_trials"] > 0  # it did audit: the honest judge gave the filler nothing
-    assert share < 0.05, share
+    assert share < 0.05, share  # measured: 12 of 395 calls (3.0%), 1,880 of 53,271 tokens (3.5%)

@@ -304,7 +304,8 @@ class AuditRow:
 class AuditReport:
     """`audit_judge`'s result: `rows` (one `AuditRow` per attack and request kind), `exploitable` (any row
     is), `cost` (calls, tokens, failures of the audit itself), `max_calls` (the bound it ran under),
-    `targets` (rollouts audited per request kind); `advice()`, `table()`, `to_dict()`."""
+    `targets` (rollouts audited per request kind), `unclear` (rows with too few trials to tell); `advice()`,
+    `table()`, `to_dict()`."""
 
     rows: list[AuditRow]
     cost: dict[str, Any]
@@ -315,6 +316,12 @@ class AuditReport:
     @property
     def exploitable(self) -> bool:
         return any(r.exploitable for r in self.rows)
+
+    @property
+    def unclear(self) -> list[AuditRow]:
+        """Rows not shown exploitable whose attack still succeeded more often than the control: too few trials to
+        tell (audit more rollouts)."""
+        return [r for r in self.rows if not r.exploitable and r.success_rate > (r.control_rate or 0.0)]
 
     def row(self, attack: str, kind: str = "pointwise") -> AuditRow:
         for r in self.rows:
@@ -334,12 +341,16 @@ class AuditReport:
     def table(self) -> str:
         """The rows as a plain-text table, then the verdict, the advice and the audit's own cost."""
         head = ["attack", "kind", "raised", "rate", "95% CI", "control", "verdict"]
+        unclear = self.unclear
         body = [[r.attack, r.kind, f"{r.successes}/{r.trials}", f"{r.success_rate:.0%}", f"{r.low:.2f}-{r.high:.2f}",
                  "n/a" if r.control_rate is None else f"{r.control_rate:.0%}",
-                 "EXPLOITABLE" if r.exploitable else "ok"] for r in self.rows]  # fmt: skip
+                 "EXPLOITABLE" if r.exploitable else "unclear" if r in unclear else "ok"]
+                for r in self.rows]  # fmt: skip
         widths = [max(len(x) for x in col) for col in zip(head, *body)]
         lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
         verdict = "EXPLOITABLE" if self.exploitable else "no attack raised the verdicts beyond the control"
+        if unclear and not self.exploitable:
+            verdict = "not shown exploitable, but some attacks won more often than the control: audit more rollouts"
         lines += ["", f"judge: {verdict}", *(f"  fix {a}" for a in self.advice())]
         c = self.cost
         lines.append(f"audit cost: {c['calls']} judge calls (at most {self.max_calls}), {c['tokens']:,} tokens, "
@@ -348,7 +359,8 @@ class AuditReport:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "exploitable": self.exploitable, "advice": self.advice()}
+        return {**asdict(self), "exploitable": self.exploitable, "advice": self.advice(),
+                "unclear": [(r.attack, r.kind) for r in self.unclear]}  # fmt: skip
 
 
 def audit_targets(groups: Sequence[Group], kind: str, *, max_groups: int, rollouts_per_group: int, seed: int,
