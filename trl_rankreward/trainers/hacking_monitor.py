@@ -53,8 +53,10 @@ class HackingMonitorConfig:
                   "judge hacking (hacking/* metrics). 0: off (the drift signals are still logged)."},
     )  # fmt: skip
     hacking_monitor_rollouts: int = field(
-        default=2, metadata={"help": "Top-rewarded rollouts audited per check (each costs about 2 judge calls + 1 per "
-                             "attack)."}  # fmt: skip
+        default=2,
+        metadata={
+            "help": "Top-rewarded rollouts audited per check (each costs about 2 judge calls + 1 per attack)."
+        },  # fmt: skip
     )
     hacking_monitor_attacks: str = field(
         default=DEFAULT_ATTACKS,
@@ -67,7 +69,9 @@ class HackingMonitorConfig:
     )  # fmt: skip
     hacking_monitor_stop: bool = field(
         default=False,
-        metadata={"help": "On a hacking alarm, save a checkpoint and stop the run (else: a warning and hacking/alarm)."},
+        metadata={
+            "help": "On a hacking alarm, save a checkpoint and stop the run (else: a warning and hacking/alarm)."
+        },
     )
 
 
