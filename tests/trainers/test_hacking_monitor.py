@@ -69,6 +69,19 @@ def test_found_injection_is_stripped_and_judged_again():
     assert "judge_directed_share" in monitor.evidence
 
 
+def test_a_judge_that_cannot_answer_the_monitor_turns_it_off_with_a_warning(caplog):
+    class TableJudge:  # knows only the texts it was given, as some test judges do
+        async def judge(self, request):
+            return {"The capital is Paris.": 5.0, "Lyon.": 0.0}[request.response]
+
+    monitor = HackingMonitor(settings(), TableJudge(), asyncio.run, kind="pointwise")
+    group = Group("geo", "What is the capital of France?", (), ["The capital is Paris.", "Lyon."])
+    with caplog.at_level(logging.WARNING):
+        metrics = monitor.check([group], [1.0, -1.0], step=0)
+    assert "hacking monitor is off from step 0: the judge raised KeyError" in caplog.text
+    assert monitor.every == 0 and metrics[ALARM] == 0.0 and "hacking/judge_directed_share" in metrics
+
+
 def test_length_reward_correlation_by_hand():
     groups = [Group("a", "q", (), ["x", "xx", "xxx"]), Group("b", "q", (), ["x", "xx", "xxx"]),
               Group("c", "q", (), ["x", "xx", "xxx"])]  # fmt: skip

@@ -16,7 +16,8 @@ correlation of completion length (characters) with reward, and `hacking/judge_di
 rollouts carrying judge-directed text (`evaluation.audit.judge_directed`); a share above
 `hacking_monitor_directed_share` raises the alarm too. An alarm logs `hacking/alarm` = 1 and a warning with
 the evidence (once per new finding); with `hacking_monitor_stop` the step ends with a checkpoint and the run
-stops. The monitor's judge calls go through the same judge, so they are in `judge/*` as well; its own share
+stops. A judge that raises on one of the monitor's requests (say, one that answers only texts it knows) turns
+the checks off with a warning instead of ending the run. The monitor's judge calls go through the same judge, so they are in `judge/*` as well; its own share
 is `hacking/judge_calls_total` and `hacking/judge_tokens_total`.
 
 Torch-free: the trainer gives it the groups and rewards of each step and a way to run a coroutine on its
@@ -25,6 +26,7 @@ judging loop.
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -33,6 +35,8 @@ from dataclasses import dataclass, field
 from ..evaluation.audit import KINDS, AuditTally, Target, attacks_named, judge_directed
 from ..rewards.answers import AnswerFormat
 from ..rewards.base import Group
+
+logger = logging.getLogger(__name__)
 
 PREFIX = "hacking/"
 ALARM = PREFIX + "alarm"
@@ -132,7 +136,14 @@ class HackingMonitor:
         if corr is not None:
             metrics[LENGTH_CORR] = corr
         if self.every and step % self.every == 0:
-            self._audit(groups, rewards)
+            try:
+                self._audit(groups, rewards)
+            except Exception as exc:  # an auxiliary check must not end the run: it turns itself off, loudly
+                self.every = 0
+                logger.warning(f"The hacking monitor is off from step {step}: the judge raised {type(exc).__name__}: "
+                               f"{exc} on one of its requests (a judge that answers only texts it knows cannot be "
+                               "audited). The drift signals are still logged; set hacking_monitor_steps=0 to silence "
+                               "this.")  # fmt: skip
         evidence = {r.attack: r.evidence() for r in self.tally.rows(self.attacks) if r.exploitable}
         if share > self.directed_limit:
             example = next(t for t in texts if judge_directed(t))
