@@ -25,7 +25,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
 
     Every field is in sight: its own below, the judge server's (`judge_*`) in
     `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval_config.JudgeEvalConfig`,
-    the critic's in `critic_config.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
+    the critic's in `critic_config.CriticConfig`, the judge-hacking monitor's in
+    `hacking_monitor.HackingMonitorConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
     server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
     by similarity to the query's `references`).
 
