@@ -58,9 +58,7 @@ class HackingMonitorConfig:
     )  # fmt: skip
     hacking_monitor_rollouts: int = field(
         default=2,
-        metadata={
-            "help": "Top-rewarded rollouts audited per check (each costs about 2 judge calls + 1 per attack)."
-        },  # fmt: skip
+        metadata={"help": "Top-rewarded rollouts audited per check (each costs about 2 judge calls + 1 per attack)."},
     )
     hacking_monitor_attacks: str = field(
         default=DEFAULT_ATTACKS,
