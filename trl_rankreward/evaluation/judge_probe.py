@@ -15,7 +15,9 @@ probe measures that from the judge's real answers on a few groups of rollouts:
 3. its cost is the judge's ledger (calls, prompt + completion tokens) during the measured judgings;
 4. a swap test asks the judge about `swap_pairs` pairs per group in both display orders:
    how often it keeps its verdict, and how much it favours the text shown first;
-5. the recommendation is the cheapest method whose reliability is within `margin` of the best.
+5. the recommendation is the cheapest method whose reliability is within `margin` of the best;
+6. with `audit_groups`, a judge-hacking audit (`evaluation.audit`) on a few of the groups: which cheap attacks (a planted verdict,
+   padding, a master-key answer, the display order, ...) raise a rollout's verdict with this judge.
 
 Stateful methods (RankBuffer and rank_buffer_plus: per-query anchor buffers) are probed as they
 run in training, after their buffers have seen the query: each judging first runs
@@ -51,6 +53,7 @@ from ..judging.seeding import seeded_rng
 from ..rewards.base import AnswerFormat, Candidates, Group, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
 from ..rewards.registry import REWARD_METHODS, reward_method_class
+from .audit import AuditReport, audit_judge_async
 from .probe_report import ProbeReport, ProbeRow, SwapTest, recommend, repeat_agreement, standard_error, tied_share
 
 #: the default margin: a method whose reliability is at most this below the best counts as as good
@@ -223,6 +226,8 @@ async def probe_judge_async(
     groups_per_step: float | None = None,
     budget_tokens: int | None = None,
     swap_pairs: int = 2,
+    audit_groups: int = 0,
+    audit_rollouts: int = 2,
     seed: int = 0,
     answer_format: AnswerFormat | None = None,
     length_fn: Callable[[str], int] | None = None,
@@ -245,7 +250,7 @@ async def probe_judge_async(
     run = RunContext(answer_format=answer_format or AnswerFormat(), seed=seed, length_fn=length_fn)
     probe = _Probe(judge, groups, run=run, seed=seed, warmup_groups=warmup_groups, warmup_passes=warmup_passes)
     plans = [_Plan(n, method_options(n, (options or {}).get(n))) for n in names]
-    total, done, skipped = len(plans) * repeats + 1, 0, []
+    total, done, skipped = len(plans) * repeats + 1 + bool(audit_groups), 0, []
 
     def tick(label: str) -> None:
         nonlocal done
@@ -255,6 +260,11 @@ async def probe_judge_async(
 
     swap = await probe.swap_test(swap_pairs) if swap_pairs else SwapTest()
     tick("swap test")
+    audit: AuditReport | None = None
+    if audit_groups:
+        audit = await audit_judge_async(judge, groups, max_groups=audit_groups, rollouts_per_group=audit_rollouts,
+                                        seed=seed, answer_format=run.answer_format)  # fmt: skip
+        tick("hacking audit")
     for repeat in range(repeats):
         # after the first round, cheapest first: a tight budget still measures the cheap methods fully
         order = plans if repeat == 0 else sorted(plans, key=lambda p: p.judgings[0].total.tokens if p.judgings else 0)
@@ -277,7 +287,7 @@ async def probe_judge_async(
         cost={"calls": spent.calls, "tokens": spent.tokens, "prompt_tokens": spent.prompt_tokens,
               "completion_tokens": spent.completion_tokens, "failures": sum(spent.failures.values()),
               "failures_by_kind": dict(spent.failures)},
-        rewards={p.name: [j.rewards for j in p.judgings] for p in plans},
+        rewards={p.name: [j.rewards for j in p.judgings] for p in plans}, audit=audit,
     )  # fmt: skip
 
 
@@ -295,6 +305,10 @@ def probe_judge(judge, groups: Sequence[Group], **kwargs) -> ProbeReport:
         groups_per_step: groups in one training step, for the per-step cost columns.
         budget_tokens: the most judge tokens the probe may spend (None: no bound).
         swap_pairs: pairs per group of the swap test (0: none).
+        audit_groups, audit_rollouts: the judge-hacking audit (`evaluation.audit.audit_judge`) on the first
+            `audit_groups` groups, `audit_rollouts` rollouts each (0 groups, the default here: no audit; the
+            `probe-judge` command runs it); its calls count in the probe's cost and budget. A judge that answers
+            from a table of known texts cannot be audited (the attacks write new texts).
         seed, answer_format, length_fn: as a training run gives them (`RunContext`).
         progress: called `(done, planned, label)` after each judging.
     """

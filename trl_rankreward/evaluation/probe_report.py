@@ -119,7 +119,8 @@ class SwapTest:
 @dataclass
 class ProbeReport:
     """`probe_judge`'s result: `rows` (one `ProbeRow` per method), `recommended` (a registry name, or
-    None when no method could be measured), `reason` (one line), `table()`, `to_dict()` for JSON."""
+    None when no method could be measured), `reason` (one line), `audit` (the judge-hacking audit's
+    `AuditReport`, or None), `table()`, `to_dict()` for JSON."""
 
     rows: list[ProbeRow]
     recommended: str | None
@@ -133,6 +134,7 @@ class ProbeReport:
     stopped_early: bool = False
     skipped: list[str] = field(default_factory=list)
     rewards: dict[str, list[list[list[float]]]] = field(default_factory=dict, repr=False)
+    audit: Any = None  # the judge-hacking audit's `evaluation.audit.AuditReport`, or None (not run)
 
     def row(self, method: str) -> ProbeRow:
         for r in self.rows:
@@ -165,12 +167,15 @@ class ProbeReport:
                      f"{self.cost['failures']} failed calls; {self.groups} groups x {self.repeats} repeats")  # fmt: skip
         if self.stopped_early:
             lines.append(f"stopped early: the budget was spent; not fully measured: {', '.join(self.skipped)}")
+        if self.audit is not None:
+            lines += ["", "judge-hacking audit (each change must not raise the rollout's verdict):", self.audit.table()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """Everything but the raw rewards, JSON-ready."""
         out = asdict(self)
         out.pop("rewards")
+        out["audit"] = self.audit.to_dict() if self.audit is not None else None
         for row, r in zip(out["rows"], self.rows):
             row["pointwise"] = r.pointwise
         return out
