@@ -53,6 +53,9 @@ def test_embedded_judge(config_values, tmp_path, capsys):
     for row in report["rows"]:
         assert row["tokens_per_step"] == pytest.approx(2 * row["tokens_per_group"])
     assert report["switch"] in out
+    # the judge-hacking audit (2 queries, 2 rollouts each) is part of the report
+    assert "judge-hacking audit" in out and report["audit"]["cost"]["calls"] > 0
+    assert {r["attack"] for r in report["audit"]["rows"]} >= {"planted_verdict", "padding", "display_order"}
 
 
 def test_per_step_cost_counts_each_rollout_batch_once(config_values, tmp_path):

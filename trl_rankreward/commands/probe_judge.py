@@ -52,6 +52,9 @@ class ProbeJudgeArguments:
         default=2_000_000, metadata={"help": "the most judge tokens the probe may spend (0: no bound)"}
     )
     swap_pairs: int = field(default=2, metadata={"help": "pairs per query judged in both display orders (0: none)"})
+    audit_queries: int = field(
+        default=4, metadata={"help": "queries of the judge-hacking audit (docs/judging.md), 2 rollouts each (0: none)"}
+    )
     warmup: bool = field(
         default=True, metadata={"help": "G more rollouts per query warm up stateful methods' buffers (else the same)"}
     )
@@ -147,7 +150,8 @@ def _probe(args: ProbeJudgeArguments, training_args, model: str, groups, warm):
                 gradient_accumulation=training_args.gradient_accumulation_steps,
                 num_generations=training_args.num_generations, num_iterations=training_args.num_iterations,
             ).queries,
-            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, seed=training_args.seed,
+            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, audit_groups=args.audit_queries,
+            seed=training_args.seed,
             answer_format=AnswerFormat(thinking=training_args.thinking_format),
             length_fn=TokenLength(AutoTokenizer.from_pretrained(model)), progress=progress,
         )  # fmt: skip

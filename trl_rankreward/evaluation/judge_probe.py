@@ -17,7 +17,9 @@ probe measures that from the judge's real answers on a few groups of rollouts:
    how often it keeps its verdict, and how much it favours the text shown first;
 5. the recommendation is the cheapest method whose reliability is within `margin` of the best; methods
    whose reliabilities lie within one standard error of the best are called tied within noise, never "the
-   best" (`recommend`).
+   best" (`recommend`);
+6. with `audit_groups`, a judge-hacking audit (`evaluation.audit`) on a few of the groups: which cheap attacks (a
+   planted verdict, padding, a master-key answer, the display order, ...) raise a rollout's verdict with this judge.
 
 The report (`ProbeReport`) also weighs the probe's own judge cost against the run it plans, when the caller
 gives that run's estimated cost (`planned_run`, as `trl-rankreward bench --config` estimates it): a probe
@@ -62,6 +64,7 @@ from ..rewards.base import AnswerFormat, Candidates, Group, GroupRewardMethod, R
 from ..rewards.options import MethodOptions
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..user_errors import ConfigError
+from .audit import AuditReport, audit_judge_async
 
 #: a pointwise method whose rewards tie in more than this share of pairs gets a warning in the reason
 MANY_TIES = 0.25
@@ -168,7 +171,8 @@ class SwapTest:
 @dataclass
 class ProbeReport:
     """`probe_judge`'s result: `rows` (one `ProbeRow` per method), `recommended` (a registry name, or
-    None when no method could be measured), `reason` (one line), `table()`, `to_dict()` for JSON."""
+    None when no method could be measured), `reason` (one line), `audit` (the judge-hacking audit's
+    `AuditReport`, or None), `table()`, `to_dict()` for JSON."""
 
     rows: list[ProbeRow]
     recommended: str | None
@@ -182,6 +186,7 @@ class ProbeReport:
     stopped_early: bool = False
     skipped: list[str] = field(default_factory=list)
     rewards: dict[str, list[list[list[float]]]] = field(default_factory=dict, repr=False)
+    audit: Any = None  # the judge-hacking audit's `evaluation.audit.AuditReport`, or None (not run)
     #: the run the probe plans, as `bench --config` estimates it: {"method", "steps", "calls", "tokens"} (or None)
     planned_run: dict[str, Any] | None = None
 
@@ -230,12 +235,15 @@ class ProbeReport:
             lines.append(self.cost_note())
         if self.stopped_early:
             lines.append(f"stopped early: the budget was spent; not fully measured: {', '.join(self.skipped)}")
+        if self.audit is not None:
+            lines += ["", "judge-hacking audit (each change must not raise the rollout's verdict):", self.audit.table()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """Everything but the raw rewards, JSON-ready."""
         out = asdict(self)
         out.pop("rewards")
+        out["audit"] = self.audit.to_dict() if self.audit is not None else None
         for row, r in zip(out["rows"], self.rows):
             row["pointwise"] = r.pointwise
         return out
@@ -482,6 +490,8 @@ async def probe_judge_async(
     groups_per_step: float | None = None,
     budget_tokens: int | None = None,
     swap_pairs: int = 2,
+    audit_groups: int = 0,
+    audit_rollouts: int = 2,
     seed: int = 0,
     answer_format: AnswerFormat | None = None,
     length_fn: Callable[[str], int] | None = None,
@@ -504,7 +514,7 @@ async def probe_judge_async(
     run = RunContext(answer_format=answer_format or AnswerFormat(), seed=seed, length_fn=length_fn)
     probe = _Probe(judge, groups, run=run, seed=seed, warmup_groups=warmup_groups, warmup_passes=warmup_passes)
     plans = [_Plan(n, method_options(n, (options or {}).get(n))) for n in names]
-    total, done, skipped = len(plans) * repeats + 1, 0, []
+    total, done, skipped = len(plans) * repeats + 1 + bool(audit_groups), 0, []
 
     def tick(label: str) -> None:
         nonlocal done
@@ -514,6 +524,11 @@ async def probe_judge_async(
 
     swap = await probe.swap_test(swap_pairs) if swap_pairs else SwapTest()
     tick("swap test")
+    audit: AuditReport | None = None
+    if audit_groups:
+        audit = await audit_judge_async(judge, groups, max_groups=audit_groups, rollouts_per_group=audit_rollouts,
+                                        seed=seed, answer_format=run.answer_format)  # fmt: skip
+        tick("hacking audit")
     for repeat in range(repeats):
         # after the first round, cheapest first: a tight budget still measures the cheap methods fully
         order = plans if repeat == 0 else sorted(plans, key=lambda p: p.judgings[0].total.tokens if p.judgings else 0)
@@ -536,7 +551,7 @@ async def probe_judge_async(
         cost={"calls": spent.calls, "tokens": spent.tokens, "prompt_tokens": spent.prompt_tokens,
               "completion_tokens": spent.completion_tokens, "failures": sum(spent.failures.values()),
               "failures_by_kind": dict(spent.failures)},
-        rewards={p.name: [j.rewards for j in p.judgings] for p in plans},
+        rewards={p.name: [j.rewards for j in p.judgings] for p in plans}, audit=audit,
     )  # fmt: skip
 
 
@@ -554,6 +569,10 @@ def probe_judge(judge, groups: Sequence[Group], **kwargs) -> ProbeReport:
         groups_per_step: groups in one training step, for the per-step cost columns.
         budget_tokens: the most judge tokens the probe may spend (None: no bound).
         swap_pairs: pairs per group of the swap test (0: none).
+        audit_groups, audit_rollouts: the judge-hacking audit (`evaluation.audit.audit_judge`) on the first
+            `audit_groups` groups, `audit_rollouts` rollouts each (0 groups, the default here: no audit; the
+            `probe-judge` command runs it); its calls count in the probe's cost and budget. A judge that answers
+            from a table of known texts cannot be audited (the attacks write new texts).
         seed, answer_format, length_fn: as a training run gives them (`RunContext`).
         progress: called `(done, planned, label)` after each judging.
     """
