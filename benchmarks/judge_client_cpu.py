@@ -6,6 +6,8 @@ request kind's `response_format`, as `LLMJudge` sends them) at most `--concurren
 
 - `LLMJudge + OpenAICompatibleBackend`: the project's path (rendering, the replica pool, HTTP,
   parsing and validating the verdict, the retry policy, the ledger);
+- `OpenAICompatibleBackend.complete` alone: the client without the judge layer (the replica pool,
+  HTTP, reading the completion), on the rendered requests;
 - `bare openai.AsyncOpenAI`: `chat.completions.create` and the answer's text, when `openai` is installed;
 - `bare aiohttp`: one `aiohttp.ClientSession`, POST, `json.loads`, the answer's text.
 
@@ -59,6 +61,15 @@ async def judge_loop(url: str, requests, concurrency: int) -> int:
     return sum(not isinstance(v, JudgeFailure) for v in verdicts)
 
 
+async def backend_loop(url: str, bodies: list[dict], concurrency: int) -> int:
+    backend = OpenAICompatibleBackend(url, MODEL, max_concurrency=concurrency, check_on_start=False)
+    decoding = ("temperature", "max_tokens", "response_format")
+    completions = await asyncio.gather(
+        *(backend.complete(b["messages"], **{k: b[k] for k in decoding}) for b in bodies)
+    )
+    return sum(bool(c.text) for c in completions)
+
+
 async def openai_loop(url: str, bodies: list[dict], concurrency: int) -> int:
     import openai
 
@@ -89,10 +100,10 @@ async def aiohttp_loop(url: str, bodies: list[dict], concurrency: int) -> int:
         return sum(bool(text) for text in await asyncio.gather(*(one(b) for b in bodies)))
 
 
-def measure(run) -> tuple[float, float, int]:
-    """(CPU seconds, wall seconds, answers) of `asyncio.run(run())`."""
+def measure(client, url: str, items: list, concurrency: int) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, answers) of one run of `client` over `items`, on a fresh event loop."""
     cpu, wall = time.process_time(), time.perf_counter()
-    answered = asyncio.run(run())
+    answered = asyncio.run(client(url, items, concurrency))
     return time.process_time() - cpu, time.perf_counter() - wall, answered
 
 
@@ -108,7 +119,10 @@ def main() -> int:
          "response_format": answer_schema(r)}
         for r in requests
     ]  # fmt: skip
-    clients = {"LLMJudge + OpenAICompatibleBackend": (judge_loop, requests)}
+    clients = {
+        "LLMJudge + OpenAICompatibleBackend": (judge_loop, requests),
+        "OpenAICompatibleBackend.complete alone": (backend_loop, bodies),
+    }
     with contextlib.suppress(ImportError):
         import openai  # noqa: F401
 
@@ -122,11 +136,11 @@ def main() -> int:
     try:
         cpu = {name: [] for name in clients}
         wall = {name: [] for name in clients}
-        for loop, items in clients.values():  # warm-up: imports, first connections
-            measure(lambda: loop(url, items[:50], args.concurrency))
+        for client, items in clients.values():  # warm-up: imports, first connections
+            measure(client, url, items[:50], args.concurrency)
         for _ in range(args.rounds):
-            for name, (loop, items) in clients.items():
-                seconds, elapsed, answered = measure(lambda: loop(url, items, args.concurrency))
+            for name, (client, items) in clients.items():
+                seconds, elapsed, answered = measure(client, url, items, args.concurrency)
                 if answered != args.requests:
                     raise SystemExit(f"{name}: {answered} of {args.requests} requests answered")
                 cpu[name].append(seconds)

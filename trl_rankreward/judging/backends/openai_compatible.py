@@ -136,8 +136,10 @@ class OpenAICompatibleBackend:
                 del self._loops[closed]
             # the chat requests' connections (the pool bounds them by max_concurrency) plus /tokenize's
             connector = aiohttp.TCPConnector(limit=self.max_concurrency + _TOKENIZE_CONCURRENCY)
-            session = aiohttp.ClientSession(connector=connector)
-            headers = {"Authorization": f"Bearer {self._api_key()}", "Content-Type": "application/json"}
+            # answers are small JSON: asked uncompressed, they are read without a decompressor
+            session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+            headers = {"Authorization": f"Bearer {self._api_key()}", "Content-Type": "application/json",
+                       "Accept-Encoding": "identity"}  # fmt: skip
             closer = _close_at_loop_shutdown(session, lambda: self._loops.pop(loop, None))
             state = self._loops[loop] = _LoopState(session, headers, asyncio.Semaphore(_TOKENIZE_CONCURRENCY), closer)
         return state
