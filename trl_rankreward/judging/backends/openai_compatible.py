@@ -208,7 +208,7 @@ class OpenAICompatibleBackend:
                 ) from exc
             except aiohttp.ClientError as exc:  # refused, reset, a body cut short of its Content-Length
                 self.pool.rest(index)
-                raise BackendError(f"Cannot reach judge server {url}: {exc or type(exc).__name__}") from exc
+                raise BackendError(f"Cannot reach judge server {url}: {_transport_reason(exc)}") from exc
         if status >= 400:
             raise BackendError(
                 f"Judge server {url} returned HTTP {status}: {_short(_error_detail(data))}",
@@ -242,6 +242,13 @@ def _close_at_loop_shutdown(session: aiohttp.ClientSession, forget) -> AsyncGene
     except StopIteration:
         pass
     return closer
+
+
+def _transport_reason(exc: aiohttp.ClientError) -> str:
+    """What failed on the connection, in a few words (the URL is named beside it)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):  # its text repeats the address and adds ssl details
+        return f"connection failed ({type(exc.os_error).__name__})"
+    return str(exc) or type(exc).__name__
 
 
 def _json_bytes(payload: dict) -> bytes:
