@@ -299,3 +299,22 @@ def test_one_session_per_loop_closed_when_the_loop_ends(server_factory):
 
     session = asyncio.run(three())
     assert session.closed and len(server.requests) == 3 and backend._loops == {}
+
+
+def test_a_backend_dropped_while_its_loop_runs_on_leaves_no_open_session(server_factory):
+    # a trainer judges on a loop of its own in a daemon thread, which outlives the trainer's backend
+    server = server_factory()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        backend = backend_for(server.url)
+        assert asyncio.run_coroutine_threadsafe(backend.complete(MESSAGES), loop).result(timeout=10).text == "ok"
+        session = backend._loops[loop].session
+        del backend
+        gc.collect()
+        assert session.closed
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()

@@ -13,9 +13,10 @@ server's `usage` numbers. `context_window()` and `count_prompt_tokens(messages)`
 `judging.prompt_budget`.
 
 Every request of an event loop shares one `aiohttp.ClientSession` (one connection pool over all
-replicas). Sessions belong to a loop, and trainers call `asyncio.run` once per step, so one is made
-lazily for each running loop and closed when that loop shuts down its async generators (as
-`asyncio.run` does on its way out). The API key is read from the environment variable
+replicas). Sessions belong to a loop (trainers call `asyncio.run` once per step, or judge on a loop
+of their own in a thread), so one is made lazily for each running loop and closed when that loop
+shuts down its async generators (as `asyncio.run` does on its way out) or, on a loop that outlives
+the backend, when the backend goes. The API key is read from the environment variable
 `api_key_env` ("EMPTY" when unset, which local servers accept) when a loop's session is made; it
 never appears in reprs, logs or error messages.
 """
@@ -24,12 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import weakref
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
@@ -118,6 +121,7 @@ class OpenAICompatibleBackend:
         self._tokenize_timeout = aiohttp.ClientTimeout(total=min(_START_CHECK_TIMEOUT_S, timeout_s))
         # a loop's entry goes when the loop shuts down (a session holds its loop, so a weak key would never go)
         self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+        weakref.finalize(self, _release_sessions, self._loops)
         if check_on_start:
             for index, url in enumerate(self.base_urls):
                 entries = list_models(url, self._api_key(), timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s))
@@ -140,7 +144,8 @@ class OpenAICompatibleBackend:
             session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
             headers = {"Authorization": f"Bearer {self._api_key()}", "Content-Type": "application/json",
                        "Accept-Encoding": "identity"}  # fmt: skip
-            closer = _close_at_loop_shutdown(session, lambda: self._loops.pop(loop, None))
+            # forgetting the loop's entry must not hold `self` (the finalizer holds `_loops`)
+            closer = _close_at_loop_shutdown(session, functools.partial(self._loops.pop, loop, None))
             state = self._loops[loop] = _LoopState(session, headers, asyncio.Semaphore(_TOKENIZE_CONCURRENCY), closer)
         return state
 
@@ -242,6 +247,18 @@ def _close_at_loop_shutdown(session: aiohttp.ClientSession, forget) -> AsyncGene
     except StopIteration:
         pass
     return closer
+
+
+def _release_sessions(loops: dict[asyncio.AbstractEventLoop, _LoopState]) -> None:
+    """A backend collected while a loop it used lives on (a trainer's judging loop runs in a thread until
+    exit): its sessions count as closed from now, and a running loop closes their connections itself."""
+    for loop, state in list(loops.items()):
+        connector = state.session.connector
+        if state.session.closed or connector is None:
+            continue
+        state.session.detach()
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(connector.close(), loop)
 
 
 def _transport_reason(exc: aiohttp.ClientError) -> str:
