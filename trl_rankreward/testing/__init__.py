@@ -2,8 +2,10 @@
 
 Each export's docstring says what it stands in for: a tiny chat model, a `transformers serve`
 server, judge servers with scripted verdicts or a vLLM replica's limits, a proxy that breaks
-chosen requests, a scripted chat server with a request log, a fake R-Align release. The simulated
-judges (`SimulatedJudge`, `OracleJudge`, `KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
+chosen requests, a scripted chat server with a request log, a fake R-Align release; and
+`run_in_group`, which runs a command (a multi-process launch) so that none of its processes
+outlives it. The simulated judges (`SimulatedJudge`, `OracleJudge`, `KeywordMetaJudge`) are part
+of `trl_rankreward.evaluation`.
 """
 
 from .._lazy import lazy_exports
@@ -13,6 +15,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "..tiny.models": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
         ".server": ("serve_transformers",),
+        ".process_group": ("kill_group", "live_group_members", "run_in_group"),
         ".scripted_judge": ("serve_scripted_judge",),
         ".judge_replica": ("serve_judge_replica",),
         ".fault_proxy": ("FaultProxy",),
