@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from trl_rankreward.testing import live_group_members, run_in_group
+from trl_rankreward.testing import group_survivors, run_in_group
 
 
 def launcher(group_file, *, then: str) -> list[str]:
@@ -18,13 +18,8 @@ def launcher(group_file, *, then: str) -> list[str]:
     return ["sh", "-c", f"echo $$ > {group_file}; sleep 600 & {then}"]
 
 
-def survivors(group_file, within_s: float = 5.0) -> list[int]:
-    """The group's live processes once SIGKILL has had `within_s` to land (it is delivered asynchronously)."""
-    pgid = int(group_file.read_text())
-    deadline = time.monotonic() + within_s
-    while (alive := live_group_members(pgid)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
+def survivors(group_file) -> list[int]:
+    return group_survivors(int(group_file.read_text()))
 
 
 def test_a_timed_out_launch_leaves_no_process(tmp_path):

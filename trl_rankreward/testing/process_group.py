@@ -15,6 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 
 
@@ -47,13 +48,20 @@ def run_in_group(
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
-def live_group_members(pgid: int) -> list[int]:
-    """The pids of the processes in group `pgid` that are still running (zombies, already dead, left out)."""
+def group_survivors(pgid: int, within_s: float = 5.0) -> list[int]:
+    """The pids of group `pgid`'s running processes (zombies left out) after waiting up to `within_s` for
+    them to end: a SIGKILL lands asynchronously. [] as soon as none runs."""
     import psutil  # accelerate's dependency
 
-    members = []
-    for process in psutil.process_iter(["status"]):
-        with contextlib.suppress(ProcessLookupError, psutil.Error):
-            if process.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(process.pid) == pgid:
-                members.append(process.pid)
-    return members
+    def running() -> list[int]:
+        members = []
+        for process in psutil.process_iter(["status"]):
+            with contextlib.suppress(ProcessLookupError, psutil.Error):
+                if process.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(process.pid) == pgid:
+                    members.append(process.pid)
+        return members
+
+    deadline = time.monotonic() + within_s
+    while (alive := running()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
