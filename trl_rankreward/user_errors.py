@@ -33,6 +33,7 @@ _LIBRARY_USER_ERRORS = (
     ("trl_rankreward.judging.requests", "JudgeError"),
     ("trl_rankreward.rewards.base", "GroupJudgingFailed"),
     ("trl_rankreward.trainers.judge_reward", "JudgeFailureError"),
+    ("trl_rankreward.trainers.extension_builds", "StaleBuildLock"),
 )
 
 
