@@ -30,7 +30,7 @@ from scripts.launch_matrix import (
     stand_ins,
 )
 from tests.trainers.test_examples import load_example
-from trl_rankreward.testing import group_survivors
+from trl_rankreward.testing import session_survivors
 
 ROWS = discover()
 SHIPPED = sorted(CONFIGS.glob(PAPER_CONFIGS))
@@ -149,13 +149,14 @@ def test_judging_is_counted_per_launch_from_the_log():
 
 
 def test_a_killed_row_leaves_no_process(tmp_path, monkeypatch):
-    # The row's launch stands in for `accelerate launch`: a shell that records its process group and starts a
-    # worker (`sleep 600`), both hung; the matrix kills the row at its timeout (1 s here), worker included.
+    # The row's launch stands in for `accelerate launch`: a shell that records its session and starts two workers
+    # (`sleep 600`, the second in a process group of its own), all hung; the matrix kills the row at its timeout
+    # (1 s here), workers included.
     group = tmp_path / "group"
-    hung = ["sh", "-c", f"echo $$ > {group}; sleep 600 & sleep 600"]
+    hung = ["bash", "-c", f"echo $$ > {group}; sleep 600 & set -m; sleep 600 & set +m; sleep 600"]
     monkeypatch.setattr("scripts.launch_matrix.launch_command", lambda row, args: hung)
     monkeypatch.setattr("scripts.launch_matrix.LAUNCH_TIMEOUT_S", 1)
     result = launch(ROWS[0], [], tmp_path / "run.log", SimpleNamespace(requests=0))
     assert result.rc == -9 and result.seconds < 30
     assert (tmp_path / "run.log").read_text().endswith("launch_matrix: killed after 1 s\n")
-    assert group_survivors(int(group.read_text())) == []
+    assert session_survivors(int(group.read_text())) == []

@@ -15,7 +15,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "..tiny.models": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
         ".server": ("serve_transformers",),
-        ".process_group": ("kill_group", "group_survivors", "run_in_group"),
+        ".process_group": ("kill_session", "run_in_group", "session_survivors"),
         ".scripted_judge": ("serve_scripted_judge",),
         ".judge_replica": ("serve_judge_replica",),
         ".fault_proxy": ("FaultProxy",),

@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from .process_group import kill_group
+from .process_group import kill_session
 
 _LOG_TAIL_CHARS = 4000
 
@@ -37,7 +37,7 @@ class ServedModel(str):
 
     def stop(self) -> None:
         """Kill the server now, as a crash would (idempotent); the context exit then has nothing to do."""
-        kill_group(self.process)
+        kill_session(self.process)
 
     def log_tail(self) -> str:
         try:
@@ -74,7 +74,7 @@ def serve_transformers(
         _wait_ready(served, startup_timeout_s)
         yield served
     finally:
-        kill_group(process)
+        kill_session(process)
         Path(log_file.name).unlink(missing_ok=True)
 
 
