@@ -283,8 +283,8 @@ def launch_command(row: Row, args: list[str]) -> list[str]:
 
 
 def launch(row: Row, args: list[str], log: Path, judge) -> Launch:
-    """Run `launch_command(row, args)`, output to `log`, in a process group of its own that is killed when the
-    launch ends or after LAUNCH_TIMEOUT_S (`testing.run_in_group`): no worker outlives its row."""
+    """Run `launch_command(row, args)`, output to `log`, in a process group and session of its own, killed whole
+    when the launch ends or after LAUNCH_TIMEOUT_S (`testing.run_in_group`): no worker outlives its row."""
     from trl_rankreward.testing import run_in_group
 
     command = launch_command(row, args)
