@@ -17,8 +17,7 @@ from trl_rankreward.judging.requests import (
     RubricPairwiseRequest,
 )
 from trl_rankreward.judging.retry import RetryPolicy
-
-from .fakes import ScriptedBackend
+from trl_rankreward.testing import ScriptedBackend
 
 RUBRICS = [{"text": "Correct", "weight": 5}, {"text": "Clear", "weight": 2}]
 FAST = RetryPolicy(backoff_s=0.001, jitter_s=0.0)  # the default waits ~1 s before retrying a backend error
@@ -158,7 +157,7 @@ def test_structured_output_sends_the_schema_and_settings():
     assert call["response_format"]["type"] == "json_schema"
     assert schema["properties"]["score"] == {"type": "number", "minimum": 0, "maximum": 10}
     plain = ScriptedBackend(['{"score": 7}'])
-    run(LLMJudge(plain), PointwiseRequest(query="q", response="r"))
+    run(LLMJudge(plain, structured_output=False), PointwiseRequest(query="q", response="r"))
     assert plain.calls[0]["response_format"] is None
 
 

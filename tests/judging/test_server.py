@@ -1,6 +1,7 @@
 """LLMJudge + OpenAICompatibleBackend against a real `transformers serve` with a tiny random model.
 
-The random model answers garbage, which exercises invalid-answer retries, the ledger's token
+The random model answers garbage, cut at `max_tokens` or not, which exercises invalid-answer and
+length-cut retries (a cut answer is asked again with twice the room), the ledger's token
 counts (compared with the server's own `usage`) and failure values; a stopped server must
 give counted transport failures quickly, not a hang.
 """
@@ -9,6 +10,7 @@ import asyncio
 import json
 import time
 import urllib.request
+from collections import Counter
 
 import pytest
 
@@ -17,8 +19,8 @@ from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.rendering import render_messages
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, PointwiseRequest
 from trl_rankreward.judging.retry import RetryPolicy
-from trl_rankreward.testing.server import serve_transformers
-from trl_rankreward.tiny.models import build_tiny_model
+from trl_rankreward.testing.chat_servers import serve_transformers
+from trl_rankreward.tiny import build_tiny_model
 
 pytestmark = pytest.mark.server
 
@@ -37,19 +39,32 @@ def server(tiny_model):
         yield url
 
 
-def server_usage(server, messages) -> dict:
-    """The server's own `usage` for one greedy completion, asked over plain HTTP."""
-    body = {"model": server.model, "messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0.0}
+def server_answer(server, messages, max_tokens: int) -> dict:
+    """The server's own answer body (`usage`, `finish_reason`) for one greedy completion, over plain HTTP."""
+    body = {"model": server.model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0}
     request = urllib.request.Request(
         f"{server}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
     )
     with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())["usage"]
+        return json.loads(response.read())
 
 
-def test_garbage_answers_fail_as_invalid_and_tokens_match_server_usage(server):
+def expected_tries(server, messages) -> list[tuple[str, dict]]:
+    """(failure kind, usage) of each of three tries, as the retry policy asks them: an answer cut at
+    `max_tokens` is `length` and the next try gets twice the room (at most 4 x MAX_TOKENS, no window
+    known); one that ended is garbage, `invalid`, asked again with the same room."""
+    tries, max_tokens = [], MAX_TOKENS
+    for _ in range(3):
+        body = server_answer(server, messages, max_tokens)
+        cut = body["choices"][0]["finish_reason"] == "length"
+        tries.append(("length" if cut else "invalid", body["usage"]))
+        max_tokens = min(2 * max_tokens, 4 * MAX_TOKENS) if cut else max_tokens
+    return tries
+
+
+def test_garbage_answers_fail_and_tokens_match_server_usage(server):
     backend = OpenAICompatibleBackend(server, server.model)
-    judge = LLMJudge(backend, retry=RetryPolicy(max_attempts=3), max_tokens=MAX_TOKENS)
+    judge = LLMJudge(backend, retry=RetryPolicy(max_attempts=3), max_tokens=MAX_TOKENS, structured_output=False)
     requests = [
         CoarseRequest(
             query="Name a colour.", rubrics=RUBRICS, anchors=["Red.", "Blue, like the sky."], candidate="Green"
@@ -61,16 +76,18 @@ def test_garbage_answers_fail_as_invalid_and_tokens_match_server_usage(server):
         return await asyncio.gather(*[judge.judge(r) for r in requests])
 
     verdicts = asyncio.run(both())
-    for verdict in verdicts:
+    # Greedy decoding is deterministic, so each attempt is what one direct call with its max_tokens gives.
+    tries = [expected_tries(server, render_messages(r)) for r in requests]
+    for verdict, expected in zip(verdicts, tries):
         assert isinstance(verdict, JudgeFailure)
-        assert (verdict.kind, verdict.attempts) == ("invalid", 3)
+        assert (verdict.kind, verdict.attempts) == (expected[-1][0], 3)
+    kinds = Counter(kind for expected in tries for kind, _ in expected)
     ledger = judge.ledger
-    assert (ledger.calls, ledger.parsed, ledger.failures) == (6, 0, {"invalid": 6})  # 2 requests x 3 attempts
-    # Greedy decoding is deterministic, so each attempt costs what one direct call costs.
-    usages = [server_usage(server, render_messages(r)) for r in requests]
+    assert (ledger.calls, ledger.parsed, ledger.failures) == (6, 0, dict(kinds))  # 2 requests x 3 attempts
+    usages = [usage for expected in tries for _, usage in expected]
     assert all(u["prompt_tokens"] > 0 and u["completion_tokens"] > 0 for u in usages)
-    assert ledger.prompt_tokens == 3 * sum(u["prompt_tokens"] for u in usages)
-    assert ledger.completion_tokens == 3 * sum(u["completion_tokens"] for u in usages)
+    assert ledger.prompt_tokens == sum(u["prompt_tokens"] for u in usages)
+    assert ledger.completion_tokens == sum(u["completion_tokens"] for u in usages)
 
 
 def test_start_up_check_accepts_the_live_server(server):

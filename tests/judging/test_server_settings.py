@@ -62,6 +62,11 @@ def test_the_roles_own_defaults():
     assert default(GeneratorServerFields, "temperature") is None  # the rubric template decides
     assert set(TRAINING_JUDGE.names) == set(SETTINGS)
     assert "seed" not in METARM.names and "templates" not in GENRM.names
+    # structured output: on for the judges, off for R-Align's free-form MetaRM, absent where answers are free text
+    assert default(TrainingJudgeFields, "judge_structured_output") is True
+    assert default(EvalJudgeFields, "eval_judge_structured_output") is True
+    assert default(MetaRMFields, "metarm_structured_output") is False
+    assert "structured_output" not in GENRM.names and "structured_output" not in RUBRIC_GENERATOR.names
 
 
 def test_setting_takes_the_shared_default_or_the_roles_own():
@@ -127,9 +132,10 @@ def test_build_judge_passes_every_setting(models_server, tmp_path):
     templates.write_text("meta: |\n  Custom. {QUERY} {RESPONSE_A} {RESPONSE_B} {GOLDEN_RATIONALE} {RATIONALE}\n")
     settings = JudgeServerSettings(base_urls=[models_server], model="m", max_concurrency=5, timeout_s=7.5,
                                    max_attempts=2, max_tokens=99, temperature=0.7, templates=str(templates),
-                                   seed=3)  # fmt: skip
+                                   seed=3, structured_output=False)  # fmt: skip
     judge = build_judge(settings)
     assert (judge.backend.base_urls, judge.backend.model) == ([models_server], "m")
     assert (judge.backend.max_concurrency, judge.backend.timeout_s, judge.retry.max_attempts) == (5, 7.5, 2)
-    assert (judge.max_tokens, judge.temperature, judge.seed) == (99, 0.7, 3)
+    assert (judge.max_tokens, judge.temperature, judge.seed, judge.retry.seed) == (99, 0.7, 3, 3)
+    assert judge.structured_output is False
     assert judge.templates.meta.startswith("Custom.")

@@ -1,7 +1,7 @@
 """RankBuffer training with its judge set up from the config, against a real `transformers serve`.
 
 The judge server runs a tiny random-weight model, so every answer is garbage: every coarse
-request fails as invalid after `judge_max_attempts` calls, and the failure policy (docs/architecture.md:
+request fails as unusable (invalid, or cut at `judge_max_tokens`: `length`) after `judge_max_attempts` calls, and the failure policy (docs/architecture.md:
 retry, then a neutral all-zero group, counted; training goes on; nothing about the query
 changes) must hold end to end, with the server's real token usage in the ledger.
 """
@@ -14,8 +14,7 @@ from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
 from trl_rankreward.rewards.anchor_buffer import AnchorBuffer
 from trl_rankreward.rewards.base import Candidates
 from trl_rankreward.testing import serve_transformers
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 ATTEMPTS = 2
 MAX_TOKENS = 4  # garbage either way; short answers keep each call fast on CPU
@@ -48,6 +47,11 @@ def server_config(server, output_dir, **overrides):
 def nectar_texts(query_index: int) -> list[str]:
     """tests.conftest.write_tiny_dataset's references for query `q{i}`, worst -> best (k0=3 keeps all 3)."""
     return ["I do not know.", "Red.", f"Blue is a colour ({query_index})."]
+
+
+def unusable(entry: dict) -> float:
+    """A step's failed tries whose answer was garbage: invalid, or cut at max_tokens (`length`)."""
+    return entry.get("judge/failures_invalid", 0) + entry.get("judge/failures_length", 0)
 
 
 @pytest.mark.server
@@ -106,19 +110,21 @@ def test_garbage_judge_gives_neutral_groups_and_training_goes_on(server, tiny_mo
     assert len(logs) == STEPS  # logging_steps=1
     for entry in logs:
         assert entry["reward/neutral_groups"] == GROUPS_PER_STEP
-        assert entry["judge/failures_invalid"] > 0
+        assert unusable(entry) > 0
         assert entry["judge/parsed_calls"] == 0
-    # Every request is tried ATTEMPTS times and every try is invalid (garbage from a live server).
+    # Every request is tried ATTEMPTS times and every try is unusable (garbage from a live server).
     step_requests = [sum(r.step == s for r in requests) for s in range(STEPS)]  # scored at global steps 0, 1
     assert [e["judge/calls"] for e in logs] == [ATTEMPTS * n for n in step_requests]
-    assert [e["judge/failures_invalid"] for e in logs] == [ATTEMPTS * n for n in step_requests]
+    assert [unusable(e) for e in logs] == [ATTEMPTS * n for n in step_requests]
     assert logs[-1]["judge/calls_total"] == ATTEMPTS * len(requests)
 
     ledger = method.judge.ledger
-    assert (ledger.calls, ledger.parsed, ledger.failures) == (ATTEMPTS * len(requests), 0, {"invalid": ledger.calls})
-    # Real usage reported by the server: prompts are the rendered coarse prompts, answers at most MAX_TOKENS.
+    assert (ledger.calls, ledger.parsed) == (ATTEMPTS * len(requests), 0)
+    assert set(ledger.failures) <= {"invalid", "length"} and sum(ledger.failures.values()) == ledger.calls
+    # Real usage reported by the server: prompts are the rendered coarse prompts, answers at most MAX_TOKENS on
+    # a first try and twice that on the retry of an answer cut at MAX_TOKENS.
     assert ledger.prompt_tokens > 0
-    assert 0 < ledger.completion_tokens <= MAX_TOKENS * ledger.calls
+    assert 0 < ledger.completion_tokens <= (MAX_TOKENS + 2 * MAX_TOKENS) * len(requests)
 
     # Nothing about any query changed: seeded buffers as they were, the others never initialized.
     assert {qid: method.anchors(qid) for qid in PRESEEDED} == seeded_before

@@ -1,7 +1,10 @@
 """`LLMJudge`: a judge that asks a chat model, with the papers' prompts, and checks its answers.
 
 For each request: render it (deterministic display order), call the backend, parse and
-validate the JSON answer, map it back to canonical terms. Failed tries are retried by one
+validate the JSON answer, map it back to canonical terms. The request carries its kind's JSON
+schema as `response_format` (structured output, on by default) unless its prompt asks for a
+rationale first; a server that refuses `response_format` (HTTP 400 naming it) is asked once more
+without it, and from then on this judge sends none (a logged note says so). Failed tries are retried by one
 `RetryPolicy` (`judging.retry` says which errors, how often and how long), after which the
 request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in `ledger`,
 with the backend's token usage and latency.
@@ -15,16 +18,19 @@ the budget with its first such refusal.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, ChatBackend
 from .calls import complete_and_parse
 from .ledger import JudgeLedger
-from .parsing import answer_schema, parse_answer
+from .parsing import answer_schema, asks_rationale_first, parse_answer
 from .prompt_budget import FittedPrompt, WindowFitting, request_fitting
 from .requests import JudgeError, request_kind
 from .retry import RetryPolicy
 from .templates import JudgeTemplates
+
+logger = logging.getLogger(__name__)
 
 
 class LLMJudge:
@@ -34,11 +40,12 @@ class LLMJudge:
         backend: any `ChatBackend` (`OpenAICompatibleBackend`, `TransformersBackend`).
         templates: prompt templates; default: the papers' prompts (`JudgeTemplates()`).
         seed: global seed of the display-order hash.
-        retry: how failed calls are retried (default `RetryPolicy()`: three tries in all, as
+        retry: how failed calls are retried (default `RetryPolicy(seed=seed)`: three tries in all, as
             MatrixReward App. A.2).
         temperature, max_tokens: sampling settings of every call.
         structured_output: send a JSON-schema `response_format` per request kind, for
-            servers with guided decoding (vLLM, SGLang). Answers are validated either way.
+            servers with guided decoding (vLLM, SGLang), falling back once where a server refuses it
+            (module docstring). Answers are validated either way.
         max_model_len: the judge's context window where the backend does not tell it (None: the
             backend's `context_window()`, or no fitting until a server refuses a prompt as too long).
         token_counter: the judge layer's counter for the fitting (default `tokens.default_token_counter()`).
@@ -57,7 +64,7 @@ class LLMJudge:
         retry: RetryPolicy | None = None,
         temperature: float = DEFAULT_TEMPERATURE,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        structured_output: bool = False,
+        structured_output: bool = True,
         max_model_len: int | None = None,
         token_counter=None,
     ):
@@ -66,10 +73,11 @@ class LLMJudge:
         self.backend = backend
         self.templates = templates or JudgeTemplates()
         self.seed = seed
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or RetryPolicy(seed=seed)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.structured_output = structured_output
+        self.format_refusal: str | None = None  # the server's refusal of response_format, once one came
         self.ledger = JudgeLedger()
         self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len, token_counter=token_counter)
 
@@ -83,25 +91,51 @@ class LLMJudge:
         kind = request_kind(request)
 
         async def ask(backend, fitted: FittedPrompt):
-            verdict, _ = await complete_and_parse(
-                backend,
-                fitted.rendered.messages,
-                lambda completion: parse_answer(completion.text, request, fitted.rendered),
-                retry=self.retry,
-                ledger=self.ledger,
-                request_kind=kind,
-                what=f"{kind} request (query_id={request.query_id!r})",
-                temperature=self.temperature,
-                max_tokens=fitted.max_tokens,
-                response_format=answer_schema(request) if self.structured_output else None,
-            )
-            return verdict
+            response_format = self._response_format(request, fitted)
+            try:
+                return await self._ask(backend, fitted, request, kind, response_format)
+            except JudgeError as exc:
+                if response_format is None or not refuses_response_format(exc):
+                    raise
+                self._note_refusal(exc)
+                return await self._ask(backend, fitted, request, kind, None)
 
         try:
             fitting = request_fitting(request, self.templates, seed=self.seed, max_tokens=self.max_tokens)
             return await self.fitting.send(ask=ask, **fitting)
         except JudgeError as exc:
             return exc.as_failure()
+
+    async def _ask(self, backend, fitted: FittedPrompt, request, kind: str, response_format: dict | None) -> Any:
+        verdict, _ = await complete_and_parse(
+            backend,
+            fitted.rendered.messages,
+            lambda completion: parse_answer(completion.text, request, fitted.rendered),
+            retry=self.retry,
+            ledger=self.ledger,
+            request_kind=kind,
+            what=f"{kind} request (query_id={request.query_id!r})",
+            temperature=self.temperature,
+            max_tokens=fitted.max_tokens,
+            response_format=response_format,
+        )
+        return verdict
+
+    def _response_format(self, request, fitted: FittedPrompt) -> dict | None:
+        """The request kind's JSON schema, unless structured output is off, was refused, or the prompt asks
+        for a rationale before the verdict (a schema would forbid the rationale)."""
+        if not self.structured_output or self.format_refusal is not None or asks_rationale_first(fitted.rendered):
+            return None
+        return answer_schema(request)
+
+    def _note_refusal(self, error: JudgeError) -> None:
+        if self.format_refusal is None:
+            self.format_refusal = str(error.backend_error)
+            logger.warning(
+                "The judge server refused structured output (%s); this judge asks without response_format from now "
+                "on and validates the answers it parses. Set judge_structured_output=False to skip the refused try.",
+                self.format_refusal,
+            )
 
     def describe(self) -> str:
         """One line for the run's log: what judges, where, with which templates."""
@@ -110,3 +144,10 @@ class LLMJudge:
 
     def __repr__(self) -> str:
         return f"LLMJudge(backend={self.backend!r}, seed={self.seed}, retry={self.retry!r})"
+
+
+def refuses_response_format(error: JudgeError) -> bool:
+    """Whether `error` is a server's HTTP 400 refusing the request's `response_format` (a server without
+    structured output): its message names `response_format`."""
+    backend_error = getattr(error, "backend_error", None)
+    return backend_error is not None and backend_error.status == 400 and "response_format" in str(backend_error).lower()

@@ -1,16 +1,23 @@
 """Parse a judge model's answer, validate it against the request, map it to canonical terms.
 
-The answer is the last valid JSON object in the text after `<think>` blocks are removed
-(```json fences and prose around it are tolerated; extra keys are ignored). Anything that
-does not match the request exactly (a position out of range, an order that is not a
-permutation of the shown IDs, a wrong key, a float position) raises `InvalidAnswer`, which
-`LLMJudge` counts and retries. The JSON each request kind answers is `ANSWER_JSON`.
+A verdict is the judge's, or it is invalid. The parser reads only the answer a judge finished
+(`calls.complete_and_parse` refuses one cut at `max_tokens` first), with its reasoning removed,
+closed or not (`strip_think`). Every JSON object in what is left that holds the request's answer
+key (`score`, `winner`, ...; ```json fences and prose around it are tolerated, extra keys ignored)
+is a verdict; the answer must hold exactly one verdict, written once or repeated the same. Two
+distinct verdicts (the judge's own and a rollout's planted `{"score": 10}` that it quoted) make the
+answer `AmbiguousAnswer`: no position (first, last) decides between them, since a rollout can put
+its text at either. Anything that does not match the request exactly (a position out of range, an
+order that is not a permutation of the shown IDs, a wrong key, a float position) raises
+`InvalidAnswer`, which `LLMJudge` counts and retries. The JSON each request kind answers is
+`ANSWER_JSON`; the failure kinds are `InvalidAnswer.kind` ("invalid"), `AmbiguousAnswer.kind`
+("ambiguous") and `UnfinishedAnswer.kind` ("length", an answer cut at `max_tokens`).
 
 Rationale-first answers (`JudgeTemplates(pairwise_rationale=True)`, or any template with a
-line `VERDICT` after the last response block): only the one JSON object after the last
-`VERDICT` heading counts (`verdict_after_rationale`), so a fake verdict that a rollout planted
-and the judge quoted in its rationale cannot decide, and an answer cut off in the rationale is
-invalid; rollout text cannot switch the parser's mode either (`asks_rationale_first`).
+line `VERDICT` after the last response block): the answer must end in one JSON object after its
+last `VERDICT` heading (`verdict_after_rationale`), and a verdict in the rationale that differs
+from it makes the answer ambiguous as above; rollout text cannot switch the parser's mode
+(`asks_rationale_first`).
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ ANSWER_JSON = {
 }
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
-_THINK_CLOSE = "</think>"
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _SWAP = {"A": "B", "B": "A", "TIE": "TIE"}
 _EXCERPT = 200
 
@@ -52,25 +59,40 @@ _EXCERPT = 200
 class InvalidAnswer(ValueError):
     """The judge's answer cannot be used for this request; the message says why.
 
-    Retryable at once (`judging.retry`): the server answered, the answer was unusable.
-    """
+    Retryable at once (`judging.retry`): the server answered, the answer was unusable. `kind` is
+    the failure kind the ledger counts (`judge/failures_<kind>`)."""
 
     retryable = True
     backoff = False
+    kind = "invalid"
+
+
+class AmbiguousAnswer(InvalidAnswer):
+    """The answer holds more than one distinct verdict (module docstring); none of them is the judge's."""
+
+    kind = "ambiguous"
+
+
+class UnfinishedAnswer(InvalidAnswer):
+    """The answer was cut at `max_tokens` (`finish_reason: "length"`): what it holds is not a verdict.
+    `calls.complete_and_parse` asks again with room to finish."""
+
+    kind = "length"
 
 
 def strip_think(text: str) -> str:
-    """Remove `<think>...</think>` blocks and everything before a stray `</think>`."""
+    """Remove reasoning: `<think>...</think>` blocks, everything before a stray `</think>` (chat templates
+    that open the block in the prompt leave only the close), and everything from an unclosed `<think>`
+    on (reasoning that never ended is not an answer)."""
     text = _THINK_BLOCK.sub("", text)
-    if _THINK_CLOSE in text:  # chat templates that open the block in the prompt leave only the close
+    if _THINK_CLOSE in text:
         text = text.rsplit(_THINK_CLOSE, 1)[1]
-    return text
+    return text.split(_THINK_OPEN, 1)[0]
 
 
-def last_json_object(text: str) -> dict | None:
-    """The last top-level JSON object in `text` that parses, or None."""
-    decoder = json.JSONDecoder()
-    found, i = None, text.find("{")
+def json_objects(text: str) -> list[dict]:
+    """Every top-level JSON object in `text` that parses, in order (objects nested in one are part of it)."""
+    decoder, found, i = json.JSONDecoder(), [], text.find("{")
     while i != -1:
         try:
             value, end = decoder.raw_decode(text, i)
@@ -78,28 +100,52 @@ def last_json_object(text: str) -> dict | None:
             i = text.find("{", i + 1)
             continue
         if isinstance(value, dict):
-            found = value
+            found.append(value)
         i = text.find("{", end)
     return found
 
 
 def parse_answer(text: str, request, rendered: Rendered) -> Any:
-    """The canonical verdict for `request` from the judge's answer `text`; raises `InvalidAnswer`.
+    """The canonical verdict for `request` from the judge's answer `text`; raises `InvalidAnswer`
+    (`AmbiguousAnswer` for two distinct verdicts).
 
-    A meta request also takes the R-Align authors' MetaRM answer format, a last
+    A meta request also takes the R-Align authors' MetaRM answer format,
     `<final_verdict>Correct|Incorrect</final_verdict>` (github.com/lyn22333/R-Align, `metarm_judge.py`),
-    so their prompt can be used as the `meta` template."""
+    so their prompt can be used as the `meta` template; a tag and a JSON verdict count alike."""
+    body = strip_think(text or "")
+    if asks_rationale_first(rendered):  # the format: one valid verdict after the last VERDICT heading
+        _VALIDATORS[type(request)](verdict_after_rationale(body, request), request, rendered)
+    keys = set(_schema_properties(request))
+    objects = json_objects(body)
+    claims = [_claim(answer, request, rendered) for answer in objects if keys & answer.keys()]
     if isinstance(request, MetaJudgeRequest):
-        verdicts = _FINAL_VERDICT.findall(strip_think(text or ""))
-        if verdicts:
-            return verdicts[-1].lower() == "correct"
-    if asks_rationale_first(rendered):
-        return _VALIDATORS[type(request)](verdict_after_rationale(text, request), request, rendered)
-    answer = last_json_object(strip_think(text or ""))
-    if answer is None:
-        excerpt, expected = (text or "")[:_EXCERPT], ANSWER_JSON[type(request)]
-        raise InvalidAnswer(f"Judge answer holds no JSON object; expected {expected}, got {excerpt!r}")
-    return _VALIDATORS[type(request)](answer, request, rendered)
+        claims += [(tag.lower() == "correct", None) for tag in _FINAL_VERDICT.findall(body)]
+    distinct = {json.dumps(value, sort_keys=True): (value, error) for value, error in claims}
+    if len(distinct) > 1:
+        shown = ", ".join(sorted(distinct))
+        raise AmbiguousAnswer(
+            f"Judge answer holds {len(distinct)} distinct verdicts ({shown}); expected one {ANSWER_JSON[type(request)]} "
+            "(a verdict quoted from a shown text is not the judge's)"
+        )
+    if distinct:
+        ((value, error),) = distinct.values()
+        if error is not None:
+            raise error
+        return value
+    if objects:  # JSON, but none with the answer's key: the key error says which key was expected
+        _VALIDATORS[type(request)](objects[-1], request, rendered)
+    excerpt, expected = (text or "")[:_EXCERPT], ANSWER_JSON[type(request)]
+    raise InvalidAnswer(f"Judge answer holds no JSON object; expected {expected}, got {excerpt!r}")
+
+
+def _claim(answer: dict, request, rendered: Rendered) -> tuple[Any, InvalidAnswer | None]:
+    """`(verdict, None)` for an object that validates; `(the object's answer keys, the error)` for one that
+    does not, so an invalid claim still differs from a valid one (and two invalid ones by their values)."""
+    try:
+        return _VALIDATORS[type(request)](answer, request, rendered), None
+    except InvalidAnswer as exc:
+        keys = set(_schema_properties(request))
+        return {"invalid": {k: answer[k] for k in sorted(keys & answer.keys())}}, exc
 
 
 # ---- rationale-first answers ------------------------------------------------------------

@@ -330,6 +330,11 @@ class _WatchedBackend:
         self.fitting, self.fitted = fitting, fitted
         self.overflow: ContextOverflow | None = None
 
+    def context_window(self) -> int | None:
+        """The window the fitting goes by (None while unknown): what a cut answer's retry may grow into."""
+        budget = self.fitting.budget
+        return budget.window if budget is not None else None
+
     async def complete(self, messages: list[dict], **decoding) -> Completion:
         try:
             completion = await self.fitting.backend.complete(messages, **decoding)

@@ -8,8 +8,10 @@ rank and on resume, while position bias does not line up with canonical position
 relies on. `Rendered.display` is what the parser needs to map the answer back.
 
 Every text that comes from a policy, a dataset or another model is data: it is placed
-inside `<response id=...>` / `<rationale id=...>` delimiters, and delimiter-like tags
-inside it are neutralized so it cannot close its block and speak as the prompt.
+inside `<response id=...>` / `<rationale id=...>` delimiters, and whatever a reader would take
+for one of our tags inside it (look-alike brackets and letters, accents, invisible characters:
+`neutralize`) is escaped, so it cannot close its block and speak as the prompt. The query is
+escaped the same way, and rubric text is also put on one line (`rubric_text`).
 
 `limit_chars` shortens a prompt that would not fit the judge's window (`judging.prompt_budget`):
 every shown text (response, anchor, rollout, rationale; never the query or the rubrics) longer
@@ -20,7 +22,9 @@ judge knows it saw part of it. The display order is that of the whole texts, so 
 
 from __future__ import annotations
 
+import itertools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,20 +42,25 @@ from .requests import (
 from .seeding import seeded_rng, text_id
 from .templates import JudgeTemplates, fill
 
-# What a reader takes for our delimiters: "<", fullwidth "＜" or small "﹤", an optional "/" or "\/",
-# and the tag name, with whitespace or invisible format characters (zero-width space, soft hyphen,
-# word joiner, BOM, direction marks) anywhere in between.
-_INVISIBLE = r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]*"
-
-
-def _tag_name(name: str) -> str:
-    return _INVISIBLE.join(re.escape(c) for c in name)
-
-
-_TAG_LIKE = re.compile(
-    rf"[<\uff1c\ufe64](?={_INVISIBLE}(?:\\?[/\uff0f])?{_INVISIBLE}(?:{_tag_name('response')}|{_tag_name('rationale')})\b)",
-    re.IGNORECASE,
+# What a reader takes for the "<" of our delimiters: ASCII, fullwidth and small forms, and the angle
+# brackets and quotation marks that look like it.
+_OPENER = re.compile(
+    "[<\uff1c\ufe64\u2039\u00ab\u3008\u300a\u2329\u27e8\u27ea\u276c\u276e\u2770\u29fc\u02c2\u1438\u227a\u226a]"
 )
+# After the opener, folded (`_fold`): an optional "/" or "\/" and a tag name, spaces anywhere in between.
+_TAG_NAMES = ("response", "rationale", "think")
+_AFTER_OPENER = re.compile(
+    r" *(?:\\? *[/\u2044\u2215\u29f8\u2571] *)?(?:" + "|".join(" *".join(name) for name in _TAG_NAMES) + r")(?!\w)"
+)
+# Letters that read as the Latin ones of the tag names (Cyrillic, Greek, Armenian, small capitals), case folded.
+_CONFUSABLES = str.maketrans({
+    "\u0430": "a", "\u0251": "a", "\u03b1": "a", "\u0435": "e", "\u03b5": "e", "\u212e": "e", "\u043e": "o",
+    "\u03bf": "o", "\u0585": "o", "\u1d0f": "o", "\u0440": "p", "\u03c1": "p", "\u0455": "s", "\ua731": "s",
+    "\u0578": "n", "\u0274": "n", "\u03b7": "n", "\u0433": "r", "\u0280": "r", "\u0456": "i", "\u03b9": "i",
+    "\u0131": "i", "\u04cf": "l", "\u01c0": "l", "\u0442": "t", "\u03c4": "t", "\u04bb": "h", "\u043a": "k",
+    "\u03ba": "k", "\u03bd": "n", "\u043d": "h",  # the last two: upper-case Greek N and Cyrillic H, folded
+})  # fmt: skip
+_FOLDED = max(map(len, _TAG_NAMES)) + 3  # visible characters after an opener that decide: "\/", a name, one more
 _SURROGATE = re.compile("[\ud800-\udfff]")
 CUT_MARK = "[... cut]"
 #: how a prompt spells a small count ("exactly three selected IDs"); the scripted judge reads it back
@@ -135,8 +144,41 @@ def encodable(text: str) -> str:
 
 
 def neutralize(text: str) -> str:
-    """Escape tags in untrusted text that look like our delimiters (`<response`, `</rationale`, `</\u200bresponse`...)."""
-    return _TAG_LIKE.sub("&lt;", text)
+    """Escape what a reader would take for a tag of ours (`<response`, `</rationale`, `<think`, any case) in
+    untrusted text: an opener (`_OPENER`: "<" and its look-alikes) followed by a tag name is replaced by
+    `&lt;`. The name is read folded (`_fold`): compatibility forms (fullwidth), accents and combining
+    marks, invisible format characters (zero-width space, soft hyphen, joiners, direction marks) and
+    Cyrillic or Greek look-alikes (`\u2039/r\u0435sponse>`) all read as the plain tag."""
+    starts = [m.start() for m in _OPENER.finditer(text) if _AFTER_OPENER.match(_fold_after(text, m.end()))]
+    for start in reversed(starts):
+        text = f"{text[:start]}&lt;{text[start + 1 :]}"
+    return text
+
+
+def _fold_after(text: str, start: int) -> str:
+    """`text` from `start` as a reader sees its letters, until `_FOLDED` visible ones: whitespace as one space,
+    format characters and combining marks dropped (however many), compatibility forms decomposed (NFKD),
+    case folded, look-alike letters as the Latin ones."""
+    out, seen = [], 0
+    for char in itertools.islice(text, start, None):
+        if char.isspace():
+            out.append(" ")
+            continue
+        shown = [c for c in unicodedata.normalize("NFKD", char) if unicodedata.category(c) not in _UNSEEN]
+        out.extend(shown)
+        seen += len(shown)
+        if seen > _FOLDED:
+            break
+    return "".join(out).casefold().translate(_CONFUSABLES)
+
+
+_UNSEEN = ("Mn", "Me", "Cf")  # combining marks, enclosing marks, format characters (zero-width, joiners, ...)
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace, line breaks included, as one space: rubric text shown on its own
+    numbered line cannot start a line of its own (a fake rubric, a heading, a VERDICT line)."""
+    return " ".join(text.split())
 
 
 def block(text: str, ident: str, tag: str = "response") -> str:
@@ -161,7 +203,12 @@ def weighted_rubrics(rubrics: Sequence[Rubric]) -> str:
     """Rubrics as the papers list them: `1.[weight=5] text`, one per line."""
     if not rubrics:
         return "(no rubrics given; judge overall quality)"
-    return "\n".join(f"{i}.[weight={r.weight:g}] {r.text}" for i, r in enumerate(rubrics, 1))
+    return "\n".join(f"{i}.[weight={r.weight:g}] {rubric_text(r)}" for i, r in enumerate(rubrics, 1))
+
+
+def rubric_text(rubric: Rubric) -> str:
+    """A rubric's text as shown: on one line, tags escaped (`one_line`, `neutralize`)."""
+    return neutralize(one_line(rubric.text))
 
 
 def display_order(request, n: int, seed: int) -> list[int]:
@@ -231,7 +278,7 @@ def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: in
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
     values = {"query": neutralize(request.query), "response_a": block(cut(a), "A"), "response_b": block(cut(b), "B")}
     if request.rubric_index is not None:
-        values["rubrics"] = request.rubrics[request.rubric_index].text
+        values["rubrics"] = rubric_text(request.rubrics[request.rubric_index])
         return fill(t.rubric_pairwise_explicit, values), display
     values["numbered_rubrics"] = weighted_rubrics(request.rubrics)
     values["K"] = str(len(request.rubrics))
@@ -242,7 +289,7 @@ def _pointwise(request: PointwiseRequest, t: JudgeTemplates, seed: int, cut: Tex
     values = {**_common(request), "RESPONSE": block(cut(request.response), "response")}
     if request.rubric_index is None:
         return fill(t.pointwise, values), ()
-    values["RUBRIC"] = request.rubrics[request.rubric_index].text
+    values["RUBRIC"] = rubric_text(request.rubrics[request.rubric_index])
     return fill(t.pointwise_rubric, values), ()
 
 

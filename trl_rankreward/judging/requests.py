@@ -17,7 +17,9 @@ from typing import Literal, Sequence, Union
 Winner = Literal["A", "B", "TIE"]
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
 DisplayOrder = Literal["auto", "ab", "ba"]
-FailureKind = Literal["transport", "timeout", "http", "malformed", "invalid", "too_long", "error"]
+FailureKind = Literal[
+    "transport", "timeout", "http", "malformed", "invalid", "ambiguous", "length", "too_long", "error"
+]
 
 
 @dataclass(frozen=True)

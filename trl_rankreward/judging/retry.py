@@ -6,9 +6,11 @@ is tried again, up to `max_attempts` tries in all; anything else propagates at o
 - `BackendError` (transport, timeout, HTTP 408/429/5xx, a malformed 200 response) waits
   before the next try: the server's `Retry-After` when it sent one (capped at
   `max_retry_after_s`), else exponential backoff with jitter,
-  `min(max_backoff_s, backoff_s * 2**(n-1)) + uniform(0, jitter_s)` after try n;
-- an invalid answer (`InvalidAnswer`: the server is fine, its answer was not) is asked
-  again at once;
+  `min(max_backoff_s, backoff_s * 2**(n-1)) + uniform(0, jitter_s)` after try n, the jitter
+  drawn from the policy's own generator, seeded with `seed` (the judge's);
+- an unusable answer (`parsing.InvalidAnswer`: invalid, ambiguous, or cut at `max_tokens`; the
+  server is fine, its answer was not) is asked again at once (a cut one with more room,
+  `calls.complete_and_parse`);
 - HTTP 400/401/404 are not retryable (they repeat on every try), and a bug (any other
   exception) is not a judge failure: both reach the caller on the first try.
 
@@ -21,10 +23,12 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import tenacity
+
+from .seeding import seeded_rng
 
 T = TypeVar("T")
 
@@ -44,6 +48,8 @@ class RetryPolicy:
         max_backoff_s: cap of the exponential wait.
         jitter_s: a uniform random extra wait in [0, jitter_s], so that many clients do not retry in step.
         max_retry_after_s: cap on a server's `Retry-After`.
+        seed: seed of the jitter (the judge's seed), so that a run's waits are drawn from its own
+            `random.Random`, not from the global one that other code reseeds and draws from.
     """
 
     max_attempts: int = 3
@@ -51,8 +57,11 @@ class RetryPolicy:
     max_backoff_s: float = 30.0
     jitter_s: float = 1.0
     max_retry_after_s: float = 120.0
+    seed: int = 0
+    _rng: random.Random = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "_rng", seeded_rng("retry-jitter", self.seed))
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
             raise ValueError(f"max_attempts must be an integer >= 1, got {self.max_attempts!r}")
         for name in ("backoff_s", "max_backoff_s", "jitter_s", "max_retry_after_s"):
@@ -66,7 +75,7 @@ class RetryPolicy:
             return min(float(retry_after), self.max_retry_after_s)
         if not getattr(error, "backoff", True):
             return 0.0
-        return self._backoff_s(attempt) + random.uniform(0.0, self.jitter_s)
+        return self._backoff_s(attempt) + self._rng.uniform(0.0, self.jitter_s)
 
     def worst_case_s(self, timeout_s: float) -> float:
         """Longest one request can take when every try times out after `timeout_s` (no Retry-After)."""

@@ -81,12 +81,19 @@ class TrainingJudgeFields(_RoleFields):
         "max_tokens", "Most tokens the judge may generate per call (its answer, and reasoning if any)."
     )
     judge_temperature: float | None = setting("temperature", "Sampling temperature of the judge.")
+    judge_structured_output: bool = setting(
+        "structured_output",
+        "Ask the judge server for structured output: each request carries its kind's JSON schema as "
+        "response_format (vLLM and SGLang decode to it), so the answer is one verdict. A server that refuses "
+        "response_format (HTTP 400 naming it) is asked without it from then on, with a logged note. Answers are "
+        "validated either way; rationale-first prompts are never sent a schema.",
+    )
     judge_templates: str | None = setting(
         "templates",
         "YAML file overriding the judge's prompt templates (keys as in docs/judging.md). The embedded judge uses "
         "them to count the tokens an LLM judge would read.",
     )
-    judge_seed: int = setting("seed", "Seed of the judge's display-order shuffles.")
+    judge_seed: int = setting("seed", "Seed of the judge's display-order shuffles and of its retry jitter.")
 
 
 @dataclass(kw_only=True)
@@ -132,6 +139,11 @@ class EvalJudgeFields(_RoleFields):
         "max_tokens", "Most tokens the evaluation judge may generate per call, reasoning included."
     )
     eval_judge_temperature: float | None = setting("temperature", "Sampling temperature of the evaluation judge.")
+    eval_judge_structured_output: bool = setting(
+        "structured_output",
+        "Ask the evaluation judge server for its request kind's JSON schema (response_format), as "
+        "judge_structured_output.",
+    )
     eval_judge_templates: str | None = setting(
         "templates", "YAML file overriding the evaluation judge's prompt templates (keys as in docs/judging.md)."
     )
@@ -177,6 +189,12 @@ class MetaRMFields(_RoleFields):
     )
     metarm_temperature: float | None = setting(
         "temperature", "Sampling temperature of the MetaRM. The R-Align authors' release: 0.4.", default=0.4
+    )
+    metarm_structured_output: bool = setting(
+        "structured_output",
+        "Ask the MetaRM server for the meta verdict's JSON schema (response_format), as judge_structured_output. "
+        "Off by default: the R-Align authors' MetaRM answers in free form.",
+        default=False,
     )
     metarm_templates: str | None = setting(
         "templates",

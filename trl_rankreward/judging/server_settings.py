@@ -16,7 +16,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+from .backends.base import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT_S,
+)
 from .retry import RetryPolicy
 
 
@@ -26,15 +32,16 @@ class JudgeServerSettings:
 
     base_urls: list[str] = field(default_factory=list)  # several URLs share the load
     model: str | None = None  # served at base_urls (required with them)
-    api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the API key
-    max_concurrency: int = 64  # requests in flight at once
+    api_key_env: str = DEFAULT_API_KEY_ENV  # the environment variable holding the API key
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY  # requests in flight at once
     max_concurrency_per_replica: int | None = None  # ... on one replica (None: max_concurrency)
     max_model_len: int | None = None  # the context window where the server does not list it
-    timeout_s: float = 120.0  # of one HTTP request
-    max_attempts: int = 3  # HTTP requests per judge request in all
+    timeout_s: float = DEFAULT_TIMEOUT_S  # of one HTTP request
+    max_attempts: int = RetryPolicy.max_attempts  # HTTP requests per judge request in all
     require_listed_model: bool = True  # at start, `model` must be listed at /models
     max_tokens: int | None = DEFAULT_MAX_TOKENS
     temperature: float | None = DEFAULT_TEMPERATURE
+    structured_output: bool = True  # ask for the request kind's JSON schema (`response_format`)
     templates: str | None = None  # YAML file overriding the prompt templates
     seed: int = 0  # of the display-order shuffles
     prefix: str = field(default="", compare=False)  # of the flags the settings were read from; errors name them
@@ -65,7 +72,8 @@ class JudgeServerSettings:
                 "require_listed_model": self.require_listed_model}  # fmt: skip
 
     def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(max_attempts=self.max_attempts)
+        """Retries with `max_attempts` tries, their jitter seeded from `seed`."""
+        return RetryPolicy(max_attempts=self.max_attempts, seed=self.seed)
 
 
 SETTINGS = tuple(f.name for f in dataclasses.fields(JudgeServerSettings) if f.name != "prefix")
@@ -112,13 +120,14 @@ TRAINING_JUDGE = JudgeRole("judge_")
 METARM = JudgeRole("metarm_", names=tuple(name for name in SETTINGS if name != "seed"))  # A and B shown as given
 """R-Align's MetaRM, in training and in `eval-genrm` alike (`MetaRMFields`)."""
 
-GENRM = JudgeRole("genrm_", names=tuple(name for name in SETTINGS if name not in ("max_attempts", "templates")))
+_FREE_FORM = ("templates", "structured_output")  # roles whose answers are not a request kind's JSON verdict
+GENRM = JudgeRole("genrm_", names=tuple(name for name in SETTINGS if name not in ("max_attempts", *_FREE_FORM)))
 """The GenRM under evaluation (`eval-genrm`, `GenRMFields`): asked once per pair (three tries)."""
 
 EVAL_JUDGE = JudgeRole("eval_judge_")
 """The win-rate judge during training (`trainers.judge_eval`, `EvalJudgeFields`)."""
 
-RUBRIC_GENERATOR = JudgeRole("", names=tuple(name for name in SETTINGS if name not in ("templates", "seed")))
+RUBRIC_GENERATOR = JudgeRole("", names=tuple(name for name in SETTINGS if name not in ("seed", *_FREE_FORM)))
 """The rubric and rationale generator (`trl-rankreward rubrics`, `GeneratorServerFields`)."""
 
 
@@ -152,4 +161,5 @@ def build_judge(settings: JudgeServerSettings, *, embedded_without_urls: bool = 
         retry=settings.retry_policy(),
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,
+        structured_output=settings.structured_output,
     )

@@ -11,7 +11,9 @@ judge does not:
   chat request whose prompt tokens plus `max_tokens` exceed it gets vLLM's HTTP 400 ("This
   model's maximum context length is N tokens. However, you requested C output tokens and your
   prompt contains at least P input tokens, ..."); a request without `max_tokens` gets the rest of
-  the window, as in vLLM;
+  the window, as in vLLM; an answer longer than `max_tokens` is cut there and says so
+  (`finish_reason: "length"`, else "stop"); a `response_format` is accepted (the answer is the
+  verdict's JSON alone either way);
 - **its own tokenizer**: `replica_prompt_tokens` (pieces of at most four word characters, each
   punctuation mark a token, and a chat template's few tokens per message) counts differently from
   the judge layer's counters, as a real judge's tokenizer does; `usage` reports it, and
@@ -23,9 +25,9 @@ judge does not:
     with serve_judge_replica(slots=16, latency_s=0.1, max_model_len=1400) as url:
         backend = OpenAICompatibleBackend(url, url.model)
 
-From a shell, for a training run against it (the judge of docs/judging.md's window example):
+From a shell, as the offline judge of a training run or an `eval-genrm` run (`--help` lists every flag):
 
-    python -m trl_rankreward.testing.judge_replica --port 8011 --max-model-len 1400 [--no-tokenize]
+    python -m trl_rankreward.testing.judge_replica --port 8011 [--model NAME] [--max-model-len 1400] [--no-tokenize]
 """
 
 from __future__ import annotations
@@ -201,8 +203,14 @@ class _ReplicaHandler(JSONHandler):
         finally:
             self.control.free.release()
         self.control.count("answered")
-        reply, answer_tokens = {"role": "assistant", "content": content}, len(_TOKEN.findall(content))
-        self._send(200, chat_completion(reply, url.model, prompt_tokens, answer_tokens, "chatcmpl-replica"))
+        pieces = list(_TOKEN.finditer(content))
+        finish = "length" if len(pieces) > max_tokens else "stop"  # cut where vLLM would stop: at max_tokens
+        if finish == "length":
+            content = content[: pieces[max_tokens - 1].end()] if max_tokens > 0 else ""
+        reply = {"role": "assistant", "content": content}
+        body = chat_completion(reply, url.model, prompt_tokens, min(len(pieces), max_tokens), "chatcmpl-replica")
+        body["choices"][0]["finish_reason"] = finish
+        self._send(200, body)
 
     def _wait_for_answer(self) -> bool:
         """Take a slot and spend the latency in it; False (slot given back) if the replica dies meanwhile."""
@@ -219,17 +227,44 @@ class _ReplicaHandler(JSONHandler):
         self._send(status, openai_error(message, "BadRequestError", code))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Serve one replica until interrupted (Ctrl-C or SIGTERM), printing its URL and, on exit, its counters."""
-    parser = argparse.ArgumentParser(description="A scripted judge replica with vLLM's limits (testing only).")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--slots", type=int, default=16)
-    parser.add_argument("--latency-s", type=float, default=0.0)
-    parser.add_argument("--max-model-len", type=int, default=None)
-    parser.add_argument("--no-tokenize", action="store_true", help="answer POST /tokenize with 404")
-    args = parser.parse_args()
+    parser = argparse.ArgumentParser(
+        prog="python -m trl_rankreward.testing.judge_replica",
+        description=(
+            "An offline judge for runs without a GPU or a judge server: an OpenAI-compatible server on "
+            "127.0.0.1 whose verdicts are scripted (a text's quality is its number of distinct words), with "
+            "a vLLM replica's limits. It answers every prompt the package sends: the judge templates "
+            "(coarse, pointwise, pairwise with or without a rationale first, rubric-pairwise, listwise, "
+            "buffer-select, meta), the GenRM prompt, the R-Align authors' GenRM and MetaRM layouts "
+            "(r_align_release), and the rubric and rationale generation prompts. It prints its base URL; "
+            "point a config's judge_base_urls (or --genrm_base_urls / --metarm_base_urls, or the rubrics "
+            "commands' --base_urls) at it and set the model to the name it serves (--model)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 to listen on; 0 picks a free one")
+    parser.add_argument(
+        "--model",
+        default="scripted-judge",
+        help="the model name it serves (GET /v1/models); requests for another get 404",
+    )
+    parser.add_argument("--slots", type=int, default=16, help="requests answered at once (vLLM's --max-num-seqs)")
+    parser.add_argument("--latency-s", type=float, default=0.0, help="seconds each answer takes in its slot")
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="context window in tokens, listed at /v1/models; a longer request gets vLLM's HTTP 400",
+    )
+    parser.add_argument(
+        "--no-tokenize",
+        action="store_true",
+        help="answer POST /tokenize with 404 (by default it counts tokens as vLLM does)",
+    )
+    args = parser.parse_args(argv)
     with serve_judge_replica(slots=args.slots, latency_s=args.latency_s, max_model_len=args.max_model_len,
-                             tokenize=not args.no_tokenize, port=args.port) as url:  # fmt: skip
+                             tokenize=not args.no_tokenize, port=args.port, model=args.model) as url:  # fmt: skip
         print(url, flush=True)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

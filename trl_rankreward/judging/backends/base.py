@@ -12,17 +12,25 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.0
 #: ... and of a GenRM, which writes a rationale before its verdict
 GENRM_MAX_TOKENS = 4096
+#: how a judge server is reached unless told otherwise (`OpenAICompatibleBackend` and
+#: `server_settings.JudgeServerSettings` both take these)
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_MAX_CONCURRENCY = 64
+DEFAULT_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
 class Completion:
-    """One chat completion: the text, what it cost (the server's `usage` numbers), and the server's
-    separate reasoning (`reasoning_content`, from servers with a reasoning parser; None otherwise)."""
+    """One chat completion: the text, what it cost (the server's `usage` numbers), the server's
+    separate reasoning (`reasoning_content`, from servers with a reasoning parser; None otherwise), and
+    why it ended (`finish_reason`: "stop" when the model finished, "length" when `max_tokens` cut it;
+    None where the backend does not say)."""
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning: str | None = None
+    finish_reason: str | None = None
 
 
 class BackendError(RuntimeError):

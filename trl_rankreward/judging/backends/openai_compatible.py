@@ -33,7 +33,15 @@ from dataclasses import dataclass
 import httpx
 import openai
 
-from .base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, BackendError, Completion
+from .base import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT_S,
+    BackendError,
+    Completion,
+)
 from .replica_pool import ReplicaPool
 
 _START_CHECK_TIMEOUT_S = 5.0
@@ -71,11 +79,11 @@ class OpenAICompatibleBackend:
         base_urls: str | list[str],
         model: str,
         *,
-        api_key_env: str = "OPENAI_API_KEY",
-        max_concurrency: int = 64,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_concurrency_per_replica: int | None = None,
         max_model_len: int | None = None,
-        timeout_s: float = 120,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         check_on_start: bool = True,
         require_listed_model: bool = True,
     ):
@@ -294,12 +302,14 @@ def _completion(response, url: str) -> Completion:
         )
     text = (choices[0].message.content or "") if choices else ""
     reasoning = getattr(choices[0].message, "reasoning_content", None) if choices else None
+    finish_reason = getattr(choices[0], "finish_reason", None) if choices else None
     usage = response.usage
     return Completion(
         text=text,
         reasoning=reasoning if isinstance(reasoning, str) else None,
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
     )
 
 

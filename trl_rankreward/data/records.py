@@ -1,0 +1,93 @@
+"""Generated records: durable JSONL written one record at a time, and joined into a prepared dataset.
+
+A writer appends one line per record, then flushes and fsyncs, so a record that was reported
+done survives a crash. A crash can at most leave a partial last line; `read_records` ignores it
+and `repair_tail` cuts it off before new records are appended after it. `attach_rubrics` and
+`attach_rationales` join such files (rubrics by `query_id`, rationales by `pair_id`) into a dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import datasets
+
+
+def append_record(handle: IO[str], record: dict) -> None:
+    """Write `record` as one line and force it to disk."""
+    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def repair_tail(path: str | Path) -> None:
+    """Truncate a partial (unterminated) last line left by a crash mid-write."""
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
+    with open(path, "r+b") as handle:
+        handle.truncate(data.rfind(b"\n") + 1)
+
+
+def read_records(path: str | Path) -> Iterator[dict]:
+    """Complete records of a JSONL file; a partial last line is skipped, a bad inner line raises."""
+    path = Path(path)
+    if not path.exists():
+        return
+    lines = path.read_text(encoding="utf-8").split("\n")[:-1]  # the last piece is "" or an unfinished record
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{number} is not valid JSON ({error}); fix or remove that line") from None
+
+
+MISSING_POLICIES = ("error", "drop", "keep")
+
+
+def _attach(dataset, path, *, key: str, value: str, column: str, missing: str) -> datasets.Dataset:
+    if missing not in MISSING_POLICIES:
+        raise ValueError(f"missing={missing!r}; expected one of {MISSING_POLICIES}")
+    if key not in dataset.column_names:
+        raise ValueError(f"The dataset has no {key!r} column to join {Path(path).name} on ({dataset.column_names})")
+    table = {}
+    for record in read_records(path):
+        if key not in record or value not in record:
+            raise ValueError(f"A record of {path} lacks {key!r} or {value!r}: {str(record)[:200]}")
+        table[record[key]] = record[value]
+    absent = [i for i, ident in enumerate(dataset[key]) if ident not in table]
+    if absent and missing == "error":
+        raise ValueError(
+            f"{len(absent)} of {len(dataset)} rows have no {value} in {path} (first {key}: "
+            f"{dataset[absent[0]][key]}). Rerun generation to fill them, or pass missing='drop' / 'keep'."
+        )
+    if absent and missing == "drop":
+        dropped = set(absent)
+        dataset = dataset.select([i for i in range(len(dataset)) if i not in dropped])
+    features = dataset.features.copy()
+    return dataset.map(
+        lambda row: {column: table.get(row[key], row[column])}, features=features, desc=f"attaching {column}"
+    )
+
+
+def attach_rubrics(dataset: datasets.Dataset, path: str | Path, *, missing: str = "error") -> datasets.Dataset:
+    """Fill `rubrics` from a rubric JSONL (`{"query_id", "rubrics": [{text, weight}]}` per line).
+
+    missing: "error" (default: every query must have rubrics), "drop" the rows without, or
+    "keep" them with their current (empty) rubrics.
+    """
+    return _attach(dataset, path, key="query_id", value="rubrics", column="rubrics", missing=missing)
+
+
+def attach_rationales(dataset: datasets.Dataset, path: str | Path, *, missing: str = "error") -> datasets.Dataset:
+    """Fill `golden_rationale` from a rationale JSONL (`{"pair_id", "golden_rationale"}` per line)."""
+    return _attach(dataset, path, key="pair_id", value="golden_rationale", column="golden_rationale", missing=missing)
