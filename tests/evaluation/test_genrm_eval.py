@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -105,6 +106,42 @@ def test_cli_prints_denominators_and_writes_json(tmp_path, monkeypatch, capsys):
     assert "50.0% (2/4)" in printed and "25.0% (1/4)" in printed  # hs3 L-Acc and F-Score with denominators
     report = json.loads(out.read_text())
     assert report["metrics"]["all"]["l_acc_den"] == 6 and len(report["records"]) == 6
+
+
+class RefusingGenRM:
+    """A GenRM server answering HTTP 400 to every request (a wrong path, a proxy's refusal look the same)."""
+
+    async def complete(self, messages, **kwargs):
+        raise BackendError("HTTP 400: model 'genrm' does not exist", kind="http")
+
+
+class FailingMeta:
+    """A MetaRM whose every call fails, as a server judge reports it: a failure, not a verdict."""
+
+    async def judge(self, request):
+        from trl_rankreward.judging import JudgeFailure
+
+        return JudgeFailure("http", "HTTP 401: invalid API key")
+
+
+@pytest.mark.parametrize(("genrm", "meta", "reason"), [
+    ("refusing", None, r"all 6 GenRM calls failed; the first: .*HTTP 400: model 'genrm' does not exist"),
+    # q0, q1, q5 are label-correct (ROW_STATUSES): the three MetaRM calls all fail
+    ("scripted", FailingMeta, r"all 3 MetaRM calls failed; the first: .*HTTP 401"),
+])  # fmt: skip
+def test_cli_exits_1_when_every_call_failed(genrm, meta, reason, tmp_path, monkeypatch, capsys):
+    rows, plan = _rows()
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    backend = RefusingGenRM() if genrm == "refusing" else ScriptedGenRM(plan)
+    monkeypatch.setattr(eval_genrm, "make_genrm_backend", lambda args: backend)
+    monkeypatch.setattr(eval_genrm, "make_meta_judge", lambda metarm, seed=0: meta and meta())
+    out = tmp_path / "eval.json"
+    argv = ["eval-genrm", "--dataset_name", str(data), "--output_file", str(out), *([] if meta else ["--no_metarm"])]
+    assert main(argv) == 1
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert re.search(reason, line) and "no score was measured" in line, line
+    assert len(json.loads(out.read_text())["records"]) == 6  # the records, with every failure, are kept
 
 
 def test_cli_decodes_with_the_genrm_settings(tmp_path, monkeypatch):

@@ -104,7 +104,7 @@ def make_meta_judge(args: MetaRMArguments, release=None):
 
 def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments) -> int:
     from ..data.sources import load_source
-    from ..evaluation.genrm_eval import evaluate_genrm, format_table
+    from ..evaluation.genrm_eval import NothingJudgedError, evaluate_genrm, format_table
     from ..rewards.ralign_release import RAlignRelease
     from ..rewards.ralign_reward import OWN_PROTOCOL
 
@@ -138,4 +138,8 @@ def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     print(f"wrote {output}")
+    failure = report.total_failure()
+    if failure:  # a score over nothing is no score: exit 1, with the reason the records hold
+        raise NothingJudgedError(f"{failure}; no score was measured (the records: {output}). Check the server's URL, "
+                                 "model name and credentials, then run again")  # fmt: skip
     return 0

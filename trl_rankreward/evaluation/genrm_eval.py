@@ -73,7 +73,11 @@ from ..judging.requests import JudgeError, MetaJudgeRequest
 from ..judging.retry import RetryPolicy
 from ..rewards.genrm_verdict import genrm_fitting, pair_key, prompt_text
 from ..rewards.ralign_reward import OWN_PROTOCOL, SWAP_NOTE, GenRMSample, RAlignReward
-from ..user_errors import ConfigError
+from ..user_errors import ConfigError, UserError
+
+
+class NothingJudgedError(UserError, RuntimeError):
+    """Every GenRM call (or every MetaRM call) of a benchmark failed: its scores would be 0% of nothing."""
 
 
 @dataclass
@@ -103,6 +107,18 @@ class GenRMReport:
             name: getattr(self.calls, name) for name in ("truncated_requests", "truncated_chars", "context_refusals")
         }
         return {**counts, "too_long": self.calls.failures.get("too_long", 0)}
+
+    def total_failure(self) -> str | None:
+        """Why nothing was judged, when every pair's GenRM call failed, or every MetaRM call made: the count and
+        the first failure's reason (a wrong URL path, an auth error, a proxy's refusal fail every call alike);
+        None when anything was judged."""
+        for judge, status, asked in (
+            ("GenRM", "call_failed", self.records),
+            ("MetaRM", "meta_failed", [r for r in self.records if r.status in ("meta_failed", "consistent", "spurious")]),
+        ):
+            if asked and all(r.status == status for r in asked):
+                return f"all {len(asked)} {judge} calls failed; the first: {asked[0].failure or 'no reason recorded'}"
+        return None
 
     def to_dict(self) -> dict:
         return {
@@ -215,7 +231,7 @@ async def evaluate_genrm(
                 status=score.status if score else "call_failed",
                 verdict=score.verdict if score else None,
                 completion=text,
-                failure=error or (score.failure.message if score and score.failure else None),
+                failure=error or (score.failure.message if score and score.failure is not None else None),  # falsy
             )
         )
     return GenRMReport(records, metrics_by_source((r.source, r.status) for r in records), fitting.ledger.snapshot())
