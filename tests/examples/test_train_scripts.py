@@ -232,6 +232,12 @@ BAD_INPUTS = {
                                           r"model_name_or_path './no/such/model': no such folder", 1),
     "a truncated JSONL line": ("data", b'{"prompt": "Name a col', r"data\.jsonl, line 5: not valid JSON", 1),
     "an empty JSONL file": ("data", None, r"data\.jsonl holds no rows", 1),
+    # the 4 quickstart rows, then one asking its `question` (rows count from 0): checked before the prompt lengths
+    "a row without a prompt": ("data", b'{"question": "Name a colour", "query_id": "q9"}\n',
+                               r"DatasetError: The training dataset cannot be used: 1 of 5 rows have problems: "
+                               r"row 4 \(query_id 'q9'\): prompt is missing or None", 1),
+    "no prompt column": ("rows", b'{"question": "Name a colour"}\n',
+                         r"DatasetError: .*no 'prompt' column \(its columns: 'question'\)", 1),
 }  # fmt: skip
 
 
@@ -253,9 +259,9 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, tiny_mod
         argv[1] = str(config)
     elif kind == "flag":
         argv += bad
-    else:
+    else:  # "data": appended to the quickstart rows; "rows": the whole file
         data = tmp_path / "data.jsonl"
-        data.write_bytes(b"" if bad is None else open(quickstart_data, "rb").read() + bad)
+        data.write_bytes(b"" if bad is None else bad if kind == "rows" else open(quickstart_data, "rb").read() + bad)
         argv[argv.index("--dataset_name") + 1] = str(data)
 
     def exit_status(words):
@@ -267,12 +273,13 @@ def test_bad_files_and_config_are_one_line_before_any_model_loads(case, tiny_mod
     assert exit_status(argv) == status
     err = capsys.readouterr().err
     (line,) = [line for line in err.splitlines() if "error:" in line]  # beside progress bars, if any
-    assert re.search(message, line) and "Traceback" not in err, err
+    text = " ".join(err[err.index(line) :].split())  # the error, with the indented lines a DatasetError lists
+    assert re.search(message, text) and "Traceback" not in err, err
     if status == 2:  # a usage error says where to look, whatever --traceback says
         assert line.endswith("--help`)") and exit_status([*argv, "--traceback"]) == 2
         return
     # an error while running offers --traceback, and --traceback gives the exception itself
-    assert line.endswith("[full traceback: --traceback]")
+    assert text.endswith("[full traceback: --traceback]")
     with pytest.raises(Exception, match=message.split(": ")[-1][:12]):
         exit_status([*argv, "--traceback"])
 

@@ -17,11 +17,13 @@ What every script then does, in order:
 - resumes with `--resume_from_checkpoint PATH`, or `latest` / `true` (the newest complete
   `checkpoint-N` in `output_dir`); `false` / `none` starts afresh (`resume_argument`);
 - with `--push_to_hub`, checks that the Hub is reachable before training (`check_hub_push`);
+- claims `output_dir` before the model loads: it must be writable with room for a checkpoint, and
+  no other run may hold it (a lock naming the holder, released at the end: `output_dir`);
 - builds a tiny random model when `model_name_or_path` is `tiny` (CPU smoke runs), and refuses a
   local model folder that does not exist (`resolve_model`);
-- loads `dataset_name` (a `save_to_disk` folder, a .json/.jsonl/.parquet file or a Hub id) and
-  checks its prompts against `max_prompt_length` or the model's context (`load_train_dataset`,
-  `check_prompt_lengths`);
+- loads `dataset_name` (a `save_to_disk` folder, a .json/.jsonl/.parquet file or a Hub id), checks
+  every row (`trainers.dataset_checks`), then its prompts against `max_prompt_length` or the model's
+  context (`load_train_dataset`, `check_prompt_lengths`);
 - trains, then saves the model, its tokenizer, `trainer_state.json` and a model card (README.md)
   to `output_dir`, and pushes them with `--push_to_hub` (`train`, `run`);
 - prints a user error as one line and exits 1, as the CLI does (`trl_rankreward.user_errors`);
@@ -46,8 +48,10 @@ from trl import ScriptArguments, TrlParser
 
 from ..config_checks import CheckedConfig
 from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
+from ..trainers.dataset_checks import check_training_dataset
 from ..trainers.extension_builds import check_build_locks
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP, ConfigError, MissingFileError, run_reporting_errors
+from .output_dir import claim_output_dir
 
 # --------------------------------------------------------------------------- arguments and parsing
 
@@ -390,8 +394,11 @@ def train(trainer_class, script_args, training_args, model_args, *, check_prompt
     """Build `trainer_class` from the parsed arguments and `trainer_kwargs` (e.g. a ready `judge`), then `run`.
 
     Everything that can fail on the user's input is checked before any model loads, in this order: the
-    resume flag, the Hub (with --push_to_hub), a local model folder, the dataset, its prompt lengths
-    (`check_prompts=False` for a dataset whose `prompt` is not what the policy reads, as R-Align's pairs).
+    resume flag, the Hub (with --push_to_hub), the output directory (writable, room for a checkpoint, no
+    other run in it: `output_dir.claim_output_dir`, held until the run ends), a local model folder, the
+    dataset, its rows (`dataset_checks`; the reward method's own needs are checked by its trainer), its
+    prompt lengths (`check_prompts=False` for a dataset whose `prompt` is not what the policy reads, as
+    R-Align's pairs, which their trainer checks).
     """
     from trl import get_peft_config
 
@@ -404,14 +411,16 @@ def train(trainer_class, script_args, training_args, model_args, *, check_prompt
 
     resume = resume_argument(trainer_class, training_args)
     check_hub_push(training_args)
-    model = resolve_model(model_args.model_name_or_path, training_args)  # a missing local folder fails first
-    dataset = load_train_dataset(script_args)
-    if check_prompts:
-        dataset = check_prompt_lengths(dataset, model, script_args, training_args)
-    trainer = trainer_class(
-        model, args=training_args, train_dataset=dataset, peft_config=get_peft_config(model_args), **trainer_kwargs
-    )
-    return run(trainer, resume, dataset_name=script_args.dataset_name)
+    with claim_output_dir(training_args, model_args.model_name_or_path):  # writable, room, no other run in it
+        model = resolve_model(model_args.model_name_or_path, training_args)  # a missing local folder fails first
+        dataset = load_train_dataset(script_args)
+        if check_prompts:
+            check_training_dataset(dataset)  # every row well-formed before anything reads a prompt
+            dataset = check_prompt_lengths(dataset, model, script_args, training_args)
+        trainer = trainer_class(
+            model, args=training_args, train_dataset=dataset, peft_config=get_peft_config(model_args), **trainer_kwargs
+        )
+        return run(trainer, resume, dataset_name=script_args.dataset_name)
 
 
 def run(trainer, resume_from_checkpoint: str | None, *, dataset_name: str | None = None):
