@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.examples.test_train_scripts import ROOT, quickstart_data, rankbuffer_argv  # noqa: F401 (a fixture)
+from tests.examples.test_train_scripts import ROOT, rankbuffer_argv
 from tests.trainers.test_examples import load_example
 from trl_rankreward.scripts import output_dir, run_script
 from trl_rankreward.scripts.output_dir import RUN_LOCK, checkpoint_bytes
@@ -25,6 +25,11 @@ HOLDER = (
 def run_rankbuffer(tiny_model_dir, data, out, *extra):
     example = load_example("train_rankbuffer")
     return run_script(example.main, example.make_parser, rankbuffer_argv(tiny_model_dir, data, out, *extra))
+
+
+@pytest.fixture(scope="module")
+def quickstart_data(tmp_path_factory):
+    return str(load_example("make_quickstart_data").main(str(tmp_path_factory.mktemp("data") / "data.jsonl")))
 
 
 @pytest.fixture
