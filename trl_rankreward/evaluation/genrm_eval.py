@@ -231,7 +231,7 @@ async def evaluate_genrm(
                 status=score.status if score else "call_failed",
                 verdict=score.verdict if score else None,
                 completion=text,
-                failure=error or (score.failure.message if score and score.failure is not None else None),  # falsy
+                failure=error or (score.failure.message if score and score.failure is not None else None),  # a JudgeFailure is falsy
             )
         )
     return GenRMReport(records, metrics_by_source((r.source, r.status) for r in records), fitting.ledger.snapshot())
