@@ -30,8 +30,8 @@ from pathlib import Path
 
 from ..user_errors import ConfigError
 
-#: the lock file in output_dir; it names the run holding the folder
-RUN_LOCK = ".trl_rankreward_run.lock"
+#: the lock file in output_dir; it names the run holding the folder (`_*`: left out of a push to the Hub)
+RUN_LOCK = "_trl_rankreward_run.lock"
 #: weight files whose sizes make the checkpoint estimate
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
