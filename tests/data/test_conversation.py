@@ -2,7 +2,7 @@
 
 from trl_rankreward.data import conversation
 from trl_rankreward.data.conversation import query_id, query_text
-from trl_rankreward.judging.seeding import text_id
+from trl_rankreward.judging.requests import text_id
 from trl_rankreward.rubrics.generate import rubric_values
 from trl_rankreward.rubrics.templates import RANKBUFFER_RUBRIC_TEMPLATE
 

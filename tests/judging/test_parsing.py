@@ -252,7 +252,7 @@ def test_meta_answer_in_the_r_align_authors_format():
 
 
 def _rationale_rendered(request):
-    from trl_rankreward.judging.templates import JudgeTemplates
+    from trl_rankreward.judging.rendering import JudgeTemplates
 
     return render(request, JudgeTemplates(pairwise_rationale=True))
 

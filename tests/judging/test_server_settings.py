@@ -4,13 +4,6 @@ import dataclasses
 
 import pytest
 
-from trl_rankreward.judging.server_fields import (
-    EvalJudgeFields,
-    GeneratorServerFields,
-    GenRMFields,
-    MetaRMFields,
-    TrainingJudgeFields,
-)
 from trl_rankreward.judging.server_settings import (
     EVAL_JUDGE,
     GENRM,
@@ -18,7 +11,12 @@ from trl_rankreward.judging.server_settings import (
     RUBRIC_GENERATOR,
     SETTINGS,
     TRAINING_JUDGE,
+    EvalJudgeFields,
+    GeneratorServerFields,
+    GenRMFields,
     JudgeServerSettings,
+    MetaRMFields,
+    TrainingJudgeFields,
     build_judge,
     setting,
 )
@@ -120,7 +118,7 @@ def test_errors_name_the_prefixed_field(fields, message):
 def test_a_judge_needs_urls_unless_the_embedded_judge_may_stand_in():
     with pytest.raises(ValueError, match="metarm_base_urls is empty"):
         build_judge(METARM.settings(MetaRMFields()))
-    from trl_rankreward.judging.embedding_judge import EmbeddingJudge
+    from trl_rankreward.judging.quality_judge import EmbeddingJudge
 
     judge = build_judge(JudgeServerSettings(seed=4), embedded_without_urls=True)
     assert isinstance(judge, EmbeddingJudge) and judge.seed == 4

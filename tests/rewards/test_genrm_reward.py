@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.requests import PairwiseRequest
-from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.genrm_reward import GenRMJudge, GenRMPairwiseReward, length_penalty
 from trl_rankreward.rewards.registry import make_reward_method

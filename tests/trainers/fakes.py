@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 
-from trl_rankreward.judging.ledger import JudgeLedger
-from trl_rankreward.judging.protocol import ask
-from trl_rankreward.judging.requests import PointwiseRequest
+from trl_rankreward.judging.calls import JudgeLedger
+from trl_rankreward.judging.requests import PointwiseRequest, ask
 from trl_rankreward.rewards.base import GroupRewardMethod, ScoreOutcome, require
 
 

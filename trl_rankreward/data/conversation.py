@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 
 _HH_TURN = re.compile(r"\n\nHuman:|\n\nAssistant:")
 _HH_ROLES = {"\n\nHuman:": "user", "\n\nAssistant:": "assistant"}

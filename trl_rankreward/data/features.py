@@ -10,7 +10,7 @@ import json
 
 from datasets import Features, List, Value
 
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 from .conversation import query_id, query_text
 
 MESSAGES = List({"role": Value("string"), "content": Value("string")})

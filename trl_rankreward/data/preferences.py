@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import datasets
 
-from ..judging.seeding import seeded_rng
+from ..judging.requests import seeded_rng
 from .conversation import user_prompt
 from .features import PAIRWISE_FEATURES, preference_row
 from .sampling import SampleReport

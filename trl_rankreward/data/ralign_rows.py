@@ -29,7 +29,7 @@ from pathlib import Path
 
 import datasets
 
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 from .features import PAIRWISE_FEATURES, preference_row
 
 #: The fields every row must have (the authors' scripts read them all).

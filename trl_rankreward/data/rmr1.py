@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 import datasets
 import numpy as np
 
-from ..judging.seeding import seeded_rng
+from ..judging.requests import seeded_rng
 from .conversation import query_text, user_prompt
 from .features import PAIRWISE_FEATURES, preference_row
 from .sampling import Ineligible, SampleReport, sample_rows

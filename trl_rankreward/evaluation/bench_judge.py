@@ -24,10 +24,8 @@ import dataclasses
 import json
 from dataclasses import dataclass
 
-from ..judging.rendering import pair_display
-from ..judging.requests import PairwiseRequest
-from ..judging.seeding import seeded_rng, text_id
-from ..judging.templates import JudgeTemplates
+from ..judging.rendering import JudgeTemplates, pair_display
+from ..judging.requests import PairwiseRequest, seeded_rng, text_id
 from .prompt_cache import LineTokenizer, PromptKey
 from .simulated_judge import SimulatedJudge
 

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..judging.seeding import seeded_rng
+from ..judging.requests import seeded_rng
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..judging.ledger import JudgeLedger
+from ..judging.calls import JudgeLedger
 from ..judging.requests import MetaJudgeRequest
 from ..rewards.ralign_reward import SWAP_NOTE
 

@@ -25,9 +25,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge
 from ..judging.requests import BufferSelectRequest, JudgeFailure, request_kind
-from ..judging.tokens import ApproxCounter
 
 
 class OracleJudge(QualityJudge):

@@ -64,10 +64,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from functools import lru_cache
 
+from ..judging.prompt_budget import TokenCounter
 from ..judging.quality_judge import QualityJudge
-from ..judging.requests import CoarseRequest, JudgeFailure, ListwiseRequest, request_kind
-from ..judging.seeding import seeded_rng, stable_seed, text_id
-from ..judging.tokens import TokenCounter
+from ..judging.requests import (
+    CoarseRequest,
+    JudgeFailure,
+    ListwiseRequest,
+    request_kind,
+    seeded_rng,
+    stable_seed,
+    text_id,
+)
 
 QualityFn = Callable[[str, str], float]
 RubricQualityFn = Callable[[str, str, int], float]

@@ -27,8 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..judging.requests import Rubric
-from ..judging.seeding import seeded_rng, text_id
+from ..judging.requests import Rubric, seeded_rng, text_id
 from ..rewards.base import Group
 
 _WORDS = (

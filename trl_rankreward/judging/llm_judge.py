@@ -5,7 +5,7 @@ validate the JSON answer, map it back to canonical terms. The request carries it
 schema as `response_format` (structured output, on by default) unless its prompt asks for a
 rationale first; a server that refuses `response_format` (HTTP 400 naming it) is asked once more
 without it, and from then on this judge sends none (a logged note says so). Failed tries are retried by one
-`RetryPolicy` (`judging.retry` says which errors, how often and how long), after which the
+`RetryPolicy` (`judging.calls` says which errors, how often and how long), after which the
 request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in `ledger`,
 with the backend's token usage and latency.
 
@@ -22,13 +22,11 @@ import logging
 from typing import Any
 
 from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, ChatBackend
-from .calls import complete_and_parse
-from .ledger import JudgeLedger
+from .calls import JudgeLedger, RetryPolicy, complete_and_parse
 from .parsing import answer_schema, asks_rationale_first, parse_answer
 from .prompt_budget import FittedPrompt, WindowFitting, request_fitting
+from .rendering import JudgeTemplates
 from .requests import JudgeError, request_kind
-from .retry import RetryPolicy
-from .templates import JudgeTemplates
 
 logger = logging.getLogger(__name__)
 

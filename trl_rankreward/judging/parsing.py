@@ -59,7 +59,7 @@ _EXCERPT = 200
 class InvalidAnswer(ValueError):
     """The judge's answer cannot be used for this request; the message says why.
 
-    Retryable at once (`judging.retry`): the server answered, the answer was unusable. `kind` is
+    Retryable at once (`judging.calls`): the server answered, the answer was unusable. `kind` is
     the failure kind the ledger counts (`judge/failures_<kind>`)."""
 
     retryable = True

@@ -33,9 +33,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from ..judging.protocol import Judge, is_failure
 from ..judging.rendering import encodable
-from ..judging.requests import JudgeFailure, Rubric
+from ..judging.requests import Judge, JudgeFailure, Rubric, is_failure
 from .options import MethodOptions
 from .state_files import METHOD_STATE_NAME, read_method_state, write_method_state
 
@@ -263,7 +262,7 @@ class GroupRewardMethod(abc.ABC):
     """Base of every group reward method (see the module docstring for what it handles).
 
     Args:
-        judge: any object with `async judge(request)` (see `judging.protocol.Judge`).
+        judge: any object with `async judge(request)` (see `judging.requests.Judge`).
         options: the method's `options_class` instance; or give its fields as keywords
             (`**option_values`, e.g. `lambda_fmt=0.2`), not both.
         answer_format: how final answers are extracted and the format judged.

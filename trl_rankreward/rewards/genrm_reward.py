@@ -19,7 +19,7 @@ The judge is any judge answering `PairwiseRequest` (e.g. an `LLMJudge`). A GenRM
 `RAlignGenRMTrainer` answers in its own boxed format, so `GenRMJudge` speaks that format: it
 renders the pair with `genrm_verdict.genrm_messages` (display order from the seeded coin
 flip), parses `\\boxed{A|B}` with `parse_verdict`, maps it back to canonical A/B, and retries
-an unparseable answer or a backend failure with the shared `judging.retry.RetryPolicy`.
+an unparseable answer or a backend failure with the shared `judging.calls.RetryPolicy`.
 Rubrics are not shown: the GenRM was trained on plain pairs.
 
 With `release` (an `RAlignRelease`, the `r_align_release` option of this method) the judge asks in
@@ -45,13 +45,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
-from ..judging.calls import complete_and_parse
-from ..judging.ledger import JudgeLedger
+from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
 from ..judging.parsing import InvalidAnswer
 from ..judging.prompt_budget import WindowFitting
-from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind
-from ..judging.retry import RetryPolicy
-from ..judging.seeding import text_id
+from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind, text_id
 from ..judging.server_settings import build_backend
 from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome, strip_thinking
 from .genrm_verdict import (

@@ -34,7 +34,7 @@ from typing import Literal
 
 from ..data.conversation import query_text
 from ..judging.rendering import Rendered, TextCut
-from ..judging.seeding import stable_seed, text_id
+from ..judging.requests import stable_seed, text_id
 from .base import strip_thinking
 
 Label = Literal["A", "B"]

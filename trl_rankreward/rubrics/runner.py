@@ -2,7 +2,7 @@
 
 Each job is an id and chat messages. The runner sends pending jobs to the backend with
 bounded concurrency, parses each answer, retries invalid answers and backend errors up to
-`max_attempts` tries with the shared `judging.retry.RetryPolicy`, and appends every finished result to a JSONL file the moment it
+`max_attempts` tries with the shared `judging.calls.RetryPolicy`, and appends every finished result to a JSONL file the moment it
 arrives (flush + fsync). A rerun reads that file and skips the ids already in it, so a
 crash or a kill loses nothing finished and duplicates nothing. Jobs whose attempts all fail
 are appended to a failures JSONL (rewritten each run, since a rerun retries them) and
@@ -26,12 +26,10 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..data.jsonl import append_record, read_records, repair_tail
-from ..judging.calls import complete_and_parse
-from ..judging.ledger import JudgeLedger
+from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
 from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
-from ..judging.retry import RetryPolicy
 
 #: the fewest answer tokens a generation is sent with (3-5 rubrics, or a rationale, in JSON); a window that
 #: leaves fewer after the prompt fails the job as `too_long` unsent

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge, answer_json
 from ..judging.rendering import NUMBER_WORDS
 from ..judging.requests import (
@@ -50,7 +51,6 @@ from ..judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
-from ..judging.tokens import ApproxCounter
 
 
 class LoopbackServer(ThreadingHTTPServer):

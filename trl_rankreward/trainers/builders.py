@@ -10,7 +10,7 @@ scored by hand in `benchmarks/fault_suite.py`):
 
 from __future__ import annotations
 
-from ..judging.protocol import Judge
+from ..judging.requests import Judge
 from ..judging.server_settings import TRAINING_JUDGE, build_judge
 from ..rewards.base import AnswerFormat, GroupRewardMethod, RunContext
 from ..rewards.registry import reward_method_class

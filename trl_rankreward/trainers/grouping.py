@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..data.conversation import message_text, query_text
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 from ..rewards.base import Group
 
 

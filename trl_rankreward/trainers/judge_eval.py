@@ -39,7 +39,7 @@ from transformers import Trainer, TrainerCallback
 from transformers.utils import logging
 
 from ..evaluation.win_rate import PREFIX, EvalPrompt, evaluation_metrics, judge_against_baselines
-from ..judging.ledger import LedgerSnapshot
+from ..judging.calls import LedgerSnapshot
 from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
 from ..rewards.base import strip_thinking
 from ..rewards.state_files import write_json_atomic

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..judging.server_fields import EvalJudgeFields
-from ..judging.server_settings import EVAL_JUDGE
+from ..judging.server_settings import EVAL_JUDGE, EvalJudgeFields
 from .model_card import redact_server_urls
 
 BASELINES = ("initial_policy", "reference")

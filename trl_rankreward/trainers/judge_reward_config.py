@@ -9,8 +9,7 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from ..judging.server_fields import TrainingJudgeFields
-from ..judging.server_settings import TRAINING_JUDGE
+from ..judging.server_settings import TRAINING_JUDGE, TrainingJudgeFields
 from ..rewards.options import MethodOptions, option_values
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from .circuit_breaker import JudgeCircuitBreaker
@@ -23,7 +22,7 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
     Every field is in sight: its own below, the judge server's (`judge_*`) in
-    `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval_config.JudgeEvalConfig`,
+    `judging.server_settings.TrainingJudgeFields`, the win rate's in `judge_eval_config.JudgeEvalConfig`,
     the critic's in `critic_config.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
     server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
     by similarity to the query's `references`).

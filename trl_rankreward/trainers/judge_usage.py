@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from ..judging.ledger import LedgerSnapshot
+from ..judging.calls import LedgerSnapshot
 
 TOTAL_SUFFIX = "_total"
 
