@@ -16,7 +16,7 @@ gives no reason (None) is taken at its word.
 
 `RetryPolicy`: the one retry policy of every judge call (judges, the GenRM reward, rubric generation).
 
-Built on tenacity. An attempt that raises an exception whose `retryable` attribute is true
+An attempt that raises an exception whose `retryable` attribute is true
 is tried again, up to `max_attempts` tries in all; anything else propagates at once:
 
 - `BackendError` (transport, timeout, HTTP 408/429/5xx, a malformed 200 response) waits
@@ -57,8 +57,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import tenacity
-
 from .backends.base import BackendError, ChatBackend, Completion
 from .parsing import InvalidAnswer, UnfinishedAnswer
 from .requests import JudgeError, seeded_rng
@@ -98,6 +96,7 @@ async def complete_and_parse(
     ledger: JudgeLedger,
     request_kind: str,
     what: str,
+    on_format_refused: Callable[[BackendError], None] | None = None,
     **decoding: Any,
 ) -> tuple[Any, int]:
     """`(parse(completion), tries)` of the first try that succeeds; `JudgeError` once `retry` gives up,
@@ -107,49 +106,83 @@ async def complete_and_parse(
     goes to `backend.complete` (temperature, max_tokens, response_format). The backend's
     `context_window()`, where it has one and knows it, bounds the room a cut answer is given. A
     `JudgeError` from a `BackendError` holds it in `.backend_error` (a "maximum context length"
-    refusal is read from it).
+    refusal is read from it). A server's HTTP 400 refusing `response_format` is told to
+    `on_format_refused`, when given, and the request is tried afresh without it. A backend that
+    `WindowFitting` watches (`prompt_budget.Watch`) is called through its `server`, and told what came.
     """
-    tries, errors, first = 0, [], decoding.get("max_tokens")
+    errors, first = [], decoding.get("max_tokens")
     window = getattr(backend, "context_window", lambda: None)()
-
-    async def attempt(number: int) -> Any:
-        nonlocal tries
-        tries = number
+    watch, server = (backend, backend.server) if hasattr(backend, "server") else (None, backend)
+    tries = 0
+    while True:
+        tries += 1
         try:
-            completion = await backend.complete(messages, **decoding)
-        except BackendError as exc:
-            ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
-            errors.append(f"{exc.kind}: {exc}")
-            raise
-        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
-        try:
-            check_finished(completion, decoding.get("max_tokens"))
-            value = parse(completion)
-        except Exception as exc:
-            if not is_retryable(exc):
+            try:
+                completion = await server.complete(messages, **decoding)
+            except BackendError as exc:
+                if watch is not None:
+                    watch.refused(exc)
+                ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
+                errors.append(f"{exc.kind}: {exc}")
                 raise
-            kind = _answer_failure(exc)
-            ledger.record(request_kind=request_kind, parsed=False, failure=kind, **usage)
-            errors.append(f"{kind}: {exc}")
+            if watch is not None:
+                watch.seen(completion)
+            value = _parsed(completion, parse, ledger, request_kind, errors, decoding.get("max_tokens"))
+            return value, tries
+        except Exception as exc:
+            if on_format_refused is not None and decoding.get("response_format") and refuses_response_format(exc):
+                on_format_refused(exc)
+                decoding["response_format"], tries = None, 0
+                continue
+            if not is_retryable(exc) or tries >= retry.max_attempts:
+                error = _gave_up(exc, what, tries, errors)
+                if error is None:  # a bug, not a judge failure
+                    raise
+                raise error from exc
             if isinstance(exc, UnfinishedAnswer) and first:
-                decoding["max_tokens"] = room_to_finish(decoding["max_tokens"], first, completion, window)
-            raise
-        ledger.record(request_kind=request_kind, parsed=True, **usage)
-        return value
+                decoding["max_tokens"] = room_to_finish(decoding["max_tokens"], first, exc.completion, window)
+            await asyncio.sleep(retry.wait_s(tries, exc))
 
+
+def _parsed(completion: Completion, parse, ledger: JudgeLedger, request_kind: str, errors: list, max_tokens) -> Any:
+    """`parse(completion)` of a finished answer, counted in `ledger`; an unusable answer is counted as its failure
+    kind and raised (an `UnfinishedAnswer` carries the completion, whose prompt size bounds the next try)."""
+    usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
     try:
-        return await retry.run(attempt), tries
-    except BackendError as exc:
-        how = "" if exc.retryable else " (an error that repeats on every try, so not retried)"
-        error = JudgeError(f"{what} failed after {tries} attempt(s){how}: {exc}", exc.kind, tries)
-        error.backend_error = exc
+        check_finished(completion, max_tokens)
+        value = parse(completion)
     except Exception as exc:
         if not is_retryable(exc):
             raise
         kind = _answer_failure(exc)
+        ledger.record(request_kind=request_kind, parsed=False, failure=kind, **usage)
+        errors.append(f"{kind}: {exc}")
+        exc.completion = completion
+        raise
+    ledger.record(request_kind=request_kind, parsed=True, **usage)
+    return value
+
+
+def _gave_up(exc: Exception, what: str, tries: int, errors: list[str]) -> JudgeError | None:
+    """The `JudgeError` that says why a request failed after `tries`; None for a bug (neither a backend error
+    nor a retryable answer), which propagates as it is."""
+    if isinstance(exc, BackendError):
+        how = "" if exc.retryable else " (an error that repeats on every try, so not retried)"
+        error = JudgeError(f"{what} failed after {tries} attempt(s){how}: {exc}", exc.kind, tries)
+        error.backend_error = exc
+    elif is_retryable(exc):
+        kind = _answer_failure(exc)
         error = JudgeError(f"{what} failed after {tries} attempt(s): {kind} answer: {exc}", kind, tries)
+    else:
+        return None
     error.errors = errors
-    raise error
+    return error
+
+
+def refuses_response_format(error: BaseException) -> bool:
+    """Whether `error` is a server's HTTP 400 refusing the request's `response_format` (a server without
+    structured output): its message names `response_format`."""
+    return isinstance(error, BackendError) and error.status == 400 and "response_format" in str(error).lower()
 
 
 def _answer_failure(exc: BaseException) -> str:
@@ -216,16 +249,13 @@ class RetryPolicy:
     async def run(self, attempt: Callable[[int], Awaitable[T]]) -> T:
         """Await `attempt(n)` for n = 1, 2, ... until it returns, raises a non-retryable
         exception, or `max_attempts` tries raised retryable ones; then the last exception propagates."""
-        retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(self.max_attempts),
-            wait=lambda state: self.wait_s(state.attempt_number, state.outcome.exception()),
-            retry=tenacity.retry_if_exception(is_retryable),
-            sleep=asyncio.sleep,
-            reraise=True,
-        )
-        async for trial in retrying:
-            with trial:
-                return await attempt(trial.retry_state.attempt_number)
+        for number in range(1, self.max_attempts + 1):
+            try:
+                return await attempt(number)
+            except Exception as exc:
+                if not is_retryable(exc) or number == self.max_attempts:
+                    raise
+                await asyncio.sleep(self.wait_s(number, exc))
 
 
 @dataclass

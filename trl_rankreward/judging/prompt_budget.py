@@ -56,7 +56,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -278,10 +278,10 @@ class WindowFitting:
     `PromptBudget` over the backend's `context_window()`, else `max_model_len` (None: none until a
     server refuses a prompt as over its window), counted in `ledger` (cuts, unsent requests, refusals).
 
-    `send(render_with_limit, ask, ...)` fits the request, then `await ask(backend, fitted)` with a
-    backend that watches its calls: the server's prompt count of an answer teaches the budget's
-    ratio, and a refusal as over the window teaches the window and the count, after which the
-    request is fitted and asked once more.
+    `rounds(render_with_limit, ...)` fits the request and yields it with a `Watch` of the backend: the
+    server's prompt count of an answer teaches the budget's ratio, and a refusal as over the window
+    teaches the window and the count, after which the request is fitted and yielded once more.
+    `send(render_with_limit, ask, ...)` awaits `ask(watch, fitted)` over those rounds.
     """
 
     def __init__(self, backend, ledger: JudgeLedger, *, max_model_len: int | None = None, token_counter=None):
@@ -293,20 +293,33 @@ class WindowFitting:
         count_exact = getattr(self.backend, "count_prompt_tokens", None)
         return PromptBudget(window, counter=self.token_counter, count_exact=count_exact)
 
-    async def send(self, render_with_limit, ask: Callable[[object, FittedPrompt], Awaitable], **fitting):
-        """`ask`'s result for the fitted request (`fitting`: `PromptBudget.fit_chat`'s keywords, with
-        `max_tokens` the most the answer may use); `PromptTooLong` (counted unsent) if it cannot fit."""
-        for last_try in (False, True):
+    async def rounds(self, render_with_limit, **fitting) -> AsyncIterator[tuple[Watch, FittedPrompt]]:
+        """The request fitted (`fitting`: `PromptBudget.fit_chat`'s keywords, with `max_tokens` the most the
+        answer may use), with a `Watch` to send it through; fitted and yielded once more when the server
+        refused it as over its window. `PromptTooLong` (counted unsent) if it cannot fit."""
+        for last_round in (False, True):
             fitted = await self.fit(render_with_limit, **fitting)
-            watched = _WatchedBackend(self, fitted)
+            watch = Watch(self, fitted)
+            yield watch, fitted
+            if not self._refused(watch) or last_round:
+                return
+
+    async def send(self, render_with_limit, ask: Callable[[Watch, FittedPrompt], Awaitable], **fitting):
+        """`ask`'s result for the fitted request over `rounds` (an answer `ask` returned although the server
+        refused a prompt as over its window is asked again, fitted anew, in a next round); the last round's
+        error if it failed."""
+        result, error = None, None
+        async for watch, fitted in self.rounds(render_with_limit, **fitting):
             try:
-                result = await ask(watched, fitted)
-            except JudgeError:
-                if not self._refused(watched) or last_try:
-                    raise
+                result, error = await ask(watch, fitted), None
+            except JudgeError as exc:
+                error = exc
                 continue
-            if not self._refused(watched) or last_try:
+            if watch.overflow is None:
                 return result
+        if error is not None:
+            raise error
+        return result
 
     async def fit(self, render_with_limit, *, max_tokens: int, **fitting) -> FittedPrompt:
         """The request fitted to the window (whole, with `max_tokens`, while no window is known)."""
@@ -321,9 +334,9 @@ class WindowFitting:
             self.ledger.record_truncation(fitted.rendered.cut_chars)
         return fitted
 
-    def _refused(self, watched: _WatchedBackend) -> bool:
-        """Whether the server refused `watched`'s request as over its window: then believe its window and count."""
-        overflow, fitted = watched.overflow, watched.fitted
+    def _refused(self, watch: Watch) -> bool:
+        """Whether the server refused `watch`'s request as over its window: then believe its window and count."""
+        overflow, fitted = watch.overflow, watch.fitted
         if overflow is None:
             return False
         self.ledger.record_context_refusal()
@@ -336,11 +349,13 @@ class WindowFitting:
         return True
 
 
-class _WatchedBackend:
-    """The caller's backend for one fitted request (`WindowFitting.send`): it learns from what the server says."""
+class Watch:
+    """The caller's backend for one fitted request (`WindowFitting.rounds`): `server` is the backend, and what
+    it answers (`seen`) or refuses (`refused`) teaches the fitting. `calls.complete_and_parse` calls the server
+    and reports to the watch itself; `complete` does both for a caller that calls the backend directly."""
 
     def __init__(self, fitting: WindowFitting, fitted: FittedPrompt):
-        self.fitting, self.fitted = fitting, fitted
+        self.fitting, self.fitted, self.server = fitting, fitted, fitting.backend
         self.overflow: ContextOverflow | None = None
 
     def context_window(self) -> int | None:
@@ -348,15 +363,23 @@ class _WatchedBackend:
         budget = self.fitting.budget
         return budget.window if budget is not None else None
 
-    async def complete(self, messages: list[dict], **decoding) -> Completion:
-        try:
-            completion = await self.fitting.backend.complete(messages, **decoding)
-        except BackendError as exc:
-            self.overflow = context_overflow(exc) or self.overflow
-            raise
+    def seen(self, completion: Completion) -> None:
+        """The server answered: its prompt count teaches the budget's ratio."""
         budget = self.fitting.budget
         if budget is not None and self.fitted.local_tokens:
             budget.observe(self.fitted.local_tokens, completion.prompt_tokens)
+
+    def refused(self, error: BackendError) -> None:
+        """The server refused the request: a refusal as over the window is kept for the next round."""
+        self.overflow = context_overflow(error) or self.overflow
+
+    async def complete(self, messages: list[dict], **decoding) -> Completion:
+        try:
+            completion = await self.server.complete(messages, **decoding)
+        except BackendError as exc:
+            self.refused(exc)
+            raise
+        self.seen(completion)
         return completion
 
 
