@@ -25,10 +25,11 @@ class _DepthBackend:
         self.stacks: list[list[str]] = []
 
     async def complete(self, messages, *, temperature=0.0, max_tokens=1024, response_format=None):
-        stack = (
-            [f"{f.frame.f_globals.get('__name__')}.{f.function}" for f in inspect.stack()
-             if f.frame.f_globals.get("__name__", "").startswith("trl_rankreward.")]  # fmt: skip
-        )
+        stack = [
+            f"{f.frame.f_globals.get('__name__')}.{f.function}"
+            for f in inspect.stack()
+            if f.frame.f_globals.get("__name__", "").startswith("trl_rankreward.")
+        ]  # fmt: skip
         permutation = re.search(r"permutation of\s*(\[[0-9, ]*\])", messages[-1]["content"])
         if permutation:  # a listwise request: the shown order
             return Completion(json.dumps({"order": json.loads(permutation.group(1))}), 10, 5, finish_reason="stop")

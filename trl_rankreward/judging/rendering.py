@@ -168,20 +168,43 @@ def encodable(text: str) -> str:
 # ---- text helpers -----------------------------------------------------------------------
 
 
-def neutralize(text: str) -> str:
+def spaced(word: str) -> str:
+    """A regex of `word`'s letters with spaces allowed between them (as `_fold_after` leaves them)."""
+    return " *".join(map(re.escape, word))
+
+
+@dataclass(frozen=True)
+class Delimiters:
+    """The markers a prompt's shown texts must not forge (`neutralize`): `opener` matches a marker's first
+    character and its look-alikes, `after` the text after it as a reader sees it (`_fold_after`, `visible`
+    letters read), and the opener of a match is replaced by `escape`."""
+
+    opener: re.Pattern
+    after: re.Pattern
+    escape: str
+    visible: int
+
+
+#: the `<response ...>`, `<rationale ...>` and `<think>` tags of the judge prompts (and their closing forms)
+TAGS = Delimiters(_OPENER, _AFTER_OPENER, "&lt;", _FOLDED)
+
+
+def neutralize(text: str, delimiters: Delimiters = TAGS) -> str:
     """Escape what a reader would take for a tag of ours (`<response`, `</rationale`, `<think`, any case) in
     untrusted text: an opener (`_OPENER`: "<" and its look-alikes) followed by a tag name is replaced by
-    `&lt;`. The name is read folded (`_fold`): compatibility forms (fullwidth), accents and combining
+    `&lt;`. The name is read folded (`_fold_after`): compatibility forms (fullwidth), accents and combining
     marks, invisible format characters (zero-width space, soft hyphen, joiners, direction marks) and
-    Cyrillic or Greek look-alikes (`\u2039/r\u0435sponse>`) all read as the plain tag."""
-    starts = [m.start() for m in _OPENER.finditer(text) if _AFTER_OPENER.match(_fold_after(text, m.end()))]
+    Cyrillic or Greek look-alikes (`\u2039/r\u0435sponse>`) all read as the plain tag. Other prompts' markers
+    are escaped the same way with their own `delimiters` (the GenRM's `[End of Response A]`)."""
+    d = delimiters
+    starts = [m.start() for m in d.opener.finditer(text) if d.after.match(_fold_after(text, m.end(), d.visible))]
     for start in reversed(starts):
-        text = f"{text[:start]}&lt;{text[start + 1 :]}"
+        text = f"{text[:start]}{d.escape}{text[start + 1 :]}"
     return text
 
 
-def _fold_after(text: str, start: int) -> str:
-    """`text` from `start` as a reader sees its letters, until `_FOLDED` visible ones: whitespace as one space,
+def _fold_after(text: str, start: int, visible: int = _FOLDED) -> str:
+    """`text` from `start` as a reader sees its letters, until `visible` of them: whitespace as one space,
     format characters and combining marks dropped (however many), compatibility forms decomposed (NFKD),
     case folded, look-alike letters as the Latin ones."""
     out, seen = [], 0
@@ -192,7 +215,7 @@ def _fold_after(text: str, start: int) -> str:
         shown = [c for c in unicodedata.normalize("NFKD", char) if unicodedata.category(c) not in _UNSEEN]
         out.extend(shown)
         seen += len(shown)
-        if seen > _FOLDED:
+        if seen > visible:
             break
     return "".join(out).casefold().translate(_CONFUSABLES)
 

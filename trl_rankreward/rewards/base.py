@@ -29,10 +29,10 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+from ..judging.parsing import strip_thinking
 from ..judging.rendering import encodable
 from ..judging.requests import Judge, JudgeFailure, Rubric, is_failure
 from .options import MethodOptions
@@ -40,16 +40,7 @@ from .state_files import METHOD_STATE_NAME, read_method_state, write_method_stat
 
 R = TypeVar("R")
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _THINK_CLOSE = "</think>"
-
-
-def strip_thinking(text: str) -> str:
-    """Remove closed `<think>...</think>` blocks and anything before a stray `</think>`."""
-    text = _THINK_BLOCK.sub("", text)
-    if _THINK_CLOSE in text:  # templates that open the block in the prompt leave only the close tag
-        text = text.rsplit(_THINK_CLOSE, 1)[1]
-    return text.strip()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..rewards.base import strip_thinking
+from ..judging.parsing import strip_thinking
 from .templates import RubricTemplate
 
 _DECODER = json.JSONDecoder()

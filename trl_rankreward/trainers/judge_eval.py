@@ -40,8 +40,8 @@ from transformers.utils import logging
 
 from ..evaluation.win_rate import PREFIX, EvalPrompt, evaluation_metrics, judge_against_baselines
 from ..judging.calls import LedgerSnapshot
+from ..judging.parsing import strip_thinking
 from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
-from ..rewards.base import strip_thinking
 from ..rewards.state_files import write_json_atomic
 from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
 from .eval_generation import generate_answers
@@ -211,7 +211,7 @@ class JudgeWinRateCallback(TrainerCallback):
 
     def _answers(self) -> list[str]:
         """The policy's greedy answers (every process), as the judge sees answers in training: without a closed
-        thinking block (`rewards.base.strip_thinking`)."""
+        thinking block (`judging.parsing.strip_thinking`)."""
         answers = generate_answers(self.trainer, [p.prompt for p in self.prompts],
                                    max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)  # fmt: skip
         return [strip_thinking(a) for a in answers]
