@@ -87,6 +87,27 @@ def room_to_finish(max_tokens: int, first: int, completion: Completion, window: 
     return max(max_tokens, min(2 * max_tokens, ceiling))
 
 
+class Watched:
+    """A backend whose calls teach a watcher (`prompt_budget.Watch`): `server` is the backend itself, told what
+    it answered (`seen`) or refused (`refused`). `complete_and_parse` calls the server directly and reports."""
+
+    server: ChatBackend
+
+    def seen(self, completion: Completion) -> None: ...
+
+    def refused(self, error: BackendError) -> None: ...
+
+    async def complete(self, messages: list[dict], **decoding) -> Completion:
+        """The server's completion, reported (for callers that call the backend themselves)."""
+        try:
+            completion = await self.server.complete(messages, **decoding)
+        except BackendError as exc:
+            self.refused(exc)
+            raise
+        self.seen(completion)
+        return completion
+
+
 async def complete_and_parse(
     backend: ChatBackend,
     messages: list[dict],
@@ -108,11 +129,11 @@ async def complete_and_parse(
     `JudgeError` from a `BackendError` holds it in `.backend_error` (a "maximum context length"
     refusal is read from it). A server's HTTP 400 refusing `response_format` is told to
     `on_format_refused`, when given, and the request is tried afresh without it. A backend that
-    `WindowFitting` watches (`prompt_budget.Watch`) is called through its `server`, and told what came.
+    `WindowFitting` watches (`Watched`) is called through its `server`, and told what came.
     """
     errors, first = [], decoding.get("max_tokens")
     window = getattr(backend, "context_window", lambda: None)()
-    watch, server = (backend, backend.server) if hasattr(backend, "server") else (None, backend)
+    watch, server = (backend, backend.server) if isinstance(backend, Watched) else (None, backend)
     tries = 0
     while True:
         tries += 1

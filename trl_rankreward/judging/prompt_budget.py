@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from .backends.base import BackendError, Completion
-from .calls import JudgeLedger
+from .calls import JudgeLedger, Watched
 from .rendering import JudgeTemplates, Rendered, render
 from .requests import (
     BufferSelectRequest,
@@ -349,10 +349,9 @@ class WindowFitting:
         return True
 
 
-class Watch:
+class Watch(Watched):
     """The caller's backend for one fitted request (`WindowFitting.rounds`): `server` is the backend, and what
-    it answers (`seen`) or refuses (`refused`) teaches the fitting. `calls.complete_and_parse` calls the server
-    and reports to the watch itself; `complete` does both for a caller that calls the backend directly."""
+    it answers (`seen`) or refuses (`refused`) teaches the fitting (`calls.Watched`)."""
 
     def __init__(self, fitting: WindowFitting, fitted: FittedPrompt):
         self.fitting, self.fitted, self.server = fitting, fitted, fitting.backend
@@ -372,15 +371,6 @@ class Watch:
     def refused(self, error: BackendError) -> None:
         """The server refused the request: a refusal as over the window is kept for the next round."""
         self.overflow = context_overflow(error) or self.overflow
-
-    async def complete(self, messages: list[dict], **decoding) -> Completion:
-        try:
-            completion = await self.server.complete(messages, **decoding)
-        except BackendError as exc:
-            self.refused(exc)
-            raise
-        self.seen(completion)
-        return completion
 
 
 def byte_bound(messages: list[dict]) -> int:
