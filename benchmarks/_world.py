@@ -6,7 +6,7 @@ policy's output) whose latent quality rises with the epoch. `world_quality(qid, 
 reads the quality back from the text itself, so the table never grows with the run.
 
 `trainer_rows` builds the per-rollout rows a trainer gathers (the dataset
-columns of docs/trainers.md); `rows_to_groups` comes from `trl_rankreward.trainers.grouping` when that module
+columns of docs/trainers.md); `rows_to_groups` comes from `trl_rankreward.trainers.group_scoring` when that module
 is installed, else from the minimal stand-in below (same checks, labelled in the output).
 """
 
@@ -26,11 +26,11 @@ _WORDS = ("the model answers because evidence suggests that each step follows fr
           "so we compute result carefully check units and state assumptions clearly").split()  # fmt: skip
 
 try:
-    from trl_rankreward.trainers.grouping import rows_to_groups
+    from trl_rankreward.trainers.group_scoring import rows_to_groups
 
-    GROUPING = "trl_rankreward.trainers.grouping.rows_to_groups"
+    GROUPING = "trl_rankreward.trainers.group_scoring.rows_to_groups"
 except ImportError:  # the trainers branch has not landed: same cut-and-check, minimal
-    GROUPING = "benchmark stand-in (trainers.grouping not installed)"
+    GROUPING = "benchmark stand-in (trainers.group_scoring not installed)"
 
     def rows_to_groups(rows, group_size):
         groups = []

@@ -38,7 +38,6 @@ import time
 import tracemalloc
 
 from trl_rankreward._gc import paused_gc
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.rewards.anchor_buffer import (
     BUFFERS_FILE,
     CHECKPOINT_FOLDER,
@@ -48,6 +47,7 @@ from trl_rankreward.rewards.anchor_buffer import (
 )
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME
+from trl_rankreward.testing import OracleJudge
 
 K = 8
 # worst -> best: a typical buffer after a few epochs (left / refine / references / right anchors)

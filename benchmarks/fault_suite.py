@@ -224,7 +224,7 @@ def _buffer(method, query_id: str) -> str:
 
 
 def config(output_dir: Path, urls: list[str], model: str, **overrides):
-    from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOConfig
 
     return RankBufferGRPOConfig(
         **{**RUN_SETTINGS, "output_dir": str(output_dir), "judge_base_urls": urls, "judge_model": model, **overrides}
@@ -246,7 +246,7 @@ def train_case(
     from transformers import PrinterCallback
 
     from trl_rankreward.testing import FaultProxy, serve_scripted_judge
-    from trl_rankreward.trainers.rank_buffer import RankBufferGRPOTrainer
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOTrainer
 
     with contextlib.ExitStack() as stack:
         ctx.judge = stack.enter_context(serve_scripted_judge())
@@ -315,8 +315,8 @@ def data_lost(ctx: Context, out: Path, watch: NeutralWatch | None) -> str:
 
     from trl_rankreward.evaluation.buffer_report import load_buffer_state
     from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, read_method_state
-    from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
-    from trl_rankreward.trainers.rank_buffer import RankBufferGRPOTrainer
+    from trl_rankreward.trainers.base import latest_complete_checkpoint
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOTrainer
 
     lost = []
     if watch is not None and watch.changed:
@@ -411,7 +411,7 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
 
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.testing import FaultProxy, serve_scripted_judge
-    from trl_rankreward.trainers.builders import build_reward_method, build_training_judge
+    from trl_rankreward.trainers.judge_reward import build_reward_method, build_training_judge
 
     refused = []
     rows = tiny_rows()

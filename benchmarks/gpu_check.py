@@ -151,7 +151,7 @@ def grpo_compare(args, policy_dir: str, work_dir: str) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_rankreward import RankBufferGRPOConfig, RankBufferGRPOTrainer
-    from trl_rankreward.evaluation.oracle_judge import OracleJudge
+    from trl_rankreward.testing import OracleJudge
 
     cuda = torch.cuda.is_available()
     queries = max(64, args.steps * args.batch // args.group_size)  # every step's queries are new: first epoch

@@ -27,8 +27,8 @@ import time
 
 from _world import references, rows_to_groups, trainer_rows, world_quality
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method
+from trl_rankreward.testing import OracleJudge
 
 
 class LatencyJudge:

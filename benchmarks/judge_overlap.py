@@ -71,7 +71,7 @@ def write_dataset(path: Path, queries: int) -> str:
 def run(model_dir: str, dataset: str, out: Path, judge_url: str, *, overlap: bool, steps: int, batch: int) -> dict:
     from datasets import load_dataset
 
-    from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
     args = RankBufferGRPOConfig(
         output_dir=str(out), judge_base_urls=[judge_url], judge_model="scripted-judge", overlap_judging=overlap,

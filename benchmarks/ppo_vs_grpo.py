@@ -36,7 +36,7 @@ def run_row(options: dict, args) -> dict:
     from transformers import TrainerCallback
 
     from trl_rankreward.testing import build_tiny_model
-    from trl_rankreward.trainers.ppo import CriticPPOConfig, CriticPPOTrainer
+    from trl_rankreward.trainers.base import CriticPPOConfig, CriticPPOTrainer
 
     model = str(build_tiny_model(os.path.join(args.work_dir, f"model-{args.hidden}-{args.layers}"),
                                  hidden_size=args.hidden, num_layers=args.layers))  # fmt: skip

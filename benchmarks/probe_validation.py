@@ -33,8 +33,7 @@ import time
 
 from trl_rankreward.evaluation import probe_judge
 from trl_rankreward.evaluation.probe_report import order_agreement, standard_error
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
-from trl_rankreward.evaluation.simulation import SimulatedRun
+from trl_rankreward.evaluation.simulation import SimulatedJudge, SimulatedRun
 
 CLUSTERING = {"pointwise_compression": 0.3, "integer_scores": True}
 FAMILY = {

@@ -32,10 +32,10 @@ import time
 
 from _world import GROUPING, references, rows_to_groups, trainer_rows, world_quality
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.rendering import JudgeTemplates, render_messages
 from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method
+from trl_rankreward.testing import OracleJudge
 
 REALISTIC_STEPS_S = (2.0, 30.0)
 

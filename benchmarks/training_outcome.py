@@ -200,7 +200,7 @@ def run_all(args) -> dict:
     `args.out` after each run. Runs already in `args.out` (same settings) are kept, not trained again."""
     import torch
 
-    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+    from trl_rankreward.evaluation.simulation import SimulatedJudge
     from trl_rankreward.testing import serve_scripted_judge
 
     torch.set_num_threads(args.threads)

@@ -51,7 +51,7 @@ class RAlignScriptArguments(TrainScriptArguments):
 def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig, model_args: ModelConfig):
     meta_judge = None  # "server": the trainer builds an LLMJudge from metarm_base_urls / metarm_model
     if script_args.metarm == "keyword" and training_args.reward_mode == "ralign":
-        from trl_rankreward.evaluation.meta_judge import KeywordMetaJudge
+        from trl_rankreward.evaluation.genrm_eval import KeywordMetaJudge
 
         meta_judge = KeywordMetaJudge(script_args.keyword_threshold)
     # the rows' `prompt` is the question the GenRM judges, not its prompt: no prompt-length check

@@ -15,7 +15,7 @@ cannot run here (`overrides` says why for each flag): tiny Qwen3 models, the scr
 server (`trl_rankreward.testing.serve_scripted_judge`, in a thread of this process) for every
 judge / MetaRM / GenRM URL, no vLLM, no bf16, a dozen rows of data, shorter completions and
 batches. The tiny models are tuned at build time to write each config's output format
-(`tiny.format_tuning`): the policy closes its thinking block and answers, the R-Align GenRM
+(`tiny.tune_to_format`): the policy closes its thinking block and answers, the R-Align GenRM
 writes a rationale and a boxed verdict, so every step reaches the judge. A row passes when both
 launches exit 0, each sent the judge at least one request and left no group neutral (nor an
 evaluation prompt or a MetaRM sample unjudged), the judge server answered exactly the requests the

@@ -224,7 +224,7 @@ def metric_sources() -> dict[str, set[str]]:
     from trl_rankreward.evaluation.win_rate import evaluation_metrics
     from trl_rankreward.judging.calls import LedgerSnapshot
     from trl_rankreward.judging.requests import FailureKind
-    from trl_rankreward.trainers.judge_usage import JudgeUsage, combined_snapshot
+    from trl_rankreward.trainers.group_scoring import JudgeUsage, combined_snapshot
 
     kinds = typing.get_args(FailureKind)
     judge = _oracle_judge()
@@ -242,7 +242,7 @@ def metric_sources() -> dict[str, set[str]]:
         evaluation_metrics([None], LedgerSnapshot())
     )
     sources["`RAlignGenRMTrainer`"] = _ralign_names()
-    sources['`advantage_estimator="gae"`'] = _string_constants("trainers/ppo_critic.py", "ppo/")
+    sources['`advantage_estimator="gae"`'] = _string_constants("trainers/ppo.py", "ppo/")
     return sources
 
 
@@ -258,7 +258,7 @@ def _quality(query_id: str, text: str) -> float:
 
 
 def _oracle_judge(**kwargs):
-    from trl_rankreward.evaluation.oracle_judge import OracleJudge
+    from trl_rankreward.testing import OracleJudge
 
     return OracleJudge(_quality, **kwargs)
 

@@ -85,8 +85,10 @@ def test_refusals_are_one_line(config_values, tmp_path, capsys):
         main(["probe-judge", "--config", config, "--querys", "2"])
     assert exit_info.value.code == 2
     ppo = _write(tmp_path, {**config_values, "num_generations": 1, "advantage_estimator": "gae"})
-    assert main(["probe-judge", "--config", ppo]) == 2  # PPO's one rollout per prompt: no group to compare within
-    assert "num_generations=1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # PPO's one rollout per prompt: rank_buffer's config refuses it
+        main(["probe-judge", "--config", ppo])
+    assert exit_info.value.code == 2
+    assert "needs at least 2 rollouts per query, but num_generations=1" in capsys.readouterr().err
     refused = _write(tmp_path, {**config_values, "num_generations": 1})  # the training config's own check refuses it
     with pytest.raises(SystemExit) as exit_info:
         main(["probe-judge", "--config", refused])

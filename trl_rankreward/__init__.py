@@ -11,14 +11,11 @@ __version__ = "0.1.0"
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".trainers.judge_reward": ("JudgeRewardGRPOTrainer",),
-        ".trainers.judge_reward_config": ("JudgeRewardGRPOConfig",),
-        ".trainers.rank_buffer": ("RankBufferGRPOTrainer", "RankBufferGRPOConfig"),
-        ".trainers.matrix_reward": ("MatrixRewardGRPOTrainer", "MatrixRewardGRPOConfig"),
+        ".trainers.judge_reward": ("JudgeRewardGRPOTrainer", "JudgeRewardGRPOConfig", "RankBufferGRPOTrainer",
+                                   "RankBufferGRPOConfig", "MatrixRewardGRPOTrainer", "MatrixRewardGRPOConfig"),
         ".trainers.ralign": ("RAlignGenRMTrainer", "RAlignGenRMConfig"),
-        ".trainers.ppo": ("CriticPPOTrainer", "CriticPPOConfig"),
-        ".trainers.judge_eval": ("JudgeWinRateCallback",),
-        ".trainers.judge_eval_config": ("JudgeEvalConfig",),
+        ".trainers.base": ("CriticPPOTrainer", "CriticPPOConfig"),
+        ".trainers.judge_eval": ("JudgeWinRateCallback", "JudgeEvalConfig"),
         ".trainers.reward_func": ("as_reward_func",),  # a method as a plain TRL GRPOTrainer's reward function
     },
 )

@@ -34,7 +34,7 @@ def test_import_path_needs_neither_openai_nor_wandb():
         f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
         "import gpu_check, trl\n"
         "from trl_rankreward import RankBufferGRPOConfig, RankBufferGRPOTrainer\n"
-        "from trl_rankreward.evaluation.oracle_judge import OracleJudge\n"
+        "from trl_rankreward.testing import OracleJudge\n"
         "from trl_rankreward.testing import build_tiny_model\n"
         "from trl_rankreward.judging.backends.transformers_backend import TransformersBackend\n"
         "print('imported')\n"

@@ -1,4 +1,4 @@
-"""Prompt lengths before the model loads (`data.prompt_lengths`, the examples' `check_prompt_lengths`):
+"""Prompt lengths before the model loads (`data.prompts`, the examples' `check_prompt_lengths`):
 chat prompts counted through the chat template, long ones dropped and counted, or named when they cannot fit."""
 
 from types import SimpleNamespace
@@ -7,7 +7,7 @@ import pytest
 from datasets import Dataset
 from transformers import AutoTokenizer
 
-from trl_rankreward.data.prompt_lengths import check_prompts_fit, drop_long_prompts, prompt_lengths
+from trl_rankreward.data.prompts import check_prompts_fit, drop_long_prompts, prompt_lengths
 
 
 def chat(words: int) -> list[dict]:

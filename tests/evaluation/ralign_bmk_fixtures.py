@@ -15,7 +15,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from trl_rankreward.testing.chat_script_server import ABSENT, Reply, messages_key
+from trl_rankreward.testing.chat_servers import ABSENT, Reply, messages_key
 
 BENCHMARKS = ("helpsteer3_aug", "reward_bench2_aug")
 ROWS_PER_FILE = 48

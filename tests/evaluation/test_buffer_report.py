@@ -8,11 +8,11 @@ import pytest
 
 from trl_rankreward.cli import main
 from trl_rankreward.evaluation.buffer_report import buffer_report, format_report, load_buffer_state, plot_report
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.state_files import write_method_state
+from trl_rankreward.testing import OracleJudge
 
 # Three buffers, anchors worst -> best as [key, source, created_epoch, h]:
 #   q1: size 4 -> normalized positions 0, 1/3, 2/3, 1 -> 10-bin indices 0, 3, 6, 9

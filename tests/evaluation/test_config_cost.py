@@ -67,9 +67,9 @@ def test_method_from_the_config():
     # run's (a TRL field), not tournament's option; the anchors stay in memory for an estimate
     assert method.registry == "rank_buffer"
     assert method.kwargs == {"lambda_fmt": 0.2, "k0": 4, "buffer_init": "references", "anchor_store": "memory"}
-    for kwargs in ({"brackets": 3}, '{"brackets": 3}'):  # a mapping, or the command line's JSON string
-        (method,) = config_methods({"reward_method": "tournament", "reward_method_kwargs": kwargs}, DEFAULTS, "all")
-        assert (method.registry, method.kwargs) == ("tournament", {"brackets": 3})
+    # a config naming its method (its config class, `method_config`): the method's options are its keys
+    (method,) = config_methods({"reward_method": "tournament", "brackets": 3, "seed": 1}, DEFAULTS, "all")
+    assert (method.registry, method.kwargs) == ("tournament", {"brackets": 3})
     # --methods: registry names; the config's own method keeps its options, others have their defaults
     methods = config_methods(quickstart, DEFAULTS, "matrix,rank_buffer")
     assert [(m.label, m.registry) for m in methods] == [("matrix", "matrix"), ("rank_buffer", "rank_buffer")]

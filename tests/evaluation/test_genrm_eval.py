@@ -196,3 +196,43 @@ def test_the_command_says_how_many_prompts_it_cut_to_the_genrm_window(tmp_path, 
     printed = capsys.readouterr().out
     assert "GenRM window: 1 prompt(s) cut to fit (" in printed and "0 pair(s) too long to send" in printed
     assert json.loads(out.read_text())["window"]["truncated_requests"] == 1
+
+
+def test_r_align_release_runs_offline_against_the_judge_replica(tmp_path, capsys):
+    # The command a user without a GPU tries (README): the replica as GenRM and MetaRM, a fake release folder.
+    # Replica quality = distinct words; the GenRM boxes the response with more, A on a tie (release: no swap):
+    #   r0: A 4 > B 1 -> A, label A: correct;  r1: A 1 < B 3 -> B, label B: correct
+    #   r2: A 3 > B 1 -> A, label B: wrong;    r3: A 2 = B 2 -> A, label A: correct
+    # L-Acc 3/4. The MetaRM sees the GenRM's answer ("Response A is better on the decisive criteria."
+    # + the box: 9 distinct words >= meta_threshold 5), so all 3 correct ones are consistent: F-Score 3/4.
+    from trl_rankreward.testing import serve_judge_replica, write_fake_release
+
+    rows = [("r0", "one two three four", "one one", "A"), ("r1", "x", "alpha beta gamma", "B"),
+            ("r2", "red green blue", "red", "B"), ("r3", "same words", "words same", "A")]  # fmt: skip
+    data = tmp_path / "bmk.jsonl"
+    data.write_text("".join(
+        json.dumps({"id": i, "conversations": [{"role": "user", "content": f"question {i}"}], "response_A": a,
+                    "response_B": b, "gt_label": label, "gt_judgment": f"{label} is right."}) + "\n"
+        for i, a, b, label in rows
+    ))  # fmt: skip
+    out, release = tmp_path / "out.json", write_fake_release(tmp_path / "release")
+    with serve_judge_replica() as replica:
+        argv = ["eval-genrm", "--dataset_name", str(data), "--output_file", str(out), "--r_align_release", str(release),
+                "--genrm_base_urls", replica, "--genrm_model", replica.model,
+                "--metarm_base_urls", replica, "--metarm_model", replica.model]  # fmt: skip
+        assert main(argv) == 0
+        assert (replica.answered, replica.refused) == (4 + 3, 0)  # 4 GenRM calls, 3 MetaRM calls
+    metrics = json.loads(out.read_text())["metrics"]["all"]
+    assert (metrics["l_acc"], metrics["s_corr"], metrics["f_score"]) == (0.75, 0.0, 0.75)
+    assert (metrics["call_failures"], metrics["parse_failures"]) == (0, 0)
+
+
+def test_the_judge_replica_help_names_every_flag_and_its_model(capsys):
+    from trl_rankreward.testing import judge_replica
+
+    with pytest.raises(SystemExit):
+        judge_replica.main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for flag in ("--port", "--model", "--slots", "--latency-s", "--max-model-len", "--no-tokenize"):
+        assert flag in shown
+    assert "default: scripted-judge" in shown and "R-Align authors' GenRM and MetaRM layouts" in shown

@@ -10,8 +10,7 @@ import pytest
 
 from trl_rankreward.evaluation import ProbeRow, probe_judge
 from trl_rankreward.evaluation.probe_report import order_agreement, recommend, tied_share
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
-from trl_rankreward.evaluation.simulation import SimulatedRun
+from trl_rankreward.evaluation.simulation import SimulatedJudge, SimulatedRun
 
 METHODS = ["pointwise", "listwise_group", "rrc_scr", "rank_buffer_plus"]
 

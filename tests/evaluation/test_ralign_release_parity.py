@@ -27,7 +27,7 @@ import pytest
 
 from tests.evaluation.ralign_bmk_fixtures import BENCHMARKS, scripted_answer, split_requests, write_bmk_files
 from trl_rankreward.cli import main
-from trl_rankreward.testing.chat_script_server import serve_chat_script
+from trl_rankreward.testing.chat_servers import serve_chat_script
 
 RELEASE = os.environ.get("R_ALIGN_RELEASE_DIR", "")
 pytestmark = pytest.mark.skipif(

@@ -11,17 +11,16 @@ import pytest
 
 from trl_rankreward.cli import main
 from trl_rankreward.evaluation.bench_config import RewardBenchConfig, selected_methods
-from trl_rankreward.evaluation.bench_judge import BenchJudge
-from trl_rankreward.evaluation.latency import step_wall_time
-from trl_rankreward.evaluation.prompt_cache import (
+from trl_rankreward.evaluation.bench_judge import (
+    BenchJudge,
     LineTokenizer,
     key_tokens,
     prefix_cache_savings,
     shared_prefix_tokens,
+    step_wall_time,
 )
-from trl_rankreward.evaluation.reward_bench import group_fidelity, run_method
+from trl_rankreward.evaluation.reward_bench import group_fidelity, run_method, run_virtual
 from trl_rankreward.evaluation.simulation import SimulatedRun
-from trl_rankreward.evaluation.virtual_clock import run_virtual
 from trl_rankreward.judging.prompt_budget import TokenizerCounter, bundled_tokenizer_path, count_message_tokens
 from trl_rankreward.judging.rendering import render_messages
 from trl_rankreward.judging.requests import CoarseRequest

@@ -4,7 +4,6 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.evaluation.win_rate import (
     EvalPrompt,
     WinRate,
@@ -13,6 +12,7 @@ from trl_rankreward.evaluation.win_rate import (
     win_rate,
 )
 from trl_rankreward.judging.requests import JudgeFailure, Rubric
+from trl_rankreward.testing import OracleJudge
 
 
 def test_wilson_interval_by_hand():

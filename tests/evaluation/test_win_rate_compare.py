@@ -8,7 +8,7 @@ import pytest
 from tests.evaluation.test_compare import _write_state
 from trl_rankreward.cli import main
 from trl_rankreward.evaluation.run_history import load_run
-from trl_rankreward.evaluation.win_rate_compare import (
+from trl_rankreward.evaluation.win_rate import (
     NO_EVALUATION,
     WinRatePoint,
     default_budgets,

@@ -64,7 +64,7 @@ def test_every_paper_config_is_a_row_under_each_layout():
         layouts = [row.layout for row in ROWS if row.config == path]
         ppo = load_config(path).get("advantage_estimator") == "gae"
         assert layouts == [ZERO3, DDP] + ([ZERO3_OFFLOAD] if ppo else []), path.name
-    assert {row.script for row in ROWS} >= {"train_rankbuffer", "train_ralign_genrm", "train_genrm_rlhf"}
+    assert {row.script for row in ROWS} >= {"train_rankbuffer", "train_ralign_genrm", "train_baseline"}
     # the embedded judge in-process, as shipped and with the win-rate evaluation, under ZeRO-3 and DDP
     quickstart = [(row.variant, row.layout) for row in ROWS if row.config == QUICKSTART]
     assert quickstart == [("", ZERO3), ("", DDP), (EVAL_VARIANT, ZERO3), (EVAL_VARIANT, DDP)]
@@ -72,15 +72,17 @@ def test_every_paper_config_is_a_row_under_each_layout():
 
 
 def test_a_new_paper_config_joins_by_existing(tmp_path):
-    (tmp_path / "rankbuffer_newidea_qwen3_8b.yaml").write_text("num_generations: 8\n")
-    (tmp_path / "genrm_rlhf_newppo_qwen3_8b.yaml").write_text("advantage_estimator: gae\nnum_generations: 1\n")
+    (tmp_path / "rankbuffer_newidea_qwen3_8b.yaml").write_text("reward_method: rank_buffer\nnum_generations: 8\n")
+    (tmp_path / "genrm_rlhf_newppo_qwen3_8b.yaml").write_text(
+        "reward_method: genrm\nadvantage_estimator: gae\nnum_generations: 1\n"
+    )
     (tmp_path / "rankbuffer_newidea_cpu.yaml").write_text("num_generations: 4\n")  # not a paper config
     rows = discover(tmp_path)
     assert [row.name for row in rows] == [
         "genrm_rlhf_newppo_qwen3_8b/zero3", "genrm_rlhf_newppo_qwen3_8b/ddp", "genrm_rlhf_newppo_qwen3_8b/zero3_offload",
         "rankbuffer_newidea_qwen3_8b/zero3", "rankbuffer_newidea_qwen3_8b/ddp",
     ]  # fmt: skip
-    assert [row.script for row in rows[::3]] == ["train_genrm_rlhf", "train_rankbuffer"]
+    assert [row.script for row in rows[::3]] == ["train_baseline", "train_rankbuffer"]  # by reward_method
     assert len(discover(tmp_path, offload_all=True)) == 6
 
 

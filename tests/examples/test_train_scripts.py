@@ -77,7 +77,7 @@ def test_latest_is_resolved_once_and_a_half_written_checkpoint_reported_once(tmp
     from types import SimpleNamespace
 
     from trl_rankreward import RankBufferGRPOTrainer
-    from trl_rankreward.trainers import checkpoints
+    from trl_rankreward.trainers import base as checkpoints
 
     warnings = []
     monkeypatch.setattr(checkpoints.logger, "warning", warnings.append)
@@ -141,39 +141,40 @@ def test_genrm_rlhf_trains_with_ppo_and_names_it_in_the_card(quickstart_data, tm
     out = tmp_path / "genrm-ppo"
     argv = ["--config", str(CONFIGS / "genrm_rlhf_ppo_cpu.yaml"), "--dataset_name", quickstart_data,
             "--output_dir", str(out), "--max_steps", "2", "--save_steps", "2", "--max_completion_length", "8"]  # fmt: skip
-    trainer = run_main("train_genrm_rlhf", argv)
+    trainer = run_main("train_baseline", argv)
     assert trainer.args.num_generations == 1 and trainer.args.advantage_estimator == "gae"
     assert [e["step"] for e in trainer.state.log_history if "ppo/value_loss" in e] == [1, 2]
     assert (out / "checkpoint-2" / "critic" / "value_head.safetensors").exists()
     assert "| `advantage_estimator` | `'gae'` |" in (out / "README.md").read_text()
-    # another method: its YAML's GenRM options are refused for it when the config is built (a usage error) ...
+    # another method: its YAML's GenRM options are keys that method's config class does not have (a usage error)
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
-        run_main("train_genrm_rlhf", [*argv, "--reward_method", "pointwise"])
+        run_main("train_baseline", [*argv, "--reward_method", "pointwise"])
     assert exit_info.value.code == 2
-    assert "reward_method='pointwise' sets ['length_coef', 'length_tolerance']" in capsys.readouterr().err
-    # ... and without them the script names the method it trains
-    with pytest.raises(ValueError, match="reward_method: genrm"):
-        run_main("train_genrm_rlhf", [*argv, "--reward_method", "pointwise", "--reward_method_kwargs", "{}"])
+    assert "unknown option(s) length_coef, length_tolerance" in capsys.readouterr().err
 
 
 def test_genrm_rlhf_asks_a_served_genrm_in_its_own_format(models_server, tmp_path):
     from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.judging.backends.base import BackendError
+    from trl_rankreward.judging.llm_judge import LLMJudge
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
-    from trl_rankreward.trainers.builders import build_training_judge
+    from trl_rankreward.trainers.judge_reward import build_training_judge
 
     args = JudgeRewardGRPOConfig(output_dir=str(tmp_path), reward_method="genrm", judge_base_urls=[models_server],
                                  judge_model="m", judge_max_attempts=5, judge_max_tokens=2048, judge_seed=3,
                                  num_generations=2, per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
-    judge = build_training_judge(args, genrm_format=True)  # what the script builds
+    judge = build_training_judge(args)  # what every trainer and script builds for genrm: genrm_format is on
     assert isinstance(judge, GenRMJudge)
     assert (judge.retry.max_attempts, judge.max_tokens, judge.seed) == (5, 2048, 3)
     assert judge.backend.model == "m"
     # A model the server does not list stops the build, as for the other judges.
     args.judge_model = "other"
     with pytest.raises(BackendError, match="'other' is not served"):
-        build_training_judge(args, genrm_format=True)
+        build_training_judge(args)
+    # genrm_format false: the JSON pairwise template of an instruction model
+    args.judge_model, args.genrm_format = "m", False
+    assert isinstance(build_training_judge(args), LLMJudge)
 
 
 def test_model_card_without_checkpoints(tiny_model_dir, quickstart_data, tmp_path):
@@ -409,8 +410,7 @@ def test_examples_cite_papers_by_name():
         assert "docs/references.md" in (ROOT / "examples" / f"{script}.py").read_text()
 
 
-@pytest.mark.parametrize("script", ["train_rankbuffer", "train_matrixreward", "train_baseline", "train_genrm_rlhf",
-                                    "train_ralign_genrm"])  # fmt: skip
+@pytest.mark.parametrize("script", ["train_rankbuffer", "train_matrixreward", "train_baseline", "train_ralign_genrm"])
 def test_help_lists_every_flag(script, capsys):
     # a field's help with a lone % (`< 1%`) once made --help itself fail with a format error
     with pytest.raises(SystemExit) as exit_info:
@@ -418,3 +418,34 @@ def test_help_lists_every_flag(script, capsys):
     out = capsys.readouterr().out
     assert exit_info.value.code == 0 and "--dataset_name" in out and "--config FILE.yaml" in out
     assert "--dataset_path" not in out
+
+
+# ---- every registered method trains from a shipped script and config ---------------------------------
+
+
+@pytest.mark.parametrize("method", ["rank_buffer_plus", "listwise_group"])
+def test_the_new_methods_train_two_steps_from_their_cpu_configs_and_resume(method, tiny_model_dir, quickstart_data,
+                                                                            tmp_path):  # fmt: skip
+    # The shipped CPU config by the script that serves the method, as a user runs it (a subprocess, exit status
+    # 0), judged by the scripted judge on loopback; then `--resume_from_checkpoint latest` continues to step 3.
+    from trl_rankreward.testing import serve_scripted_judge
+    from trl_rankreward.trainers.judge_reward import script_for_method
+
+    config = CONFIGS / f"{method}_cpu.yaml"
+    out = tmp_path / "out"
+    with serve_scripted_judge() as url:
+        argv = [sys.executable, script_for_method(method), "--config", str(config), "--model_name_or_path",
+                tiny_model_dir, "--dataset_name", quickstart_data, "--output_dir", str(out), "--save_steps", "2",
+                "--judge_base_urls", url, "--judge_model", "scripted-judge", *TINY_STEP]  # fmt: skip
+        env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+        for steps in ("2", "3"):
+            resume = ["--resume_from_checkpoint", "latest"] if steps == "3" else []
+            done = subprocess.run([*argv, "--max_steps", steps, *resume], cwd=ROOT, env=env, capture_output=True,
+                                  text=True, timeout=400)  # fmt: skip
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == 3
+    judged = [e for e in state["log_history"] if "judge/calls" in e]
+    assert [e["step"] for e in judged] == [1, 2, 3]  # the resumed run logged step 3 only after steps 1-2
+    assert all(e["judge/calls"] > 0 and e["reward/neutral_groups"] == 0 for e in judged)
+    assert "resumed from" in done.stderr and str(out / "checkpoint-2") in done.stderr

@@ -17,8 +17,7 @@ from trl_rankreward.judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
-
-from .fakes import ScriptedBackend
+from trl_rankreward.testing import ScriptedBackend
 
 RUBRICS = [{"text": "Correct", "weight": 5}, {"text": "Clear", "weight": 2}]
 FAST = RetryPolicy(backoff_s=0.001, jitter_s=0.0)  # the default waits ~1 s before retrying a backend error

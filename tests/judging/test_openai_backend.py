@@ -12,7 +12,7 @@ import pytest
 
 from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend, normalize_base_url
-from trl_rankreward.testing.server import free_port
+from trl_rankreward.testing.chat_servers import free_port
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

@@ -19,8 +19,8 @@ from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.rendering import render_messages
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, PointwiseRequest
-from trl_rankreward.testing.server import serve_transformers
-from trl_rankreward.tiny.models import build_tiny_model
+from trl_rankreward.testing.chat_servers import serve_transformers
+from trl_rankreward.tiny import build_tiny_model
 
 pytestmark = pytest.mark.server
 

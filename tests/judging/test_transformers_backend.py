@@ -9,7 +9,7 @@ from trl_rankreward.judging.backends.transformers_backend import TransformersBac
 from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.requests import JudgeFailure, PointwiseRequest
-from trl_rankreward.tiny.models import build_tiny_model
+from trl_rankreward.tiny import build_tiny_model
 
 
 @pytest.fixture(scope="module")

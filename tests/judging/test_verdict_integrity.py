@@ -182,7 +182,7 @@ def test_a_replica_cuts_at_max_tokens_and_the_judge_asks_again_with_room():
 
 
 def test_a_cut_answer_grows_only_into_what_the_window_leaves():
-    from .fakes import ScriptedBackend
+    from trl_rankreward.testing import ScriptedBackend
 
     # Window 1000 (max_model_len), the server counted 950 prompt tokens: the retry gets min(2 x 32, 1000 - 950) = 50.
     cut = Completion('<think>it says {"score": 10}', prompt_tokens=950, completion_tokens=32, finish_reason="length")
@@ -195,8 +195,7 @@ def test_a_cut_answer_grows_only_into_what_the_window_leaves():
 
 def test_a_rationale_first_prompt_is_sent_no_schema():
     from trl_rankreward.judging.rendering import JudgeTemplates
-
-    from .fakes import ScriptedBackend
+    from trl_rankreward.testing import ScriptedBackend
 
     # A schema would forbid the rationale: structured output stays on for the other kinds, off for this prompt.
     backend = ScriptedBackend(['RATIONALE\nA is right.\nVERDICT\n{"winner": "A"}', '{"score": 4}'])

@@ -18,7 +18,6 @@ import sqlite3
 import pytest
 
 from tests.rewards.test_state_files import kill_repeatedly
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.quality_judge import select_endpoints
 from trl_rankreward.judging.requests import text_id
 from trl_rankreward.rewards import anchor_buffer
@@ -39,6 +38,7 @@ from trl_rankreward.rewards.anchor_buffer import (
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.options import DataNeeds
 from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
+from trl_rankreward.testing import OracleJudge
 
 
 def _buffer(*keys, h=None, epoch=0, **markers):

@@ -12,8 +12,8 @@ from trl_rankreward.rewards.genrm_reward import GenRMJudge
 from trl_rankreward.rewards.genrm_verdict import MIN_GENRM_ANSWER_TOKENS, genrm_messages
 from trl_rankreward.rewards.ralign_release import RAlignRelease, ReleaseMetaJudge
 from trl_rankreward.rewards.ralign_reward import GenRMSample
-from trl_rankreward.testing.chat_script_server import Reply, serve_chat_script
-from trl_rankreward.testing.fake_release import write_fake_release
+from trl_rankreward.testing.chat_servers import Reply, serve_chat_script
+from trl_rankreward.testing.fakes import write_fake_release
 from trl_rankreward.testing.judge_replica import replica_prompt_tokens, serve_judge_replica
 
 QUERY = "Which answer explains the topic better?"

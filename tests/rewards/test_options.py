@@ -5,11 +5,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.rewards.base import AnswerFormat, Group, RunContext
 from trl_rankreward.rewards.genrm_reward import GenRMOptions, GenRMPairwiseReward
 from trl_rankreward.rewards.options import option_values, options_class_of
 from trl_rankreward.rewards.pairwise import PairwiseRankOptions, PairwiseRankReward, TournamentOptions, TournamentReward
+from trl_rankreward.testing import OracleJudge
 
 
 @dataclass

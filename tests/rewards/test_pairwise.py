@@ -8,7 +8,6 @@ from collections import Counter
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import PairwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.pairwise import (
@@ -23,6 +22,7 @@ from trl_rankreward.rewards.pairwise import (
     single_elimination,
     win_rates,
 )
+from trl_rankreward.testing import OracleJudge
 
 RUBRICS = [{"text": "helpful", "weight": 1}]
 EIGHT = [f"t{i}" for i in range(8)]

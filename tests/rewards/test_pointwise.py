@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import PointwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.pointwise import GDPOReward, PointwiseRubricReward
+from trl_rankreward.testing import OracleJudge
 
 RUBRICS = [{"text": "accurate", "weight": 3}, {"text": "concise", "weight": 1}]
 

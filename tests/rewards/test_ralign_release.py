@@ -2,7 +2,7 @@
 
 The expected values are read off the rules of their scripts (github.com/lyn22333/R-Align), as
 `rewards/ralign_release.py` states them; the prompts come from a fake release folder with text of
-our own (`testing.fake_release`).
+our own (`testing.fakes`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from trl_rankreward.rewards.ralign_release import (
     pair_block,
 )
 from trl_rankreward.rewards.ralign_reward import GenRMSample, RAlignReward
-from trl_rankreward.testing.fake_release import FAKE_GENRM_SYSTEM, write_fake_release
+from trl_rankreward.testing.fakes import FAKE_GENRM_SYSTEM, write_fake_release
 
 
 @pytest.fixture

@@ -22,8 +22,7 @@ import json
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.judging.rendering import display_order, render
 from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest, text_id
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer, SQLiteAnchorStore
@@ -44,6 +43,7 @@ from trl_rankreward.rewards.rank_buffer import (
     twin_request,
 )
 from trl_rankreward.rewards.registry import make_reward_method
+from trl_rankreward.testing import OracleJudge
 
 REFS = [f"n{i}" for i in range(1, 8)]  # best first
 QUALITY = {f"n{i}": 8 - i for i in range(1, 8)}

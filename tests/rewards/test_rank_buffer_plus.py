@@ -11,11 +11,11 @@ import json
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, ListwiseRequest
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward, borda, disputed_window
+from trl_rankreward.testing import OracleJudge
 
 REFS = [f"n{i}" for i in range(1, 8)]  # best first
 QUALITY = {f"n{i}": 8 - i for i in range(1, 8)}

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method, reward_method_class
+from trl_rankreward.testing import OracleJudge
 
 BASELINES = ["pointwise", "gdpo", "rrc_scr", "rrc_agr", "pairwise_rank", "tournament", "arena"]
 

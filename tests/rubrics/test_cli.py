@@ -3,10 +3,11 @@
 import datasets
 import pytest
 
-from tests.rubrics.fakes import ScriptedBackend, valid_rubrics
+from tests.rubrics.conftest import valid_rubrics
 from trl_rankreward.cli import main
 from trl_rankreward.commands import rubrics as command
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
+from trl_rankreward.testing import ScriptedBackend
 
 
 def test_generate_then_rerun_resumes_and_exit_status_reflects_failures(nectar_dataset, tmp_path, monkeypatch, capsys):

@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from tests.rubrics.fakes import ScriptedBackend, valid_rubrics
+from tests.rubrics.conftest import valid_rubrics
 from trl_rankreward.data import attach_rubrics
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
 from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.rubrics import generate_rubrics
+from trl_rankreward.testing import ScriptedBackend
 
 
 def _query(messages) -> str:
@@ -16,7 +17,7 @@ def _query(messages) -> str:
 
 
 def test_valid_answers_fill_every_query_with_the_papers_settings(nectar_dataset, tmp_path):
-    backend = ScriptedBackend(lambda messages, attempt: valid_rubrics())
+    backend = ScriptedBackend(lambda messages, attempt: valid_rubrics(), prompt_tokens=10)
     out = tmp_path / "rubrics.jsonl"
     summary = generate_rubrics(nectar_dataset, backend, out)
     assert (summary.total, summary.succeeded, summary.failed, summary.already_done) == (6, 6, 0, 0)

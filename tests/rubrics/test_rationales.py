@@ -5,10 +5,10 @@ import json
 import pytest
 
 from tests.data.upstream import write_jsonl
-from tests.rubrics.fakes import ScriptedBackend
 from trl_rankreward.data import attach_rationales, load_source, prepare_helpsteer3, prepare_ppe
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
 from trl_rankreward.rubrics import InvalidOutput, generate_rationales, parse_rationale
+from trl_rankreward.testing import ScriptedBackend
 
 
 def _answer(preferred: str) -> str:

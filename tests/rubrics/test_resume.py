@@ -9,10 +9,11 @@ import textwrap
 import time
 
 from tests.data.upstream import nectar_row, write_jsonl
-from tests.rubrics.fakes import ScriptedBackend, valid_rubrics
+from tests.rubrics.conftest import valid_rubrics
 from trl_rankreward.data import load_source, prepare_nectar
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
 from trl_rankreward.rubrics import generate_rubrics
+from trl_rankreward.testing import ScriptedBackend
 
 
 class Crash(BaseException):
@@ -22,7 +23,8 @@ class Crash(BaseException):
 CHILD = textwrap.dedent(
     """
     import sys
-    from tests.rubrics.fakes import ScriptedBackend, valid_rubrics
+    from tests.rubrics.conftest import valid_rubrics
+    from trl_rankreward.testing import ScriptedBackend
     from trl_rankreward.data import load_source, prepare_nectar
     from trl_rankreward.rubrics import generate_rubrics
 

@@ -6,7 +6,7 @@ failed after `max_attempts` tries, with the errors recorded, and nothing in the 
 
 import pytest
 
-from trl_rankreward.data.jsonl import read_records
+from trl_rankreward.data.records import read_records
 from trl_rankreward.judging import OpenAICompatibleBackend
 from trl_rankreward.rubrics import generate_rubrics
 from trl_rankreward.testing import build_tiny_model, serve_transformers
@@ -25,6 +25,7 @@ def test_random_model_answers_are_invalid_and_every_query_is_reported(nectar_dat
     assert sorted(f["query_id"] for f in failures) == sorted(dataset["query_id"])
     for failure in failures:
         assert failure["attempts"] == 2 and len(failure["errors"]) == 2
-        # 8 random tokens cannot hold a JSON object with 3-5 rubrics; a transport error would say otherwise
-        assert all(e.startswith("invalid: ") for e in failure["errors"]), failure["errors"]
+        # 8 random tokens cannot hold a JSON object with 3-5 rubrics: each try is either cut at max_tokens
+        # (`length`, never parsed) or finished without a valid answer (`invalid`); a transport error would say otherwise
+        assert all(e.startswith(("invalid: ", "length: ")) for e in failure["errors"]), failure["errors"]
     assert summary.completion_tokens > 0  # the server's usage numbers were counted

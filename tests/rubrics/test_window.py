@@ -6,12 +6,12 @@ import json
 
 import datasets
 
-from tests.rubrics.fakes import valid_rubrics
-from trl_rankreward.data.conversation import query_text
-from trl_rankreward.data.jsonl import read_records
+from tests.rubrics.conftest import valid_rubrics
+from trl_rankreward.data.prompts import query_text
+from trl_rankreward.data.records import read_records
 from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend
 from trl_rankreward.rubrics import generate_rationales, generate_rubrics
-from trl_rankreward.testing.chat_script_server import Reply, serve_chat_script
+from trl_rankreward.testing.chat_servers import Reply, serve_chat_script
 
 
 def _rows(nectar_dataset):

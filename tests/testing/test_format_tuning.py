@@ -1,4 +1,4 @@
-"""Tiny models tuned to an output format (tiny/format_tuning.py) write it when sampled as the trainers sample.
+"""Tiny models tuned to an output format (trl_rankreward/tiny.py) write it when sampled as the trainers sample.
 
 Sampled at temperature 1.0 (the R-Align config's; the thinking configs sample cooler, at 0.6), with
 the paper configs' completion lengths scaled to the launch matrix (16 tokens for an answer, 32 for a
@@ -12,7 +12,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trl_rankreward.rewards.base import AnswerFormat
 from trl_rankreward.rewards.genrm_verdict import genrm_messages, parse_verdict
-from trl_rankreward.tiny.models import build_tiny_model
+from trl_rankreward.tiny import build_tiny_model
 
 SAMPLES = 32
 

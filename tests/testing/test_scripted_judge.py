@@ -86,7 +86,7 @@ def test_pairwise_winner_is_higher_quality(judge, display):
 
 @pytest.mark.parametrize("display", ["ab", "ba"])
 def test_genrm_prompt_gets_the_boxed_higher_quality(judge, display):
-    # a GenRM (train_genrm_rlhf.py's judge) asks with GENRM_PROMPT and parses \boxed{A|B} in display order
+    # a GenRM (the judge of reward_method genrm with a server) asks with GENRM_PROMPT and parses \boxed{A|B} in display order
     import asyncio
 
     from trl_rankreward.judging import OpenAICompatibleBackend
@@ -96,6 +96,47 @@ def test_genrm_prompt_gets_the_boxed_higher_quality(judge, display):
     assert asyncio.run(genrm.judge(PairwiseRequest(query="q", a=WORST, b=MID, display=display))) == "B"
     assert asyncio.run(genrm.judge(PairwiseRequest(query="q", a=GOOD, b=LOW, display=display))) == "A"
     assert genrm.ledger.parsed == 2
+
+
+@pytest.mark.parametrize(("a", "b", "boxed"), [(WORST, MID, "B"), (GOOD, LOW, "A"), (FOUR, "d c b a", "A")])
+def test_the_authors_genrm_layout_gets_the_boxed_higher_quality(judge, tmp_path, a, b, boxed):
+    # r_align_release's GenRM request: their system message, then pair_block; the first box is read.
+    # WORST 1 < MID 5 -> B; GOOD 10 > LOW 3 -> A; FOUR 4 = "d c b a" 4 -> a tie, which a GenRM answers A
+    from trl_rankreward.rewards.ralign_release import RAlignRelease, first_boxed_verdict
+    from trl_rankreward.testing import write_fake_release
+
+    release = RAlignRelease.load(write_fake_release(tmp_path))
+    messages = release.genrm_messages([{"role": "user", "content": "q"}], a, b)
+    client = openai.OpenAI(base_url=judge, api_key="x", max_retries=0, timeout=10)
+    answer = client.chat.completions.create(model=judge.model, messages=messages).choices[0].message.content
+    assert first_boxed_verdict(answer) == boxed
+
+
+@pytest.mark.parametrize(
+    ("rationale", "verdict"), [("A names the capital; B does not.", True), ("A is better.", False)]
+)
+def test_the_authors_metarm_layout_gets_their_tags_by_the_meta_rule(judge, tmp_path, rationale, verdict):
+    # r_align_release's MetaRM request: one user message, their prompt with the pair block, <golden_judge> and
+    # <genrm_output>; meta_threshold 5 distinct words: the first rationale has 7, the second 3
+    from trl_rankreward.rewards.ralign_release import RAlignRelease, meta_verdict
+    from trl_rankreward.testing import write_fake_release
+
+    release = RAlignRelease.load(write_fake_release(tmp_path))
+    messages = release.meta_messages([{"role": "user", "content": "q"}], MID, WORST, "A names the capital.", rationale)
+    client = openai.OpenAI(base_url=judge, api_key="x", max_retries=0, timeout=10)
+    answer = client.chat.completions.create(model=judge.model, messages=messages).choices[0].message.content
+    assert meta_verdict(answer) is verdict
+
+
+def test_a_rationale_first_prompt_gets_the_verdict_under_a_verdict_heading(judge):
+    # pairwise_rationale: the parser reads only the JSON after the last VERDICT heading; WORST 1 < MID 5 -> B
+    from trl_rankreward.judging.rendering import JudgeTemplates
+
+    request = PairwiseRequest(query="q", a=WORST, b=MID)
+    rendered = render(request, templates=JudgeTemplates(pairwise_rationale=True))
+    client = openai.OpenAI(base_url=judge, api_key="x", max_retries=0, timeout=10)
+    answer = client.chat.completions.create(model=judge.model, messages=rendered.messages).choices[0].message.content
+    assert answer.startswith("RATIONALE\n") and parse_answer(answer, request, rendered) == "B"
 
 
 def test_rubric_pairwise_explicit_and_implicit(judge):
@@ -148,7 +189,7 @@ def test_a_served_judge_reads_its_task_from_the_query():
     import asyncio
     import re
 
-    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+    from trl_rankreward.evaluation.simulation import SimulatedJudge
     from trl_rankreward.judging import OpenAICompatibleBackend
     from trl_rankreward.rewards.genrm_reward import GenRMJudge
 
@@ -160,7 +201,9 @@ def test_a_served_judge_reads_its_task_from_the_query():
         assert ask(url, PairwiseRequest(query="Say the word: fox", a="fox", b="sea sea"))[0] == "A"
         genrm = GenRMJudge(OpenAICompatibleBackend(url, url.model))
         assert asyncio.run(genrm.judge(PairwiseRequest(query="Say the word: fox", a="sea sea", b="fox"))) == "B"
-        coarse = CoarseRequest(query="Say the word: sea", anchors=["a", "b"], candidate="sea sea x", show_anchor_text=False)
+        coarse = CoarseRequest(
+            query="Say the word: sea", anchors=["a", "b"], candidate="sea sea x", show_anchor_text=False
+        )
         assert ask(url, coarse)[0] == 2
     with pytest.raises(TypeError, match="judge must be a QualityJudge"):
         with serve_scripted_judge(judge=echoed):
@@ -233,3 +276,41 @@ def test_bad_options_raise(options, message):
     with pytest.raises(ValueError, match=message):
         with serve_scripted_judge(**options):
             pass
+
+
+def test_rubric_and_rationale_generation_run_against_it(tmp_path):
+    # `rubrics generate` / `rubrics rationales` offline: three fixed rubrics (weights 3, 2, 1) per query, and a
+    # rationale preferring the label the prompt names (PPE's model_a -> A, HelpSteer3's +2 -> B)
+    import datasets
+
+    from tests.data.upstream import nectar_row, write_jsonl
+    from trl_rankreward.data import load_source, prepare_helpsteer3, prepare_nectar, prepare_ppe
+    from trl_rankreward.data.records import read_records
+    from trl_rankreward.judging import OpenAICompatibleBackend
+    from trl_rankreward.rubrics import generate_rationales, generate_rubrics
+
+    nectar, _ = prepare_nectar(
+        load_source(str(write_jsonl(tmp_path / "n.jsonl", [nectar_row(i) for i in range(2)]))), num_queries=None
+    )
+    hs3 = [
+        {
+            "context": [{"role": "user", "content": "fix it"}],
+            "response1": "r1",
+            "response2": "r2",
+            "overall_preference": 2,
+            "individual_preference": [{"score": 2, "reasoning": "@Response 2 compiles."}],
+        }
+    ]
+    ppe = [{"prompt": "q", "response_1": "x", "response_2": "y", "winner": "model_a"}]
+    pairs = datasets.concatenate_datasets([
+        prepare_helpsteer3(load_source(str(write_jsonl(tmp_path / "hs3.jsonl", hs3))))[0],
+        prepare_ppe(load_source(str(write_jsonl(tmp_path / "ppe.jsonl", ppe))))[0],
+    ])  # fmt: skip
+    with serve_scripted_judge() as url:
+        backend = OpenAICompatibleBackend(url, url.model)
+        rubrics = generate_rubrics(nectar, backend, tmp_path / "rubrics.jsonl")
+        rationales = generate_rationales(pairs, backend, tmp_path / "rationales.jsonl")
+    assert (rubrics.succeeded, rubrics.failed, rationales.succeeded, rationales.failed) == (2, 0, 2, 0)
+    assert [r["weight"] for r in next(read_records(tmp_path / "rubrics.jsonl"))["rubrics"]] == [3, 2, 1]
+    golden = {r["pair_id"]: r["golden_rationale"] for r in read_records(tmp_path / "rationales.jsonl")}
+    assert sorted(g.split()[1] for g in golden.values()) == ["A", "B"]

@@ -5,8 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from trl_rankreward.tiny import models as tiny_models
-from trl_rankreward.tiny.models import build_tiny_model
+from trl_rankreward import tiny as tiny_models
+from trl_rankreward.tiny import build_tiny_model
 
 SMALL = dict(hidden_size=16, num_layers=1, num_heads=2, vocab_size=300)
 

@@ -10,9 +10,9 @@ import json
 import os
 import sys
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.scripts import end_process_group
+from trl_rankreward.testing import CountingMethod
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
 
 

@@ -12,7 +12,7 @@ import sys
 
 from tests.trainers.test_ppo import low_token_share, ppo_config, prompts
 from trl_rankreward.scripts import end_process_group
-from trl_rankreward.trainers.ppo import CriticPPOTrainer
+from trl_rankreward.trainers.base import CriticPPOTrainer
 
 
 def checksum(model) -> float:

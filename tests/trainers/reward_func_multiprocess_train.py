@@ -13,10 +13,10 @@ import sys
 
 from trl import GRPOConfig, GRPOTrainer
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, tiny_config
 from trl_rankreward import as_reward_func
 from trl_rankreward.scripts import end_process_group
+from trl_rankreward.testing import CountingMethod
 
 
 def main():

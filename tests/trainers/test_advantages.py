@@ -1,11 +1,11 @@
-"""PPO's advantage and value math (`trainers.advantages`) on hand-computed examples."""
+"""PPO's advantage and value math (`trainers.ppo`) on hand-computed examples."""
 
 import math
 
 import pytest
 import torch
 
-from trl_rankreward.trainers.advantages import (
+from trl_rankreward.trainers.ppo import (
     clipped_value_loss,
     explained_variance,
     generalized_advantages,

@@ -1,8 +1,11 @@
-"""examples/train_baseline.py: every baseline trains a step on CPU by name; the loss-setting YAMLs hold TRL's fields."""
+"""examples/train_baseline.py: every baseline trains a step on CPU by name, any registered method's config class reads
+its options; the probe's advice names a script that exists for every method; the loss-setting YAMLs hold TRL's fields."""
 
 import pytest
 
 from tests.trainers.test_examples import ROOT, load_example, parse
+from trl_rankreward.rewards.registry import REWARD_METHODS
+from trl_rankreward.trainers.judge_reward import method_config, script_for_method
 
 CONFIGS = ROOT / "examples" / "configs"
 BASELINES = ("pointwise", "gdpo", "rrc_scr", "rrc_agr", "pairwise_rank", "tournament", "arena")
@@ -35,25 +38,48 @@ def test_each_baseline_trains_a_step_with_the_embedded_judge(method, tiny_model_
 
 
 def test_method_options_pass_through(tiny_model_dir, quickstart_data, tmp_path):
-    # reward_method_kwargs reach the method: RRC-AGR judging every (rollout, reference) pair in both
+    # A method's options are flags of its config class: RRC-AGR judging every (rollout, reference) pair in both
     # orders makes two requests per pair, so the step's call count is even and the flag is set.
-    trainer = run_baseline("rrc_agr", tiny_model_dir, quickstart_data, tmp_path / "out",
-                           "--reward_method_kwargs", '{"both_orders": true}')  # fmt: skip
+    trainer = run_baseline("rrc_agr", tiny_model_dir, quickstart_data, tmp_path / "out", "--both_orders", "true")
     assert trainer.reward_method.options.both_orders is True
     (log,) = [e for e in trainer.state.log_history if "judge/calls" in e]
     assert log["judge/calls"] > 0 and log["judge/calls"] % 2 == 0
 
 
-@pytest.mark.parametrize("method", ["matrix", "rank_buffer"])
-def test_dedicated_methods_point_to_their_scripts(method):
+@pytest.mark.parametrize("method", REWARD_METHODS)
+def test_every_method_has_a_script_that_reads_its_config_class(method):
+    # the probe's advice (`switch_hint`) names `script_for_method`: a file that exists, whose parser reads the
+    # method's config class when a config or flag names the method
+    script = script_for_method(method)
+    assert (ROOT / script).is_file(), script
+    argv = ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--reward_method", method]
+    if script.endswith("train_baseline.py"):
+        _, args, _ = load_example("train_baseline").make_parser().parse_args_and_config(argv)
+        assert type(args) is method_config(method) and args.reward_method == method
+
+
+@pytest.mark.parametrize("method", REWARD_METHODS)
+def test_the_probe_advice_names_the_script_of_every_method(method, tmp_path):
+    from trl_rankreward.scripts.probe import switch_hint
+
+    _, args, _ = parse(CONFIGS / "rankbuffer_cpu_quickstart.yaml")
+    hint = switch_hint(str(CONFIGS / "rankbuffer_cpu_quickstart.yaml"), args, method)
+    if method == "rank_buffer":
+        assert hint == "rankbuffer_cpu_quickstart.yaml already trains rank_buffer: keep it."
+        return
+    script = script_for_method(method)
+    assert hint.endswith(f"and train with {script}.") and (ROOT / script).is_file()
+    assert f"set `reward_method: {method}`" in hint and "drop rank_buffer's options (k0, buffer_init" in hint
+
+
+def test_a_key_of_another_method_is_refused(capsys):
+    # k0 is RankBuffer's option: tournament's config class does not have it (a usage error, exit status 2)
     example = load_example("train_baseline")
-    assert example.BASELINES == BASELINES
-    # A method with its own script, named by flag or YAML, is caught before the trainer is built.
-    _, args, _ = example.make_parser().parse_args_and_config(
-        ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--reward_method", method]
-    )
-    with pytest.raises(ValueError, match=f"reward_method='{method}'.*train_"):
-        example.check_baseline(args)
+    with pytest.raises(SystemExit) as exit_info:
+        example.make_parser().parse_args_and_config(
+            ["--config", str(CONFIGS / "baseline_cpu.yaml"), "--reward_method", "tournament", "--k0", "4"]
+        )
+    assert exit_info.value.code == 2 and "--k0" in capsys.readouterr().err
 
 
 # loss setting -> the TRL GRPOConfig fields its YAML must hold (docs/trainers.md, "Loss settings")

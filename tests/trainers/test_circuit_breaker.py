@@ -3,8 +3,8 @@
 import pytest
 
 from trl_rankreward.rewards.base import GroupResult
-from trl_rankreward.trainers.circuit_breaker import JudgeCircuitBreaker
-from trl_rankreward.trainers.failures import FailureLog, first_failures
+from trl_rankreward.trainers.group_scoring import FailureLog, first_failures
+from trl_rankreward.trainers.reward_state import JudgeCircuitBreaker
 
 
 def test_consecutive_all_neutral_batches_trip_it_and_a_good_batch_resets_the_streak():

@@ -15,17 +15,17 @@ import time
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.evaluation.buffer_report import load_buffer_state
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, read_method_state
-from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.base import latest_complete_checkpoint
+from trl_rankreward.trainers.judge_reward import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 CHILD = textwrap.dedent(
     """
     import sys
     from tests.trainers.helpers import tiny_config, tiny_trainer
-    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
-    from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+    from trl_rankreward.evaluation.simulation import SimulatedJudge
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
     model_dir, dataset, output_dir = sys.argv[1:4]
     args = tiny_config(RankBufferGRPOConfig, output_dir, k0=2, max_steps=40, save_strategy="steps", save_steps=1)

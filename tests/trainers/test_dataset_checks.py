@@ -246,7 +246,10 @@ def test_too_few_references():
 def test_methods_declare_what_they_need():
     # each method's options say it (rewards/*.py `data_needs`); RankBuffer's depends on buffer_init
     assert needs_of("rank_buffer", buffer_init="references") == DataNeeds(references=1)
-    assert needs_of("rank_buffer") == needs_of("rank_buffer", buffer_init="bootstrap") == DataNeeds()  # auto
+    assert needs_of("rank_buffer") == needs_of("rank_buffer", buffer_init="bootstrap", k0=2) == DataNeeds()  # auto
+    # bootstrap fills the first buffer with k0 of the query's first group: G >= k0 (here 4, the default)
+    bootstrap = needs_of("rank_buffer", buffer_init="bootstrap")
+    assert (bootstrap.references, bootstrap.min_group_size) == (0, 4) and "k0=4" in bootstrap.group_size_why
     assert needs_of("pointwise") == DataNeeds(min_group_size=1)
     assert needs_of("gdpo") == needs_of("matrix", protocol="implicit") == DataNeeds(rubrics=True)
     assert needs_of("rrc_agr") == needs_of("genrm") == DataNeeds(references=1, min_group_size=1)

@@ -18,7 +18,7 @@ def load_example(name: str):
     return module
 
 
-# Each YAML belongs to the example script named by its prefix (examples/config_scripts.py, shared with the
+# Each YAML belongs to the example script of the method it names (examples/config_scripts.py, shared with the
 # launch matrix); every script has `make_parser()`.
 script_for = load_example("config_scripts").script_for
 
@@ -32,6 +32,26 @@ def parse(path: Path, *extra: str):
 
 def test_examples_have_yaml_configs():
     assert {p.name for p in YAMLS} >= {"rankbuffer_qwen3_8b.yaml", "rankbuffer_cpu_quickstart.yaml"}
+
+
+def test_every_registered_method_has_a_cpu_and_a_paper_config():
+    # a config names its method (`reward_method`); every method of the registry has a `*_cpu*.yaml` (a tiny
+    # model, the embedded judge) and a `*_qwen3_8b.yaml`, each trained by the method's script
+    import yaml
+
+    from trl_rankreward.rewards.registry import REWARD_METHODS
+    from trl_rankreward.trainers.judge_reward import script_for_method
+
+    configs = {p: yaml.safe_load(p.read_text()) for p in YAMLS if p.parent.name == "configs"}
+    for method in REWARD_METHODS:
+        mine = [p for p, values in configs.items() if values.get("reward_method") == method]
+        cpu = [p for p in mine if "_cpu" in p.name]
+        paper = [p for p in mine if p.name.endswith("_qwen3_8b.yaml")]
+        baseline_cpu = ROOT / "examples" / "configs" / "baseline_cpu.yaml"  # --reward_method NAME for a baseline
+        assert cpu or script_for_method(method).endswith("train_baseline.py") and baseline_cpu in configs, method
+        assert paper or method not in ("rank_buffer_plus", "listwise_group"), method
+        for path in cpu + paper:
+            assert f"examples/{script_for(path)}.py" == script_for_method(method), path.name
 
 
 @pytest.mark.parametrize("path", YAMLS, ids=lambda p: p.name)

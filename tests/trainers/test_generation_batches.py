@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 from datasets import load_dataset
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.test_judge_reward import cpu_config
+from trl_rankreward.testing import CountingMethod
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOTrainer
 
 

@@ -5,7 +5,7 @@ import pytest
 from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.judging.backends.base import Completion
 from trl_rankreward.rewards.genrm_reward import GenRMJudge
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
+from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOTrainer, method_config
 
 
 class VowelGenRM:
@@ -22,13 +22,7 @@ class VowelGenRM:
 @pytest.mark.slow
 def test_genrm_reward_trains_a_policy(tiny_model_dir, tiny_dataset, tmp_path):
     judge = GenRMJudge(VowelGenRM())
-    args = tiny_config(
-        JudgeRewardGRPOConfig,
-        tmp_path / "out",
-        reward_method="genrm",
-        reward_method_kwargs={"length_coef": 0.5},
-        max_steps=2,
-    )
+    args = tiny_config(method_config("genrm"), tmp_path / "out", length_coef=0.5, max_steps=2)
     trainer = tiny_trainer(JudgeRewardGRPOTrainer, tiny_model_dir, tiny_dataset, args, judge=judge)
     before = snapshot(trainer.model)
     trainer.train()

@@ -2,10 +2,15 @@
 
 import pytest
 
-from trl_rankreward.data.conversation import query_id, query_text
+from trl_rankreward.data.prompts import query_id, query_text
 from trl_rankreward.judging.calls import JudgeLedger
-from trl_rankreward.trainers.grouping import completion_text, reward_row, rows_to_groups
-from trl_rankreward.trainers.judge_usage import JudgeUsage, combined_snapshot
+from trl_rankreward.trainers.group_scoring import (
+    JudgeUsage,
+    combined_snapshot,
+    completion_text,
+    reward_row,
+    rows_to_groups,
+)
 
 
 def rows(*query_ids):

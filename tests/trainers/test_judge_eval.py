@@ -166,13 +166,13 @@ def test_reference_baseline_needs_references(tiny_dataset):
 
 def test_the_documented_mixin_checks_its_fields_once(tmp_path, monkeypatch):
     # docs/evaluation.md: `class MyConfig(JudgeEvalConfig, GRPOConfig)` gets TRL's checks, the judge's and the
-    # evaluation's from JudgeEvalConfig.__post_init__; the package configs call check_judge_eval instead
+    # evaluation's through the one path every package config takes (`config_checks.CheckedConfig`)
     from dataclasses import dataclass
 
     from trl import GRPOConfig
 
     from trl_rankreward.judging.server_settings import JudgeRole
-    from trl_rankreward.trainers.judge_eval_config import JudgeEvalConfig
+    from trl_rankreward.trainers.judge_eval import JudgeEvalConfig
 
     @dataclass
     class MyConfig(JudgeEvalConfig, GRPOConfig):
@@ -193,7 +193,7 @@ def test_the_documented_mixin_checks_its_fields_once(tmp_path, monkeypatch):
 
 
 def test_a_config_without_a_training_judge_needs_an_evaluation_judge(judge, tiny_model_dir, tiny_dataset, tmp_path):
-    from trl_rankreward.trainers.ppo import CriticPPOConfig, CriticPPOTrainer
+    from trl_rankreward.trainers.base import CriticPPOConfig, CriticPPOTrainer
 
     args = tiny_config(CriticPPOConfig, tmp_path, eval_prompts=tiny_dataset, num_generations=1)
     with pytest.raises(ValueError, match="set eval_judge_base_urls and eval_judge_model"):

@@ -7,10 +7,10 @@ from functools import partial
 
 import pytest
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, moved, snapshot, tiny_config, tiny_trainer
 from trl_rankreward.judging.backends.base import BackendError
 from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
+from trl_rankreward.testing import CountingMethod
 from trl_rankreward.trainers.judge_reward import (
     METHOD_STATE_NAME,
     JudgeRewardGRPOConfig,
@@ -89,18 +89,14 @@ def test_epoch_index_follows_passes_over_the_dataset(tiny_model_dir, tiny_datase
 def test_config_cross_field_errors_name_both_fields(tmp_path):
     with pytest.raises(ValueError, match="judge_base_urls.*judge_model"):
         cpu_config(tmp_path, judge_base_urls=["http://localhost:8000/v1"])
-    with pytest.raises(ValueError, match="reward_method_kwargs.*lambda_fmt"):
-        cpu_config(tmp_path, reward_method_kwargs={"lambda_fmt": 0.5})
     with pytest.raises(ValueError, match="reward_method='nope'"):
         cpu_config(tmp_path, reward_method="nope")
     args = cpu_config(
         tmp_path,
         reward_method="rrc_scr",
-        reward_method_kwargs='{"both_orders": true}',
         judge_base_urls="http://a/v1,http://b/v1",
         judge_model="m",
     )
-    assert args.reward_method_kwargs == {"both_orders": True}
     assert args.judge_base_urls == ["http://a/v1", "http://b/v1"]
 
 
@@ -134,7 +130,7 @@ def test_wandb_offline_run_files_hold_judge_metrics(tiny_model_dir, tiny_dataset
 
 @pytest.mark.parametrize("name", ["pointwise", "tournament"])
 def test_method_built_by_name_from_config(name, tiny_model_dir, tiny_dataset, tmp_path):
-    from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+    from trl_rankreward.evaluation.simulation import SimulatedJudge
 
     args = cpu_config(tmp_path / "out", max_steps=1, reward_method=name, lambda_fmt=0.2)
     trainer = tiny_trainer(
@@ -203,8 +199,7 @@ def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
         ("judge_stop_after_failed_batches", -1, "judge_stop_after_failed_batches must be >= 0, got -1"),
         ("judge_failure_window", 0, "judge_failure_window must be >= 1, got 0"),
         ("judge_max_neutral_fraction", 1.5, r"judge_max_neutral_fraction must be in \[0, 1\], got 1.5"),
-        ("reward_method_kwargs", "{nonsense", r"reward_method_kwargs \(--reward_method_kwargs\) is not valid JSON"),
-        ("reward_method_kwargs", "[1, 2]", "must be a JSON object of keyword arguments, got list"),
+        ("genrm_format", False, "genrm_format=False is read only by the GenRM reward, not by reward_method='pointwise'"),
     ],
 )
 def test_bad_reliability_settings_name_the_field(tmp_path, field, value, message):

@@ -14,7 +14,7 @@ import pytest
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.testing.judge_replica import serve_judge_replica
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.judge_reward import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 config = partial(tiny_config, RankBufferGRPOConfig, k0=3, judge_timeout_s=10, max_steps=4, max_completion_length=32)
 

@@ -4,12 +4,15 @@ from functools import partial
 
 import pytest
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import tiny_config, tiny_trainer
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
-from trl_rankreward.testing import serve_scripted_judge
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.evaluation.simulation import SimulatedJudge
+from trl_rankreward.testing import CountingMethod, serve_scripted_judge
+from trl_rankreward.trainers.judge_reward import (
+    JudgeRewardGRPOConfig,
+    JudgeRewardGRPOTrainer,
+    RankBufferGRPOConfig,
+    RankBufferGRPOTrainer,
+)
 
 
 def test_the_card_names_method_judge_data_cost_and_buffers(tiny_model_dir, tiny_dataset, tmp_path):

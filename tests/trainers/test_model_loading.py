@@ -12,9 +12,8 @@ import torch
 import transformers
 from accelerate.utils import DistributedType
 
-from trl_rankreward.trainers.critic import ValueModel
-from trl_rankreward.trainers.model_loading import load_kwargs
-from trl_rankreward.trainers.ppo import CriticPPOConfig
+from trl_rankreward.trainers.base import CriticPPOConfig
+from trl_rankreward.trainers.critic import ValueModel, load_kwargs
 
 
 def run_args(**model_init_kwargs):
@@ -81,7 +80,7 @@ def test_a_device_map_in_model_init_kwargs_is_overridden_under_ddp_and_deepspeed
 
 
 def test_the_critic_optimizer_takes_the_runs_adam_settings_and_cpu_adam_under_offload():
-    from trl_rankreward.trainers.critic_engine import deepspeed_critic_optimizer
+    from trl_rankreward.trainers.critic import deepspeed_critic_optimizer
 
     args = types.SimpleNamespace(critic_learning_rate=3e-6, adam_beta1=0.8, adam_beta2=0.95, adam_epsilon=1e-6,
                                  weight_decay=0.1)  # fmt: skip

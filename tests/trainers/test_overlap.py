@@ -5,12 +5,12 @@ import time
 from functools import partial
 
 from tests.trainers.helpers import tiny_config, tiny_trainer
-from trl_rankreward.evaluation.oracle_judge import OracleJudge
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
+from trl_rankreward.testing import OracleJudge
 from trl_rankreward.trainers.group_scoring import compact_rows
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.judge_reward import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 config = partial(tiny_config, RankBufferGRPOConfig, k0=2, beta=0.1)  # beta > 0: TRL runs the reference pass
 

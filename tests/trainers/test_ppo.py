@@ -9,13 +9,13 @@ import pytest
 import torch
 from datasets import Dataset
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, snapshot
 from tests.trainers.test_multiprocess import ROOT, _free_port
+from trl_rankreward.testing import CountingMethod
+from trl_rankreward.trainers.base import CriticPPOConfig, CriticPPOTrainer
 from trl_rankreward.trainers.critic import VALUE_HEAD_NAME
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
-from trl_rankreward.trainers.ppo import CriticPPOConfig, CriticPPOTrainer
-from trl_rankreward.trainers.ppo_critic import CRITIC_DIR
+from trl_rankreward.trainers.ppo import CRITIC_DIR
 
 LOW_TOKENS = 128  # of the tiny model's 512: a random policy writes ~25% of them
 

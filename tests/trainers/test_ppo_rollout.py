@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.trainers.test_ppo import low_token_share, ppo_config, prompts
-from trl_rankreward.trainers.ppo import CriticPPOTrainer
+from trl_rankreward.trainers.base import CriticPPOTrainer
 
 NAN = float("nan")
 

@@ -1,6 +1,6 @@
 """`r_align_release` in training and as a downstream reward: the request log shows the authors' layout.
 
-The prompts are a fake release folder's (text of our own, `testing.fake_release`); the layout is
+The prompts are a fake release folder's (text of our own, `testing.fakes`); the layout is
 `rewards.ralign_release.pair_block`. One scripted server stands in for the MetaRM and the GenRM.
 """
 
@@ -18,8 +18,8 @@ pytest.importorskip("torch")
 from tests.trainers.test_ralign import PAIRS, _config, _pairs  # noqa: E402
 from tests.trainers.test_ralign import genrm_model as genrm_model  # noqa: E402, F401  (the fixture)
 from trl_rankreward.rewards.ralign_release import RAlignRelease, pair_block  # noqa: E402
-from trl_rankreward.testing.chat_script_server import Reply, serve_chat_script  # noqa: E402
-from trl_rankreward.testing.fake_release import write_fake_release  # noqa: E402
+from trl_rankreward.testing.chat_servers import Reply, serve_chat_script  # noqa: E402
+from trl_rankreward.testing.fakes import write_fake_release  # noqa: E402
 from trl_rankreward.trainers.ralign import RAlignGenRMTrainer  # noqa: E402
 
 TAGGED = "<genrm_analysis>names the key point</genrm_analysis>\n<final_verdict>Correct</final_verdict>"
@@ -61,18 +61,17 @@ def test_genrm_training_step_uses_the_release_prompt_and_metarm(genrm_model, tmp
 
 
 def test_downstream_genrm_reward_asks_in_the_release_layout(tmp_path):
-    from trl_rankreward import JudgeRewardGRPOConfig
     from trl_rankreward.rewards.base import Group
     from trl_rankreward.rewards.genrm_reward import GenRMPairwiseReward
-    from trl_rankreward.trainers.builders import build_training_judge
+    from trl_rankreward.trainers.judge_reward import build_training_judge, method_config
 
     release_dir = write_fake_release(tmp_path / "R-Align")
     release = RAlignRelease.load(release_dir)
     with serve_chat_script(_scripted) as server:
-        args = JudgeRewardGRPOConfig(output_dir=str(tmp_path), reward_method="genrm", judge_base_urls=[server.url],
-                                     judge_model="genrm", reward_method_kwargs={"r_align_release": str(release_dir)},
-                                     num_generations=2, per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
-        judge = build_training_judge(args, genrm_format=True)
+        args = method_config("genrm")(output_dir=str(tmp_path), judge_base_urls=[server.url], judge_model="genrm",
+                                      r_align_release=str(release_dir), num_generations=2,
+                                      per_device_train_batch_size=2, use_cpu=True)  # fmt: skip
+        judge = build_training_judge(args)  # a GenRMJudge in the authors' layout: genrm_format defaults to true
         method = GenRMPairwiseReward(judge, args.method_options())
         group = Group("q1", "Name a prime.", (), ("7 is prime.", "9 is prime."), references=("7 is a prime number.",))
         (result,) = asyncio.run(method.score([group], epoch=0, step=0))

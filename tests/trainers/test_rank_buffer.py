@@ -7,12 +7,11 @@ from functools import partial
 import pytest
 
 from tests.trainers.helpers import moved, snapshot, tiny_config, tiny_trainer
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.rewards.base import RunContext
 from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
 from trl_rankreward.rewards.registry import make_reward_method
-from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME, RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 #: the tiny dataset has 3 references per query; K0=2 keeps the best and the worst
 config = partial(tiny_config, RankBufferGRPOConfig, k0=2)
@@ -115,7 +114,7 @@ def test_the_config_builds_the_options_it_inherits(tmp_path):
     assert built_options(config(tmp_path, k0=4, anchor_store="memory")) == RankBufferOptions(
         k0=4, anchor_store="memory"
     )
-    # The registry route (JudgeRewardGRPOConfig's reward_method_kwargs) reads the same dataclass.
+    # The method built by name (the registry) reads the same dataclass.
     built = make_reward_method("rank_buffer", SimulatedJudge({}), k0=4, anchor_store="memory")
     assert built.options == RankBufferOptions(k0=4, anchor_store="memory")
 

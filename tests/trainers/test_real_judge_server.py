@@ -14,8 +14,7 @@ from trl_rankreward.judging.server_settings import TRAINING_JUDGE, build_judge
 from trl_rankreward.rewards.anchor_buffer import AnchorBuffer
 from trl_rankreward.rewards.base import Candidates
 from trl_rankreward.testing import serve_transformers
-from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, RankBufferGRPOConfig, RankBufferGRPOTrainer
 
 ATTEMPTS = 2
 MAX_TOKENS = 4  # garbage either way; short answers keep each call fast on CPU

@@ -20,9 +20,13 @@ from transformers import TrainerCallback
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from trl_rankreward.rewards.state_files import CheckpointStateError
 from trl_rankreward.testing import FaultProxy, serve_scripted_judge
-from trl_rankreward.trainers.checkpoints import latest_complete_checkpoint
-from trl_rankreward.trainers.judge_reward import METHOD_STATE_NAME, JudgeFailureError
-from trl_rankreward.trainers.rank_buffer import RankBufferGRPOConfig, RankBufferGRPOTrainer
+from trl_rankreward.trainers.base import latest_complete_checkpoint
+from trl_rankreward.trainers.judge_reward import (
+    METHOD_STATE_NAME,
+    JudgeFailureError,
+    RankBufferGRPOConfig,
+    RankBufferGRPOTrainer,
+)
 
 config = partial(tiny_config, RankBufferGRPOConfig, k0=3, judge_timeout_s=5)
 

@@ -3,7 +3,6 @@
 import pytest
 from transformers import TrainerCallback
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, tiny_config
 from tests.trainers.test_ppo import low_token_share, ppo_config, prompts
 from tests.trainers.test_ralign import _pairs
@@ -14,6 +13,7 @@ from trl_rankreward import (
     RAlignGenRMConfig,
     RAlignGenRMTrainer,
 )
+from trl_rankreward.testing import CountingMethod
 
 SAVE_EVERY_STEP = dict(save_strategy="steps", save_steps=1)
 

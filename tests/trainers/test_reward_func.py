@@ -13,18 +13,17 @@ import pytest
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from tests.trainers.fakes import CountingMethod
 from tests.trainers.helpers import load_rows, tiny_config
 from tests.trainers.test_multiprocess import launch_two_processes
 from tests.trainers.test_rank_buffer import distinct_chars
 from trl_rankreward import as_reward_func
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.judging.calls import JudgeLedger
 from trl_rankreward.judging.requests import JudgeError
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, CheckpointStateError
-from trl_rankreward.trainers.circuit_breaker import JudgeFailureError
-from trl_rankreward.trainers.reward_state import JUDGE_USAGE_NAME
+from trl_rankreward.testing import CountingMethod
+from trl_rankreward.trainers.reward_state import JUDGE_USAGE_NAME, JudgeFailureError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,7 +1,6 @@
-"""trainers/run_summary.py: the start-up block and the resume message, from plain values."""
+"""trainers/reward_state.py: the start-up block and the resume message, from plain values."""
 
-from trl_rankreward.trainers.reward_state import Restored
-from trl_rankreward.trainers.run_summary import resume_message, startup_message
+from trl_rankreward.trainers.reward_state import Restored, resume_message, startup_message
 
 
 def test_startup_block_counts_per_step_and_per_epoch():

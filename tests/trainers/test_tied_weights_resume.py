@@ -4,7 +4,7 @@ from torch.nn.modules.module import _IncompatibleKeys
 from transformers import trainer as transformers_trainer
 
 from tests.trainers.test_ppo import low_token_share, ppo_config, prompts
-from trl_rankreward.trainers.ppo import CriticPPOTrainer
+from trl_rankreward.trainers.base import CriticPPOTrainer
 
 
 def test_the_tied_lm_head_is_expected_missing_and_other_keys_are_still_reported(tiny_model_dir, tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from ..evaluation.win_rate_compare import DEFAULT_TARGETS
+from ..evaluation.win_rate import DEFAULT_TARGETS
 
 HELP = (
     "Compare training runs: judge win rate at equal training judge tokens, reward std, judge calls and tokens "
@@ -61,17 +61,17 @@ def arguments():
 def run(args: CompareArguments) -> int:
     from pathlib import Path
 
-    from ..evaluation import compare, run_history, win_rate_compare
+    from ..evaluation import compare, run_history, win_rate
 
     runs = run_history.load_runs(args.runs, args.labels)
     rows = [compare.summarize(r) for r in runs]
-    curves = [win_rate_compare.win_rate_curve(r) for r in runs]
+    curves = [win_rate.win_rate_curve(r) for r in runs]
     evaluated = any(curves)
     if evaluated:
-        budgets = args.budgets or win_rate_compare.default_budgets(curves)
-        quality = win_rate_compare.win_rate_table(runs, budgets, args.win_rate_targets)
+        budgets = args.budgets or win_rate.default_budgets(curves)
+        quality = win_rate.win_rate_table(runs, budgets, args.win_rate_targets)
     else:
-        quality = win_rate_compare.NO_EVALUATION
+        quality = win_rate.NO_EVALUATION
     table = f"{compare.markdown_table(rows)}\n\n{quality}"
     print(table)
     print()
@@ -92,7 +92,7 @@ def run(args: CompareArguments) -> int:
         try:
             print(f"wrote {compare.plot_runs(runs, out)}")
             if evaluated:
-                print(f"wrote {win_rate_compare.plot_win_rate(runs, out)}")
+                print(f"wrote {win_rate.plot_win_rate(runs, out)}")
         except ImportError as exc:
             print(f"no plot: {exc}", file=sys.stderr)
     return 0

@@ -103,8 +103,7 @@ def make_meta_judge(args: MetaRMArguments, release=None):
 
 def run(args: EvalGenRMArguments, genrm: GenRMArguments, metarm: MetaRMArguments) -> int:
     from ..data.sources import load_source
-    from ..evaluation.genrm_eval import evaluate_genrm
-    from ..evaluation.genrm_metrics import format_table
+    from ..evaluation.genrm_eval import evaluate_genrm, format_table
     from ..rewards.ralign_release import RAlignRelease
     from ..rewards.ralign_reward import OWN_PROTOCOL
 

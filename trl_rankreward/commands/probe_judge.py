@@ -70,7 +70,7 @@ def run(args: ProbeJudgeArguments) -> int:
     from ..scripts.data import check_prompt_lengths, load_train_dataset
     from ..scripts.model import resolve_model
     from ..scripts.probe import parse_training_config, sample_groups, switch_hint
-    from ..trainers.builders import TokenLength
+    from ..trainers.judge_reward import TokenLength
     from ..user_errors import UsageError
 
     if args.training_config is None:

@@ -70,7 +70,7 @@ def make_backend(args: GenerationArguments):
 
 def run(command: str, args: GenerationArguments, templates_args) -> int:
     from ..data import load_source
-    from ..rubrics import templates
+    from ..rubrics import RUBRIC_TEMPLATES, load_template
 
     dataset = load_source(args.dataset_name, split=args.dataset_split)
     options = dict(
@@ -85,15 +85,15 @@ def run(command: str, args: GenerationArguments, templates_args) -> int:
     if command == "generate":
         from ..rubrics.generate import generate_rubrics
 
-        template = templates.load_template(templates_args.template, templates.RUBRIC_TEMPLATES)
+        template = load_template(templates_args.template, RUBRIC_TEMPLATES)
         summary = generate_rubrics(dataset, backend, args.output_file, template=template, **options)
     else:
         from ..rubrics.rationales import RATIONALE_TEMPLATES, generate_rationales
 
         summary = generate_rationales(
             dataset, backend, args.output_file,
-            label_template=templates.load_template(templates_args.label_template, RATIONALE_TEMPLATES),
-            review_template=templates.load_template(templates_args.review_template, RATIONALE_TEMPLATES),
+            label_template=load_template(templates_args.label_template, RATIONALE_TEMPLATES),
+            review_template=load_template(templates_args.review_template, RATIONALE_TEMPLATES),
             **options,
         )  # fmt: skip
     print(summary)

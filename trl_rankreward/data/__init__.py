@@ -20,12 +20,19 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".sources": ("SchemaError", "load_source", "save_dataset"),
-        ".nectar": ("prepare_nectar",),
-        ".conversation": ("parse_nectar_prompt", "query_text"),
-        ".ultrafeedback": ("prepare_ultrafeedback",),
-        ".preferences": ("prepare_helpsteer3", "prepare_rewardbench2", "prepare_ppe", "prepare_ralign"),
-        ".rmr1": ("prepare_skywork", "prepare_code_preference_pairs", "prepare_math_step_dpo"),
-        ".join": ("attach_rubrics", "attach_rationales"),
+        ".sources": ("load_source", "save_dataset"),
+        ".schema": ("SchemaError",),
+        ".prompts": ("parse_nectar_prompt", "query_text"),
+        ".ranked": ("prepare_nectar", "prepare_ultrafeedback"),
+        ".pairwise": (
+            "prepare_helpsteer3",
+            "prepare_rewardbench2",
+            "prepare_ppe",
+            "prepare_ralign",
+            "prepare_skywork",
+            "prepare_code_preference_pairs",
+            "prepare_math_step_dpo",
+        ),
+        ".records": ("attach_rubrics", "attach_rationales"),
     },
 )

@@ -1,27 +1,42 @@
 """Reading upstream datasets (Hub id or local files) and writing prepared ones.
 
 A source is a Hub dataset id (`berkeley-nest/Nectar`), a local `.jsonl`/`.json`/`.parquet`
-file, a directory of such files, or a directory written by `Dataset.save_to_disk`.
-JSON-lines files in the R-Align authors' format (`id`, `conversations`, `response_A`, ...), and
-their Hub repositories, come out in the pairwise schema (`data.ralign_rows`).
-Upstream columns are checked up front so a wrong file fails with the missing column named
-and the expected schema spelled out, not with a KeyError deep inside a conversion.
+file, a directory of such files, or a directory written by `Dataset.save_to_disk`. A JSON-lines
+file is checked line by line first (`check_jsonl`), so a bad line is named with its fix.
+
+**The R-Align authors' files** (R-Align-BMK, R-Align-RL-Data) are read as they are published and
+come out in the pairwise schema. Their JSON-lines files (`data/helpsteer3_aug.jsonl`,
+`data/reward_bench2_aug.jsonl`, `data/ppe_human_preference_v1_aug.jsonl` of `lyn22333/R-Align-BMK`;
+the training files of `lyn22333/R-Align-RL-Data`) hold one pair per line:
+
+    id             -> pair_id
+    conversations  -> prompt (chat turns as they are: the last is the user prompt, earlier ones
+                      the dialogue context; query_id hashes them)
+    response_A     -> response_a
+    response_B     -> response_b
+    gt_label       -> label ("A"/"B", spaces stripped as the authors' scripts strip them)
+    gt_judgment    -> golden_rationale, with thinking removed as the authors remove it (what
+                      follows the last `</think>`, stripped)
+    source         -> subset (its "subset"; optional)
+    the file name  -> source (the benchmark: `helpsteer3_aug`, as in the authors' result table)
+
+A row lacking a field is an `RAlignRowError` naming the file, the line and the field. `load_source`
+reads such files (and the Hub repositories `HUB_REPOS`) after its line-by-line JSON check, so every
+command and trainer takes them as they are.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import datasets
 
-from . import ralign_rows
+from ..judging.requests import text_id
+from .schema import PAIRWISE_FEATURES, preference_row
 
 _FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
-
-
-class SchemaError(ValueError):
-    """An upstream dataset lacks a column (or a row a field) its converter needs."""
 
 
 class DatasetFileError(ValueError):
@@ -42,8 +57,8 @@ def load_source(source: str, *, split: str = "train", config: str | None = None)
         return _load_files(files, split)
     if source.startswith((".", "/", "~")) or path.suffix in _FILE_BUILDERS:
         raise FileNotFoundError(f"{source} does not exist (expected a local file/folder or a Hub id like owner/name)")
-    if source in ralign_rows.HUB_REPOS:
-        return load_source(str(ralign_rows.download_ralign_repo(source)), split=split)
+    if source in HUB_REPOS:
+        return load_source(str(download_ralign_repo(source)), split=split)
     return datasets.load_dataset(source, config, split=split)
 
 
@@ -56,8 +71,8 @@ def _load_files(files: list[Path], split: str) -> datasets.Dataset:
     for file in files:
         if file.suffix == ".jsonl":
             check_jsonl(file)
-    if builder == "json" and all(f.suffix == ".jsonl" and ralign_rows.is_ralign_file(f) for f in files):
-        return ralign_rows.load_ralign_files(files)
+    if builder == "json" and all(f.suffix == ".jsonl" and is_ralign_file(f) for f in files):
+        return load_ralign_files(files)
     return datasets.load_dataset(builder, data_files={split: [str(p) for p in files]}, split=split)
 
 
@@ -77,7 +92,7 @@ def check_jsonl(path: Path) -> None:
                 json.dumps(value, ensure_ascii=False).encode("utf-8")  # lone surrogates cannot be UTF-8
             except UnicodeDecodeError as exc:
                 raise DatasetFileError(
-                    f"{where}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at byte {exc.start + 1} of "
+                    f"{where}: not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} at byte {exc.start + 1} of "
                     "the line); re-encode the file as UTF-8"
                 ) from None
             except UnicodeEncodeError:
@@ -91,29 +106,113 @@ def check_jsonl(path: Path) -> None:
                     f"{where}: not valid JSON ({exc.msg}, column {exc.colno}){cut}; fix or remove the line"
                 ) from None
             if not isinstance(value, dict):
-                raise DatasetFileError(f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line")
+                raise DatasetFileError(
+                    f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line"
+                )
             rows += 1
     if not rows:
         raise DatasetFileError(f"{path} holds no rows; write one JSON object per line")
 
 
-def require_columns(dataset: datasets.Dataset, columns: dict[str, str], schema: str) -> None:
-    """Raise `SchemaError` naming every column of `columns` (name -> description) that is absent."""
-    missing = [name for name in columns if name not in dataset.column_names]
-    if missing:
-        expected = "\n".join(f"  {name}: {about}" for name, about in columns.items())
-        raise SchemaError(
-            f"The source lacks column(s) {missing} of the {schema} schema (has {dataset.column_names}).\n"
-            f"Expected columns:\n{expected}\n"
-            "Pass the upstream dataset (or a JSONL/parquet export of it) without renaming its columns."
-        )
-
-
 def save_dataset(dataset: datasets.Dataset, output_dir: str | None, push_to_hub: str | None = None) -> None:
     """Save with `save_to_disk(output_dir)` and/or push to the Hub repo `push_to_hub`."""
     if not output_dir and not push_to_hub:
-        raise DatasetFileError("Nowhere to write the dataset: give an output directory, a Hub repo (push_to_hub), or both")
+        raise DatasetFileError(
+            "Nowhere to write the dataset: give an output directory, a Hub repo (push_to_hub), or both"
+        )
     if output_dir:
         dataset.save_to_disk(output_dir)
     if push_to_hub:
         dataset.push_to_hub(push_to_hub)
+
+
+#: The fields every row must have (the authors' scripts read them all).
+REQUIRED_FIELDS = ("id", "conversations", "response_A", "response_B", "gt_label", "gt_judgment")
+#: The fields that tell an R-Align file from other JSON lines.
+SIGNATURE = frozenset({"conversations", "response_A", "response_B", "gt_label"})
+#: Hub repositories in this format; their JSON-lines files are read one by one.
+HUB_REPOS = ("lyn22333/R-Align-BMK", "lyn22333/R-Align-RL-Data")
+
+
+class RAlignRowError(ValueError):
+    """A row of an R-Align file that lacks a field or holds a value of the wrong kind."""
+
+
+def is_ralign_file(path: Path) -> bool:
+    """Whether the first row of a JSON-lines file has the R-Align fields."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    return False
+                return isinstance(row, dict) and SIGNATURE <= set(row)
+    return False
+
+
+def _drop_thinking(text: str) -> str:
+    return text.split("</think>")[-1].strip()
+
+
+def _turns(value, where: str) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not value:
+        raise RAlignRowError(
+            f"{where}: 'conversations' must be a non-empty list of {{role, content}} turns, got {value!r:.80}"
+        )
+    turns = []
+    for turn in value:
+        if not isinstance(turn, dict) or not isinstance(turn.get("content", ""), str):
+            raise RAlignRowError(
+                f"{where}: every turn of 'conversations' must be {{role, content}} with text content, got {turn!r:.80}"
+            )
+        turns.append({"role": str(turn.get("role", "")), "content": turn.get("content", "")})
+    return turns
+
+
+def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
+    """One published row -> one row of the pairwise schema (`data.preferences`); see the module docstring."""
+    for name in REQUIRED_FIELDS:
+        if name not in raw:
+            raise RAlignRowError(
+                f"{where}: the row lacks the field {name!r}; an R-Align row needs {', '.join(REQUIRED_FIELDS)}"
+            )
+    label = str(raw["gt_label"] or "").strip()
+    if label not in ("A", "B"):
+        raise RAlignRowError(f'{where}: \'gt_label\' must be "A" or "B", got {raw["gt_label"]!r}')
+    golden = "" if raw["gt_judgment"] is None else raw["gt_judgment"]  # their scripts read null as ""
+    for name, value in (("response_A", raw["response_A"]), ("response_B", raw["response_B"]), ("gt_judgment", golden)):
+        if not isinstance(value, str):
+            raise RAlignRowError(f"{where}: {name!r} must be a string, got {type(value).__name__}")
+    subset = raw.get("source")
+    subset = str(subset.get("subset") or "") if isinstance(subset, dict) else str(subset or "")
+    pair_id = str(raw["id"]) if raw["id"] not in (None, "") else text_id(json.dumps(raw, sort_keys=True))
+    messages, a, b = _turns(raw["conversations"], where), raw["response_A"], raw["response_B"]
+    return preference_row(
+        benchmark, messages, a, b, label, subset=subset, golden_rationale=_drop_thinking(golden), pair_id=pair_id
+    )
+
+
+def read_ralign_file(path: str | Path) -> list[dict]:
+    """Every row of one published file, in order, in the pairwise schema (source: the file's stem).
+    The file is taken to be valid JSON lines (`data.sources.check_jsonl` says where it is not)."""
+    path = Path(path)
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                rows.append(ralign_pair(json.loads(line), benchmark=path.stem, where=f"{path}, line {number}"))
+    return rows
+
+
+def load_ralign_files(files: Iterable[str | Path]) -> datasets.Dataset:
+    """The rows of several published files, file after file, as one `datasets.Dataset`."""
+    rows = [row for path in files for row in read_ralign_file(path)]
+    return datasets.Dataset.from_list(rows, features=PAIRWISE_FEATURES)
+
+
+def download_ralign_repo(repo_id: str) -> Path:
+    """A local copy of a Hub repository of R-Align files (its `.jsonl` files only)."""
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=["*.jsonl", "**/*.jsonl"]))

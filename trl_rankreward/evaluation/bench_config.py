@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.registry import REWARD_METHODS
-from .latency import LatencyModel
+from .bench_judge import LatencyModel
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,43 @@
-"""`BenchJudge`: a `SimulatedJudge` that keeps one cost record per call, for the benchmark.
+"""What a judge call costs in the reward-method benchmark: per-call records, prompt tokens and prefix caching, latency.
+
+Prompt tokens at benchmark speed, and what a prefix-caching judge server would not recompute.
+
+`LineTokenizer` tokenizes each distinct line once and caches its token ids. A judge prompt
+is mostly lines seen before (template lines, the query, rubrics, responses shown again and
+again), so counting a prompt costs a split and dictionary look-ups. Counting line by line
+is exact for tokenizers that split on whitespace before tokenizing, which includes the
+default WordPiece tokenizer of `judging.prompt_budget` (tests check the equality); for the
+characters/4 fallback it is the same approximation per line.
+
+`prefix_cache_savings(keys)`: a server with automatic prefix caching (vLLM APC, SGLang
+RadixAttention) keeps the prompts it has seen in a token trie and computes only the
+tokens of a new prompt beyond the longest prefix it shares with any earlier one. With
+enough cache for one group's calls, the tokens computed are the trie's size whatever the
+call order, so the saved tokens are `sum(len(p)) - trie size`, which equals the sum of
+the longest common prefixes of neighbours in lexicographic order.
+
+Reward wall time per training step under a judge-latency model with a concurrency cap.
+
+Latency of one call (seconds): `(base_s + per_1k_prompt_s * prompt_tokens / 1000) * X`
+with `X` lognormal of mean 1 and log-scale standard deviation `sigma` (prefill grows with
+the prompt; the lognormal tail is the usual shape of serving latencies). At most
+`concurrency` calls run at once, first come first served, as the backends' semaphore does.
+
+The step is replayed from its calls' rounds (`BenchJudge` measures them exactly): the
+calls of round r of a group start when the group's round r-1 has finished, and groups
+run independently, as `GroupRewardMethod.score` gathers them. Replaying after the fact,
+rather than sleeping these latencies inside the run, keeps the rounds exact and lets one
+run serve both measures.
+
+`BenchJudge`: a `SimulatedJudge` that keeps one cost record per call, for the benchmark.
 
 Verdicts, noise, biases and the ledger are `SimulatedJudge`'s: every request is rendered
 with the real templates (`judging.rendering`) and costed in the ledger. On top, each call:
 
-- sleeps one unit on the virtual clock (`evaluation.virtual_clock`) before answering, so
+- sleeps one unit on the virtual clock (`reward_bench.run_virtual`) before answering, so
   with every call lasting the same time, the clock time a call is issued at, counted from
   the start of the step, is the number of judge rounds before it: its *round* is exact;
-- keeps the rendered prompt as token lines (`prompt_cache.LineTokenizer`), for the
+- keeps the rendered prompt as token lines (`LineTokenizer`, above), for the
   prefix-cache saving of its group (the very rendering the ledger costed, kept by `_render`,
   so `key_tokens(record.prompt)` equals the ledger's prompt tokens);
 - copies its ledger entry (prompt and completion tokens, parsed), so the benchmark's sums
@@ -21,13 +52,162 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import heapq
 import json
+import math
+import zlib
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from ..judging.prompt_budget import MESSAGE_OVERHEAD_TOKENS, TokenizerCounter, bundled_tokenizer_path
 from ..judging.rendering import JudgeTemplates, pair_display
 from ..judging.requests import PairwiseRequest, seeded_rng, text_id
-from .prompt_cache import LineTokenizer, PromptKey
-from .simulated_judge import SimulatedJudge
+from .simulation import SimulatedJudge
+
+# Ends every line of a prompt key, so that comparing keys line by line is the same as
+# comparing their flat token sequences (no line's ids are a prefix of another's).
+_EOL = -1
+_ROLE_IDS = {"system": -2, "user": -3, "assistant": -4}
+
+Line = tuple[int, ...]
+PromptKey = tuple[Line, ...]
+
+
+class LineTokenizer:
+    """Token ids per line, cached; a `judging.prompt_budget.TokenCounter` (`count(text)`).
+
+    Args:
+        path: a `tokenizer.json` (or a folder with one); default: the bundled MiniLM
+            WordPiece tokenizer, or ~4 characters per token when it is not installed.
+    """
+
+    def __init__(self, path: str | Path | None = None):
+        path = path or bundled_tokenizer_path()
+        self._encode = _approx_ids if path is None else TokenizerCounter(path).ids
+        self._lines: dict[str, Line] = {}
+
+    def line(self, text: str) -> Line:
+        """Token ids of one line followed by the end-of-line marker (cached, shared object)."""
+        ids = self._lines.get(text)
+        if ids is None:
+            ids = self._lines[text] = (*self._encode(text), _EOL)
+        return ids
+
+    def lines(self, text: str) -> list[Line]:
+        """`line()` of every line of `text` (the hot path: one dictionary look-up per line)."""
+        parts = text.split("\n")
+        found = list(map(self._lines.get, parts))
+        if None in found:
+            found = [ids if ids is not None else self.line(part) for ids, part in zip(found, parts)]
+        return found
+
+    def count(self, text: str) -> int:
+        return key_tokens(self.lines(text))
+
+    def prompt_key(self, messages: Iterable[Mapping[str, str]]) -> PromptKey:
+        """A chat prompt as lines of token ids; each message starts with a role marker line.
+
+        The marker stands for the `MESSAGE_OVERHEAD_TOKENS` of the chat template, so
+        `key_tokens(key)` equals `judging.prompt_budget.count_message_tokens` under this counter.
+        """
+        key: list[Line] = []
+        for message in messages:
+            key.append((_ROLE_IDS.get(message["role"], -5),) * MESSAGE_OVERHEAD_TOKENS + (_EOL,))
+            key.extend(self.lines(message["content"]))
+        return tuple(key)
+
+
+def key_tokens(key: Sequence[Line]) -> int:
+    """Number of tokens of a prompt key (end-of-line markers are not tokens)."""
+    return sum(map(len, key)) - len(key)
+
+
+def shared_prefix_tokens(a: PromptKey, b: PromptKey) -> int:
+    """Length in tokens of the longest common token prefix of two prompt keys."""
+    shared = 0
+    for line_a, line_b in zip(a, b):
+        if line_a is line_b or line_a == line_b:
+            shared += len(line_a) - 1
+            continue
+        for x, y in zip(line_a, line_b):
+            if x != y or x == _EOL:
+                break
+            shared += 1
+        break
+    return shared
+
+
+def prefix_cache_savings(keys: Sequence[PromptKey]) -> int:
+    """Prompt tokens a prefix-caching server would not recompute over `keys` (module docstring)."""
+    ordered = sorted(keys)
+    return sum(shared_prefix_tokens(a, b) for a, b in zip(ordered, ordered[1:]))
+
+
+def _approx_ids(text: str) -> list[int]:
+    """~4 characters per token (as `judging.prompt_budget.ApproxCounter`), chunks as stable ids."""
+    return [zlib.crc32(text[i : i + 4].encode("utf-8")) for i in range(0, 4 * math.ceil(len(text) / 4), 4)]
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """Per-call latency and the server's concurrency cap (module docstring)."""
+
+    base_s: float = 0.5
+    per_1k_prompt_s: float = 0.25
+    sigma: float = 0.5
+    concurrency: int = 64
+
+    def __post_init__(self):
+        if self.base_s < 0 or self.per_1k_prompt_s < 0 or self.sigma < 0:
+            raise ValueError(f"Latency parameters must be >= 0, got {self}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+
+    def sample(self, prompt_tokens: Sequence[int], *seed_parts) -> list[float]:
+        """One latency per call, seeded by `seed_parts`."""
+        rng = seeded_rng("latency", *seed_parts)
+        shift = -(self.sigma**2) / 2  # E[exp(N(shift, sigma^2))] = 1
+        return [
+            (self.base_s + self.per_1k_prompt_s * n / 1000) * math.exp(rng.gauss(shift, self.sigma))
+            for n in prompt_tokens
+        ]
+
+
+def step_wall_time(groups: Sequence[Sequence[Sequence[float]]], concurrency: int) -> float:
+    """Time until every call of a step is done.
+
+    `groups[g][r]` are the latencies of group g's calls in its round r (rounds in order).
+    Calls queue first come first served for `concurrency` slots.
+    """
+    waiting: deque[tuple[int, float]] = deque()  # (group, latency), in release order
+    left = [0] * len(groups)  # calls of the group's current round not yet finished
+    current = [-1] * len(groups)
+    running: list[tuple[float, int]] = []  # (finish time, group)
+    now = 0.0
+
+    def release(g: int) -> None:
+        while current[g] + 1 < len(groups[g]):
+            current[g] += 1
+            calls = groups[g][current[g]]
+            if calls:
+                left[g] = len(calls)
+                waiting.extend((g, latency) for latency in calls)
+                return
+
+    for g in range(len(groups)):
+        release(g)
+    while waiting or running:
+        while waiting and len(running) < concurrency:
+            g, latency = waiting.popleft()
+            heapq.heappush(running, (now + latency, g))
+        now, g = heapq.heappop(running)
+        left[g] -= 1
+        if left[g] == 0:
+            release(g)
+    return now
+
 
 #: the prompt of the call in progress, set by `BenchJudge._render` (one value per asyncio task)
 _PROMPT: contextvars.ContextVar[PromptKey] = contextvars.ContextVar("bench_judge_prompt")
@@ -164,6 +344,3 @@ _RATIONALE_LINES = tuple(
         "Taken together with the other rubrics, this shifts the balance a little.",
     )
 )
-
-
-__all__ = ["BenchJudge", "CallRecord", "RationaleBenchJudge", "rationale_answer"]

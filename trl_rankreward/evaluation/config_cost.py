@@ -24,7 +24,6 @@ epoch of the run, up to `MAX_EPOCHS`; per-group costs do not depend on the numbe
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -142,11 +141,9 @@ def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec:
         name: {f.name for f in option_fields(reward_method_class(name).options_class)} for name in REWARD_METHODS
     }
     name = values.get("reward_method")
-    if name is not None:  # JudgeRewardGRPOConfig: the options are reward_method_kwargs and lambda_fmt
-        extra = values.get("reward_method_kwargs") or {}
-        extra = json.loads(extra) if isinstance(extra, str) else extra  # the CLI's JSON spelling
-        kwargs = {**extra, "lambda_fmt": values.get("lambda_fmt")}
-    else:  # a method's own config (RankBufferGRPOConfig, ...): its options are its keys
+    if name is not None:  # the method's config class (`method_config`): its options are its keys
+        kwargs = {k: v for k, v in values.items() if k in fields_of.get(name, ())}
+    else:  # no reward_method: the method whose options the keys are
         shared = {"lambda_fmt", *defaults}  # every method's option, and the training config's own keys
         specific = {k for k in values if k not in shared and any(k in f for f in fields_of.values())}
         matches = sorted(

@@ -7,9 +7,9 @@ optional position and length bias) that renders every request with the real temp
 and costs it in its ledger with a real tokenizer. Per method, per group:
 
 - judge calls (parsed, as the papers count them), prompt and completion tokens, and the
-  prompt tokens a prefix-caching server would not recompute (`prompt_cache`);
+  prompt tokens a prefix-caching server would not recompute (`bench_judge.prefix_cache_savings`);
 - sequential judge rounds per step (exact, on the virtual clock) and reward wall time per
-  step under `latency.LatencyModel`;
+  step under `bench_judge.LatencyModel`;
 - fidelity of the rewards to the latent truth: Kendall tau-b, top-1 agreement and distinct
   advantage levels (`group_fidelity`).
 
@@ -18,21 +18,48 @@ Table 8 counts them). With `pairwise_rationale`, each parsed pairwise answer is 
 rationale of ~`rationale_tokens` tokens and the verdict (`bench_judge.RationaleBenchJudge`).
 `query_tokens` / `rubric_tokens` lengthen the simulated queries and rubrics (`lengthen_query`);
 `--preset paper_table8` sets the lengths estimated from the RankBuffer paper (docs/benchmarks.md
-says how). The settings are `bench_config`'s, the process pool `bench_pool`'s, the tables
-`bench_report`'s.
+says how). The settings are `bench_config`'s, the tables `bench_report`'s.
 
     from trl_rankreward.evaluation.bench_config import RewardBenchConfig
     from trl_rankreward.evaluation.reward_bench import run_benchmark
     results = run_benchmark(RewardBenchConfig(queries=20, epochs=2, methods="pointwise,rank_buffer"))
+
+The benchmark's process pool: one method per task, progress reported back, no orphaned workers.
+
+Each worker puts the group counts it scores on one queue, which the parent drains into
+`on_progress` while it waits; the worker keeps its end of that queue in a module global (a
+multiprocessing queue reaches a worker only through the pool's initializer). A watcher thread
+ends the worker with `os._exit` when the parent dies (a thread cannot end its process
+otherwise), so a killed `bench` leaves no process behind.
+
+An asyncio event loop on a virtual clock: `asyncio.sleep` costs no real time.
+
+The reward-method benchmark simulates judge latency. Sleeping for real would make a
+default run take hours, and scaled-down sleeps (say 1 ms per simulated second) are
+swamped by our own orchestration time, which would then count as judge time. On the
+virtual clock, time stands still while code runs and jumps to the next timer when every
+task is waiting, so simulated time is exact and independent of the machine's speed.
+
+How: `loop.time()` returns the virtual clock, and the selector, asked to wait `timeout`
+seconds for I/O, polls without waiting and advances the clock by `timeout` instead. Real
+I/O still works (a poll that finds events returns them); a wait with no timer at all
+(`timeout=None`) blocks for real, as a normal loop would.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
+import multiprocessing
+import os
+import queue
+import selectors
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,12 +69,15 @@ from ..judging.rendering import JudgeTemplates
 from ..judging.requests import Rubric, seeded_rng
 from ..rewards.registry import make_reward_method
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
-from .bench_judge import BenchJudge, CallRecord, RationaleBenchJudge
-from .bench_pool import run_in_processes
-from .latency import step_wall_time
-from .prompt_cache import LineTokenizer, prefix_cache_savings
+from .bench_judge import (
+    BenchJudge,
+    CallRecord,
+    LineTokenizer,
+    RationaleBenchJudge,
+    prefix_cache_savings,
+    step_wall_time,
+)
 from .simulation import SimulatedRun
-from .virtual_clock import run_virtual
 
 
 @dataclass
@@ -312,4 +342,100 @@ def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], s
     result.steps += 1
 
 
-__all__ = ["MethodResult", "group_fidelity", "lengthen_query", "run_benchmark", "run_method", "sum_results"]
+#: the worker's end of the progress queue (set by `_init_worker`, in each worker process)
+_PROGRESS = None
+
+
+def run_in_processes(
+    job: Callable[[Any, Any, Callable[[int], None]], Any],
+    config: Any,
+    methods: Sequence[Any],
+    workers: int,
+    on_progress: Callable[[int], None] | None,
+    *,
+    first: Sequence[str] = (),
+) -> list[Any]:
+    """`job(config, method, report)` for each method in `workers` processes, outcomes in `methods`' order.
+
+    `job` must be a module-level function (it is pickled by name); methods labelled in `first`
+    (the slowest rows) start first, so that the workers finish together."""
+    ctx = multiprocessing.get_context("spawn")
+    progress = ctx.Queue()
+    with ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(), progress)
+    ) as pool:
+        order = sorted(range(len(methods)), key=lambda i: methods[i].label not in first)
+        futures = {i: pool.submit(_worker, job, config, methods[i]) for i in order}
+        pending = set(futures.values())
+        while pending:
+            _, pending = wait(pending, timeout=0.25)
+            _drain(progress, on_progress)
+        outcomes = [futures[i].result() for i in range(len(methods))]
+    _drain(progress, on_progress)
+    return outcomes
+
+
+def _drain(progress, on_progress) -> None:
+    while True:
+        try:
+            n = progress.get_nowait()
+        except queue.Empty:
+            return
+        if on_progress:
+            on_progress(n)
+
+
+def _init_worker(parent: int, progress) -> None:
+    """Worker initializer: keep the progress queue; end this worker when the parent dies."""
+    global _PROGRESS
+    _PROGRESS = progress
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _worker(job, config, method):
+    return job(config, method, _PROGRESS.put)
+
+
+class _VirtualSelector(selectors.DefaultSelector):
+    """Polls instead of waiting, and moves `clock` forward by the time it would have waited."""
+
+    def __init__(self, clock: VirtualClockLoop):
+        super().__init__()
+        self._clock = clock
+
+    def select(self, timeout=None):
+        if timeout is None:
+            return super().select(None)
+        events = super().select(0)
+        if not events and timeout > 0:
+            self._clock.advance(timeout)
+        return events
+
+
+class VirtualClockLoop(asyncio.SelectorEventLoop):
+    """`asyncio.SelectorEventLoop` whose `time()` is virtual (module docstring)."""
+
+    def __init__(self):
+        self._virtual_now = 0.0
+        super().__init__(selector=_VirtualSelector(self))
+
+    def time(self) -> float:
+        return self._virtual_now
+
+    def advance(self, seconds: float) -> None:
+        self._virtual_now += seconds
+
+
+def run_virtual(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run `coro` to completion on a fresh `VirtualClockLoop` and return its result."""
+    loop = VirtualClockLoop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()

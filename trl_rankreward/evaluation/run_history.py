@@ -18,7 +18,7 @@ and backward; evaluation and checkpoint saving excluded), so a finished run, a k
 a W&B run are timed alike. `train_runtime` (finished runs only; it includes evaluation and
 saving) is kept beside it; W&B's `_runtime` (from `wandb.init`, model loading included) is not used.
 
-`compare` turns runs into the summary table and plots, `win_rate_compare` into the quality table.
+`compare` turns runs into the summary table and plots, `win_rate` into the quality table.
 """
 
 from __future__ import annotations

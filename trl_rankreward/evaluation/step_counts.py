@@ -1,5 +1,5 @@
 """How much one optimizer step of a GRPO run judges: one pure function for the start-up block of the
-trainers (`trainers.run_summary`) and the cost estimate of a config (`evaluation.config_cost`).
+trainers (`trainers.reward_state`) and the cost estimate of a config (`evaluation.config_cost`).
 
 Counting (TRL 1.16): an optimizer step trains on `per_device_train_batch_size x processes x
 gradient_accumulation_steps` completions, G per query, each generation batch reused

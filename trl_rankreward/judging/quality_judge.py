@@ -1,6 +1,6 @@
 """`QualityJudge`: answers every request type from one quality number per text.
 
-Offline judges (`EmbeddingJudge`, `evaluation.simulated_judge.SimulatedJudge`) differ only in
+Offline judges (`EmbeddingJudge`, `evaluation.simulation.SimulatedJudge`) differ only in
 how they score a text; the mapping from scores to verdicts lives here, once (`_verdict`, one
 branch per request kind, with `winner`, `pointwise_score`, `order_by_quality` and
 `evenly_spaced_selection`).

@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..data.conversation import query_text
+from ..data.prompts import query_text
 from ..judging.parsing import strip_thinking
 from ..judging.rendering import Delimiters, Rendered, TextCut, neutralize, spaced
 from ..judging.requests import stable_seed, text_id
@@ -235,7 +235,7 @@ def genrm_fitting(messages_of, response_a: str, response_b: str, *, max_tokens: 
 
 
 def prompt_text(prompt) -> str:
-    """A pair's prompt as one text: a string as it is, chat messages via `data.conversation.query_text`."""
+    """A pair's prompt as one text: a string as it is, chat messages via `data.prompts.query_text`."""
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):
@@ -244,7 +244,7 @@ def prompt_text(prompt) -> str:
 
 
 def genrm_row(row: dict, seed: int) -> dict:
-    """GenRM training/eval columns for one pairwise row (schema of `data.preferences`).
+    """GenRM training/eval columns for one pairwise row (schema of `data.pairwise`).
 
     Returns `prompt` (the GenRM chat messages, pair shown in display order), `pair_prompt`
     (the pair's own prompt as text), `display_order` ("ab"/"ba") and `display_label` (the

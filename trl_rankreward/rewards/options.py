@@ -1,12 +1,12 @@
 """`MethodOptions` and `DataNeeds`: one options dataclass per reward method, the single source of its knobs.
 
 Each reward method module declares `XOptions(MethodOptions)`: its fields, defaults, help
-texts and checks. The method class reads its options from it (`options_class`), its trainer
-config inherits the same fields, and `reward_method=NAME` with `reward_method_kwargs` builds
-the same dataclass, so both routes give the same method with the same defaults by
-construction. `data_needs()` tells the dataset checks what each training row must carry.
+texts and checks. The method class reads its options from it (`options_class`), and the method's
+trainer config (`trainers.judge_reward.method_config(NAME)`) has the same fields, flat, checked by
+building this dataclass from them: one route, one set of defaults and checks. `data_needs()` tells
+the config and dataset checks what the group size and each training row must be.
 
-    options = MatrixRewardOptions.from_values({"protocol": "implicit"}, source="reward_method_kwargs")
+    options = MatrixRewardOptions.from_values({"protocol": "implicit"}, source="--config")
     method = MatrixReward(judge, options)          # or MatrixReward(judge, protocol="implicit")
 """
 
@@ -25,12 +25,13 @@ class DataNeeds:
 
     `rubrics`: every row needs a non-empty `rubrics` list; `references`: the least number of
     ranked reference answers per row (0: none needed); `min_group_size`: the least
-    `num_generations` the method can rank.
+    `num_generations` the method can rank with these options, and `group_size_why` why.
     """
 
     rubrics: bool = False
     references: int = 0
     min_group_size: int = 2
+    group_size_why: str = "compares the rollouts of a group with each other"
 
 
 @dataclass
@@ -38,8 +39,8 @@ class MethodOptions:
     """Options every group reward method has; subclasses add theirs (see the module docstring).
 
     A field with `metadata["choices"]` must hold one of them (or None where its default is None).
-    A trainer config that inherits an options class (`class XGRPOConfig(XOptions, JudgeRewardGRPOConfig)`)
-    checks its options by building them apart (`JudgeRewardGRPOConfig.method_options`).
+    A method's trainer config holds an options class's fields (`trainers.judge_reward.method_config`)
+    and checks them by building the options apart (`JudgeRewardGRPOConfig.method_options`).
     """
 
     lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})

@@ -17,7 +17,7 @@ function's docstring gives its rule):
   (`meta_verdict`);
 - asking: only label-correct answers are meta-judged (`ralign_reward.RAlignReward`); a server
   failure is retried, an answer is never asked again because it did not parse (`answer_once`);
-- metrics: the authors' denominators (`evaluation.genrm_metrics`).
+- metrics: the authors' denominators (`evaluation.genrm_eval`).
 
 One difference, not observable in any message or count: their client writes a `reasoning_content`
 of JSON `null` as the word "None" before the separator; here it is empty.
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.conversation import user_prompt
+from ..data.prompts import user_prompt
 from ..judging.backends.base import BackendError
 from ..judging.calls import JudgeLedger, RetryPolicy
 from ..judging.prompt_budget import WindowFitting

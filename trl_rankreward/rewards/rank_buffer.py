@@ -188,8 +188,13 @@ class AnchorBufferOptions(MethodOptions):
             )
 
     def data_needs(self) -> DataNeeds:
-        """`buffer_init="references"` needs each row's ranked `references` (`auto` uses them where a row has them)."""
-        return DataNeeds(references=1 if self.buffer_init == "references" else 0)
+        """`buffer_init="references"` needs each row's ranked `references` (`auto` uses them where a row has them);
+        "bootstrap" takes the first buffer's k0 anchors from the query's first group, so it needs G >= k0."""
+        references = 1 if self.buffer_init == "references" else 0
+        if self.buffer_init != "bootstrap" or self.k0 <= 2:
+            return DataNeeds(references=references)
+        why = f"with buffer_init='bootstrap' takes its first buffer's k0={self.k0} anchors from a query's first group"
+        return DataNeeds(references=references, min_group_size=self.k0, group_size_why=why)
 
     def open_store(self) -> AnchorStore:
         """The anchor store these options name (memory when no path is known: `anchor_store_path`)."""

@@ -10,17 +10,24 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".templates": (
+        ".runner": (
             "PromptTemplate",
+            "InvalidOutput",
+            "extract_json_object",
+            "load_template",
+            "Job",
+            "ResumableRunner",
+            "RunSummary",
+        ),
+        ".generate": (
             "RubricTemplate",
             "RANKBUFFER_RUBRIC_TEMPLATE",
             "MATRIXREWARD_RUBRIC_TEMPLATE",
             "RUBRIC_TEMPLATES",
-            "load_template",
+            "parse_rubrics",
+            "generate_rubrics",
+            "rubric_jobs",
         ),
-        ".parsing": ("InvalidOutput", "extract_json_object", "parse_rubrics"),
-        ".runner": ("Job", "ResumableRunner", "RunSummary"),
-        ".generate": ("generate_rubrics", "rubric_jobs"),
         ".rationales": (
             "LABEL_RATIONALE_TEMPLATE",
             "META_REVIEW_TEMPLATE",

@@ -16,11 +16,9 @@ from pathlib import Path
 
 import datasets
 
-from ..data.conversation import query_text
+from ..data.prompts import query_text
 from ..judging.rendering import Rendered, TextCut
-from .parsing import InvalidOutput, extract_json_object
-from .runner import Job, RunSummary, check_columns, run_jobs
-from .templates import PromptTemplate
+from .runner import InvalidOutput, Job, PromptTemplate, RunSummary, check_columns, extract_json_object, run_jobs
 
 _ANSWER_FORMAT = """Return JSON only: {"rationale": "<the reference judgment>", "preferred": "<A or B>"}"""
 

@@ -1,12 +1,21 @@
-"""One resumable runner for offline generation jobs (rubrics, golden rationales).
+"""Offline generation with an LLM: prompt templates, reading the answer, and one resumable runner.
 
-Each job is an id and chat messages. The runner sends pending jobs to the backend with
-bounded concurrency, parses each answer, retries invalid answers and backend errors up to
-`max_attempts` tries with the shared `judging.calls.RetryPolicy`, and appends every finished result to a JSONL file the moment it
-arrives (flush + fsync). A rerun reads that file and skips the ids already in it, so a
-crash or a kill loses nothing finished and duplicates nothing. Jobs whose attempts all fail
-are appended to a failures JSONL (rewritten each run, since a rerun retries them) and
-listed in the summary; nothing is dropped silently.
+**Templates.** Placeholders are `{NAME}` tokens (letters, digits, underscores) replaced in one pass,
+so text inside values is never re-expanded and JSON braces in a prompt stay as they are. A
+placeholder with no value is an error that names it. Override a template with a YAML or Python
+file (`load_template`).
+
+**Answers.** `extract_json_object` strips thinking and finds the JSON object; every check raises
+`InvalidOutput` with a message that says what was expected and what came; the runner retries on it
+and reports the last message when attempts run out.
+
+**The runner** (rubrics, golden rationales). Each job is an id and chat messages. The runner sends
+pending jobs to the backend with bounded concurrency, parses each answer, retries invalid answers
+and backend errors up to `max_attempts` tries with the shared `judging.calls.RetryPolicy`, and
+appends every finished result to a JSONL file the moment it arrives (flush + fsync). A rerun reads
+that file and skips the ids already in it, so a crash or a kill loses nothing finished and
+duplicates nothing. Jobs whose attempts all fail are appended to a failures JSONL (rewritten each
+run, since a rerun retries them) and listed in the summary; nothing is dropped silently.
 
 Each job is fitted to the server's context window (`max_model_len` at `/models`, else the
 `max_model_len` flag) by the judge layer's `judging.prompt_budget.WindowFitting`: a prompt too long
@@ -18,18 +27,118 @@ and a job that cannot fit with `MIN_GENERATION_TOKENS` left for the answer fails
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+import dataclasses
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import yaml
 from tqdm.auto import tqdm
 
-from ..data.jsonl import append_record, read_records, repair_tail
+from ..data.records import append_record, read_records, repair_tail
 from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
+from ..judging.parsing import strip_thinking
 from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*)\}")
+
+
+def fill(text: str, values: Mapping[str, object], *, where: str = "template") -> str:
+    """Replace every `{NAME}` in `text` by `values[NAME]`; an unknown NAME raises KeyError naming it."""
+
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise KeyError(f"{where} has placeholder {{{name}}} but no value for it (known: {sorted(values)})")
+        return str(values[name])
+
+    return _PLACEHOLDER.sub(replace, text)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A system + user prompt and the decoding settings to send it with."""
+
+    system: str
+    user: str
+    temperature: float = 0.2
+    max_tokens: int = 1024
+
+    def messages(self, values: Mapping[str, object]) -> list[dict[str, str]]:
+        """Chat messages with the placeholders filled (no system message when `system` is empty)."""
+        messages = [{"role": "system", "content": fill(self.system, values, where="system prompt")}]
+        messages.append({"role": "user", "content": fill(self.user, values, where="user prompt")})
+        return messages if self.system else messages[1:]
+
+
+T = TypeVar("T", bound=PromptTemplate)
+
+
+def load_template(spec: str, presets: Mapping[str, T]) -> T:
+    """A preset by name, or a preset overridden by a file.
+
+    A YAML file is a mapping of template fields (`system`, `user`, `temperature`, ...);
+    a Python file defines a dict `TEMPLATE` of the same. The optional key `base` names the
+    preset that supplies the fields the file leaves out (default: the first preset).
+
+        base: matrixreward
+        max_weight: 5
+        user: |
+          Query: {query}
+          Answers: {answers}
+    """
+    if spec in presets:
+        return presets[spec]
+    path = Path(spec)
+    if not path.is_file():
+        raise FileNotFoundError(f"Template {spec!r} is neither a preset ({sorted(presets)}) nor an existing file")
+    if path.suffix == ".py":
+        namespace: dict = {}
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+        overrides = namespace.get("TEMPLATE")
+    else:
+        overrides = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(overrides, dict):
+        raise ValueError(f"{path} must define a mapping of template fields (a YAML mapping or a dict TEMPLATE)")
+    overrides = dict(overrides)
+    base_name = overrides.pop("base", next(iter(presets)))
+    if base_name not in presets:
+        raise ValueError(f"{path}: base {base_name!r} is not one of {sorted(presets)}")
+    base = presets[base_name]
+    known = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown template field(s) {unknown}; known fields are {sorted(known)}")
+    return dataclasses.replace(base, **overrides)
+
+
+_DECODER = json.JSONDecoder()
+
+
+class InvalidOutput(ValueError):
+    """A generation that does not satisfy the required format or constraints (retried at once)."""
+
+    retryable = True
+    backoff = False
+
+
+def extract_json_object(text: str) -> dict:
+    """The first JSON object in `text` after removing `<think>` blocks (fenced or bare)."""
+    answer = strip_thinking(text)
+    for start in (m.start() for m in re.finditer(r"\{", answer)):
+        try:
+            value, _ = _DECODER.raw_decode(answer, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise InvalidOutput(f"No JSON object found in the answer: {answer[:200]!r}")
+
 
 #: the fewest answer tokens a generation is sent with (3-5 rubrics, or a rationale, in JSON); a window that
 #: leaves fewer after the prompt fails the job as `too_long` unsent

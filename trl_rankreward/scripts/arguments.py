@@ -8,17 +8,27 @@ dataset_train_split, ...) plus a prompt limit; `ScriptParser` is TRL's `TrlParse
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from trl import ScriptArguments, TrlParser
 
+from ..config_checks import CheckedConfig
 from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP
 
+#: TRL's script arguments no training script reads, and why: set to anything but their default, they are refused
+UNREAD_SCRIPT_ARGUMENTS = {
+    "dataset_test_split": "the scripts train on dataset_train_split only; evaluate with eval_prompts (the judge win "
+    "rate) or a separate eval run",
+    "dataset_streaming": "the scripts load the training set in full (its rows are checked before the model loads)",
+    "ignore_bias_buffers": "the scripts do not wrap the model in DDP themselves; accelerate launch does",
+}
+
 
 @dataclass
-class TrainScriptArguments(ScriptArguments):
-    """TRL's script arguments (with the package's dataset help) plus a prompt limit."""
+class TrainScriptArguments(CheckedConfig, ScriptArguments):
+    """TRL's script arguments (with the package's dataset help) plus a prompt limit; the TRL arguments no script
+    reads (`UNREAD_SCRIPT_ARGUMENTS`) are refused when set."""
 
     dataset_name: str | None = field(
         default=None,
@@ -33,6 +43,14 @@ class TrainScriptArguments(ScriptArguments):
             "4096). Unset: a prompt that leaves no room for max_completion_length in the model's context is an error."
         },
     )
+
+    def check_config(self) -> None:
+        defaults = {f.name: f.default for f in fields(ScriptArguments)}
+        for name, why in UNREAD_SCRIPT_ARGUMENTS.items():
+            if getattr(self, name) != defaults[name]:
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} is not read by the training scripts ({why}); drop it"
+                )
 
 
 class ScriptParser(OneLineErrors, TrlParser):

@@ -23,7 +23,7 @@ def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
     limit stop on a prompt that leaves no room for `max_completion_length` in the model's context."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from ..data.prompt_lengths import check_prompts_fit, context_length, drop_long_prompts, prompt_lengths
+    from ..data.prompts import check_prompts_fit, context_length, drop_long_prompts, prompt_lengths
 
     tokenizer = AutoTokenizer.from_pretrained(model_name)
     lengths = prompt_lengths(dataset["prompt"], tokenizer, training_args.chat_template_kwargs)

@@ -18,7 +18,7 @@ def resolve_model(name: str, training_args) -> str:
     if name != TINY_MODEL:
         check_local_model(name)
         return name
-    from ..tiny.models import build_tiny_model
+    from ..tiny import build_tiny_model
 
     folder = Path(training_args.output_dir) / "tiny_model"
     with training_args.main_process_first(local=True, desc="building the tiny model"):

@@ -10,23 +10,16 @@ import random
 from pathlib import Path
 from typing import Any
 
-#: the example script that trains each method (a config for one method needs that script's config class)
-SCRIPT_FOR_METHOD = {
-    "rank_buffer": "examples/train_rankbuffer.py",
-    "matrix": "examples/train_matrixreward.py",
-    "genrm": "examples/train_genrm_rlhf.py",
-    **{m: "examples/train_baseline.py" for m in
-       ("pointwise", "gdpo", "rrc_scr", "rrc_agr", "pairwise_rank", "tournament", "arena")},
-}  # fmt: skip
 
+def config_classes(values: dict) -> list[type]:
+    """The trainer configs a training YAML may be written for: its `reward_method`'s, else every method's
+    (the general one first)."""
+    from ..rewards.registry import REWARD_METHODS
+    from ..trainers.judge_reward import JudgeRewardGRPOConfig, config_for_method, method_config
 
-def config_classes() -> list[type]:
-    """The trainer configs a training YAML may be written for, the general one first."""
-    from ..trainers.judge_reward import JudgeRewardGRPOConfig
-    from ..trainers.matrix_reward import MatrixRewardGRPOConfig
-    from ..trainers.rank_buffer import RankBufferGRPOConfig
-
-    return [JudgeRewardGRPOConfig, RankBufferGRPOConfig, MatrixRewardGRPOConfig]
+    if values.get("reward_method") in REWARD_METHODS:
+        return [config_for_method(values["reward_method"])]
+    return [JudgeRewardGRPOConfig, *(method_config(name) for name in REWARD_METHODS)]
 
 
 def parse_training_config(path: str) -> tuple[Any, Any, Any]:
@@ -48,13 +41,13 @@ def parse_training_config(path: str) -> tuple[Any, Any, Any]:
         raise ValueError(f"--config {path}: expected a YAML mapping of training settings, got {type(values).__name__}")
     keys = set(values) - {"env"}
     names = {f.name for cls in (TrainScriptArguments, ModelConfig) for f in dataclasses.fields(cls)}
-    for cls in config_classes():
+    for cls in config_classes(values):
         if keys <= names | {f.name for f in dataclasses.fields(cls)}:
             parser = ScriptParser((TrainScriptArguments, cls, ModelConfig), prog=f"trl-rankreward probe-judge ({path})")
             return parser.parse_args_and_config(["--config", path])
     raise ValueError(
         f"--config {path}: keys {sorted(keys - names)[:8]} fit none of the judge-reward trainer configs "
-        f"({', '.join(c.__name__ for c in config_classes())}); probe-judge reads the config of a training run "
+        f"({', '.join(c.__name__ for c in config_classes(values))}); probe-judge reads the config of a training run "
         "with a judge (examples/configs/rankbuffer_*, matrixreward_*, baseline_*, genrm_*)"
     )
 
@@ -65,7 +58,7 @@ def sample_groups(model_name: str, dataset, training_args, *, queries: int, seed
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..trainers.grouping import reward_row, rows_to_groups
+    from ..trainers.group_scoring import reward_row, rows_to_groups
 
     if queries < 1:
         raise ValueError(f"--queries must be >= 1, got {queries}")
@@ -110,8 +103,11 @@ def _generate(model, tokenizer, prompt, training_args, n: int, sampling: dict, d
 
 
 def switch_hint(config_path: str, training_args, recommended: str) -> str:
-    """One line: the config already trains `recommended`, or what to change in it to train that method."""
+    """One line: the config already trains `recommended`, or what to change in it to train that method and the
+    example script that trains it (`trainers.judge_reward.script_for_method`)."""
     import yaml
+
+    from ..trainers.judge_reward import script_for_method
 
     current = training_args.reward_method
     if recommended == current:
@@ -119,25 +115,14 @@ def switch_hint(config_path: str, training_args, recommended: str) -> str:
     with open(config_path, encoding="utf-8") as f:
         keys = set(yaml.safe_load(f))
     own = [k for k in _own_option_names(training_args) if k != "lambda_fmt" and k in keys]
-    if "reward_method_kwargs" in keys and training_args.reward_method_kwargs:
-        own.append("reward_method_kwargs")
     drop = f"; drop {current}'s options ({', '.join(own)})" if own else ""
-    script = SCRIPT_FOR_METHOD.get(recommended)
-    if recommended == "rank_buffer":
-        how = f"train with {script} (its options, k0, buffer_init, ..., are config fields){drop}"
-    elif recommended == "matrix":
-        how = f"train with {script} (its options are config fields){drop}"
-    elif script:
-        how = f"set `reward_method: {recommended}` (options in `reward_method_kwargs`){drop}, and train with {script}"
-    else:
-        how = (f"set `reward_method: {recommended}` (options in `reward_method_kwargs`){drop}, and train with "
-               "JudgeRewardGRPOTrainer (no example script is limited to it: train_baseline.py takes the baselines "
-               "only)")  # fmt: skip
+    how = (f"set `reward_method: {recommended}` (its options are config fields, docs/methods.md){drop}, and train "
+           f"with {script_for_method(recommended)}")  # fmt: skip
     return f"to train {recommended} instead of {current}: {how}."
 
 
 def _own_option_names(training_args) -> list[str]:
-    """The method options a one-method config (RankBufferGRPOConfig, ...) holds as fields."""
+    """The method options a method's config class (`method_config`) holds as fields."""
     from ..rewards.options import MethodOptions, option_fields
 
     return [f.name for f in option_fields(type(training_args))] if isinstance(training_args, MethodOptions) else []

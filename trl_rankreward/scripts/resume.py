@@ -43,7 +43,7 @@ def resume_argument(trainer_class, training_args) -> str | None:
     Starting afresh in a folder that holds checkpoints is allowed (they get overwritten), with a note
     naming the resume flag.
     """
-    from ..trainers.checkpoints import checkpoint_steps
+    from ..trainers.base import checkpoint_steps
 
     resume = parse_resume(training_args.resume_from_checkpoint)
     output_dir = training_args.output_dir

@@ -2,8 +2,10 @@
 
 Each export's docstring says what it stands in for: a tiny chat model, a `transformers serve`
 server, judge servers with scripted verdicts, a vLLM replica's limits or a weak judge's misbehaviour, a proxy that breaks
-chosen requests, a scripted chat server with a request log, a fake R-Align release. The simulated
-judges (`SimulatedJudge`, `OracleJudge`, `KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
+chosen requests, a scripted chat server with a request log, and in-process fakes (`fakes`: a scripted
+chat backend, a noiseless `OracleJudge`, a stateful reward method, a fake R-Align release). Every fake
+the tests use lives here. The simulated judges of the benchmarks (`SimulatedJudge`, `KeywordMetaJudge`)
+are part of `trl_rankreward.evaluation`.
 """
 
 from .._lazy import lazy_exports
@@ -11,13 +13,12 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        "..tiny.models": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
-        ".server": ("serve_transformers",),
+        "..tiny": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
+        ".chat_servers": ("serve_transformers", "Reply", "serve_chat_script"),
         ".scripted_judge": ("serve_scripted_judge",),
         ".judge_replica": ("serve_judge_replica",),
         ".hostile_judges": ("serve_hostile_judge",),
         ".fault_proxy": ("FaultProxy",),
-        ".chat_script_server": ("Reply", "serve_chat_script"),
-        ".fake_release": ("write_fake_release",),
+        ".fakes": ("ScriptedBackend", "OracleJudge", "LengthJudge", "CountingMethod", "write_fake_release"),
     },
 )

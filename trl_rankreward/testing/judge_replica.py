@@ -25,9 +25,9 @@ judge does not:
     with serve_judge_replica(slots=16, latency_s=0.1, max_model_len=1400) as url:
         backend = OpenAICompatibleBackend(url, url.model)
 
-From a shell, for a training run against it (the judge of docs/judging.md's window example):
+From a shell, as the offline judge of a training run or an `eval-genrm` run (`--help` lists every flag):
 
-    python -m trl_rankreward.testing.judge_replica --port 8011 --max-model-len 1400 [--no-tokenize]
+    python -m trl_rankreward.testing.judge_replica --port 8011 [--model NAME] [--max-model-len 1400] [--no-tokenize]
 """
 
 from __future__ import annotations
@@ -227,17 +227,44 @@ class _ReplicaHandler(JSONHandler):
         self._send(status, openai_error(message, "BadRequestError", code))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Serve one replica until interrupted (Ctrl-C or SIGTERM), printing its URL and, on exit, its counters."""
-    parser = argparse.ArgumentParser(description="A scripted judge replica with vLLM's limits (testing only).")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--slots", type=int, default=16)
-    parser.add_argument("--latency-s", type=float, default=0.0)
-    parser.add_argument("--max-model-len", type=int, default=None)
-    parser.add_argument("--no-tokenize", action="store_true", help="answer POST /tokenize with 404")
-    args = parser.parse_args()
+    parser = argparse.ArgumentParser(
+        prog="python -m trl_rankreward.testing.judge_replica",
+        description=(
+            "An offline judge for runs without a GPU or a judge server: an OpenAI-compatible server on "
+            "127.0.0.1 whose verdicts are scripted (a text's quality is its number of distinct words), with "
+            "a vLLM replica's limits. It answers every prompt the package sends: the judge templates "
+            "(coarse, pointwise, pairwise with or without a rationale first, rubric-pairwise, listwise, "
+            "buffer-select, meta), the GenRM prompt, the R-Align authors' GenRM and MetaRM layouts "
+            "(r_align_release), and the rubric and rationale generation prompts. It prints its base URL; "
+            "point a config's judge_base_urls (or --genrm_base_urls / --metarm_base_urls, or the rubrics "
+            "commands' --base_urls) at it and set the model to the name it serves (--model)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 to listen on; 0 picks a free one")
+    parser.add_argument(
+        "--model",
+        default="scripted-judge",
+        help="the model name it serves (GET /v1/models); requests for another get 404",
+    )
+    parser.add_argument("--slots", type=int, default=16, help="requests answered at once (vLLM's --max-num-seqs)")
+    parser.add_argument("--latency-s", type=float, default=0.0, help="seconds each answer takes in its slot")
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="context window in tokens, listed at /v1/models; a longer request gets vLLM's HTTP 400",
+    )
+    parser.add_argument(
+        "--no-tokenize",
+        action="store_true",
+        help="answer POST /tokenize with 404 (by default it counts tokens as vLLM does)",
+    )
+    args = parser.parse_args(argv)
     with serve_judge_replica(slots=args.slots, latency_s=args.latency_s, max_model_len=args.max_model_len,
-                             tokenize=not args.no_tokenize, port=args.port) as url:  # fmt: skip
+                             tokenize=not args.no_tokenize, port=args.port, model=args.model) as url:  # fmt: skip
         print(url, flush=True)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

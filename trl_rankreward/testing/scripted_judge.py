@@ -23,9 +23,17 @@ The request kind is told from the prompt's blocks: a `golden` rationale -> meta;
 the position is the candidate's quality clipped to 0..K); a lone `response` -> pointwise;
 `"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
 IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
-numbered rubric when the instruction asks for `"winners"`. A GenRM prompt (`[Response A]` ...
-`[End of Response B]` sections, `rewards.genrm_verdict.GENRM_PROMPT`) gets a one-line rationale
-ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties).
+numbered rubric when the instruction asks for `"winners"`. The offline generation prompts (`rubrics generate`, `rubrics rationales`, the default templates)
+get a valid answer too: three fixed rubrics, or a rationale that prefers the response the prompt
+names as preferred. A prompt that asks for a rationale first (`pairwise_rationale`: a `VERDICT` heading line after the
+responses) gets a one-line `RATIONALE`, then that JSON under `VERDICT`. A GenRM prompt gets a one-line rationale
+ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties). Both
+GenRM layouts are read: ours (`[Response A]` ... `[End of Response B]` sections,
+`rewards.genrm_verdict.GENRM_PROMPT`) and the R-Align authors' (`<|The Start of Assistant A's Answer
+with User|>` ... sections, `rewards.ralign_release.pair_block`, sent with `r_align_release`). The
+authors' MetaRM prompt (that pair block, then the golden rationale in `<golden_judge>` and the
+GenRM's in `<genrm_output>`) gets their answer format: `<golden_key_points>`, `<genrm_analysis>`,
+then `<final_verdict>Correct</final_verdict>` (or `Incorrect`) by the meta rule above.
 """
 
 from __future__ import annotations
@@ -39,9 +47,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ..judging.parsing import asks_rationale_first
 from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge, answer_json
-from ..judging.rendering import NUMBER_WORDS
+from ..judging.rendering import NUMBER_WORDS, Rendered
 from ..judging.requests import (
     BufferSelectRequest,
     CoarseRequest,
@@ -54,7 +63,7 @@ from ..judging.requests import (
 
 
 class LoopbackServer(ThreadingHTTPServer):
-    """The stand-in servers' HTTP server (this module's, `judge_replica`'s, `chat_script_server`'s, `FaultProxy`'s).
+    """The stand-in servers' HTTP server (this module's, `judge_replica`'s, `chat_servers.serve_chat_script`'s, `FaultProxy`'s).
 
     socketserver's default backlog of 5 refuses connections when a trainer sends a step's requests
     at once (one connection each): a real server would not, so neither may the stand-in."""
@@ -84,6 +93,16 @@ _ANCHOR_ID_LINE = re.compile(r"^\[A\d+\]$", re.MULTILINE)
 _RUBRIC_LINE = re.compile(r"\d+\.\[weight=[^\]]*\] ([^\n]*)")
 _SIZE = re.compile(r"exactly (\w+) selected IDs")
 _GENRM_SECTION = re.compile(r"\[Response ([AB])\]\n(.*?)\n\[End of Response \1\]", re.DOTALL)
+_RELEASE_SECTION = re.compile(
+    r"<\|The Start of Assistant ([AB])'s Answer with User\|>\n\n(.*?)\n\n<\|The End of Assistant \1's Answer with User\|>",
+    re.DOTALL,
+)
+_ASKS_RUBRICS = re.compile(r'\{\s*"rubrics"\s*:')
+_PREFERRED = re.compile(r"(?:preferred response is|final preference is) Response ([AB])\b")
+#: the rubrics it writes for a rubric-generation prompt: three, weights 3, 2, 1 (valid for both papers' templates)
+_RUBRICS = ("Answers the question that was asked", "States facts correctly", "Is clear and concise")
+_GOLDEN = re.compile(r"<golden_judge>\n?(.*?)\n?</golden_judge>", re.DOTALL)
+_GENRM_OUTPUT = re.compile(r"<genrm_output>\n?(.*?)\n?</genrm_output>", re.DOTALL)
 
 
 def distinct_words(text: str) -> float:
@@ -103,14 +122,36 @@ class TextQualityJudge(QualityJudge):
 
 
 def answer_for_prompt(prompt: str, judge: QualityJudge) -> str:
-    """The answer to a judge prompt: a GenRM's boxed verdict, else the JSON of `_answer_for_prompt`."""
-    sections = dict(_GENRM_SECTION.findall(prompt))
-    if set(sections) == {"A", "B"}:
-        context = _GENRM_SECTION.sub("", prompt)
-        request = PairwiseRequest(query=context, query_id=context, a=sections["A"], b=sections["B"])
-        winner = "B" if asyncio.run(judge.judge(request)) == "B" else "A"
-        return f"Response {winner} is better on the decisive criteria.\n\\boxed{{{winner}}}"
-    return json.dumps(_answer_for_prompt(prompt, judge))
+    """The answer to a judge prompt: a GenRM's boxed verdict or the authors' MetaRM tags (either pair
+    layout), else the JSON of `_answer_for_prompt`."""
+    for layout in (_GENRM_SECTION, _RELEASE_SECTION):
+        sections = dict(layout.findall(prompt))
+        if set(sections) == {"A", "B"}:
+            context = layout.sub("", prompt)
+            golden, rationale = _GOLDEN.search(context), _GENRM_OUTPUT.search(context)
+            if golden and rationale:
+                return _release_meta_answer(context, sections, golden.group(1), rationale.group(1), judge)
+            request = PairwiseRequest(query=context, query_id=context, a=sections["A"], b=sections["B"])
+            winner = "B" if asyncio.run(judge.judge(request)) == "B" else "A"
+            return f"Response {winner} is better on the decisive criteria.\n\\boxed{{{winner}}}"
+    verdict = json.dumps(_answer_for_prompt(prompt, judge))
+    if asks_rationale_first(Rendered([{"role": "user", "content": prompt}])):
+        return f"RATIONALE\nThe comparison, rubric by rubric.\n\nVERDICT\n{verdict}"
+    return verdict
+
+
+def _release_meta_answer(context: str, sections: dict, golden: str, rationale: str, judge: QualityJudge) -> str:
+    """The authors' MetaRM answer (`metarm_judge.py`'s XML format) with the meta rule's verdict."""
+    request = MetaJudgeRequest(
+        query=context, query_id=context, response_a=sections["A"], response_b=sections["B"], label="A",
+        golden_rationale=golden, rationale=rationale,
+    )  # fmt: skip
+    verdict = "Correct" if asyncio.run(judge.judge(request)) else "Incorrect"
+    return (
+        "<golden_key_points>\nThe facts the golden judgment names.\n</golden_key_points>\n"
+        f"<genrm_analysis>\nThe GenRM's rationale is judged {verdict.lower()}.\n</genrm_analysis>\n"
+        f"<final_verdict>\n{verdict}\n</final_verdict>"
+    )
 
 
 def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
@@ -155,6 +196,11 @@ def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
         request = RubricPairwiseRequest(**about, a=blocks["A"], b=blocks["B"], rubrics=rubrics)
     elif "A" in blocks and "B" in blocks:  # holistic, or one rubric: both answer {"winner": ...}
         request = PairwiseRequest(**about, a=blocks["A"], b=blocks["B"])
+    elif _ASKS_RUBRICS.search(outside):
+        return {"rubrics": [{"text": text, "weight": 3 - k} for k, text in enumerate(_RUBRICS)]}
+    elif '{"rationale"' in outside and _PREFERRED.search(outside):
+        preferred = _PREFERRED.search(outside).group(1)
+        return {"rationale": f"Response {preferred} answers the question; the other does not.", "preferred": preferred}
     else:
         raise ValueError(
             f"cannot tell which judge request this prompt is (response blocks: {sorted(blocks)}); "

@@ -1,12 +1,18 @@
-"""`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once.
+"""`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once; and
+`CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions on it.
 
-- **Sampler**: TRL's, reseeded per epoch, so a resumed run sees the data in the same order (`sampling`).
+- **Sampler**: TRL's `RepeatSampler` reseeded with `seed + epoch` at every epoch (`EpochSeededRepeatSampler`),
+  so a run resumed after an epoch boundary sees the queries in the same order as the uninterrupted run
+  (TRL's draws every epoch from one generator that advances across epochs). Epoch 0 keeps TRL's order.
 - **Checkpoints and resume**: a subclass writes its own files into each `checkpoint-N` (`_save_state`,
-  `_load_state`); `train(resume_from_checkpoint=True)` skips a checkpoint a crash left half-written.
+  `_load_state`); `train(resume_from_checkpoint=True)` picks the newest *complete* checkpoint
+  (`latest_complete_checkpoint`): transformers writes `trainer_state.json` last, and a process killed while
+  saving leaves a folder without it, which `get_last_checkpoint` would pick.
 - **Tied weights**: resuming a model whose `lm_head` is tied to its embeddings (Qwen3's small
   models) does not warn that `lm_head.weight` is missing: a tied key is saved once.
-- **Critic**: with `advantage_estimator="gae"` (`critic_config.CriticConfig`) a `PPOCritic` replaces
-  TRL's group advantages by per-token GAE advantages (`ppo_critic`); with "group" none of it runs.
+- **Critic**: with `advantage_estimator="gae"` (`ppo.CriticConfig`) a `PPOCritic` replaces TRL's group
+  advantages by per-token GAE advantages (`ppo`); with "group" none of it runs. TRL 1.16 has no PPO trainer,
+  so `CriticPPOTrainer` is this base with "gae" as the default (`num_generations=1` allowed).
 
 Subclasses produce their reward columns in `_reward_columns` (by default TRL's reward functions)
 instead of overriding `_calculate_rewards`, so the critic always sees the rewards.
@@ -17,17 +23,82 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
+from dataclasses import dataclass, field
 
 import torch
 from transformers.trainer import TRAINER_STATE_NAME
-from trl import GRPOTrainer
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.utils import logging
+from trl import GRPOConfig, GRPOTrainer
+from trl.trainer.utils import RepeatSampler
 
-from .checkpoints import checkpoint_folder, latest_complete_checkpoint
+from ..rewards.state_files import METHOD_STATE_NAME
 from .console_log import use_compact_console_log
-from .judge_eval import add_judge_evaluation
+from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
-from .ppo_critic import PPOCritic
-from .sampling import EpochSeededRepeatSampler
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
+
+# ---- the sampler: TRL's, reseeded per epoch ----------------------------------------------------------------
+
+class EpochSeededRepeatSampler(RepeatSampler):
+    """`RepeatSampler` reseeded with `seed + epoch` at every epoch (see the module docstring)."""
+
+    def set_epoch(self, epoch: int) -> None:
+        if self.shuffle and self.seed is not None:
+            self.generator.manual_seed(self.seed + epoch)
+
+    @classmethod
+    def like(cls, sampler: RepeatSampler) -> EpochSeededRepeatSampler:
+        return cls(
+            data_source=sampler.data_source,
+            mini_repeat_count=sampler.mini_repeat_count,
+            batch_size=sampler.batch_size,
+            repeat_count=sampler.repeat_count,
+            shuffle=sampler.shuffle,
+            seed=sampler.seed,
+        )
+
+
+# ---- checkpoint folders: the newest complete one -----------------------------------------------------------
+
+logger = logging.get_logger(__name__)
+
+_CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
+
+
+def checkpoint_folder(output_dir: str, step: int) -> str:
+    """`output_dir/checkpoint-{step}`: where transformers saves step `step` (and a resume reads it)."""
+    return os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
+
+
+def checkpoint_steps(output_dir: str) -> list[int]:
+    """The steps N of the `checkpoint-N` folders in `output_dir`, newest first (none: empty)."""
+    if not os.path.isdir(output_dir):
+        return []
+    return sorted((int(m.group(1)) for name in os.listdir(output_dir) if (m := _CHECKPOINT.match(name))), reverse=True)
+
+
+def latest_complete_checkpoint(
+    output_dir: str, required: tuple[str, ...] = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
+) -> str:
+    """The newest `checkpoint-N` in `output_dir` holding every file of `required` (by default
+    `trainer_state.json` and the reward method's state); half-written newer ones are skipped with
+    a warning. Raises if there is none."""
+    for step in checkpoint_steps(output_dir):
+        path = checkpoint_folder(output_dir, step)
+        missing = [f for f in required if not os.path.exists(os.path.join(path, f))]
+        if not missing:
+            return path
+        logger.warning(f"Skipping {path}: it lacks {', '.join(missing)} (a save was interrupted)")
+    raise ValueError(
+        f"resume_from_checkpoint=True (--resume_from_checkpoint latest), but {output_dir} holds no complete "
+        f"checkpoint (a checkpoint-N folder with {' and '.join(required)}); pass a checkpoint path, or start "
+        "without resuming"
+    )
+
+
+# ---- the trainer base --------------------------------------------------------------------------------------
 
 #: Modules that evaluate `torch.distributed.group.WORLD` into default arguments when imported: DeepSpeed's
 #: `TorchBackend.barrier` / `monitored_barrier`, ten collectives of `torch.distributed.nn.functional`, and two
@@ -123,7 +194,7 @@ class GRPOTrainerBase(GRPOTrainer):
         return loss
 
     def _get_train_sampler(self, dataset=None):
-        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (see `sampling`)."""
+        """TRL's sampler, reseeded per epoch so that resuming keeps the data order (`EpochSeededRepeatSampler`)."""
         return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
 
     # ---- model card: TRL's, rewritten around how this model was trained ----------------------------
@@ -200,3 +271,32 @@ class GRPOTrainerBase(GRPOTrainer):
         if len(missing) < len(load_result.missing_keys):
             policy.tie_weights()
         super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
+
+
+# ---- PPO for plain TRL reward functions --------------------------------------------------------------------
+
+@dataclass
+class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
+    """`GRPOConfig` plus the critic (`CriticConfig`), with "gae" as the default: PPO for plain TRL reward functions."""
+
+    advantage_estimator: str = field(
+        default="gae",
+        metadata={"help": "'gae': PPO with a learned critic; 'group': GRPO.", "choices": list(ADVANTAGE_ESTIMATORS)},
+    )
+
+
+
+class CriticPPOTrainer(GRPOTrainerBase):
+    """PPO with a learned critic for any TRL reward functions: `GRPOTrainer`'s arguments, a `CriticPPOConfig`.
+
+    trainer = CriticPPOTrainer("Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=CriticPPOConfig(
+        output_dir="out", num_generations=1), train_dataset=dataset)
+    """
+
+    def __init__(self, model, reward_funcs, args: CriticPPOConfig | None = None, **kwargs):
+        if not isinstance(args, CriticConfig):
+            raise TypeError(f"CriticPPOTrainer needs args=CriticPPOConfig(...), got {type(args).__name__}")
+        super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
+
+
+__all__ = ["CriticPPOConfig", "CriticPPOTrainer"]

@@ -1,14 +1,28 @@
-"""The PPO critic: a causal-LM backbone with a scalar value head, one value per token.
+"""The PPO critic as a model: `ValueModel` (a causal-LM backbone with a scalar value head), how it is trained
+and checkpointed beside TRL's policy (`TorchCritic`, `DeepSpeedCritic`), and how the models built beside the
+policy (the critic, the reference for KL-in-reward) are loaded.
 
-A separate model from the policy (as in TRL's former PPO trainer and OpenRLHF): the policy's
-weights and what a checkpoint pushes to the Hub stay a plain causal LM, and the critic can be
-smaller or larger than the policy. It starts from `critic_model_name_or_path` or, by default,
-from the policy's own checkpoint (the backbone only; the LM head is not loaded). The value head
-starts at zero, so the first values are 0 (the first advantages that gives: `advantages`).
+The critic is a separate model from the policy (as in TRL's former PPO trainer and OpenRLHF): the policy's
+weights and what a checkpoint pushes to the Hub stay a plain causal LM, and the critic can be smaller or
+larger than the policy. It starts from `critic_model_name_or_path` or, by default, from the policy's own
+checkpoint (the backbone only). The value head starts at zero, so the first values are 0. On disk
+(`ValueModel.save` / `load`): the backbone in Hugging Face format plus `value_head.safetensors`.
 
-On disk (`save` / `load`): the backbone in Hugging Face format plus `value_head.safetensors`,
-so `ValueModel.from_pretrained(dir)` reloads it and `AutoModel.from_pretrained(dir)` still reads
-the backbone.
+Training engines, both with the run's Adam settings (`adam_settings`) and the same methods:
+
+- `TorchCritic` (one device, or DDP through `accelerator.prepare_model`): an AdamW of its own, gradients
+  accumulated over the micro-batches and stepped once per optimizer step, clipped to `max_grad_norm`;
+  checkpoints hold the critic in Hugging Face format and the optimizer state;
+- `DeepSpeedCritic` (under `accelerate launch` with DeepSpeed): a second DeepSpeed engine built from the
+  run's DeepSpeed config, so with ZeRO-3 the critic's parameters, gradients and Adam states are sharded
+  (and offloaded) like the policy's (OpenRLHF's two-engine layout); checkpoints are DeepSpeed's sharded
+  format, written by every rank.
+
+Loading (`load_kwargs`, `load_reference`) follows TRL's loading of its own reference model: the run's
+`model_init_kwargs`, the policy's dtype and attention implementation, `trust_remote_code`, and
+`device_map=None` under DDP or DeepSpeed (TRL's `create_model_from_path` picks `"auto"` on a GPU machine,
+which spreads one process's copy over every visible GPU and which transformers refuses under ZeRO-3).
+Under DeepSpeed the reference is sharded by TRL's `prepare_deepspeed`.
 """
 
 from __future__ import annotations
@@ -17,9 +31,12 @@ import copy
 import os
 
 import torch
+from accelerate.utils import DistributedType
 from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoConfig, AutoModel
+
+# ---- the value model ---------------------------------------------------------------------------------------
 
 VALUE_HEAD_NAME = "value_head.safetensors"
 
@@ -74,3 +91,164 @@ def completion_values(values: torch.Tensor, prompt_length: int, completion_lengt
     """The values of the states before each completion token: position `prompt_length - 1 + t`
     holds the state after the prompt and the first t completion tokens."""
     return values[:, prompt_length - 1 : prompt_length - 1 + completion_length]
+
+
+# ---- training engines: plain PyTorch/DDP, or a DeepSpeed engine of its own ---------------------------------
+
+OPTIMIZER_NAME = "critic_optimizer.pt"
+DEEPSPEED_TAG = "deepspeed"
+
+
+def adam_settings(args) -> dict:
+    """The critic's Adam hyperparameters: its own learning rate, the run's betas, epsilon and weight decay."""
+    return dict(lr=args.critic_learning_rate, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon,
+                weight_decay=args.weight_decay)  # fmt: skip
+
+
+class TorchCritic:
+    def __init__(self, critic: ValueModel, accelerator, args):
+        self.optimizer = torch.optim.AdamW(critic.parameters(), **adam_settings(args))
+        self.model = accelerator.prepare_model(critic)
+        self.accelerator = accelerator
+        self.max_grad_norm = args.max_grad_norm
+
+    def values(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.model(ids, mask)
+
+    def backward(self, loss: torch.Tensor, accumulation_steps: int) -> None:
+        (loss / accumulation_steps).backward()
+
+    def optimizer_step(self) -> None:
+        """Once per optimizer step, after the policy's (`_CriticStep`)."""
+        if self.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def save(self, folder: str) -> None:
+        if self.accelerator.is_main_process:
+            self.accelerator.unwrap_model(self.model).save(folder)
+            torch.save(self.optimizer.state_dict(), os.path.join(folder, OPTIMIZER_NAME))
+
+    def load(self, folder: str) -> None:
+        self.accelerator.unwrap_model(self.model).load(folder)
+        # Loaded on the CPU: load_state_dict moves each state to its parameter's device. (Mapping straight to
+        # accelerator.device fails for a DDP process on the CPU, whose device is "cpu:0".)
+        state = torch.load(os.path.join(folder, OPTIMIZER_NAME), map_location="cpu", weights_only=True)
+        self.optimizer.load_state_dict(state)
+
+    @staticmethod
+    def saved(folder: str) -> bool:
+        return os.path.isfile(os.path.join(folder, OPTIMIZER_NAME))
+
+
+class DeepSpeedCritic:
+    def __init__(self, critic: ValueModel, accelerator, args):
+        import deepspeed
+
+        config = critic_deepspeed_config(accelerator.state.deepspeed_plugin.deepspeed_config, args,
+                                         critic.backbone.config.hidden_size, accelerator.num_processes)  # fmt: skip
+        optimizer = deepspeed_critic_optimizer(critic.parameters(), config, args)
+        self.model, self.optimizer, _, _ = deepspeed.initialize(model=critic, optimizer=optimizer, config=config)
+
+    def values(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.model(ids, mask)
+
+    def backward(self, loss: torch.Tensor, accumulation_steps: int) -> None:
+        """DeepSpeed divides by its accumulation steps and steps only at the boundary: call every micro-batch."""
+        self.model.backward(loss)
+        self.model.step()
+
+    def optimizer_step(self) -> None:
+        """Nothing: `backward` already stepped at the accumulation boundary."""
+
+    def save(self, folder: str) -> None:
+        self.model.save_checkpoint(folder, tag=DEEPSPEED_TAG)  # every rank writes its shard
+
+    def load(self, folder: str) -> None:
+        path, _ = self.model.load_checkpoint(folder, tag=DEEPSPEED_TAG, load_lr_scheduler_states=False)
+        if path is None:
+            raise FileNotFoundError(f"No DeepSpeed critic checkpoint under {folder}/{DEEPSPEED_TAG}")
+
+    @staticmethod
+    def saved(folder: str) -> bool:
+        return os.path.isdir(os.path.join(folder, DEEPSPEED_TAG))
+
+
+def deepspeed_critic_optimizer(params, config: dict, args) -> torch.optim.Optimizer:
+    """AdamW for the critic's DeepSpeed engine. With the optimizer offloaded to the CPU, DeepSpeed accepts only
+    its own CPU Adam as a client optimizer (a torch one raises ZeRORuntimeException): the same swap that
+    accelerate makes for the policy, unless the config sets `zero_force_ds_cpu_optimizer: false`."""
+    offload = config.get("zero_optimization", {}).get("offload_optimizer") or {}
+    if offload.get("device", "none") not in ("none", None) and config.get("zero_force_ds_cpu_optimizer", True):
+        from deepspeed.ops.adam import DeepSpeedCPUAdam
+
+        return DeepSpeedCPUAdam(params, adamw_mode=True, **adam_settings(args))
+    return torch.optim.AdamW(params, **adam_settings(args))
+
+
+def critic_deepspeed_config(run_config: dict, args, hidden_size: int, world_size: int) -> dict:
+    """The run's DeepSpeed config for the critic's engine: the same ZeRO stage, precision and offload, the
+    trainer's batch, accumulation and clipping, our optimizer (its `optimizer`/`scheduler` blocks dropped), and
+    the size-dependent "auto" buckets resolved from the critic's hidden size (as transformers does for a model)."""
+    config = copy.deepcopy(run_config)
+    config.pop("optimizer", None)
+    config.pop("scheduler", None)
+    config["train_micro_batch_size_per_gpu"] = args.per_device_train_batch_size
+    config["gradient_accumulation_steps"] = args.gradient_accumulation_steps
+    config["train_batch_size"] = args.per_device_train_batch_size * args.gradient_accumulation_steps * world_size
+    config["gradient_clipping"] = args.max_grad_norm
+    zero = config.setdefault("zero_optimization", {})
+    sizes = {"reduce_bucket_size": hidden_size * hidden_size, "stage3_prefetch_bucket_size": int(0.9 * hidden_size**2),
+             "stage3_param_persistence_threshold": 10 * hidden_size}  # fmt: skip
+    for key, value in sizes.items():
+        if zero.get(key, "auto") == "auto":
+            zero[key] = value
+    for precision in ("bf16", "fp16"):
+        block = config.get(precision)
+        if isinstance(block, dict) and block.get("enabled") == "auto":
+            block["enabled"] = bool(getattr(args, precision))
+    return config
+
+
+# ---- models loaded beside the policy -----------------------------------------------------------------------
+
+#: launches where each process holds its own copy (DDP) or a shard (DeepSpeed): `device_map` must be None
+ONE_DEVICE_PER_PROCESS = (DistributedType.MULTI_GPU, DistributedType.DEEPSPEED)
+
+
+def load_kwargs(
+    args, distributed_type, *, dtype, attn_implementation: str | None = None, of_policy: bool = True
+) -> dict:
+    """`from_pretrained` keyword arguments for a model loaded beside the policy (see the module docstring).
+
+    `dtype` (and `attn_implementation` when the run leaves it unset) are the loaded policy's, so the
+    critic and the reference compute as it does; `of_policy=False` (a critic from another checkpoint)
+    drops the policy's `revision`, which names a commit of another repository.
+    """
+    kwargs = dict(args.model_init_kwargs or {})
+    kwargs.setdefault("trust_remote_code", args.trust_remote_code)
+    kwargs["dtype"] = dtype
+    if kwargs.get("attn_implementation") is None and attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    if not of_policy:
+        kwargs.pop("revision", None)
+    if distributed_type in ONE_DEVICE_PER_PROCESS:
+        kwargs["device_map"] = None
+    return kwargs
+
+
+def load_reference(path: str, accelerator, args, *, dtype, attn_implementation: str | None, temperature: float):
+    """The frozen reference policy at `path`, with TRL's fused LM head, prepared for this launch."""
+    from trl.models import prepare_deepspeed
+    from trl.trainer.utils import add_fused_lm_head, create_model_from_path, disable_dropout_in_model
+
+    kwargs = load_kwargs(args, accelerator.distributed_type, dtype=dtype, attn_implementation=attn_implementation)
+    reference = create_model_from_path(path, **kwargs)
+    if args.disable_dropout:
+        disable_dropout_in_model(reference)
+    # TRL computes log-probs through a fused LM head it adds to its models; the reference needs it too.
+    add_fused_lm_head(reference, temperature=temperature, cast_lm_head_to_fp32=args.cast_lm_head_to_fp32)
+    if accelerator.distributed_type == DistributedType.DEEPSPEED:
+        return prepare_deepspeed(reference, accelerator)
+    return accelerator.prepare_model(reference, evaluation_mode=True)

@@ -9,7 +9,7 @@ and four different prompts sharing one `query_id` silently share one RankBuffer 
     check_group_size("rank_buffer", needs, num_generations=8)
     check_training_dataset(dataset, needs)
 
-Columns (see `grouping.py`, which turns rows into groups): `prompt` (a non-empty string, or a
+Columns (see `group_scoring.rows_to_groups`, which turns rows into groups): `prompt` (a non-empty string, or a
 list of chat messages `{"role", "content"}` with at least one non-system message that has
 text), optional `query_id` (a string or an integer; without it the id is a hash of the query
 text), optional `rubrics` (a list of `{"text", "weight"}` mappings or plain strings, as
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._gc import paused_gc
-from ..data.conversation import message_text, query_text
+from ..data.prompts import message_text, query_text
 from ..judging.requests import Rubric
 from ..rewards.options import DataNeeds
 from ..rewards.registry import REWARD_METHODS, reward_method_class
@@ -76,8 +76,8 @@ def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -
             if reward_method_class(name).options_class().data_needs().min_group_size <= num_generations
         ]
         raise DatasetError(
-            f"Reward method {method_name!r} compares the rollouts of a group with each other and needs at least "
-            f"{needs.min_group_size} per query, but num_generations={num_generations}. Fix: set num_generations >= "
+            f"Reward method {method_name!r} {needs.group_size_why} and needs at least "
+            f"{needs.min_group_size} rollouts per query, but num_generations={num_generations}. Fix: set num_generations >= "
             f"{needs.min_group_size} (the papers use 8), or use a method that ranks groups of {num_generations} "
             f"({', '.join(sorted(fit)) or 'none'})."
         )

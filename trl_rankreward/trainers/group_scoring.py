@@ -1,14 +1,23 @@
-"""`GroupScorer`: the main process's side of judging one generation batch, startable early.
+"""Judging one generation batch on the main process: rollout rows -> whole `Group`s -> `GroupScorer` ->
+rewards, metrics (judge usage included) and failure messages; and the collectives every caller shares.
 
-`start` cuts the gathered rollout rows into whole groups and submits the reward method's
-`score` coroutine to one persistent event loop in a daemon thread (HTTP clients stay bound
-to it); it returns at once with a `PendingScore`. `finish` waits for the result and turns it
-into rewards, metrics and failure messages. Between the two the training thread is free:
-the trainer starts judging right after generation and finishes it in `_calculate_rewards`,
-so the judge works while the old-policy and reference log-prob passes run.
+Rows and groups. TRL's `RepeatSampler` yields each query `num_generations` (G) times in a row, and the
+gathered batch keeps process order, so rows `[g*G, (g+1)*G)` of the gathered batch are the G completions
+of one query. `rows_to_groups` rebuilds groups from that layout and verifies it: every row of a chunk must
+carry the same query id and query text. The query a judge sees is `data.prompts.query_text(prompt)`,
+the same text rubric generation showed its generator.
 
-Evaluation scores inside the method's `frozen_state()`, entered in `start` and left in
-`finish` (also when scoring fails), so evaluation never changes training state.
+Scoring. `GroupScorer.start` cuts the gathered rows into whole groups and submits the reward method's
+`score` coroutine to one persistent event loop in a daemon thread (HTTP clients stay bound to it); it
+returns at once with a `PendingScore`. `finish` waits for the result and turns it into rewards, metrics
+and failure messages. Between the two the training thread is free: the trainer starts judging right
+after generation and finishes it in `_calculate_rewards`. Evaluation scores inside the method's
+`frozen_state()`, entered in `start` and left in `finish` (also when scoring fails).
+
+Judge usage (`JudgeUsage`). Step numbers are differences of ledger snapshots between two calls of
+`step_metrics`; totals add an offset restored from a checkpoint, so `judge/*_total` continue across a
+resume. Failure kinds seen once stay in every later step's metrics (as 0 when absent), so TRL's
+averaging over a logging window sees the same keys every step.
 
 Around it, the collectives every caller shares (the trainer, `reward_func.GroupRewardFunction`,
 the win rate's `judge_eval`): `gather_rows` and `share_from_main`.
@@ -20,18 +29,167 @@ import asyncio
 import atexit
 import contextlib
 import math
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from accelerate.utils import broadcast_object_list, gather_object
 from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
 
-from ..rewards.base import GroupRewardMethod
-from .failures import first_failures
-from .grouping import rows_to_groups
-from .judge_usage import JudgeUsage, combined_snapshot
+from ..data.prompts import message_text, query_text
+from ..judging.calls import LedgerSnapshot
+from ..judging.requests import text_id
+from ..rewards.base import Group, GroupResult, GroupRewardMethod
+
+# ---- rows and groups ---------------------------------------------------------------------------------------
+
+def completion_text(completion: Any) -> str:
+    """The assistant's text of a completion (plain string, or TRL's list of chat messages)."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(message_text(m.get("content")) for m in completion if m.get("role", "assistant") == "assistant")
+
+
+def reward_row(example: dict[str, Any], prompt: Any, completion: Any) -> dict[str, Any]:
+    """The picklable part of one rollout that reward methods need (gathered across processes).
+
+    Without a `query_id` column the query id is the content address of the query text
+    (`text_id(query_text(prompt))`, the same id `data.prompts.query_id` gives).
+    """
+    query = query_text(prompt)
+    query_id = example.get("query_id")
+    return {
+        "query_id": str(query_id) if query_id is not None else text_id(query),
+        "query": query,
+        "rubrics": example.get("rubrics") or (),
+        "references": example.get("references"),
+        "completion": completion_text(completion),
+    }
+
+
+def rows_to_groups(rows: Sequence[dict[str, Any]], group_size: int) -> list[Group]:
+    """Cut the gathered rows into consecutive groups of `group_size` and check each is whole."""
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    if len(rows) % group_size:
+        raise ValueError(
+            f"Got {len(rows)} rollouts, not a multiple of num_generations={group_size}: some group is incomplete. "
+            "The global batch (per_device_train_batch_size x processes x steps_per_generation) must be a multiple "
+            "of num_generations."
+        )
+    groups = []
+    for start in range(0, len(rows), group_size):
+        chunk = rows[start : start + group_size]
+        first = chunk[0]
+        for offset, row in enumerate(chunk):
+            if row["query_id"] != first["query_id"] or row["query"] != first["query"]:
+                raise ValueError(
+                    f"Rollouts {start}..{start + group_size - 1} should be the {group_size} completions of one query, "
+                    f"but rollout {start + offset} belongs to query {row['query_id']!r} and rollout {start} to "
+                    f"{first['query_id']!r}. Groups must be consecutive (TRL's RepeatSampler does this); check for a "
+                    "custom sampler, or query ids that are not unique per prompt."
+                )
+        references = first["references"]
+        groups.append(
+            Group(
+                query_id=first["query_id"],
+                query=first["query"],
+                rubrics=first["rubrics"],
+                completions=[row["completion"] for row in chunk],
+                references=list(references) if references is not None else None,
+            )
+        )
+    return groups
+
+
+# ---- judge failure messages, and how often they are printed ------------------------------------------------
+
+_MESSAGE_CHARS = 500
+
+
+def first_failures(results: Sequence[GroupResult], limit: int = 3) -> list[str]:
+    """Up to `limit` distinct failure messages: of neutral groups, then of partial failures (e.g. a fine call)."""
+    messages: list[str] = []
+    for result in results:
+        found = [result.details["failure"]] if result.neutral and "failure" in result.details else []
+        for message in found + list(result.details.get("partial_failures", ())):
+            message = message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + "..."
+            if message not in messages:
+                messages.append(message)
+            if len(messages) == limit:
+                return messages
+    return messages
+
+
+class FailureLog:
+    """`due()` is True the first time and then at most once per `interval_s` seconds."""
+
+    def __init__(self, interval_s: float = 60.0):
+        self.interval_s = interval_s
+        self._last: float | None = None
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self.interval_s:
+            return False
+        self._last = now
+        return True
+
+
+# ---- judge usage from the ledgers --------------------------------------------------------------------------
+
+TOTAL_SUFFIX = "_total"
+
+
+def combined_snapshot(judges: Iterable[Any]) -> LedgerSnapshot:
+    """Sum of the ledger snapshots of `judges` (judges without a `ledger` count nothing)."""
+    total = LedgerSnapshot()
+    for judge in judges:
+        ledger = getattr(judge, "ledger", None)
+        if ledger is not None:
+            total = total + ledger.snapshot()
+    return total
+
+
+class JudgeUsage:
+    """Turns ledger snapshots into `judge/...` step metrics and `judge/..._total` metrics."""
+
+    def __init__(self):
+        self._offset = LedgerSnapshot()  # totals of the run before a resume
+        self._base = LedgerSnapshot()  # the live ledgers' state when the offset was set
+        self._previous = LedgerSnapshot()
+        self._failure_kinds: set[str] = set()
+
+    def step_metrics(self, current: LedgerSnapshot) -> dict[str, float]:
+        step = current - self._previous
+        self._previous = current
+        total = self._total(current)
+        self._failure_kinds |= set(total.failures)
+        zero_failures = {kind: 0 for kind in self._failure_kinds}
+        step.failures = {**zero_failures, **step.failures}
+        total.failures = {**zero_failures, **total.failures}
+        metrics = step.metrics("judge/")
+        metrics.update({f"{key}{TOTAL_SUFFIX}": value for key, value in total.metrics("judge/").items()})
+        return metrics
+
+    def state_dict(self, current: LedgerSnapshot) -> dict[str, Any]:
+        """Cumulative totals at `current` (JSON-able), saved with a checkpoint."""
+        return asdict(self._total(current))
+
+    def load_state_dict(self, state: dict[str, Any], current: LedgerSnapshot) -> None:
+        """Continue totals from a checkpoint; `current` is the live ledgers' state now."""
+        self._offset = LedgerSnapshot(**state)
+        self._base = current
+        self._previous = current
+        self._failure_kinds = set(self._offset.failures)
+
+    def _total(self, current: LedgerSnapshot) -> LedgerSnapshot:
+        return self._offset + (current - self._base)
+
+
+# ---- scoring on the main process, and the collectives around it --------------------------------------------
 
 T = TypeVar("T")
 

@@ -1,7 +1,8 @@
-"""Judge win rate during training: `JudgeWinRateCallback` (its fields: `judge_eval_config.JudgeEvalConfig`).
+"""Judge win rate during training: `JudgeWinRateCallback`, and `JudgeEvalConfig`, the mixin of its config fields.
 
 Every `eval_steps` steps (TrainingArguments' field; None: `logging_steps`) and at the last step,
-the policy answers a fixed set of evaluation prompts greedily (`eval_generation`; the judge sees
+the policy answers a fixed set of evaluation prompts greedily (`generate_answers`: process r of R answers prompts r, r + R, ...
+in left-padded greedy batches, gathered in prompt order; the judge sees
 an answer without its closed thinking block, as in training); a fixed judge
 compares each answer with the prompt's baseline answer in both display orders, ties split
 (`evaluation.win_rate`), and the callback logs `eval/win_rate` with its Wilson interval, the
@@ -15,7 +16,7 @@ Several processes: each generates its shard of the prompts; the answers are gath
 process judges, the result is broadcast, so every process logs the same numbers and applies the
 circuit breaker's rules alike. A failed comparison leaves its prompt out of the win rate and is
 counted (`eval/prompts_failed`). Evaluations are the breaker's batches and prompts its groups
-(`circuit_breaker`, with the config's `judge_*` thresholds where it has them): a judge that keeps
+(`reward_state.JudgeCircuitBreaker`, with the config's `judge_*` thresholds where it has them): a judge that keeps
 failing saves a checkpoint, stops training and raises `JudgeFailureError`.
 
 Works with any `transformers.Trainer` (TRL's included):
@@ -33,22 +34,106 @@ import dataclasses
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from accelerate.utils import broadcast_object_list
+import torch
+from accelerate.utils import broadcast_object_list, gather_object
 from transformers import Trainer, TrainerCallback
 from transformers.utils import logging
+from trl.data_utils import maybe_apply_chat_template
+from trl.models.utils import unwrap_model_for_generation
 
+from ..config_checks import CheckedConfig
 from ..evaluation.win_rate import PREFIX, EvalPrompt, evaluation_metrics, judge_against_baselines
 from ..judging.calls import LedgerSnapshot
 from ..judging.parsing import strip_thinking
-from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
+from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, EvalJudgeFields, build_judge
 from ..rewards.state_files import write_json_atomic
-from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
-from .eval_generation import generate_answers
-from .group_scoring import register_references, share_from_main
-from .judge_eval_config import BASELINES
-from .judge_usage import combined_snapshot
-from .model_card import describe_judge, redact_urls
+from .group_scoring import combined_snapshot, register_references, share_from_main
+from .model_card import describe_judge, redact_server_urls, redact_urls
+from .reward_state import JudgeCircuitBreaker, JudgeFailureError
+
+# ---- the config fields -------------------------------------------------------------------------------------
+
+BASELINES = ("initial_policy", "reference")
+
+
+@dataclass
+class JudgeEvalConfig(CheckedConfig, EvalJudgeFields):
+    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`. Its checks run through
+    `config_checks.CheckedConfig`: TRL's, the judge's (`EVAL_JUDGE`), then the baseline and the count. The
+    judge's fields (`eval_judge_*`) are `EvalJudgeFields`'."""
+
+    eval_prompts: str | None = field(
+        default=None,
+        metadata={
+            "help": "Evaluation prompts of the judge win rate: a .json/.jsonl/.parquet file, a save_to_disk folder or "
+            "a Hub id, with the training data's columns (prompt; query_id, rubrics, references optional). None: no "
+            "win-rate evaluation. It runs every eval_steps (None: logging_steps) and at the last step."
+        },
+    )
+    eval_num_prompts: int | None = field(
+        default=None, metadata={"help": "Evaluate on the first this many of eval_prompts (None: all)."}
+    )
+    eval_baseline: str = field(
+        default="initial_policy",
+        metadata={
+            "help": "What each answer is compared with: 'initial_policy' (the starting policy's greedy answer, "
+            "generated at step 0 and cached in output_dir/eval_baselines.json for resumes) or 'reference' (the "
+            "prompt's best reference).",
+            "choices": list(BASELINES),
+        },
+    )
+
+    def check_config(self) -> None:
+        if self.eval_baseline not in BASELINES:
+            raise ValueError(f"eval_baseline must be one of {list(BASELINES)}, got {self.eval_baseline!r}")
+        if self.eval_num_prompts is not None and self.eval_num_prompts < 1:
+            raise ValueError(f"eval_num_prompts must be >= 1 or None, got {self.eval_num_prompts}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """`TrainingArguments.to_dict()` (what W&B and the other loggers store as the run's config) with the
+        judge server URLs of every role redacted, as the model card redacts them (they can be private hosts)."""
+        return redact_server_urls(super().to_dict())
+
+
+# ---- the policy's greedy answers, generated in shards ------------------------------------------------------
+
+def generate_answers(trainer, prompts: Sequence, *, max_new_tokens: int, batch_size: int) -> list[str]:
+    """Every process: the policy's greedy answer to each prompt (text or chat messages), in prompt order."""
+    accelerator = trainer.accelerator
+    mine = list(range(accelerator.process_index, len(prompts), accelerator.num_processes))
+    tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+    template_kwargs = getattr(trainer.args, "chat_template_kwargs", None) or {}
+    texts = [maybe_apply_chat_template({"prompt": prompts[i]}, tokenizer, **template_kwargs)["prompt"] for i in mine]
+    answers: list[str] = []
+    with unwrap_model_for_generation(trainer.model_wrapped, accelerator) as model:
+        was_training = model.training
+        model.eval()
+        try:
+            for start in range(0, len(texts), batch_size):
+                answers += _generate_batch(model, tokenizer, texts[start : start + batch_size], max_new_tokens)
+        finally:
+            model.train(was_training)
+    gathered = gather_object(list(zip(mine, answers, strict=True)))
+    return [answer for _, answer in sorted(gathered)]
+
+
+def _generate_batch(model, tokenizer, texts: list[str], max_new_tokens: int) -> list[str]:
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"  # new tokens start at one column for all rows
+    try:
+        batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    finally:
+        tokenizer.padding_side = side
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    with torch.no_grad():
+        output = model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad,
+                                use_cache=True)  # fmt: skip
+    return tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+
+
+# ---- the callback ------------------------------------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -211,7 +296,7 @@ class JudgeWinRateCallback(TrainerCallback):
 
     def _answers(self) -> list[str]:
         """The policy's greedy answers (every process), as the judge sees answers in training: without a closed
-        thinking block (`judging.parsing.strip_thinking`)."""
+        thinking block (`rewards.base.strip_thinking`)."""
         answers = generate_answers(self.trainer, [p.prompt for p in self.prompts],
                                    max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)  # fmt: skip
         return [strip_thinking(a) for a in answers]

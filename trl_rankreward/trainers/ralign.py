@@ -26,23 +26,20 @@ from dataclasses import asdict, dataclass, field
 
 from trl import GRPOConfig
 
-from ..evaluation.genrm_metrics import GenRMCounts
+from ..evaluation.genrm_eval import GenRMCounts
 from ..judging.server_settings import METARM, MetaRMFields
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from .base import GRPOTrainerBase
-from .critic_config import (
+from .group_scoring import combined_snapshot, completion_text
+from .judge_eval import JudgeEvalConfig, evaluation_summary
+from .model_card import describe_judge, redact_urls, training_section
+from .ppo import (
     ADVANTAGE_ESTIMATORS,
     CriticConfig,
     critic_card_settings,
-    critic_post_init,
     training_algorithm,
 )
-from .grouping import completion_text
-from .judge_eval import evaluation_summary
-from .judge_eval_config import JudgeEvalConfig, check_judge_eval
-from .judge_usage import combined_snapshot
-from .model_card import describe_judge, redact_urls, training_section
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -53,7 +50,7 @@ class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig)
     """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md).
 
     The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) are `judging.server_settings.MetaRMFields`,
-    which `eval-genrm` uses too; `__post_init__` checks every field, after TRL's own checks.
+    which `eval-genrm` uses too; every field is checked after TRL's own checks (`config_checks.CheckedConfig`).
     """
 
     advantage_estimator: str = field(
@@ -95,10 +92,7 @@ class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig)
         },
     )
 
-    def __post_init__(self):
-        critic_post_init(self)  # TRL's checks and the critic's
-        check_judge_eval(self)
-        METARM.check(self)
+    def check_config(self) -> None:
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")
         self.reward_values()  # validates the table
@@ -172,7 +166,7 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
 
     Args:
         model, args, train_dataset, eval_dataset, processing_class, callbacks, peft_config: as in
-            `GRPOTrainer`. Datasets hold pairwise rows (`data.preferences` schema); the GenRM
+            `GRPOTrainer`. Datasets hold pairwise rows (`data.pairwise` schema); the GenRM
             prompt columns are added by `build_genrm_prompts` unless already there.
         meta_judge: the MetaRM: any judge (`async judge(MetaJudgeRequest) -> bool`) or a
             `(request) -> bool` hook (with `r_align_release`, one that answers `ReleaseMetaRequest`).

@@ -11,7 +11,7 @@ It gives a plain TRL script what `JudgeRewardGRPOTrainer` does, from the same pa
   main process scores whole groups as the trainer does (`group_scoring`; its event loop runs in a
   daemon thread, so it also works where a loop is already running, as in a notebook).
 - **Failures as values.** A neutral group's rewards are None (TRL makes them NaN: left out of
-  the baselines, zero advantage); the circuit breaker (`circuit_breaker`) stops a run whose
+  the baselines, zero advantage); the circuit breaker (`reward_state.JudgeCircuitBreaker`) stops a run whose
   judge keeps failing: the callback saves a checkpoint, stops, and `train()` raises
   `JudgeFailureError`.
 - **State in checkpoints.** `fn.callback` writes the method's state (RankBuffer's buffers and
@@ -36,13 +36,9 @@ from transformers import TrainerCallback
 from transformers.utils import logging
 
 from ..rewards.base import GroupRewardMethod
-from .checkpoints import checkpoint_folder
-from .circuit_breaker import JudgeCircuitBreaker, JudgeFailureError
-from .group_scoring import GroupScorer, Scored, gather_rows, share_from_main
-from .grouping import reward_row
-from .judge_usage import TOTAL_SUFFIX
-from .reward_state import RewardRunState
-from .run_summary import resume_message
+from .base import checkpoint_folder
+from .group_scoring import TOTAL_SUFFIX, GroupScorer, Scored, gather_rows, reward_row, share_from_main
+from .reward_state import JudgeCircuitBreaker, JudgeFailureError, RewardRunState, resume_message
 
 logger = logging.get_logger(__name__)
 

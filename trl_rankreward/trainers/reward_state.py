@@ -1,33 +1,123 @@
-"""`RewardRunState`: what a judged run keeps beside its reward method, and how it travels in checkpoints.
+"""`RewardRunState`: what a judged run keeps beside its reward method, how it travels in checkpoints, and
+what the run prints about it.
 
 Both ways of training with a group reward method hold one: `JudgeRewardGRPOTrainer` and the TRL
 reward function of `reward_func` (`as_reward_func`). It holds
 
-- the judge usage totals (`JudgeUsage`), so `judge/*_total` continue across a resume;
+- the judge usage totals (`group_scoring.JudgeUsage`), so `judge/*_total` continue across a resume;
 - the circuit breaker (`JudgeCircuitBreaker`) and the count of neutral groups, fed every batch
   by `record` on every process alike (every process gets the same broadcast `Scored`), so every
   process stops at the same step;
-- the rate-limited printing of judge failure messages (`FailureLog`).
+- the printing of judge failure messages, at most once per `FailureLog.interval_s`, so a dead judge
+  does not flood the console (the failures are counted every step: `judge/failures_<kind>`).
 
 `save(checkpoint)` writes the method's state (`reward_method_state.json`) and `judge_usage.json`;
 `load(checkpoint)` reads them back: the breaker and neutral count on every process, the method and
 judge totals where the method lives (the main process).
+
+The circuit breaker stops a run whose judge keeps failing instead of training on nothing (a neutral
+group gets zero advantages). Per training generation batch it counts the neutral groups and trips when
+every group was neutral in `max_failed_batches` consecutive batches, or when over the last `window`
+batches more than `max_neutral_fraction` of all groups were neutral. A transient outage shorter than
+both does not trip it. The trainer saves a checkpoint and stops with `reason()`, which quotes the first
+failure messages of the failing stretch.
+
+What a run prints: `startup_message`, the block the main process prints before the first step
+(processes, completions and queries per optimizer step, counted as `evaluation.step_counts` counts them
+for a config's cost estimate, steps per epoch, the method and the judge), and `resume_message`, what a
+resume restored.
 """
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass, field
 
 from transformers.utils import logging
 
 from .._gc import paused_gc
+from ..evaluation.step_counts import step_counts
 from ..rewards.base import GroupRewardMethod
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
-from .circuit_breaker import JudgeCircuitBreaker
-from .failures import FailureLog
-from .group_scoring import Scored
-from .judge_usage import JudgeUsage, combined_snapshot
+from .group_scoring import FailureLog, JudgeUsage, Scored, combined_snapshot
+
+# ---- the circuit breaker -----------------------------------------------------------------------------------
+
+_QUOTED = 3
+
+
+@dataclass
+class JudgeCircuitBreaker:
+    """Counts neutral groups per batch and decides when judging has failed for too long (module docstring).
+
+    Set `max_failed_batches=0` or `max_neutral_fraction=1.0` to turn a rule off.
+    """
+
+    max_failed_batches: int = 3
+    window: int = 20
+    max_neutral_fraction: float = 0.5
+    _failed_streak: int = field(default=0, init=False)
+    _recent: deque = field(default_factory=deque, init=False)
+    _messages: list[str] = field(default_factory=list, init=False)
+    _tripped: str | None = field(default=None, init=False)
+
+    def __post_init__(self):
+        """The one check of the thresholds; errors name the settings users set (`judge_*` of the configs and
+        of `as_reward_func`)."""
+        if self.max_failed_batches < 0:
+            raise ValueError(f"judge_stop_after_failed_batches must be >= 0, got {self.max_failed_batches}")
+        if self.window < 1:
+            raise ValueError(f"judge_failure_window must be >= 1, got {self.window}")
+        if not 0.0 <= self.max_neutral_fraction <= 1.0:
+            raise ValueError(f"judge_max_neutral_fraction must be in [0, 1], got {self.max_neutral_fraction}")
+
+    @property
+    def tripped(self) -> bool:
+        return self._tripped is not None
+
+    def record(self, neutral: int, groups: int, failures: list[str]) -> bool:
+        """Add one batch's counts and failure messages; True when this batch trips the breaker."""
+        if groups <= 0 or self.tripped:
+            return False
+        self._failed_streak = self._failed_streak + 1 if neutral == groups else 0
+        self._recent.append((neutral, groups))
+        if len(self._recent) > self.window:
+            self._recent.popleft()
+        if not any(n for n, _ in self._recent):
+            self._messages.clear()  # a clean window: forget the last stretch's messages
+        for message in failures:
+            if len(self._messages) < _QUOTED and message not in self._messages:
+                self._messages.append(message)
+        if self.max_failed_batches and self._failed_streak >= self.max_failed_batches:
+            self._tripped = f"every group was neutral in {self._failed_streak} consecutive generation batches"
+        elif len(self._recent) == self.window and self.max_neutral_fraction < 1.0:
+            bad, total = (sum(column) for column in zip(*self._recent, strict=True))
+            if bad / total > self.max_neutral_fraction:
+                self._tripped = (f"{bad} of {total} groups ({bad / total:.0%}) were neutral over the last {self.window} "
+                                 f"generation batches (limit {self.max_neutral_fraction:.0%})")  # fmt: skip
+        return self.tripped
+
+    def reason(self) -> str:
+        """Why it tripped, with the first failure messages of the failing stretch."""
+        if not self.tripped:
+            return ""
+        quoted = "\n".join(f"  - {m}" for m in self._messages) or "  (no failure message was recorded)"
+        return f"Judging keeps failing: {self._tripped}. First failures:\n{quoted}"
+
+    def state_dict(self) -> dict:
+        return {"failed_streak": self._failed_streak, "recent": [list(r) for r in self._recent]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._failed_streak = int(state.get("failed_streak", 0))
+        self._recent = deque((int(n), int(g)) for n, g in state.get("recent", ()))
+
+
+class JudgeFailureError(RuntimeError):
+    """The judge kept failing (the breaker tripped); a checkpoint was saved before this was raised."""
+
+
+# ---- the run state and its checkpoint files ----------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -36,7 +126,7 @@ JUDGE_USAGE_NAME = "judge_usage.json"
 
 @dataclass(frozen=True)
 class Restored:
-    """What `RewardRunState.load` restored from `checkpoint`, for the resume message (`run_summary`)."""
+    """What `RewardRunState.load` restored from `checkpoint`, for the resume message (`resume_message`)."""
 
     checkpoint: str
     method_state: bool  # False: the method started afresh (stateless, or allowed)
@@ -128,3 +218,67 @@ class RewardRunState:
             f"restart it. Resume from a checkpoint written with this reward method, or set {self.fresh_setting} to "
             "start the method afresh.",
         )
+
+
+# ---- what a run prints when it starts and when it resumes --------------------------------------------------
+
+def startup_message(
+    *,
+    processes: int,
+    per_device_batch: int,
+    gradient_accumulation: int,
+    num_generations: int,
+    num_iterations: int,
+    queries: int | None,
+    max_steps: int,
+    method: str,
+    judge: str,
+) -> str:
+    """The start-up block (module docstring). `queries`: training queries per epoch (None: not known)."""
+    counts = step_counts(per_device_batch=per_device_batch, processes=processes,
+                         gradient_accumulation=gradient_accumulation, num_generations=num_generations,
+                         num_iterations=num_iterations, dataset_queries=queries)  # fmt: skip
+    completions, groups = counts.completions, counts.queries
+    reuse = f", each batch trained on {num_iterations} times" if num_iterations > 1 else ""
+    lines = [
+        "trl-rankreward: training run",
+        f"  processes:              {processes}",
+        f"  completions per step:   {completions} ({per_device_batch} per device x {processes} processes x "
+        f"{gradient_accumulation} accumulation)",
+        f"  queries per step:       {_count(groups)} group{'' if groups == 1 else 's'} of G={num_generations} "
+        f"judged{reuse}",
+    ]
+    if counts.steps_per_epoch is not None:
+        lines.append(f"  steps per epoch:        {_count(counts.steps_per_epoch)} ({queries} queries); max_steps {max_steps}")
+    else:
+        lines.append(f"  max_steps:              {max_steps}")
+    lines += [
+        f"  reward method:          {method}",
+        f"  judge:                  {judge}",
+        "  judge calls per step:   on the console line at each log (estimate: trl-rankreward bench --config)",
+    ]
+    return "\n".join(lines)
+
+
+def resume_message(restored: Restored, step: int, method: str) -> str:
+    """What a resume restored: the checkpoint, the method's state, the judge totals, the neutral groups."""
+    lines = [f"trl-rankreward: resumed from {restored.checkpoint} at step {step}"]
+    if restored.method_state:
+        stats = ", ".join(f"{key} {_count(value)}" for key, value in restored.method_summary.items() if value)
+        state = stats or "restored (no statistics)"  # e.g. "buffer/count 4, buffer/size_mean 5.25"
+        lines.append(f"  {method} state:  {state}")
+    else:
+        lines.append(f"  {method} state:  none in the checkpoint; started afresh")
+    totals = restored.judge_totals
+    if totals is not None:
+        tokens = totals.get("prompt_tokens", 0) + totals.get("completion_tokens", 0)
+        failed = sum(totals.get("failures", {}).values())
+        lines.append(f"  judge totals:  {totals.get('calls', 0):,} calls, {tokens:,} tokens, {failed:,} failed; "
+                     f"{restored.neutral_groups:,} neutral groups")  # fmt: skip
+    else:
+        lines.append("  judge totals:  none in the checkpoint; counted from 0")
+    return "\n".join(lines)
+
+
+def _count(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"

@@ -8,9 +8,8 @@ import pytest
 
 from tests.evaluation.ralign_bmk_fixtures import bmk_row, write_bmk_files
 from trl_rankreward.cli import main
-from trl_rankreward.data.conversation import query_id
-from trl_rankreward.data.ralign_rows import RAlignRowError
-from trl_rankreward.data.sources import load_source
+from trl_rankreward.data.prompts import query_id
+from trl_rankreward.data.sources import RAlignRowError, load_source
 
 
 def _write(path, rows):
@@ -94,7 +93,7 @@ def test_data_r_align_writes_the_pairwise_set(tmp_path):
 
 
 def test_the_hub_repositories_are_read_file_by_file(tmp_path, monkeypatch):
-    from trl_rankreward.data import ralign_rows
+    from trl_rankreward.data import sources
 
     write_bmk_files(tmp_path / "snapshot" / "data")
     asked = []
@@ -103,7 +102,7 @@ def test_the_hub_repositories_are_read_file_by_file(tmp_path, monkeypatch):
         asked.append(repo_id)
         return tmp_path / "snapshot"
 
-    monkeypatch.setattr(ralign_rows, "download_ralign_repo", download)
+    monkeypatch.setattr(sources, "download_ralign_repo", download)
     rows = load_source("lyn22333/R-Align-BMK")
     assert asked == ["lyn22333/R-Align-BMK"]
     assert sorted(set(rows["source"])) == ["helpsteer3_aug", "reward_bench2_aug"] and len(rows) == 96

@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from trl_rankreward.evaluation.simulated_judge import SimulatedJudge
+from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.judging.prompt_budget import ApproxCounter, count_message_tokens
 from trl_rankreward.judging.rendering import render, render_messages
 from trl_rankreward.judging.requests import (

@@ -1,35 +1,174 @@
-"""The RM-R1 training mix in the pairwise schema: Skywork-80K (cleaned), Code-Preference-Pairs, Math-Step-DPO.
+"""Pairwise preference sets for R-Align in one schema (R-Align paper, Sec. 3.3, 4 and 4.2).
 
-R-Align Sec. 4.2 trains its GenRM on "a cleaned subset of Skywork Reward Preference 80K, 8K
-samples from Code-Preference-Pairs, and the complete Math-DPO-10K dataset", following RM-R1
-(Sec. 3.1). RM-R1 builds that mix in `rm_r1/dataset/mix_data/mix_data.py`; we select and
-join the same way:
+Each row has the columns of `schema.PAIRWISE_FEATURES` (made by `schema.preference_row`; `label` is
+"A" when response_a is preferred, `golden_rationale` "" until `rubrics rationales` fills it). Ties
+carry no label and are skipped (counted). The upstream columns each source needs are the
+`*_COLUMNS` tables below.
+
+**Evaluation sets.** HelpSteer3's preference subset also gives `individual_preference`, its
+annotators' {score, reasoning} reviews, and `domain`; RewardBench2 and PPE a `subset` / `language`.
+R-Align's own files (lyn22333/R-Align-BMK, -RL-Data) come from `data.load_source` already in this
+schema; `prepare_ralign` samples them.
+
+**The RM-R1 training mix.** R-Align Sec. 4.2 trains its GenRM on "a cleaned subset of Skywork Reward
+Preference 80K, 8K samples from Code-Preference-Pairs, and the complete Math-DPO-10K dataset",
+following RM-R1 (Sec. 3.1). RM-R1 builds that mix in `rm_r1/dataset/mix_data/mix_data.py`; we select
+and join the same way:
   Skywork: rows whose `source` is "magpie_ultra" are dropped (RM-R1's cleaning);
   Code-Preference-Pairs: the first 8,000 usable rows in `Dataset.shuffle(seed=42)` order;
   Math-Step-DPO-10K: every row; a response is `initial_reason_steps + full_chosen`
   (resp. `full_rejected`), the shared first steps followed by the full continuation.
 Which response is shown as A is a coin flip from `seeded_rng(seed, source, query, chosen,
 rejected)`, as for RewardBench2 (RM-R1 alternated A/B over its concatenated mix). No row has
-reviews: `reviews` stays empty and `golden_rationale` "" until `rubrics rationales` writes
-label-conditioned rationales.
-
-Upstream schemas: the `*_COLUMNS` tables below (from the dataset cards' `dataset_info` and RM-R1's
-reader; Skywork v0.2 has 77,016 train rows, Math-Step-DPO-10K 10,795, whose `chosen` / `rejected` hold
-only the first differing step).
+reviews. Skywork v0.2 has 77,016 train rows, Math-Step-DPO-10K 10,795, whose `chosen` /
+`rejected` hold only the first differing step.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 
 import datasets
 import numpy as np
 
 from ..judging.requests import seeded_rng
-from .conversation import query_text, user_prompt
-from .features import PAIRWISE_FEATURES, preference_row
-from .sampling import Ineligible, SampleReport, sample_rows
-from .sources import SchemaError, require_columns
+from .prompts import query_text, user_prompt
+from .schema import (
+    PAIRWISE_FEATURES,
+    Ineligible,
+    SampleReport,
+    SchemaError,
+    preference_row,
+    require_columns,
+    sample_rows,
+)
+
+HELPSTEER3_COLUMNS = {
+    "context": "list of {role, content} messages ending with a user turn",
+    "response1": "str",
+    "response2": "str",
+    "overall_preference": "int in -3..3 (< 0: response1 better, > 0: response2 better)",
+}
+REWARDBENCH2_COLUMNS = {"prompt": "str", "chosen": "list of str", "rejected": "list of str"}
+RALIGN_COLUMNS = {
+    "prompt": "chat messages (from the R-Align file's conversations)",
+    "response_a": "str",
+    "response_b": "str",
+    "label": '"A" | "B"',
+    "golden_rationale": "str (gt_judgment without thinking)",
+    "pair_id": "str (the row's id)",
+}
+PPE_COLUMNS = {
+    "prompt": "str",
+    "response_1": "str",
+    "response_2": "str",
+    "winner": '"model_a" | "model_b" | "tie" | "tie (bothbad)"',
+}
+
+
+def _collect(
+    source: datasets.Dataset, pairs: Callable[[dict], Iterable[dict | str]], num_pairs: int | None, seed: int
+) -> tuple[datasets.Dataset, SampleReport]:
+    """Keep the distinct pairs of every row (`pairs(row)` yields pairs, and strings as skip reasons), then
+    optionally sample `num_pairs`."""
+    report, kept, seen = SampleReport(), [], set()
+    for row in source:
+        report.read += 1
+        for item in pairs(row):
+            if isinstance(item, str):
+                report.skipped[item] += 1
+            elif item["pair_id"] in seen:
+                report.skipped["duplicate pair"] += 1
+            else:
+                seen.add(item["pair_id"])
+                kept.append(item)
+    if num_pairs is not None:
+        if num_pairs > len(kept):
+            raise ValueError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
+        chosen = sorted(random.Random(seed).sample(range(len(kept)), num_pairs))
+        kept = [kept[i] for i in chosen]
+    report.kept = len(kept)
+    return datasets.Dataset.from_list(kept, features=PAIRWISE_FEATURES), report
+
+
+def _reviews(row: dict) -> list[dict]:
+    reviews = []
+    for review in row.get("individual_preference") or []:
+        if "reasoning" not in review or "score" not in review:
+            raise SchemaError("A HelpSteer3 individual_preference entry lacks 'score' or 'reasoning'")
+        if (review["reasoning"] or "").strip():
+            reviews.append({"score": int(review["score"]), "text": review["reasoning"].strip()})
+    return reviews
+
+
+def prepare_helpsteer3(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """HelpSteer3 preference rows -> pairs; annotator reasonings kept as `reviews` (meta-review input)."""
+    require_columns(source, HELPSTEER3_COLUMNS, "nvidia/HelpSteer3 (preference)")
+
+    def pairs(row):
+        preference = int(row["overall_preference"])
+        if preference == 0:
+            yield "tie"
+            return
+        messages = [{"role": m["role"], "content": m["content"]} for m in row["context"]]
+        label = "A" if preference < 0 else "B"
+        yield preference_row(
+            "helpsteer3", messages, row["response1"], row["response2"], label,
+            reviews=_reviews(row), subset=row.get("domain") or "",
+        )  # fmt: skip
+
+    return _collect(source, pairs, num_pairs, seed)
+
+
+def prepare_rewardbench2(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """RewardBench2 rows -> one pair per (chosen, rejected); the A side is a seeded coin flip."""
+    require_columns(source, REWARDBENCH2_COLUMNS, "allenai/reward-bench-2")
+
+    def pairs(row):
+        messages = user_prompt(row["prompt"])
+        if not row["chosen"] or not row["rejected"]:
+            yield "no chosen or no rejected response"
+        for chosen in row["chosen"] or []:
+            for rejected in row["rejected"] or []:
+                chosen_first = seeded_rng(seed, row["prompt"], chosen, rejected).random() < 0.5
+                a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
+                yield preference_row(
+                    "rewardbench2", messages, a, b, "A" if chosen_first else "B", subset=row.get("subset")
+                )
+
+    return _collect(source, pairs, num_pairs, seed)
+
+
+def prepare_ppe(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """PPE human-preference rows -> pairs (model_a's response is A); ties skipped."""
+    require_columns(source, PPE_COLUMNS, "lmarena-ai/PPE-Human-Preference-V1")
+    labels = {"model_a": "A", "model_b": "B"}
+
+    def pairs(row):
+        label = labels.get(row["winner"])
+        if label is None:
+            yield f"winner {row['winner']!r}"
+            return
+        messages = user_prompt(row["prompt"])
+        yield preference_row("ppe", messages, row["response_1"], row["response_2"], label, subset=row.get("language"))
+
+    return _collect(source, pairs, num_pairs, seed)
+
+
+def prepare_ralign(
+    source: datasets.Dataset, *, num_pairs: int | None = None, seed: int = 42
+) -> tuple[datasets.Dataset, SampleReport]:
+    """R-Align files as `load_source` read them (already pairs): kept as they are, or `num_pairs` sampled."""
+    require_columns(source, RALIGN_COLUMNS, "R-Align (lyn22333/R-Align-BMK) read by data.load_source")
+    return _collect(source, lambda row: [dict(row)], num_pairs, seed)
+
 
 SKYWORK_COLUMNS = {
     "chosen": "list of {role, content}: the prompt turns, then the preferred assistant response",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trl_rankreward.evaluation.genrm_metrics import GenRMCounts, format_table, metrics_by_source
+from trl_rankreward.evaluation.genrm_eval import GenRMCounts, format_table, metrics_by_source
 
 # 10 samples of dataset "hs3":
 #   1 call failure, 1 parse failure, 2 wrong, 4 consistent, 1 spurious, 1 meta failure

@@ -1,10 +1,9 @@
 """`query_text`: the one text form of a prompt, shared by data preparation, rubric generation and the trainers."""
 
-from trl_rankreward.data import conversation
-from trl_rankreward.data.conversation import query_id, query_text
+from trl_rankreward.data import prompts
+from trl_rankreward.data.prompts import query_id, query_text
 from trl_rankreward.judging.requests import text_id
-from trl_rankreward.rubrics.generate import rubric_values
-from trl_rankreward.rubrics.templates import RANKBUFFER_RUBRIC_TEMPLATE
+from trl_rankreward.rubrics.generate import RANKBUFFER_RUBRIC_TEMPLATE, rubric_values
 
 SYSTEM = {"role": "system", "content": "Think step by step, then answer."}
 
@@ -32,10 +31,11 @@ def test_multi_turn_prompts_are_a_role_transcript_without_system_messages():
 def test_one_function_everywhere():
     from trl_rankreward.rewards import genrm_verdict
     from trl_rankreward.rubrics import generate, rationales
-    from trl_rankreward.trainers import dataset_checks, grouping
+    from trl_rankreward.trainers import dataset_checks
+    from trl_rankreward.trainers import group_scoring as grouping
 
     for module in (grouping, dataset_checks, generate, rationales, genrm_verdict):
-        assert module.query_text is conversation.query_text, module.__name__
+        assert module.query_text is prompts.query_text, module.__name__
 
 
 def test_rubric_generation_sees_the_query_the_judge_sees():

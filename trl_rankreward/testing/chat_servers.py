@@ -1,0 +1,208 @@
+"""Chat servers for client tests: a real model behind `transformers serve`, and a server that answers as scripted.
+
+`serve_transformers` starts `transformers serve <model_dir> --host 127.0.0.1 --port <free port>
+--device cpu` in its own process group, offline (`HF_HUB_OFFLINE=1`), waits until `GET /v1/models`
+answers, and kills the whole group on exit. The server is pinned to the model it was started with
+and refuses any other `model` name (HTTP 400), so requests must name it exactly as the yielded
+`ServedModel.model` does (the absolute path of `model_dir`).
+
+    with serve_transformers(build_tiny_model(tmp_path / "tiny")) as url:
+        backend = OpenAICompatibleBackend(url, url.model)
+
+`serve_chat_script` is for tests that compare two clients message for message (ours and the R-Align
+authors' scripts): the test's `answer(messages) -> Reply` decides each answer from the messages
+alone, so any two clients that send the same messages get the same answers. A `Reply` can carry
+`reasoning_content` (present, absent, or JSON null), and can fail with HTTP 500 for the first
+`fail_first` requests of the same messages (a large number: a server that never answers them);
+a 500 carries `retry-after-ms` so that clients which honour it retry at once. Every request body
+is kept in `requests`, in arrival order; `reset()` clears the log and the failure counters
+between clients. stdlib only; the server runs in a daemon thread on a free loopback port.
+
+    with serve_chat_script(answer) as server:
+        backend = OpenAICompatibleBackend(server.url, "genrm")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .scripted_judge import JSONHandler, LoopbackServer, chat_completion, openai_error
+
+_LOG_TAIL_CHARS = 4000
+
+
+class ServedModel(str):
+    """The server's base URL (`http://127.0.0.1:<port>/v1`), with `.model`, `.log_path` and `.stop()`."""
+
+    model: str
+    log_path: Path
+    process: subprocess.Popen
+
+    def stop(self) -> None:
+        """Kill the server now, as a crash would (idempotent); the context exit then has nothing to do."""
+        _kill_group(self.process)
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-_LOG_TAIL_CHARS:]
+        except OSError as exc:
+            return f"(log unreadable: {exc})"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_transformers(
+    model_dir: str | Path, *, port: int | None = None, startup_timeout_s: float = 120.0
+) -> Iterator[ServedModel]:
+    """Run `transformers serve` on `model_dir` on loopback; yield its base URL (a `ServedModel`)."""
+    model = str(Path(model_dir).resolve())
+    if not Path(model, "config.json").exists():
+        raise FileNotFoundError(f"{model} holds no config.json; build a model first (testing.build_tiny_model)")
+    port = port or free_port()
+    log_file = tempfile.NamedTemporaryFile(prefix="transformers-serve-", suffix=".log", delete=False)
+    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", model]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--log-level", "info"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    log_file.close()
+    served = ServedModel(f"http://127.0.0.1:{port}/v1")
+    served.model, served.log_path, served.process = model, Path(log_file.name), process
+    try:
+        _wait_ready(served, startup_timeout_s)
+        yield served
+    finally:
+        _kill_group(process)
+        Path(log_file.name).unlink(missing_ok=True)
+
+
+def _wait_ready(served: ServedModel, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if served.process.poll() is not None:
+            raise RuntimeError(
+                f"transformers serve exited with code {served.process.returncode} before answering at {served}. "
+                f"Server log ({served.log_path}):\n{served.log_tail()}"
+            )
+        try:
+            with urllib.request.urlopen(f"{served}/models", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(
+        f"transformers serve did not answer GET {served}/models within {timeout_s:g}s. "
+        f"Server log ({served.log_path}):\n{served.log_tail()}"
+    )
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL the server's process group: abrupt on purpose (a graceful stop waits for in-flight requests)."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key out
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: its content, its `reasoning_content` (`ABSENT`: no such key; None: JSON
+    null) and how many requests of the same messages fail with HTTP 500 before it is given."""
+
+    content: str | None = ""
+    reasoning: object = ABSENT
+    fail_first: int = 0
+
+
+def messages_key(messages) -> str:
+    """The identity of a request: its messages as canonical JSON."""
+    return json.dumps(messages, sort_keys=True, ensure_ascii=False)
+
+
+class ChatScriptServer(LoopbackServer):
+    def __init__(self, answer: Callable[[list[dict]], Reply], models: tuple[str, ...]):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.answer, self.models = answer, models
+        self.requests: list[dict] = []
+        self._seen: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self._seen.clear()
+
+    def respond(self, body: dict) -> tuple[int, dict]:
+        messages = body.get("messages") or []
+        reply = self.answer(messages)
+        with self._lock:
+            self.requests.append(body)
+            key = messages_key(messages)
+            self._seen[key] += 1
+            failing = self._seen[key] <= reply.fail_first
+        if failing:
+            return 500, openai_error("scripted server error", "server_error", 500)
+        message: dict = {"role": "assistant", "content": reply.content}
+        if reply.reasoning is not ABSENT:
+            message["reasoning_content"] = reply.reasoning
+        words, answered = len(messages_key(messages).split()), len((reply.content or "").split())
+        return 200, chat_completion(message, body.get("model", ""), words, answered, "chatcmpl-scripted")
+
+
+class _Handler(JSONHandler):
+    server: ChatScriptServer
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.server.models]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        status, payload = self.server.respond(body)
+        self._send(status, payload, {"retry-after-ms": "5"} if status >= 500 else None)
+
+
+@contextlib.contextmanager
+def serve_chat_script(
+    answer: Callable[[list[dict]], Reply], *, models: tuple[str, ...] = ("genrm", "metarm")
+) -> Iterator[ChatScriptServer]:
+    """Serve `answer` on loopback for the duration of the block (see the module docstring)."""
+    server = ChatScriptServer(answer, models).start()
+    try:
+        yield server
+    finally:
+        server.stop()

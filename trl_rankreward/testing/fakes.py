@@ -1,0 +1,276 @@
+"""In-process fakes for tests and examples: a scripted chat backend, judges whose verdicts follow from a
+table or a length, a small stateful reward method, and a fake R-Align release folder. Nothing here
+does I/O except `write_fake_release`.
+
+**`ScriptedBackend`** stands in for a chat backend (`judging.backends`): its answers are scripted in
+order (a list) or computed from the messages (a callable); an exception in the script is raised.
+
+**`OracleJudge`** is a noiseless judge that answers from a known quality, for hand-computed tests.
+Unlike `SimulatedJudge` (noise, biases, token costs), every verdict follows from the
+quality table alone, so a test's expected buffers and rewards can be derived on paper: the
+verdicts are `judging.quality_judge.QualityJudge`'s (its table) with no tie margin, a
+pointwise score is the quality (or the rubric's quality) clipped to [0, 10], and a
+`BufferSelectRequest` is answered by `select` (a callable `(request) -> indices`) when given.
+
+Rubric k's quality comes from `rubric_quality` (a `{text: [one value per rubric]}` dict or a
+callable `(query_id, text, k) -> float`), and defaults to the overall quality.
+
+`fail` makes chosen requests fail: a callable `(request) -> bool`; the failure is returned
+as a `JudgeFailure`, as a judge whose retries ran out would. `requests` lists every request
+received, `counts` counts them by kind, and `ledger` records them as parsed calls, without tokens.
+
+Sequential judge rounds: with `gated=True` every call waits until `release()`;
+`run_in_rounds(coro)` releases the held calls only when nothing else can run, so
+`rounds` counts the sequential judge rounds the awaited method needed, exactly.
+
+**`LengthJudge` and `CountingMethod`** drive the trainer plumbing tests: `CountingMethod` scores each
+unique answer with one pointwise judge call and keeps state (groups seen per query, epochs seen), so
+a resume that loses the state changes rewards.
+
+**`write_fake_release`** writes a folder laid out like the R-Align authors' repository, with prompts of
+our own. Tests of `r_align_release` need the two scripts the setting reads
+(`generate_model_judgment.py` with the GenRM's system message, `metarm_judge.py` with the MetaRM
+prompt and its three fields), but this repository ships none of the authors' text; these files hold
+short prompts written for the tests, in the same module-level string constants. A line that would
+fail if the file were run shows that the setting only parses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..judging.backends.base import Completion
+from ..judging.calls import JudgeLedger
+from ..judging.prompt_budget import ApproxCounter
+from ..judging.quality_judge import QualityJudge
+from ..judging.requests import BufferSelectRequest, JudgeFailure, PointwiseRequest, ask, request_kind
+from ..rewards.base import GroupRewardMethod, ScoreOutcome, require
+
+
+class ScriptedBackend:
+    """A chat backend whose answers are scripted: `script` is a list of answers given in turn, or a
+    callable `(messages, attempt) -> answer`, where `attempt` counts earlier calls with the same
+    messages. An answer is the text, a `Completion` returned as it is (a scripted `finish_reason`), or an
+    exception to raise (e.g. a `BackendError`).
+
+    Every answer costs `prompt_tokens` / `completion_tokens`; `calls` keeps the messages and settings
+    of every call; `delay_s` makes calls overlap, so a concurrency bound is observable (`max_in_flight`).
+    """
+
+    def __init__(
+        self,
+        script: Sequence[str | Exception] | Callable[[list[dict], int], str | Exception],
+        *,
+        prompt_tokens: int = 100,
+        completion_tokens: int = 10,
+        delay_s: float = 0.0,
+    ):
+        self.script = script if callable(script) else list(script)
+        self.prompt_tokens, self.completion_tokens, self.delay_s = prompt_tokens, completion_tokens, delay_s
+        self.calls: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
+        self._asked: Counter[str] = Counter()
+
+    async def complete(self, messages, *, temperature=0.0, max_tokens=1024, response_format=None):
+        self.calls.append(
+            {
+                "messages": messages,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "response_format": response_format,
+            }
+        )
+        key = json.dumps(messages)
+        attempt, self._asked[key] = self._asked[key], self._asked[key] + 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay_s)
+            answer = self._next(messages, attempt)
+        finally:
+            self.in_flight -= 1
+        if isinstance(answer, Exception):
+            raise answer
+        if isinstance(answer, Completion):  # a scripted finish_reason or usage
+            return answer
+        return Completion(answer, self.prompt_tokens, self.completion_tokens)
+
+    def _next(self, messages, attempt):
+        if callable(self.script):
+            return self.script(messages, attempt)
+        if not self.script:
+            raise AssertionError("ScriptedBackend ran out of scripted answers")
+        return self.script.pop(0)
+
+    @property
+    def prompts(self) -> list[str]:
+        """The last message of every call (the judge prompt)."""
+        return [c["messages"][-1]["content"] for c in self.calls]
+
+
+class OracleJudge(QualityJudge):
+    """Answers from `quality`: a `{text: float}` dict or a callable `(query_id, text) -> float`."""
+
+    def __init__(
+        self,
+        quality: dict[str, float] | Callable[[str, str], float],
+        *,
+        rubric_quality: dict[str, Sequence[float]] | Callable[[str, str, int], float] | None = None,
+        fail: Callable[[Any], bool] | None = None,
+        select: Callable[[BufferSelectRequest], Any] | None = None,
+        gated: bool = False,
+    ):
+        super().__init__(token_counter=ApproxCounter())
+        self._quality = quality
+        self._rubric_quality = rubric_quality
+        self._fail = fail
+        self._select = select
+        self.gated = gated
+        self.requests: list[Any] = []
+        self.counts: Counter[str] = Counter()
+        self.rounds = 0
+        self._held: list[asyncio.Future] = []
+
+    def quality(self, query_id: str, text: str, rubric_index: int | None = None) -> float:
+        if rubric_index is not None and self._rubric_quality is not None:
+            if callable(self._rubric_quality):
+                return float(self._rubric_quality(query_id, text, rubric_index))
+            return float(_lookup(self._rubric_quality, text)[rubric_index])
+        if callable(self._quality):
+            return float(self._quality(query_id, text))
+        return float(_lookup(self._quality, text))
+
+    async def judge(self, request) -> Any:
+        kind = request_kind(request)
+        self.requests.append(request)
+        self.counts[kind] += 1
+        if self.gated:
+            gate = asyncio.get_running_loop().create_future()
+            self._held.append(gate)
+            await gate
+        if self._fail is not None and self._fail(request):
+            self.ledger.record(request_kind=kind, parsed=False, failure="invalid")
+            return JudgeFailure("invalid", f"OracleJudge was told to fail this {kind} request", attempts=1)
+        self.ledger.record(request_kind=kind, parsed=True)
+        if isinstance(request, BufferSelectRequest) and self._select is not None:
+            return self._select(request)
+        return await self._verdict(request, ())
+
+    async def qualities(self, request, texts, rubric_index=None, *, display=()) -> list[float]:
+        return [self.quality(request.query_id, text, rubric_index) for text in texts]
+
+    def pointwise_score(self, quality: float) -> float:
+        return min(max(quality, 0.0), 10.0)
+
+    def release(self) -> int:
+        """Answer every held call at once (one judge round); returns how many were released."""
+        held, self._held = self._held, []
+        for gate in held:
+            gate.set_result(None)
+        self.rounds += bool(held)
+        return len(held)
+
+    async def run_in_rounds(self, coro):
+        """Await `coro`, releasing held calls only once nothing else can run; returns its result.
+
+        Each release is one sequential judge round, so afterwards `rounds` is the number of
+        rounds the awaited method needed (nothing here does real I/O, so settling is exact).
+        """
+        if not self.gated:
+            raise ValueError("run_in_rounds needs OracleJudge(..., gated=True)")
+        task = asyncio.ensure_future(coro)
+        while not task.done():
+            for _ in range(50):  # event-loop turns for the other tasks before each release
+                await asyncio.sleep(0)
+                if task.done():
+                    break
+            self.release()
+        return task.result()
+
+
+def _lookup(table: dict, text: str) -> Any:
+    try:
+        return table[text]
+    except KeyError:
+        raise KeyError(f"OracleJudge has no quality for text {text!r}; add it to the quality table") from None
+
+
+class LengthJudge:
+    """Score = number of characters mod 11; 10 prompt tokens and 2 completion tokens per call."""
+
+    def __init__(self):
+        self.ledger = JudgeLedger()
+
+    async def judge(self, request):
+        self.ledger.record(request_kind="pointwise", parsed=True, prompt_tokens=10, completion_tokens=2)
+        return float(len(request.response) % 11)
+
+
+class CountingMethod(GroupRewardMethod):
+    """reward = judge score / 10 + 0.01 * (groups of this query seen before).
+
+    With `log_path`, every scored group appends `{"query_id", "size", "step", "epoch"}` as a
+    JSON line (the multi-process test checks each group is judged whole exactly once).
+    """
+
+    name = "counting"
+
+    def __init__(self, judge=None, *, log_path: str | None = None):
+        super().__init__(judge or LengthJudge())
+        self.seen: dict[str, int] = {}
+        self.epochs: list[int] = []
+        self.log_path = log_path
+
+    async def score_group(self, group, candidates, *, epoch, step):
+        verdicts = require(
+            [
+                await ask(self.judge, PointwiseRequest(query=group.query, response=a, query_id=group.query_id))
+                for a in candidates.answers
+            ]
+        )
+        before = self.seen.get(group.query_id, 0)
+        self.seen[group.query_id] = before + 1
+        self.epochs.append(epoch)
+        if self.log_path:
+            with open(self.log_path, "a") as f:
+                f.write(json.dumps({"query_id": group.query_id, "size": group.size, "step": step, "epoch": epoch}))
+                f.write("\n")
+        return ScoreOutcome([v / 10 + 0.01 * before for v in verdicts], invalid_reward=-1.0)
+
+    def step_metrics(self, results):
+        metrics = super().step_metrics(results)
+        metrics["counting/queries_seen"] = float(len(self.seen))
+        return metrics
+
+    def state_dict(self):
+        return {"seen": dict(self.seen), "epochs": list(self.epochs)}
+
+    def load_state_dict(self, state):
+        self.seen = dict(state["seen"])
+        self.epochs = list(state["epochs"])
+
+
+FAKE_GENRM_SYSTEM = "Test GenRM system: compare A and B, end with \\boxed{A} or \\boxed{B}."
+FAKE_META_PROMPT = (
+    "Test MetaRM.\n\nPair:\n{context_and_responses}\nReference:\n<golden_judge>\n{golden_explanation}\n</golden_judge>\n"
+    "Model:\n<genrm_output>\n{genrm_explanation}\n</genrm_output>\nAnswer with <genrm_analysis> and <final_verdict>."
+)
+_NOT_TO_RUN = 'raise SystemExit("this file is parsed by the tests, never run")\n'
+
+
+def write_fake_release(directory: str | Path) -> Path:
+    """Write the two scripts into `directory` (created) and return it."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "generate_model_judgment.py").write_text(
+        f"{_NOT_TO_RUN}\nCUSTOM_SYSTEM_PROMPT = {FAKE_GENRM_SYSTEM!r}\n", encoding="utf-8"
+    )
+    (root / "metarm_judge.py").write_text(
+        f"{_NOT_TO_RUN}\nMETA_JUDGE_PROMPT_V1 = {FAKE_META_PROMPT!r}\n", encoding="utf-8"
+    )
+    return root
