@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from trl_rankreward.evaluation import probe_judge
-from trl_rankreward.evaluation.probe_report import order_agreement, standard_error
+from trl_rankreward.evaluation.judge_probe import order_agreement, standard_error
 from trl_rankreward.evaluation.simulation import SimulatedJudge, SimulatedRun
 
 CLUSTERING = {"pointwise_compression": 0.3, "integer_scores": True}
@@ -93,8 +93,8 @@ def training_check(queries: int, seed: int) -> list[dict]:
     from datasets import load_dataset
     from training_outcome import TASKS, write_rows
 
+    from trl_rankreward.commands.probe_judge import sample_groups
     from trl_rankreward.judging.server_settings import JudgeServerSettings, build_judge
-    from trl_rankreward.scripts.probe import sample_groups
     from trl_rankreward.testing import build_tiny_model, serve_scripted_judge
     from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig
 

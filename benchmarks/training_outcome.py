@@ -124,6 +124,7 @@ def train_one(method: str, task: Task, seed: int, url: str, model_name: str, arg
         report_to="none", use_cpu=True, bf16=False, activation_checkpointing=False, seed=seed,
         judge_base_urls=[url], judge_model=model_name, eval_prompts=evals, eval_steps=args.eval_steps,
         per_device_eval_batch_size=args.eval_prompts, disable_tqdm=True,
+        hacking_monitor_steps=0,  # the methods' own judge budgets, without the hacking monitor's calls
     )  # fmt: skip
     trainer = JudgeRewardGRPOTrainer(model, args=config, train_dataset=load_dataset("json", data_files=train)["train"])
     (evaluation,) = [c for c in trainer.callback_handler.callbacks if isinstance(c, JudgeWinRateCallback)]

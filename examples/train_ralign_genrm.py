@@ -24,28 +24,11 @@ the one-line errors (`--traceback` for the full traceback) are shared with the o
 """
 
 import sys
-from dataclasses import dataclass, field
 
 from trl import ModelConfig
 
 from trl_rankreward import RAlignGenRMConfig, RAlignGenRMTrainer
-from trl_rankreward.scripts import ScriptParser, TrainScriptArguments, run_script, train
-
-
-@dataclass
-class RAlignScriptArguments(TrainScriptArguments):
-    """The shared script arguments (`dataset_name`: pairs with golden rationales) plus the MetaRM to use."""
-
-    metarm: str = field(
-        default="server",
-        metadata={
-            "help": "'server': LLM MetaRM at metarm_base_urls; 'keyword': the offline KeywordMetaJudge (tests).",
-            "choices": ["server", "keyword"],
-        },
-    )
-    keyword_threshold: float = field(
-        default=0.3, metadata={"help": "KeywordMetaJudge: share of golden key words the rationale must cover."}
-    )
+from trl_rankreward.scripts import RAlignScriptArguments, ScriptParser, run_script, train
 
 
 def main(script_args: RAlignScriptArguments, training_args: RAlignGenRMConfig, model_args: ModelConfig):

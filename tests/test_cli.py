@@ -74,6 +74,15 @@ def test_bad_flag_value_and_unknown_flag_are_one_line_usage_errors(capsys):
     assert "did you mean --base_urls?" in capsys.readouterr().err
 
 
+def test_bench_without_a_training_config_refuses_a_flag_it_does_not_have(capsys):
+    # bench hands flags that are not its own to a training config; without one they are unrecognized arguments
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["bench", "--queriez", "3"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --queriez 3" in err and "did you mean --queries?" in err
+
+
 def test_dataclass_check_is_a_usage_error(capsys):
     # RewardBenchConfig.__post_init__ rejects group_size < 2: exit 2, one line
     with pytest.raises(SystemExit) as exit_info:
@@ -151,6 +160,19 @@ def test_former_spellings_are_refused_with_the_current_name(capsys):
         assert exit_info.value.code == 2 and hint in capsys.readouterr().err
 
 
+def test_a_key_of_the_0_1_example_configs_is_an_unknown_key(tmp_path, capsys):
+    # no release has shipped, so no former spelling is read: MatrixReward's `extractor` is refused as any unknown key
+    from trl_rankreward.parsing import apply_config_file
+    from trl_rankreward.scripts import ScriptParser
+    from trl_rankreward.trainers.judge_reward import method_config
+
+    config = tmp_path / "matrix.yaml"
+    config.write_text("extractor: critic\noutput_dir: out\nuse_cpu: true\nbf16: false\nreport_to: none\n")
+    with pytest.raises(SystemExit) as exit_info:
+        apply_config_file(ScriptParser((method_config("matrix"),)), ["--config", str(config)])
+    assert exit_info.value.code == 2 and "unknown option(s) extractor" in capsys.readouterr().err
+
+
 def test_a_required_flag_not_given_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         _parse("data", ["attach-rubrics", "--dataset_name", "ds"])
@@ -164,3 +186,47 @@ def test_booleans_take_a_value_or_none(tmp_path):
     for argv, expected in (([], True), (["--plots"], True), (["--plots", "false"], False), (["--no_plots"], False)):
         (args,) = _parse("compare", ["a", "b", *argv])
         assert args.plots is expected, argv
+
+
+def _raiser(module_name: str, exc: BaseException):
+    """A function that raises `exc` from a frame of the module named `module_name` (as TRL's own code would)."""
+    namespace = {"__name__": module_name, "exc": exc}
+    exec(compile("def body():\n    raise exc\n", f"<{module_name}>", "exec"), namespace)
+    return namespace["body"]
+
+
+def _caller(module_name: str, inner):
+    """A function of the module named `module_name` that calls `inner`."""
+    namespace = {"__name__": module_name, "inner": inner}
+    exec(compile("def body():\n    return inner()\n", f"<{module_name}>", "exec"), namespace)
+    return namespace["body"]
+
+
+def test_only_user_errors_are_one_line_and_a_bug_keeps_its_traceback(capsys):
+    from trl_rankreward.user_errors import ConfigError, MissingFileError, run_reporting_errors
+
+    one_line = [
+        (ConfigError("k0 must be >= 2, got 1"), "error: ValueError: k0 must be >= 2, got 1"),  # the package's own
+        (MissingFileError("data.jsonl does not exist"), "error: FileNotFoundError: data.jsonl does not exist"),
+        (ModuleNotFoundError("No module named 'wandb'", name="wandb"), "error: ModuleNotFoundError: No module named"),
+    ]
+    for exc, shown in one_line:
+        assert run_reporting_errors("prog", _raiser("trl_rankreward.somewhere", exc), []) == 1
+        err = capsys.readouterr().err
+        assert shown in err and len(err.strip().splitlines()) == 1, err
+    # a TRL / transformers config error: one line too (judged by the module that raised it)
+    trl_error = ValueError("GRPO requires at least 2 generations per prompt")
+    assert run_reporting_errors("prog", _raiser("trl.trainer.grpo_config", trl_error), []) == 1
+    assert "error: ValueError: GRPO requires" in capsys.readouterr().err
+    # ... also when the library's own helper (here the stdlib's json) raised it inside a call into the library
+    inside = _caller("trl_rankreward.scripts.train", _caller("datasets.load", _raiser("json.decoder", OSError("gone"))))
+    assert run_reporting_errors("prog", inside, []) == 1 and "error: OSError: gone" in capsys.readouterr().err
+    # the same builtin types raised by our own code are bugs: they propagate with their traceback
+    for bug in (ValueError("unpack mismatch"), OSError("bad fd"), ImportError("cannot import name 'x'")):
+        with pytest.raises(type(bug)):
+            run_reporting_errors("prog", _raiser("trl_rankreward.rewards.base", bug), [])
+    with pytest.raises(ModuleNotFoundError):  # a module of the package that is not there: a bug, not an install
+        run_reporting_errors("prog", _raiser("trl_rankreward.cli", ModuleNotFoundError("x", name="trl_rankreward.y")), [])
+    # --traceback: even a user error propagates
+    with pytest.raises(ConfigError):
+        run_reporting_errors("prog", _raiser("trl_rankreward.x", ConfigError("bad")), ["--traceback"])

@@ -53,6 +53,9 @@ def test_embedded_judge(config_values, tmp_path, capsys):
     for row in report["rows"]:
         assert row["tokens_per_step"] == pytest.approx(2 * row["tokens_per_group"])
     assert report["switch"] in out
+    # the judge-hacking audit (2 queries, 2 rollouts each) is part of the report
+    assert "judge-hacking audit" in out and report["audit"]["cost"]["calls"] > 0
+    assert {r["attack"] for r in report["audit"]["rows"]} >= {"planted_verdict", "padding", "display_order"}
 
 
 def test_per_step_cost_counts_each_rollout_batch_once(config_values, tmp_path):
@@ -95,5 +98,47 @@ def test_refusals_are_one_line(config_values, tmp_path, capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.startswith(f"trl-rankreward probe-judge ({refused}): error: GRPO requires")
     bad = _write(tmp_path, {**config_values, "no_such_setting": 1})
-    assert main(["probe-judge", "--config", bad]) == 1
-    assert "fit none of the judge-reward trainer configs" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # refused by name, as the training script refuses it
+        main(["probe-judge", "--config", bad])
+    assert exit_info.value.code == 2 and "unknown option(s) no_such_setting" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [("per_device_train_batch_sise", "per_device_train_batch_size"), ("k_0", "k0")],
+)
+def test_a_misspelled_key_is_refused_alike_by_the_script_bench_and_the_probe(config_values, tmp_path, capsys, key, hint):
+    """One reader: the training script, `bench --config` and `probe-judge --config` refuse the same key with the same
+    message (after each one's program name), exit status 2; bench once estimated another run instead."""
+    from tests.trainers.test_examples import load_example
+    from trl_rankreward.scripts import run_script
+
+    config = _write(tmp_path, {**config_values, key: 6})
+    example = load_example("train_rankbuffer")
+    messages = []
+    for call in (
+        lambda: run_script(example.main, example.make_parser, ["--config", config]),
+        lambda: main(["bench", "--config", config]),
+        lambda: main(["probe-judge", "--config", config]),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            call()
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        messages.append(err.split(": error: ", 1)[1].split(" (see `")[0])  # after PROG, before `PROG --help`
+    assert messages[0] == messages[1] == messages[2]
+    assert f"has unknown option(s) {key} (did you mean {hint}?)" in messages[0]
+
+
+def test_training_flags_override_the_config(config_values, tmp_path, capsys):
+    """`--judge_base_urls` (a training config's flag) points the probe at another judge without editing the YAML;
+    a flag neither the probe nor the training config has is refused with the closest real one."""
+    config = _write(tmp_path, config_values)  # judge_base_urls: [] (the embedded judge)
+    with serve_scripted_judge() as url:
+        output = tmp_path / "probe.json"
+        argv = ["--judge_base_urls", str(url), "--judge_model", url.model, "--output_file", str(output)]
+        assert _probe(config, *argv) == 0
+        assert url.requests > 0  # the override reached the judge
+    with pytest.raises(SystemExit) as exit_info:
+        main(["probe-judge", "--config", config, "--judge_base_url", str(url)])
+    assert exit_info.value.code == 2 and "did you mean --judge_base_urls?" in capsys.readouterr().err

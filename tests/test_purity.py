@@ -33,3 +33,19 @@ def test_rewards_and_judging_import_without_torch_or_trl():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"imported heavy modules: {out.stdout.strip()}"
+
+
+#: modules outside rewards/ and judging/ that must stay as light: the judge-hacking audit (run before training,
+#: in `probe-judge`) and the monitor's core, which the trainer wraps
+LIGHT = ["trl_rankreward.evaluation.audit", "trl_rankreward.trainers.hacking_monitor",
+         "trl_rankreward.testing.biased_judges"]  # fmt: skip
+
+
+def test_audit_and_monitor_import_without_torch_or_trl():
+    code = (
+        "import importlib, sys\n"
+        f"for m in {LIGHT!r}: importlib.import_module(m)\n"
+        "print(','.join(m for m in ('torch', 'trl') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"imported heavy modules: {out.stdout.strip()}"

@@ -15,7 +15,11 @@ training scripts) is the table in docs/cli.md. A command module defines
   scripts do; `config_values(path, mapping)`, where defined, turns the file's mapping into
   option values first, and `CONFIG_HELP`, where defined, is the flag's help. A command that reads
   a training config (keys of a training run, not its options) takes its path as the option
-  `training_config`, which its `config_values` sets: `bench` when the file is one, `probe-judge` always.
+  `training_config`, which its `config_values` sets: `bench` when the file is one, `probe-judge` always;
+- optionally `TRAINING_OVERRIDES = True`: flags that are not the command's own are the training config's
+  (`--judge_base_urls URL`, as the training scripts take them), handed to the dataclass that holds
+  `training_config` as its `overrides`; `scripts.read_training_config` reads the file with them and refuses
+  an unknown one as a training script would. Without a training config they are unrecognized arguments.
 
 A field with `metadata={"positional": True}` is a positional argument. Command modules
 import heavy modules only inside `arguments()` and `run`, so `trl-rankreward --help` stays fast.
@@ -129,12 +133,19 @@ def parse_command(name: str, module, argv: list[str]) -> tuple[argparse.Argument
     parser = command_parser(name, module)
     if getattr(module, "CONFIG_FILE", False):
         argv = apply_config_file(parser, argv, getattr(module, "config_values", None))
-    namespace = parser.parse_args(argv)
+    overrides = getattr(module, "TRAINING_OVERRIDES", False)
+    namespace, rest = parser.parse_known_args(argv) if overrides else (parser.parse_args(argv), [])
     leaf, prefix = parser, []
     if getattr(namespace, "subcommand", None):
         subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         leaf, prefix = subparsers.choices[namespace.subcommand], [namespace.subcommand]
-    return leaf, prefix + to_dataclasses(leaf, namespace, leaf.dataclass_types)
+    parsed = to_dataclasses(leaf, namespace, leaf.dataclass_types)
+    if rest:  # flags of the training config (`--judge_base_urls URL`): its reader takes or refuses them
+        holder = next((p for p in parsed if getattr(p, "training_config", None)), None)
+        if holder is None:
+            leaf.error(f"unrecognized arguments: {' '.join(rest)}")
+        holder.overrides = rest
+    return leaf, prefix + parsed
 
 
 def main(argv: list[str] | None = None) -> int:

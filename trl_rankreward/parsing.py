@@ -5,10 +5,9 @@ same way, so a flag or config value is refused the same way everywhere: one line
 `PROG: error: MESSAGE (see `PROG --help`)` and exit status 2 (`trl_rankreward.user_errors`),
 before anything runs. Here:
 
-- `OneLineErrors`, the parser mixin: one-line errors, the closest real flag for an unknown one,
-  and a note when a deprecated spelling is used (a field's `metadata["aliases"]`);
+- `OneLineErrors`, the parser mixin: one-line errors, the closest real flag for an unknown one;
 - `apply_config_file`: `--config FILE` values become the parser's defaults (flags win), its `env:`
-  mapping sets environment variables, a deprecated key is read as its new name;
+  mapping sets environment variables, an unknown key is refused with the closest real one;
 - `to_dataclasses`: the parsed namespace into the dataclasses, their own checks (`__post_init__`)
   and a number check on config values turned into usage errors.
 
@@ -25,7 +24,7 @@ import os
 import re
 import sys
 
-from .user_errors import yaml_problem
+from .user_errors import ConfigError, yaml_problem
 
 CONFIG_FLAG = "--config"
 _LONE_PERCENT = re.compile(r"(?<!%)%(?![%(])")
@@ -36,18 +35,12 @@ class OneLineErrors:
     """Parser mixin: `error()` prints `PROG: error: MESSAGE` (one line, no usage block) and exits 2.
 
     An unknown flag is named (with the closest real one) even when argparse stops first at a missing
-    required option, so `--base_url` says: did you mean --base_urls? A deprecated spelling of a flag
-    works and prints a note naming the new one.
+    required option, so `--base_url` says: did you mean --base_urls?
     """
 
     def parse_known_args(self, args=None, namespace=None):
         self._seen_args = list(sys.argv[1:] if args is None else args)
-        parsed = super().parse_known_args(args, namespace)
-        renamed = deprecated_aliases(self)
-        for word in dict.fromkeys(w.split("=", 1)[0] for w in self._seen_args if w.startswith("--")):
-            if word in renamed:
-                print(f"{self.prog}: note: {word} is deprecated; use --{renamed[word]}", file=sys.stderr)
-        return parsed
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
         for action in self._actions:  # argparse names a flag by all its spellings: keep the current one
@@ -70,7 +63,7 @@ class OneLineErrors:
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Defaults shown only where they say something; a flag's hyphenated twin and deprecated spellings left out;
+    """Defaults shown only where they say something; a flag's hyphenated twin left out;
     a lone `%` in a field's help (`< 1%`) printed as it is, not read as a format."""
 
     def _get_help_string(self, action):
@@ -88,25 +81,13 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
-    """' (did you mean --x?)' for unrecognized flags close to a real one (`--base_url` -> `--base_urls`); only
-    current spellings are suggested."""
+    """' (did you mean --x?)' for unrecognized flags close to a real one (`--base_url` -> `--base_urls`); the
+    hyphenated twins are not suggested."""
     known = [s for a in parser._actions for s in a.option_strings if s in (f"--{a.dest}", f"--no_{a.dest}")]
     hints = []
     for flag in flags:
         hints += difflib.get_close_matches("--" + flag[2:].replace("-", "_"), known, n=1, cutoff=0.6)
     return f" (did you mean {', '.join(dict.fromkeys(hints))}?)" if hints else ""
-
-
-def deprecated_aliases(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """`{old flag: field name}`: every spelling of a flag other than `--name`, its hyphenated twin and `--no_name`
-    (the declared `aliases` of a field: only keys of the 0.1 example configs, such as MatrixReward's `extractor`)."""
-    renamed = {}
-    for action in parser._actions:
-        current = {f"--{action.dest}", f"--{action.dest.replace('_', '-')}"}
-        for option in action.option_strings:
-            if option not in current and not option.startswith(("--no_", "--no-")) and option.startswith("--"):
-                renamed[option] = action.dest
-    return renamed
 
 
 def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_values=None) -> list[str]:
@@ -134,10 +115,6 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_val
     os.environ.update({str(k): str(v) for k, v in env.items()})
     if read_values is not None:
         config = read_values(path, config)
-    renamed = {old: new for p in _with_subparsers(parser) for old, new in deprecated_aliases(p).items()}
-    for key in [k for k in config if f"--{k}" in renamed]:
-        print(f"{parser.prog}: note: {key} in {path} is deprecated; use {renamed[f'--{key}']}", file=sys.stderr)
-        config[renamed[f"--{key}"]] = config.pop(key)
     unknown = [flag.removeprefix("--") for flag in parser.set_defaults_with_config(**config)[::2]]
     if unknown:
         known = [a.dest for p in _with_subparsers(parser) for a in p._actions]
@@ -189,4 +166,4 @@ def check_field_types(config) -> None:
         if isinstance(default, bool) or not isinstance(default, int | float) or value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(f"{f.name}: expected a number, got {value!r} ({type(value).__name__})")
+            raise ConfigError(f"{f.name}: expected a number, got {value!r} ({type(value).__name__})")

@@ -1,12 +1,16 @@
 """The one user-error handler of `trl-rankreward` and of the example training scripts.
 
-An error the user can fix (a bad config value, a missing file or checkpoint, an unreachable
-judge, the judge circuit breaker) prints as one line and sets the exit status; a bug keeps its
-traceback. The same rules for every command:
+An error the user can fix prints as one line and sets the exit status; anything else is a bug
+and keeps its traceback. The same rules for every command:
 
 - a flag or config value the parser refuses: `PROG: error: MESSAGE (see `PROG --help`)`, exit 2
   (raised by the parser, `trl_rankreward.parsing`, or as `UsageError` by a command);
-- a user error while running: `PROG: error: Type: message [full traceback: --traceback]`, exit 1;
+- a user error while running: `PROG: error: Type: message [full traceback: --traceback]`, exit 1.
+  User errors are the package's own types (`UserError` and its subclasses here, which also derive
+  from the builtin a caller catches, so `except ValueError` keeps working; and the judge, data and
+  trainer errors of `_LIBRARY_USER_ERRORS`), a YAML syntax error, a config or input error raised by
+  TRL, transformers, datasets or the Hub client (`_CONFIG_ERROR_SOURCES`), and a missing optional
+  package. A `ValueError`, `OSError` or `ImportError` raised anywhere else is a bug: it keeps its traceback;
 - Ctrl-C: `PROG: interrupted`, exit 130;
 - `--traceback` (or TRL_RANKREWARD_TRACEBACK=1): the exception propagates with its traceback.
 
@@ -24,26 +28,71 @@ TRACEBACK_FLAG = "--traceback"
 TRACEBACK_ENV = "TRL_RANKREWARD_TRACEBACK"
 TRACEBACK_HELP = f"show the full traceback of an error (or set {TRACEBACK_ENV}=1)"
 
-#: always user errors: their messages say what to fix
-_BUILTIN_USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ImportError)
-#: user errors of our own layers and of the YAML reader, as (module, class name)
-_LIBRARY_USER_ERRORS = (
-    ("yaml", "YAMLError"),
-    ("trl_rankreward.judging.backends.base", "BackendError"),
-    ("trl_rankreward.judging.requests", "JudgeError"),
-    ("trl_rankreward.rewards.base", "GroupJudgingFailed"),
-    ("trl_rankreward.trainers.judge_reward", "JudgeFailureError"),
-)
+
+class UserError(Exception):
+    """Base of the package's own errors that describe a fix for the user: one line, exit status 1."""
 
 
-class UsageError(Exception):
+class ConfigError(UserError, ValueError):
+    """A setting, option value or input the user gave is wrong (what was expected, what came, how to fix)."""
+
+
+class MissingFileError(UserError, FileNotFoundError):
+    """A file, folder or checkpoint the user named is not there."""
+
+
+class MissingPackageError(UserError, ImportError):
+    """An optional package a feature needs is not installed (the message says which extra installs it)."""
+
+
+class UsageError(UserError):
     """A wrong or missing combination of options, found after parsing: one line, exit status 2."""
 
 
-def user_error_types() -> tuple[type[BaseException], ...]:
-    """Exceptions that describe a fix for the user: printed as one line, without a traceback."""
-    loaded = tuple(getattr(sys.modules[module], name) for module, name in _LIBRARY_USER_ERRORS if module in sys.modules)
-    return _BUILTIN_USER_ERRORS + loaded
+#: user errors of the other layers of the package (data, judging, rewards, trainers), by class name (wherever their
+#: module lives; an exception of a module never imported cannot have been raised)
+_LIBRARY_USER_ERRORS = frozenset({
+    "SchemaError", "DatasetFileError", "RAlignRowError", "DatasetError", "CheckpointStateError", "AnchorStoreError",
+    "ReleaseError", "BackendError", "JudgeError", "GroupJudgingFailed", "JudgeFailureError",
+})  # fmt: skip
+#: libraries whose ValueError / OSError reports a config or input of the user (a bad TRL setting, a dataset or
+#: model id that does not exist), judged by the module of the frame that raised it
+_CONFIG_ERROR_SOURCES = ("trl", "transformers", "datasets", "huggingface_hub")
+
+
+_BASES = (Exception, BaseException, object)
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """`exc` describes a fix for the user (module docstring); False for a bug."""
+    if isinstance(exc, UserError) or _library_user_error(type(exc)):
+        return True
+    if isinstance(exc, ModuleNotFoundError):  # an optional package not installed, not a module of ours
+        return bool(exc.name) and not exc.name.startswith("trl_rankreward")
+    if isinstance(exc, ValueError | OSError):
+        return _raised_by_library(exc)
+    return False
+
+
+def _library_user_error(cls: type) -> bool:
+    """`cls` is (or derives from) one of `_LIBRARY_USER_ERRORS`, or is a YAML error."""
+    return any(
+        (c.__name__ in _LIBRARY_USER_ERRORS and c.__module__.startswith("trl_rankreward."))
+        or (c.__name__ == "YAMLError" and c.__module__.startswith("yaml"))
+        for c in cls.__mro__
+    )
+
+
+def _raised_by_library(exc: BaseException) -> bool:
+    """`exc` was raised inside a call into one of `_CONFIG_ERROR_SOURCES`: a frame of theirs comes after the
+    package's last frame in its traceback (the helpers they call, fsspec or the stdlib, may come after it)."""
+    modules = []
+    tb = exc.__traceback__
+    while tb is not None:
+        modules.append(tb.tb_frame.f_globals.get("__name__", "").split(".")[0])
+        tb = tb.tb_next
+    ours = max((i for i, m in enumerate(modules) if m == "trl_rankreward"), default=-1)
+    return any(m in _CONFIG_ERROR_SOURCES for m in modules[ours + 1 :])
 
 
 def wants_traceback(argv: Sequence[str]) -> bool:
@@ -67,21 +116,25 @@ def run_reporting_errors(prog: str, body: Callable[[], int | None], argv: Sequen
         print(f"{prog}: error: {exc} (see `{prog} --help`)", file=sys.stderr)
         return 2
     except Exception as exc:
-        if show_traceback or not isinstance(exc, user_error_types()):
+        if show_traceback or not is_user_error(exc):
             raise
         print(f"{prog}: error: {one_line(exc)} [full traceback: {TRACEBACK_FLAG}]", file=sys.stderr)
         return 1
 
 
 def one_line(exc: BaseException) -> str:
-    """`Type: message`; a YAML syntax error as its file, line and column; a multi-line message keeps its lines
-    (they list what to fix), indented; a missing package says to install it."""
+    """`Type: message` (for the types here, the builtin they derive from: `FileNotFoundError: ...`); a YAML syntax
+    error as its file, line and column; a multi-line message keeps its lines (they list what to fix), indented; a
+    missing package says to install it."""
     if hasattr(exc, "problem_mark"):  # yaml.MarkedYAMLError
         return yaml_problem(exc)
     message = str(exc).strip() or repr(exc)
     if isinstance(exc, ImportError) and "install" not in message:
         message += " (install the missing package)"
-    return f"{type(exc).__name__}: " + message.replace("\n", "\n    ")
+    name = type(exc).__name__
+    if isinstance(exc, UserError):
+        name = next((c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins" and c not in _BASES), name)
+    return f"{name}: " + message.replace("\n", "\n    ")
 
 
 def yaml_problem(exc: BaseException) -> str:

@@ -46,7 +46,7 @@ def test_a_prompt_that_cannot_fit_the_context_is_named():
 
 
 def test_the_example_scripts_check_before_the_model_loads(tiny_model_dir, tokenizer, capsys):
-    from trl_rankreward.scripts.data import check_prompt_lengths
+    from trl_rankreward.scripts.train import check_prompt_lengths
 
     data = Dataset.from_list([{"prompt": chat(n), "query_id": f"q{n}"} for n in (5, 600)])
     short, long = prompt_lengths(data["prompt"], tokenizer)

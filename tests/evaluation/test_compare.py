@@ -122,14 +122,32 @@ def test_table_labels_and_missing_metrics(run_a, run_b):
     table = markdown_table([summarize(r) for r in runs])
     lines = table.splitlines()
     assert lines[0].startswith(
-        "| run | steps | reward std (final) | reward std (mean) | judge calls / step | calls / step after epoch 1 "
-        "| judge tokens / step | tokens / step after epoch 1 |"
+        "| run | steps | progress signal | progress (first) | progress (final) | reward std (final) | reward std (mean) "
+        "| judge calls / step | calls / step after epoch 1 | judge tokens / step | tokens / step after epoch 1 |"
     )
-    assert lines[2] == "| rankbuffer | 3 | 0.600 | 0.600 | 12.0 | – | 132 | – | 396 | 1 | 6.0 | – |"
-    assert lines[3] == "| pointwise | 4 | 0.400 | 0.300 | 7.0 | – | 77 | – | 308 | 3 | – | 4 |"
+    # neither run logged a progress signal nor a reward mean: '–'
+    assert lines[2] == "| rankbuffer | 3 | – | – | – | 0.600 | 0.600 | 12.0 | – | 132 | – | 396 | 1 | 6.0 | – |"
+    assert lines[3] == "| pointwise | 4 | – | – | – | 0.400 | 0.300 | 7.0 | – | 77 | – | 308 | 3 | – | 4 |"
     with pytest.raises(ValueError, match="one label per run"):
         load_runs([run_a, run_b], labels=["only-one"])
     assert [r.label for r in load_runs([run_a, run_a])] == ["run-a", "run-a (2)"]
+
+
+def test_progress_is_what_moves_when_the_policy_improves(tmp_path):
+    """A RankBuffer run's reward std is 0.676 at every step (zero-mean ranks plus the format bonus) while its coarse
+    position rises 0.25 -> 0.5 -> 0.75; a pointwise run's reward mean rises 6.0 -> 6.5 -> 7.5: each run's progress
+    column and panel show its own moving number, named."""
+    rank = [_entry(s, 0.676, 10, 100, 10, 0, reward=0.2, **{"rank/coarse_position_mean": p})
+            for s, p in ((1, 0.25), (2, 0.5), (3, 0.75))]  # fmt: skip
+    point = [_entry(s, 0.3, 8, 80, 8, 0, reward=r) for s, r in ((1, 6.0), (2, 6.5), (3, 7.5))]
+    runs = [load_run(_write_state(tmp_path / "rank", rank, 3)), load_run(_write_state(tmp_path / "point", point, 3))]
+    rows = [summarize(r) for r in runs]
+    assert [(r["progress"], r["progress_first"], r["progress_final"]) for r in rows] == [
+        ("coarse position", 0.25, 0.75), ("reward mean", 6.0, 7.5)]  # fmt: skip
+    assert runs[0].progress() == ("coarse position", [1, 2, 3], [0.25, 0.5, 0.75])
+    lines = markdown_table(rows).splitlines()
+    assert lines[2].startswith("| rank | 3 | coarse position | 0.250 | 0.750 | 0.676 |")
+    assert lines[3].startswith("| point | 3 | reward mean | 6.000 | 7.500 | 0.300 |")
 
 
 def test_not_a_run_is_a_clear_error(tmp_path):
@@ -147,7 +165,7 @@ def test_cli_writes_table_csv_and_png(run_a, run_b, tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["compare", str(run_a), str(run_b), "--labels", "a", "b", "--output_dir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "| a | 3 | 0.600 |" in printed and "| b | 4 | 0.400 |" in printed
+    assert "| a | 3 | – | – | – | 0.600 |" in printed and "| b | 4 | – | – | – | 0.400 |" in printed
     # the footer counts steps as the table does; run b logged every 2 steps: 4 steps in 2 entries
     assert "a: 3 steps (0 after epoch 1) in 3 log entries" in printed
     assert "b: 4 steps (0 after epoch 1) in 2 log entries" in printed

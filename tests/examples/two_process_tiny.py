@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import AutoConfig, AutoTokenizer, TrainingArguments
 
 from trl_rankreward import tiny as tiny_models
-from trl_rankreward.scripts.model import resolve_model
+from trl_rankreward.scripts.train import resolve_model
 
 writes = []
 _write = tiny_models._write_tiny_model

@@ -277,3 +277,43 @@ def test_a_server_that_trickles_its_answer_times_out_at_the_deadline(server_fact
         # the whole answer (~300 bytes) would take ~90 s; the deadline ends the try after 1 s
         assert info.value.kind == "timeout" and "within 1s" in str(info.value) and elapsed < 3.0
         assert asyncio.run(backend_for(proxy.url, timeout_s=1.0).complete(MESSAGES)).text == "ok"  # fault used up
+
+
+def test_the_servers_error_message_and_the_finish_reason_come_through(server_factory):
+    # ScriptedServer's error body is {"error": {"message": "scripted 400"}}; its completion ends with "stop"
+    server = server_factory([400])
+    backend = backend_for(server.url)
+    with pytest.raises(BackendError, match=r"returned HTTP 400: scripted 400$"):
+        asyncio.run(backend.complete(MESSAGES))
+    assert asyncio.run(backend.complete(MESSAGES)).finish_reason == "stop"
+
+
+def test_one_session_per_loop_closed_when_the_loop_ends(server_factory):
+    server = server_factory()
+    backend = backend_for(server.url)
+
+    async def three():
+        await asyncio.gather(*[backend.complete(MESSAGES) for _ in range(3)])
+        return backend._state().session
+
+    session = asyncio.run(three())
+    assert session.closed and len(server.requests) == 3 and backend._loops == {}
+
+
+def test_a_backend_dropped_while_its_loop_runs_on_leaves_no_open_session(server_factory):
+    # a trainer judges on a loop of its own in a daemon thread, which outlives the trainer's backend
+    server = server_factory()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        backend = backend_for(server.url)
+        assert asyncio.run_coroutine_threadsafe(backend.complete(MESSAGES), loop).result(timeout=10).text == "ok"
+        session = backend._loops[loop].session
+        del backend
+        gc.collect()
+        assert session.closed
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()

@@ -38,6 +38,30 @@ def test_least_in_flight_with_ties_to_the_replica_sent_fewest():
     asyncio.run(main())
 
 
+def test_waiters_are_served_in_order_and_a_cancelled_one_passes_its_turn_on():
+    async def main():
+        pool = ReplicaPool(1, per_replica=1, total=1)
+        served = []
+
+        async def request(name):
+            async with pool.slot():
+                served.append(name)
+                await asyncio.sleep(0)
+
+        async with contextlib.AsyncExitStack() as stack:
+            await hold(pool, stack, 1)  # the only slot is taken: a, b, c, d queue in that order
+            a, b, c, d = (asyncio.create_task(request(n)) for n in "abcd")
+            await asyncio.sleep(0)
+            a.cancel()  # cancelled while it waits: it leaves the queue
+            await asyncio.sleep(0)
+        b.cancel()  # the slot was freed and b woken, but b is cancelled before it runs: c gets the turn
+        await asyncio.wait_for(asyncio.gather(c, d), timeout=2)
+        assert served == ["c", "d"] and a.cancelled() and b.cancelled()
+        assert pool.in_flight == [0] and pool.sent == [3] and not pool._waiters[asyncio.get_running_loop()]
+
+    asyncio.run(main())
+
+
 def test_a_request_goes_where_fewest_are_in_flight():
     async def main():
         pool = ReplicaPool(3, per_replica=4, total=10)

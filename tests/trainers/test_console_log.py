@@ -38,8 +38,8 @@ STEP_LOG = {
 def test_step_line_has_the_key_numbers_only():
     line = format_log_line(STEP_LOG, step=12, max_steps=40)
     assert line == (
-        "step 12/40 | loss 0.0123 | reward 0.412 ± 0.210 | judge 96 calls, 12.3k tok | neutral 0 | coarse pos 0.432 "
-        "| buffer 5.25"
+        "step 12/40 | coarse position 0.432 | loss 0.0123 | reward 0.412 ± 0.210 | judge 96 calls, 12.3k tok "
+        "| neutral 0 | buffer 5.25"
     )
     assert "grad_norm" not in line and "anchors" not in line
 
@@ -53,6 +53,18 @@ def test_the_reward_says_it_includes_the_format_bonus():
     trainer.args = SimpleNamespace(lambda_fmt=0.2)
     use_compact_console_log(trainer)
     assert [c.format_bonus for c in trainer.callback_handler.callbacks] == [0.2, 0.2]
+
+
+def test_each_method_leads_with_what_moves_when_the_policy_improves():
+    # a rank method's reward is 0.2 ± 0.676 every step (zero-mean ranks plus the format bonus): RankBuffer's coarse
+    # position leads instead, GenRM's win rate against the references, an evaluation's judge win rate; a pointwise
+    # method's reward mean is its own signal, so its line leads with the reward
+    rank = {"reward": 0.2, "reward_std": 0.676}
+    assert format_log_line({**rank, "rank/coarse_position_mean": 0.25}, 3).startswith("step 3 | coarse position 0.250 |")
+    assert format_log_line({**rank, "rank/coarse_position_mean": 0.5}, 4).startswith("step 4 | coarse position 0.500 |")
+    assert format_log_line({**rank, "genrm/win_rate": 0.625}, 3).startswith("step 3 | win rate vs reference 0.625 |")
+    assert format_log_line({"eval/win_rate": 0.5625, "eval/prompts_judged": 16.0}, 10) == "step 10 | judge win rate 0.562"
+    assert format_log_line({"reward": 6.5, "reward_std": 1.2}, 3) == "step 3 | reward 6.500 ± 1.200"
 
 
 def test_failures_and_other_methods():
@@ -92,7 +104,7 @@ def test_progress_callback_writes_beside_the_bar_and_leaves_logs_untouched():
 
 def test_printer_callback(capsys):
     CompactPrinterCallback().on_log(None, _state(), None, logs=dict(STEP_LOG))
-    assert capsys.readouterr().out.startswith("step 12/40 | loss 0.0123")
+    assert capsys.readouterr().out.startswith("step 12/40 | coarse position 0.432 | loss 0.0123")
 
 
 class _Trainer:

@@ -18,7 +18,8 @@ MATRIX_KEYS = ("matrix/alpha", "matrix/beta", "matrix/fallbacks", "matrix/weight
                "matrix/weight_prior_shift", "matrix/column_spread")  # fmt: skip
 
 
-config = partial(tiny_config, MatrixRewardGRPOConfig, max_steps=2)
+# the hacking monitor off: its own requests (holistic pointwise or pairwise) would join the method's in judge.requests
+config = partial(tiny_config, MatrixRewardGRPOConfig, max_steps=2, hacking_monitor_steps=0)
 
 
 def rubric_quality(query_id: str, text: str, k: int) -> float:

@@ -1,5 +1,1 @@
-"""Subcommands of the `trl-rankreward` CLI (see `trl_rankreward.cli`)."""
-
-from ..user_errors import UsageError
-
-__all__ = ["UsageError"]
+"""Subcommands of the `trl-rankreward` CLI, one module each (see `trl_rankreward.cli`)."""

@@ -15,8 +15,10 @@ is rewritten and its plots are saved under `figures/benchmarks/` next to PAGE.
 With a training config (`--config TRAIN.yaml`, any examples/configs/*.yaml: a file with
 `model_name_or_path`, `num_generations`, ...), it prints instead that run's judge calls,
 tokens and rounds per step and per epoch, the first epoch and the later ones apart, for the
-config's method and options (`--methods` to cost others on the same run); the training keys
-are read by `evaluation.config_cost`, not taken as bench options.
+config's method and options (`--methods` to cost others on the same run). The training config
+is read as the training scripts read it (`scripts.read_training_config`: a misspelled key is refused
+with the closest real one), and flags of the training config override it as they would a training
+script's (`--per_device_train_batch_size 32`); bench's own options keep their meaning.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 
 HELP = "Benchmark the reward methods on a simulated run: judge calls, tokens, latency, ranking fidelity"
 CONFIG_FILE = True
+TRAINING_OVERRIDES = True
 
 
 @dataclass
@@ -142,14 +145,12 @@ def _command(config, args: BenchOutputArguments) -> str:
 
 
 def _estimate(config, cost) -> int:
-    """Print the judge cost of the training config `cost.training_config`."""
-    import yaml
-
+    """Print the judge cost of the training config `cost.training_config`, read as the training scripts read it
+    (`scripts.read_training_config`, with the training flags given on the command line)."""
     from ..evaluation.config_cost import estimate
-    from ..trainers.judge_reward import JudgeRewardGRPOConfig  # TRL's defaults and the package's
+    from ..scripts import config_keys, read_training_config
 
-    with open(cost.training_config, encoding="utf-8") as f:
-        values = yaml.safe_load(f) or {}
-    defaults = {f.name: f.default for f in dataclasses.fields(JudgeRewardGRPOConfig)}
-    print(estimate(cost.training_config, values, defaults, cost, config))
+    path = cost.training_config
+    parsed = read_training_config(path, cost.overrides, prog=f"trl-rankreward bench ({path})", here=False)
+    print(estimate(path, parsed, config_keys(path, cost.overrides), cost, config)[0])
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from . import UsageError
+from ..user_errors import UsageError
 
 HELP = "Prepare Nectar / UltraFeedback / preference datasets, or join generated rubrics or rationales into one"
 

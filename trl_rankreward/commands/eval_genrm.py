@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..judging.server_settings import GENRM, METARM, GenRMFields, MetaRMFields, build_backend
-from . import UsageError
+from ..user_errors import UsageError
 
 HELP = "Rationale-aware GenRM benchmark: L-Acc, S-Corr, F-Score per dataset with denominators"
 CONFIG_FILE = True

@@ -3,15 +3,22 @@
     trl-rankreward probe-judge --config examples/configs/rankbuffer_cpu_quickstart.yaml
     trl-rankreward probe-judge --config my_run.yaml --queries 16 --methods pointwise,rrc_scr,rank_buffer_plus
 
-Reads the training config (judge settings, dataset, policy, G, sampling), samples `--queries`
+    trl-rankreward probe-judge --config my_run.yaml --judge_base_urls http://gpu2:8000/v1   # another judge
+
+Reads the training config (judge settings, dataset, policy, G, sampling) as the training scripts read it
+(`scripts.read_training_config`: the same keys refused with the same message, and any flag of the training
+config given on the command line overrides it, as it would a training script's), samples `--queries`
 queries, generates G rollouts each with the starting policy (and G more to warm up the stateful
-methods' buffers), runs `evaluation.probe_judge` with the config's judge, prints the table and the
-recommendation, writes the report as JSON and says how to switch the config (docs/evaluation.md).
+methods' buffers), runs `evaluation.judge_probe.probe_judge` with the config's judge, prints the table and the
+recommendation (saying when its own judge cost exceeds the whole run's, as `bench --config` estimates it),
+writes the report as JSON and says how to switch the config (docs/judge_probe.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,6 +26,7 @@ from pathlib import Path
 
 HELP = "Probe the training config's judge on rollouts of its starting policy: which reward method gives signal"
 CONFIG_FILE = True
+TRAINING_OVERRIDES = True
 CONFIG_HELP = "the training config (YAML) of the run to probe, as examples/train_*.py read it (required)"
 
 
@@ -44,6 +52,9 @@ class ProbeJudgeArguments:
         default=2_000_000, metadata={"help": "the most judge tokens the probe may spend (0: no bound)"}
     )
     swap_pairs: int = field(default=2, metadata={"help": "pairs per query judged in both display orders (0: none)"})
+    audit_queries: int = field(
+        default=4, metadata={"help": "queries of the judge-hacking audit (docs/judging.md), 2 rollouts each (0: none)"}
+    )
     warmup: bool = field(
         default=True, metadata={"help": "G more rollouts per query warm up stateful methods' buffers (else the same)"}
     )
@@ -52,6 +63,12 @@ class ProbeJudgeArguments:
     output_file: str | None = field(
         default=None, metadata={"help": "the report as JSON (default: the config's output_dir/judge_probe.json)"}
     )
+    overrides: list[str] = field(
+        default_factory=list,
+        init=False,
+        metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
+                  "not this command's own), set by the CLI and read with the config"},
+    )  # fmt: skip
 
 
 def arguments():
@@ -59,18 +76,8 @@ def arguments():
 
 
 def run(args: ProbeJudgeArguments) -> int:
-    from tqdm.auto import tqdm
-    from transformers import AutoTokenizer
-
-    from ..evaluation.judge_probe import probe_judge
-    from ..evaluation.step_counts import step_counts
-    from ..judging.server_settings import TRAINING_JUDGE, build_judge
-    from ..rewards.base import AnswerFormat
-    from ..rewards.options import option_values
-    from ..scripts.data import check_prompt_lengths, load_train_dataset
-    from ..scripts.model import resolve_model
-    from ..scripts.probe import parse_training_config, sample_groups, switch_hint
-    from ..trainers.judge_reward import TokenLength
+    from ..scripts.probe import switch_hint
+    from ..scripts.train import check_prompt_lengths, load_train_dataset, read_training_config, resolve_model
     from ..user_errors import UsageError
 
     if args.training_config is None:
@@ -79,7 +86,11 @@ def run(args: ProbeJudgeArguments) -> int:
         raise UsageError(f"need --repeats >= 2, --queries >= 1, --num_processes >= 1 and --budget_tokens >= 0; got "
                          f"{args.repeats}, {args.queries}, {args.num_processes}, {args.budget_tokens}")  # fmt: skip
     config = args.training_config
-    script_args, training_args, model_args = parse_training_config(config)
+    parsed = read_training_config(config, args.overrides, prog=f"trl-rankreward probe-judge ({config})")
+    script_args, training_args, model_args = parsed
+    if not hasattr(training_args, "reward_method"):
+        raise UsageError(f"{config} trains a GenRM (R-Align) and has no reward method to probe; probe-judge reads the "
+                         "config of a run with a judge reward (examples/configs/rankbuffer_*, baseline_*, ...)")  # fmt: skip
     if training_args.num_generations < 2:
         raise UsageError(f"{config} has num_generations={training_args.num_generations} (PPO's one rollout per "
                          "prompt): the probe compares the rewards within a group; probe a copy of the config with the G of "
@@ -87,12 +98,40 @@ def run(args: ProbeJudgeArguments) -> int:
     start = time.perf_counter()
     model = resolve_model(model_args.model_name_or_path, training_args)
     dataset = check_prompt_lengths(load_train_dataset(script_args), model, script_args, training_args)
-    judge = build_judge(TRAINING_JUDGE.settings(training_args), embedded_without_urls=True)
     print(f"sampling {min(args.queries, len(dataset))} queries x {2 if args.warmup else 1} x G={training_args.num_generations} rollouts "
           f"from {model_args.model_name_or_path}", file=sys.stderr)  # fmt: skip
     groups, warm = sample_groups(
         model, dataset, training_args, queries=args.queries, seed=args.seed, warmup=args.warmup
     )
+    report = _probe(args, training_args, model, groups, warm)
+    report.planned_run = _planned_run(args, parsed)
+    print(report.table())
+    hint = switch_hint(config, training_args, report.recommended) if report.recommended else ""
+    if hint:
+        print(hint)
+    output = Path(args.output_file or Path(training_args.output_dir) / "judge_probe.json")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    data = {**report.to_dict(), "config": config, "current_method": training_args.reward_method, "switch": hint,
+            "queries": len(groups), "group_size": training_args.num_generations,
+            "wall_s": time.perf_counter() - start}  # fmt: skip
+    output.write_text(json.dumps(data, indent=1))
+    print(f"wrote {output} ({data['wall_s']:.0f} s)")
+    return 0
+
+
+def _probe(args: ProbeJudgeArguments, training_args, model: str, groups, warm):
+    """`probe_judge` with the config's judge, method options and run settings, with a progress bar."""
+    from tqdm.auto import tqdm
+    from transformers import AutoTokenizer
+
+    from ..evaluation.judge_probe import probe_judge
+    from ..evaluation.step_counts import step_counts
+    from ..judging.server_settings import TRAINING_JUDGE, build_judge
+    from ..rewards.base import AnswerFormat
+    from ..rewards.options import option_values
+    from ..trainers.judge_reward import TokenLength
+
+    judge = build_judge(TRAINING_JUDGE.settings(training_args), embedded_without_urls=True)
     methods = [m for m in args.methods.split(",") if m] or None
     current = training_args.reward_method
     options = {current: {k: v for k, v in option_values(training_args.method_options()).items() if k != "lambda_fmt"}}
@@ -103,7 +142,7 @@ def run(args: ProbeJudgeArguments) -> int:
             bar.set_postfix_str(label)
             bar.update(done - bar.n)
 
-        report = probe_judge(
+        return probe_judge(
             judge, groups, methods=methods, repeats=args.repeats,
             margin=args.margin, options=options, warmup_groups=warm,
             groups_per_step=step_counts(
@@ -111,19 +150,76 @@ def run(args: ProbeJudgeArguments) -> int:
                 gradient_accumulation=training_args.gradient_accumulation_steps,
                 num_generations=training_args.num_generations, num_iterations=training_args.num_iterations,
             ).queries,
-            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, seed=training_args.seed,
+            budget_tokens=args.budget_tokens or None, swap_pairs=args.swap_pairs, audit_groups=args.audit_queries,
+            seed=training_args.seed,
             answer_format=AnswerFormat(thinking=training_args.thinking_format),
             length_fn=TokenLength(AutoTokenizer.from_pretrained(model)), progress=progress,
         )  # fmt: skip
-    print(report.table())
-    hint = switch_hint(config, training_args, report.recommended) if report.recommended else ""
-    if hint:
-        print(hint)
-    output = Path(args.output_file or Path(training_args.output_dir) / "judge_probe.json")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    data = {**report.to_dict(), "config": config, "current_method": current, "switch": hint,
-            "queries": len(groups), "group_size": training_args.num_generations,
-            "wall_s": time.perf_counter() - start}  # fmt: skip
-    output.write_text(json.dumps(data, indent=1))
-    print(f"wrote {output} ({data['wall_s']:.0f} s)")
-    return 0
+
+
+def _planned_run(args: ProbeJudgeArguments, parsed: tuple) -> dict | None:
+    """The whole run's judge cost for the config's own method, as `bench --config` estimates it (its defaults);
+    None when the run's length or batch is not known without more (the probe then says nothing of it)."""
+    from ..evaluation.bench_config import RewardBenchConfig
+    from ..evaluation.config_cost import ConfigCostArguments, estimate
+    from ..scripts import config_keys
+    from ..user_errors import UsageError
+
+    path = args.training_config
+    try:
+        _, totals = estimate(path, parsed, config_keys(path, args.overrides),
+                             ConfigCostArguments(num_processes=args.num_processes), RewardBenchConfig())  # fmt: skip
+    except UsageError:  # a batch --num_processes cannot make: bench --config says why
+        return None
+    return dataclasses.asdict(totals[0]) if totals else None
+
+
+def sample_groups(model_name: str, dataset, training_args, *, queries: int, seed: int, warmup: bool):
+    """(groups, warm-up groups or None): `queries` rows of `dataset` drawn with `seed`, G rollouts each (and
+    G more for the warm-up) sampled from the policy `model_name` with the config's generation settings."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..trainers.group_scoring import reward_row, rows_to_groups
+    from ..user_errors import UsageError
+
+    if queries < 1:
+        raise UsageError(f"--queries must be >= 1, got {queries}")
+    rows = [dataset[i] for i in random.Random(seed).sample(range(len(dataset)), min(queries, len(dataset)))]
+    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    device = "cuda" if torch.cuda.is_available() and not training_args.use_cpu else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(model_name, **(training_args.model_init_kwargs or {})).to(device)
+    model.eval()
+    g = training_args.num_generations
+    per_query = 2 * g if warmup else g
+    sampling = {k: getattr(training_args, k) for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")}
+    sampling = {k: v for k, v in sampling.items() if v is not None}
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    torch.manual_seed(seed)
+    measured, warm = [], []
+    try:
+        for row in rows:
+            completions = _generate(model, tokenizer, row["prompt"], training_args, per_query, sampling, device)
+            measured += [reward_row(row, row["prompt"], c) for c in completions[:g]]
+            warm += [reward_row(row, row["prompt"], c) for c in completions[g:]]
+    finally:
+        tokenizer.padding_side = side
+    return rows_to_groups(measured, g), rows_to_groups(warm, g) if warmup else None
+
+
+def _generate(model, tokenizer, prompt, training_args, n: int, sampling: dict, device: str) -> list[str]:
+    import torch
+
+    if isinstance(prompt, str):
+        text = prompt
+    else:
+        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True,
+                                             **(training_args.chat_template_kwargs or {}))  # fmt: skip
+    batch = tokenizer([text], return_tensors="pt", add_special_tokens=False).to(device)
+    with torch.no_grad():
+        output = model.generate(**batch, do_sample=True, num_return_sequences=n, pad_token_id=tokenizer.pad_token_id,
+                                max_new_tokens=training_args.max_completion_length,
+                                **sampling, **(training_args.generation_kwargs or {}))  # fmt: skip
+    return tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)

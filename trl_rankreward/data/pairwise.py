@@ -33,6 +33,7 @@ import datasets
 import numpy as np
 
 from ..judging.requests import seeded_rng
+from ..user_errors import ConfigError
 from .prompts import query_text, user_prompt
 from .schema import (
     PAIRWISE_FEATURES,
@@ -85,7 +86,7 @@ def _collect(
                 kept.append(item)
     if num_pairs is not None:
         if num_pairs > len(kept):
-            raise ValueError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
+            raise ConfigError(f"Asked for {num_pairs} pairs but only {len(kept)} are usable ({report})")
         chosen = sorted(random.Random(seed).sample(range(len(kept)), num_pairs))
         kept = [kept[i] for i in chosen]
     report.kept = len(kept)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..judging.requests import text_id
+from ..user_errors import ConfigError
 
 _HH_TURN = re.compile(r"\n\nHuman:|\n\nAssistant:")
 _HH_ROLES = {"\n\nHuman:": "user", "\n\nAssistant:": "assistant"}
@@ -38,7 +39,7 @@ def parse_nectar_prompt(prompt: str) -> list[dict[str, str]]:
     """
     markers = list(_HH_TURN.finditer(prompt))
     if not markers or prompt[: markers[0].start()].strip():
-        raise ValueError(f"Nectar prompt does not start with '\\n\\nHuman:': {prompt[:80]!r}")
+        raise ConfigError(f"Nectar prompt does not start with '\\n\\nHuman:': {prompt[:80]!r}")
     messages = []
     for marker, following in zip(markers, markers[1:] + [None], strict=True):
         end = following.start() if following else len(prompt)
@@ -46,7 +47,7 @@ def parse_nectar_prompt(prompt: str) -> list[dict[str, str]]:
     if messages[-1]["role"] == "assistant" and not messages[-1]["content"]:
         messages.pop()
     if not messages or messages[-1]["role"] != "user":
-        raise ValueError(f"Nectar prompt must end with a Human turn (then an empty Assistant turn): {prompt[-80:]!r}")
+        raise ConfigError(f"Nectar prompt must end with a Human turn (then an empty Assistant turn): {prompt[-80:]!r}")
     return messages
 
 
@@ -137,7 +138,7 @@ def drop_long_prompts(dataset, lengths: Sequence[int], max_prompt_length: int):
     every row is an error: nothing would be left to train on."""
     dropped = over_limit(lengths, max_prompt_length)
     if len(dropped.rows) == len(lengths):
-        raise ValueError(
+        raise ConfigError(
             f"Every prompt of the dataset is longer than max_prompt_length={max_prompt_length} tokens (the shortest "
             f"has {min(lengths):,}); raise max_prompt_length or shorten the prompts"
         )
@@ -153,7 +154,7 @@ def check_prompts_fit(
     """Raise ValueError naming the rows whose prompt plus `max_completion_length` exceeds the model's context."""
     too_long = over_limit(lengths, context_length - max_completion_length)
     if too_long.rows:
-        raise ValueError(
+        raise ConfigError(
             f"{len(too_long.rows)} of {too_long.total} prompts leave no room for max_completion_length="
             f"{max_completion_length} in the model's context of {context_length:,} tokens "
             f"({too_long.describe(query_ids)}). Set max_prompt_length (e.g. 4096, as the papers) to drop them, or "

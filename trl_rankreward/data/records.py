@@ -16,6 +16,8 @@ from typing import IO
 
 import datasets
 
+from ..user_errors import ConfigError
+
 
 def append_record(handle: IO[str], record: dict) -> None:
     """Write `record` as one line and force it to disk."""
@@ -48,7 +50,7 @@ def read_records(path: str | Path) -> Iterator[dict]:
         try:
             yield json.loads(line)
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{number} is not valid JSON ({error}); fix or remove that line") from None
+            raise ConfigError(f"{path}:{number} is not valid JSON ({error}); fix or remove that line") from None
 
 
 MISSING_POLICIES = ("error", "drop", "keep")
@@ -56,17 +58,17 @@ MISSING_POLICIES = ("error", "drop", "keep")
 
 def _attach(dataset, path, *, key: str, value: str, column: str, missing: str) -> datasets.Dataset:
     if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing={missing!r}; expected one of {MISSING_POLICIES}")
+        raise ConfigError(f"missing={missing!r}; expected one of {MISSING_POLICIES}")
     if key not in dataset.column_names:
-        raise ValueError(f"The dataset has no {key!r} column to join {Path(path).name} on ({dataset.column_names})")
+        raise ConfigError(f"The dataset has no {key!r} column to join {Path(path).name} on ({dataset.column_names})")
     table = {}
     for record in read_records(path):
         if key not in record or value not in record:
-            raise ValueError(f"A record of {path} lacks {key!r} or {value!r}: {str(record)[:200]}")
+            raise ConfigError(f"A record of {path} lacks {key!r} or {value!r}: {str(record)[:200]}")
         table[record[key]] = record[value]
     absent = [i for i, ident in enumerate(dataset[key]) if ident not in table]
     if absent and missing == "error":
-        raise ValueError(
+        raise ConfigError(
             f"{len(absent)} of {len(dataset)} rows have no {value} in {path} (first {key}: "
             f"{dataset[absent[0]][key]}). Rerun generation to fill them, or pass missing='drop' / 'keep'."
         )

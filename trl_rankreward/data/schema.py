@@ -30,6 +30,7 @@ from datasets import Features, List, Value
 from tqdm.auto import tqdm
 
 from ..judging.requests import text_id
+from ..user_errors import ConfigError
 from .prompts import query_id, query_text
 
 
@@ -191,5 +192,5 @@ def sample_rows(
             bar.update(1)
     report.kept = len(rows)
     if n is not None and len(rows) < n:
-        raise ValueError(f"Asked for {n} {noun} but only {len(rows)} are usable ({report})")
+        raise ConfigError(f"Asked for {n} {noun} but only {len(rows)} are usable ({report})")
     return rows, report

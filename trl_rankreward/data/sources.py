@@ -34,6 +34,7 @@ from pathlib import Path
 import datasets
 
 from ..judging.requests import text_id
+from ..user_errors import ConfigError, MissingFileError
 from .schema import PAIRWISE_FEATURES, preference_row
 
 _FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
@@ -53,10 +54,10 @@ def load_source(source: str, *, split: str = "train", config: str | None = None)
             return datasets.load_from_disk(str(path))
         files = sorted(p for p in path.rglob("*") if p.suffix in _FILE_BUILDERS)
         if not files:
-            raise FileNotFoundError(f"{source} holds no .jsonl/.json/.parquet files and is not a save_to_disk folder")
+            raise MissingFileError(f"{source} holds no .jsonl/.json/.parquet files and is not a save_to_disk folder")
         return _load_files(files, split)
     if source.startswith((".", "/", "~")) or path.suffix in _FILE_BUILDERS:
-        raise FileNotFoundError(f"{source} does not exist (expected a local file/folder or a Hub id like owner/name)")
+        raise MissingFileError(f"{source} does not exist (expected a local file/folder or a Hub id like owner/name)")
     if source in HUB_REPOS:
         return load_source(str(download_ralign_repo(source)), split=split)
     return datasets.load_dataset(source, config, split=split)
@@ -66,7 +67,7 @@ def _load_files(files: list[Path], split: str) -> datasets.Dataset:
     suffixes = {p.suffix for p in files}
     builders = {_FILE_BUILDERS.get(s) for s in suffixes}
     if None in builders or len(builders) != 1:
-        raise ValueError(f"Expected .jsonl/.json or .parquet files of one kind, got suffixes {sorted(suffixes)}")
+        raise ConfigError(f"Expected .jsonl/.json or .parquet files of one kind, got suffixes {sorted(suffixes)}")
     builder = builders.pop()
     for file in files:
         if file.suffix == ".jsonl":

@@ -1,6 +1,6 @@
 """Benchmarks, reports and simulated judges over `judging/` and `rewards/` (no trainer imports).
 
-`probe_judge` is the one entry point exported here; the benchmark modules are imported by path.
+`probe_judge` and `audit_judge` are the entry points exported here; the benchmark modules are imported by path.
 """
 
 from .._lazy import lazy_exports
@@ -8,7 +8,7 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".judge_probe": ("probe_judge", "probe_judge_async", "allowed_methods"),
-        ".probe_report": ("ProbeReport", "ProbeRow", "SwapTest"),
+        ".judge_probe": ("probe_judge", "probe_judge_async", "allowed_methods", "ProbeReport", "ProbeRow", "SwapTest"),
+        ".audit": ("audit_judge", "audit_judge_async", "AuditReport", "AuditRow"),
     },
 )

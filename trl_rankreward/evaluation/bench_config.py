@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.registry import REWARD_METHODS
+from ..user_errors import ConfigError
 from .bench_judge import LatencyModel
 
 
@@ -161,7 +162,7 @@ class RewardBenchConfig:
     def __post_init__(self):
         if self.preset is not None:
             if self.preset not in BENCH_PRESETS:
-                raise ValueError(f"Unknown bench preset {self.preset!r}; expected one of {sorted(BENCH_PRESETS)}")
+                raise ConfigError(f"Unknown bench preset {self.preset!r}; expected one of {sorted(BENCH_PRESETS)}")
             defaults = {f.name: f.default for f in dataclasses.fields(self)}
             for name, value in BENCH_PRESETS[self.preset].items():
                 if getattr(self, name) == defaults[name]:
@@ -169,16 +170,16 @@ class RewardBenchConfig:
         for name in ("rationale_tokens", "query_tokens", "rubric_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 (tokens), got {value}; leave it unset for the default")
+                raise ConfigError(f"{name} must be >= 1 (tokens), got {value}; leave it unset for the default")
         for name in ("queries", "epochs", "queries_per_step", "concurrency"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.group_size < 2:
-            raise ValueError(f"group_size must be >= 2 (a group ranks at least two rollouts), got {self.group_size}")
+            raise ConfigError(f"group_size must be >= 2 (a group ranks at least two rollouts), got {self.group_size}")
         if self.rubrics_per_query is not None and self.rubrics_per_query < 1:
-            raise ValueError(f"rubrics_per_query must be >= 1, got {self.rubrics_per_query}; leave it unset for 3-5")
+            raise ConfigError(f"rubrics_per_query must be >= 1, got {self.rubrics_per_query}; leave it unset for 3-5")
         if not 0 <= self.references_per_query <= 7:
-            raise ValueError(f"references_per_query must be in 0..7, got {self.references_per_query}")
+            raise ConfigError(f"references_per_query must be in 0..7, got {self.references_per_query}")
         selected_methods(self.methods)  # an unknown name is refused with the others (exit status 2)
 
     @property
@@ -199,7 +200,7 @@ def selected_methods(spec: str) -> list[BenchMethod]:
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
     unknown = [w for w in wanted if w not in by_label]
     if unknown or not wanted:
-        raise ValueError(
+        raise ConfigError(
             f"Unknown benchmark method(s) {unknown or spec!r}; expected 'all', reward methods ({', '.join(REWARD_METHODS)}) "
             f"or benchmark rows ({', '.join(m.label for m in BENCH_METHODS if m.label not in REWARD_METHODS)})"
         )

@@ -23,6 +23,7 @@ from typing import Any
 from ..rewards.anchor_buffer import SOURCES, checkpoint_buffer_rows
 from ..rewards.rank_buffer import STATE_FORMAT
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
+from ..user_errors import ConfigError, MissingFileError
 from . import report_files
 
 
@@ -64,7 +65,7 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
     path = os.fspath(path)
     file = os.path.join(path, METHOD_STATE_NAME) if os.path.isdir(path) else path
     if not os.path.isfile(file):
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"No RankBuffer state at {file}; expected a trainer checkpoint directory holding {METHOD_STATE_NAME} "
             "(saved by RankBufferGRPOTrainer) or the path of that file"
         )
@@ -75,13 +76,13 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
             raise
         with open(file, encoding="utf-8") as f:
             saved = json.load(f).get("method")
-        raise ValueError(
+        raise ConfigError(
             f"{file} holds the state of a {saved!r} run; buffer-report reads checkpoints of runs with "
             "the rank_buffer reward only (other methods build no buffers)"
         ) from None
     fmt = state.get("format") if isinstance(state, dict) else None
     if fmt != STATE_FORMAT:
-        raise ValueError(
+        raise ConfigError(
             f"{file} is not a RankBuffer state: expected format {STATE_FORMAT!r}, got {fmt!r} "
             "(buffer-report only reads checkpoints of runs with the rank_buffer reward)"
         )
@@ -99,10 +100,10 @@ def normalized_position(index: int, size: int) -> float:
 def buffer_report(state: dict[str, Any], *, bins: int = 10) -> BufferReport:
     """Count anchors of `state["buffers"]` by size, source, creation epoch, inactivity, position."""
     if bins < 1:
-        raise ValueError(f"bins must be >= 1, got {bins}")
+        raise ConfigError(f"bins must be >= 1, got {bins}")
     buffers = state.get("buffers")
     if not isinstance(buffers, dict):
-        raise ValueError("RankBuffer state has no 'buffers' mapping; expected RankBufferReward.state_dict() output")
+        raise ConfigError("RankBuffer state has no 'buffers' mapping; expected RankBufferReward.state_dict() output")
     report = BufferReport(
         queries=len(buffers), anchors=0, config=dict(state.get("config", {})), bins=bins,
         pending=len(state.get("pending", {})),

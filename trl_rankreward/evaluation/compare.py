@@ -1,11 +1,13 @@
-"""Compare training runs side by side: learning signal, judge cost, neutral groups, buffer size.
+"""Compare training runs side by side: progress, judge cost, neutral groups, buffer size.
 
 Runs are read by `run_history` (a training output directory, a checkpoint or a W&B run);
 `summarize` gives one row per run (`COLUMNS`; `COLUMN_NOTE` says what "per step" and "after epoch 1"
-mean; `train_runtime` is in the CSV beside the step time). `reward_std` is TRL 1.16's standard
-deviation of the step's whole reward column: for methods whose rewards have the same mean in every
-group (the rank methods), the within-group spread GRPO learns from; otherwise an upper bound on it,
-as it adds the spread between queries.
+mean; `train_runtime` is in the CSV beside the step time). Each run's *progress* is the metric of
+`run_history.PROGRESS_SIGNALS` it logged (RankBuffer's coarse position, GenRM's win rate against the
+references, the judge win rate), else its reward mean: what moves when the policy improves. `reward_std`
+is TRL 1.16's standard deviation of the step's whole reward column: for methods whose rewards have the
+same mean in every group (the rank methods), the within-group spread GRPO learns from, which stays flat
+however the policy does; otherwise an upper bound on it, as it adds the spread between queries.
 
     from trl_rankreward.evaluation.compare import markdown_table, summarize
     from trl_rankreward.evaluation.run_history import load_run
@@ -29,6 +31,9 @@ from .run_history import BUFFER_SIZE, CALLS, COMPLETION, NEUTRAL, PROMPT, REWARD
 COLUMNS = (
     ("run", "run", "{}"),
     ("steps", "steps", "{:d}"),
+    ("progress", "progress signal", "{}"),
+    ("progress_first", "progress (first)", "{:.3f}"),
+    ("progress_final", "progress (final)", "{:.3f}"),
     ("reward_std_final", "reward std (final)", "{:.3f}"),
     ("reward_std_mean", "reward std (mean)", "{:.3f}"),
     ("judge_calls_per_step", "judge calls / step", "{:.1f}"),
@@ -46,7 +51,9 @@ COLUMNS = (
 COLUMN_NOTE = (
     "Per step: the mean over the run's steps; 'after epoch 1' over the steps logged after the first epoch "
     "(RankBuffer's first epoch starts its buffers and costs less than the steps after it; '–': the run did not "
-    "pass epoch 1). Step time: the sum of TRL's step_time (evaluation and checkpoints excluded)."
+    "pass epoch 1). Progress: the first and last logged value of what moves when the policy improves (RankBuffer's "
+    "coarse position, GenRM's win rate vs the references, the judge win rate, else the reward mean; a rank method's "
+    "reward mean and std stay flat). Step time: the sum of TRL's step_time (evaluation and checkpoints excluded)."
 )
 
 
@@ -67,12 +74,16 @@ def summarize(run: RunHistory) -> dict[str, Any]:
         sum(t or 0.0 for t in totals) if any(t is not None for t in totals) else run.total(PROMPT, COMPLETION)
     )
     calls_total = _last(run, f"{CALLS}_total")
+    progress, _, values = run.progress()
     return {
         "run": run.label,
         "steps": run.last_step,
         "steps_after_epoch_1": sum(n for _, n in run.weighted(CALLS, PROMPT, after_first_epoch=True)),
         "reward_std_final": _last(run, REWARD_STD),
         "reward_std_mean": _weighted_mean(run.weighted(REWARD_STD)),
+        "progress": progress,
+        "progress_first": values[0] if values else None,
+        "progress_final": values[-1] if values else None,
         "judge_calls_per_step": _weighted_mean(run.weighted(CALLS)),
         "judge_calls_per_step_after_epoch_1": _weighted_mean(run.weighted(CALLS, after_first_epoch=True)),
         "judge_calls_total": run.total(CALLS) if calls_total is None else calls_total,
@@ -103,7 +114,7 @@ def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
 
 #: (title, y label, function run -> (steps, values)) of each panel, left to right, top to bottom
 PANELS = (
-    ("Reward std (learning signal)", "reward_std", lambda r: r.series(REWARD_STD)),
+    ("Progress (moves as the policy improves)", "each run's signal (legend)", lambda r: r.progress()[1:]),
     ("Judge tokens per step", "prompt + completion tokens", lambda r: r.series(PROMPT, COMPLETION)),
     ("Judge calls per step", "judge/calls", lambda r: r.series(CALLS)),
     ("Judge tokens, cumulative", "tokens", lambda r: r.cumulative(PROMPT, COMPLETION)),
@@ -113,18 +124,20 @@ PANELS = (
 
 
 def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str = "compare.png") -> Path:
-    """One PNG with the panels of `PANELS` side by side (2 x 3), one line per run; needs matplotlib."""
+    """One PNG with the panels of `PANELS` side by side (2 x 3), one line per run, each named with its progress
+    signal in the legend; needs matplotlib."""
     plt = report_files.pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.8))
+    names = [f"{run.label} ({run.progress()[0] or 'no progress signal'})" for run in runs]  # the legend's
     for ax, (title, ylabel, get) in zip(axes.flat, PANELS):
         drawn = False
         for i, run in enumerate(runs):
             steps, values = get(run)
             if steps:
                 ax.plot(steps, values, marker="o" if len(steps) <= 30 else None, markersize=3, color=f"C{i}",
-                        label=run.label)  # fmt: skip
+                        label=names[i])  # fmt: skip
                 drawn = True
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step", fontsize=9)

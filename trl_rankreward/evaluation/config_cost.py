@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..rewards.options import option_fields
-from ..rewards.registry import REWARD_METHODS, reward_method_class
-from ..user_errors import UsageError
+from ..rewards.options import option_values
+from ..user_errors import ConfigError, UsageError
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
 from .reward_bench import MethodResult, run_method, sum_results
 from .step_counts import step_counts
@@ -65,11 +64,18 @@ class ConfigCostArguments:
         metadata={"help": "judge tokens of a completion's answer (default: the config's max_completion_length)"},
     )
 
+    overrides: list[str] = field(
+        default_factory=list,
+        init=False,
+        metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
+                  "not this command's own), set by the CLI and read with the config"},
+    )  # fmt: skip
+
     def __post_init__(self):
         if self.num_processes < 1:
-            raise ValueError(f"num_processes must be >= 1, got {self.num_processes}")
+            raise ConfigError(f"num_processes must be >= 1, got {self.num_processes}")
         if self.completion_tokens is not None and self.completion_tokens < 1:
-            raise ValueError(f"completion_tokens must be >= 1, got {self.completion_tokens}")
+            raise ConfigError(f"completion_tokens must be >= 1, got {self.completion_tokens}")
 
 
 def is_training_config(values: Mapping[str, Any]) -> bool:
@@ -101,7 +107,7 @@ def run_shape(
     per_generation, iterations = get("steps_per_generation") or accumulation, get("num_iterations")
     batch = get("generation_batch_size") or per_device * num_processes * per_generation
     if batch % g:
-        raise ValueError(
+        raise ConfigError(
             f"a generation batch of {batch} completions (per_device_train_batch_size={per_device} x {num_processes} "
             f"process(es) x steps_per_generation={per_generation}) is not a multiple of num_generations={g}; "
             "set --num_processes to the run's process count"
@@ -133,33 +139,30 @@ def _with_defaults(values: Mapping[str, Any], defaults: Mapping[str, Any]):
     return lambda name: values[name] if values.get(name) is not None else defaults[name]
 
 
-def config_methods(values: Mapping[str, Any], defaults: Mapping[str, Any], spec: str) -> list[BenchMethod]:
+def config_values(script_args, training_args, keys: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the values a training config sets, as `scripts.read_training_config` parsed them, for its `keys`; the
+    defaults of its classes). Defaults are the classes' own, not the parsed ones: TRL derives
+    `generation_batch_size` from this process's count, the estimate from `--num_processes`."""
+    configs = (script_args, training_args)
+    values = {k: getattr(c, k) for k in keys for c in configs if k in {f.name for f in dataclasses.fields(c)}}
+    defaults = {f.name: f.default for c in configs for f in dataclasses.fields(c)}
+    return values, defaults
+
+
+def config_methods(training_args, spec: str) -> list[BenchMethod]:
     """The methods to cost: `spec`'s (registry names or benchmark rows) or, for "all", the config's own
-    method (its `reward_method`, else the one whose options the config sets, keys of the training
-    config itself, `defaults`, aside) with the config's options."""
-    fields_of = {
-        name: {f.name for f in option_fields(reward_method_class(name).options_class)} for name in REWARD_METHODS
-    }
-    name = values.get("reward_method")
-    if name is not None:  # the method's config class (`method_config`): its options are its keys
-        kwargs = {k: v for k, v in values.items() if k in fields_of.get(name, ())}
-    else:  # no reward_method: the method whose options the keys are
-        shared = {"lambda_fmt", *defaults}  # every method's option, and the training config's own keys
-        specific = {k for k in values if k not in shared and any(k in f for f in fields_of.values())}
-        matches = sorted(
-            (n for n, f in fields_of.items() if specific and specific <= f), key=lambda n: len(fields_of[n])
-        )
-        if not matches:
-            return []
-        name = matches[0]  # the smallest options class that has every key (rank_buffer before rank_buffer_plus)
-        kwargs = {k: v for k, v in values.items() if k in fields_of[name]}
-    if "anchor_store" in fields_of.get(name, ()):
-        kwargs.update(anchor_store="memory", anchor_store_path=None)  # no file for an estimate
-    kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    own = BenchMethod(name, name, kwargs)
+    method (its `reward_method`) with the config's options; none for a config without one (R-Align's)."""
+    name = getattr(training_args, "reward_method", None)
     if spec.strip() == "all":
-        return [own]
-    return [own if m.label == name else m for m in selected_methods(spec)]
+        return [] if name is None else [_own_method(training_args)]
+    return [_own_method(training_args) if m.label == name else m for m in selected_methods(spec)]
+
+
+def _own_method(training_args) -> BenchMethod:
+    name, kwargs = training_args.reward_method, option_values(training_args.method_options())
+    if "anchor_store" in kwargs:
+        kwargs.update(anchor_store="memory", anchor_store_path=None)  # no file for an estimate
+    return BenchMethod(name, name, {k: v for k, v in kwargs.items() if v is not None})
 
 
 def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
@@ -181,15 +184,29 @@ def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
     return rows, f"{len(rows)} queries of {name}"
 
 
+@dataclass(frozen=True)
+class RunCost:
+    """The whole run's judge cost for one method: the first epoch's cost per step for its steps, the later
+    epochs' for the rest."""
+
+    method: str
+    steps: int
+    calls: float
+    tokens: float
+
+
 def estimate(
     path: str,
-    values: Mapping[str, Any],
-    defaults: Mapping[str, Any],
+    config: tuple,
+    keys: Iterable[str],
     args: ConfigCostArguments,
     bench: RewardBenchConfig,
-) -> str:
-    """The report of `bench --config TRAIN.yaml`: how the run was read, and the cost table. `defaults` are
-    the training config's fields and defaults (`JudgeRewardGRPOConfig`'s: TRL's and the package's)."""
+) -> tuple[str, list[RunCost]]:
+    """The report of `bench --config TRAIN.yaml` (how the run was read, and the cost table) and each method's
+    whole-run cost (none when the run's length is not known). `config` is the (script arguments, trainer config,
+    ...) of `scripts.read_training_config`, `keys` the settings the file and the command line gave."""
+    script_args, training_args = config[:2]
+    values, defaults = config_values(script_args, training_args, keys)
     rows, data_note = dataset_queries(values)
     try:
         shape, how = run_shape(values, defaults, args.num_processes, len(rows) if rows else bench.queries)
@@ -200,11 +217,11 @@ def estimate(
             f"{path} has num_generations={shape.group_size} (one rollout per prompt, PPO): bench --config simulates "
             "groups of at least 2 rollouts; docs/methods.md gives the method's judge calls per completion"
         )
-    methods = config_methods(values, defaults, bench.methods)
+    methods = config_methods(training_args, bench.methods)
     if not methods:
         raise UsageError(
-            f"{path} names no reward_method and sets no method's own options, so its method is not known (an "
-            "R-Align config trains a GenRM and has none); pass --methods NAME (a registry name, e.g. rank_buffer)"
+            f"{path} trains no reward method (an R-Align config trains a GenRM); pass --methods NAME (a registry "
+            "name, e.g. rank_buffer) to cost that method on this run"
         )
     completion = args.completion_tokens or _with_defaults(values, defaults)("max_completion_length")
     sample = min(len(rows) if rows else bench.queries, max(SAMPLE_QUERIES, 2 * shape.queries_per_batch))
@@ -227,11 +244,11 @@ def estimate(
         result = run_method(settings, method, given_queries=_sample(rows, sample, bench.rubrics_per_query))
         if isinstance(result, MethodResult):
             lines += _method_rows(method, result, shape)
-            totals.append(_run_total(method, result, shape))
+            totals.append((method.label, run_cost(method, result, shape)))
         else:
             lines.append(f"| {method.label} | could not run: {result} | | | | | |")
-    lines += ["", *totals, "", ESTIMATE_NOTE]
-    return "\n".join(lines)
+    lines += ["", *(_total_line(label, total) for label, total in totals), "", ESTIMATE_NOTE]
+    return "\n".join(lines), [total for _, total in totals if total is not None]
 
 
 ESTIMATE_NOTE = (
@@ -320,14 +337,20 @@ def _steps_per_epoch(result: MethodResult, shape: RunShape) -> float:
     return shape.steps / shape.epochs if shape.steps and shape.epochs else result.epochs[0].steps
 
 
-def _run_total(method: BenchMethod, result: MethodResult, shape: RunShape) -> str:
-    """The whole run's calls and tokens: the first epoch's per step for its steps, the later epochs' for the rest."""
+def run_cost(method: BenchMethod, result: MethodResult, shape: RunShape) -> RunCost | None:
+    """The whole run's calls and tokens (`RunCost`); None when the run's length is not known."""
     if not shape.steps:
-        return f"{method.label}: the run's length is not known without the dataset size"
+        return None
     first, later = result.epochs[0], sum_results(result.epochs[1:]) if len(result.epochs) > 1 else result.epochs[0]
     first_steps = min(shape.steps, _steps_per_epoch(result, shape))
     calls = tokens = 0.0
     for part, steps in ((first, first_steps), (later, shape.steps - first_steps)):
         part_calls, part_tokens = _per_step(part, shape)
         calls, tokens = calls + part_calls * steps, tokens + part_tokens * steps
-    return f"{method.label}, whole run ({shape.steps} steps): {calls:,.0f} judge calls, {tokens:,.0f} judge tokens"
+    return RunCost(method.label, shape.steps, calls, tokens)
+
+
+def _total_line(label: str, total: RunCost | None) -> str:
+    if total is None:
+        return f"{label}: the run's length is not known without the dataset size"
+    return f"{label}, whole run ({total.steps} steps): {total.calls:,.0f} judge calls, {total.tokens:,.0f} judge tokens"

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..user_errors import ConfigError
 from . import report_files
 
 DEFAULT_METRICS = ("l_acc", "f_score")
@@ -39,7 +40,7 @@ def load_records(path: str | Path) -> list[dict]:
     if path.suffix.lower() == ".json":
         rows = json.loads(path.read_text())
         if not isinstance(rows, list):
-            raise ValueError(f"{path}: expected a JSON list of objects, got {type(rows).__name__}")
+            raise ConfigError(f"{path}: expected a JSON list of objects, got {type(rows).__name__}")
     else:
         with path.open(newline="") as fh:
             rows = list(csv.DictReader(fh))
@@ -49,7 +50,7 @@ def load_records(path: str | Path) -> list[dict]:
 def _clean(row: dict, path: Path, index: int) -> dict:
     missing = {"model", "downstream"} - set(row)
     if missing:
-        raise ValueError(f"{path} row {index}: missing column(s) {sorted(missing)}; need model, downstream, metrics")
+        raise ConfigError(f"{path} row {index}: missing column(s) {sorted(missing)}; need model, downstream, metrics")
     out = {"model": str(row["model"]), "dataset": str(row.get("dataset") or "all")}
     for key, value in row.items():
         if key in ("model", "dataset"):
@@ -57,7 +58,7 @@ def _clean(row: dict, path: Path, index: int) -> dict:
         try:
             out[key] = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"{path} row {index}: column {key!r} must be a number, got {value!r}") from None
+            raise ConfigError(f"{path} row {index}: column {key!r} must be a number, got {value!r}") from None
     return out
 
 

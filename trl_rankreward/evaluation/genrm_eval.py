@@ -72,6 +72,7 @@ from ..judging.prompt_budget import WindowFitting
 from ..judging.requests import JudgeError, MetaJudgeRequest
 from ..rewards.genrm_verdict import genrm_fitting, pair_key, prompt_text
 from ..rewards.ralign_reward import OWN_PROTOCOL, SWAP_NOTE, GenRMSample, RAlignReward
+from ..user_errors import ConfigError
 
 
 @dataclass
@@ -170,7 +171,7 @@ async def evaluate_genrm(
     if meta_judge is not None:
         lacking = sum(1 for r in rows if not (r.get("golden_rationale") or "").strip())
         if lacking:
-            raise ValueError(
+            raise ConfigError(
                 f"{lacking} of {len(rows)} rows have no golden_rationale, which the MetaRM needs; fill them with "
                 "`trl-rankreward rubrics rationales` or evaluate without a MetaRM (L-Acc only)"
             )

@@ -10,12 +10,22 @@ probe measures that from the judge's real answers on a few groups of rollouts:
    the group's completions in a fresh seeded order (mapped back afterwards), so a method swayed by
    the order its texts come in disagrees with itself;
 2. its *reliability* is the mean Kendall tau-a between the rewards of those judgings
-   (`probe_report.order_agreement`: a tied pair counts as no signal); pointwise methods also get
+   (`order_agreement`: a tied pair counts as no signal); pointwise methods also get
    the share of tied pairs, every method the share of groups with all rewards equal;
 3. its cost is the judge's ledger (calls, prompt + completion tokens) during the measured judgings;
 4. a swap test asks the judge about `swap_pairs` pairs per group in both display orders:
    how often it keeps its verdict, and how much it favours the text shown first;
-5. the recommendation is the cheapest method whose reliability is within `margin` of the best.
+5. the recommendation is the cheapest method whose reliability is within `margin` of the best; methods
+   whose reliabilities lie within one standard error of the best are called tied within noise, never "the
+   best" (`recommend`);
+6. with `audit_groups`, a judge-hacking audit (`evaluation.audit`) on a few of the groups: which cheap attacks (a
+   planted verdict, padding, a master-key answer, the display order, ...) raise a rollout's verdict with this judge.
+
+The report (`ProbeReport`) also weighs the probe's own judge cost against the run it plans, when the caller
+gives that run's estimated cost (`planned_run`, as `trl-rankreward bench --config` estimates it): a probe
+that spent more calls or tokens than the whole run says so (`ProbeReport.cost_note`).
+The numbers are computed here from the rewards each method gave, so they can be
+checked by hand (`order_agreement`, `tied_share`, `recommend`).
 
 Stateful methods (RankBuffer and rank_buffer_plus: per-query anchor buffers) are probed as they
 run in training, after their buffers have seen the query: each judging first runs
@@ -39,9 +49,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
+import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..judging.calls import LedgerSnapshot
@@ -49,7 +61,262 @@ from ..judging.requests import PairwiseRequest, ask, is_failure, seeded_rng
 from ..rewards.base import AnswerFormat, Candidates, Group, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
 from ..rewards.registry import REWARD_METHODS, reward_method_class
-from .probe_report import ProbeReport, ProbeRow, SwapTest, recommend, repeat_agreement, standard_error, tied_share
+from ..user_errors import ConfigError
+from .audit import AuditReport, audit_judge_async
+
+#: a pointwise method whose rewards tie in more than this share of pairs gets a warning in the reason
+MANY_TIES = 0.25
+#: a method whose judging failed for more of the groups than this is not recommended (training's circuit
+#: breaker stops a run above 0.5 by default, `judge_max_neutral_fraction`)
+MAX_NEUTRAL = 0.5
+#: below this best reliability the reason warns that no method gives much signal yet
+LOW_SIGNAL = 0.2
+#: a judge whose swap-test answers favour the first-shown text by more than this gets a warning
+POSITION_BIAS_WARNING = 0.1
+
+
+def order_agreement(a: Sequence[float], b: Sequence[float], pairs: Sequence[tuple[int, int]]) -> float | None:
+    """Kendall tau-a of two judgings of one group over `pairs` (of distinct valid answers; None without pairs):
+    (pairs ordered alike - pairs ordered oppositely) / pairs. A pair tied in either judging counts as
+    neither, so a method whose rewards tie scores low: a tie is no signal for GRPO, whose advantage is
+    the reward minus the group mean."""
+    if not pairs:
+        return None
+    score = 0
+    for i, j in pairs:
+        da, db = a[i] - a[j], b[i] - b[j]
+        if da and db:
+            score += 1 if (da > 0) == (db > 0) else -1
+    return score / len(pairs)
+
+
+def tied_share(rewards: Sequence[float], pairs: Sequence[tuple[int, int]]) -> float | None:
+    """The share of `pairs` whose rewards are equal (None without pairs)."""
+    if not pairs:
+        return None
+    return sum(rewards[i] == rewards[j] for i, j in pairs) / len(pairs)
+
+
+def repeat_agreement(judgings: Sequence[Sequence[float]], pairs: Sequence[tuple[int, int]]) -> float | None:
+    """Mean tau-a over every two of a group's judgings (one reward vector per repeat)."""
+    values = [order_agreement(a, b, pairs) for a, b in itertools.combinations(judgings, 2)]
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+@dataclass
+class ProbeRow:
+    """One reward method as the probe measured it (the names below are the documented API).
+
+    `reliability`: mean Kendall tau-a between the rewards of independent judgings of the same group
+    (None: fewer than two judgings, e.g. the budget ran out); `reliability_se`: its standard error
+    over groups; `tied_pairs`: for methods that score pointwise, the share of pairs of distinct
+    answers with equal rewards, else None; `zero_advantage_groups`: the share of judged groups whose
+    rewards are all equal (GRPO gives them zero advantages); `neutral_groups`: the share whose judging
+    failed; `calls_per_group` / `tokens_per_group`: judge calls (every attempt) and prompt + completion
+    tokens per group from the judge's ledger, `calls_per_step` / `tokens_per_step` the same times the
+    groups of one training step; `swap_consistency` / `position_bias`: the judge's swap test, shown for
+    methods that compare texts (None for pointwise ones); `failures`: failed calls by kind;
+    `repeats`: judgings measured; `note`: how it was measured (warm-up of stateful methods).
+    """
+
+    method: str
+    reliability: float | None
+    reliability_se: float | None
+    tied_pairs: float | None
+    zero_advantage_groups: float
+    neutral_groups: float
+    calls_per_group: float
+    tokens_per_group: float
+    calls_per_step: float | None = None
+    tokens_per_step: float | None = None
+    swap_consistency: float | None = None
+    position_bias: float | None = None
+    request_kinds: list[str] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=dict)
+    repeats: int = 0
+    note: str = ""
+
+    @property
+    def pointwise(self) -> bool:
+        """The method scores each answer on its own (every request it made was pointwise)."""
+        return bool(self.request_kinds) and set(self.request_kinds) <= {"pointwise"}
+
+
+@dataclass
+class SwapTest:
+    """The judge asked about the same pairs in both display orders (`probe_judge(swap_pairs=...)`).
+
+    `consistency`: the share of pairs with the same verdict in both orders; `position_bias`: the share
+    of the `decided` (not tied) answers that picked the text shown first, minus 0.5 (0: none; 0.5:
+    always the first).
+    """
+
+    pairs: int = 0
+    consistency: float | None = None
+    position_bias: float | None = None
+    decided: int = 0
+
+    @property
+    def biased(self) -> bool:
+        """`position_bias` beyond `POSITION_BIAS_WARNING` and beyond chance: 2 standard errors of a share of
+        `decided` fair coin flips (sqrt(0.25 / decided))."""
+        if self.position_bias is None or not self.decided:
+            return False
+        return abs(self.position_bias) > max(POSITION_BIAS_WARNING, 2 * math.sqrt(0.25 / self.decided))
+
+
+@dataclass
+class ProbeReport:
+    """`probe_judge`'s result: `rows` (one `ProbeRow` per method), `recommended` (a registry name, or
+    None when no method could be measured), `reason` (one line), `audit` (the judge-hacking audit's
+    `AuditReport`, or None), `table()`, `to_dict()` for JSON."""
+
+    rows: list[ProbeRow]
+    recommended: str | None
+    reason: str
+    margin: float
+    groups: int
+    repeats: int
+    swap_test: SwapTest
+    cost: dict[str, Any]
+    budget_tokens: int | None = None
+    stopped_early: bool = False
+    skipped: list[str] = field(default_factory=list)
+    rewards: dict[str, list[list[list[float]]]] = field(default_factory=dict, repr=False)
+    audit: Any = None  # the judge-hacking audit's `evaluation.audit.AuditReport`, or None (not run)
+    #: the run the probe plans, as `bench --config` estimates it: {"method", "steps", "calls", "tokens"} (or None)
+    planned_run: dict[str, Any] | None = None
+
+    def cost_note(self) -> str | None:
+        """One line when the probe spent more judge calls or tokens than the whole run it plans (`planned_run`)."""
+        run = self.planned_run
+        if not run or (self.cost["calls"] <= run["calls"] and self.cost["tokens"] <= run["tokens"]):
+            return None
+        return (
+            f"the probe spent more than the run it plans: {self.cost['calls']:,} judge calls and "
+            f"{self.cost['tokens']:,} tokens, against about {run['calls']:,.0f} calls and {run['tokens']:,.0f} tokens "
+            f"for the whole run ({run['method']}, {run['steps']} steps, as `trl-rankreward bench --config` estimates "
+            "it); for a run this short, train it and compare, or probe fewer --queries and --methods"
+        )
+
+    def row(self, method: str) -> ProbeRow:
+        for r in self.rows:
+            if r.method == method:
+                return r
+        raise KeyError(f"no probe row for method {method!r}; probed: {[r.method for r in self.rows]}")
+
+    def table(self) -> str:
+        """The rows as a plain-text table, then the recommendation, the swap test and the probe's own cost."""
+        head = ["method", "reliability", "tied pairs", "zero-adv groups", "neutral", "calls/group", "tokens/group",
+                "tokens/step", "note"]  # fmt: skip
+        body = []
+        for r in sorted(self.rows, key=lambda r: -(r.reliability if r.reliability is not None else -9)):
+            rel = "n/a" if r.reliability is None else f"{r.reliability:.3f}" + (
+                f" ± {r.reliability_se:.3f}" if r.reliability_se is not None else "")  # fmt: skip
+            mark = " *" if r.method == self.recommended else ""
+            body.append([r.method + mark, rel, _pct(r.tied_pairs), _pct(r.zero_advantage_groups),
+                         _pct(r.neutral_groups), f"{r.calls_per_group:.1f}", f"{r.tokens_per_group:,.0f}",
+                         "n/a" if r.tokens_per_step is None else f"{r.tokens_per_step:,.0f}", r.note])  # fmt: skip
+        widths = [max(len(x) for x in col) for col in zip(head, *body)]
+        lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
+        lines.append("")
+        lines.append(f"recommended: {self.recommended or 'none'} -- {self.reason}")
+        s = self.swap_test
+        if s.pairs:
+            lines.append(f"swap test: {s.pairs} pairs judged in both orders, same verdict in {_pct(s.consistency)}, "
+                         f"position bias {s.position_bias:+.2f} (share picking the first shown - 0.5)")  # fmt: skip
+        budget = f" of a {self.budget_tokens:,} token budget" if self.budget_tokens else ""
+        lines.append(f"probe cost: {self.cost['calls']:,} judge calls, {self.cost['tokens']:,} tokens{budget}, "
+                     f"{self.cost['failures']} failed calls; {self.groups} groups x {self.repeats} repeats")  # fmt: skip
+        if self.cost_note():
+            lines.append(self.cost_note())
+        if self.stopped_early:
+            lines.append(f"stopped early: the budget was spent; not fully measured: {', '.join(self.skipped)}")
+        if self.audit is not None:
+            lines += ["", "judge-hacking audit (each change must not raise the rollout's verdict):", self.audit.table()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything but the raw rewards, JSON-ready."""
+        out = asdict(self)
+        out.pop("rewards")
+        out["audit"] = self.audit.to_dict() if self.audit is not None else None
+        for row, r in zip(out["rows"], self.rows):
+            row["pointwise"] = r.pointwise
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+
+def tied_within_noise(rows: Sequence[ProbeRow]) -> list[ProbeRow]:
+    """The measured rows whose reliability lies within one standard error of the highest (that row first): their
+    order is noise, so none of them is measurably the best. The standard error is the larger of the two rows'
+    (a row without one counts 0); e.g. 0.857 ± 0.025 ties 0.848, 0.839 and 0.835 (0.022 below it), not 0.83."""
+    measured = sorted((r for r in rows if r.reliability is not None), key=lambda r: -r.reliability)
+    if not measured:
+        return []
+    top = measured[0]
+    return [
+        r for r in measured if top.reliability - r.reliability <= max(top.reliability_se or 0, r.reliability_se or 0)
+    ]
+
+
+def recommend(rows: Sequence[ProbeRow], margin: float, swap: SwapTest | None = None) -> tuple[str | None, str]:
+    """(the cheapest method, by judge tokens per group then calls, within `margin` of the best reliability,
+    a one-line reason); methods whose judging failed for more than `MAX_NEUTRAL` of the groups are left out.
+    When several methods are tied within noise at the top (`tied_within_noise`), the reason says so instead of
+    calling one of them the best."""
+    measured = [r for r in rows if r.reliability is not None and r.neutral_groups <= MAX_NEUTRAL]
+    if not measured:
+        return None, (
+            "no method was judged twice on the same groups with most of its groups judged (budget too small, or the "
+            "judge failed: see the neutral column and the failed calls)"
+        )
+    best = max(measured, key=lambda r: r.reliability)
+    near = [r for r in measured if r.reliability >= best.reliability - margin]
+    pick = min(near, key=lambda r: (r.tokens_per_group, r.calls_per_group, r.method))
+    tied = tied_within_noise(measured)
+    parts = [f"{pick.method} orders groups with reliability {pick.reliability:.2f}"]
+    if len(tied) > 1:
+        names = ", ".join(f"{r.method} {r.reliability:.3f}" for r in tied)
+        parts[0] += (f", {'one of ' if pick in tied else 'within ' + format(margin, 'g') + ' of '}the {len(tied)} "
+                     f"methods tied within noise at the top ({names}: within one standard error of the highest, so "
+                     "none is measurably the best)")  # fmt: skip
+    elif pick.reliability >= best.reliability:
+        parts[0] += ", the best measured"
+    else:
+        parts[0] += f", within {margin:g} of the best ({best.method} {best.reliability:.2f})"
+    cheaper = [r for r in measured if r.tokens_per_group < pick.tokens_per_group]
+    parts[0] += f", at {pick.tokens_per_group:,.0f} tokens/group" + (
+        " (the cheapest within the margin)" if cheaper else " (the cheapest probed)")  # fmt: skip
+    for r in measured:
+        if r.pointwise and r is not pick and r.tied_pairs is not None and r.tied_pairs > MANY_TIES:
+            zero = r.zero_advantage_groups
+            parts.append(f"{r.method} scores tie in {r.tied_pairs:.0%} of pairs" + (
+                f": {zero:.0%} of groups would give zero advantages" if zero else " (no advantage between them)")
+                + f", reliability {r.reliability:.2f}")  # fmt: skip
+    if pick.pointwise and pick.tied_pairs is not None:
+        parts.append(f"its scores tie in {pick.tied_pairs:.0%} of pairs")
+    if best.reliability < LOW_SIGNAL:
+        parts.append(f"no method orders these groups reliably (best {best.reliability:.2f}): the rollouts differ "
+                     "less than the judge's noise; probe more queries, or expect a slow start")  # fmt: skip
+    if swap and swap.biased:
+        parts.append(f"the judge favours the {'first' if swap.position_bias > 0 else 'second'}-shown text "
+                     f"(bias {swap.position_bias:+.2f}): keep the display shuffles or both-order judging on")  # fmt: skip
+    return pick.method, "; ".join(parts)
+
+
+def standard_error(values: Sequence[float]) -> float | None:
+    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+# --------------------------------------------------------------------------- probing
 
 #: the default margin: a method whose reliability is at most this below the best counts as as good
 DEFAULT_MARGIN = 0.1
@@ -221,6 +488,8 @@ async def probe_judge_async(
     groups_per_step: float | None = None,
     budget_tokens: int | None = None,
     swap_pairs: int = 2,
+    audit_groups: int = 0,
+    audit_rollouts: int = 2,
     seed: int = 0,
     answer_format: AnswerFormat | None = None,
     length_fn: Callable[[str], int] | None = None,
@@ -229,21 +498,21 @@ async def probe_judge_async(
     """`probe_judge` in a running event loop (same arguments)."""
     groups = list(groups)
     if not groups:
-        raise ValueError("probe_judge needs at least one group of rollouts; got none")
+        raise ConfigError("probe_judge needs at least one group of rollouts; got none")
     if repeats < 2:
-        raise ValueError(f"repeats must be >= 2 (reliability compares judgings of the same groups), got {repeats}")
+        raise ConfigError(f"repeats must be >= 2 (reliability compares judgings of the same groups), got {repeats}")
     if warmup_passes < 0 or swap_pairs < 0 or margin < 0:
-        raise ValueError(f"warmup_passes, swap_pairs and margin must be >= 0, got {warmup_passes}, {swap_pairs}, "
+        raise ConfigError(f"warmup_passes, swap_pairs and margin must be >= 0, got {warmup_passes}, {swap_pairs}, "
                          f"{margin}")  # fmt: skip
     names = list(methods) if methods is not None else allowed_methods(groups, options)
     unknown = [n for n in names if n not in REWARD_METHODS]
     if unknown or not names:
-        raise ValueError(f"methods must be registered reward methods ({', '.join(REWARD_METHODS)}); got "
+        raise ConfigError(f"methods must be registered reward methods ({', '.join(REWARD_METHODS)}); got "
                          f"{unknown or 'none'}")  # fmt: skip
     run = RunContext(answer_format=answer_format or AnswerFormat(), seed=seed, length_fn=length_fn)
     probe = _Probe(judge, groups, run=run, seed=seed, warmup_groups=warmup_groups, warmup_passes=warmup_passes)
     plans = [_Plan(n, method_options(n, (options or {}).get(n))) for n in names]
-    total, done, skipped = len(plans) * repeats + 1, 0, []
+    total, done, skipped = len(plans) * repeats + 1 + bool(audit_groups), 0, []
 
     def tick(label: str) -> None:
         nonlocal done
@@ -253,6 +522,11 @@ async def probe_judge_async(
 
     swap = await probe.swap_test(swap_pairs) if swap_pairs else SwapTest()
     tick("swap test")
+    audit: AuditReport | None = None
+    if audit_groups:
+        audit = await audit_judge_async(judge, groups, max_groups=audit_groups, rollouts_per_group=audit_rollouts,
+                                        seed=seed, answer_format=run.answer_format)  # fmt: skip
+        tick("hacking audit")
     for repeat in range(repeats):
         # after the first round, cheapest first: a tight budget still measures the cheap methods fully
         order = plans if repeat == 0 else sorted(plans, key=lambda p: p.judgings[0].total.tokens if p.judgings else 0)
@@ -275,7 +549,7 @@ async def probe_judge_async(
         cost={"calls": spent.calls, "tokens": spent.tokens, "prompt_tokens": spent.prompt_tokens,
               "completion_tokens": spent.completion_tokens, "failures": sum(spent.failures.values()),
               "failures_by_kind": dict(spent.failures)},
-        rewards={p.name: [j.rewards for j in p.judgings] for p in plans},
+        rewards={p.name: [j.rewards for j in p.judgings] for p in plans}, audit=audit,
     )  # fmt: skip
 
 
@@ -293,6 +567,10 @@ def probe_judge(judge, groups: Sequence[Group], **kwargs) -> ProbeReport:
         groups_per_step: groups in one training step, for the per-step cost columns.
         budget_tokens: the most judge tokens the probe may spend (None: no bound).
         swap_pairs: pairs per group of the swap test (0: none).
+        audit_groups, audit_rollouts: the judge-hacking audit (`evaluation.audit.audit_judge`) on the first
+            `audit_groups` groups, `audit_rollouts` rollouts each (0 groups, the default here: no audit; the
+            `probe-judge` command runs it); its calls count in the probe's cost and budget. A judge that answers
+            from a table of known texts cannot be audited (the attacks write new texts).
         seed, answer_format, length_fn: as a training run gives them (`RunContext`).
         progress: called `(done, planned, label)` after each judging.
     """
@@ -341,4 +619,18 @@ def _distinct_pairs(group: Group, answer_format: AnswerFormat) -> list[tuple[int
     return [(i, j) for i, j in itertools.combinations(sorted(owner), 2) if owner[i] != owner[j]]
 
 
-__all__ = ["DEFAULT_MARGIN", "allowed_methods", "method_options", "probe_judge", "probe_judge_async"]
+__all__ = [
+    "DEFAULT_MARGIN",
+    "ProbeReport",
+    "ProbeRow",
+    "SwapTest",
+    "allowed_methods",
+    "method_options",
+    "order_agreement",
+    "probe_judge",
+    "probe_judge_async",
+    "recommend",
+    "repeat_agreement",
+    "tied_share",
+    "tied_within_noise",
+]

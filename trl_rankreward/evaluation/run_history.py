@@ -33,10 +33,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..user_errors import ConfigError, MissingFileError, MissingPackageError
+
 TRAINER_STATE = "trainer_state.json"
 REWARD_STD = "reward_std"
 CALLS, PROMPT, COMPLETION = "judge/calls", "judge/prompt_tokens", "judge/completion_tokens"
 NEUTRAL, BUFFER_SIZE = "reward/neutral_groups", "buffer/size_mean"
+REWARD_MEAN = "reward"
+#: What moves when the policy improves, as (metric, label), the first one a run logged (docs/metrics.md):
+#: RankBuffer's coarse position among its anchors, GenRM's win rate against the references, the evaluation's judge
+#: win rate. A rank method's rewards are zero-mean in every group plus the format bonus, so their mean and std stay
+#: flat however the policy does; a method without one of these (pointwise, ...) has its reward mean.
+PROGRESS_SIGNALS = (
+    ("rank/coarse_position_mean", "coarse position"),
+    ("genrm/win_rate", "win rate vs reference"),
+    ("eval/win_rate", "judge win rate"),
+)
+
+
+def progress_signal(names) -> tuple[str, str] | None:
+    """(metric, label) of the progress signal among the logged metric `names` (`PROGRESS_SIGNALS`, else the reward
+    mean); None when none of them was logged."""
+    names = set(names)
+    found = next((signal for signal in PROGRESS_SIGNALS if signal[0] in names), None)
+    return found or ((REWARD_MEAN, "reward mean") if REWARD_MEAN in names else None)
+
+
 _EPOCH_TOLERANCE = 1e-6  # TRL's logged epoch is a float: step / steps per epoch, rounded
 
 
@@ -94,6 +116,11 @@ class RunHistory:
             values.append(total)
         return steps, values
 
+    def progress(self) -> tuple[str | None, list[int], list[float]]:
+        """(label, steps, values) of the run's progress signal (`progress_signal`); (None, [], []) without one."""
+        signal = progress_signal(name for entry in self.entries for name in entry)
+        return (signal[1], *self.series(signal[0])) if signal else (None, [], [])
+
     @property
     def last_step(self) -> int:
         return int(self.entries[-1]["step"]) if self.entries else 0
@@ -103,14 +130,14 @@ def load_run(path: str | os.PathLike, label: str | None = None) -> RunHistory:
     """Read one run from an output directory, checkpoint, `trainer_state.json` or W&B run (see the module doc)."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
+        raise MissingFileError(f"{path}: no such file or directory")
     state = _newest_trainer_state(path)
     if state is not None:
         run = read_trainer_state(state)
     else:
         wandb_file = _wandb_file(path)
         if wandb_file is None:
-            raise FileNotFoundError(
+            raise MissingFileError(
                 f"{path}: found no {TRAINER_STATE} (in it or its checkpoint-* folders) and no W&B run (*.wandb). "
                 "Give a training output directory with at least one checkpoint (save_steps) or its W&B run "
                 "directory (report_to: wandb)"
@@ -141,10 +168,10 @@ def read_trainer_state(path: str | os.PathLike) -> RunHistory:
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
-        raise ValueError(f"{path}: no log_history list; is this a Trainer's {TRAINER_STATE}?")
+        raise ConfigError(f"{path}: no log_history list; is this a Trainer's {TRAINER_STATE}?")
     by_step: dict[int, dict[str, float]] = {}
     wall = None
     for record in history:
@@ -197,10 +224,10 @@ def wandb_records(path: str | os.PathLike) -> list[bytes]:
     """The serialized records of a `.wandb` file, in order; a torn or corrupt tail (a killed run) is dropped."""
     data = Path(path).read_bytes()
     if len(data) < _HEADER:
-        raise ValueError(f"{path}: too short to be a W&B run file")
+        raise ConfigError(f"{path}: too short to be a W&B run file")
     ident, magic, version = struct.unpack("<4sHB", data[:_HEADER])
     if ident != _WANDB_IDENT or magic != _WANDB_MAGIC:
-        raise ValueError(f"{path}: not a W&B run file (no :W&B header)")
+        raise ConfigError(f"{path}: not a W&B run file (no :W&B header)")
     records, pieces, pos = [], None, _HEADER
     while pos + _HEADER <= len(data):
         left = _BLOCK - pos % _BLOCK
@@ -233,7 +260,9 @@ def read_wandb_run(path: str | os.PathLike) -> RunHistory:
     try:
         from wandb.proto import wandb_internal_pb2
     except ImportError as exc:
-        raise ImportError(f"reading W&B runs needs wandb: pip install 'trl-rankreward[wandb]' ({exc})") from None
+        raise MissingPackageError(
+            f"reading W&B runs needs wandb: pip install 'trl-rankreward[wandb]' ({exc})"
+        ) from None
     entries: dict[int, dict[str, float]] = {}
     name, train_runtime = "", None
     for raw in wandb_records(path):
@@ -271,7 +300,7 @@ def read_wandb_run(path: str | os.PathLike) -> RunHistory:
 def load_runs(paths, labels=None) -> list[RunHistory]:
     """`load_run` for each path; `labels` (as many as paths) replace the default labels; duplicates get (2), (3)."""
     if labels and len(labels) != len(paths):
-        raise ValueError(f"got {len(labels)} labels for {len(paths)} runs: give one label per run, in order")
+        raise ConfigError(f"got {len(labels)} labels for {len(paths)} runs: give one label per run, in order")
     runs = [load_run(p, label) for p, label in zip(paths, labels or [None] * len(paths))]
     seen: dict[str, int] = {}
     for run in runs:

@@ -17,6 +17,7 @@ import datasets
 
 from ..data.prompts import query_text
 from ..judging.rendering import Rendered, TextCut
+from ..user_errors import ConfigError
 from .runner import InvalidOutput, Job, PromptTemplate, RunSummary, check_columns, extract_json_object, fill, run_jobs
 
 
@@ -246,7 +247,7 @@ def rubric_jobs(dataset: datasets.Dataset, template: RubricTemplate) -> Iterator
         try:
             render_with_limit(None)  # the template filled for this row, before any request
         except KeyError as error:
-            raise ValueError(
+            raise ConfigError(
                 f"query_id {row['query_id']}: {error.args[0]} (row has {len(row['references'])} references). "
                 "Use the template that matches the dataset (rankbuffer: seven Nectar answers with models; "
                 "matrixreward: scored UltraFeedback answers) or a custom template."

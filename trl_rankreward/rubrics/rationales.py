@@ -18,6 +18,7 @@ import datasets
 
 from ..data.prompts import query_text
 from ..judging.rendering import Rendered, TextCut
+from ..user_errors import ConfigError
 from .runner import InvalidOutput, Job, PromptTemplate, RunSummary, check_columns, extract_json_object, run_jobs
 
 _ANSWER_FORMAT = """Return JSON only: {"rationale": "<the reference judgment>", "preferred": "<A or B>"}"""
@@ -101,7 +102,7 @@ def rationale_jobs(
     """One job per pair: the meta-review prompt when the row has reviews, else the label-conditioned one."""
     for row in dataset:
         if row["label"] not in ("A", "B"):
-            raise ValueError(f"pair_id {row['pair_id']}: label {row['label']!r}; expected 'A' or 'B'")
+            raise ConfigError(f"pair_id {row['pair_id']}: label {row['label']!r}; expected 'A' or 'B'")
         template = review_template if row.get("reviews") else label_template
         render_with_limit = _pair_cut(row, template)
         render_with_limit(None)  # a template that cannot be filled for this row fails here, before any request

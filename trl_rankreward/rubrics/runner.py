@@ -44,6 +44,7 @@ from ..judging.parsing import strip_thinking
 from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
+from ..user_errors import ConfigError, MissingFileError
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*)\}")
 
@@ -96,7 +97,7 @@ def load_template(spec: str, presets: Mapping[str, T]) -> T:
         return presets[spec]
     path = Path(spec)
     if not path.is_file():
-        raise FileNotFoundError(f"Template {spec!r} is neither a preset ({sorted(presets)}) nor an existing file")
+        raise MissingFileError(f"Template {spec!r} is neither a preset ({sorted(presets)}) nor an existing file")
     if path.suffix == ".py":
         namespace: dict = {}
         exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
@@ -104,16 +105,16 @@ def load_template(spec: str, presets: Mapping[str, T]) -> T:
     else:
         overrides = yaml.safe_load(path.read_text(encoding="utf-8"))
     if not isinstance(overrides, dict):
-        raise ValueError(f"{path} must define a mapping of template fields (a YAML mapping or a dict TEMPLATE)")
+        raise ConfigError(f"{path} must define a mapping of template fields (a YAML mapping or a dict TEMPLATE)")
     overrides = dict(overrides)
     base_name = overrides.pop("base", next(iter(presets)))
     if base_name not in presets:
-        raise ValueError(f"{path}: base {base_name!r} is not one of {sorted(presets)}")
+        raise ConfigError(f"{path}: base {base_name!r} is not one of {sorted(presets)}")
     base = presets[base_name]
     known = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(overrides) - known)
     if unknown:
-        raise ValueError(f"{path}: unknown template field(s) {unknown}; known fields are {sorted(known)}")
+        raise ConfigError(f"{path}: unknown template field(s) {unknown}; known fields are {sorted(known)}")
     return dataclasses.replace(base, **overrides)
 
 
@@ -318,7 +319,7 @@ def check_columns(dataset, columns: Iterable[str], needs: str) -> None:
     """Raise unless `dataset` has every column; the message starts with `needs` (what needs which dataset)."""
     for column in columns:
         if column not in dataset.column_names:
-            raise ValueError(f"{needs} with {column!r} (`trl-rankreward data ...`)")
+            raise ConfigError(f"{needs} with {column!r} (`trl-rankreward data ...`)")
 
 
 def run_jobs(

@@ -1,11 +1,385 @@
-"""The path every example script ends with: checks, build the trainer, train, save, model card, push."""
+"""The training entry point behind `examples/train_*.py`, and the one reader of a training config.
+
+Each example script is a few lines over TRL's `TrlParser`, `ScriptArguments` and `ModelConfig`:
+
+    def main(script_args, training_args, model_args):
+        return train(RankBufferGRPOTrainer, script_args, training_args, model_args)
+
+    def make_parser():
+        return ScriptParser((TrainScriptArguments, RankBufferGRPOConfig, ModelConfig))
+
+    if __name__ == "__main__":
+        sys.exit(run_script(main, make_parser))
+
+What every script then does, in order:
+
+- parses flags and `--config FILE.yaml` (`ScriptParser`; a refused value is one line, exit 2);
+- resumes with `--resume_from_checkpoint PATH`, or `latest` / `true` (the newest complete
+  `checkpoint-N` in `output_dir`); `false` / `none` starts afresh (`resume_argument`);
+- with `--push_to_hub`, checks that the Hub is reachable before training (`check_hub_push`);
+- builds a tiny random model when `model_name_or_path` is `tiny` (CPU smoke runs), and refuses a
+  local model folder that does not exist (`resolve_model`);
+- loads `dataset_name` (a `save_to_disk` folder, a .json/.jsonl/.parquet file or a Hub id) and
+  checks its prompts against `max_prompt_length` or the model's context (`load_train_dataset`,
+  `check_prompt_lengths`);
+- trains, then saves the model, its tokenizer, `trainer_state.json` and a model card (README.md)
+  to `output_dir`, and pushes them with `--push_to_hub` (`train`, `run`);
+- prints a user error as one line and exits 1, as the CLI does (`trl_rankreward.user_errors`);
+- after a success, ends the process group of a distributed launch (`end_process_group`).
+
+`read_training_config` reads a training YAML for `trl-rankreward bench --config` and `probe-judge
+--config` with the same `ScriptParser` and config class a script would use, so the three refuse the
+same keys with the same message and take the same flags as overrides.
+"""
 
 from __future__ import annotations
 
-from .data import check_prompt_lengths, load_train_dataset
-from .hub import card_model_name, check_hub_push, hub_dataset_id
-from .model import resolve_model
-from .resume import resume_argument
+import dataclasses
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from trl import ScriptArguments, TrlParser
+
+from ..config_checks import CheckedConfig
+from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
+from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP, ConfigError, MissingFileError, run_reporting_errors
+
+# --------------------------------------------------------------------------- arguments and parsing
+
+#: TRL's script arguments no training script reads, and why: set to anything but their default, they are refused
+UNREAD_SCRIPT_ARGUMENTS = {
+    "dataset_test_split": "the scripts train on dataset_train_split only; evaluate with eval_prompts (the judge win "
+    "rate) or a separate eval run",
+    "dataset_streaming": "the scripts load the training set in full (its rows are checked before the model loads)",
+    "ignore_bias_buffers": "the scripts do not wrap the model in DDP themselves; accelerate launch does",
+}
+
+
+@dataclass
+class TrainScriptArguments(CheckedConfig, ScriptArguments):
+    """TRL's script arguments (with the package's dataset help) plus a prompt limit; the TRL arguments no script
+    reads (`UNREAD_SCRIPT_ARGUMENTS`) are refused when set."""
+
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "The training set: a save_to_disk folder, a .json/.jsonl/.parquet file or a Hub dataset id."},
+    )
+    max_prompt_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "Drop queries whose tokenized prompt is longer than this, before the model loads (the papers: "
+            "4096). Unset: a prompt that leaves no room for max_completion_length in the model's context is an error."
+        },
+    )
+
+    def check_config(self) -> None:
+        defaults = {f.name: f.default for f in fields(ScriptArguments)}
+        for name, why in UNREAD_SCRIPT_ARGUMENTS.items():
+            if getattr(self, name) != defaults[name]:
+                raise ConfigError(
+                    f"{name}={getattr(self, name)!r} is not read by the training scripts ({why}); drop it"
+                )
+
+
+class ScriptParser(OneLineErrors, TrlParser):
+    """`TrlParser` for the example scripts: `--config FILE.yaml` read as the CLI reads it (a file that cannot be read,
+    a YAML syntax error, an unknown key are one-line usage errors), config values checked against the fields'
+    types, a dataclass's own check (`__post_init__`) a usage error too; `--traceback` is a flag."""
+
+    def __init__(self, dataclass_types, **kwargs):
+        super().__init__(dataclass_types, **{"formatter_class": HelpFormatter, **kwargs})
+        self.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
+        self.add_argument(TRACEBACK_FLAG, action="store_true", help=TRACEBACK_HELP)
+
+    def parse_args_and_config(self, args=None) -> tuple:
+        argv = apply_config_file(self, list(sys.argv[1:] if args is None else args))
+        return tuple(to_dataclasses(self, self.parse_args(argv), self.dataclass_types))
+
+
+@dataclass
+class RAlignScriptArguments(TrainScriptArguments):
+    """The shared script arguments (`dataset_name`: pairs with golden rationales) plus the MetaRM to use
+    (`examples/train_ralign_genrm.py`)."""
+
+    metarm: str = field(
+        default="server",
+        metadata={
+            "help": "'server': LLM MetaRM at metarm_base_urls; 'keyword': the offline KeywordMetaJudge (tests).",
+            "choices": ["server", "keyword"],
+        },
+    )
+    keyword_threshold: float = field(
+        default=0.3, metadata={"help": "KeywordMetaJudge: share of golden key words the rationale must cover."}
+    )
+
+
+def training_parsers(reward_method: str | None = None) -> list[tuple[type, type]]:
+    """(script arguments, trainer config) a training YAML may be written for: its `reward_method`'s config class
+    (`trainers.judge_reward.config_for_method`), else the general one first and every method's; and R-Align's
+    (it trains a GenRM and has no reward method: `bench --config` costs it with `--methods`)."""
+    from ..rewards.registry import REWARD_METHODS
+    from ..trainers.judge_reward import JudgeRewardGRPOConfig, config_for_method, method_config
+    from ..trainers.ralign import RAlignGenRMConfig
+
+    if reward_method in REWARD_METHODS:
+        judge_reward = [config_for_method(reward_method)]
+    else:
+        judge_reward = [JudgeRewardGRPOConfig, *(method_config(name) for name in REWARD_METHODS)]
+    return [(TrainScriptArguments, c) for c in judge_reward] + [(RAlignScriptArguments, RAlignGenRMConfig)]
+
+
+def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str, here: bool = True) -> tuple:
+    """(script arguments, trainer config, model config) of the training YAML at `path`, with the command-line
+    `overrides` (`--judge_base_urls http://...`), parsed as the example script of its config class parses them.
+
+    The classes are the first of `training_parsers()` whose fields hold every key; when none do, the ones missing
+    the fewest, whose parser then refuses the rest as the script would (`unknown option(s) k_0 (did you mean
+    k0?)`, exit 2). A file that cannot be read or is not a mapping is refused by that parser too.
+    `here=False` reads the config of a run on another machine (`bench --config` estimates a GPU run on a
+    laptop): it is parsed with `use_cpu`, so transformers' check of this machine's bf16 support is skipped.
+    """
+    from trl import ModelConfig
+
+    values = _config_mapping(path)
+    keys = config_keys(path, overrides)
+    given = dict(zip(overrides, overrides[1:], strict=False)).get("--reward_method", values.get("reward_method"))
+
+    def missing(types: tuple[type, ...]) -> int:
+        return len(keys - {f.name for cls in types for f in dataclasses.fields(cls)})
+
+    types = min(((*pair, ModelConfig) for pair in training_parsers(given)), key=missing)  # of equals, the first
+    parser = ScriptParser(types, prog=prog)
+    elsewhere = [] if here else ["--use_cpu", "true"]  # before the overrides: a flag given wins
+    return parser.parse_args_and_config(["--config", path, *elsewhere, *overrides])
+
+
+def config_keys(path: str, overrides: Sequence[str] = ()) -> set[str]:
+    """The settings a training config gives: the keys of the YAML mapping at `path` and the flags among
+    `overrides`."""
+    keys = set(_config_mapping(path)) - {"env"}
+    return keys | {w[2:].split("=", 1)[0].replace("-", "_") for w in overrides if w.startswith("--")}
+
+
+def _config_mapping(path: str) -> dict:
+    """The YAML mapping at `path` (empty when it cannot be read or is not a mapping: the parser then says why)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError):
+        values = None
+    return values if isinstance(values, dict) else {}
+
+
+# --------------------------------------------------------------------------- the entry point
+
+
+def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
+    """Parse the command line with `make_parser()` (a `ScriptParser`), run `main(*parsed)`; return the exit status.
+
+    Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI. After a successful
+    `main` the process group of a distributed launch is destroyed (`end_process_group`).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
+
+    def body() -> None:
+        main(*make_parser().parse_args_and_config(argv))
+        end_process_group()
+
+    return run_reporting_errors(prog, body, argv)
+
+
+def end_process_group() -> None:
+    """Destroy the launch's process group, if there is one, before the interpreter exits, as PyTorch asks.
+
+    Call it once the trainer is released: the trainer's DDP or DeepSpeed wrapper holds the group, and
+    a trainer lives in reference cycles (its callbacks point back at it), hence the garbage collection
+    first. Then nothing else holds the group (`trainers.base.WORLD_GROUP_DEFAULTS` says what once did),
+    and destroying it stops gloo's threads here, in order, instead of leaving them to the interpreter's
+    exit, where a finished rank could abort ("terminate called without an active exception", exit -6).
+    Only after a success: the barrier would wait for a rank that failed (under `accelerate launch`, the
+    launcher then stops the others).
+    """
+    import gc
+
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        gc.collect()
+        dist.barrier()  # every rank done with every collective (rank 0 may still be writing the card)
+        dist.destroy_process_group()
+
+
+# --------------------------------------------------------------------------- resuming
+
+#: values of `--resume_from_checkpoint` meaning "the newest complete checkpoint in output_dir" / "do not resume"
+RESUME_LATEST = ("latest", "true", "last")
+RESUME_NONE = ("false", "none", "no", "")
+
+
+def parse_resume(value) -> str | bool | None:
+    """`--resume_from_checkpoint` as the trainer takes it: a path, True (the newest checkpoint) or None.
+
+    TrlParser hands the flag over as text: `latest` / `true` mean True, `false` / `none` (and an
+    unset flag) mean None, anything else is a checkpoint path, which must exist.
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return True
+    text = str(value).strip()
+    if text.lower() in RESUME_LATEST:
+        return True
+    if text.lower() in RESUME_NONE:
+        return None
+    if not os.path.isdir(text):
+        raise MissingFileError(
+            f"--resume_from_checkpoint {text}: no such checkpoint folder; pass a checkpoint-N folder, `latest` "
+            "(the newest complete checkpoint in output_dir) or `false`"
+        )
+    return text
+
+
+def resume_argument(trainer_class, training_args) -> str | None:
+    """What to pass to `trainer.train(resume_from_checkpoint=...)`: a checkpoint path or None (module docstring).
+
+    Starting afresh in a folder that holds checkpoints is allowed (they get overwritten), with a note
+    naming the resume flag.
+    """
+    from ..trainers.base import checkpoint_steps
+
+    resume = parse_resume(training_args.resume_from_checkpoint)
+    output_dir = training_args.output_dir
+    if resume is True:
+        return trainer_class.latest_checkpoint(output_dir)
+    steps = checkpoint_steps(output_dir)
+    if resume is None and steps and training_args.process_index == 0:
+        print(
+            f"Note: {output_dir} holds checkpoints of an earlier run (newest: checkpoint-{steps[0]}); this run starts "
+            "from step 0 and overwrites them. To continue that run instead: --resume_from_checkpoint latest",
+            file=sys.stderr,
+        )
+    return resume
+
+
+# --------------------------------------------------------------------------- the Hub
+
+
+def check_hub_push(training_args) -> None:
+    """With --push_to_hub, the Hub must be reachable with a token before training starts, not after it ends
+    (where a missing network used to end the run in an 88-line ConnectError)."""
+    if not training_args.push_to_hub:
+        return
+    from huggingface_hub import constants, whoami
+    from huggingface_hub.errors import LocalTokenNotFoundError
+
+    if constants.HF_HUB_OFFLINE:
+        raise ConfigError("--push_to_hub needs the Hub, but HF_HUB_OFFLINE=1 is set; unset it or drop --push_to_hub")
+    try:
+        whoami()
+    except LocalTokenNotFoundError:
+        raise ConfigError("--push_to_hub needs a Hugging Face token: run `hf auth login` or set HF_TOKEN") from None
+    except Exception as exc:  # network errors of the Hub client (httpx), HTTP 401 for a bad token
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(
+            f"--push_to_hub: cannot reach the Hub at {constants.ENDPOINT} ({type(exc).__name__}: {reason}); check the "
+            "network and HF_TOKEN, or drop --push_to_hub and push the saved output_dir later"
+        ) from None
+
+
+def card_model_name(args) -> str:
+    """As TRL names the model in its cards: the Hub repo's name, else the output folder's."""
+    return args.hub_model_id.split("/")[-1] if args.hub_model_id else Path(args.output_dir).name
+
+
+def hub_dataset_id(dataset_name: str | None) -> str | None:
+    """`dataset_name` when it is a Hub id (the model card links it), None for a local file or folder."""
+    if not dataset_name or os.path.exists(dataset_name) or dataset_name.startswith((".", "/", "~")):
+        return None
+    return dataset_name if re.fullmatch(r"[\w.-]+(/[\w.-]+)?", dataset_name) else None
+
+
+# --------------------------------------------------------------------------- the policy
+
+#: `model_name_or_path` value that builds a tiny random model (`trl_rankreward.tiny.build_tiny_model`)
+TINY_MODEL = "tiny"
+
+
+def resolve_model(name: str, training_args) -> str:
+    """`name`, or for `tiny` the folder of a tiny random model built under `output_dir/tiny_model`.
+
+    The local main process of each machine builds it while the others wait at a barrier
+    (`TrainingArguments.main_process_first`); the build itself is atomic, so machines that share
+    a filesystem never read a half-written folder either.
+    """
+    if name != TINY_MODEL:
+        check_local_model(name)
+        return name
+    from ..tiny import build_tiny_model
+
+    folder = Path(training_args.output_dir) / "tiny_model"
+    with training_args.main_process_first(local=True, desc="building the tiny model"):
+        return str(build_tiny_model(folder))
+
+
+def check_local_model(name: str) -> None:
+    """A model name that is a local path (it starts with ., / or ~, or its folder part exists here) must exist:
+    otherwise transformers reads it as a Hub id and fails with "Repo id must be in the form ..."."""
+    path = Path(name).expanduser()
+    local = name.startswith((".", "/", "~")) or ("/" in name and path.parent.is_dir() and str(path.parent) != ".")
+    if local and not path.is_dir():
+        raise MissingFileError(
+            f"model_name_or_path {name!r}: no such folder (for a Hub model give its id, owner/name; for a local one "
+            "the folder written by save_pretrained)"
+        )
+
+
+# --------------------------------------------------------------------------- the training set
+
+
+def load_train_dataset(script_args):
+    """`dataset_name` as a `save_to_disk` directory, a json/jsonl/parquet file, or a Hub dataset id."""
+    if script_args.dataset_name is None:
+        raise ConfigError("Set dataset_name (a save_to_disk directory, a .json/.jsonl/.parquet file or a Hub id)")
+    from datasets import DatasetDict
+
+    from ..data.sources import load_source
+
+    split = script_args.dataset_train_split
+    data = load_source(script_args.dataset_name, split=split, config=script_args.dataset_config)
+    return data[split] if isinstance(data, DatasetDict) else data
+
+
+def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
+    """Before any model loads: drop prompts over `max_prompt_length` tokens (printing how many), or without a
+    limit stop on a prompt that leaves no room for `max_completion_length` in the model's context."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from ..data.prompts import check_prompts_fit, context_length, drop_long_prompts, prompt_lengths
+
+    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    lengths = prompt_lengths(dataset["prompt"], tokenizer, training_args.chat_template_kwargs)
+    query_ids = dataset["query_id"] if "query_id" in dataset.column_names else None
+    if script_args.max_prompt_length:
+        dataset, dropped = drop_long_prompts(dataset, lengths, script_args.max_prompt_length)
+        if dropped.rows and training_args.process_index == 0:
+            print(f"Dropped {len(dropped.rows)} of {dropped.total} prompts longer than max_prompt_length="
+                  f"{dropped.limit} tokens ({dropped.describe(query_ids)})", file=sys.stderr)  # fmt: skip
+        return dataset
+    window = context_length(AutoConfig.from_pretrained(model_name))
+    if window:
+        check_prompts_fit(lengths, context_length=window, max_completion_length=training_args.max_completion_length,
+                          query_ids=query_ids)  # fmt: skip
+    return dataset
+
+
+# --------------------------------------------------------------------------- train, save, push
 
 
 def train(trainer_class, script_args, training_args, model_args, *, check_prompts: bool = True, **trainer_kwargs):

@@ -34,6 +34,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
 from ..rewards.state_files import METHOD_STATE_NAME
+from ..user_errors import ConfigError
 from .console_log import use_compact_console_log
 from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
@@ -91,7 +92,7 @@ def latest_complete_checkpoint(
         if not missing:
             return path
         logger.warning(f"Skipping {path}: it lacks {', '.join(missing)} (a save was interrupted)")
-    raise ValueError(
+    raise ConfigError(
         f"resume_from_checkpoint=True (--resume_from_checkpoint latest), but {output_dir} holds no complete "
         f"checkpoint (a checkpoint-N folder with {' and '.join(required)}); pass a checkpoint path, or start "
         "without resuming"

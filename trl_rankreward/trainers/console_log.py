@@ -5,11 +5,15 @@ as one dict per logging step, which buries the progress bar. `use_compact_consol
 swaps the trainer's default printing callback (`ProgressCallback`, or `PrinterCallback` with
 `disable_tqdm`) for one that keeps the progress bar and writes one short line beside it:
 
-    step 12/40 | loss 0.0123 | reward 0.200 ± 0.676 (incl. format bonus up to 0.2) | judge 96 calls, 12.3k tok | ...
+    step 12/40 | coarse position 0.432 | loss 0.0123 | reward 0.200 ± 0.676 (incl. format bonus up to 0.2) | ...
 
-The reward is the method's reward plus its format bonus (`lambda_fmt` times the format reward,
-in [0, 1]); the line says so when `lambda_fmt` is set, because a rank method's rewards are
-zero-mean in every group, and a steady mean of 0.200 is the bonus, not a broken reward.
+It starts with the method's progress signal, what moves when the policy improves
+(`evaluation.run_history.PROGRESS_SIGNALS`: RankBuffer's coarse position among its anchors, GenRM's win
+rate against the references, the judge win rate at an evaluation; for the other methods the reward
+mean is the signal). The reward is the method's reward plus its format bonus (`lambda_fmt` times the
+format reward, in [0, 1]); the line says so when `lambda_fmt` is set, because a rank method's rewards
+are zero-mean in every group, and a steady mean of 0.200 ± 0.676 is the bonus and the ranks, not a
+stalled run.
 
 Only the console changes: every metric still reaches the loggers (W&B, TensorBoard, ...)
 and `trainer_state.json`, which are fed by `Trainer.log`, not by these callbacks.
@@ -24,9 +28,10 @@ from typing import Any
 from tqdm.auto import tqdm
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
+from ..evaluation.run_history import PROGRESS_SIGNALS
+
 #: (label, key) of optional numbers shown after the judge usage, when the step logged them
 _EXTRAS = (
-    ("coarse pos", "rank/coarse_position_mean"),
     ("buffer", "buffer/size_mean"),
     ("label acc", "ralign/label_acc"),
     ("spurious", "ralign/spurious_rate"),
@@ -60,9 +65,9 @@ def format_log_line(
 ) -> str | None:
     """One compact line for the metrics `logs` of step `step` (of `max_steps`), or None for an empty log.
 
-    Shows, when present: the loss, the reward mean ± std (and, with `format_bonus`, the method's
-    `lambda_fmt`, that the reward includes it), the judge calls and tokens (and failures, if any),
-    the neutral groups, and the method's headline number (`rank/coarse_position_mean`, `buffer/size_mean`,
+    Shows, when present: the progress signal (`PROGRESS_SIGNALS`), the loss, the reward mean ± std (and,
+    with `format_bonus`, the method's `lambda_fmt`, that the reward includes it), the judge calls and tokens
+    (and failures, if any), the neutral groups, and the method's other headline numbers (`buffer/size_mean`,
     R-Align's label accuracy). Evaluation logs (`eval_` keys) get an "eval" line; the end-of-training
     summary a "done" line. A log with none of these keys shows its first few numbers.
     """
@@ -81,7 +86,7 @@ def format_log_line(
             parts.append(f"mean loss {_fmt(get('train_loss'))}")
         return " | ".join(parts)
 
-    parts = []
+    parts = [f"{label} {get(key):.3f}" for key, label in PROGRESS_SIGNALS if get(key) is not None][:1]
     if get("loss") is not None:
         parts.append(f"loss {_fmt(get('loss'))}")
     if get("reward") is not None:

@@ -260,6 +260,10 @@ class GroupScorer:
         metrics.update(self.usage.step_metrics(combined_snapshot(self.method.judges)))
         return Scored(rewards, metrics, sum(r.neutral for r in results), len(results), first_failures(results))
 
+    def run(self, coroutine) -> Any:
+        """Run `coroutine` on the judging loop (where the judges' clients live) and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._event_loop()).result()
+
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             thread, loop, ready = start_event_loop_in_daemon(name="JudgeReward-AsyncLoop")

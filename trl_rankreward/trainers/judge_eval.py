@@ -50,6 +50,7 @@ from ..judging.calls import LedgerSnapshot
 from ..judging.parsing import strip_thinking
 from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, EvalJudgeFields, build_judge
 from ..rewards.state_files import write_json_atomic
+from ..user_errors import ConfigError
 from .group_scoring import combined_snapshot, register_references, share_from_main
 from .model_card import describe_judge, redact_server_urls, redact_urls
 from .reward_state import JudgeCircuitBreaker, JudgeFailureError
@@ -167,7 +168,7 @@ def load_eval_prompts(source: str, limit: int | None = None) -> list[EvalPrompt]
 
     rows = load_source(source, split="train")
     if "prompt" not in rows.column_names:
-        raise ValueError(
+        raise ConfigError(
             f"eval_prompts={source!r} has columns {rows.column_names}, no `prompt`; it needs the training data's "
             "layout (prompt; query_id, rubrics, references optional)"
         )
@@ -181,7 +182,7 @@ def eval_judge_settings(args):
         return EVAL_JUDGE.settings(args)
     if hasattr(args, "judge_base_urls"):
         return TRAINING_JUDGE.settings(args)
-    raise ValueError(
+    raise ConfigError(
         f"eval_prompts={args.eval_prompts!r} needs an evaluation judge, and {type(args).__name__} has no training "
         "judge (judge_*) to stand in: set eval_judge_base_urls and eval_judge_model"
     )
@@ -220,13 +221,13 @@ class JudgeWinRateCallback(TrainerCallback):
         if baseline == "reference":
             missing = [p.query_id for p in prompts if p.best_reference is None]
             if missing:
-                raise ValueError(
+                raise ConfigError(
                     f"eval_baseline='reference' needs each evaluation prompt's `references` (best first); queries "
                     f"{missing[:5]} have none. Add them, or use eval_baseline='initial_policy'"
                 )
         self.max_new_tokens = max_new_tokens or getattr(trainer.args, "max_completion_length", None)
         if not self.max_new_tokens:
-            raise ValueError("give max_new_tokens: the config has no max_completion_length to take it from")
+            raise ConfigError("give max_new_tokens: the config has no max_completion_length to take it from")
         self.trainer, self.prompts, self.judge, self.baseline = trainer, list(prompts), judge, baseline
         self.batch_size = batch_size or trainer.args.per_device_eval_batch_size
         self.breaker = breaker or JudgeCircuitBreaker()

@@ -30,6 +30,7 @@ paper's epoch index (0-based).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import warnings
@@ -53,6 +54,7 @@ from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
 from .dataset_checks import check_group_size, check_training_dataset
 from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
+from .hacking_monitor import ALARM, HackingMonitor, HackingMonitorConfig
 from .judge_eval import JudgeEvalConfig, evaluation_summary
 from .model_card import describe_judge, method_citation, redact_urls, training_section
 from .ppo import CriticConfig, critic_card_settings, training_algorithm
@@ -131,12 +133,13 @@ def name_the_run(args, method: str) -> None:
 # ---- the config --------------------------------------------------------------------------------------------
 
 @dataclass
-class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
+class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, HackingMonitorConfig, GRPOConfig):
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
     Every field is in sight: its own below, the judge server's (`judge_*`) in
     `judging.server_settings.TrainingJudgeFields`, the win rate's in `judge_eval.JudgeEvalConfig`,
-    the critic's in `ppo.CriticConfig`. The judge is an `LLMJudge` over an OpenAI-compatible
+    the critic's in `ppo.CriticConfig`, the judge-hacking monitor's in `hacking_monitor.HackingMonitorConfig`.
+    The judge is an `LLMJudge` over an OpenAI-compatible
     server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
     by similarity to the query's `references`).
 
@@ -379,6 +382,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self.reward_method = reward_method
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
         self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
+        self._monitor = None if reward_method is None else HackingMonitor(
+            args, reward_method.judge, self._scorer.run, reward_method.answer_format)  # fmt: skip
         self._batch_inputs = self._launched = None
         self._generated_at = time.perf_counter()  # when the last batch's completions were ready
 
@@ -438,13 +443,25 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         if pending is None:  # not started early (overlap_judging off)
             pending = self._launch_judging(inputs, prompts, completions)
         is_main = self.accelerator.is_main_process
-        scored: Scored = share_from_main(is_main, lambda: self._scorer.finish(pending))
+        scored: Scored = share_from_main(is_main, lambda: self._monitored(self._scorer.finish(pending), pending, mode))
         waited = time.perf_counter() - waiting
         self._record({**scored.metrics, WAIT_SECONDS: waited, OVERLAP_WINDOW_SECONDS: waiting - self._generated_at})
         self._run_state.record(scored, mode, step=self.state.global_step, is_main=is_main)
-        if self._run_state.breaker.tripped:  # this step ends with a checkpoint, and the run stops (every rank)
+        tripped = self._run_state.breaker.tripped or (self.args.hacking_monitor_stop and scored.metrics.get(ALARM))
+        if tripped:  # this step ends with a checkpoint, and the run stops (every rank)
             self.control.should_save = self.control.should_training_stop = True
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
+
+    def _monitored(self, scored: Scored, pending: PendingScore, mode: str) -> Scored:
+        """`scored` with the hacking monitor's metrics of this training step (`hacking_monitor`), warning of new
+        findings (main process)."""
+        if mode != "train" or self._monitor is None:
+            return scored
+        metrics = self._monitor.check(pending.groups, scored.rewards, self.state.global_step)
+        for line in self._monitor.new_evidence():
+            logger.warning(f"Judge-hacking alarm at step {self.state.global_step}: {line}. See docs/judging.md, "
+                           "'What a rollout can and cannot do to its verdict'.")  # fmt: skip
+        return dataclasses.replace(scored, metrics={**scored.metrics, **metrics})
 
     # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
 

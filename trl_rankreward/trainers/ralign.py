@@ -30,6 +30,7 @@ from ..evaluation.genrm_eval import GenRMCounts
 from ..judging.server_settings import METARM, MetaRMFields
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
+from ..user_errors import ConfigError
 from .base import GRPOTrainerBase
 from .group_scoring import combined_snapshot, completion_text
 from .judge_eval import JudgeEvalConfig, evaluation_summary
@@ -116,7 +117,7 @@ def build_genrm_prompts(dataset, seed: int, protocol=OWN_PROTOCOL):
     """
     missing = [c for c in PAIR_COLUMNS if c not in dataset.column_names]
     if missing:
-        raise ValueError(
+        raise ConfigError(
             f"R-Align needs the pairwise columns {list(PAIR_COLUMNS)}; the dataset lacks {missing}. "
             "Build it with `trl-rankreward data` (helpsteer3 / rewardbench2 / ppe) and fill golden rationales."
         )
@@ -183,7 +184,7 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
         if "reward_funcs" in kwargs:
             raise TypeError("RAlignGenRMTrainer builds its own reward function; configure it through args instead")
         if args.reward_mode == "ralign" and meta_judge is None and not args.metarm_base_urls:
-            raise ValueError(
+            raise ConfigError(
                 "reward_mode='ralign' needs a MetaRM: set metarm_base_urls and metarm_model "
                 "(an OpenAI-compatible server), pass meta_judge=..., or use reward_mode='outcome'"
             )

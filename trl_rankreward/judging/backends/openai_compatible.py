@@ -1,26 +1,31 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
-OpenAI-compatible server, through `openai.AsyncOpenAI`.
+OpenAI-compatible server, spoken over `aiohttp` (the chat-completions protocol is one JSON POST;
+an SDK's request and response models would cost several times the client CPU of the HTTP itself).
 
-One client per base URL (a *replica*); `replica_pool.ReplicaPool` routes each request (a replica
-that refused a connection or timed out rests, so retries go to a live one). Each request has a deadline of
-`timeout_s` for the whole answer, counted from when it leaves the queue (a server that trickles
-bytes cannot hold it longer: httpx's own timeout bounds each read, not the request). `complete`
-makes one HTTP request: failures come out as `BackendError` (with the server's `Retry-After`),
-and the caller's `judging.retry.RetryPolicy` decides whether to try again. A success status
-whose body is not a chat completion (an HTML page from a proxy, truncated JSON) is a
-"malformed" failure, not an empty answer. Token counts are the server's `usage` numbers.
-`context_window()` and `count_prompt_tokens(messages)` serve `judging.prompt_budget`.
+Each base URL is a *replica*; `replica_pool.ReplicaPool` routes each request (a replica that
+refused a connection or timed out rests, so retries go to a live one). Each request has a
+deadline of `timeout_s` for the whole answer, counted from when it leaves the queue (a server
+that trickles bytes cannot hold it longer). `complete` makes one HTTP request: failures come out
+as `BackendError` (with the server's `Retry-After`), and the caller's `judging.calls.RetryPolicy`
+decides whether to try again. A success status whose body is not a chat completion (an HTML page
+from a proxy, truncated JSON) is a "malformed" failure, not an empty answer. Token counts are the
+server's `usage` numbers. `context_window()` and `count_prompt_tokens(messages)` serve
+`judging.prompt_budget`.
 
-Clients and the per-loop parts of the pool belong to an event loop, and trainers call
-`asyncio.run` once per step, so they are created lazily for each running loop.
-The API key is read from the environment variable `api_key_env` ("EMPTY" when unset, which
-local servers accept); it never appears in reprs, logs or error messages.
+Every request of an event loop shares one `aiohttp.ClientSession` (one connection pool over all
+replicas). Sessions belong to a loop (trainers call `asyncio.run` once per step, or judge on a loop
+of their own in a thread), so one is made lazily for each running loop and closed when that loop
+shuts down its async generators (as `asyncio.run` does on its way out) or, on a loop that outlives
+the backend, when the backend goes. The API key is read from the environment variable
+`api_key_env` ("EMPTY" when unset, which local servers accept) when a loop's session is made; it
+never appears in reprs, logs or error messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
 import time
@@ -28,10 +33,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import weakref
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-import httpx
-import openai
+import aiohttp
 
 from .base import (
     DEFAULT_API_KEY_ENV,
@@ -47,12 +52,16 @@ from .replica_pool import ReplicaPool
 _START_CHECK_TIMEOUT_S = 5.0
 # A URL that refused a connection or timed out is skipped this long while another URL is live.
 _REST_S = 10.0
+# `/tokenize` calls in flight at once per loop; they get connections of their own beside the chat requests'.
+_TOKENIZE_CONCURRENCY = 16
 
 
 @dataclass
 class _LoopState:
-    clients: list[openai.AsyncOpenAI]
-    tokenizer_client: httpx.AsyncClient
+    session: aiohttp.ClientSession
+    headers: dict[str, str]
+    tokenize_slots: asyncio.Semaphore
+    closer: AsyncGenerator  # held here: the loop keeps its async generators only weakly
 
 
 class OpenAICompatibleBackend:
@@ -107,7 +116,12 @@ class OpenAICompatibleBackend:
         self.pool = ReplicaPool(len(self.base_urls), per_replica=per_replica, total=max_concurrency, rest_s=_REST_S)
         self.listed_max_model_lens: list[int | None] = [None] * len(self.base_urls)
         self._tokenize_offered = [True] * len(self.base_urls)  # until a server answers 404/405 to /tokenize
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
+        self._chat_urls = [f"{u}/chat/completions" for u in self.base_urls]
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._tokenize_timeout = aiohttp.ClientTimeout(total=min(_START_CHECK_TIMEOUT_S, timeout_s))
+        # a loop's entry goes when the loop shuts down (a session holds its loop, so a weak key would never go)
+        self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
+        weakref.finalize(self, _release_sessions, self._loops)
         if check_on_start:
             for index, url in enumerate(self.base_urls):
                 entries = list_models(url, self._api_key(), timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s))
@@ -118,16 +132,21 @@ class OpenAICompatibleBackend:
         return os.environ.get(self.api_key_env) or "EMPTY"
 
     def _state(self) -> _LoopState:
+        """The running loop's session (made on its first request; module docstring)."""
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
-            key = self._api_key()
-            clients = [
-                openai.AsyncOpenAI(base_url=u, api_key=key, timeout=self.timeout_s, max_retries=0)
-                for u in self.base_urls
-            ]
-            tokenizer_client = httpx.AsyncClient(timeout=min(_START_CHECK_TIMEOUT_S, self.timeout_s))
-            state = self._loops[loop] = _LoopState(clients, tokenizer_client)
+            for closed in [other for other in self._loops if other.is_closed()]:  # closed without shutting down
+                del self._loops[closed]
+            # the chat requests' connections (the pool bounds them by max_concurrency) plus /tokenize's
+            connector = aiohttp.TCPConnector(limit=self.max_concurrency + _TOKENIZE_CONCURRENCY)
+            # answers are small JSON: asked uncompressed, they are read without a decompressor
+            session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
+            headers = {"Authorization": f"Bearer {self._api_key()}", "Content-Type": "application/json",
+                       "Accept-Encoding": "identity"}  # fmt: skip
+            # forgetting the loop's entry must not hold `self` (the finalizer holds `_loops`)
+            closer = _close_at_loop_shutdown(session, functools.partial(self._loops.pop, loop, None))
+            state = self._loops[loop] = _LoopState(session, headers, asyncio.Semaphore(_TOKENIZE_CONCURRENCY), closer)
         return state
 
     def context_window(self) -> int | None:
@@ -146,18 +165,22 @@ class OpenAICompatibleBackend:
         live = [i for i in offered if self.pool.is_live(i)] or offered
         index = min(live, key=lambda i: self.pool.in_flight[i])
         url = _server_root(self.base_urls[index]) + "/tokenize"
-        headers = {"Authorization": f"Bearer {self._api_key()}"}
-        body = {"model": self.model, "messages": messages, "add_generation_prompt": True}
+        body = _json_bytes({"model": self.model, "messages": messages, "add_generation_prompt": True})
+        state = self._state()
         try:
-            response = await self._state().tokenizer_client.post(url, json=body, headers=headers)
-        except httpx.HTTPError:
+            async with state.tokenize_slots:
+                async with state.session.post(
+                    url, data=body, headers=state.headers, timeout=self._tokenize_timeout
+                ) as response:
+                    status, data = response.status, await response.read()
+        except (TimeoutError, aiohttp.ClientError):
             return None
-        if response.status_code in (404, 405):  # not a vLLM server: never ask this replica again
+        if status in (404, 405):  # not a vLLM server: never ask this replica again
             self._tokenize_offered[index] = False
             return None
         try:
-            count = response.json().get("count") if response.status_code == 200 else None
-        except ValueError:
+            count = json.loads(data).get("count") if status == 200 else None
+        except (ValueError, AttributeError):
             return None
         return count if isinstance(count, int) and count > 0 else None
 
@@ -171,32 +194,83 @@ class OpenAICompatibleBackend:
     ) -> Completion:
         """One chat completion from the least loaded live replica; raises `BackendError` if it fails."""
         state = self._state()
-        extra = {"response_format": response_format} if response_format is not None else {}
+        payload = {"model": self.model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+        if response_format is not None:
+            payload["response_format"] = response_format
+        body = _json_bytes(payload)
         async with self.pool.slot() as index:
             url = self.base_urls[index]
             try:
-                request = state.clients[index].chat.completions.create(
-                    model=self.model, messages=messages, temperature=temperature, max_tokens=max_tokens, **extra
-                )
-                response = await asyncio.wait_for(request, self.timeout_s)
-            except (TimeoutError, openai.OpenAIError) as exc:
-                error = _backend_error(exc, url, self.timeout_s)
-                if error.kind in ("transport", "timeout"):
-                    self.pool.rest(index)
-                raise error from exc
-            except json.JSONDecodeError as exc:  # a 200 whose JSON body does not parse (the client's json.loads)
+                async with state.session.post(
+                    self._chat_urls[index], data=body, headers=state.headers, timeout=self._timeout
+                ) as response:
+                    status, data = response.status, await response.read()
+                    headers = response.headers
+            except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too: check them first
+                self.pool.rest(index)
                 raise BackendError(
-                    f"Judge server {url} answered HTTP 200 with a body that is not valid JSON ({exc}); "
-                    "a proxy or the server cut the response",
-                    kind="malformed",
+                    f"Judge request to {url} got no complete answer within {self.timeout_s:g}s", kind="timeout"
                 ) from exc
-            return _completion(response, url)
+            except aiohttp.ClientError as exc:  # refused, reset, a body cut short of its Content-Length
+                self.pool.rest(index)
+                raise BackendError(f"Cannot reach judge server {url}: {_transport_reason(exc)}") from exc
+        if status >= 400:
+            raise BackendError(
+                f"Judge server {url} returned HTTP {status}: {_short(_error_detail(data))}",
+                kind="http",
+                status=status,
+                retry_after_s=retry_after_s(headers),
+            )
+        return _completion(data, url)
 
     def __repr__(self) -> str:
         return (
             f"OpenAICompatibleBackend(base_urls={self.base_urls!r}, model={self.model!r}, "
             f"max_concurrency={self.max_concurrency}, timeout_s={self.timeout_s})"
         )
+
+
+async def _session_closer(session: aiohttp.ClientSession, forget) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await session.close()
+        forget()
+
+
+def _close_at_loop_shutdown(session: aiohttp.ClientSession, forget) -> AsyncGenerator:
+    """An async generator, started on the running loop, that closes `session` and calls `forget()` when the
+    loop shuts down its async generators (`asyncio.run` does, after the last task); the caller must hold it."""
+    closer = _session_closer(session, forget)
+    try:
+        closer.asend(None).send(None)  # runs it to its `yield`: the loop now knows it
+    except StopIteration:
+        pass
+    return closer
+
+
+def _release_sessions(loops: dict[asyncio.AbstractEventLoop, _LoopState]) -> None:
+    """A backend collected while a loop it used lives on (a trainer's judging loop runs in a thread until
+    exit): its sessions count as closed from now, and a running loop closes their connections itself."""
+    for loop, state in list(loops.items()):
+        connector = state.session.connector
+        if state.session.closed or connector is None:
+            continue
+        state.session.detach()
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(connector.close(), loop)
+
+
+def _transport_reason(exc: aiohttp.ClientError) -> str:
+    """What failed on the connection, in a few words (the URL is named beside it)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):  # its text repeats the address and adds ssl details
+        return f"connection failed ({type(exc.os_error).__name__})"
+    return str(exc) or type(exc).__name__
+
+
+def _json_bytes(payload: dict) -> bytes:
+    # ASCII JSON: every text encodes (a lone surrogate becomes an escape, never an encoding error)
+    return json.dumps(payload).encode("ascii")
 
 
 def normalize_base_url(url: str) -> str:
@@ -258,25 +332,6 @@ def _server_root(base_url: str) -> str:
     return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
 
-def _backend_error(exc: Exception, url: str, timeout_s: float) -> BackendError:
-    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
-        return BackendError(f"Judge request to {url} got no complete answer within {timeout_s:g}s", kind="timeout")
-    if isinstance(exc, openai.APIConnectionError):
-        return BackendError(f"Cannot reach judge server {url}: {exc}", kind="transport")
-    if isinstance(exc, openai.APIStatusError):
-        return BackendError(
-            f"Judge server {url} returned HTTP {exc.status_code}: {_short(exc.message)}",
-            kind="http",
-            status=exc.status_code,
-            retry_after_s=retry_after_s(exc.response.headers),
-        )
-    if isinstance(exc, openai.APIResponseValidationError):
-        return BackendError(
-            f"Judge server {url} answered a body that is not a chat completion: {exc}", kind="malformed"
-        )
-    return BackendError(f"Judge request to {url} failed: {type(exc).__name__}: {_short(str(exc))}", kind="transport")
-
-
 def retry_after_s(headers) -> float | None:
     """The server's requested wait: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date."""
     try:
@@ -292,25 +347,52 @@ def retry_after_s(headers) -> float | None:
         return None
 
 
-def _completion(response, url: str) -> Completion:
-    choices = getattr(response, "choices", None)
-    if not isinstance(choices, list):  # e.g. the client hands back the text of an HTML page
+def _completion(body: bytes, url: str) -> Completion:
+    """The `Completion` of a success status's body; a "malformed" `BackendError` if it is not a chat completion."""
+    try:
+        payload = json.loads(body)
+    except ValueError as exc:  # an HTML page from a proxy, JSON cut off, bytes that are not UTF-8
+        raise BackendError(
+            f"Judge server {url} answered a success status with a body that is not valid JSON ({exc}); a proxy or "
+            f"the server cut or replaced the response: {_short(body.decode('utf-8', 'replace'), 200)!r}",
+            kind="malformed",
+        ) from None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    choice = (choices[0] if choices else {}) if isinstance(choices, list) else None
+    message = choice.get("message", {}) if isinstance(choice, dict) else None
+    text = message.get("content") or "" if isinstance(message, dict) else None
+    if not isinstance(text, str):
         raise BackendError(
             f"Judge server {url} answered a success status with a body that is not a chat completion: "
-            f"{_short(str(response), 200)!r}",
+            f"{_short(body.decode('utf-8', 'replace'), 200)!r}",
             kind="malformed",
         )
-    text = (choices[0].message.content or "") if choices else ""
-    reasoning = getattr(choices[0].message, "reasoning_content", None) if choices else None
-    finish_reason = getattr(choices[0], "finish_reason", None) if choices else None
-    usage = response.usage
+    reasoning, finish_reason = message.get("reasoning_content"), choice.get("finish_reason")
+    usage = payload.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
     return Completion(
         text=text,
         reasoning=reasoning if isinstance(reasoning, str) else None,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
     )
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _error_detail(body: bytes) -> str:
+    """What an error status's body says: an OpenAI error's `message` (vLLM's top-level one too), else its text."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return text
+    error = payload.get("error", payload) if isinstance(payload, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else text
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -14,8 +14,10 @@ them anyway (least in flight), so a pool whose servers all restart keeps trying 
 stalling. After its rest a replica is live again and, having nothing in flight, is the
 first to get requests: a replica that comes back is used at once.
 
-The counters are plain integers shared by every event loop; only the condition a request
-waits on when every replica is at its bound belongs to a loop (trainers run a loop per step).
+The counters are plain integers shared by every event loop; only the queue of requests waiting
+for a slot belongs to a loop (trainers run a loop per step). A request that finds a free slot and
+nobody waiting takes it at once; the others wait in arrival order, and each request that ends
+wakes the first of them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import contextlib
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 
 
@@ -47,7 +50,8 @@ class ReplicaPool:
         self.sent = [0] * n  # requests routed to each replica so far
         self.resting_until = [0.0] * n
         self._clock = clock
-        self._conditions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Condition] = (
+        # per loop: the futures of the requests waiting for a slot, first come first
+        self._waiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, deque[asyncio.Future]] = (
             weakref.WeakKeyDictionary()
         )
 
@@ -69,35 +73,49 @@ class ReplicaPool:
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[int]:
         """`async with pool.slot() as index:` one request on replica `index`, waiting for a free slot."""
-        condition = self._condition()
-        async with condition:
-            while (index := self.choose()) is None:
-                try:
-                    await condition.wait()
-                except asyncio.CancelledError:  # a wake-up meant for this waiter goes to the next one
-                    condition.notify()
-                    raise
-            self.in_flight[index] += 1
-            self.sent[index] += 1
+        loop = asyncio.get_running_loop()
+        waiters = self._waiters.get(loop)
+        if waiters is None:
+            waiters = self._waiters[loop] = deque()
+        index = None if waiters else self.choose()  # a newcomer waits behind the requests already waiting
+        woken = None
+        while index is None:
+            # first in the queue again if a newcomer took the slot it was woken for, else last
+            queue_at = waiters.appendleft if woken is not None else waiters.append
+            woken = loop.create_future()
+            queue_at(woken)
+            try:
+                await woken
+            except asyncio.CancelledError:
+                if woken.cancelled():
+                    with contextlib.suppress(ValueError):
+                        waiters.remove(woken)
+                else:  # woken, then cancelled: the wake-up goes to the next waiter
+                    _wake_first(waiters)
+                raise
+            index = self.choose()
+        self.in_flight[index] += 1
+        self.sent[index] += 1
         try:
             yield index
         finally:
             self.in_flight[index] -= 1
-            async with condition:
-                condition.notify()
+            _wake_first(waiters)
 
     def rest(self, index: int) -> None:
         """Skip replica `index` for `rest_s` seconds (it refused a connection or timed out)."""
         self.resting_until[index] = self._clock() + self.rest_s
 
-    def _condition(self) -> asyncio.Condition:
-        loop = asyncio.get_running_loop()
-        condition = self._conditions.get(loop)
-        if condition is None:
-            condition = self._conditions[loop] = asyncio.Condition()
-        return condition
-
     def __repr__(self) -> str:
         return (
             f"ReplicaPool(n={self.n}, per_replica={self.per_replica}, total={self.total}, in_flight={self.in_flight})"
         )
+
+
+def _wake_first(waiters: deque[asyncio.Future]) -> None:
+    """Wake the first request still waiting for a slot, if any."""
+    while waiters:
+        waiter = waiters.popleft()
+        if not waiter.done():
+            waiter.set_result(None)
+            return

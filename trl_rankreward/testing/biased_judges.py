@@ -1,0 +1,121 @@
+"""Scripted judges with one known weakness each, and rollouts to audit them on (`evaluation.audit`).
+
+Every judge here is a `SimulatedJudge` whose latent quality is `fact_quality`: 10 times the share of the
+query's facts (`FACTS`) an answer names, so filler, instructions, planted verdicts and the query repeated
+add nothing. On top of that quality:
+
+- `honest_judge`: nothing else (with `noise`, a judge whose answers vary from call to call);
+- `length_biased_judge`: + `bias` per 100 characters, so of two equal answers the longer wins;
+- `position_biased_judge`: + `bias` for the text shown first in a pairwise prompt;
+- `EchoJudge`: a weak judge model that reads the rendered prompt and, when it holds a concrete verdict in
+  the answer format (`{"score": 7}`, `{"winner": "B"}`), answers that verdict (the last one) instead of
+  judging; else honest.
+
+`scripted_groups()` gives 6 queries x 4 rollouts: per query two answers naming both facts (10), one naming
+one (5) and one naming none (0).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ..evaluation.simulation import SimulatedJudge
+from ..judging.rendering import render
+from ..judging.requests import PairwiseRequest, PointwiseRequest
+from ..rewards.base import Group
+
+#: query id -> (query, facts a correct answer names, its rollouts)
+SCRIPTED_QUERIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "geo": ("What is the capital of France, and which river runs through it?", ("paris", "seine"),
+            ("The capital is Paris, on the Seine.", "Paris; the Seine flows through it.",
+             "The capital is Paris.", "It is Lyon, on the Rhone.")),
+    "chem": ("What are the elements in a water molecule?", ("hydrogen", "oxygen"),
+             ("Two hydrogen atoms and one oxygen atom.", "Water is made of hydrogen and oxygen.",
+              "It contains oxygen.", "Carbon and nitrogen.")),
+    "astro": ("Which planet is the largest, and what is its Great Red Spot?", ("jupiter", "storm"),
+              ("Jupiter; the spot is a giant storm.", "The largest is Jupiter, and the spot is a storm.",
+               "Jupiter is the largest.", "Saturn, and the spot is a crater.")),
+    "bio": ("What gas do plants release in photosynthesis, and what sugar do they make?", ("oxygen", "glucose"),
+            ("They release oxygen and make glucose.", "Oxygen is released; glucose is made.",
+             "They make glucose.", "Nitrogen and starch.")),
+    "math": ("Which are the two smallest prime numbers?", ("2", "3"),
+             ("They are 2 and 3.", "The two smallest primes are 2 and 3.", "The smallest is 2.", "1 and 4.")),
+    "lit": ("Who wrote Hamlet, and in which country was he born?", ("shakespeare", "england"),
+            ("William Shakespeare, born in England.", "Shakespeare wrote it; he was born in England.",
+             "Shakespeare wrote it.", "Goethe, born in Germany.")),
+}  # fmt: skip
+FACTS: dict[str, tuple[str, ...]] = {qid: facts for qid, (_, facts, _) in SCRIPTED_QUERIES.items()}
+_WORD = re.compile(r"\w+")
+
+
+def scripted_groups(query_ids: Sequence[str] | None = None) -> list[Group]:
+    """The `SCRIPTED_QUERIES` as `Group`s (all of them, or `query_ids`)."""
+    ids = list(query_ids or SCRIPTED_QUERIES)
+    return [Group(q, SCRIPTED_QUERIES[q][0], (), list(SCRIPTED_QUERIES[q][2])) for q in ids]
+
+
+def fact_quality(facts: Mapping[str, Sequence[str]] = FACTS):
+    """`(query_id, text) -> 10 * share of the query's facts named in text` (whole words, any case; a query
+    without facts: 0)."""
+
+    def quality(query_id: str, text: str) -> float:
+        wanted = facts.get(query_id, ())
+        words = {w.lower() for w in _WORD.findall(text)}
+        return 10.0 * sum(f in words for f in wanted) / len(wanted) if wanted else 0.0
+
+    return quality
+
+
+def honest_judge(*, noise: float = 0.0, seed: int = 0, facts: Mapping[str, Sequence[str]] = FACTS) -> SimulatedJudge:
+    """Judges by the facts named only (integer pointwise scores); `noise`: the per-call standard deviation."""
+    return SimulatedJudge(fact_quality(facts), noise=noise, seed=seed, integer_scores=True)
+
+
+def length_biased_judge(*, bias: float = 1.5, noise: float = 0.0, seed: int = 0,
+                        facts: Mapping[str, Sequence[str]] = FACTS) -> SimulatedJudge:  # fmt: skip
+    """`honest_judge` plus `bias` per 100 characters of a text."""
+    return SimulatedJudge(fact_quality(facts), noise=noise, seed=seed, integer_scores=True, length_bias=bias)
+
+
+def position_biased_judge(*, bias: float = 6.0, noise: float = 0.0, seed: int = 0,
+                          facts: Mapping[str, Sequence[str]] = FACTS) -> SimulatedJudge:  # fmt: skip
+    """`honest_judge` plus `bias` for the text shown first in a pairwise prompt (pointwise scores unchanged)."""
+    return SimulatedJudge(fact_quality(facts), noise=noise, seed=seed, integer_scores=True, position_bias=bias)
+
+
+_SCORE = re.compile(r'"score"\s*:\s*(\d+(?:\.\d+)?)')
+_WINNER = re.compile(r'"winner"\s*:\s*"(A|B|TIE)"')
+
+
+class EchoJudge(SimulatedJudge):
+    """`honest_judge` that answers the last concrete verdict its rendered prompt holds (module docstring)."""
+
+    def __init__(self, *, noise: float = 0.0, seed: int = 0, facts: Mapping[str, Sequence[str]] = FACTS):
+        super().__init__(fact_quality(facts), noise=noise, seed=seed, integer_scores=True)
+
+    async def _verdict(self, request, display: tuple[int, ...]):
+        prompt = render(request, self.templates, seed=self.seed).messages[-1]["content"]
+        if isinstance(request, PointwiseRequest) and (scores := _SCORE.findall(prompt)):
+            return min(10.0, float(scores[-1]))
+        if isinstance(request, PairwiseRequest) and (labels := _WINNER.findall(prompt)):
+            label = labels[-1]
+            if label == "TIE":
+                return label
+            shown = display or (0, 1)
+            return "AB"[shown["AB".index(label)]]  # the label is a display slot; the verdict is canonical
+        return await super()._verdict(request, display)
+
+
+def biased_judges(*, noise: float = 0.0, seed: int = 0) -> dict[str, SimulatedJudge]:
+    """One of each: {"honest", "echo", "length_biased", "position_biased"}, with the same `noise` and `seed`."""
+    return {
+        "honest": honest_judge(noise=noise, seed=seed),
+        "echo": EchoJudge(noise=noise, seed=seed),
+        "length_biased": length_biased_judge(noise=noise, seed=seed),
+        "position_biased": position_biased_judge(noise=noise, seed=seed),
+    }
+
+
+__all__ = ["FACTS", "SCRIPTED_QUERIES", "EchoJudge", "biased_judges", "fact_quality", "honest_judge",
+           "length_biased_judge", "position_biased_judge", "scripted_groups"]  # fmt: skip
