@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import subprocess
 import sys
 import time
+
+from trl_rankreward.testing import run_in_group
 
 
 def burn(stop) -> None:
@@ -37,8 +38,9 @@ def main() -> int:
     failures, start = [], time.perf_counter()
     try:
         for run in range(1, args.runs + 1):
-            result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.tests],
-                                    capture_output=True, text=True)  # fmt: skip
+            # its own process group, killed whole at its end: a worker a run left behind cannot load the next
+            result = run_in_group([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args.tests],
+                                  timeout=None, capture_output=True, text=True)  # fmt: skip
             aborted = "terminate called" in result.stdout + result.stderr
             if result.returncode:
                 failures.append((run, result.returncode, aborted))

@@ -15,6 +15,11 @@ broken from the start). Each case reports:
   neutral group is checked); else what was lost;
 - `as expected`: whether the case ended as it should (below the table: the full messages).
 
+Two cases are about the machine rather than the judge: a lock left by a killed DeepSpeed op build
+(the training scripts' start-up check, `trainers.extension_builds`), and a launch that hangs with
+its workers (`testing.run_in_group`, as the launch matrix and the multi-process tests run launches),
+where `data lost` counts the processes left running.
+
     PYTHONPATH=. python benchmarks/fault_suite.py
     PYTHONPATH=. python benchmarks/fault_suite.py --write-docs docs/reliability.md
     PYTHONPATH=. python benchmarks/fault_suite.py --cases baseline garbage
@@ -31,6 +36,7 @@ import os
 import platform
 import re
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -369,9 +375,47 @@ def file_case(out: Path, tail: bytes | None, injected: str) -> Result:
     try:
         load_source(str(path))
     except Exception as exc:
-        message = f"{type(exc).__name__}: {exc}"
-        return Result(injected, 0, 0, {}, f"stopped: {first_line(message)}", message, type(exc).__name__,
-                      "0 (no step ran)")  # fmt: skip
+        return refused_at_start(injected, exc)
+    return Result(injected, 0, 0, {}, "continued", None, None, "0")
+
+
+def refused_at_start(injected: str, exc: Exception) -> Result:
+    """A case stopped by `exc` before anything trained."""
+    message = f"{type(exc).__name__}: {exc}"
+    return Result(injected, 0, 0, {}, f"stopped: {first_line(message)}", message, type(exc).__name__, "0 (no step ran)")
+
+
+def stale_build_lock_case(out: Path) -> Result:
+    """A DeepSpeed op build killed mid-way left `<op>/lock`, its folder unchanged since: the start-up check stops
+    the run at once, naming the file, where DeepSpeed would wait on it forever."""
+    from trl_rankreward.trainers.extension_builds import QUIET_S, check_build_locks
+
+    lock = out / "torch_extensions" / "cpu_adam" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.touch()
+    os.utime(lock, (time.time() - 2 * QUIET_S,) * 2)
+    try:
+        check_build_locks(lock.parent.parent)
+    except Exception as exc:
+        return refused_at_start("1 lock file", exc)
+    return Result("1 lock file", 0, 0, {}, "continued", None, None, "0")
+
+
+def hung_launch_case(out: Path, timeout_s: float = 2.0) -> Result:
+    """A launcher and its two workers (one in a process group of its own, as ninja starts a compiler) that never
+    end, as a collective waiting forever: killed at the timeout, and none of them left running."""
+    from trl_rankreward.testing import run_in_group, session_survivors
+
+    out.mkdir(parents=True)
+    session, injected = out / "session", "launcher + 2 workers, hung"
+    try:
+        run_in_group(["bash", "-c", f"echo $$ > {session}; sleep 600 & set -m; sleep 600 & set +m; sleep 600"],
+                     timeout=timeout_s)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        left = session_survivors(int(session.read_text()))
+        message = f"TimeoutExpired: the launch was killed after {timeout_s:g} s, {len(left)} of its processes left"
+        return Result(injected, 0, 0, {}, f"stopped: {message}", message, "TimeoutExpired",
+                      f"{len(left)} processes left running" if left else "0 (no process left)")  # fmt: skip
     return Result(injected, 0, 0, {}, "continued", None, None, "0")
 
 
@@ -485,6 +529,10 @@ CASES = [
          lambda ctx, out: train_case(ctx, out, model="no-such-judge", injected=lambda ctx: "config"), cheap=True),
     Case("hostile", "hostile data: fake delimiters, answer JSON, 1 MB reference", "continued", hostile_case),
     Case("surrogate", "lone surrogate / invalid UTF-8 in a rollout and a reference", "scored", surrogate_case),
+    Case("stale_build_lock", "a DeepSpeed op build killed mid-way (its lock left)", "stopped:StaleBuildLock",
+         lambda ctx, out: stale_build_lock_case(out), cheap=True),
+    Case("hung_launch", "a launch hung with its workers (a launch-matrix row, a multi-process test)",
+         "stopped:TimeoutExpired", lambda ctx, out: hung_launch_case(out), cheap=True),
     Case("cut_off_file", "bad file: the last JSON line cut off", "stopped:DatasetFileError",
          lambda ctx, out: file_case(out, b'{"prompt": "Name a col', "1 line cut off")),
     Case("invalid_utf8_file", "bad file: a byte that is not UTF-8", "stopped:DatasetFileError",
@@ -502,7 +550,8 @@ CASES = [
 ]  # fmt: skip
 CASE_NAMES = [c.name for c in CASES]
 #: errors that are the library's own, clear answers (anything else escaping a run is a crash)
-CLEAR_ERRORS = ("JudgeFailureError", "BackendError", "DatasetError", "DatasetFileError", "CheckpointStateError")
+CLEAR_ERRORS = ("JudgeFailureError", "BackendError", "DatasetError", "DatasetFileError", "CheckpointStateError",
+                "StaleBuildLock", "TimeoutExpired")  # fmt: skip
 
 
 def check(case: Case, result: Result) -> str:

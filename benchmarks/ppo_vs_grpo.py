@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -86,12 +85,16 @@ def main() -> int:
         print("RESULT " + json.dumps(run_row(ROWS[args.row], args)))
         return 0
 
+    from trl_rankreward.testing import run_in_group
+
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="ppo_vs_grpo-")
     results = {}
     for name in ROWS:
         command = [sys.executable, __file__, "--row", name, "--work_dir", work_dir,
                    *(f"--{k}={getattr(args, k)}" for k in ("steps", "batch", "completion_tokens", "hidden", "layers"))]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        # its own process group, killed whole when the row ends (or on Ctrl-C): no process outlives its row
+        done = run_in_group(command, timeout=None, capture_output=True, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
         line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
         if done.returncode or not line:
             print(done.stderr[-3000:], file=sys.stderr)

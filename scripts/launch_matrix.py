@@ -272,27 +272,32 @@ class RowResult:
         return self.problem is None
 
 
-def launch(row: Row, args: list[str], log: Path, judge) -> Launch:
-    """`accelerate launch` the row's script with `args`, output to `log`; the whole process group is killed
-    on timeout so no worker outlives it."""
-    command = [
+def launch_command(row: Row, args: list[str]) -> list[str]:
+    """`accelerate launch` of the row's script under its layout, with `args`."""
+    return [
         sys.executable, "-m", "accelerate.commands.launch",
         "--config_file", str(ACCELERATE_CONFIGS / row.layout.accelerate_config),
         "--main_process_port", str(_free_port()),
         str(ROOT / "examples" / f"{row.script}.py"), "--config", str(row.config), *args,
     ]  # fmt: skip
+
+
+def launch(row: Row, args: list[str], log: Path, judge) -> Launch:
+    """Run `launch_command(row, args)`, output to `log`, in a process group and session of its own, killed whole
+    when the launch ends or after LAUNCH_TIMEOUT_S (`testing.run_in_group`): no worker outlives its row."""
+    from trl_rankreward.testing import run_in_group
+
+    command = launch_command(row, args)
     env = {**os.environ, **LAUNCH_ENV, **row.layout.env}
     requests_before, start = judge.requests, time.monotonic()
     with open(log, "w") as out:
         out.write(" ".join(f"{k}={v}" for k, v in row.layout.env.items()) + " " + " ".join(command) + "\n\n")
         out.flush()
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)  # fmt: skip
         try:
-            rc = process.wait(timeout=LAUNCH_TIMEOUT_S)
+            rc = run_in_group(command, timeout=LAUNCH_TIMEOUT_S, cwd=ROOT, env=env, stdout=out,
+                              stderr=subprocess.STDOUT).returncode  # fmt: skip
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            rc = process.wait()
+            rc = -signal.SIGKILL
             out.write(f"\nlaunch_matrix: killed after {LAUNCH_TIMEOUT_S} s\n")
     return Launch(rc, time.monotonic() - start, judge.requests - requests_before, log)
 

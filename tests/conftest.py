@@ -1,10 +1,22 @@
-"""Shared fixtures: a tiny random-weight chat model (built once per session) and a tiny dataset."""
+"""Shared fixtures: a tiny random-weight chat model (built once per session) and a tiny dataset; and a check at
+the session's start that no stale DeepSpeed build lock would hang the ZeRO-3 tests."""
 
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+
+def pytest_sessionstart(session):
+    """A build lock left by a killed DeepSpeed op build would hang every ZeRO-3 test until its timeout, printing
+    nothing: stop the session at once with the file to remove (trainers.extension_builds has the rule)."""
+    from trl_rankreward.trainers.extension_builds import StaleBuildLock, check_build_locks
+
+    try:
+        check_build_locks()
+    except StaleBuildLock as exc:
+        pytest.exit(f"StaleBuildLock: {exc}", returncode=3)
 
 
 @pytest.fixture(scope="session")

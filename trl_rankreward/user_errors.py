@@ -53,7 +53,7 @@ class UsageError(UserError):
 #: module lives; an exception of a module never imported cannot have been raised)
 _LIBRARY_USER_ERRORS = frozenset({
     "SchemaError", "DatasetFileError", "RAlignRowError", "DatasetError", "CheckpointStateError", "AnchorStoreError",
-    "ReleaseError", "BackendError", "JudgeError", "GroupJudgingFailed", "JudgeFailureError",
+    "ReleaseError", "BackendError", "JudgeError", "GroupJudgingFailed", "JudgeFailureError", "StaleBuildLock",
 })  # fmt: skip
 #: libraries whose ValueError / OSError reports a config or input of the user (a bad TRL setting, a dataset or
 #: model id that does not exist), judged by the module of the frame that raised it

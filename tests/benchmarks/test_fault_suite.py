@@ -1,5 +1,6 @@
 """benchmarks/fault_suite.py: three cheap cases through the benchmark's own code (a valid judge, a garbage
-judge, a wrong model name), and `--write-docs` rewriting only the table of the page (~30 s in all)."""
+judge, a wrong model name), the two machine cases (a stale build lock, a hung launch), and `--write-docs`
+rewriting only the table of the page (~30 s in all)."""
 
 import subprocess
 import sys
@@ -44,6 +45,22 @@ def test_wrong_model_stops_before_any_step(results):
     assert wrong.steps == 0 and wrong.error_type == "BackendError"
     assert "'no-such-judge' is not served" in wrong.outcome and "['scripted-judge']" in wrong.outcome
     assert wrong.as_expected == "yes"
+
+
+def test_a_stale_build_lock_stops_at_start_naming_the_file(tmp_path):
+    case = next(c for c in fault_suite.CASES if c.name == "stale_build_lock")
+    result = fault_suite.run_case(case, fault_suite.Context(model_dir="", work=tmp_path))
+    assert result.error_type == "StaleBuildLock" and result.seconds < 5  # at once, not after a wait
+    lock = (tmp_path / "stale_build_lock" / "torch_extensions" / "cpu_adam" / "lock").resolve()
+    assert f"rm {lock}" in result.error and lock.exists()  # named for the user to remove, not removed
+    assert result.as_expected == "yes"
+
+
+def test_a_hung_launch_is_killed_with_all_its_processes(tmp_path):
+    case = next(c for c in fault_suite.CASES if c.name == "hung_launch")
+    result = fault_suite.run_case(case, fault_suite.Context(model_dir="", work=tmp_path))
+    assert result.outcome == "stopped: TimeoutExpired: the launch was killed after 2 s, 0 of its processes left"
+    assert result.data_lost == "0 (no process left)" and result.as_expected == "yes" and result.seconds < 30
 
 
 def test_table_has_one_row_per_case_and_no_machine_paths(results):

@@ -5,6 +5,8 @@ launch 2 CPU processes twice each (10-20 s a launch); the others are cheap check
 what the matrix swaps.
 """
 
+from types import SimpleNamespace
+
 import pytest
 
 from scripts.launch_matrix import (
@@ -21,12 +23,14 @@ from scripts.launch_matrix import (
     count_judging,
     discover,
     judging_problem,
+    launch,
     load_config,
     overrides,
     run_row,
     stand_ins,
 )
 from tests.trainers.test_examples import load_example
+from trl_rankreward.testing import session_survivors
 
 ROWS = discover()
 SHIPPED = sorted(CONFIGS.glob(PAPER_CONFIGS))
@@ -144,3 +148,17 @@ def test_judging_is_counted_per_launch_from_the_log():
     r_align = Launch(0, 1.0, 3, None)  # R-Align keeps no judge/calls_total: the server's count stands
     count_judging(r_align, [{"step": 1, "ralign/meta_failures": 0.0}], after_step=0, ledger_before=0)
     assert r_align.ledger_calls is None and judging_problem("run", r_align, embedded=False) is None
+
+
+def test_a_killed_row_leaves_no_process(tmp_path, monkeypatch):
+    # The row's launch stands in for `accelerate launch`: a shell that records its session and starts two workers
+    # (`sleep 600`, the second in a process group of its own), all hung; the matrix kills the row at its timeout
+    # (1 s here), workers included.
+    group = tmp_path / "group"
+    hung = ["bash", "-c", f"echo $$ > {group}; sleep 600 & set -m; sleep 600 & set +m; sleep 600"]
+    monkeypatch.setattr("scripts.launch_matrix.launch_command", lambda row, args: hung)
+    monkeypatch.setattr("scripts.launch_matrix.LAUNCH_TIMEOUT_S", 1)
+    result = launch(ROWS[0], [], tmp_path / "run.log", SimpleNamespace(requests=0))
+    assert result.rc == -9 and result.seconds < 30
+    assert (tmp_path / "run.log").read_text().endswith("launch_matrix: killed after 1 s\n")
+    assert session_survivors(int(group.read_text())) == []

@@ -16,6 +16,7 @@ import pytest
 from tests.trainers.test_examples import ROOT, load_example
 from trl_rankreward.scripts import run_script
 from trl_rankreward.scripts.train import check_hub_push, parse_resume, resume_argument
+from trl_rankreward.testing import run_in_group
 from trl_rankreward.user_errors import TRACEBACK_ENV
 
 CONFIGS = ROOT / "examples" / "configs"
@@ -347,7 +348,7 @@ class _FakeParser:
 
 def test_script_exit_status_and_single_line_in_a_subprocess(tmp_path):
     # The real command line: a missing dataset file, one line on stderr, exit status 1.
-    done = subprocess.run(
+    done = run_in_group(
         [sys.executable, "examples/train_baseline.py", "--config", str(CONFIGS / "baseline_cpu.yaml"),
          "--dataset_name", str(tmp_path / "nope.jsonl"), "--output_dir", str(tmp_path / "out")],
         cwd=ROOT, env={**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300,
@@ -374,7 +375,7 @@ def test_tiny_model_is_built_once_under_two_processes(tmp_path):
                "--main_process_port", str(_free_port()),
                str(ROOT / "tests" / "examples" / "two_process_tiny.py"), str(tmp_path)]  # fmt: skip
     env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    done = run_in_group(command, timeout=540, env=env, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     seen = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert seen[0]["path"] == seen[1]["path"] == str(tmp_path / "out" / "tiny_model")

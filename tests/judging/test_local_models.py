@@ -6,11 +6,12 @@ The check runs in a fresh process (zero3_load_check.py): it starts a gloo group 
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from trl_rankreward.testing import run_in_group
 
 pytest.importorskip("deepspeed")
 pytest.importorskip("sentence_transformers")
@@ -24,8 +25,8 @@ MINILM_PARAMETERS = 22_713_216
 @pytest.mark.timeout(300)
 def test_judge_models_load_whole_under_a_live_zero3_config(tiny_model_dir):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("zero3_load_check.py")), tiny_model_dir],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=280)  # fmt: skip
+    done = run_in_group([sys.executable, str(Path(__file__).with_name("zero3_load_check.py")), tiny_model_dir],
+                        timeout=280, env=env, cwd=ROOT, capture_output=True, text=True)  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(lines[-1].removeprefix("REPORT "))

@@ -60,7 +60,7 @@ def test_every_method_has_a_script_that_reads_its_config_class(method):
 
 @pytest.mark.parametrize("method", REWARD_METHODS)
 def test_the_probe_advice_names_the_script_of_every_method(method, tmp_path):
-    from trl_rankreward.scripts.probe import switch_hint
+    from trl_rankreward.commands.probe_judge import switch_hint
 
     _, args, _ = parse(CONFIGS / "rankbuffer_cpu_quickstart.yaml")
     hint = switch_hint(str(CONFIGS / "rankbuffer_cpu_quickstart.yaml"), args, method)

@@ -3,7 +3,6 @@ resumes, the final win rate in the model card. A tiny policy on CPU, the scripte
 
 import json
 import os
-import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -13,7 +12,7 @@ from tests.trainers.helpers import tiny_config, tiny_trainer
 from tests.trainers.test_multiprocess import ROOT, _free_port
 from trl_rankreward.evaluation.win_rate import EvalPrompt
 from trl_rankreward.judging.parsing import strip_thinking
-from trl_rankreward.testing import serve_scripted_judge
+from trl_rankreward.testing import run_in_group, serve_scripted_judge
 from trl_rankreward.testing.scripted_judge import distinct_words
 from trl_rankreward.trainers import judge_eval
 from trl_rankreward.trainers.judge_eval import BASELINE_FILE, JudgeWinRateCallback, load_eval_prompts
@@ -218,7 +217,7 @@ def test_two_processes_judge_each_answer_once_and_log_the_same(judge, tiny_model
         judge, judge.model,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    done = run_in_group(command, timeout=540, env=env, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     rank0, rank1 = (json.loads((out / f"rank{i}.json").read_text()) for i in range(2))

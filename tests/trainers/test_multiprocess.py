@@ -3,11 +3,12 @@
 import json
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from trl_rankreward.testing import run_in_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +28,7 @@ def launch_two_processes(script: str, *args: str) -> None:
         str(ROOT / "tests" / "trainers" / script), *args,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    done = run_in_group(command, timeout=540, env=env, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -11,7 +10,7 @@ from datasets import Dataset
 
 from tests.trainers.helpers import load_rows, snapshot
 from tests.trainers.test_multiprocess import ROOT, _free_port
-from trl_rankreward.testing import CountingMethod
+from trl_rankreward.testing import CountingMethod, run_in_group
 from trl_rankreward.trainers.base import CriticPPOConfig, CriticPPOTrainer
 from trl_rankreward.trainers.critic import VALUE_HEAD_NAME
 from trl_rankreward.trainers.judge_reward import JudgeRewardGRPOConfig, JudgeRewardGRPOTrainer
@@ -191,7 +190,7 @@ def launch_two_processes(accelerate_config: str, *script_args, extra_env=None) -
         str(ROOT / "tests" / "trainers" / "ppo_multiprocess_train.py"), *map(str, script_args),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **(extra_env or {})}
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=540)
+    done = run_in_group(command, timeout=540, env=env, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 

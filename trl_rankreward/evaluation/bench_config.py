@@ -12,6 +12,18 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..rewards import (
+    ArenaReward,
+    GDPOReward,
+    MatrixReward,
+    PairwiseRankReward,
+    PairwiseWinRateReward,
+    PointwiseRubricReward,
+    RankBufferReward,
+    ReferenceWinRateReward,
+    TournamentReward,
+)
+from ..rewards.base import GroupRewardMethod
 from ..rewards.registry import REWARD_METHODS
 from ..user_errors import ConfigError
 from .bench_judge import LatencyModel
@@ -27,34 +39,42 @@ class BenchMethod:
     paper: str | None = None
 
 
+def _row(method: type[GroupRewardMethod], paper: str | None = None) -> BenchMethod:
+    """The row of `method` with its default options, labelled by its registry name."""
+    return BenchMethod(method.name, method.name, paper=paper)
+
+
+_RANK_BUFFER = RankBufferReward.name
+_MATRIX = MatrixReward.name
+
 #: The default rows: every baseline, RankBuffer and its variants (Sec. 4.2-4.5, App. G), MatrixReward.
 BENCH_METHODS: tuple[BenchMethod, ...] = (
-    BenchMethod("pointwise", "pointwise", paper="GRPO"),
-    BenchMethod("gdpo", "gdpo", paper="GDPO"),
-    BenchMethod("rrc_scr", "rrc_scr", paper="RRC-SCR"),
-    BenchMethod("rrc_agr", "rrc_agr", paper="RRC-AGR"),
-    BenchMethod("pairwise_rank", "pairwise_rank", paper="Pairwise Rank"),
-    BenchMethod("tournament", "tournament", paper="Tournament-GRPO"),
-    BenchMethod("arena", "arena", paper="ArenaRL"),
-    BenchMethod("rank_buffer", "rank_buffer", paper="RankBuffer"),
-    BenchMethod("rank_buffer_static", "rank_buffer", {"buffer_variant": "static"}, paper="RankBuffer*"),
-    BenchMethod("rank_buffer_bootstrap", "rank_buffer", {"buffer_init": "bootstrap"}, paper="RankBuffer-Bootstrap"),
+    _row(PointwiseRubricReward, paper="GRPO"),
+    _row(GDPOReward, paper="GDPO"),
+    _row(PairwiseWinRateReward, paper="RRC-SCR"),
+    _row(ReferenceWinRateReward, paper="RRC-AGR"),
+    _row(PairwiseRankReward, paper="Pairwise Rank"),
+    _row(TournamentReward, paper="Tournament-GRPO"),
+    _row(ArenaReward, paper="ArenaRL"),
+    _row(RankBufferReward, paper="RankBuffer"),
+    BenchMethod("rank_buffer_static", _RANK_BUFFER, {"buffer_variant": "static"}, paper="RankBuffer*"),
+    BenchMethod("rank_buffer_bootstrap", _RANK_BUFFER, {"buffer_init": "bootstrap"}, paper="RankBuffer-Bootstrap"),
     BenchMethod(
         "rank_buffer_bootstrap_static",
-        "rank_buffer",
+        _RANK_BUFFER,
         {"buffer_init": "bootstrap", "buffer_variant": "static"},
         paper="RankBuffer-Bootstrap*",
     ),
-    BenchMethod("rank_buffer_coarse_only", "rank_buffer", {"buffer_variant": "coarse_only"}),
-    BenchMethod("rank_buffer_order_only", "rank_buffer", {"buffer_variant": "order_only"}),
-    BenchMethod("rank_buffer_k0_2", "rank_buffer", {"k0": 2}),
-    BenchMethod("rank_buffer_k0_7", "rank_buffer", {"k0": 7}),
-    BenchMethod("rank_buffer_llm", "rank_buffer", {"buffer_manager": "llm"}, paper="LLM"),
+    BenchMethod("rank_buffer_coarse_only", _RANK_BUFFER, {"buffer_variant": "coarse_only"}),
+    BenchMethod("rank_buffer_order_only", _RANK_BUFFER, {"buffer_variant": "order_only"}),
+    BenchMethod("rank_buffer_k0_2", _RANK_BUFFER, {"k0": 2}),
+    BenchMethod("rank_buffer_k0_7", _RANK_BUFFER, {"k0": 7}),
+    BenchMethod("rank_buffer_llm", _RANK_BUFFER, {"buffer_manager": "llm"}, paper="LLM"),
     BenchMethod(
-        "rank_buffer_llm_lookahead", "rank_buffer", {"buffer_manager": "llm_lookahead"}, paper="LLM + look-ahead"
+        "rank_buffer_llm_lookahead", _RANK_BUFFER, {"buffer_manager": "llm_lookahead"}, paper="LLM + look-ahead"
     ),
-    BenchMethod("matrix_explicit", "matrix", {"protocol": "explicit"}),
-    BenchMethod("matrix_implicit", "matrix", {"protocol": "implicit"}),
+    BenchMethod("matrix_explicit", _MATRIX, {"protocol": "explicit"}),
+    BenchMethod("matrix_implicit", _MATRIX, {"protocol": "implicit"}),
 )
 
 

@@ -11,6 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..rewards import (
+    GDPOReward,
+    ListwiseGroupReward,
+    MatrixReward,
+    PairwiseWinRateReward,
+    PointwiseRubricReward,
+    RankBufferPlusReward,
+    RankBufferReward,
+)
 from . import report_files
 
 #: (column key, header, format) of the markdown table
@@ -79,7 +88,13 @@ PLOTS: tuple[tuple[str, str, str], ...] = (
     ("parsed_tokens_per_group", "judge tokens per group (parsed calls, prompt + completion)", "fidelity_vs_tokens.png"),
     ("calls_per_group", "judge calls per group (parsed)", "fidelity_vs_calls.png"),
 )
-_FAMILIES = (("rank_buffer", "tab:red"), ("matrix", "tab:green"), ("pointwise", "tab:gray"), ("gdpo", "tab:gray"))
+#: (label prefix, colour): RankBuffer and its variants red, MatrixReward green, the pointwise scores gray
+_FAMILIES = (
+    (RankBufferReward.name, "tab:red"),
+    (MatrixReward.name, "tab:green"),
+    (PointwiseRubricReward.name, "tab:gray"),
+    (GDPOReward.name, "tab:gray"),
+)
 
 
 def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path, prefix: str = "") -> list[Path]:
@@ -249,8 +264,9 @@ def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
 def _against_all_pairs(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The one-look-per-rollout methods against all-pairs RRC-SCR: tau gap, call and token ratios (parsed calls)."""
     by_name = {r["method"]: r for r in rows}
-    ref = by_name.get("rrc_scr")
-    names = [n for n in ("rank_buffer", "rank_buffer_plus", "listwise_group") if n in by_name]
+    ref = by_name.get(PairwiseWinRateReward.name)
+    one_look = (RankBufferReward, RankBufferPlusReward, ListwiseGroupReward)
+    names = [m.name for m in one_look if m.name in by_name]
     if ref is None or not names or not ref["calls_per_group"] or not ref["parsed_tokens_per_group"]:
         return []
     parts = [
@@ -259,7 +275,7 @@ def _against_all_pairs(rows: Sequence[dict[str, Any]]) -> list[str]:
         f"{by_name[n]['parsed_tokens_per_group'] / ref['parsed_tokens_per_group']:.2f}x its tokens"
         for n in names
     ]
-    return [f"Against all-pairs rrc_scr (tau {ref['kendall_tau']:.3f}): " + "; ".join(parts) + "."]
+    return [f"Against all-pairs {PairwiseWinRateReward.name} (tau {ref['kendall_tau']:.3f}): " + "; ".join(parts) + "."]
 
 
 def table8_findings(rows: Sequence[dict[str, Any]]) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..rewards.anchor_buffer import SOURCES, checkpoint_buffer_rows
-from ..rewards.rank_buffer import STATE_FORMAT
+from ..rewards.rank_buffer import STATE_FORMAT, RankBufferReward
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_method_state
 from ..user_errors import ConfigError, MissingFileError
 from . import report_files
@@ -70,7 +70,7 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
             "(saved by RankBufferGRPOTrainer) or the path of that file"
         )
     try:
-        state = read_method_state(file, "rank_buffer")
+        state = read_method_state(file, RankBufferReward.name)
     except CheckpointStateError as exc:
         if exc.reason != "method":
             raise

@@ -58,6 +58,7 @@ from typing import Any
 
 from ..judging.calls import LedgerSnapshot
 from ..judging.requests import PairwiseRequest, ask, is_failure, seeded_rng
+from ..rewards import GenRMPairwiseReward
 from ..rewards.base import AnswerFormat, Candidates, Group, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
 from ..rewards.registry import REWARD_METHODS, reward_method_class
@@ -325,7 +326,7 @@ Progress = Callable[[int, int, str], None]  # (judgings done, judgings planned, 
 
 #: reward terms that do not come from the judge, switched off in the probe (a deterministic term such as
 #: GenRM's length penalty would agree with itself across judgings and pass for signal)
-NON_JUDGE_TERMS: dict[str, dict[str, Any]] = {"genrm": {"length_coef": 0.0}}
+NON_JUDGE_TERMS: dict[str, dict[str, Any]] = {GenRMPairwiseReward.name: {"length_coef": 0.0}}
 
 
 #: options the probe always sets: its buffers live in memory, never in a training run's anchor file
@@ -562,7 +563,7 @@ def probe_judge(judge, groups: Sequence[Group], **kwargs) -> ProbeReport:
         methods: registry names; default: every registered method the groups' data allows.
         repeats: independent judgings per method (>= 2).
         margin: reliability a method may lose to the best and still be recommended when cheaper.
-        options: per method, option values (`{"rank_buffer": {"k0": 4}}`); the rest are its defaults.
+        options: per method name, option values (`{RankBufferReward.name: {"k0": 4}}`); the rest are its defaults.
         warmup_groups, warmup_passes: what stateful methods see before they are measured.
         groups_per_step: groups in one training step, for the per-step cost columns.
         budget_tokens: the most judge tokens the probe may spend (None: no bound).

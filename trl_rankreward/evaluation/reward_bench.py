@@ -67,6 +67,7 @@ from scipy.stats import kendalltau
 
 from ..judging.rendering import JudgeTemplates
 from ..judging.requests import Rubric, seeded_rng
+from ..rewards import ReferenceWinRateReward
 from ..rewards.registry import make_reward_method
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
 from .bench_judge import (
@@ -272,7 +273,7 @@ def _longer_rubric(rubric: Rubric, target: float, words: list[str], rng, count) 
 
 _SETTINGS: dict[tuple, tuple[SimulatedRun, LineTokenizer]] = {}
 # Scheduling hint only: the slowest rows start first so that workers finish together.
-_SLOW_FIRST = ("matrix_explicit", "rrc_agr")
+_SLOW_FIRST = ("matrix_explicit", ReferenceWinRateReward.name)
 
 
 async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, config, on_progress) -> MethodResult:

@@ -46,6 +46,7 @@ from trl import ScriptArguments, TrlParser
 
 from ..config_checks import CheckedConfig
 from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
+from ..trainers.extension_builds import check_build_locks
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP, ConfigError, MissingFileError, run_reporting_errors
 
 # --------------------------------------------------------------------------- arguments and parsing
@@ -182,14 +183,17 @@ def _config_mapping(path: str) -> dict:
 def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
     """Parse the command line with `make_parser()` (a `ScriptParser`), run `main(*parsed)`; return the exit status.
 
-    Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI. After a successful
-    `main` the process group of a distributed launch is destroyed (`end_process_group`).
+    Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI. Before `main`, a build lock
+    left by a killed DeepSpeed op build stops the run, naming the file (`trainers.extension_builds`). After a
+    successful `main` the process group of a distributed launch is destroyed (`end_process_group`).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
 
     def body() -> None:
-        main(*make_parser().parse_args_and_config(argv))
+        parsed = make_parser().parse_args_and_config(argv)
+        check_build_locks()  # before DeepSpeed builds an op: a killed build's lock would hang it, silently
+        main(*parsed)
         end_process_group()
 
     return run_reporting_errors(prog, body, argv)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .process_group import kill_session
 from .scripted_judge import JSONHandler, LoopbackServer, chat_completion, openai_error
 
 _LOG_TAIL_CHARS = 4000
@@ -54,7 +54,7 @@ class ServedModel(str):
 
     def stop(self) -> None:
         """Kill the server now, as a crash would (idempotent); the context exit then has nothing to do."""
-        _kill_group(self.process)
+        kill_session(self.process)
 
     def log_tail(self) -> str:
         try:
@@ -91,7 +91,7 @@ def serve_transformers(
         _wait_ready(served, startup_timeout_s)
         yield served
     finally:
-        _kill_group(process)
+        kill_session(process)
         Path(log_file.name).unlink(missing_ok=True)
 
 
@@ -114,15 +114,6 @@ def _wait_ready(served: ServedModel, timeout_s: float) -> None:
         f"transformers serve did not answer GET {served}/models within {timeout_s:g}s. "
         f"Server log ({served.log_path}):\n{served.log_tail()}"
     )
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the server's process group: abrupt on purpose (a graceful stop waits for in-flight requests)."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
 
 
 ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key out

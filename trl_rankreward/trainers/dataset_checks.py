@@ -6,7 +6,7 @@ generation, `rubrics: "be good"` is read character by character (eight one-lette
 and four different prompts sharing one `query_id` silently share one RankBuffer buffer.
 
     needs = args.method_options().data_needs()    # what the reward method asks of the data
-    check_group_size("rank_buffer", needs, num_generations=8)
+    check_group_size(args.reward_method, needs, num_generations=8)
     check_training_dataset(dataset, needs)
 
 Columns (see `group_scoring.rows_to_groups`, which turns rows into groups): `prompt` (a non-empty string, or a

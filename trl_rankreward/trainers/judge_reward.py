@@ -48,6 +48,7 @@ from ..judging.server_settings import TRAINING_JUDGE, TrainingJudgeFields, build
 from ..rewards.base import AnswerFormat, GroupRewardMethod, RunContext
 from ..rewards.matrix_reward import MatrixReward
 from ..rewards.options import MethodOptions, option_values
+from ..rewards.pointwise import PointwiseRubricReward
 from ..rewards.rank_buffer import RankBufferReward
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..rewards.state_files import METHOD_STATE_NAME
@@ -150,7 +151,7 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
     """
 
     reward_method: str = field(
-        default="pointwise",
+        default=PointwiseRubricReward.name,
         metadata={
             "help": "Group reward method by registry name (docs/methods.md). Its options are fields of its config "
             "class (method_config(name)); the training scripts pick that class from this value.",

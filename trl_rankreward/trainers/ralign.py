@@ -28,6 +28,7 @@ from trl import GRPOConfig
 
 from ..evaluation.genrm_eval import GenRMCounts
 from ..judging.server_settings import METARM, MetaRMFields
+from ..rewards.genrm_reward import GenRMPairwiseReward
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
 from ..user_errors import ConfigError
@@ -174,7 +175,8 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
             None: built from `args.metarm_*` in "ralign" mode (`rewards.ralign_release.build_meta_judge`).
     """
 
-    _tag_names = [*GRPOTrainerBase._tag_names, "r-align", "genrm"]
+    # the model it trains is the GenRM judge of the `genrm` reward method
+    _tag_names = [*GRPOTrainerBase._tag_names, "r-align", GenRMPairwiseReward.name]
     _paper = {"title": "R-Align", "citation": RAlignReward.citation}
 
     def __init__(self, model, args: RAlignGenRMConfig, train_dataset=None, eval_dataset=None, *,
