@@ -9,8 +9,9 @@ A method sees whole groups. The base class does the parts every method shares:
 2. concurrency: all groups of a step are scored at once with `asyncio.gather`, so a
    method's sequential judge rounds per step equal its rounds per group;
 3. the failure policy: a subclass raises `GroupJudgingFailed` when a required call failed
-   after the judge's retries, and the group gets a neutral reward (all zeros, hence zero
-   advantage), counted in `reward/neutral_groups`. A failure never becomes a made-up verdict;
+   after the judge's retries, and the group is neutral (`GroupResult.neutral`; its placeholder
+   rewards are zeros, which trainers pass on as unscorable: NaN for TRL, so zero advantage),
+   counted in `reward/neutral_groups`. A failure never becomes a made-up verdict;
 4. the format reward: `reward = semantic + lambda_fmt * format_reward(completion)`, 1 when the
    rollout follows the required output format;
 5. options: a method's knobs live in one dataclass (`options_class`, see `options`), taken
@@ -147,7 +148,7 @@ class GroupResult:
     """One reward per completion (same order as `Group.completions`).
 
     `order` lists completion indices worst -> best where the method has an order;
-    `neutral` marks a group whose judging failed (all rewards zero); `details` holds
+    `neutral` marks a group whose judging failed (placeholder rewards of zero; trainers pass NaN); `details` holds
     per-group numbers for logging (method-specific, documented in docs/metrics.md).
     """
 

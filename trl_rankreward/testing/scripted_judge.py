@@ -1,7 +1,7 @@
 """`serve_scripted_judge`: an OpenAI-compatible judge server whose verdicts a test can predict.
 
 A stdlib HTTP server on 127.0.0.1 (daemon thread, free port) for tests of the real client path
-(HTTP, `openai`, parsing, retries), offline and in milliseconds. It reads a prompt rendered
+(HTTP, parsing, retries), offline and in milliseconds. It reads a prompt rendered
 with the default templates, takes the texts back out of their `<response id=...>` /
 `<rationale id=...>` blocks (as shown, so in display order and neutralized), and answers the
 verdict `judging.quality_judge.QualityJudge` gives under a deterministic `quality(text)`

@@ -7,7 +7,7 @@ for the offloaded optimizer) into torch's extensions folder, `$TORCH_EXTENSIONS_
 the op polls until the file is gone. A build killed by SIGKILL or SIGTERM (a scheduler, a timeout)
 leaves the file behind, and every later launch that needs the op waits on it forever, printing nothing.
 
-`check_build_locks` runs at the start of every training script (`scripts.entry.run_script`) and of the
+`check_build_locks` runs at the start of every training script (`scripts.train.run_script`) and of the
 test suite. The rule: a lock is *live* while a process on this machine holds it open (the builder does,
 from creating it to deleting it). A lock that no process here holds is *stale* once its op's folder has
 not changed for `QUIET_S` seconds; then the run stops with `StaleBuildLock`, naming the file to remove.

@@ -42,7 +42,7 @@ from .reward_state import JudgeCircuitBreaker, JudgeFailureError, RewardRunState
 
 logger = logging.get_logger(__name__)
 
-#: dataset columns a reward row reads (`grouping.reward_row`), passed by TRL as per-row lists
+#: dataset columns a reward row reads (`group_scoring.reward_row`), passed by TRL as per-row lists
 _ROW_COLUMNS = ("query_id", "rubrics", "references")
 
 
