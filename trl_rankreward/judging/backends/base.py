@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-BackendFailure = Literal["transport", "timeout", "http", "malformed", "too_large", "no_choices", "error_body", "wrong_model"]
+BackendFailure = Literal[
+    "transport", "timeout", "http", "malformed", "too_large", "no_choices", "error_body", "wrong_model"
+]
 
 #: decoding defaults of a judge call (a judge answers in a few hundred tokens, greedily) ...
 DEFAULT_MAX_TOKENS = 1024
