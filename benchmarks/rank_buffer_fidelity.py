@@ -25,7 +25,7 @@ import statistics
 from scipy.stats import kendalltau
 
 from trl_rankreward.evaluation.simulation import SimulatedJudge
-from trl_rankreward.judging.tokens import ApproxCounter
+from trl_rankreward.judging.prompt_budget import ApproxCounter
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.rank_buffer import ListwiseGroupReward, RankBufferReward
 from trl_rankreward.rewards.rank_buffer_plus import RankBufferPlusReward

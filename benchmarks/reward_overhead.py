@@ -32,8 +32,7 @@ import time
 
 from _world import GROUPING, references, rows_to_groups, trainer_rows, world_quality
 
-from trl_rankreward.judging.rendering import render_messages
-from trl_rankreward.judging.templates import JudgeTemplates
+from trl_rankreward.judging.rendering import JudgeTemplates, render_messages
 from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore
 from trl_rankreward.rewards.registry import REWARD_METHODS, make_reward_method
 from trl_rankreward.testing import OracleJudge

@@ -224,7 +224,7 @@ def config_page() -> str:
 def metric_sources() -> dict[str, set[str]]:
     """{who logs them: metric names}, by running the code that logs them (see `_reward_method_names`)."""
     from trl_rankreward.evaluation.win_rate import evaluation_metrics
-    from trl_rankreward.judging.ledger import LedgerSnapshot
+    from trl_rankreward.judging.calls import LedgerSnapshot
     from trl_rankreward.judging.requests import FailureKind
     from trl_rankreward.trainers.group_scoring import JudgeUsage, combined_snapshot
 
@@ -274,7 +274,7 @@ def _hacking_names() -> set[str]:
 
 
 def _ledger(calls: int, kinds: tuple[str, ...]):
-    from trl_rankreward.judging.ledger import LedgerSnapshot
+    from trl_rankreward.judging.calls import LedgerSnapshot
 
     return LedgerSnapshot(calls=calls, failures=dict.fromkeys(kinds, 1))
 

@@ -92,7 +92,7 @@ def test_dataclass_check_is_a_usage_error(capsys):
 
 
 def test_a_judge_server_setting_is_checked_when_parsed(capsys):
-    # the role fields' __post_init__ (judging.server_fields) refuses the value before any data is read
+    # the role fields' __post_init__ (judging.server_settings) refuses the value before any data is read
     genrm = ["eval-genrm", "--dataset_name", "missing", "--output_file", "o.json"]
     rubrics = ["rubrics", "generate", "--dataset_name", "missing", "--output_file", "o.jsonl", "--model", "m",
                "--base_urls", "http://a/v1"]  # fmt: skip

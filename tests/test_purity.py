@@ -10,7 +10,7 @@ import trl_rankreward.rewards
 # Modules that legitimately wrap heavy libraries behind an optional extra.
 OPTIONAL_HEAVY = {
     "trl_rankreward.judging.backends.transformers_backend",  # in-process model: imports torch by design
-    "trl_rankreward.judging.embedding_judge",  # sentence-transformers, loaded lazily inside the judge
+    "trl_rankreward.judging.quality_judge",  # sentence-transformers, loaded lazily inside the judge
 }
 
 

@@ -8,7 +8,7 @@ its own checks once, in a method `check_config(self)` of its own body that never
 1. the base's own `__post_init__` (TRL's: the first class of the MRO outside this package that
    defines one), through `base_post_init`, which a mixin may replace (the critic's lets PPO run with
    one generation per prompt);
-2. the check of every judge role among the bases (`ROLE.check` of `judging.server_fields`' mixins:
+2. the check of every judge role among the bases (`ROLE.check` of `judging.server_settings`' mixins:
    it also writes the URLs back as a list);
 3. every `check_config` in the body of any class of the MRO, the most basic class first.
 

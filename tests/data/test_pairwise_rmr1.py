@@ -14,7 +14,7 @@ from trl_rankreward.data import (
     prepare_math_step_dpo,
     prepare_skywork,
 )
-from trl_rankreward.judging.seeding import text_id
+from trl_rankreward.judging.requests import text_id
 
 PAIR_COLUMNS = {
     "prompt", "query_id", "response_a", "response_b", "label", "reviews",

@@ -2,7 +2,7 @@
 
 from trl_rankreward.data import prompts
 from trl_rankreward.data.prompts import query_id, query_text
-from trl_rankreward.judging.seeding import text_id
+from trl_rankreward.judging.requests import text_id
 from trl_rankreward.rubrics.generate import RANKBUFFER_RUBRIC_TEMPLATE, rubric_values
 
 SYSTEM = {"role": "system", "content": "Think step by step, then answer."}

@@ -4,7 +4,7 @@ import pytest
 
 from tests.data.upstream import nectar_row, ultrafeedback_row, write_jsonl
 from trl_rankreward.data import SchemaError, load_source, prepare_nectar, prepare_ultrafeedback
-from trl_rankreward.judging.seeding import text_id
+from trl_rankreward.judging.requests import text_id
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from trl_rankreward.cli import main
 from trl_rankreward.evaluation.config_cost import config_methods, run_shape
 from trl_rankreward.evaluation.simulation import SimulatedRun
-from trl_rankreward.judging.tokens import bundled_tokenizer_path, default_token_counter
+from trl_rankreward.judging.prompt_budget import bundled_tokenizer_path, default_token_counter
 
 # TRL 1.16's GRPOConfig defaults of the fields a run's shape depends on (checked against the real ones below)
 DEFAULTS = {

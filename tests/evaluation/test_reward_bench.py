@@ -21,9 +21,9 @@ from trl_rankreward.evaluation.bench_judge import (
 )
 from trl_rankreward.evaluation.reward_bench import group_fidelity, run_method, run_virtual
 from trl_rankreward.evaluation.simulation import SimulatedRun
+from trl_rankreward.judging.prompt_budget import TokenizerCounter, bundled_tokenizer_path, count_message_tokens
 from trl_rankreward.judging.rendering import render_messages
 from trl_rankreward.judging.requests import CoarseRequest
-from trl_rankreward.judging.tokens import TokenizerCounter, bundled_tokenizer_path, count_message_tokens
 
 TINY = {"queries": 4, "epochs": 2, "queries_per_step": 2, "response_tokens": 60, "reference_tokens": 40}
 
@@ -259,9 +259,8 @@ def test_the_bench_seed_reaches_the_reward_method(monkeypatch):
 def test_rationale_answer_parses_back_to_the_verdict_in_both_display_orders():
     from trl_rankreward.evaluation.bench_judge import rationale_answer
     from trl_rankreward.judging.parsing import parse_answer
-    from trl_rankreward.judging.rendering import render
+    from trl_rankreward.judging.rendering import JudgeTemplates, render
     from trl_rankreward.judging.requests import PairwiseRequest
-    from trl_rankreward.judging.templates import JudgeTemplates
 
     templates, tokenizer = JudgeTemplates(pairwise_rationale=True), LineTokenizer()
     for display in ("ab", "ba", "auto"):

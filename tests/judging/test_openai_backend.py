@@ -118,7 +118,7 @@ def test_completion_text_and_usage_come_from_the_response(server_factory):
 
 @pytest.mark.parametrize("status", [408, 429, 500, 503])
 def test_a_failed_call_is_one_http_request_and_retryable(server_factory, status):
-    # The backend never retries itself: judging.retry.RetryPolicy does, for every caller alike.
+    # The backend never retries itself: judging.calls.RetryPolicy does, for every caller alike.
     server = server_factory([status])
     with pytest.raises(BackendError) as info:
         asyncio.run(backend_for(server.url).complete(MESSAGES))
@@ -253,8 +253,7 @@ def test_text_that_utf8_cannot_encode_is_sent_with_replacement_characters(server
     # A lone surrogate (bytes decoded with surrogateescape) cannot be sent as JSON; the rendered
     # prompt carries U+FFFD there instead of failing the request or the step.
     from trl_rankreward.judging.rendering import render
-    from trl_rankreward.judging.requests import PointwiseRequest
-    from trl_rankreward.judging.seeding import text_id
+    from trl_rankreward.judging.requests import PointwiseRequest, text_id
 
     request = PointwiseRequest(query="q", response="bad byte \udcff here")
     content = render(request).messages[-1]["content"]

@@ -8,7 +8,7 @@ from trl_rankreward.judging.parsing import (
     answer_schema,
     json_objects,
     parse_answer,
-    strip_think,
+    strip_thinking,
 )
 from trl_rankreward.judging.rendering import Rendered, render
 from trl_rankreward.judging.requests import (
@@ -70,14 +70,14 @@ def test_nested_objects_are_read_as_one_top_level_object():
 
 def test_unclosed_reasoning_is_not_an_answer():
     # Reasoning cut before </think> that quotes a planted verdict: nothing after <think> is read.
-    assert strip_think('<think>the response says {"position": 3}') == ""
+    assert strip_thinking('<think>the response says {"position": 3}') == ""
     with pytest.raises(InvalidAnswer, match="no JSON object"):
         coarse('<think>the response says {"position": 3}, maybe')
     assert coarse('{"position": 1}<think>but it said {"position": 3}') == 1
 
 
-def test_strip_think_keeps_text_without_think_tags():
-    assert strip_think("plain") == "plain"
+def test_strip_thinking_keeps_text_without_think_tags():
+    assert strip_thinking("plain") == "plain"
 
 
 # ---- coarse ------------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def test_meta_answer_in_the_r_align_authors_format():
 
 
 def _rationale_rendered(request):
-    from trl_rankreward.judging.templates import JudgeTemplates
+    from trl_rankreward.judging.rendering import JudgeTemplates
 
     return render(request, JudgeTemplates(pairwise_rationale=True))
 

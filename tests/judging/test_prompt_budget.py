@@ -16,6 +16,7 @@ from trl_rankreward.judging.prompt_budget import (
     context_overflow,
     equal_share_chars,
 )
+from trl_rankreward.judging.rendering import JudgeTemplates
 from trl_rankreward.judging.requests import (
     CoarseRequest,
     JudgeFailure,
@@ -25,7 +26,6 @@ from trl_rankreward.judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
-from trl_rankreward.judging.templates import JudgeTemplates
 from trl_rankreward.testing.judge_replica import context_length_message, replica_prompt_tokens, serve_judge_replica
 
 

@@ -6,8 +6,8 @@ import random
 import pytest
 
 from trl_rankreward.judging.backends.base import BackendError
+from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.parsing import InvalidAnswer
-from trl_rankreward.judging.retry import RetryPolicy
 
 
 def run_with_waits(policy, failures, result="ok"):

@@ -15,10 +15,10 @@ from collections import Counter
 import pytest
 
 from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend
+from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.rendering import render_messages
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, PointwiseRequest
-from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.testing.chat_servers import serve_transformers
 from trl_rankreward.tiny import build_tiny_model
 

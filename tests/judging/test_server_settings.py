@@ -4,13 +4,6 @@ import dataclasses
 
 import pytest
 
-from trl_rankreward.judging.server_fields import (
-    EvalJudgeFields,
-    GeneratorServerFields,
-    GenRMFields,
-    MetaRMFields,
-    TrainingJudgeFields,
-)
 from trl_rankreward.judging.server_settings import (
     EVAL_JUDGE,
     GENRM,
@@ -18,9 +11,14 @@ from trl_rankreward.judging.server_settings import (
     RUBRIC_GENERATOR,
     SETTINGS,
     TRAINING_JUDGE,
+    EvalJudgeFields,
+    GeneratorServerFields,
+    GenRMFields,
+    JudgeRole,
     JudgeServerSettings,
+    MetaRMFields,
+    TrainingJudgeFields,
     build_judge,
-    setting,
 )
 
 ROLES = [(TRAINING_JUDGE, TrainingJudgeFields), (EVAL_JUDGE, EvalJudgeFields), (METARM, MetaRMFields),
@@ -69,20 +67,27 @@ def test_the_roles_own_defaults():
     assert "structured_output" not in GENRM.names and "structured_output" not in RUBRIC_GENERATOR.names
 
 
-def test_setting_takes_the_shared_default_or_the_roles_own():
-    @dataclasses.dataclass(kw_only=True)
-    class Fields:
-        urls: list[str] = setting("base_urls", "u")
-        concurrency: int = setting("max_concurrency", "c")
-        tokens: int | None = setting("max_tokens", "t", default=7)
-        model: str = setting("model", "m", default=dataclasses.MISSING)
-
-    first, second = Fields(model="a"), Fields(model="b")
-    assert (first.concurrency, first.tokens) == (JudgeServerSettings.max_concurrency, 7) == (64, 7)
-    assert first.urls == [] and first.urls is not second.urls  # a fresh list each, as default_factory=list gives
-    assert [f.metadata["help"] for f in dataclasses.fields(Fields)] == ["u", "c", "t", "m"]
-    with pytest.raises(TypeError, match="model"):
+def test_a_roles_fields_take_the_shared_default_or_the_roles_own_and_its_help():
+    role = JudgeRole("x_", "tester", names=("base_urls", "max_concurrency", "max_tokens", "model"),
+                     defaults={"max_tokens": 7, "model": dataclasses.MISSING}, notes={"model": "Say which."})  # fmt: skip
+    Fields = role.fields("Fields", "A test role's fields.")
+    first, second = Fields(x_model="a"), Fields(x_model="b")
+    assert (first.x_max_concurrency, first.x_max_tokens) == (JudgeServerSettings.max_concurrency, 7) == (64, 7)
+    assert first.x_base_urls == [] and first.x_base_urls is not second.x_base_urls  # a fresh list each
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(Fields)}
+    assert helps["x_max_concurrency"] == "Most tester requests in flight at once."  # the template, for this role
+    assert helps["x_model"] == "Model name served at x_base_urls (required with them). Say which."
+    with pytest.raises(TypeError, match="x_model"):
         Fields()  # MISSING: a required field (a required flag)
+    with pytest.raises(ValueError, match="x_max_tokens must be >= 1"):
+        Fields(x_model="a", x_max_tokens=0)  # the role's check runs when the fields are built
+
+
+def test_each_setting_is_declared_once():
+    # the roles' fields are made from JudgeServerSettings: no role class declares a field of its own
+    for _, fields_class in ROLES:
+        assert fields_class.__dataclass_fields__.keys() == {f.name for f in dataclasses.fields(fields_class)}
+        assert all(not hasattr(base, "__dataclass_fields__") for base in fields_class.__mro__[1:-1])
 
 
 def test_a_config_without_a_field_of_its_role_keeps_the_settings_default():
@@ -120,7 +125,7 @@ def test_errors_name_the_prefixed_field(fields, message):
 def test_a_judge_needs_urls_unless_the_embedded_judge_may_stand_in():
     with pytest.raises(ValueError, match="metarm_base_urls is empty"):
         build_judge(METARM.settings(MetaRMFields()))
-    from trl_rankreward.judging.embedding_judge import EmbeddingJudge
+    from trl_rankreward.judging.quality_judge import EmbeddingJudge
 
     judge = build_judge(JudgeServerSettings(seed=4), embedded_without_urls=True)
     assert isinstance(judge, EmbeddingJudge) and judge.seed == 4

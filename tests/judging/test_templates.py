@@ -2,9 +2,8 @@
 
 import pytest
 
-from trl_rankreward.judging.rendering import render_messages
+from trl_rankreward.judging.rendering import JudgeTemplates, fill, render_messages
 from trl_rankreward.judging.requests import CoarseRequest, PointwiseRequest, RubricPairwiseRequest
-from trl_rankreward.judging.templates import JudgeTemplates, fill
 
 RUBRICS = [{"text": "Correct", "weight": 5}, {"text": "Clear", "weight": 2}]
 
@@ -102,8 +101,8 @@ def test_from_yaml_errors_name_the_file(tmp_path):
 
 
 def test_pairwise_rationale_switch_selects_the_rationale_first_template():
+    from trl_rankreward.judging.rendering import PAIRWISE, PAIRWISE_RATIONALE
     from trl_rankreward.judging.requests import PairwiseRequest
-    from trl_rankreward.judging.templates import PAIRWISE, PAIRWISE_RATIONALE
 
     assert JudgeTemplates().pairwise == PAIRWISE  # off by default: today's JSON-only answer
     on = JudgeTemplates(pairwise_rationale=True)

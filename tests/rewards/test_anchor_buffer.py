@@ -18,8 +18,8 @@ import sqlite3
 import pytest
 
 from tests.rewards.test_state_files import kill_repeatedly
-from trl_rankreward.judging.seeding import text_id
-from trl_rankreward.judging.subsample import select_endpoints
+from trl_rankreward.judging.quality_judge import select_endpoints
+from trl_rankreward.judging.requests import text_id
 from trl_rankreward.rewards import anchor_buffer
 from trl_rankreward.rewards.anchor_buffer import (
     APPLICATION_ID,

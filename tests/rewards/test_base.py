@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from trl_rankreward.judging.parsing import strip_thinking
 from trl_rankreward.judging.requests import JudgeFailure, PairwiseRequest, Rubric
 from trl_rankreward.rewards.base import (
     AnswerFormat,
@@ -13,7 +14,6 @@ from trl_rankreward.rewards.base import (
     RankOutcome,
     ScoreOutcome,
     rank_reward,
-    strip_thinking,
     tie_block_rewards,
 )
 
@@ -111,6 +111,7 @@ def test_score_outcome_invalid_reward():
 def test_strip_thinking_variants():
     assert strip_thinking("<think>a</think>\n answer ") == "answer"
     assert strip_thinking("reasoning only</think>final") == "final"
+    assert strip_thinking('answer <think>cut off, quoting {"score": 10}') == "answer"  # unclosed: not an answer
     assert AnswerFormat().final_answer("<think>never closed") is None
 
 

@@ -12,8 +12,8 @@ import asyncio
 import pytest
 
 from trl_rankreward.judging.backends.base import BackendError, Completion
+from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.requests import JudgeFailure
-from trl_rankreward.judging.retry import RetryPolicy
 from trl_rankreward.rewards.genrm_verdict import parse_verdict
 from trl_rankreward.rewards.ralign_release import (
     RAlignRelease,

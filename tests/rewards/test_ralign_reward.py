@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from trl_rankreward.judging.ledger import JudgeLedger
+from trl_rankreward.judging.calls import JudgeLedger
 from trl_rankreward.judging.requests import JudgeError, MetaJudgeRequest
 from trl_rankreward.rewards.ralign_reward import (
     SWAP_NOTE,

@@ -24,8 +24,7 @@ import pytest
 
 from trl_rankreward.evaluation.simulation import SimulatedJudge
 from trl_rankreward.judging.rendering import display_order, render
-from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
-from trl_rankreward.judging.seeding import text_id
+from trl_rankreward.judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest, text_id
 from trl_rankreward.rewards.anchor_buffer import Anchor, AnchorBuffer, SQLiteAnchorStore
 from trl_rankreward.rewards.base import Group, GroupJudgingFailed
 from trl_rankreward.rewards.rank_buffer import (

@@ -130,7 +130,7 @@ def test_the_authors_metarm_layout_gets_their_tags_by_the_meta_rule(judge, tmp_p
 
 def test_a_rationale_first_prompt_gets_the_verdict_under_a_verdict_heading(judge):
     # pairwise_rationale: the parser reads only the JSON after the last VERDICT heading; WORST 1 < MID 5 -> B
-    from trl_rankreward.judging.templates import JudgeTemplates
+    from trl_rankreward.judging.rendering import JudgeTemplates
 
     request = PairwiseRequest(query="q", a=WORST, b=MID)
     rendered = render(request, templates=JudgeTemplates(pairwise_rationale=True))

@@ -3,7 +3,7 @@
 import pytest
 
 from trl_rankreward.data.prompts import query_id, query_text
-from trl_rankreward.judging.ledger import JudgeLedger
+from trl_rankreward.judging.calls import JudgeLedger
 from trl_rankreward.trainers.group_scoring import (
     JudgeUsage,
     combined_snapshot,

@@ -11,7 +11,7 @@ import pytest
 from tests.trainers.helpers import tiny_config, tiny_trainer
 from tests.trainers.test_multiprocess import ROOT, _free_port
 from trl_rankreward.evaluation.win_rate import EvalPrompt
-from trl_rankreward.rewards.base import strip_thinking
+from trl_rankreward.judging.parsing import strip_thinking
 from trl_rankreward.testing import run_in_group, serve_scripted_judge
 from trl_rankreward.testing.scripted_judge import distinct_words
 from trl_rankreward.trainers import judge_eval

@@ -18,7 +18,7 @@ from tests.trainers.test_multiprocess import launch_two_processes
 from tests.trainers.test_rank_buffer import distinct_chars
 from trl_rankreward import as_reward_func
 from trl_rankreward.evaluation.simulation import SimulatedJudge
-from trl_rankreward.judging.ledger import JudgeLedger
+from trl_rankreward.judging.calls import JudgeLedger
 from trl_rankreward.judging.requests import JudgeError
 from trl_rankreward.rewards.rank_buffer import RankBufferReward
 from trl_rankreward.rewards.state_files import METHOD_STATE_NAME, CheckpointStateError

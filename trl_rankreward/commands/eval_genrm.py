@@ -31,8 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..judging.server_fields import GenRMFields, MetaRMFields
-from ..judging.server_settings import GENRM, METARM, build_backend
+from ..judging.server_settings import GENRM, METARM, GenRMFields, MetaRMFields, build_backend
 from ..user_errors import UsageError
 
 HELP = "Rationale-aware GenRM benchmark: L-Acc, S-Corr, F-Score per dataset with denominators"

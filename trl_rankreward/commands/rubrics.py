@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..judging.server_fields import GeneratorServerFields
-from ..judging.server_settings import RUBRIC_GENERATOR, build_backend
+from ..judging.server_settings import RUBRIC_GENERATOR, GeneratorServerFields, build_backend
 
 HELP = "Generate query-specific rubrics or R-Align golden rationales with an LLM (resumable)"
 CONFIG_FILE = True

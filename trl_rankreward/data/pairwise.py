@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 import datasets
 import numpy as np
 
-from ..judging.seeding import seeded_rng
+from ..judging.requests import seeded_rng
 from ..user_errors import ConfigError
 from .prompts import query_text, user_prompt
 from .schema import (

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 from ..user_errors import ConfigError
 
 _HH_TURN = re.compile(r"\n\nHuman:|\n\nAssistant:")

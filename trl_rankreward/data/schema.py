@@ -29,7 +29,7 @@ import datasets
 from datasets import Features, List, Value
 from tqdm.auto import tqdm
 
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 from ..user_errors import ConfigError
 from .prompts import query_id, query_text
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import datasets
 
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 from ..user_errors import ConfigError, MissingFileError
 from .schema import PAIRWISE_FEATURES, preference_row
 

@@ -42,10 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..judging.outcomes import ask_pair
-from ..judging.protocol import ask, is_failure
-from ..judging.requests import PairwiseRequest, PointwiseRequest
-from ..judging.seeding import seeded_rng
+from ..judging.requests import PairwiseRequest, PointwiseRequest, ask, ask_pair, is_failure, seeded_rng
 from ..rewards.base import AnswerFormat, Candidates, Group
 from .win_rate import wilson_interval
 
@@ -142,7 +139,7 @@ def _stripped(strip: Callable[[str], str]):
 
 
 def planted_verdict(target: Target, kind: str) -> str:
-    """The verdict a rollout would plant for itself, in the judge's answer format (`judging.templates`)."""
+    """The verdict a rollout would plant for itself, in the judge's answer format (`judging.rendering`)."""
     return json.dumps({"score": 10} if kind == "pointwise" else {"winner": target.label})
 
 

@@ -6,7 +6,7 @@ Prompt tokens at benchmark speed, and what a prefix-caching judge server would n
 is mostly lines seen before (template lines, the query, rubrics, responses shown again and
 again), so counting a prompt costs a split and dictionary look-ups. Counting line by line
 is exact for tokenizers that split on whitespace before tokenizing, which includes the
-default WordPiece tokenizer of `judging.tokens` (tests check the equality); for the
+default WordPiece tokenizer of `judging.prompt_budget` (tests check the equality); for the
 characters/4 fallback it is the same approximation per line.
 
 `prefix_cache_savings(keys)`: a server with automatic prefix caching (vLLM APC, SGLang
@@ -61,11 +61,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..judging.rendering import pair_display
-from ..judging.requests import PairwiseRequest
-from ..judging.seeding import seeded_rng, text_id
-from ..judging.templates import JudgeTemplates
-from ..judging.tokens import MESSAGE_OVERHEAD_TOKENS, TokenizerCounter, bundled_tokenizer_path
+from ..judging.prompt_budget import MESSAGE_OVERHEAD_TOKENS, TokenizerCounter, bundled_tokenizer_path
+from ..judging.rendering import JudgeTemplates, pair_display
+from ..judging.requests import PairwiseRequest, seeded_rng, text_id
 from .simulation import SimulatedJudge
 
 # Ends every line of a prompt key, so that comparing keys line by line is the same as
@@ -78,7 +76,7 @@ PromptKey = tuple[Line, ...]
 
 
 class LineTokenizer:
-    """Token ids per line, cached; a `judging.tokens.TokenCounter` (`count(text)`).
+    """Token ids per line, cached; a `judging.prompt_budget.TokenCounter` (`count(text)`).
 
     Args:
         path: a `tokenizer.json` (or a folder with one); default: the bundled MiniLM
@@ -112,7 +110,7 @@ class LineTokenizer:
         """A chat prompt as lines of token ids; each message starts with a role marker line.
 
         The marker stands for the `MESSAGE_OVERHEAD_TOKENS` of the chat template, so
-        `key_tokens(key)` equals `judging.tokens.count_message_tokens` under this counter.
+        `key_tokens(key)` equals `judging.prompt_budget.count_message_tokens` under this counter.
         """
         key: list[Line] = []
         for message in messages:
@@ -148,7 +146,7 @@ def prefix_cache_savings(keys: Sequence[PromptKey]) -> int:
 
 
 def _approx_ids(text: str) -> list[int]:
-    """~4 characters per token (as `judging.tokens.ApproxCounter`), chunks as stable ids."""
+    """~4 characters per token (as `judging.prompt_budget.ApproxCounter`), chunks as stable ids."""
     return [zlib.crc32(text[i : i + 4].encode("utf-8")) for i in range(0, 4 * math.ceil(len(text) / 4), 4)]
 
 

@@ -10,7 +10,7 @@ as the training reward: `rewards.ralign_reward.RAlignReward`). Results are per d
 The GenRM is any chat backend (`async complete(messages, ...) -> Completion`): an
 `OpenAICompatibleBackend` at a served GenRM, or a `TransformersBackend` for a local one. A
 backend failure (transport, timeout, 429/5xx, malformed response) is retried with the shared
-`judging.retry.RetryPolicy`; an answer without a valid verdict is a parse failure, not
+`judging.calls.RetryPolicy`; an answer without a valid verdict is a parse failure, not
 retried, because retrying would flatter a model that breaks the format. A bug (any other
 exception) stops the run. Pure: no torch or trl here.
 
@@ -67,10 +67,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS, BackendError
-from ..judging.ledger import JudgeLedger, LedgerSnapshot
+from ..judging.calls import JudgeLedger, LedgerSnapshot, RetryPolicy
 from ..judging.prompt_budget import WindowFitting
 from ..judging.requests import JudgeError, MetaJudgeRequest
-from ..judging.retry import RetryPolicy
 from ..rewards.genrm_verdict import genrm_fitting, pair_key, prompt_text
 from ..rewards.ralign_reward import OWN_PROTOCOL, SWAP_NOTE, GenRMSample, RAlignReward
 from ..user_errors import ConfigError

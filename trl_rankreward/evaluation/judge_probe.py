@@ -56,10 +56,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..judging.ledger import LedgerSnapshot
-from ..judging.protocol import ask, is_failure
-from ..judging.requests import PairwiseRequest
-from ..judging.seeding import seeded_rng
+from ..judging.calls import LedgerSnapshot
+from ..judging.requests import PairwiseRequest, ask, is_failure, seeded_rng
 from ..rewards import GenRMPairwiseReward
 from ..rewards.base import AnswerFormat, Candidates, Group, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
@@ -399,7 +397,7 @@ class _Probe:
             return
         if getattr(judge, "ledger", None) is None:
             raise TypeError(f"probe_judge measures cost from the judge's ledger, but {type(judge).__name__} has no "
-                            "`ledger` (a judging.ledger.JudgeLedger); give the judge one")  # fmt: skip
+                            "`ledger` (a judging.calls.JudgeLedger); give the judge one")  # fmt: skip
         self.judges[id(judge)] = judge
         self.start = self.start + judge.ledger.snapshot()
         if hasattr(judge, "set_references"):

@@ -65,9 +65,8 @@ from typing import Any
 
 from scipy.stats import kendalltau
 
-from ..judging.requests import Rubric
-from ..judging.seeding import seeded_rng
-from ..judging.templates import JudgeTemplates
+from ..judging.rendering import JudgeTemplates
+from ..judging.requests import Rubric, seeded_rng
 from ..rewards import ReferenceWinRateReward
 from ..rewards.registry import make_reward_method
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods

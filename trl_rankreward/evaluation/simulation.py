@@ -89,10 +89,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from functools import lru_cache
 
+from ..judging.prompt_budget import TokenCounter
 from ..judging.quality_judge import QualityJudge
-from ..judging.requests import CoarseRequest, JudgeFailure, ListwiseRequest, Rubric, request_kind
-from ..judging.seeding import seeded_rng, stable_seed, text_id
-from ..judging.tokens import TokenCounter
+from ..judging.requests import (
+    CoarseRequest,
+    JudgeFailure,
+    ListwiseRequest,
+    Rubric,
+    request_kind,
+    seeded_rng,
+    stable_seed,
+    text_id,
+)
 from ..rewards.base import Group
 
 QualityFn = Callable[[str, str], float]

@@ -4,7 +4,7 @@ Win rate of a policy's answers against fixed baseline answers, as a judge sees i
 
 Each evaluation prompt i has the policy's answer and a baseline answer (the dataset's best
 reference, or the starting policy's answer). The judge compares them in both display orders
-(`judging.outcomes.ask_pair`, `both_orders=True`); a win counts 1, a tie 1/2, a loss 0, and the
+(`judging.requests.ask_pair`, `both_orders=True`); a win counts 1, a tie 1/2, a loss 0, and the
 two orders are averaged, so the prompt's score s_i is a multiple of 1/4 and a judge's position
 bias cancels. A prompt whose comparison failed (after the judge's retries) has no score: it is
 counted as failed and left out, never given a made-up verdict.
@@ -56,11 +56,8 @@ from pathlib import Path
 from typing import Any
 
 from ..data.prompts import query_text
-from ..judging.ledger import LedgerSnapshot
-from ..judging.outcomes import ask_pair
-from ..judging.protocol import Judge, is_failure
-from ..judging.requests import JudgeFailure, PairwiseRequest, Rubric
-from ..judging.seeding import text_id
+from ..judging.calls import LedgerSnapshot
+from ..judging.requests import Judge, JudgeFailure, PairwiseRequest, Rubric, ask_pair, is_failure, text_id
 from .report_files import cell, markdown_table, pyplot, save_png
 from .run_history import COMPLETION, PROMPT, RunHistory
 

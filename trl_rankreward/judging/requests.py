@@ -6,13 +6,27 @@ texts) and maps the answer back, so callers never see display positions.
 
 Verdicts are in canonical terms too (A is `request.a`); each request's docstring says its verdict.
 A judge that cannot answer raises `JudgeError` or returns a `JudgeFailure`; callers use
-`judging.protocol.ask` to receive both as a `JudgeFailure` value.
+`judging.requests.ask` to receive both as a `JudgeFailure` value.
+
+How a reward method asks: `Judge` is anything with `async judge(request) -> verdict`, and `ask` is the
+one call, which returns a `JudgeFailure` for a judge's failure and lets a bug propagate. `ask_pair`
+scores a pairwise outcome as a number (1 A wins, 0 B wins, 1/2 a tie), judged in one or both display
+orders (averaging both removes a judge's position bias at twice the calls; MatrixReward Sec. 3.1,
+RankBuffer App. E).
+
+Every random choice is a function of (seed, query, step, ids): `stable_seed` hashes with SHA-256
+(Python's `hash()` of strings changes between processes), so display orders are the same on every
+rank, on resume and across machines; `text_id` is a text's short content address.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import hashlib
+import random
 from dataclasses import dataclass
-from typing import Literal, Sequence, Union
+from typing import Any, Literal, Protocol, Sequence, Union, runtime_checkable
 
 Winner = Literal["A", "B", "TIE"]
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
@@ -275,19 +289,92 @@ _KINDS = {
     BufferSelectRequest: "buffer_select",
 }
 
-__all__ = [
-    "Rubric",
-    "Winner",
-    "WINNERS",
-    "CoarseRequest",
-    "ListwiseRequest",
-    "PairwiseRequest",
-    "RubricPairwiseRequest",
-    "PointwiseRequest",
-    "MetaJudgeRequest",
-    "BufferSelectRequest",
-    "JudgeRequest",
-    "JudgeFailure",
-    "JudgeError",
-    "request_kind",
-]
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything with `async judge(request) -> verdict` is a judge.
+
+    A judge receives requests in canonical order (see `judging.requests`) and either
+    returns the verdict, returns a `JudgeFailure`, or raises `JudgeError`. Judges of this
+    package also carry a `ledger` (`JudgeLedger`) that counts what they did.
+    """
+
+    async def judge(self, request: JudgeRequest) -> Any: ...
+
+
+async def ask(judge: Judge, request: JudgeRequest) -> Any:
+    """Call `judge` and return its verdict, or a `JudgeFailure` if it could not answer.
+
+    A judge reports failure by returning a `JudgeFailure` or raising `JudgeError`. Any other
+    exception is a bug (in a custom judge, or ours), not a judge failure: it propagates and
+    stops the step, instead of hiding as a neutral group.
+    """
+    try:
+        return await judge.judge(request)
+    except JudgeError as exc:
+        return exc.as_failure()
+
+
+def is_failure(verdict: Any) -> bool:
+    return isinstance(verdict, JudgeFailure)
+
+
+_SCORE = {"A": 1.0, "B": 0.0, "TIE": 0.5}
+
+
+def win_score(winner: str) -> float:
+    """Score of response A for one verdict: A -> 1, B -> 0, TIE -> 0.5."""
+    try:
+        return _SCORE[winner]
+    except KeyError:
+        raise ValueError(f"Pairwise verdict must be 'A', 'B' or 'TIE', got {winner!r}") from None
+
+
+def _scores(verdict) -> float | list[float]:
+    if isinstance(verdict, str):
+        return win_score(verdict)
+    return [win_score(v) for v in verdict]
+
+
+async def ask_pair(
+    judge: Judge, request: PairwiseRequest | RubricPairwiseRequest, *, both_orders: bool = False
+) -> float | list[float] | JudgeFailure:
+    """Score of `request.a` against `request.b`: a float (pairwise) or one per judged rubric.
+
+    With `both_orders`, the pair is shown once as (a, b) and once as (b, a) and the two
+    outcomes for `a` are averaged, so results are multiples of 1/4. Any failed call makes
+    the whole comparison a `JudgeFailure`.
+    """
+    if not both_orders:
+        verdict = await ask(judge, request)
+        return verdict if is_failure(verdict) else _scores(verdict)
+    first, second = await asyncio.gather(
+        ask(judge, dataclasses.replace(request, display="ab")),
+        ask(judge, dataclasses.replace(request, display="ba")),
+    )
+    for verdict in (first, second):
+        if is_failure(verdict):
+            return verdict
+    s1, s2 = _scores(first), _scores(second)
+    if isinstance(s1, float):
+        return (s1 + s2) / 2
+    return [(x + y) / 2 for x, y in zip(s1, s2)]
+
+
+def stable_seed(*parts: object) -> int:
+    """A 64-bit integer determined by the `repr` of `parts` only."""
+    digest = hashlib.sha256("\x1f".join(repr(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def seeded_rng(*parts: object) -> random.Random:
+    """`random.Random` seeded from `stable_seed(*parts)`."""
+    return random.Random(stable_seed(*parts))
+
+
+def text_id(text: str) -> str:
+    """Short content address of a text (first 16 hex digits of its SHA-256).
+
+    Lone surrogates (from bytes decoded with `surrogateescape`) are encoded as they are, so
+    such a text has an address too; valid text hashes its plain UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -1,9 +1,14 @@
-"""Judge-server settings: one dataclass, `JudgeServerSettings`, read from a role's prefixed fields.
+"""Judge-server settings: one dataclass, `JudgeServerSettings`, and the config fields of every role.
 
-Each place that configures a judge server is a role (`TRAINING_JUDGE`, `METARM`, ... below), whose
-fields are written out in `server_fields` with `setting`. `role.settings(config)` reads them back as
-checked `JudgeServerSettings`, `role.check(config)` also writes the URLs back as a list; `build_judge`
-and `build_backend` turn those into a judge or a chat backend.
+Each setting and its default are declared once, in `JudgeServerSettings`, with a help text that names
+the role's server (`{server}`) and flags (`{p}`). Each place that configures a judge server is a role
+(`TRAINING_JUDGE`, `EVAL_JUDGE`, `METARM`, `GENRM`, `RUBRIC_GENERATOR`): a prefix (`judge_`, `eval_judge_`,
+`metarm_`, `genrm_`, none), the settings it exposes, the defaults it changes and a sentence it adds to a
+setting's help. `role.fields(...)` makes the role's config fields from them (`TrainingJudgeFields`,
+`EvalJudgeFields`, `MetaRMFields`, `GenRMFields`, `GeneratorServerFields`): mixins of a TRL config or a
+command's argument group, so YAML keys and flags are these names. `role.settings(config)` reads them back
+as checked `JudgeServerSettings` (each field class's `__post_init__` runs `role.check`, which also writes
+the URLs back as a list); `build_judge` and `build_backend` turn those into a judge or a chat backend.
 
 Example:
     settings = JudgeServerSettings(base_urls=["http://localhost:8000/v1"], model="Qwen/Qwen3-8B")
@@ -13,8 +18,9 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Any
+import typing
+from dataclasses import MISSING, dataclass, field
+from typing import Any, ClassVar
 
 from .backends.base import (
     DEFAULT_API_KEY_ENV,
@@ -22,28 +28,63 @@ from .backends.base import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT_S,
+    GENRM_MAX_TOKENS,
 )
-from .retry import RetryPolicy
+from .calls import RetryPolicy
+
+
+def _setting(default: Any, help: str) -> Any:
+    """A setting of `JudgeServerSettings`: its default (a list: built per instance) and its help template."""
+    if isinstance(default, list):
+        return field(default_factory=list, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
 class JudgeServerSettings:
-    """How to reach a judge server and decode with it: the defaults the roles share (`setting`)."""
+    """How to reach a judge server and decode with it: every setting, its default and its help (module docstring)."""
 
-    base_urls: list[str] = field(default_factory=list)  # several URLs share the load
-    model: str | None = None  # served at base_urls (required with them)
-    api_key_env: str = DEFAULT_API_KEY_ENV  # the environment variable holding the API key
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY  # requests in flight at once
-    max_concurrency_per_replica: int | None = None  # ... on one replica (None: max_concurrency)
-    max_model_len: int | None = None  # the context window where the server does not list it
-    timeout_s: float = DEFAULT_TIMEOUT_S  # of one HTTP request
-    max_attempts: int = RetryPolicy.max_attempts  # HTTP requests per judge request in all
-    require_listed_model: bool = True  # at start, `model` must be listed at /models
-    max_tokens: int | None = DEFAULT_MAX_TOKENS
-    temperature: float | None = DEFAULT_TEMPERATURE
-    structured_output: bool = True  # ask for the request kind's JSON schema (`response_format`)
-    templates: str | None = None  # YAML file overriding the prompt templates
-    seed: int = 0  # of the display-order shuffles
+    base_urls: list[str] = _setting(
+        [], "Base URL(s) of the {server}'s OpenAI-compatible servers, e.g. http://localhost:8000/v1; several URLs "
+        "share the load."
+    )  # fmt: skip
+    model: str | None = _setting(None, "Model name served at {p}base_urls (required with them).")
+    api_key_env: str = _setting(DEFAULT_API_KEY_ENV, "Environment variable holding the {server} server's API key.")
+    max_concurrency: int = _setting(DEFAULT_MAX_CONCURRENCY, "Most {server} requests in flight at once.")
+    max_concurrency_per_replica: int | None = _setting(
+        None, "Most {server} requests in flight at once on one of {p}base_urls (None: {p}max_concurrency). Each "
+        "request goes to the replica with the fewest in flight; set this to a replica's batch size (vLLM's "
+        "--max-num-seqs) so that a slow replica's queue stays with the client, where a faster one can take it."
+    )  # fmt: skip
+    max_model_len: int | None = _setting(
+        None, "The {server}'s context window in tokens, prompt and answer together, for servers that do not list "
+        "max_model_len at /models (vLLM does). Prompts are fitted to it: shown texts are cut to an equal share "
+        "when they would not fit (docs/judging.md). None: the listed window, or none."
+    )  # fmt: skip
+    timeout_s: float = _setting(DEFAULT_TIMEOUT_S, "Timeout of one {server} HTTP request, in seconds.")
+    max_attempts: int = _setting(
+        RetryPolicy.max_attempts, "HTTP requests per {server} request in all: an invalid answer is asked again at "
+        "once; a timeout, transport error, malformed response, 408, 429 or 5xx after exponential backoff with "
+        "jitter (or the server's Retry-After)."
+    )  # fmt: skip
+    require_listed_model: bool = _setting(
+        True, "At start, {p}model must be among the models each server lists at /models (else nothing starts). "
+        "Turn off for gateways that route models they do not list."
+    )  # fmt: skip
+    max_tokens: int | None = _setting(
+        DEFAULT_MAX_TOKENS, "Most tokens the {server} may generate per call (its answer, and reasoning if any)."
+    )
+    temperature: float | None = _setting(DEFAULT_TEMPERATURE, "Sampling temperature of the {server}.")
+    structured_output: bool = _setting(
+        True, "Ask the {server} server for structured output: each request carries its kind's JSON schema as "
+        "response_format (vLLM and SGLang decode to it), so the answer is one verdict. A server that refuses "
+        "response_format (HTTP 400 naming it) is asked without it from then on, with a logged note. Answers are "
+        "validated either way; rationale-first prompts are never sent a schema."
+    )  # fmt: skip
+    templates: str | None = _setting(
+        None, "YAML file overriding the {server}'s prompt templates (keys as in docs/judging.md)."
+    )
+    seed: int = _setting(0, "Seed of the {server}'s display-order shuffles and of its retry jitter.")
     prefix: str = field(default="", compare=False)  # of the flags the settings were read from; errors name them
 
     def __post_init__(self):
@@ -77,29 +118,26 @@ class JudgeServerSettings:
 
 
 SETTINGS = tuple(f.name for f in dataclasses.fields(JudgeServerSettings) if f.name != "prefix")
-_SHARED = object()
-
-
-def setting(name: str, help: str, default: Any = _SHARED) -> Any:
-    """A role's config field for the setting `name`, with `help` for `--help`: `JudgeServerSettings`' default
-    unless the role gives its own (`default=dataclasses.MISSING`: a required flag)."""
-    if default is not _SHARED:
-        return field(default=default, metadata={"help": help})
-    shared = next(f for f in dataclasses.fields(JudgeServerSettings) if f.name == name)
-    return field(default=shared.default, default_factory=shared.default_factory, metadata={"help": help})
+_TYPES = typing.get_type_hints(JudgeServerSettings)
 
 
 @dataclass(frozen=True)
 class JudgeRole:
-    """One place a judge server is configured: the prefix of its fields and the settings it exposes.
+    """One place a judge server is configured (module docstring).
 
     Args:
         prefix: of every field and flag (`"metarm_"` -> `metarm_model`).
+        server: what the help calls its server ("judge", "MetaRM", ...).
         names: the settings the role exposes; the others keep `JudgeServerSettings`' defaults.
+        defaults: the role's own defaults (`dataclasses.MISSING`: a required flag).
+        notes: a sentence the role adds to a setting's help.
     """
 
     prefix: str
+    server: str
     names: tuple[str, ...] = SETTINGS
+    defaults: dict[str, Any] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
 
     def settings(self, config) -> JudgeServerSettings:
         """The role's settings read from `config`'s prefixed fields (checked, named by their flags)."""
@@ -113,21 +151,98 @@ class JudgeRole:
         setattr(config, self.prefix + "base_urls", settings.base_urls)
         return settings
 
+    def fields(self, class_name: str, doc: str) -> type:
+        """The role's config fields as a keyword-only dataclass mixin: one field per exposed setting, with
+        `JudgeServerSettings`' type, default (or the role's) and help (for this role's server and flags)."""
+        shared = {f.name: f for f in dataclasses.fields(JudgeServerSettings)}
+        specs = []
+        for name in self.names:
+            default = self.defaults.get(name, shared[name].default)
+            help = shared[name].metadata["help"].format(server=self.server, p=self.prefix)
+            help = f"{help} {self.notes[name]}" if name in self.notes else help
+            if default is MISSING and name not in self.defaults:  # a list: one per instance
+                spec = field(default_factory=shared[name].default_factory, metadata={"help": help})
+            else:
+                spec = field(default=default, metadata={"help": help})
+            specs.append((self.prefix + name, _TYPES[name], spec))
+        namespace = {"ROLE": self, "__doc__": doc, "__module__": __name__}
+        cls = dataclasses.make_dataclass(class_name, specs, bases=(_RoleFields,), namespace=namespace, kw_only=True)
+        cls.__annotations__["ROLE"] = ClassVar[JudgeRole]
+        return cls
 
-TRAINING_JUDGE = JudgeRole("judge_")
-"""The judge of `JudgeRewardGRPOTrainer` and its subclasses (`TrainingJudgeFields`)."""
 
-METARM = JudgeRole("metarm_", names=tuple(name for name in SETTINGS if name != "seed"))  # A and B shown as given
-"""R-Align's MetaRM, in training and in `eval-genrm` alike (`MetaRMFields`)."""
+class _RoleFields:
+    """The base of the role field classes: after the other bases' `__post_init__` (TRL's, where mixed into a
+    TRL config), `ROLE.check(self)` checks the settings and writes the URLs back as a list, so a bad value is
+    refused when the config or the command's arguments are built."""
+
+    ROLE: ClassVar[JudgeRole]
+
+    def __post_init__(self):
+        parent = getattr(super(), "__post_init__", None)
+        if parent is not None:
+            parent()
+        self.ROLE.check(self)
+
 
 _FREE_FORM = ("templates", "structured_output")  # roles whose answers are not a request kind's JSON verdict
-GENRM = JudgeRole("genrm_", names=tuple(name for name in SETTINGS if name not in ("max_attempts", *_FREE_FORM)))
-"""The GenRM under evaluation (`eval-genrm`, `GenRMFields`): asked once per pair (three tries)."""
 
-EVAL_JUDGE = JudgeRole("eval_judge_")
+TRAINING_JUDGE = JudgeRole(
+    "judge_",
+    "judge",
+    notes={
+        "base_urls": "Empty: the embedded EmbeddingJudge.",
+        "model": "With the embedded judge: an optional local sentence-transformers model path.",
+        "timeout_s": "The other processes wait for the judging in a collective, so keep judge_max_attempts x "
+        "judge_timeout_s (plus backoff) below ddp_timeout (a warning says so).",
+        "templates": "The embedded judge uses them to count the tokens an LLM judge would read.",
+    },
+)
+"""The judge of `JudgeRewardGRPOTrainer` and its subclasses (`TrainingJudgeFields`)."""
+
+EVAL_JUDGE = JudgeRole(
+    "eval_judge_",
+    "evaluation judge",
+    notes={
+        "base_urls": "Empty: the training judge's settings (judge_*), as a separate judge with its own ledger, so "
+        "evaluation calls never count toward the training judge's cost.",
+        "max_concurrency": "Only the main process judges the evaluation.",
+    },
+)
 """The win-rate judge during training (`trainers.judge_eval`, `EvalJudgeFields`)."""
 
-RUBRIC_GENERATOR = JudgeRole("", names=tuple(name for name in SETTINGS if name not in ("seed", *_FREE_FORM)))
+METARM = JudgeRole(
+    "metarm_",
+    "MetaRM",
+    names=tuple(name for name in SETTINGS if name != "seed"),  # A and B are shown as given
+    defaults={"max_tokens": 16384, "temperature": 0.4, "structured_output": False},
+    notes={
+        "max_concurrency": "In training: per process (each meta-judges its own samples).",
+        "max_tokens": "The R-Align authors' release: 16K.",
+        "temperature": "The R-Align authors' release: 0.4.",
+        "structured_output": "Off by default: the R-Align authors' MetaRM answers in free form.",
+        "templates": "Key `meta`; answers may be our JSON or the authors' "
+        "<final_verdict>Correct|Incorrect</final_verdict>.",
+    },
+)
+"""R-Align's MetaRM, in training and in `eval-genrm` alike (`MetaRMFields`)."""
+
+GENRM = JudgeRole(
+    "genrm_",
+    "GenRM",
+    names=tuple(name for name in SETTINGS if name not in ("max_attempts", *_FREE_FORM)),
+    defaults={"max_concurrency": 32, "max_tokens": GENRM_MAX_TOKENS},
+    notes={"seed": "It decides which response the GenRM sees as A."},
+)
+"""The GenRM under evaluation (`eval-genrm`, `GenRMFields`): asked once per pair (three tries)."""
+
+RUBRIC_GENERATOR = JudgeRole(
+    "",
+    "generator",
+    names=tuple(name for name in SETTINGS if name not in ("seed", *_FREE_FORM)),
+    defaults={"base_urls": MISSING, "model": MISSING, "max_concurrency": 32, "max_tokens": None, "temperature": None},
+    notes={"max_tokens": "None: the template's.", "temperature": "None: the template's."},
+)
 """The rubric and rationale generator (`trl-rankreward rubrics`, `GeneratorServerFields`)."""
 
 
@@ -143,13 +258,13 @@ def build_judge(settings: JudgeServerSettings, *, embedded_without_urls: bool = 
     not answer, or does not serve the model, raises `BackendError` naming the URL, the model and what
     is served). Without URLs: the offline `EmbeddingJudge` where the caller allows it (the training
     judge does), else a `ValueError`."""
-    from .templates import JudgeTemplates
+    from .rendering import JudgeTemplates
 
     templates = JudgeTemplates.from_yaml(settings.templates) if settings.templates else None
     if not settings.base_urls:
         if not embedded_without_urls:
             raise ValueError(f"{settings.prefix}base_urls is empty; give the URL(s) of the server(s)")
-        from .embedding_judge import EmbeddingJudge
+        from .quality_judge import EmbeddingJudge
 
         return EmbeddingJudge(settings.model, seed=settings.seed, templates=templates)
     from .llm_judge import LLMJudge
@@ -163,3 +278,14 @@ def build_judge(settings: JudgeServerSettings, *, embedded_without_urls: bool = 
         max_tokens=settings.max_tokens,
         structured_output=settings.structured_output,
     )
+
+
+TrainingJudgeFields = TRAINING_JUDGE.fields(
+    "TrainingJudgeFields", "The training judge of `JudgeRewardGRPOConfig` (`judge_*`)."
+)
+EvalJudgeFields = EVAL_JUDGE.fields("EvalJudgeFields", "The win-rate judge of `JudgeEvalConfig` (`eval_judge_*`).")
+MetaRMFields = METARM.fields("MetaRMFields", "R-Align's MetaRM in `RAlignGenRMConfig` and `eval-genrm` (`metarm_*`).")
+GenRMFields = GENRM.fields("GenRMFields", "The GenRM under evaluation in `eval-genrm` (`genrm_*`).")
+GeneratorServerFields = RUBRIC_GENERATOR.fields(
+    "GeneratorServerFields", "The rubric and rationale generator of `trl-rankreward rubrics` (no prefix)."
+)

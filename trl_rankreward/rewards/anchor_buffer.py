@@ -2,11 +2,11 @@
 
 - `AnchorBuffer`: one query's anchors worst -> best, as keys into an anchor store, with Algorithm 2's
   epoch markers; `update_buffer`: Algorithm 2 itself (RankBuffer paper, Appendix A), a pure function.
-  Select_K0 (endpoint-preserving uniform subsampling) is `judging.subsample.select_endpoints`.
+  Select_K0 (endpoint-preserving uniform subsampling) is `judging.quality_judge.select_endpoints`.
 - `BufferTable` (in memory) and `StoredBufferTable` (in the SQLite store): every query's buffer, with
   running totals so step metrics never scan 10^5 buffers; `QueryBuffers`: a table plus the look-ahead
   groups, the undo of `frozen()`, and the plain JSON part of the method's state file.
-- Anchor stores: texts by key (`judging.seeding.text_id`: the first 16 hex digits of the text's SHA-256),
+- Anchor stores: texts by key (`judging.requests.text_id`: the first 16 hex digits of the text's SHA-256),
   so a checkpoint of 10^5 buffers holds short keys and each text is stored once. Stores are append-only:
   a text is never changed or removed, so a key in any old checkpoint stays valid; two different texts
   under one key (a 64-bit prefix collision) raise instead of sharing an anchor. `InMemoryAnchorStore`
@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from .._gc import paused_gc
-from ..judging.seeding import text_id
+from ..judging.requests import text_id
 from .state_files import durable_replace
 
 #: where an anchor came from: the query's ranked references, bootstrap ranking, left / right boundary

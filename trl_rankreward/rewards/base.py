@@ -29,28 +29,18 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from ..judging.protocol import Judge, is_failure
+from ..judging.parsing import strip_thinking
 from ..judging.rendering import encodable
-from ..judging.requests import JudgeFailure, Rubric
+from ..judging.requests import Judge, JudgeFailure, Rubric, is_failure
 from .options import MethodOptions
 from .state_files import METHOD_STATE_NAME, read_method_state, write_method_state
 
 R = TypeVar("R")
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _THINK_CLOSE = "</think>"
-
-
-def strip_thinking(text: str) -> str:
-    """Remove closed `<think>...</think>` blocks and anything before a stray `</think>`."""
-    text = _THINK_BLOCK.sub("", text)
-    if _THINK_CLOSE in text:  # templates that open the block in the prompt leave only the close tag
-        text = text.rsplit(_THINK_CLOSE, 1)[1]
-    return text.strip()
 
 
 @dataclass(frozen=True)
@@ -263,7 +253,7 @@ class GroupRewardMethod(abc.ABC):
     """Base of every group reward method (see the module docstring for what it handles).
 
     Args:
-        judge: any object with `async judge(request)` (see `judging.protocol.Judge`).
+        judge: any object with `async judge(request)` (see `judging.requests.Judge`).
         options: the method's `options_class` instance; or give its fields as keywords
             (`**option_values`, e.g. `lambda_fmt=0.2`), not both.
         answer_format: how final answers are extracted and the format judged.

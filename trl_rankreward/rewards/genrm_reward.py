@@ -19,7 +19,7 @@ The judge is any judge answering `PairwiseRequest` (e.g. an `LLMJudge`). A GenRM
 `RAlignGenRMTrainer` answers in its own boxed format, so `GenRMJudge` speaks that format: it
 renders the pair with `genrm_verdict.genrm_messages` (display order from the seeded coin
 flip), parses `\\boxed{A|B}` with `parse_verdict`, maps it back to canonical A/B, and retries
-an unparseable answer or a backend failure with the shared `judging.retry.RetryPolicy`.
+an unparseable answer or a backend failure with the shared `judging.calls.RetryPolicy`.
 Rubrics are not shown: the GenRM was trained on plain pairs.
 
 With `release` (an `RAlignRelease`, the `r_align_release` option of this method) the judge asks in
@@ -45,15 +45,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
-from ..judging.calls import complete_and_parse
-from ..judging.ledger import JudgeLedger
-from ..judging.parsing import InvalidAnswer
+from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
+from ..judging.parsing import AmbiguousAnswer, InvalidAnswer, strip_thinking
 from ..judging.prompt_budget import WindowFitting
-from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind
-from ..judging.retry import RetryPolicy
-from ..judging.seeding import text_id
+from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind, text_id
 from ..judging.server_settings import build_backend
-from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome, strip_thinking
+from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
 from .genrm_verdict import (
     GENRM_PROMPT,
     GENRM_SYSTEM,
@@ -61,7 +58,7 @@ from .genrm_verdict import (
     displayed_pair,
     genrm_fitting,
     genrm_messages,
-    parse_verdict,
+    read_verdict,
     to_canonical,
 )
 from .options import DataNeeds, MethodOptions
@@ -199,8 +196,13 @@ class GenRMJudge:
 
 
 def _canonical_verdict(text: str, order: str) -> str:
-    """The GenRM's boxed verdict mapped back to canonical A/B; `InvalidAnswer` if there is none."""
-    shown = parse_verdict(text)
+    """The GenRM's boxed verdict mapped back to canonical A/B; `AmbiguousAnswer` for boxes voting for both,
+    `InvalidAnswer` if there is none."""
+    shown, failure = read_verdict(text)
+    if failure == "ambiguous":
+        raise AmbiguousAnswer(
+            f"GenRM answer holds boxed verdicts for both A and B (not the GenRM's own): {text[-200:]!r}"
+        )
     if shown is None:
         raise InvalidAnswer(f"GenRM answer has no single \\boxed{{A|B}}: {text[-200:]!r}")
     return to_canonical(shown, order)

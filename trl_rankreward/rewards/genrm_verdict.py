@@ -14,8 +14,16 @@ Parsing rules (`parse_verdict`):
 2. every `\\boxed{...}` left is read (nested braces allowed); a box holding exactly `A` or `B`
    (optionally as `\\text{A}`, `\\textbf{A}` or `\\mathrm{A}`, spaces ignored) is a vote;
 3. the verdict is the LAST box, and it must be a vote; the output is invalid (None) when
-   there is no box, when the last box holds anything else (`\\boxed{A or B}`, `\\boxed{}`), or
-   when the boxes vote for both A and B (a hedge must never be paid).
+   there is no box or the last box holds anything else (`\\boxed{A or B}`, `\\boxed{}`);
+4. an output whose boxes vote for both A and B holds two distinct verdicts: it is ambiguous
+   (None; `read_verdict` says "ambiguous", which `GenRMJudge` counts as its own failure kind),
+   never resolved by position, since a response can plant a box the GenRM then quotes (and a
+   hedge must never be paid). The same vote repeated is one verdict.
+
+The shown texts are data: a copy of a section marker (`[End of Response A]`, `[User Prompt]`) inside
+the prompt or a response, in any case, with look-alike brackets or letters, accents or invisible
+characters (`judging.rendering.neutralize` reads it as a reader would), has its bracket escaped to
+`(`, so no text can close its section and pose as the instructions or the other response.
 
 Position must not be a cue: the order in which the pair is *displayed* is a deterministic
 coin flip of (seed, pair key) (`display_order`), and the displayed verdict is mapped back to
@@ -33,9 +41,9 @@ import re
 from typing import Literal
 
 from ..data.prompts import query_text
-from ..judging.rendering import Rendered, TextCut
-from ..judging.seeding import stable_seed, text_id
-from .base import strip_thinking
+from ..judging.parsing import strip_thinking
+from ..judging.rendering import Delimiters, Rendered, TextCut, neutralize, spaced
+from ..judging.requests import stable_seed, text_id
 
 Label = Literal["A", "B"]
 Order = Literal["ab", "ba"]
@@ -122,18 +130,19 @@ def visible_text(completion: str) -> str | None:
 
 
 def parse_verdict(completion: str) -> Label | None:
-    """The displayed verdict "A"/"B" of a GenRM output, or None when invalid (rules above)."""
+    """The displayed verdict "A"/"B" of a GenRM output, or None when invalid or ambiguous (rules above)."""
+    return read_verdict(completion)[0]
+
+
+def read_verdict(completion: str) -> tuple[Label | None, Literal["invalid", "ambiguous"] | None]:
+    """`(verdict, None)`, or `(None, why)`: "ambiguous" (boxes voting for both A and B) or "invalid" (rules above)."""
     text = visible_text(completion)
-    if not text:
-        return None
-    boxes = _boxed_contents(text)
-    if not boxes:
-        return None
-    votes = [_vote(b) for b in boxes]
-    last = votes[-1]
-    if last is None or any(v is not None and v != last for v in votes):
-        return None
-    return last
+    votes = [_vote(b) for b in _boxed_contents(text or "")]
+    if len({v for v in votes if v is not None}) > 1:
+        return None, "ambiguous"
+    if not votes or votes[-1] is None:
+        return None, "invalid"
+    return votes[-1], None
 
 
 def pair_key(prompt: str, response_a: str, response_b: str, pair_id: str | None = None) -> str:
@@ -162,13 +171,21 @@ def to_canonical(label: str, order: Order) -> Label:
     return to_display(label, order)
 
 
-_MARKER = re.compile(r"\[(\s*(?:End of\s+)?(?:User Prompt|Response [AB])\s*)\]", re.IGNORECASE)
+#: the GenRM prompt's section markers, `[User Prompt]`, `[Response A]`, `[End of Response B]`, ...: what a shown
+#: text must not forge. Openers: "[" and its look-alikes (fullwidth, white and lenticular brackets, ...).
+SECTION_MARKERS = Delimiters(
+    opener=re.compile("[\\[\uff3b\ufe5d\u27e6\u3010\u3014\u3016\u3018\u301a\u2045\u298b\u298d\u298f\u2772]"),
+    after=re.compile(rf" *(?:{spaced('endof')} *)?(?:{spaced('userprompt')}|{spaced('response')} *[ab])(?![a-z0-9])"),
+    escape="(",
+    visible=len("endofresponsea") + 1,
+)
 
 
 def _as_data(text: str) -> str:
-    """Neutralize copies of our section markers inside a text (`[End of Response A]` -> `(End of Response A)`),
-    so a response cannot close its own section and pose as the instructions or the other response."""
-    return _MARKER.sub(r"(\1)", text)
+    """`text` with every copy of a section marker escaped (module docstring): `[End of Response A]` ->
+    `(End of Response A]`, so a response cannot close its own section and pose as the instructions or the
+    other response."""
+    return neutralize(text, SECTION_MARKERS)
 
 
 def displayed_pair(response_a: str, response_b: str, order: Order) -> tuple[str, str]:
@@ -260,6 +277,7 @@ __all__ = [
     "pair_key",
     "parse_verdict",
     "prompt_text",
+    "read_verdict",
     "to_canonical",
     "to_display",
     "visible_text",

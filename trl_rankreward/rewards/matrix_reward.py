@@ -32,9 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..judging.outcomes import ask_pair
-from ..judging.protocol import is_failure
-from ..judging.requests import JudgeFailure, RubricPairwiseRequest
+from ..judging.requests import JudgeFailure, RubricPairwiseRequest, ask_pair, is_failure
 from .base import Candidates, Group, GroupResult, GroupRewardMethod, ScoreOutcome, require
 from .matrix_math import (
     AGGREGATIONS,

@@ -10,7 +10,7 @@ Their building blocks (also used by `genrm_reward`): `judge_pairs` (holistic `Pa
 win rates, shared ranks and single-elimination brackets. Presentation order is not chosen here:
 requests carry `query_id` and `step`, and the judge picks the display order from the judging
 layer's deterministic hash (`display="auto"`). With `both_orders`, each logical comparison is two
-requests, one per display order (`judging.outcomes.ask_pair`). How the judge answers (a bare JSON
+requests, one per display order (`judging.requests.ask_pair`). How the judge answers (a bare JSON
 verdict, or a rationale first with `JudgeTemplates(pairwise_rationale=True)`) is the judge's
 template choice; the verdicts these functions receive are the same.
 
@@ -29,10 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from ..judging.outcomes import ask_pair
-from ..judging.protocol import Judge
-from ..judging.requests import PairwiseRequest
-from ..judging.seeding import seeded_rng
+from ..judging.requests import Judge, PairwiseRequest, ask_pair, seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, RankOutcome, ScoreOutcome, require
 from .options import DataNeeds, MethodOptions, check_int
 
@@ -317,7 +314,7 @@ class TournamentReward(GroupRewardMethod):
     requiring 21 logical comparisons") and MatrixReward App. D ("advances judged winners,
     accumulates tournament scores, and normalizes the resulting group rewards").
 
-    Each bracket shuffles the U unique valid answers with a seeded RNG (`judging.seeding`,
+    Each bracket shuffles the U unique valid answers with a seeded RNG (`judging.requests`,
     keyed by the method's seed (the run's), query id, step and bracket number) and plays a knockout. A match scores
     1 for a win, 1/2 each for a tie (the advancing side is then a seeded coin flip), 0 for a
     loss. With U not a power of two, the first P - U shuffled entrants (P the next power of

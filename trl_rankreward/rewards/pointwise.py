@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from ..judging.protocol import Judge, ask
-from ..judging.requests import JudgeFailure, PointwiseRequest
+from ..judging.requests import Judge, JudgeFailure, PointwiseRequest, ask
 from .base import Candidates, Group, GroupJudgingFailed, GroupRewardMethod, ScoreOutcome, require
 from .options import DataNeeds, MethodOptions
 

@@ -35,11 +35,10 @@ from typing import Any
 
 from ..data.prompts import user_prompt
 from ..judging.backends.base import BackendError
-from ..judging.ledger import JudgeLedger
+from ..judging.calls import JudgeLedger, RetryPolicy
 from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered, TextCut
 from ..judging.requests import JudgeError, JudgeFailure
-from ..judging.retry import RetryPolicy
 from ..judging.server_settings import build_backend, build_judge
 from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label
 

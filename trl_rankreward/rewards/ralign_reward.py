@@ -33,9 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..judging.ledger import JudgeLedger
-from ..judging.protocol import ask, is_failure
-from ..judging.requests import JudgeFailure, MetaJudgeRequest
+from ..judging.calls import JudgeLedger
+from ..judging.requests import JudgeFailure, MetaJudgeRequest, ask, is_failure
 from .genrm_verdict import Label, Order, genrm_row, parse_verdict, prompt_text, to_canonical, visible_text
 
 Status = Literal["consistent", "spurious", "meta_failed", "correct", "wrong", "invalid"]

@@ -79,11 +79,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._gc import paused_gc
-from ..judging.protocol import Judge, ask, is_failure
+from ..judging.quality_judge import select_endpoints
 from ..judging.rendering import display_order
-from ..judging.requests import BufferSelectRequest, CoarseRequest, JudgeFailure, ListwiseRequest
-from ..judging.seeding import seeded_rng, text_id
-from ..judging.subsample import select_endpoints
+from ..judging.requests import (
+    BufferSelectRequest,
+    CoarseRequest,
+    Judge,
+    JudgeFailure,
+    ListwiseRequest,
+    ask,
+    is_failure,
+    seeded_rng,
+    text_id,
+)
 from .anchor_buffer import (
     SOURCES,
     Anchor,

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..judging.protocol import Judge
+from ..judging.requests import Judge
 from .base import Group
 from .options import check_int
 from .rank_buffer import (

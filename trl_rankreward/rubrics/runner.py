@@ -11,7 +11,7 @@ and reports the last message when attempts run out.
 
 **The runner** (rubrics, golden rationales). Each job is an id and chat messages. The runner sends
 pending jobs to the backend with bounded concurrency, parses each answer, retries invalid answers
-and backend errors up to `max_attempts` tries with the shared `judging.retry.RetryPolicy`, and
+and backend errors up to `max_attempts` tries with the shared `judging.calls.RetryPolicy`, and
 appends every finished result to a JSONL file the moment it arrives (flush + fsync). A rerun reads
 that file and skips the ids already in it, so a crash or a kill loses nothing finished and
 duplicates nothing. Jobs whose attempts all fail are appended to a failures JSONL (rewritten each
@@ -39,13 +39,11 @@ import yaml
 from tqdm.auto import tqdm
 
 from ..data.records import append_record, read_records, repair_tail
-from ..judging.calls import complete_and_parse
-from ..judging.ledger import JudgeLedger
+from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
+from ..judging.parsing import strip_thinking
 from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
-from ..judging.retry import RetryPolicy
-from ..rewards.base import strip_thinking
 from ..user_errors import ConfigError, MissingFileError
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z][A-Za-z0-9_]*)\}")

@@ -45,11 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from ..judging.backends.base import Completion
-from ..judging.ledger import JudgeLedger
-from ..judging.protocol import ask
+from ..judging.calls import JudgeLedger
+from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge
-from ..judging.requests import BufferSelectRequest, JudgeFailure, PointwiseRequest, request_kind
-from ..judging.tokens import ApproxCounter
+from ..judging.requests import BufferSelectRequest, JudgeFailure, PointwiseRequest, ask, request_kind
 from ..rewards.base import GroupRewardMethod, ScoreOutcome, require
 
 

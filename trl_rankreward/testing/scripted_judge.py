@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ..judging.parsing import asks_rationale_first
+from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge, answer_json
 from ..judging.rendering import NUMBER_WORDS, Rendered
 from ..judging.requests import (
@@ -59,7 +60,6 @@ from ..judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
-from ..judging.tokens import ApproxCounter
 
 
 class LoopbackServer(ThreadingHTTPServer):

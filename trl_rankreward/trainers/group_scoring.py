@@ -39,8 +39,8 @@ from accelerate.utils import broadcast_object_list, gather_object
 from trl.trainer.utils import shutdown_event_loop_in_daemon, start_event_loop_in_daemon
 
 from ..data.prompts import message_text, query_text
-from ..judging.ledger import LedgerSnapshot
-from ..judging.seeding import text_id
+from ..judging.calls import LedgerSnapshot
+from ..judging.requests import text_id
 from ..rewards.base import Group, GroupResult, GroupRewardMethod
 
 # ---- rows and groups ---------------------------------------------------------------------------------------

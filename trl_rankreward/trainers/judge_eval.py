@@ -46,10 +46,9 @@ from trl.models.utils import unwrap_model_for_generation
 
 from ..config_checks import CheckedConfig
 from ..evaluation.win_rate import PREFIX, EvalPrompt, evaluation_metrics, judge_against_baselines
-from ..judging.ledger import LedgerSnapshot
-from ..judging.server_fields import EvalJudgeFields
-from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, build_judge
-from ..rewards.base import strip_thinking
+from ..judging.calls import LedgerSnapshot
+from ..judging.parsing import strip_thinking
+from ..judging.server_settings import EVAL_JUDGE, TRAINING_JUDGE, EvalJudgeFields, build_judge
 from ..rewards.state_files import write_json_atomic
 from ..user_errors import ConfigError
 from .group_scoring import combined_snapshot, register_references, share_from_main

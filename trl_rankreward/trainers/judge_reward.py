@@ -43,9 +43,8 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.utils import logging
 from trl import GRPOConfig
 
-from ..judging.protocol import Judge
-from ..judging.server_fields import TrainingJudgeFields
-from ..judging.server_settings import TRAINING_JUDGE, build_judge
+from ..judging.requests import Judge
+from ..judging.server_settings import TRAINING_JUDGE, TrainingJudgeFields, build_judge
 from ..rewards.base import AnswerFormat, GroupRewardMethod, RunContext
 from ..rewards.matrix_reward import MatrixReward
 from ..rewards.options import MethodOptions, option_values
@@ -139,7 +138,7 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
     """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
 
     Every field is in sight: its own below, the judge server's (`judge_*`) in
-    `judging.server_fields.TrainingJudgeFields`, the win rate's in `judge_eval.JudgeEvalConfig`,
+    `judging.server_settings.TrainingJudgeFields`, the win rate's in `judge_eval.JudgeEvalConfig`,
     the critic's in `ppo.CriticConfig`, the judge-hacking monitor's in `hacking_monitor.HackingMonitorConfig`.
     The judge is an `LLMJudge` over an OpenAI-compatible
     server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks

@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass, field
 from trl import GRPOConfig
 
 from ..evaluation.genrm_eval import GenRMCounts
-from ..judging.server_fields import MetaRMFields
-from ..judging.server_settings import METARM
+from ..judging.server_settings import METARM, MetaRMFields
 from ..rewards.genrm_reward import GenRMPairwiseReward
 from ..rewards.ralign_release import RAlignRelease, build_meta_judge
 from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAlignReward, RAlignRewardValues
@@ -52,7 +51,7 @@ PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale
 class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
     """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md).
 
-    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) are `judging.server_fields.MetaRMFields`,
+    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) are `judging.server_settings.MetaRMFields`,
     which `eval-genrm` uses too; every field is checked after TRL's own checks (`config_checks.CheckedConfig`).
     """
 

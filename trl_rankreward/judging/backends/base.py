@@ -39,7 +39,7 @@ class Completion:
 
 
 class BackendError(RuntimeError):
-    """A completion that could not be obtained in one try (`judging.retry.RetryPolicy` retries it).
+    """A completion that could not be obtained in one try (`judging.calls.RetryPolicy` retries it).
 
     `kind`: "transport" (connection refused/reset), "timeout", "http" (an error status,
     given in `status`), "malformed" (a success status whose body is not a chat completion:

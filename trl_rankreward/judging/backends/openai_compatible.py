@@ -6,7 +6,7 @@ Each base URL is a *replica*; `replica_pool.ReplicaPool` routes each request (a 
 refused a connection or timed out rests, so retries go to a live one). Each request has a
 deadline of `timeout_s` for the whole answer, counted from when it leaves the queue (a server
 that trickles bytes cannot hold it longer). `complete` makes one HTTP request: failures come out
-as `BackendError` (with the server's `Retry-After`), and the caller's `judging.retry.RetryPolicy`
+as `BackendError` (with the server's `Retry-After`), and the caller's `judging.calls.RetryPolicy`
 decides whether to try again. A success status whose body is not a chat completion (an HTML page
 from a proxy, truncated JSON) is a "malformed" failure, not an empty answer; an empty `choices`
 list ("no_choices"), an OpenAI error body ("error_body") and an answer naming another model than

@@ -8,19 +8,43 @@ use, so `judging` stays importable without them. `response_format` is ignored (a
 validated by `LLMJudge` either way). Sampling (`temperature > 0`) uses torch's global RNG.
 
 Only the process that judges runs the model, so it must be whole there: a model loaded from a
-path loads outside DeepSpeed ZeRO-3's partitioning (`judging.local_models`), a partitioned
+path loads outside DeepSpeed ZeRO-3's partitioning (`judging.backends.transformers_backend`), a partitioned
 model object is refused, and `generate` runs without `synced_gpus` (which ZeRO-3 would switch on,
 making it wait each token for processes that are not generating).
+
+Loading the judge side's in-process models whole (`outside_zero3`):
+
+Loading the judge side's in-process models whole, outside DeepSpeed ZeRO-3's partitioning.
+
+Under `accelerate launch` with a ZeRO-3 config, transformers holds a live `HfDeepSpeedConfig`
+(`transformers.integrations.is_deepspeed_zero3_enabled()` is true) and `from_pretrained` builds
+every model inside `deepspeed.zero.Init`: its weights are split across the processes, and every
+forward pass gathers them with collectives that all processes must join. That is right for the
+policy, its reference and critic, which every process runs. It is wrong for the models the judge
+side loads in this process (`EmbeddingJudge`'s sentence encoder, a `TransformersBackend` GenRM,
+MetaRM or judge, the evaluation judge): only the main process judges, so the first call of a
+partitioned copy waits for processes that never join (a hang on GPUs; gloo aborts on CPU with
+"Received data size doesn't match expected size").
+
+`outside_zero3()` hides the DeepSpeed config from transformers while such a model loads, so it is
+built whole on the process that runs it, and restores it afterwards. The switch is process-wide:
+a lock keeps two judge loads from interleaving, and the judge side loads its models while the main
+thread builds the trainer, awaits the rewards or computes log-probabilities, none of which reads
+the config (loading a model and `generate`'s `synced_gpus` do).
+`is_partitioned(model)` tells a model that was loaded partitioned anyway (handed in by a caller).
+transformers is imported inside, on first use, so `judging` stays importable without torch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import weakref
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..local_models import is_partitioned, outside_zero3
 from .base import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE, Completion
 
 
@@ -69,7 +93,7 @@ class TransformersBackend:
                 raise ValueError(
                     "TransformersBackend got a DeepSpeed ZeRO-3 partitioned model: only the judging process runs it, "
                     "so its weights must be whole there; pass the model's path instead (it is then loaded whole), or "
-                    "load it inside trl_rankreward.judging.local_models.outside_zero3()"
+                    "load it inside trl_rankreward.judging.backends.transformers_backend.outside_zero3()"
                 )
         if device is not None:
             model = model.to(device)
@@ -165,3 +189,25 @@ def _until_stop(tokens: list[int], stop_ids: set[int]) -> tuple[list[int], int]:
         if token in stop_ids:
             return tokens[:i], i + 1
     return tokens, len(tokens)
+
+
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def outside_zero3() -> Iterator[None]:
+    """Within the block, `from_pretrained` does not partition (transformers sees no ZeRO-3 config)."""
+    with _LOCK:
+        from transformers.integrations import deepspeed as hf_deepspeed
+
+        saved = hf_deepspeed._hf_deepspeed_config_weak_ref  # the one place transformers keeps it
+        hf_deepspeed.unset_hf_deepspeed_config()
+        try:
+            yield
+        finally:
+            hf_deepspeed._hf_deepspeed_config_weak_ref = saved
+
+
+def is_partitioned(model) -> bool:
+    """True when any of the model's parameters is a ZeRO-3 partition (DeepSpeed tags those with `ds_id`)."""
+    return any(hasattr(p, "ds_id") for p in model.parameters())
