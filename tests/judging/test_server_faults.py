@@ -11,9 +11,9 @@ import pytest
 from trl_rankreward.judging import LLMJudge
 from trl_rankreward.judging.backends.base import DEFAULT_MAX_RESPONSE_BYTES, BackendError
 from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend, same_model
+from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.judging.rendering import render
 from trl_rankreward.judging.requests import CoarseRequest, JudgeFailure, Rubric
-from trl_rankreward.judging.calls import RetryPolicy
 from trl_rankreward.testing import FaultProxy, serve_scripted_judge
 
 REQUEST = CoarseRequest(query="q", rubrics=(Rubric("r"),), anchors=["a0", "a1"], candidate="c")
