@@ -80,8 +80,11 @@ def test_non_retryable_errors_and_bugs_propagate_on_the_first_try(error):
 
 
 def test_worst_case_time_against_a_hung_server():
-    # 3 tries x 120 s timeout + waits of min(30, 1), min(30, 2) s + 2 x 1 s of jitter at most
-    assert RetryPolicy().worst_case_s(120) == 3 * 120 + 1 + 2 + 2
+    # 3 tries x 120 s timeout + 2 waits, each the larger of the backoff (1 s, then 2 s, + 1 s of jitter at
+    # most) and a Retry-After capped at max_retry_after_s = 120 s: 360 + 120 + 120
+    assert RetryPolicy().worst_case_s(120) == 3 * 120 + 120 + 120
+    # with the Retry-After cap below the backoff, the backoff decides: 360 + (1 + 1) + (2 + 1)
+    assert RetryPolicy(max_retry_after_s=0).worst_case_s(120) == 3 * 120 + 2 + 3
 
 
 @pytest.mark.parametrize("kwargs", [{"max_attempts": 0}, {"max_attempts": True}, {"backoff_s": -1}])

@@ -181,10 +181,11 @@ def test_a_scoring_error_that_cannot_be_pickled_still_reaches_every_process(
 
 def test_a_judge_slower_than_ddp_timeout_is_warned_about(tmp_path):
     # Other processes wait in a collective while the main process judges. One request against a hung
-    # server takes at most max_attempts * timeout + backoff (1 s, 2 s) + jitter (<= 1 s per retry):
-    # 3 * 600 + 3 + 2 = 1805 s > ddp_timeout 1800 s; the defaults give 3 * 120 + 5 = 365 s (no warning).
+    # server takes at most max_attempts * timeout + 2 waits, each at most max(backoff + jitter (<= 3 s),
+    # Retry-After cap 120 s): 3 * 600 + 2 * 120 = 2040 s > ddp_timeout 1800 s; the defaults give
+    # 3 * 120 + 2 * 120 = 600 s (no warning).
     urls = dict(judge_base_urls=["http://localhost:8000/v1"], judge_model="m")
-    with pytest.warns(UserWarning, match="1805 s.*ddp_timeout=1800"):
+    with pytest.warns(UserWarning, match="2040 s.*ddp_timeout=1800"):
         cpu_config(tmp_path, judge_timeout_s=600, **urls)
     import warnings
 

@@ -30,8 +30,9 @@ is tried again, up to `max_attempts` tries in all; anything else propagates at o
 - HTTP 400/401/404 are not retryable (they repeat on every try), and a bug (any other
   exception) is not a judge failure: both reach the caller on the first try.
 
-Worst case for one request against a hung server: `max_attempts * timeout_s` plus the
-waits, at most `(max_attempts - 1) * (max_backoff_s + jitter_s)`; `worst_case_s` computes it.
+Worst case for one request against a hung or rate-limiting server: `max_attempts * timeout_s`
+plus the waits between tries, each the larger of the backoff (with its jitter) and the
+`Retry-After` cap `max_retry_after_s`; `worst_case_s` computes it.
 
 `JudgeLedger`: what a judge did, in numbers that compare across methods.
 
@@ -259,9 +260,10 @@ class RetryPolicy:
         return self._backoff_s(attempt) + self._rng.uniform(0.0, self.jitter_s)
 
     def worst_case_s(self, timeout_s: float) -> float:
-        """Longest one request can take when every try times out after `timeout_s` (no Retry-After)."""
-        waits = sum(self._backoff_s(n) for n in range(1, self.max_attempts))
-        return self.max_attempts * timeout_s + waits + (self.max_attempts - 1) * self.jitter_s
+        """Longest one request can take when every try takes `timeout_s` and each wait between tries is
+        the longest a backoff or a server's `Retry-After` (capped at `max_retry_after_s`) can be."""
+        waits = (max(self._backoff_s(n) + self.jitter_s, self.max_retry_after_s) for n in range(1, self.max_attempts))
+        return self.max_attempts * timeout_s + sum(waits)
 
     def _backoff_s(self, attempt: int) -> float:
         """The exponential part of the wait after failed try number `attempt`, before jitter."""

@@ -32,7 +32,8 @@ Winner = Literal["A", "B", "TIE"]
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
 DisplayOrder = Literal["auto", "ab", "ba"]
 FailureKind = Literal[
-    "transport", "timeout", "http", "malformed", "invalid", "ambiguous", "length", "too_long", "error"
+    "transport", "timeout", "http", "malformed", "too_large", "no_choices", "error_body", "wrong_model",
+    "invalid", "ambiguous", "length", "too_long", "error",
 ]
 
 

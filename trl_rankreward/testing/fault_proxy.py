@@ -23,12 +23,18 @@ Faults (`inject(kind, count=1, **params)`):
 | `reset`            | the connection reset (TCP RST) after its request was read                 |
 | `html_200`         | 200, `text/html`: a gateway's HTML error page                             |
 | `truncated_json`   | 200, `application/json`: the first half of the upstream answer            |
+| `endless_body`     | 200, `application/json`, no length: a body streamed at full speed without |
+|                    | end, until the client hangs up (or `max_s`, default 60, passes)           |
+| `empty_choices`    | 200: the upstream answer with an empty `choices` list                     |
+| `error_200`        | 200 with an OpenAI error body instead of a chat completion                |
+| `wrong_model`      | 200: the upstream answer naming model `other-model`                       |
 | `passthrough`      | the upstream answer, unchanged (to queue a fault after some good answers) |
 | `down`             | at once, for all requests: connection refused, until `restore()`          |
 
 `down` stops listening and resets requests in flight, as a killed server would; `restore()`
 listens again on the same port. `injected` counts the faults applied by kind, `forwarded`
-the requests the upstream answered; an unreachable upstream gives 502.
+the requests the upstream answered, `streamed_bytes` the body bytes `endless_body` sent; an
+unreachable upstream gives 502.
 """
 
 from __future__ import annotations
@@ -59,6 +65,10 @@ FAULTS: dict[str, dict[str, float]] = {
     "reset": {},
     "html_200": {},
     "truncated_json": {},
+    "endless_body": {"max_s": 60.0},
+    "empty_choices": {},
+    "error_200": {},
+    "wrong_model": {},
     "passthrough": {},
     "down": {},
 }
@@ -93,6 +103,7 @@ class FaultProxy:
         self._upstream_address = (parts.hostname, parts.port or 80)
         self.injected: collections.Counter[str] = collections.Counter()
         self.forwarded = 0
+        self.streamed_bytes = 0
         self._faults: collections.deque[tuple[str, dict[str, float]]] = collections.deque()
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -231,6 +242,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "truncated_json":
             _, _, data = self._forward(body)
             self._send(200, [("Content-Type", "application/json")], data[: len(data) // 2])
+        elif kind in ("empty_choices", "wrong_model"):
+            self._rewrite(*self._forward(body), kind)
+        elif kind == "error_200":
+            message, error_kind = _ERRORS[500]
+            self._send(200, [("Content-Type", "application/json")], _error_body(message, error_kind))
+        elif kind == "endless_body":
+            self._stream_forever(params["max_s"])
         elif kind == "reset":
             self._reset()
         else:  # "none" (no fault queued) or "passthrough"
@@ -283,6 +301,34 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
             except OSError:  # the client gave up
                 return
+
+    def _rewrite(self, status: int, headers: list[tuple[str, str]], body: bytes, kind: str) -> None:
+        """The upstream answer with its `choices` emptied (`empty_choices`) or its `model` replaced (`wrong_model`)."""
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return self._send(status, headers, body)  # not JSON: nothing to rewrite
+        if kind == "empty_choices":
+            payload["choices"] = []
+        else:
+            payload["model"] = "other-model"
+        self._send(status, headers, json.dumps(payload).encode("utf-8"))
+
+    def _stream_forever(self, max_s: float) -> None:
+        """200 with a body of JSON-looking bytes and no length, sent as fast as the client reads, until it
+        hangs up, `max_s` passes or the proxy stops."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        chunk, deadline = b'{"choices": [' + b" " * 65523, time.monotonic() + max_s
+        while time.monotonic() < deadline and not self.server.stopped.is_set():
+            try:
+                self.wfile.write(chunk)
+            except OSError:  # the client hung up
+                return
+            with self.server.proxy._lock:
+                self.server.proxy.streamed_bytes += len(chunk)
 
     def _hang(self, max_s: float) -> None:
         """Answer nothing until the client hangs up, `max_s` passes (then close), or the proxy stops (reset)."""

@@ -234,11 +234,13 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         if not self.judge_base_urls:
             return
         # The other processes wait in a collective while the main process judges one round.
-        worst = TRAINING_JUDGE.settings(self).retry_policy().worst_case_s(self.judge_timeout_s)
+        policy = TRAINING_JUDGE.settings(self).retry_policy()
+        worst = policy.worst_case_s(self.judge_timeout_s)
         if worst > self.ddp_timeout:
             warnings.warn(
                 f"One judge request can take up to {worst:g} s against a hung server (judge_max_attempts="
-                f"{self.judge_max_attempts} x judge_timeout_s={self.judge_timeout_s:g}, plus backoff), longer "
+                f"{self.judge_max_attempts} x judge_timeout_s={self.judge_timeout_s:g}, plus the waits between tries: "
+                f"backoff, or the server's Retry-After up to {policy.max_retry_after_s:g} s), longer "
                 f"than ddp_timeout={self.ddp_timeout} s that the other processes wait while the main process "
                 "judges: raise ddp_timeout or lower judge_timeout_s / judge_max_attempts",
                 stacklevel=4,

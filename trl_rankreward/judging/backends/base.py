@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-BackendFailure = Literal["transport", "timeout", "http", "malformed"]
+BackendFailure = Literal[
+    "transport", "timeout", "http", "malformed", "too_large", "no_choices", "error_body", "wrong_model"
+]
 
 #: decoding defaults of a judge call (a judge answers in a few hundred tokens, greedily) ...
 DEFAULT_MAX_TOKENS = 1024
@@ -17,6 +19,9 @@ GENRM_MAX_TOKENS = 4096
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_MAX_CONCURRENCY = 64
 DEFAULT_TIMEOUT_S = 120.0
+#: most bytes of one response body a client reads: a judge's answer is a few kB of JSON, and a server that
+#: sends more (or streams without end) is cut here instead of filling the client's memory
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -37,9 +42,12 @@ class BackendError(RuntimeError):
     """A completion that could not be obtained in one try (`judging.calls.RetryPolicy` retries it).
 
     `kind`: "transport" (connection refused/reset), "timeout", "http" (an error status,
-    given in `status`) or "malformed" (a success status whose body is not a chat completion:
-    an HTML error page from a proxy, truncated JSON). `retry_after_s`: the server's
-    `Retry-After`, when it sent one.
+    given in `status`), "malformed" (a success status whose body is not a chat completion:
+    an HTML error page from a proxy, truncated JSON), or a server fault of a success status:
+    "too_large" (a body over the client's byte bound, cut while reading), "no_choices" (a chat
+    completion with an empty `choices` list), "error_body" (an OpenAI error body under status 200),
+    "wrong_model" (an answer from another model than the one asked for). `retry_after_s`: the
+    server's `Retry-After`, when it sent one.
     """
 
     def __init__(
@@ -58,7 +66,7 @@ class BackendError(RuntimeError):
     @property
     def retryable(self) -> bool:
         """Whether the same request may succeed later: transport errors, timeouts, malformed
-        responses, HTTP 408, 429 and 5xx.
+        responses and the other server faults of a success status, HTTP 408, 429 and 5xx.
 
         Other HTTP errors (400 context too long, 401 bad key, 404 unknown model) repeat on every try.
         """

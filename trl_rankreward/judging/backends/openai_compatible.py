@@ -8,8 +8,12 @@ deadline of `timeout_s` for the whole answer, counted from when it leaves the qu
 that trickles bytes cannot hold it longer). `complete` makes one HTTP request: failures come out
 as `BackendError` (with the server's `Retry-After`), and the caller's `judging.calls.RetryPolicy`
 decides whether to try again. A success status whose body is not a chat completion (an HTML page
-from a proxy, truncated JSON) is a "malformed" failure, not an empty answer. Token counts are the
-server's `usage` numbers. `context_window()` and `count_prompt_tokens(messages)` serve
+from a proxy, truncated JSON) is a "malformed" failure, not an empty answer; an empty `choices`
+list ("no_choices"), an OpenAI error body ("error_body") and an answer naming another model than
+`model` ("wrong_model") are server faults of their own. Every body is read in chunks up to
+`max_response_bytes`: a longer one (or one streamed without end) is cut there, the connection
+dropped, and the request fails as "too_large", so a client's memory is bounded whatever a server
+sends. Token counts are the server's `usage` numbers. `context_window()` and `count_prompt_tokens(messages)` serve
 `judging.prompt_budget`.
 
 Every request of an event loop shares one `aiohttp.ClientSession` (one connection pool over all
@@ -18,7 +22,9 @@ of their own in a thread), so one is made lazily for each running loop and close
 shuts down its async generators (as `asyncio.run` does on its way out) or, on a loop that outlives
 the backend, when the backend goes. The API key is read from the environment variable
 `api_key_env` ("EMPTY" when unset, which local servers accept) when a loop's session is made; it
-never appears in reprs, logs or error messages.
+never appears in reprs, logs or error messages. A base URL with user-info (`http://user:pass@host/v1`)
+is refused at construction, with the password left out of the message: credentials belong in
+`api_key_env`, never in a URL that error lines and reprs print.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import aiohttp
 from .base import (
     DEFAULT_API_KEY_ENV,
     DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_TOKENS,
     DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT_S,
@@ -54,6 +61,8 @@ _START_CHECK_TIMEOUT_S = 5.0
 _REST_S = 10.0
 # `/tokenize` calls in flight at once per loop; they get connections of their own beside the chat requests'.
 _TOKENIZE_CONCURRENCY = 16
+# bytes read from a response body at a time (`max_response_bytes` is checked after each chunk)
+_CHUNK_BYTES = 64 * 1024
 
 
 @dataclass
@@ -81,6 +90,8 @@ class OpenAICompatibleBackend:
             answer or does not list `model`.
         require_listed_model: with `check_on_start`, a `model` missing from a server's list is an
             error; turn off for gateways that route models they do not list.
+        max_response_bytes: most bytes of one response body read; a longer body is cut and the
+            request fails as "too_large" (module docstring).
     """
 
     def __init__(
@@ -95,6 +106,7 @@ class OpenAICompatibleBackend:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         check_on_start: bool = True,
         require_listed_model: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ):
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         if not urls:
@@ -107,6 +119,9 @@ class OpenAICompatibleBackend:
             )
         if max_model_len is not None and max_model_len < 1:
             raise ValueError(f"max_model_len must be >= 1 or None, got {max_model_len}")
+        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be an integer >= 1, got {max_response_bytes!r}")
+        self.max_response_bytes = max_response_bytes
         self.base_urls = [normalize_base_url(u) for u in urls]
         self.model = model
         self.api_key_env = api_key_env
@@ -124,7 +139,9 @@ class OpenAICompatibleBackend:
         weakref.finalize(self, _release_sessions, self._loops)
         if check_on_start:
             for index, url in enumerate(self.base_urls):
-                entries = list_models(url, self._api_key(), timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s))
+                entries = list_models(
+                    url, self._api_key(), timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s), max_bytes=max_response_bytes
+                )
                 check_listed_model(url, entries, model if require_listed_model else None)
                 self.listed_max_model_lens[index] = _listed_max_model_len(entries, model)
 
@@ -172,8 +189,8 @@ class OpenAICompatibleBackend:
                 async with state.session.post(
                     url, data=body, headers=state.headers, timeout=self._tokenize_timeout
                 ) as response:
-                    status, data = response.status, await response.read()
-        except (TimeoutError, aiohttp.ClientError):
+                    status, data = response.status, await _read_bounded(response, self.max_response_bytes, url)
+        except (TimeoutError, aiohttp.ClientError, BackendError):
             return None
         if status in (404, 405):  # not a vLLM server: never ask this replica again
             self._tokenize_offered[index] = False
@@ -204,8 +221,8 @@ class OpenAICompatibleBackend:
                 async with state.session.post(
                     self._chat_urls[index], data=body, headers=state.headers, timeout=self._timeout
                 ) as response:
-                    status, data = response.status, await response.read()
-                    headers = response.headers
+                    status, headers = response.status, response.headers
+                    data = await _read_bounded(response, self.max_response_bytes, url)
             except TimeoutError as exc:  # aiohttp's timeouts are TimeoutErrors too: check them first
                 self.pool.rest(index)
                 raise BackendError(
@@ -221,7 +238,7 @@ class OpenAICompatibleBackend:
                 status=status,
                 retry_after_s=retry_after_s(headers),
             )
-        return _completion(data, url)
+        return _completion(data, url, self.model)
 
     def __repr__(self) -> str:
         return (
@@ -261,6 +278,27 @@ def _release_sessions(loops: dict[asyncio.AbstractEventLoop, _LoopState]) -> Non
             asyncio.run_coroutine_threadsafe(connector.close(), loop)
 
 
+async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, url: str) -> bytes:
+    """The body of `response`, read in chunks; a "too_large" `BackendError` (the connection closed, the
+    rest unread) once it passes `max_bytes`, so no more than `max_bytes` plus a chunk is ever held."""
+    chunks, size = [], 0
+    if (response.content_length or 0) <= max_bytes:
+        async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
+            size += len(chunk)
+            if size > max_bytes:
+                break
+            chunks.append(chunk)
+        else:
+            return b"".join(chunks)
+    response.close()
+    raise BackendError(
+        f"Judge server {url} sent a response body over max_response_bytes={max_bytes} bytes (HTTP "
+        f"{response.status}, Content-Length {response.content_length}); cut there. A judge's answer is a few kB: the "
+        "server or a proxy in front of it misbehaves (or raise max_response_bytes for answers this long)",
+        kind="too_large",
+    )
+
+
 def _transport_reason(exc: aiohttp.ClientError) -> str:
     """What failed on the connection, in a few words (the URL is named beside it)."""
     if isinstance(exc, aiohttp.ClientConnectorError):  # its text repeats the address and adds ssl details
@@ -274,22 +312,50 @@ def _json_bytes(payload: dict) -> bytes:
 
 
 def normalize_base_url(url: str) -> str:
-    """Strip the trailing slash; a bare `http://host:port` gets the usual `/v1`."""
+    """Strip the trailing slash; a bare `http://host:port` gets the usual `/v1`. A URL with user-info
+    (`user:password@`) is refused, naming it with the user-info masked (module docstring)."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ValueError(f"Judge base URL must start with http:// or https://, got {url!r}")
+        shown = redact_user_info(url) if isinstance(url, str) else url
+        raise ValueError(f"Judge base URL must start with http:// or https://, got {shown!r}")
     url = url.rstrip("/")
-    if urllib.parse.urlsplit(url).path in ("", "/"):
+    parts = urllib.parse.urlsplit(url)
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"Judge base URL {redact_user_info(url)!r} holds credentials (user-info before '@'); they would be "
+            "printed wherever the URL is, and are not sent. Remove them from the URL and put the API key in the "
+            "environment variable named by api_key_env (judge_api_key_env in a training config)"
+        )
+    if parts.path in ("", "/"):
         url += "/v1"
     return url
 
 
-def list_models(base_url: str, api_key: str, *, timeout_s: float = 5.0) -> list[dict]:
-    """The model entries of `GET <base_url>/models`; `BackendError` naming the URL if it does not answer."""
+def redact_user_info(url: str) -> str:
+    """`url` with anything before an '@' in its host part (user-info: a user name and password) masked."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host_end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    netloc = rest[:host_end]
+    return f"{scheme}://***@{netloc.rpartition('@')[2]}{rest[host_end:]}" if "@" in netloc else url
+
+
+def list_models(
+    base_url: str, api_key: str, *, timeout_s: float = 5.0, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+) -> list[dict]:
+    """The model entries of `GET <base_url>/models`; `BackendError` naming the URL if it does not answer
+    (or answers more than `max_bytes`)."""
     url = f"{base_url}/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body = json.loads(response.read().decode("utf-8") or "{}")
+            data = response.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise BackendError(
+                f"Judge server check failed: GET {url} answered more than {max_bytes} bytes (max_response_bytes)",
+                kind="too_large",
+            )
+        body = json.loads(data.decode("utf-8") or "{}")
     except urllib.error.HTTPError as exc:
         hint = " (check the API key environment variable)" if exc.code in (401, 403) else ""
         raise BackendError(
@@ -347,8 +413,9 @@ def retry_after_s(headers) -> float | None:
         return None
 
 
-def _completion(body: bytes, url: str) -> Completion:
-    """The `Completion` of a success status's body; a "malformed" `BackendError` if it is not a chat completion."""
+def _completion(body: bytes, url: str, model: str) -> Completion:
+    """The `Completion` of a success status's body; a `BackendError` if it is not a chat completion
+    ("malformed") or is a server fault (`_server_fault`)."""
     try:
         payload = json.loads(body)
     except ValueError as exc:  # an HTML page from a proxy, JSON cut off, bytes that are not UTF-8
@@ -357,6 +424,7 @@ def _completion(body: bytes, url: str) -> Completion:
             f"the server cut or replaced the response: {_short(body.decode('utf-8', 'replace'), 200)!r}",
             kind="malformed",
         ) from None
+    _server_fault(payload, url, model)
     choices = payload.get("choices") if isinstance(payload, dict) else None
     choice = (choices[0] if choices else {}) if isinstance(choices, list) else None
     message = choice.get("message", {}) if isinstance(choice, dict) else None
@@ -377,6 +445,42 @@ def _completion(body: bytes, url: str) -> Completion:
         completion_tokens=_count(usage.get("completion_tokens")),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
     )
+
+
+def _server_fault(payload, url: str, model: str) -> None:
+    """A `BackendError` of its own kind for a success status's JSON body that is a server's fault: an OpenAI
+    error body ("error_body"), an empty `choices` list ("no_choices"), or another model's answer ("wrong_model")."""
+    if not isinstance(payload, dict):
+        return
+    if "error" in payload and "choices" not in payload:
+        raise BackendError(
+            f"Judge server {url} answered HTTP 200 with an error instead of a chat completion: "
+            f"{_short(_error_detail(json.dumps(payload).encode()))}",
+            kind="error_body",
+        )
+    if payload.get("choices") == []:
+        raise BackendError(
+            f"Judge server {url} answered a chat completion with no choices (an empty `choices` list): the server "
+            "produced no answer for the request",
+            kind="no_choices",
+        )
+    answered = payload.get("model")
+    if isinstance(answered, str) and answered and not same_model(model, answered):
+        raise BackendError(
+            f"Judge server {url} answered with model {answered!r}, not the configured {model!r}: a gateway or a "
+            "replica serves another model. Point the judge URLs at servers of judge_model, or set judge_model to "
+            "the model they serve",
+            kind="wrong_model",
+        )
+
+
+def same_model(configured: str, answered: str) -> bool:
+    """Whether a completion's `model` names the configured model: the same name, the name with a version
+    suffix (`gpt-4o` answered as `gpt-4o-2024-08-06`), or the same last path part (`Qwen/Qwen3-8B` vs
+    `Qwen3-8B`, `/models/Qwen3-8B`)."""
+    if answered == configured or answered.startswith(configured + "-"):
+        return True
+    return answered.rstrip("/").rsplit("/", 1)[-1] == configured.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _count(value) -> int:
