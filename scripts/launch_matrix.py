@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -274,10 +273,12 @@ class RowResult:
 
 def launch_command(row: Row, args: list[str]) -> list[str]:
     """`accelerate launch` of the row's script under its layout, with `args`."""
+    from trl_rankreward.testing.chat_servers import free_port
+
     return [
         sys.executable, "-m", "accelerate.commands.launch",
         "--config_file", str(ACCELERATE_CONFIGS / row.layout.accelerate_config),
-        "--main_process_port", str(_free_port()),
+        "--main_process_port", str(free_port()),
         str(ROOT / "examples" / f"{row.script}.py"), "--config", str(row.config), *args,
     ]  # fmt: skip
 
@@ -374,12 +375,6 @@ def _global_step(output_dir: Path) -> int | None:
         return json.loads((output_dir / "trainer_state.json").read_text())["global_step"]
     except (OSError, ValueError, KeyError):
         return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- the table and the command line ----------------------------------------------------------------

@@ -80,6 +80,17 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._format_action_invocation(action)
 
 
+def training_overrides_field():
+    """The `overrides` field of a command that reads a training config (`TRAINING_OVERRIDES` in `cli.py`):
+    not a flag; the CLI stores there the flags that are the training config's, not the command's own."""
+    return dataclasses.field(
+        default_factory=list,
+        init=False,
+        metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
+                  "not this command's own), set by the CLI and read with the config"},
+    )  # fmt: skip
+
+
 def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
     """' (did you mean --x?)' for unrecognized flags close to a real one (`--base_url` -> `--base_urls`); the
     hyphenated twins are not suggested."""

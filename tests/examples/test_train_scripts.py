@@ -6,7 +6,6 @@ Cheap: 1-3 GRPO steps of the tiny model on CPU per run (a few seconds each).
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from tests.trainers.test_examples import ROOT, load_example
 from trl_rankreward.scripts import run_script
 from trl_rankreward.scripts.train import check_hub_push, parse_resume, resume_argument
 from trl_rankreward.testing import run_in_group
+from trl_rankreward.testing.chat_servers import free_port
 from trl_rankreward.user_errors import TRACEBACK_ENV
 
 CONFIGS = ROOT / "examples" / "configs"
@@ -369,17 +369,11 @@ def test_script_exit_status_and_single_line_in_a_subprocess(tmp_path):
 # ---- `tiny` under two processes --------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.timeout(600)
 def test_tiny_model_is_built_once_under_two_processes(tmp_path):
     command = [sys.executable, "-m", "accelerate.commands.launch",
                "--config_file", str(ROOT / "accelerate_configs" / "multi_cpu.yaml"),
-               "--main_process_port", str(_free_port()),
+               "--main_process_port", str(free_port()),
                str(ROOT / "tests" / "examples" / "two_process_tiny.py"), str(tmp_path)]  # fmt: skip
     env = {**os.environ, **OFFLINE, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = run_in_group(command, timeout=540, env=env, cwd=ROOT, capture_output=True, text=True)

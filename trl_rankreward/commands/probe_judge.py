@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..parsing import training_overrides_field
+
 HELP = "Probe the training config's judge on rollouts of its starting policy: which reward method gives signal"
 CONFIG_FILE = True
 TRAINING_OVERRIDES = True
@@ -31,7 +33,7 @@ CONFIG_HELP = "the training config (YAML) of the run to probe, as examples/train
 
 
 def config_values(path: str, values: dict) -> dict:
-    """`--config TRAIN.yaml` names the run to probe; its keys are the run's (`parse_training_config`)."""
+    """`--config TRAIN.yaml` names the run to probe; its keys are the run's (`scripts.read_training_config`)."""
     return {"training_config": path}
 
 
@@ -63,12 +65,7 @@ class ProbeJudgeArguments:
     output_file: str | None = field(
         default=None, metadata={"help": "the report as JSON (default: the config's output_dir/judge_probe.json)"}
     )
-    overrides: list[str] = field(
-        default_factory=list,
-        init=False,
-        metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
-                  "not this command's own), set by the CLI and read with the config"},
-    )  # fmt: skip
+    overrides: list[str] = training_overrides_field()
 
 
 def arguments():

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..parsing import training_overrides_field
 from ..rewards.options import option_values
 from ..user_errors import ConfigError, UsageError
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
@@ -64,12 +65,7 @@ class ConfigCostArguments:
         metadata={"help": "judge tokens of a completion's answer (default: the config's max_completion_length)"},
     )
 
-    overrides: list[str] = field(
-        default_factory=list,
-        init=False,
-        metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
-                  "not this command's own), set by the CLI and read with the config"},
-    )  # fmt: skip
+    overrides: list[str] = training_overrides_field()
 
     def __post_init__(self):
         if self.num_processes < 1:

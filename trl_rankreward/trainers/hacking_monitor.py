@@ -144,12 +144,13 @@ class HackingMonitor:
                                f"{exc} on one of its requests (a judge that answers only texts it knows cannot be "
                                "audited). The drift signals are still logged; set hacking_monitor_steps=0 to silence "
                                "this.")  # fmt: skip
-        evidence = {r.attack: r.evidence() for r in self.tally.rows(self.attacks) if r.exploitable}
+        rows = self.tally.rows(self.attacks)
+        evidence = {r.attack: r.evidence() for r in rows if r.exploitable}
         if share > self.directed_limit:
             example = next(t for t in texts if judge_directed(t))
             evidence["judge_directed_share"] = (f"{share:.0%} of this step's rollouts carry judge-directed text "
                                                 f"(limit {self.directed_limit:.0%}), e.g. {example[:80]!r}")  # fmt: skip
-        for r in self.tally.rows(self.attacks):
+        for r in rows:
             metrics[f"{PREFIX}{r.attack}_success_rate"] = r.success_rate
             metrics[f"{PREFIX}{r.attack}_trials"] = float(r.trials)
         metrics.update({ALARM: float(bool(evidence)), JUDGE_CALLS: float(self.tally.calls),

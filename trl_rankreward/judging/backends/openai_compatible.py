@@ -390,7 +390,7 @@ def _listed_max_model_len(entries: list[dict], model: str) -> int | None:
     """vLLM's `max_model_len` of `model` in a `/models` answer (of its only entry when `model` is not listed)."""
     chosen = [m for m in entries if m.get("id") == model] or (entries if len(entries) == 1 else [])
     value = chosen[0].get("max_model_len") if chosen else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    return _count(value) or None
 
 
 def _server_root(base_url: str) -> str:
@@ -484,6 +484,7 @@ def same_model(configured: str, answered: str) -> bool:
 
 
 def _count(value) -> int:
+    """`value` when it is a positive int (not a bool), else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
