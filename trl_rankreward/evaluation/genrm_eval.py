@@ -1,61 +1,33 @@
 """The rationale-aware GenRM benchmark (R-Align paper, Sec. 3.3): the run, its metrics, and an offline MetaRM.
 
-For each pairwise row (prompt, response_a, response_b, label, golden_rationale, source):
-show the pair to the GenRM in the seeded display order, parse its boxed verdict, map it back,
-and ask the MetaRM about the rationale of every label-correct answer (the same classification
-as the training reward: `rewards.ralign_reward.RAlignReward`). Results are per dataset
-(`source` column) with L-Acc, S-Corr and F-Score and every denominator
-(`GenRMCounts`, below).
+Each pairwise row (prompt, response_a, response_b, label, golden_rationale, source) is shown to the GenRM in
+the seeded display order; its boxed verdict is parsed and mapped back, and the MetaRM judges the rationale of
+every label-correct answer (the training reward's classification, `rewards.ralign_reward.RAlignReward`). The
+GenRM is any chat backend. A backend failure is retried (`judging.calls.RetryPolicy`); an answer without a valid
+verdict is a parse failure, not retried (a retry would flatter a model that breaks the format); any other
+exception stops the run. `protocol`: ours (`ralign_reward.OWN_PROTOCOL`) or the R-Align authors' release
+(`rewards.ralign_release.RAlignRelease`, with a `ReleaseMetaJudge`), which reproduces their evaluation message
+for message. Every request is fitted to the GenRM's window as `rewards.genrm_reward.GenRMJudge`'s are (a pair too
+long is shown with its responses cut to equal shares, one with too few answer tokens left fails `too_long`);
+the report's `window` counts both.
 
-The GenRM is any chat backend (`async complete(messages, ...) -> Completion`): an
-`OpenAICompatibleBackend` at a served GenRM, or a `TransformersBackend` for a local one. A
-backend failure (transport, timeout, 429/5xx, malformed response) is retried with the shared
-`judging.calls.RetryPolicy`; an answer without a valid verdict is a parse failure, not
-retried, because retrying would flatter a model that breaks the format. A bug (any other
-exception) stops the run. Pure: no torch or trl here.
-
-`protocol` decides the prompt, the display order, the answer text, the verdict parse and the
-MetaRM request: ours by default (`ralign_reward.OWN_PROTOCOL`), or the R-Align authors' release
-(`rewards.ralign_release.RAlignRelease`, with a `ReleaseMetaJudge` as the MetaRM), which
-reproduces their published evaluation message for message.
-
-Every GenRM request is fitted to the GenRM's context window (`genrm_max_model_len`, or what the
-server lists) as `rewards.genrm_reward.GenRMJudge`'s are: a pair too long for it is shown with its
-two responses cut to an equal share (same display order), one whose window leaves too few answer
-tokens is the failure `too_long` (status `call_failed`); the report's `window` counts both. A pair
-that fits is sent as without a window.
-
-Rationale-aware GenRM metrics: L-Acc, S-Corr, F-Score (R-Align paper, Sec. 3.3).
-
-Every sample ends in one status (the vocabulary of `rewards.ralign_reward`, plus
-`call_failed` for a GenRM call that returned nothing):
-
-- `call_failed`: the GenRM endpoint failed (transport, timeout, HTTP) after retries;
-- `invalid`: the GenRM answered but no valid boxed verdict could be parsed;
-- `wrong`: a valid verdict that disagrees with the label;
-- `consistent` / `spurious`: a correct label whose rationale the MetaRM accepted / rejected;
-- `meta_failed`: a correct label whose MetaRM call failed (no rationale verdict);
-- `correct`: a correct label that was not meta-judged (outcome-only training logs).
-
-Metrics, each with its denominator (docs/ralign.md says why each one):
+Every sample ends in one status: `call_failed` (the GenRM call failed after retries), `invalid` (no valid boxed
+verdict), `wrong` (disagrees with the label), `consistent` / `spurious` (a correct label whose rationale the
+MetaRM accepted / rejected), `meta_failed` (its MetaRM call failed), `correct` (not meta-judged). Metrics, each
+with its denominator (docs/ralign.md says why each one):
 
     L-Acc   = correct labels / samples                         (failures count as not correct)
     S-Corr  = spurious / label-correct samples meta-judged      (consistent + spurious)
     F-Score = consistent / samples whose fidelity is known      (samples - meta_failed - correct)
 
-The F-Score denominator is the R-Align authors' (`show_result.py` in github.com/lyn22333/
-R-Align: total - MetaRM call and parse failures): a GenRM call or parse failure stays in it
-and counts as not consistent, so a GenRM that breaks the format gains nothing; a correct
-sample whose MetaRM call failed has an unknown fidelity and leaves it (counting it as a
-failure would be a made-up verdict), as does a correct sample never meta-judged.
+The F-Score denominator is the R-Align authors' (`show_result.py` in github.com/lyn22333/R-Align): a GenRM
+failure stays in it as not consistent; a correct sample whose MetaRM call failed, or never meta-judged, has an
+unknown fidelity and leaves it.
 
-`KeywordMetaJudge`: a deterministic, offline MetaRM for tests and the CPU R-Align example.
-
-It stands in for the paper's LLM MetaRM (GPT-OSS-120B / Gemini-3-Pro, R-Align Sec. 3.2) with a
-crude version of its first two stages: the golden rationale's *key words* (lower-cased words
-of at least `MIN_LETTERS` letters, minus common words) play the key discriminators, and the
-rationale is consistent when it mentions at least `threshold` of them. No model, no noise:
-the same request always gets the same verdict.
+`KeywordMetaJudge`, a deterministic offline MetaRM for tests and the CPU example, stands in for the paper's LLM
+MetaRM (R-Align Sec. 3.2): the golden rationale's key words (lower-cased words of at least `MIN_LETTERS` letters,
+minus common words) play the key discriminators, and a rationale mentioning at least `threshold` of them is
+consistent.
 """
 
 from __future__ import annotations
@@ -73,6 +45,7 @@ from ..judging.requests import JudgeError, MetaJudgeRequest
 from ..rewards.genrm_verdict import genrm_fitting, pair_key, prompt_text
 from ..rewards.ralign_reward import OWN_PROTOCOL, SWAP_NOTE, GenRMSample, RAlignReward
 from ..user_errors import ConfigError, UserError
+from .report_files import text_table
 
 
 class NothingJudgedError(UserError, RuntimeError):
@@ -108,9 +81,8 @@ class GenRMReport:
         return {**counts, "too_long": self.calls.failures.get("too_long", 0)}
 
     def total_failure(self) -> str | None:
-        """Why nothing was judged, when every pair's GenRM call failed, or every MetaRM call made: the count and
-        the first failure's reason (a wrong URL path, an auth error, a proxy's refusal fail every call alike);
-        None when anything was judged."""
+        """When every GenRM call (or every MetaRM call made) failed: the count and the first failure's reason (a
+        wrong URL path, an auth error fail every call alike); None when anything was judged."""
         for judge, status, asked in (
             ("GenRM", "call_failed", self.records),
             ("MetaRM", "meta_failed", [r for r in self.records if r.status in ("meta_failed", "consistent", "spurious")]),
@@ -128,8 +100,8 @@ class GenRMReport:
 
 
 def _pair_fitting(protocol, row: dict, seed: int, *, max_tokens: int) -> dict:
-    """`WindowFitting.send`'s keywords for one row: its GenRM messages under `protocol`, the two responses
-    cut where the pair does not fit, in the display order of the whole pair (its key is kept)."""
+    """`WindowFitting.send`'s keywords for one row: its GenRM messages under `protocol`, the responses cut where
+    the pair does not fit, in the whole pair's display order (its key is kept)."""
     key = pair_key(prompt_text(row["prompt"]), row["response_a"], row["response_b"], row.get("pair_id"))
 
     def messages_of(a: str, b: str) -> list[dict]:
@@ -175,12 +147,8 @@ async def evaluate_genrm(
     protocol=OWN_PROTOCOL,
     max_model_len: int | None = None,
 ) -> GenRMReport:
-    """Run the benchmark over `rows` (dicts or a `datasets.Dataset`); see the module docstring.
-
-    Without `meta_judge`, label-correct answers are not meta-judged (status `correct`): L-Acc
-    only, S-Corr and F-Score are n/a. `max_model_len`: the GenRM's window where `backend` does not
-    tell it (module docstring).
-    """
+    """Run the benchmark over `rows` (dicts or a `datasets.Dataset`; module docstring). Without `meta_judge`:
+    L-Acc only (status `correct`). `max_model_len`: the GenRM's window where `backend` does not tell it."""
     from tqdm.auto import tqdm
 
     rows = [dict(r) for r in rows]
@@ -236,11 +204,14 @@ async def evaluate_genrm(
     return GenRMReport(records, metrics_by_source((r.source, r.status) for r in records), fitting.ledger.snapshot())
 
 
-STATUSES = ("call_failed", "invalid", "wrong", "consistent", "spurious", "meta_failed", "correct")
-
-
-def _ratio(num: int, den: int) -> float | None:
-    return num / den if den else None
+#: each status's count field of `GenRMCounts`
+STATUS_FIELDS = {"call_failed": "call_failures", "invalid": "parse_failures", "wrong": "wrong",
+                 "consistent": "consistent", "spurious": "spurious", "meta_failed": "meta_failures",
+                 "correct": "unjudged_correct"}  # fmt: skip
+STATUSES = tuple(STATUS_FIELDS)
+#: each metric's (numerator, denominator) field of `GenRMCounts`
+METRICS = {"l_acc": ("correct", "samples"), "s_corr": ("spurious", "meta_judged"),
+           "f_score": ("consistent", "fidelity_known")}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -262,16 +233,7 @@ class GenRMCounts:
         unknown = set(counts) - set(STATUSES)
         if unknown:
             raise ValueError(f"Unknown sample status(es) {sorted(unknown)}; expected one of {STATUSES}")
-        return cls(
-            samples=sum(counts.values()),
-            call_failures=counts["call_failed"],
-            parse_failures=counts["invalid"],
-            wrong=counts["wrong"],
-            consistent=counts["consistent"],
-            spurious=counts["spurious"],
-            meta_failures=counts["meta_failed"],
-            unjudged_correct=counts["correct"],
-        )
+        return cls(sum(counts.values()), **{name: counts[status] for status, name in STATUS_FIELDS.items()})
 
     @property
     def correct(self) -> int:
@@ -291,35 +253,27 @@ class GenRMCounts:
 
     @property
     def l_acc(self) -> float | None:
-        return _ratio(self.correct, self.samples)
+        return self._ratio("l_acc")
 
     @property
     def s_corr(self) -> float | None:
-        return _ratio(self.spurious, self.meta_judged)
+        return self._ratio("s_corr")
 
     @property
     def f_score(self) -> float | None:
-        return _ratio(self.consistent, self.fidelity_known)
+        return self._ratio("f_score")
+
+    def _ratio(self, metric: str) -> float | None:
+        num, den = (getattr(self, name) for name in METRICS[metric])
+        return num / den if den else None
 
     def as_dict(self) -> dict[str, float | int | None]:
         """Metrics, numerators and denominators, flat (JSON-able)."""
-        return {
-            "l_acc": self.l_acc,
-            "l_acc_num": self.correct,
-            "l_acc_den": self.samples,
-            "s_corr": self.s_corr,
-            "s_corr_num": self.spurious,
-            "s_corr_den": self.meta_judged,
-            "f_score": self.f_score,
-            "f_score_num": self.consistent,
-            "f_score_den": self.fidelity_known,
-            "samples": self.samples,
-            "valid": self.valid,
-            "call_failures": self.call_failures,
-            "parse_failures": self.parse_failures,
-            "wrong": self.wrong,
-            "meta_failures": self.meta_failures,
-        }
+        out = {}
+        for name, (num, den) in METRICS.items():
+            out |= {name: getattr(self, name), f"{name}_num": getattr(self, num), f"{name}_den": getattr(self, den)}
+        names = ("samples", "valid", "call_failures", "parse_failures", "wrong", "meta_failures")
+        return {**out, **{name: getattr(self, name) for name in names}}
 
 
 def metrics_by_source(records: Iterable[tuple[str, str]]) -> dict[str, GenRMCounts]:
@@ -341,22 +295,12 @@ def _pct(value: float | None) -> str:
 def format_table(counts: dict[str, GenRMCounts]) -> str:
     """A plain-text table: each metric with numerator/denominator, and the failure counts."""
     header = ("dataset", "L-Acc", "S-Corr", "F-Score", "call fail", "parse fail", "meta fail")
-    rows = [header]
+    rows = []
     for name, c in counts.items():
-        rows.append(
-            (
-                name,
-                f"{_pct(c.l_acc)} ({c.correct}/{c.samples})",
-                f"{_pct(c.s_corr)} ({c.spurious}/{c.meta_judged})",
-                f"{_pct(c.f_score)} ({c.consistent}/{c.fidelity_known})",
-                str(c.call_failures),
-                str(c.parse_failures),
-                str(c.meta_failures),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+        d = c.as_dict()
+        ratios = [f"{_pct(d[m])} ({d[m + '_num']}/{d[m + '_den']})" for m in METRICS]
+        rows.append([name, *ratios, *(str(d[k]) for k in ("call_failures", "parse_failures", "meta_failures"))])
+    lines = text_table(header, rows, rule=True)
     legend = (
         "L-Acc = correct/samples; S-Corr = spurious/meta-judged correct; "
         "F-Score = correct+consistent/samples with known fidelity (samples - MetaRM failures)"

@@ -1,47 +1,30 @@
 """`probe_judge`: before the first training step, which reward method gives signal with this judge on this data.
 
-Which method trains best depends on the judge: one whose 0-10 scores cluster gives pointwise
-GRPO tied groups and zero advantages, while its comparisons still separate the answers. The
-probe measures that from the judge's real answers on a few groups of rollouts:
+A judge whose 0-10 scores cluster gives pointwise GRPO tied groups and zero advantages while its comparisons
+still separate the answers. The probe measures that from the judge's real answers on a few groups of rollouts:
 
-1. every method (default: each registered one the groups' data allows, `allowed_methods`) judges
-   every group `repeats` times, independently: each time a fresh method object (fresh state),
-   a fresh training step (so fresh seeds for the display shuffles and the judge's sampling) and
-   the group's completions in a fresh seeded order (mapped back afterwards), so a method swayed by
-   the order its texts come in disagrees with itself;
-2. its *reliability* is the mean Kendall tau-a between the rewards of those judgings
-   (`order_agreement`: a tied pair counts as no signal); pointwise methods also get
-   the share of tied pairs, every method the share of groups with all rewards equal;
+1. every method (default: each the groups' data allows, `allowed_methods`) judges every group `repeats` times,
+   independently: a fresh method object, a fresh training step (fresh seeds) and the completions in a fresh
+   seeded order (mapped back), so a method swayed by the order of its texts disagrees with itself;
+2. its *reliability* is the mean Kendall tau-a between the rewards of those judgings (`order_agreement`: a tied
+   pair is no signal); pointwise methods also get their share of tied pairs, every method the share of groups
+   with all rewards equal;
 3. its cost is the judge's ledger (calls, prompt + completion tokens) during the measured judgings;
-4. a swap test asks the judge about `swap_pairs` pairs per group in both display orders:
-   how often it keeps its verdict, and how much it favours the text shown first;
-5. the recommendation is the cheapest method whose reliability is within `margin` of the best; methods
-   whose reliabilities lie within one standard error of the best are called tied within noise, never "the
-   best" (`recommend`);
-6. with `audit_groups`, a judge-hacking audit (`evaluation.audit`) on a few of the groups: which cheap attacks (a
-   planted verdict, padding, a master-key answer, the display order, ...) raise a rollout's verdict with this judge.
+4. a swap test asks the judge about `swap_pairs` pairs per group in both display orders: how often it keeps its
+   verdict, how much it favours the text shown first;
+5. the recommendation is the cheapest method within `margin` of the best reliability; methods within one
+   standard error of the best are tied within noise, never "the best" (`recommend`);
+6. with `audit_groups`, the judge-hacking audit (`evaluation.audit`) on a few of the groups.
 
-The report (`ProbeReport`) also weighs the probe's own judge cost against the run it plans, when the caller
-gives that run's estimated cost (`planned_run`, as `trl-rankreward bench --config` estimates it): a probe
-that spent more calls or tokens than the whole run says so (`ProbeReport.cost_note`).
-The numbers are computed here from the rewards each method gave, so they can be
-checked by hand (`order_agreement`, `tied_share`, `recommend`).
+Stateful methods (anchor buffers) are measured as in training, after `warmup_passes` passes over
+`warmup_groups` (default: the probe groups themselves, which flatters them); warm-up calls count in the probe's
+cost, not the method's. Failures are as in training: a failed group is neutral, failed calls are counted by kind.
+`budget_tokens` bounds the probe: a judging after the first runs only while its measured cost still fits, and a
+method left with fewer than two judgings has no reliability. `ProbeReport.cost_note` says when the probe spent
+more than the run it plans (`planned_run`). The probe never writes a run's files (`method_options`).
 
-Stateful methods (RankBuffer and rank_buffer_plus: per-query anchor buffers) are probed as they
-run in training, after their buffers have seen the query: each judging first runs
-`warmup_passes` passes over `warmup_groups` (other rollouts of the same queries; by default the
-probe groups themselves, which flatters the method, since the buffer then holds the texts it
-ranks) and is measured on the pass after. Warm-up calls count in the probe's cost, not the
-method's per-group cost.
-
-The probe measures the judge's part of the reward only and never writes a run's files (`method_options`).
-Judge failures are what they are in training: a failed group is neutral (zero rewards, counted),
-failed calls are counted by kind. The probe's own cost is bounded by `budget_tokens`: the first
-judging of every method runs while budget is left; later ones only when their measured cost still
-fits; a method left with fewer than two judgings has no reliability, and the report says so.
-
-What it cannot see: agreement is consistency, not accuracy. A judge that is consistently wrong
-about some texts, or a method that is biased the same way every time, still agrees with itself.
+What it cannot see: agreement is consistency, not accuracy; a judge or method wrong the same way every time
+still agrees with itself.
 """
 
 from __future__ import annotations
@@ -64,11 +47,11 @@ from ..rewards.options import MethodOptions
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..user_errors import ConfigError
 from .audit import AuditReport, audit_judge_async
+from .report_files import text_table
 
 #: a pointwise method whose rewards tie in more than this share of pairs gets a warning in the reason
 MANY_TIES = 0.25
-#: a method whose judging failed for more of the groups than this is not recommended (training's circuit
-#: breaker stops a run above 0.5 by default, `judge_max_neutral_fraction`)
+#: a method neutral in more of the groups than this is not recommended (as `judge_max_neutral_fraction` stops runs)
 MAX_NEUTRAL = 0.5
 #: below this best reliability the reason warns that no method gives much signal yet
 LOW_SIGNAL = 0.2
@@ -77,10 +60,9 @@ POSITION_BIAS_WARNING = 0.1
 
 
 def order_agreement(a: Sequence[float], b: Sequence[float], pairs: Sequence[tuple[int, int]]) -> float | None:
-    """Kendall tau-a of two judgings of one group over `pairs` (of distinct valid answers; None without pairs):
-    (pairs ordered alike - pairs ordered oppositely) / pairs. A pair tied in either judging counts as
-    neither, so a method whose rewards tie scores low: a tie is no signal for GRPO, whose advantage is
-    the reward minus the group mean."""
+    """Kendall tau-a of two judgings of one group over `pairs` of distinct valid answers (None without pairs):
+    (pairs ordered alike - pairs ordered oppositely) / pairs. A pair tied in either judging counts as neither:
+    a tie is no signal for GRPO, whose advantage is the reward minus the group mean."""
     if not pairs:
         return None
     score = 0
@@ -107,18 +89,12 @@ def repeat_agreement(judgings: Sequence[Sequence[float]], pairs: Sequence[tuple[
 
 @dataclass
 class ProbeRow:
-    """One reward method as the probe measured it (the names below are the documented API).
+    """One reward method as the probe measured it (module docstring; docs/judge_probe.md has every field).
 
-    `reliability`: mean Kendall tau-a between the rewards of independent judgings of the same group
-    (None: fewer than two judgings, e.g. the budget ran out); `reliability_se`: its standard error
-    over groups; `tied_pairs`: for methods that score pointwise, the share of pairs of distinct
-    answers with equal rewards, else None; `zero_advantage_groups`: the share of judged groups whose
-    rewards are all equal (GRPO gives them zero advantages); `neutral_groups`: the share whose judging
-    failed; `calls_per_group` / `tokens_per_group`: judge calls (every attempt) and prompt + completion
-    tokens per group from the judge's ledger, `calls_per_step` / `tokens_per_step` the same times the
-    groups of one training step; `swap_consistency` / `position_bias`: the judge's swap test, shown for
-    methods that compare texts (None for pointwise ones); `failures`: failed calls by kind;
-    `repeats`: judgings measured; `note`: how it was measured (warm-up of stateful methods).
+    `reliability`: mean Kendall tau-a between independent judgings of a group (None: fewer than two judgings),
+    `reliability_se` its standard error over groups; `tied_pairs`: pointwise methods only; shares are of judged
+    groups; costs are the ledger's calls (every attempt) and tokens per group, `*_per_step` times the groups of a
+    step; the swap test's numbers are shown for methods that compare texts only.
     """
 
     method: str
@@ -140,18 +116,14 @@ class ProbeRow:
 
     @property
     def pointwise(self) -> bool:
-        """The method scores each answer on its own (every request it made was pointwise)."""
+        """Every request the method made was pointwise."""
         return bool(self.request_kinds) and set(self.request_kinds) <= {"pointwise"}
 
 
 @dataclass
 class SwapTest:
-    """The judge asked about the same pairs in both display orders (`probe_judge(swap_pairs=...)`).
-
-    `consistency`: the share of pairs with the same verdict in both orders; `position_bias`: the share
-    of the `decided` (not tied) answers that picked the text shown first, minus 0.5 (0: none; 0.5:
-    always the first).
-    """
+    """The same pairs judged in both display orders: `consistency`, the share with the same verdict in both;
+    `position_bias`, the share of the `decided` (not tied) answers that picked the first-shown text, minus 0.5."""
 
     pairs: int = 0
     consistency: float | None = None
@@ -160,8 +132,8 @@ class SwapTest:
 
     @property
     def biased(self) -> bool:
-        """`position_bias` beyond `POSITION_BIAS_WARNING` and beyond chance: 2 standard errors of a share of
-        `decided` fair coin flips (sqrt(0.25 / decided))."""
+        """`position_bias` beyond `POSITION_BIAS_WARNING` and beyond chance: 2 standard errors of `decided` fair coin
+        flips (sqrt(0.25 / decided))."""
         if self.position_bias is None or not self.decided:
             return False
         return abs(self.position_bias) > max(POSITION_BIAS_WARNING, 2 * math.sqrt(0.25 / self.decided))
@@ -169,9 +141,8 @@ class SwapTest:
 
 @dataclass
 class ProbeReport:
-    """`probe_judge`'s result: `rows` (one `ProbeRow` per method), `recommended` (a registry name, or
-    None when no method could be measured), `reason` (one line), `audit` (the judge-hacking audit's
-    `AuditReport`, or None), `table()`, `to_dict()` for JSON."""
+    """`probe_judge`'s result: one `ProbeRow` per method, the `recommended` registry name (None: nothing could be
+    measured) and its one-line `reason`, the swap test, the probe's own cost and the audit's `AuditReport`."""
 
     rows: list[ProbeRow]
     recommended: str | None
@@ -185,12 +156,12 @@ class ProbeReport:
     stopped_early: bool = False
     skipped: list[str] = field(default_factory=list)
     rewards: dict[str, list[list[list[float]]]] = field(default_factory=dict, repr=False)
-    audit: Any = None  # the judge-hacking audit's `evaluation.audit.AuditReport`, or None (not run)
-    #: the run the probe plans, as `bench --config` estimates it: {"method", "steps", "calls", "tokens"} (or None)
+    audit: Any = None  # None: not run
+    #: the run the probe plans, as `bench --config` estimates it: {"method", "steps", "calls", "tokens"}
     planned_run: dict[str, Any] | None = None
 
     def cost_note(self) -> str | None:
-        """One line when the probe spent more judge calls or tokens than the whole run it plans (`planned_run`)."""
+        """One line when the probe spent more judge calls or tokens than the whole run it plans."""
         run = self.planned_run
         if not run or (self.cost["calls"] <= run["calls"] and self.cost["tokens"] <= run["tokens"]):
             return None
@@ -219,10 +190,7 @@ class ProbeReport:
             body.append([r.method + mark, rel, _pct(r.tied_pairs), _pct(r.zero_advantage_groups),
                          _pct(r.neutral_groups), f"{r.calls_per_group:.1f}", f"{r.tokens_per_group:,.0f}",
                          "n/a" if r.tokens_per_step is None else f"{r.tokens_per_step:,.0f}", r.note])  # fmt: skip
-        widths = [max(len(x) for x in col) for col in zip(head, *body)]
-        lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body]]
-        lines.append("")
-        lines.append(f"recommended: {self.recommended or 'none'} -- {self.reason}")
+        lines = [*text_table(head, body), "", f"recommended: {self.recommended or 'none'} -- {self.reason}"]
         s = self.swap_test
         if s.pairs:
             lines.append(f"swap test: {s.pairs} pairs judged in both orders, same verdict in {_pct(s.consistency)}, "
@@ -252,9 +220,8 @@ class ProbeReport:
 
 
 def tied_within_noise(rows: Sequence[ProbeRow]) -> list[ProbeRow]:
-    """The measured rows whose reliability lies within one standard error of the highest (that row first): their
-    order is noise, so none of them is measurably the best. The standard error is the larger of the two rows'
-    (a row without one counts 0); e.g. 0.857 ± 0.025 ties 0.848, 0.839 and 0.835 (0.022 below it), not 0.83."""
+    """The measured rows within one standard error (the larger of the two rows'; none counts 0) of the highest,
+    that row first: their order is noise. E.g. 0.857 ± 0.025 ties 0.848, 0.839 and 0.835, not 0.83."""
     measured = sorted((r for r in rows if r.reliability is not None), key=lambda r: -r.reliability)
     if not measured:
         return []
@@ -265,10 +232,9 @@ def tied_within_noise(rows: Sequence[ProbeRow]) -> list[ProbeRow]:
 
 
 def recommend(rows: Sequence[ProbeRow], margin: float, swap: SwapTest | None = None) -> tuple[str | None, str]:
-    """(the cheapest method, by judge tokens per group then calls, within `margin` of the best reliability,
-    a one-line reason); methods whose judging failed for more than `MAX_NEUTRAL` of the groups are left out.
-    When several methods are tied within noise at the top (`tied_within_noise`), the reason says so instead of
-    calling one of them the best."""
+    """(the cheapest method, by tokens then calls per group, within `margin` of the best reliability, a one-line
+    reason); methods with more than `MAX_NEUTRAL` neutral groups are left out. Methods tied within noise at the
+    top (`tied_within_noise`) are named so, never "the best"."""
     measured = [r for r in rows if r.reliability is not None and r.neutral_groups <= MAX_NEUTRAL]
     if not measured:
         return None, (
@@ -317,26 +283,18 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.0%}"
 
 
-# --------------------------------------------------------------------------- probing
-
 #: the default margin: a method whose reliability is at most this below the best counts as as good
 DEFAULT_MARGIN = 0.1
 Progress = Callable[[int, int, str], None]  # (judgings done, judgings planned, what was just done)
-
-
-#: reward terms that do not come from the judge, switched off in the probe (a deterministic term such as
-#: GenRM's length penalty would agree with itself across judgings and pass for signal)
+#: reward terms not from the judge, off in the probe (a deterministic term would agree with itself: no signal)
 NON_JUDGE_TERMS: dict[str, dict[str, Any]] = {GenRMPairwiseReward.name: {"length_coef": 0.0}}
-
-
 #: options the probe always sets: its buffers live in memory, never in a training run's anchor file
 PROBE_STATE = {"anchor_store": "memory", "anchor_store_path": None}
 
 
 def method_options(name: str, values: Mapping[str, Any] | None = None) -> MethodOptions:
-    """Method `name`'s options from `values` (its defaults for the rest), with the rewards' terms that do
-    not come from the judge off (the format reward, `lambda_fmt=0`, and `NON_JUDGE_TERMS`) and any
-    anchor store in memory (`PROBE_STATE`), so probing never writes a run's files."""
+    """Method `name`'s options from `values` (defaults for the rest), with the terms not from the judge off
+    (`lambda_fmt=0`, `NON_JUDGE_TERMS`) and any anchor store in memory (`PROBE_STATE`)."""
     options_class = reward_method_class(name).options_class
     names = {f.name for f in dataclasses.fields(options_class)}
     fixed = {k: v for k, v in PROBE_STATE.items() if k in names}
@@ -347,7 +305,7 @@ def method_options(name: str, values: Mapping[str, Any] | None = None) -> Method
 
 
 def allowed_methods(groups: Sequence[Group], options: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
-    """Every registered method whose `data_needs()` (with `options`) the groups meet: rubrics, references, G."""
+    """Every registered method whose `data_needs()` (with `options`) the groups meet."""
     names = []
     for name in REWARD_METHODS:
         try:
@@ -391,8 +349,7 @@ class _Probe:
         self._add_judge(judge)
 
     def _add_judge(self, judge) -> None:
-        """Count `judge`'s ledger from now on, and give it the groups' references if it keeps a table of them
-        (`EmbeddingJudge`), as the trainer does."""
+        """Count `judge`'s ledger from now on; give it the groups' references if it keeps them, as the trainer does."""
         if id(judge) in self.judges:
             return
         if getattr(judge, "ledger", None) is None:
@@ -431,7 +388,7 @@ class _Probe:
         return repeat * (self.warmup_passes + 1) + p
 
     def _shown(self, groups: Sequence[Group], repeat: int, p: int) -> tuple[list[Group], list[list[int]]]:
-        """The groups with their completions in the order of judging `repeat` (the first keeps theirs)."""
+        """The groups with their completions in judging `repeat`'s order (the first keeps theirs)."""
         shown, orders = [], []
         for g in groups:
             order = list(range(g.size))
@@ -557,23 +514,12 @@ async def probe_judge_async(
 def probe_judge(judge, groups: Sequence[Group], **kwargs) -> ProbeReport:
     """Probe which reward method gives signal with `judge` on `groups` (module docstring); a `ProbeReport`.
 
-    Args:
-        judge: any judge with `async judge(request)` and a `ledger` (an `LLMJudge`, `EmbeddingJudge`, ...).
-        groups: `rewards.Group`s of rollouts of the starting policy (a few queries, G each).
-        methods: registry names; default: every registered method the groups' data allows.
-        repeats: independent judgings per method (>= 2).
-        margin: reliability a method may lose to the best and still be recommended when cheaper.
-        options: per method name, option values (`{RankBufferReward.name: {"k0": 4}}`); the rest are its defaults.
-        warmup_groups, warmup_passes: what stateful methods see before they are measured.
-        groups_per_step: groups in one training step, for the per-step cost columns.
-        budget_tokens: the most judge tokens the probe may spend (None: no bound).
-        swap_pairs: pairs per group of the swap test (0: none).
-        audit_groups, audit_rollouts: the judge-hacking audit (`evaluation.audit.audit_judge`) on the first
-            `audit_groups` groups, `audit_rollouts` rollouts each (0 groups, the default here: no audit; the
-            `probe-judge` command runs it); its calls count in the probe's cost and budget. A judge that answers
-            from a table of known texts cannot be audited (the attacks write new texts).
-        seed, answer_format, length_fn: as a training run gives them (`RunContext`).
-        progress: called `(done, planned, label)` after each judging.
+    `judge` needs a `ledger`; `groups` are rollouts of the starting policy. `options`: per method name, option
+    values (the rest its defaults); `groups_per_step`: for the per-step cost columns; `budget_tokens`: None, no
+    bound; `swap_pairs`: 0, no swap test; `audit_groups` (0 here, no audit; the `probe-judge` command runs it),
+    `audit_rollouts`: the audit's size, its calls counted in the probe's cost and budget (a judge answering from a
+    table of known texts cannot be audited); `seed`, `answer_format`, `length_fn`: as training's `RunContext`;
+    `progress(done, planned, label)` after each judging.
     """
     return asyncio.run(probe_judge_async(judge, groups, **kwargs))
 

@@ -1,7 +1,6 @@
-"""What the evaluation reports write: markdown tables, CSV files and PNG figures.
+"""What the evaluation reports write: plain-text and markdown tables, CSV files and PNG figures.
 
-matplotlib (the `plots` extra) is imported only when a figure is drawn, on the Agg backend,
-so the reports run on machines without a display.
+matplotlib (the `plots` extra) is imported only when a figure is drawn, on the Agg backend (no display needed).
 """
 
 from __future__ import annotations
@@ -25,6 +24,15 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]], align: 
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align or ["---"] * len(header)) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence[str]], rule: bool = False) -> list[str]:
+    """The lines of a fixed-width plain-text table: each column as wide as its widest cell, two spaces apart;
+    `rule`: a dashed line under the header."""
+    rows = [header, *rows]
+    widths = [max(len(x) for x in column) for column in zip(*rows)]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]] if rule else lines
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | os.PathLike, empty_header: Sequence[str]) -> Path:
