@@ -1,85 +1,40 @@
 """The simulated world of the benchmarks: a GRPO run with known truth, and judges that answer from it.
 
-`SimulatedJudge`: a judge with a known latent quality, seeded noise and biases.
-
-For tests and the reward-method benchmark: the true ranking is known, so a method's
-agreement with it can be measured. A text's perceived quality in one call is (Thurstone
-Case V model)
+`SimulatedJudge` answers from a known latent quality, so a method's agreement with the truth can be measured. A
+text's perceived quality in one call is (Thurstone Case V)
 
     q(text) + t(query, text) + length_bias * len(text) / 100 + position_bias * b(display position)
         + N(0, (noise * g(request))^2)
 
-where `q` is the latent quality (`quality(query_id, text)`, a `{text: quality}` dict, or
-`rubric_quality(query_id, text, rubric_index)` for per-rubric requests), and `b` is 1 for
-the first text shown and falls linearly to 0 for the last (pairwise: the displayed-first
-response gets the whole bias; listwise: by display position). The display order is the one
-`judging.rendering.render` gives an LLM judge for the same request and seed, so a
-method's defence against position bias (seeded shuffles, both-order judging) is tested for
-real. Coarse, pointwise, meta and buffer-select requests have a fixed display and no
-position bias. Two optional terms make the judge less ideal than independent per-call noise:
+- `q`: the latent quality (`quality(query_id, text)` or a `{text: quality}` dict; `rubric_quality(query_id,
+  text, rubric_index)` for per-rubric requests);
+- `b`: 1 for the first text shown, falling linearly to 0 for the last, in the display order
+  `judging.rendering.render` gives an LLM judge (so seeded shuffles and both-order judging are tested for real);
+  coarse, pointwise, meta and buffer-select requests have no position bias;
+- `t ~ N(0, text_noise^2)`: an offset fixed per (query, text), the same in every call, that averaging cannot
+  remove (real judges are consistently wrong about some responses);
+- `g = 1 + listwise_noise_growth * max(0, n - 2)` for a listwise or coarse request showing n texts (a judge
+  ordering many texts at once is less exact), else 1.
 
-- `t(query, text) ~ N(0, text_noise^2)` is a perception offset fixed per (query, text): the
-  same in every call and every request type, so averaging calls cannot remove it (real
-  judges are consistently wrong about some responses). It is drawn from
-  `seeded_rng(seed, "text", query_id, text_id(text))`, so it does not depend on call order.
-- `g(request) = 1 + listwise_noise_growth * max(0, n - 2)` scales the per-call noise of a
-  `ListwiseRequest` or `CoarseRequest` that shows n texts (a coarse request shows K anchors
-  and the candidate, n = K + 1): a judge ordering many long texts at once is less exact
-  than one comparing two. Linear in the texts beyond a pair, so a pair (and every other
-  request type) keeps g = 1, and with growth 0.05 a listwise call over 8 rollouts has
-  1.3x the pairwise noise, a coarse call against 8 anchors 1.35x.
+Verdicts follow `judging.quality_judge.QualityJudge`; a pointwise score is `5 + c * (p - 5)` clipped to [0, 10]
+(`pointwise_compression` c < 1: scores clustered mid-scale), rounded with `integer_scores`: the ties of
+pointwise groups. A meta verdict is `q(rationale) >= meta_threshold`. `fail_rate`: the share of calls that fail
+as `invalid`; `copy_display_order`: the share of listwise answers that copy the display order, as a lazy judge
+does (`rewards.display_audit` detects it); `display_shuffle=False`: bias acts on the method's own order, as for
+a judge shown unshuffled prompts. Deterministic: each draw is seeded by the request's `text_id`s and the count
+of earlier identical requests, so the same requests get the same answers in any process.
 
-Both default to 0, which is the plain Thurstone model above. Verdicts then follow
-`judging.quality_judge.QualityJudge`; pointwise scores are the perceived quality clipped
-to [0, 10], and a meta-judge answer is `q(rationale) >= meta_threshold`.
+`SimulatedRun`: queries with weighted rubrics (3 to 5, weights 1-5), seven ranked references (Nectar-like, best
+first) and one group of G rollouts per epoch, on the judges' 0-10 scale:
 
-Two options change the pointwise answers only, so comparisons stay as they are:
-`pointwise_compression` c maps the perceived quality p to `5 + c * (p - 5)` before clipping
-(c < 1: a judge whose 0-10 scores cluster around the middle of the scale, as real judges'
-scores tend to, while it still tells two texts apart when asked to compare them), and
-`integer_scores` rounds the score to an integer, as an LLM asked for a 0-10 score writes
-one. Together they give the ties that make pointwise groups lose their advantages.
+- query base `mu ~ U(3, 5)`; the references' qualities from `mu + 3` (rank 1) down to `mu - 2` (rank 7);
+- a rollout of epoch e: per-rubric qualities `q_k = mu + improvement * e + z + d_k`, `z ~ N(0, spread)`,
+  `d_k ~ N(0, rubric_spread)`, its quality their rubric-weighted mean; the policy improves across epochs, so
+  RankBuffer's buffers expand and prune as in training.
 
-Deterministic: the noise of a call is drawn from `seeded_rng(seed, request, n)` where the
-request enters by the `text_id`s of its texts (`_compact`) and `n` counts earlier identical
-requests, so the same sequence of requests gets the same answers in any process, and
-repeating a request draws fresh noise. With probability `fail_rate` a
-call fails as an invalid answer (`JudgeFailure(kind="invalid")`), to exercise failure policies.
-
-With probability `copy_display_order` a `ListwiseRequest` is not judged at all: the answer is
-the IDs in the order they were shown (R0 worst, R1 next, ...), i.e. the display order in
-canonical terms, as a lazy LLM judge copies the list it was given. The draw comes from
-`seeded_rng(seed, "copy", request, n)` like the noise, so at 0 (the default) nothing changes;
-`rewards.display_audit` detects such a judge.
-
-With `display_shuffle=False` the judge answers as if the renderer had not shuffled: position
-bias (and `copy_display_order`) act on the canonical order, the texts in the order the method
-put them in the request (a pair whose display the method fixed, "ab" or "ba", keeps it). This
-models an LLM judge shown unshuffled prompts, to measure what the seeded shuffles buy; the
-prompt is costed as rendered (the same texts, so the same tokens).
-
-A simulated GRPO run for the reward-method benchmark: queries, references, rollouts, truth.
-
-Every query has weighted rubrics (3 to 5, or `rubrics_per_query`; weights 1-5 as in the
-papers' rubric lists), seven ranked reference responses (Nectar-like, best first; or the best
-`references_per_query` of them) and, in every epoch, one group of G rollouts. Latent qualities live on the judges' 0-10 scale:
-
-- query base `mu ~ U(3, 5)`; the references' qualities are evenly spaced from `mu - 2`
-  (rank 7) to `mu + 3` (rank 1), so the best Nectar answers start above the policy;
-- a rollout of epoch e: per-rubric qualities `q_k = mu + improvement * e + z + d_k`,
-  `z ~ N(0, spread)` (the rollout), `d_k ~ N(0, rubric_spread)` (its rubric profile);
-  its overall quality is the rubric-weighted mean of the `q_k`. The policy improves
-  across epochs, so rollouts climb past the upper anchors and leave the lower ones idle:
-  RankBuffer's expansion and pruning happen as in training.
-
-Texts are pseudo-English of realistic length (`response_tokens` for rollouts and
-`reference_tokens` for references on average, each 60%-140% of it),
-lines drawn from a seeded pool of short paragraphs, each opening with a unique id line so that
-every text is distinct and prompts share no accidental prefixes. A text whose target is shorter
-than its first paragraph (e.g. a 16-token `max_completion_length`) is the id line and the first
-words of that paragraph, so short targets give short texts; longer texts end at the paragraph
-that reaches the target (a target of 60-100 tokens overshoots by up to one paragraph, ~40%). All draws are seeded by
-`(seed, query, epoch, index)`: the same run is built in any process.
+Texts are pseudo-English of `response_tokens` / `reference_tokens` on average (each 60%-140%), paragraphs from a
+seeded pool after a unique id line (every text distinct); a target shorter than a paragraph gives its first
+words. All draws are seeded by `(seed, query, epoch, index)`: the same run in any process.
 """
 
 from __future__ import annotations
@@ -222,7 +177,7 @@ class SimulatedJudge(QualityJudge):
         return self.text_noise * _text_offset(self.seed, query_id, text) if self.text_noise else 0.0
 
     def latent(self, query_id: str, text: str, rubric_index: int | None = None) -> float:
-        """The noise- and bias-free quality of `text` (per rubric when `rubric_quality` is given)."""
+        """The noise- and bias-free quality of `text` (per rubric with `rubric_quality`)."""
         if rubric_index is not None and self.rubric_quality is not None:
             return float(self.rubric_quality(query_id, text, rubric_index))
         return float(self._quality(query_id, text))
@@ -253,9 +208,8 @@ def _text_offset(seed: int, query_id: str, text: str) -> float:
 
 
 def _compact(value: object) -> object:
-    """What identifies a request, small: each text becomes its `text_id`; tuples and
-    dataclasses (the request, its rubrics) recurse, with the class name. Hashing this instead
-    of `repr(request)` (every text in full, on every call) took ~20% of `trl-rankreward bench`."""
+    """What identifies a request, small: each text its `text_id`, tuples and dataclasses recursed (with the class
+    name). Hashing `repr(request)` instead took ~20% of `trl-rankreward bench`."""
     if isinstance(value, str):
         return _text_key(value)
     if isinstance(value, (tuple, list)):
@@ -313,11 +267,8 @@ class SimQuery:
 
 
 class SimulatedRun:
-    """Queries, rollout groups and latent qualities of one simulated training run.
-
-    The arguments are the `bench_config.RewardBenchConfig` fields of the same names (their helps say
-    what each sets; `queries=0`: only the queries `add_query` adds); `seed` seeds everything.
-    """
+    """Queries, rollout groups and latent qualities of one simulated run (module docstring); the arguments are the
+    `bench_config.RewardBenchConfig` fields of the same names (`queries=0`: only those `add_query` adds)."""
 
     def __init__(
         self,
@@ -360,8 +311,6 @@ class SimulatedRun:
         self._rubric_quality: dict[str, tuple[float, ...]] = {}
         self._groups: dict[tuple[str, int], Group] = {}
         self.queries = [self._query(i) for i in range(queries)]
-
-    # ---- what the judge and the benchmark look up -----------------------------------------
 
     def quality(self, query_id: str, text: str) -> float:
         """Latent overall quality of a reference or rollout text."""
@@ -406,9 +355,8 @@ class SimulatedRun:
     def add_query(
         self, query_id: str, text: str, rubrics: Sequence[Rubric] = (), references: Sequence[str] = ()
     ) -> SimQuery:
-        """A query with given texts (a dataset row's), appended to `queries`: its latent base and its
-        references' qualities are drawn as for a simulated query (references best first, evenly spaced
-        from `mu + 3` down to `mu - 2`); without rubrics, simulated ones (`rubrics_per_query`) stand in."""
+        """A query with given texts (a dataset row's), appended to `queries`: latent base drawn as for a simulated
+        one, references (best first) evenly spaced from `mu + 3` down to `mu - 2`; without rubrics, simulated ones."""
         rng = seeded_rng(self.seed, "given query", query_id)
         rubrics = tuple(rubrics) or self._query(len(self.queries)).rubrics
         mu = rng.uniform(3.0, 5.0)
@@ -420,8 +368,6 @@ class SimulatedRun:
         query = SimQuery(query_id, text, rubrics, tuple(references), mu)
         self.queries.append(query)
         return query
-
-    # ---- generation ------------------------------------------------------------------------
 
     def _query(self, index: int) -> SimQuery:
         query_id = f"q{index:05d}"

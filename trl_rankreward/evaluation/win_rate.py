@@ -1,13 +1,9 @@
 """Win rate against a baseline as a judge sees it, and win rate against training judge tokens across runs.
 
-Win rate of a policy's answers against fixed baseline answers, as a judge sees it, with a confidence interval.
-
-Each evaluation prompt i has the policy's answer and a baseline answer (the dataset's best
-reference, or the starting policy's answer). The judge compares them in both display orders
-(`judging.requests.ask_pair`, `both_orders=True`); a win counts 1, a tie 1/2, a loss 0, and the
-two orders are averaged, so the prompt's score s_i is a multiple of 1/4 and a judge's position
-bias cancels. A prompt whose comparison failed (after the judge's retries) has no score: it is
-counted as failed and left out, never given a made-up verdict.
+Each evaluation prompt i has the policy's answer and a baseline answer (the dataset's best reference, or the
+starting policy's). The judge compares them in both display orders (`ask_pair(both_orders=True)`: position bias
+cancels); a win counts 1, a tie 1/2, a loss 0, averaged over the two orders. A failed comparison is counted and
+left out, never given a made-up verdict.
 
     win rate  p = mean of s_i over the n judged prompts
 
@@ -16,33 +12,17 @@ Confidence interval: Wilson's score interval (Wilson, 1927) at z = 1.96 (95%),
     center = (p + z^2 / 2n) / (1 + z^2 / n)
     half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)
 
-Why Wilson: a score in [0, 1] with mean p has variance at most p (1 - p) (the Bernoulli case,
-no ties), so the interval is conservative for tie-split scores; unlike the normal interval
-p +- z sqrt(p (1 - p) / n) it stays inside [0, 1] and does not collapse to a point at 0% or
-100% on the few dozen prompts an evaluation during training affords; unlike a bootstrap over
-prompts it needs no random draws, so every process and every rerun logs the same numbers.
+Why Wilson: a score in [0, 1] with mean p has variance at most p (1 - p), so it is conservative for tie-split
+scores; it stays inside [0, 1] and does not collapse at 0% or 100% on a few dozen prompts (the normal interval
+does), and it needs no random draws (a bootstrap does), so every process logs the same numbers.
 
-Which reward method buys the most quality per judge token: win rate against training judge tokens.
-
-Rank rewards are zero-mean in every group, so reward means say nothing across methods; a run
-that logged the judge win rate (`eval/win_rate`, `trainers.judge_eval`) says how good its policy
-became. Each of its evaluations becomes a point (training judge tokens so far, win rate):
-
-- tokens at an evaluation's step: the cumulative training judge tokens (`judge/prompt_tokens_total`
-  + `judge/completion_tokens_total`, else the running sum of the per-step `judge/*_tokens`),
-  interpolated linearly in steps between the logged steps around it, from 0 tokens at step 0
-  (exact where they coincide). An evaluation after the run's last logged tokens is left out:
-  its tokens are not known. The evaluation judge's own tokens are never counted.
-- win rate at a token budget B: linear interpolation in tokens between the two evaluations around
-  B (exact at an evaluation); None before a run's first evaluation or after its last (no
-  extrapolation). Default budgets: 1/4, 1/2, 3/4 and all of the largest budget every run
-  reached (the smallest of the runs' last evaluation tokens).
-- tokens to reach a win rate w: the first crossing, interpolated linearly between the last
-  evaluation below w and the first at or above it; the first evaluation's tokens when that one
-  is already at or above w (it was reached by then); None when never reached.
-- runs told apart: two runs whose final evaluations' 95% intervals overlap cannot be told apart
-  by the evaluation; the table then leaves their "tokens to" cells out ("overlap") and says so,
-  since which run reached w first is then noise.
+Across runs (rank rewards are zero-mean in every group, so reward means say nothing across methods), each logged
+`eval/win_rate` becomes a point (training judge tokens so far, win rate): the cumulative `judge/*_tokens`,
+interpolated linearly in steps from 0 at step 0 (an evaluation after the last logged tokens is left out; the
+evaluation judge's own tokens never count). The win rate at a budget interpolates linearly in tokens (None outside
+the run's evaluations; default budgets: `BUDGET_FRACTIONS` of the smallest final tokens); the tokens to reach a
+win rate interpolate the first crossing. Runs whose final 95% intervals overlap cannot be told apart: their
+"tokens to" cells are left out ("overlap").
 """
 
 from __future__ import annotations
@@ -86,8 +66,8 @@ class WinRate:
 
 
 def evaluation_metrics(scores: Sequence[float | None], usage: LedgerSnapshot) -> dict[str, float]:
-    """What one evaluation logs: the win rate of `scores` (`WinRate.metrics`) and its judge's usage as
-    `eval/judge_calls`, `eval/judge_prompt_tokens`, ... (`LedgerSnapshot.metrics`), apart from `judge/*`."""
+    """What one evaluation logs: the win rate of `scores` and its judge's usage as `eval/judge_*`, apart from
+    training's `judge/*`."""
     return {**win_rate(scores).metrics(), **usage.metrics(f"{PREFIX}judge_")}
 
 
@@ -117,8 +97,8 @@ def win_rate(scores: Sequence[float | None], z: float = Z_95) -> WinRate:
 
 @dataclass(frozen=True)
 class EvalPrompt:
-    """One evaluation prompt: what the policy reads (`prompt`, text or chat messages), what the judge
-    reads (`query`, `rubrics`), its id, and its reference answers, best first (may be none)."""
+    """One evaluation prompt: what the policy reads (`prompt`), what the judge reads (`query`, `rubrics`), its id
+    and its references, best first."""
 
     query_id: str
     prompt: object
@@ -132,8 +112,7 @@ class EvalPrompt:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EvalPrompt:
-        """A dataset row in the training layout (`prompt`; optional `query_id`, `rubrics`, `references`
-        best first); without a `query_id` the id is the query text's `text_id`, as in training."""
+        """A dataset row in the training layout; without a `query_id` the id is the query's `text_id`, as in training."""
         query = query_text(row["prompt"])
         query_id = row.get("query_id")
         return cls(
@@ -148,8 +127,8 @@ class EvalPrompt:
 async def judge_against_baselines(
     judge: Judge, prompts: Sequence[EvalPrompt], answers: Sequence[str], baselines: Sequence[str]
 ) -> tuple[list[float | None], list[str]]:
-    """Each answer against its prompt's baseline, in both display orders, concurrently: the scores
-    (None where the comparison failed) and the failure messages (`kind: message`, at most one each)."""
+    """Each answer against its prompt's baseline, both display orders: the scores (None: failed) and the distinct
+    failure messages (`kind: message`)."""
     requests = [
         PairwiseRequest(query=p.query, rubrics=p.rubrics, query_id=p.query_id, a=answer, b=baseline)
         for p, answer, baseline in zip(prompts, answers, baselines, strict=True)
@@ -219,7 +198,8 @@ def win_rate_at(curve: Sequence[WinRatePoint], budget: float) -> float | None:
 
 
 def tokens_to_reach(curve: Sequence[WinRatePoint], target: float) -> float | None:
-    """Training judge tokens at the first crossing of win rate `target` (module docstring); None if never."""
+    """Training judge tokens at the first crossing of `target`, interpolated (the first evaluation's when it is
+    already there); None if never."""
     for i, point in enumerate(curve):
         if point.rate >= target:
             if i == 0:
@@ -249,9 +229,8 @@ def overlapping_runs(runs: Sequence[RunHistory]) -> list[tuple[str, str]]:
 
 
 def win_rate_table(runs: Sequence[RunHistory], budgets: Sequence[float], targets: Sequence[float]) -> str:
-    """Markdown: per run, the final win rate with its interval, the win rate at each budget, the tokens to
-    reach each target ('–' where the run's curve does not say; 'overlap' where the run's final interval
-    overlaps another run's), and a note naming the runs the evaluation cannot tell apart."""
+    """Markdown: per run, the final win rate with its interval, the win rate at each budget and the tokens to each
+    target ('–': the curve does not say; 'overlap'), then a note naming the runs that cannot be told apart."""
     headers = ["run", "evaluations", "final win rate (95% CI)"]
     headers += [f"win rate @ {b:,.0f} tokens" for b in budgets] + [f"tokens to {t:g}" for t in targets]
     rows = []
