@@ -1,50 +1,23 @@
-"""What a judge call costs in the reward-method benchmark: per-call records, prompt tokens and prefix caching, latency.
+"""What a judge call costs in the reward-method benchmark: per-call records, prompt tokens, prefix caching, latency.
 
-Prompt tokens at benchmark speed, and what a prefix-caching judge server would not recompute.
+`LineTokenizer` tokenizes each distinct line once: a judge prompt is mostly lines seen before, so counting one is
+a split and dictionary look-ups. Exact for tokenizers that split on whitespace first, as the default WordPiece
+does (tests check it); per line, the same approximation for the characters/4 fallback.
 
-`LineTokenizer` tokenizes each distinct line once and caches its token ids. A judge prompt
-is mostly lines seen before (template lines, the query, rubrics, responses shown again and
-again), so counting a prompt costs a split and dictionary look-ups. Counting line by line
-is exact for tokenizers that split on whitespace before tokenizing, which includes the
-default WordPiece tokenizer of `judging.prompt_budget` (tests check the equality); for the
-characters/4 fallback it is the same approximation per line.
+`prefix_cache_savings`: a server with automatic prefix caching (vLLM APC, SGLang RadixAttention) computes only
+the tokens of a prompt beyond its longest prefix shared with an earlier one. With cache enough for one group's
+calls, the saving is `sum(len(p)) - trie size` whatever the order: the sum of the longest common prefixes of
+neighbours in lexicographic order.
 
-`prefix_cache_savings(keys)`: a server with automatic prefix caching (vLLM APC, SGLang
-RadixAttention) keeps the prompts it has seen in a token trie and computes only the
-tokens of a new prompt beyond the longest prefix it shares with any earlier one. With
-enough cache for one group's calls, the tokens computed are the trie's size whatever the
-call order, so the saved tokens are `sum(len(p)) - trie size`, which equals the sum of
-the longest common prefixes of neighbours in lexicographic order.
+Latency of one call (seconds): `(base_s + per_1k_prompt_s * prompt_tokens / 1000) * X`, `X` lognormal of mean 1
+and log-scale sd `sigma` (the usual tail of serving latencies); at most `concurrency` calls at once, first come
+first served. A step is replayed from its calls' rounds: round r of a group starts when its round r-1 is done,
+groups independently (as `GroupRewardMethod.score` gathers them).
 
-Reward wall time per training step under a judge-latency model with a concurrency cap.
-
-Latency of one call (seconds): `(base_s + per_1k_prompt_s * prompt_tokens / 1000) * X`
-with `X` lognormal of mean 1 and log-scale standard deviation `sigma` (prefill grows with
-the prompt; the lognormal tail is the usual shape of serving latencies). At most
-`concurrency` calls run at once, first come first served, as the backends' semaphore does.
-
-The step is replayed from its calls' rounds (`BenchJudge` measures them exactly): the
-calls of round r of a group start when the group's round r-1 has finished, and groups
-run independently, as `GroupRewardMethod.score` gathers them. Replaying after the fact,
-rather than sleeping these latencies inside the run, keeps the rounds exact and lets one
-run serve both measures.
-
-`BenchJudge`: a `SimulatedJudge` that keeps one cost record per call, for the benchmark.
-
-Verdicts, noise, biases and the ledger are `SimulatedJudge`'s: every request is rendered
-with the real templates (`judging.rendering`) and costed in the ledger. On top, each call:
-
-- sleeps one unit on the virtual clock (`reward_bench.run_virtual`) before answering, so
-  with every call lasting the same time, the clock time a call is issued at, counted from
-  the start of the step, is the number of judge rounds before it: its *round* is exact;
-- keeps the rendered prompt as token lines (`LineTokenizer`, above), for the
-  prefix-cache saving of its group (the very rendering the ledger costed, kept by `_render`,
-  so `key_tokens(record.prompt)` equals the ledger's prompt tokens);
-- copies its ledger entry (prompt and completion tokens, parsed), so the benchmark's sums
-  are the ledger's by construction.
-
-`RationaleBenchJudge` also costs the rationale a rationale-first judge writes before its
-pairwise verdict (`rationale_answer`), for `bench --pairwise_rationale`.
+`BenchJudge`, a `SimulatedJudge`, sleeps one unit on the virtual clock per call, so a call's issue time is its
+exact round; it keeps the very rendered prompt the ledger costed as token lines (prefix caching) and copies its
+ledger entry, so the benchmark's sums are the ledger's by construction. `RationaleBenchJudge` also costs the
+rationale a rationale-first judge writes before its pairwise verdict (`bench --pairwise_rationale`).
 """
 
 from __future__ import annotations
@@ -66,8 +39,7 @@ from ..judging.rendering import JudgeTemplates, pair_display
 from ..judging.requests import PairwiseRequest, seeded_rng, text_id
 from .simulation import SimulatedJudge
 
-# Ends every line of a prompt key, so that comparing keys line by line is the same as
-# comparing their flat token sequences (no line's ids are a prefix of another's).
+# Ends every line of a prompt key, so comparing keys line by line is comparing their flat token sequences.
 _EOL = -1
 _ROLE_IDS = {"system": -2, "user": -3, "assistant": -4}
 
@@ -76,12 +48,8 @@ PromptKey = tuple[Line, ...]
 
 
 class LineTokenizer:
-    """Token ids per line, cached; a `judging.prompt_budget.TokenCounter` (`count(text)`).
-
-    Args:
-        path: a `tokenizer.json` (or a folder with one); default: the bundled MiniLM
-            WordPiece tokenizer, or ~4 characters per token when it is not installed.
-    """
+    """Token ids per line, cached; a `TokenCounter`. `path`: a `tokenizer.json` or its folder (default: the bundled
+    MiniLM WordPiece, else ~4 characters per token)."""
 
     def __init__(self, path: str | Path | None = None):
         path = path or bundled_tokenizer_path()
@@ -107,11 +75,8 @@ class LineTokenizer:
         return key_tokens(self.lines(text))
 
     def prompt_key(self, messages: Iterable[Mapping[str, str]]) -> PromptKey:
-        """A chat prompt as lines of token ids; each message starts with a role marker line.
-
-        The marker stands for the `MESSAGE_OVERHEAD_TOKENS` of the chat template, so
-        `key_tokens(key)` equals `judging.prompt_budget.count_message_tokens` under this counter.
-        """
+        """A chat prompt as lines of token ids, each message after a role marker line of `MESSAGE_OVERHEAD_TOKENS`,
+        so `key_tokens(key)` equals `count_message_tokens` under this counter."""
         key: list[Line] = []
         for message in messages:
             key.append((_ROLE_IDS.get(message["role"], -5),) * MESSAGE_OVERHEAD_TOKENS + (_EOL,))
@@ -176,11 +141,7 @@ class LatencyModel:
 
 
 def step_wall_time(groups: Sequence[Sequence[Sequence[float]]], concurrency: int) -> float:
-    """Time until every call of a step is done.
-
-    `groups[g][r]` are the latencies of group g's calls in its round r (rounds in order).
-    Calls queue first come first served for `concurrency` slots.
-    """
+    """Time until every call of a step is done; `groups[g][r]`: the latencies of group g's calls in its round r."""
     waiting: deque[tuple[int, float]] = deque()  # (group, latency), in release order
     left = [0] * len(groups)  # calls of the group's current round not yet finished
     current = [-1] * len(groups)
@@ -226,9 +187,8 @@ class CallRecord:
 
 
 class BenchJudge(SimulatedJudge):
-    """`SimulatedJudge` (its arguments) with per-call records (module docstring); `tokenizer`, a `LineTokenizer`,
-    counts every prompt and completion, and `integer_scores` is on by default: an LLM judge asked for a 0-10
-    score writes an integer, which is where pointwise rewards' tied advantages come from (RankBuffer Sec. 4.2)."""
+    """`SimulatedJudge` with per-call records (module docstring), counted by `tokenizer`; `integer_scores` on by
+    default, as an LLM judge writes a 0-10 score (the ties of pointwise rewards, RankBuffer Sec. 4.2)."""
 
     def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores: bool = True, **kwargs):
         # Build the templates once: rendering with `templates=None` validates the defaults on every call.
@@ -265,8 +225,7 @@ class BenchJudge(SimulatedJudge):
         return verdict
 
     def _render(self, request):
-        # Keep the prompt the ledger was costed with, instead of rendering it a second time. The
-        # context variable is per task, so concurrent calls each read their own prompt.
+        # the prompt the ledger was costed with, per task (concurrent calls each read their own)
         rendered = super()._render(request)
         _PROMPT.set(self.tokenizer.prompt_key(rendered.messages))
         return rendered
@@ -277,14 +236,9 @@ def _counters(ledger) -> tuple[int, int, int, int]:
 
 
 class RationaleBenchJudge(BenchJudge):
-    """`BenchJudge` that costs rationale-first pairwise answers (`templates.pairwise_rationale`).
-
-    The simulated judge costs every answer as its JSON verdict. With the rationale-first
-    template a real judge writes a rationale before that verdict, so each parsed pairwise
-    call's completion is re-costed as the full answer text (`rationale_answer`); the tokens
-    added are kept in `rationale_extra`, so records and ledger + extra stay equal. Other
-    requests, and pairwise ones under the JSON-only template, are costed as by `BenchJudge`.
-    """
+    """`BenchJudge` that, under `templates.pairwise_rationale`, re-costs each parsed pairwise answer as the full
+    rationale-first text (`rationale_answer`); the tokens added are kept in `rationale_extra`, so the records equal
+    ledger + extra."""
 
     def __init__(self, quality, *, rationale_tokens: int = 800, **kwargs):
         super().__init__(quality, **kwargs)
@@ -305,10 +259,8 @@ class RationaleBenchJudge(BenchJudge):
 
 
 def rationale_answer(request: PairwiseRequest, verdict: str, *, seed: int, mean_tokens: int, count) -> str:
-    """The answer a rationale-first judge writes for canonical `verdict`: RATIONALE, VERDICT.
-
-    About `mean_tokens` (0.6x-1.4x, seeded per request) of comparison sentences, one block
-    per rubric in turn, then the verdict in display terms (A is the response shown first)."""
+    """The answer a rationale-first judge writes for canonical `verdict`: about `mean_tokens` (0.6x-1.4x, seeded)
+    of comparison sentences, rubric by rubric, then the verdict in display terms (A: shown first)."""
     shown_first = pair_display(request, seed)
     letter = verdict if verdict == "TIE" or shown_first[0] == 0 else {"A": "B", "B": "A"}[verdict]
     rng = seeded_rng(seed, "rationale", request.query_id, request.step, text_id(request.a), text_id(request.b))

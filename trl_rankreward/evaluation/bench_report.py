@@ -128,8 +128,7 @@ def plot_fidelity(rows: Sequence[dict[str, Any]], out_dir: str | Path, prefix: s
 
 
 def paper_ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Our token (parsed calls, as Table 8 counts; and all attempts) and call ratios next to Table 8's,
-    for the pairs in `RATIOS` that both sides have."""
+    """Our token (parsed calls and all attempts) and call ratios next to Table 8's, for the `RATIOS` both have."""
     ours = {row["paper"]: row for row in rows if row.get("paper")}
     out = []
     for label, num, den in RATIOS:
@@ -179,10 +178,8 @@ def docs_section(
     name: str = "default",
     figures: Sequence[str] = (),
 ) -> str:
-    """One run's section of docs/benchmarks.md: command, setting, table, plots, Table 8 ratios, and
-    sentences computed from the results (nothing in it is written independently of the run).
-
-    `figures` are the plots' paths relative to the page."""
+    """One run's section of docs/benchmarks.md (command, setting, table, plots, Table 8 ratios), every sentence
+    computed from the results; `figures`: the plots' paths relative to the page."""
     setting = ", ".join(f"`{k}={v}`" for k, v in vars(config).items())
     parts = [
         f"## Reward-method benchmark: `{name}` setting",
@@ -318,11 +315,8 @@ def section_markers(name: str = "default") -> tuple[str, str]:
 
 
 def write_docs_section(path: str | Path, section: str, name: str = "default") -> Path:
-    """Put `section` between the markers of setting `name` on the page at `path`, keeping the rest.
-
-    The page is shared with other benchmarks and settings: a page without these markers gets
-    the section appended, a missing page is created with a `# Benchmarks` title.
-    """
+    """Put `section` between the markers of setting `name` on the page at `path`, keeping the rest (appended
+    without the markers; a missing page is created with a `# Benchmarks` title)."""
     begin, end = section_markers(name)
     path = Path(path)
     block = f"{begin}\n{section.strip()}\n{end}\n"
@@ -351,21 +345,6 @@ def _timing_note(rows: Sequence[dict[str, Any]], timing: dict[str, float]) -> st
     )
 
 
-__all__ = [
-    "COLUMNS",
-    "PAPER_TABLE8",
-    "PAPER_GROUPS",
-    "RATIOS",
-    "markdown_table",
-    "write_csv",
-    "plot_fidelity",
-    "paper_ratios",
-    "ratio_table",
-    "per_call_table",
-    "PLOTS",
-    "docs_section",
-    "findings",
-    "table8_findings",
-    "section_markers",
-    "write_docs_section",
-]
+__all__ = ["COLUMNS", "PAPER_TABLE8", "PAPER_GROUPS", "RATIOS", "markdown_table", "write_csv", "plot_fidelity",
+           "paper_ratios", "ratio_table", "per_call_table", "PLOTS", "docs_section", "findings", "table8_findings",
+           "section_markers", "write_docs_section"]  # fmt: skip

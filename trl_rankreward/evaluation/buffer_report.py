@@ -1,15 +1,9 @@
-"""Statistics and a figure of RankBuffer buffers saved with a trainer checkpoint.
+"""Statistics and a figure of the RankBuffer buffers saved with a trainer checkpoint.
 
-Reads `CHECKPOINT/reward_method_state.json` (the output of `RankBufferReward.state_dict()`)
-and summarizes the buffer *structure*: anchor texts are not needed (they live in the run's
-anchor store), so the report works from the checkpoint alone.
-
-`plot_report` draws the counts of `buffer_report` in the shape of the RankBuffer paper's
-Figure 6 (Sec. 4.4): (a) live anchors per query by source, split by the epoch that created
-them; (b) source proportions in `bins` bins of normalized quality position. The normalized
-position of the anchor at 0-based index i in a buffer of K anchors (worst -> best) is
-i / (K - 1): 0 = the worst anchor, 1 = the best (the paper's 0-100 scale / 100); a one-anchor
-buffer (bootstrap from a group with a single valid answer) sits at 0.5.
+Reads `CHECKPOINT/reward_method_state.json` (`RankBufferReward.state_dict()`): the buffers' structure only, so
+the checkpoint alone suffices (anchor texts live in the run's anchor store). `plot_report` draws it as the
+RankBuffer paper's Figure 6 (Sec. 4.4): (a) live anchors per query by source and creation epoch; (b) source shares
+by normalized position i / (K - 1) of anchor i in a buffer of K, worst 0 to best 1 (a lone anchor at 0.5).
 """
 
 from __future__ import annotations

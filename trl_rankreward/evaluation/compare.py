@@ -1,18 +1,10 @@
 """Compare training runs side by side: progress, judge cost, neutral groups, buffer size.
 
-Runs are read by `run_history` (a training output directory, a checkpoint or a W&B run);
-`summarize` gives one row per run (`COLUMNS`; `COLUMN_NOTE` says what "per step" and "after epoch 1"
-mean; `train_runtime` is in the CSV beside the step time). Each run's *progress* is the metric of
-`run_history.PROGRESS_SIGNALS` it logged (RankBuffer's coarse position, GenRM's win rate against the
-references, the judge win rate), else its reward mean: what moves when the policy improves. `reward_std`
-is TRL 1.16's standard deviation of the step's whole reward column: for methods whose rewards have the
-same mean in every group (the rank methods), the within-group spread GRPO learns from, which stays flat
-however the policy does; otherwise an upper bound on it, as it adds the spread between queries.
-
-    from trl_rankreward.evaluation.compare import markdown_table, summarize
-    from trl_rankreward.evaluation.run_history import load_run
-    runs = [load_run("outputs/cmp-rankbuffer"), load_run("outputs/cmp-pointwise")]
-    print(markdown_table([summarize(r) for r in runs]))
+`summarize` gives one row per run of `run_history` (`COLUMNS`; `COLUMN_NOTE` says what "per step" and "after
+epoch 1" mean). A run's *progress* is the `run_history.PROGRESS_SIGNALS` metric it logged, else its reward mean:
+what moves when the policy improves. `reward_std` is TRL's std of the step's whole reward column: for the rank
+methods (the same mean in every group) the within-group spread GRPO learns from, flat however the policy does;
+otherwise an upper bound on it.
 """
 
 from __future__ import annotations
@@ -23,9 +15,6 @@ from typing import Any
 
 from . import report_files
 from .run_history import BUFFER_SIZE, CALLS, COMPLETION, NEUTRAL, PROMPT, REWARD_STD, RunHistory
-
-# --------------------------------------------------------------------------- summary
-
 
 #: (key, column header, format) of the summary table, in order
 COLUMNS = (
@@ -109,9 +98,6 @@ def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
     return report_files.write_csv(rows, path, [key for key, _, _ in COLUMNS])
 
 
-# --------------------------------------------------------------------------- plots
-
-
 #: (title, y label, function run -> (steps, values)) of each panel, left to right, top to bottom
 PANELS = (
     ("Progress (moves as the policy improves)", "each run's signal (legend)", lambda r: r.progress()[1:]),
@@ -124,8 +110,7 @@ PANELS = (
 
 
 def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str = "compare.png") -> Path:
-    """One PNG with the panels of `PANELS` side by side (2 x 3), one line per run, each named with its progress
-    signal in the legend; needs matplotlib."""
+    """One PNG of the `PANELS` (2 x 3), one line per run, named with its progress signal in the legend."""
     plt = report_files.pyplot()
     from matplotlib.ticker import MaxNLocator
 

@@ -1,24 +1,16 @@
 """Judge cost of a training config before training: `trl-rankreward bench --config TRAIN.yaml`.
 
-The config fixes the shape of the run; the rest is simulated by the benchmark's machinery
-(`reward_bench.run_method`, with `bench_config.RewardBenchConfig`'s settings: this module adds only
-the three options of `ConfigCostArguments`), for the config's reward method with its options:
+The config fixes the run's shape; the benchmark's machinery (`reward_bench.run_method` with
+`bench_config.RewardBenchConfig`'s settings) simulates the rest for the config's reward method and options:
 
-- **per step**: as `step_counts` counts TRL's steps (one generation batch of `per_device_train_batch_size
-  x processes x steps_per_generation` completions every `steps_per_generation x num_iterations`
-  micro-steps). The process count is not in the config (`accelerate launch --num_processes`):
-  `--num_processes`;
-- **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable
-  here (a local file or folder, or a Hub dataset in the local cache), else the simulation's;
-  completions of `max_completion_length` judge tokens each (an upper bound) or `--completion_tokens`;
-- **verdicts**: a simulated judge with the benchmark's defaults (`ESTIMATE_NOTE` says what that
-  makes exact and what an estimate).
+- **per step**: as `step_counts` counts TRL's steps; the process count is not in the config: `--num_processes`;
+- **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable here (a local
+  file or folder, or a Hub dataset in the cache), else the simulation's; completions of `max_completion_length`
+  judge tokens (an upper bound) or `--completion_tokens`;
+- **verdicts**: a simulated judge with the benchmark's defaults (`ESTIMATE_NOTE`).
 
-The first epoch and the steps after it are reported apart: RankBuffer's first epoch starts
-its buffers (ranking against the K0 reference anchors, or one listwise call per group under
-bootstrap), later steps rank against buffers that grow.
-A sample of the queries (all of a small dataset) is simulated for every
-epoch of the run, up to `MAX_EPOCHS`; per-group costs do not depend on the number of queries.
+The first epoch and the steps after it are reported apart (RankBuffer's first epoch starts its buffers). A sample
+of the queries is simulated for every epoch, up to `MAX_EPOCHS`; per-group costs do not depend on their number.
 """
 
 from __future__ import annotations
@@ -136,9 +128,8 @@ def _with_defaults(values: Mapping[str, Any], defaults: Mapping[str, Any]):
 
 
 def config_values(script_args, training_args, keys: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the values a training config sets, as `scripts.read_training_config` parsed them, for its `keys`; the
-    defaults of its classes). Defaults are the classes' own, not the parsed ones: TRL derives
-    `generation_batch_size` from this process's count, the estimate from `--num_processes`."""
+    """(the values a training config sets for its `keys`; its classes' own defaults, not the parsed ones: TRL
+    derives `generation_batch_size` from this process's count, the estimate from `--num_processes`)."""
     configs = (script_args, training_args)
     values = {k: getattr(c, k) for k in keys for c in configs if k in {f.name for f in dataclasses.fields(c)}}
     defaults = {f.name: f.default for c in configs for f in dataclasses.fields(c)}
@@ -146,8 +137,8 @@ def config_values(script_args, training_args, keys: Iterable[str]) -> tuple[dict
 
 
 def config_methods(training_args, spec: str) -> list[BenchMethod]:
-    """The methods to cost: `spec`'s (registry names or benchmark rows) or, for "all", the config's own
-    method (its `reward_method`) with the config's options; none for a config without one (R-Align's)."""
+    """The methods to cost: `spec`'s or, for "all", the config's `reward_method` with its options (none for a
+    config without one, R-Align's)."""
     name = getattr(training_args, "reward_method", None)
     if spec.strip() == "all":
         return [] if name is None else [_own_method(training_args)]
@@ -162,8 +153,7 @@ def _own_method(training_args) -> BenchMethod:
 
 
 def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
-    """The dataset's rows as {query_id, prompt, query, rubrics, references} (`win_rate.EvalPrompt`'s fields, read
-    as training reads them), or None and why not."""
+    """The dataset's rows as `win_rate.EvalPrompt` field dicts (read as training reads them), or None and why not."""
     name = values.get("dataset_name")
     if not name:
         return None, "no dataset_name in the config"
@@ -182,8 +172,7 @@ def dataset_queries(values: Mapping[str, Any]) -> tuple[list[dict] | None, str]:
 
 @dataclass(frozen=True)
 class RunCost:
-    """The whole run's judge cost for one method: the first epoch's cost per step for its steps, the later
-    epochs' for the rest."""
+    """The whole run's judge cost for one method (the first epoch's cost per step for its steps, then the later's)."""
 
     method: str
     steps: int
@@ -198,9 +187,8 @@ def estimate(
     args: ConfigCostArguments,
     bench: RewardBenchConfig,
 ) -> tuple[str, list[RunCost]]:
-    """The report of `bench --config TRAIN.yaml` (how the run was read, and the cost table) and each method's
-    whole-run cost (none when the run's length is not known). `config` is the (script arguments, trainer config,
-    ...) of `scripts.read_training_config`, `keys` the settings the file and the command line gave."""
+    """The report of `bench --config TRAIN.yaml` and each method's whole-run cost (none when the run's length is
+    not known); `config`: `scripts.read_training_config`'s, `keys`: the settings the file and command line gave."""
     script_args, training_args = config[:2]
     values, defaults = config_values(script_args, training_args, keys)
     rows, data_note = dataset_queries(values)

@@ -1,12 +1,9 @@
 """Does a benchmark metric predict downstream RLHF quality? (R-Align paper, Sec. 5.3).
 
-Input: one record per (GenRM, dataset) with benchmark metrics (e.g. `l_acc`, `f_score`) and
-the downstream score of the policy that GenRM trained (`downstream`, e.g. the average over
-AIME/GPQA/LCB/...). Output: Pearson r of each metric with the downstream score, per dataset
-(the paper's Table 5), and a scatter plot per dataset and metric (its Figure 5).
-
-Records come from a CSV (header row) or a JSON list of objects, with the columns
-`model`, `dataset` (optional: "all" when absent), the metric columns and `downstream`.
+One record per (GenRM, dataset) with benchmark metrics (e.g. `l_acc`, `f_score`) and the `downstream` score of
+the policy it trained, from a CSV or a JSON list (`model`, optional `dataset`, the metrics, `downstream`). Output:
+Pearson r of each metric with the downstream score per dataset (the paper's Table 5), and scatter plots (its
+Figure 5).
 """
 
 from __future__ import annotations

@@ -1,49 +1,21 @@
 """Reward-method benchmark: judge cost, latency and ranking fidelity of every method, side by side.
 
-Every reward method of the registry scores the same simulated training run
-(`evaluation.simulation`): N queries, E epochs, G rollouts per group, `queries_per_step`
-groups per step. The judge is `BenchJudge`, a `SimulatedJudge` (Thurstone noise per call,
-optional position and length bias) that renders every request with the real templates
-and costs it in its ledger with a real tokenizer. Per method, per group:
+Every method scores the same simulated run (`evaluation.simulation`: N queries, E epochs, G rollouts,
+`queries_per_step` groups per step) with its own seeded `BenchJudge`, which renders every request with the real
+templates and costs it with a real tokenizer. Per method and group: judge calls (parsed, as the papers count
+them), prompt and completion tokens (over all attempts, and over parsed calls as RankBuffer's Table 8 counts
+them), the prompt tokens a prefix-caching server would not recompute, sequential judge rounds and reward wall
+time per step (`bench_judge.LatencyModel`), and fidelity to the latent truth (`group_fidelity`). The settings are
+`bench_config`'s, the tables `bench_report`'s.
 
-- judge calls (parsed, as the papers count them), prompt and completion tokens, and the
-  prompt tokens a prefix-caching server would not recompute (`bench_judge.prefix_cache_savings`);
-- sequential judge rounds per step (exact, on the virtual clock) and reward wall time per
-  step under `bench_judge.LatencyModel`;
-- fidelity of the rewards to the latent truth: Kendall tau-b, top-1 agreement and distinct
-  advantage levels (`group_fidelity`).
+Methods run in a pool of spawned processes; each worker sends the groups it scores back on a queue (reaching it
+through the pool's initializer), and a watcher thread ends it with `os._exit` when the parent dies, so a killed
+`bench` leaves no process behind.
 
-Tokens are summed twice: over all attempts, and over parsed calls only (as RankBuffer's
-Table 8 counts them). With `pairwise_rationale`, each parsed pairwise answer is costed as a
-rationale of ~`rationale_tokens` tokens and the verdict (`bench_judge.RationaleBenchJudge`).
-`query_tokens` / `rubric_tokens` lengthen the simulated queries and rubrics (`lengthen_query`);
-`--preset paper_table8` sets the lengths estimated from the RankBuffer paper (docs/benchmarks.md
-says how). The settings are `bench_config`'s, the tables `bench_report`'s.
-
-    from trl_rankreward.evaluation.bench_config import RewardBenchConfig
-    from trl_rankreward.evaluation.reward_bench import run_benchmark
-    results = run_benchmark(RewardBenchConfig(queries=20, epochs=2, methods="pointwise,rank_buffer"))
-
-The benchmark's process pool: one method per task, progress reported back, no orphaned workers.
-
-Each worker puts the group counts it scores on one queue, which the parent drains into
-`on_progress` while it waits; the worker keeps its end of that queue in a module global (a
-multiprocessing queue reaches a worker only through the pool's initializer). A watcher thread
-ends the worker with `os._exit` when the parent dies (a thread cannot end its process
-otherwise), so a killed `bench` leaves no process behind.
-
-An asyncio event loop on a virtual clock: `asyncio.sleep` costs no real time.
-
-The reward-method benchmark simulates judge latency. Sleeping for real would make a
-default run take hours, and scaled-down sleeps (say 1 ms per simulated second) are
-swamped by our own orchestration time, which would then count as judge time. On the
-virtual clock, time stands still while code runs and jumps to the next timer when every
-task is waiting, so simulated time is exact and independent of the machine's speed.
-
-How: `loop.time()` returns the virtual clock, and the selector, asked to wait `timeout`
-seconds for I/O, polls without waiting and advances the clock by `timeout` instead. Real
-I/O still works (a poll that finds events returns them); a wait with no timer at all
-(`timeout=None`) blocks for real, as a normal loop would.
+The judge's latency is simulated on a virtual clock (`VirtualClockLoop`): real sleeps would take hours and scaled
+ones drown in our own orchestration time. `loop.time()` is virtual, and the selector, asked to wait `timeout`
+seconds, polls and advances the clock by `timeout` instead: time stands still while code runs, so simulated time
+is exact on any machine. Real I/O still works; a wait with no timer blocks for real.
 """
 
 from __future__ import annotations
@@ -135,11 +107,8 @@ class MethodResult:
 
 
 def group_fidelity(rewards: Sequence[float], truth: Sequence[float]) -> tuple[float, float, int]:
-    """(Kendall tau-b, top-1 agreement, distinct reward levels) of one group's rewards vs the truth.
-
-    Constant rewards carry no order: tau 0. Top-1 is 1/|T| when the truly best completion
-    is in the set T of completions sharing the highest reward, else 0.
-    """
+    """(Kendall tau-b, top-1 agreement, distinct reward levels) of one group's rewards vs the truth: constant
+    rewards have tau 0; top-1 is 1/|T| when the truly best is in the set T sharing the highest reward, else 0."""
     levels = len({round(r, 9) for r in rewards})
     tau = 0.0 if levels < 2 else float(kendalltau(rewards, truth).statistic)
     best = max(rewards)
@@ -155,13 +124,9 @@ def run_benchmark(
     on_progress: Callable[[int], None] | None = None,
     on_skip: Callable[[str], None] | None = None,
 ) -> list[MethodResult]:
-    """Run every selected method on the simulated run, in `workers` processes.
-
-    `on_progress(n)` hears of every n groups scored; methods that cannot be built here
-    (module not installed, options it does not take) or whose run raised are left out and
-    told to `on_skip`.
-    Results do not depend on `workers`: every method has its own seeded judge.
-    """
+    """Every selected method on the simulated run, in `workers` processes (the results do not depend on it).
+    `on_progress(n)` hears of every n groups scored; a method that cannot be built here or whose run raised is
+    left out and told to `on_skip`."""
     methods = selected_methods(config.methods)
     if workers > 1 and len(methods) > 1:
         outcomes = run_in_processes(run_method, config, methods, workers, on_progress, first=_SLOW_FIRST)
@@ -183,10 +148,8 @@ def run_method(
     *,
     given_queries: Sequence[dict] | None = None,
 ) -> MethodResult | str:
-    """One method's run; a string saying why when the method cannot be built or its run failed.
-
-    `given_queries` ({query_id, query, rubrics, references} dicts, a dataset's rows) replace the
-    simulated queries; their rollouts and every latent quality are still simulated."""
+    """One method's run, or a string saying why it could not be built or failed. `given_queries` ({query_id,
+    query, rubrics, references} dicts) replace the simulated queries; rollouts and qualities stay simulated."""
     sim, tokenizer = _setting(config, given_queries)
     judge = RationaleBenchJudge(
         sim.quality,
@@ -230,7 +193,8 @@ def _setting(config: RewardBenchConfig, given_queries=None) -> tuple[SimulatedRu
     return sim, tokenizer
 
 
-#: the fields of `RewardBenchConfig` passed by name to the `SimulatedRun` and to the judge
+#: the fields of `RewardBenchConfig` passed by name to the `SimulatedRun` and to the judge, and those the run
+#: and tokenizer depend on (the key of `_SETTINGS`)
 _RUN_FIELDS = tuple(
     "group_size response_tokens reference_tokens improvement spread rubric_spread seed rubrics_per_query "
     "references_per_query".split()
@@ -239,17 +203,13 @@ _JUDGE_FIELDS = tuple(
     "noise position_bias display_shuffle length_bias fail_rate seed text_noise listwise_noise_growth "
     "integer_scores rationale_tokens".split()
 )
-#: the fields the simulated run and tokenizer depend on (the key of `_SETTINGS`)
 _SETTING_FIELDS = ("queries", *_RUN_FIELDS, "tokenizer", "query_tokens", "rubric_tokens")
 
 
 def lengthen_query(query, query_tokens: int | None, rubric_tokens: int | None, count, seed: int):
-    """`query` with its text and rubric texts grown to ~`query_tokens` / ~`rubric_tokens` tokens.
-
-    Each target is drawn in 0.6x-1.4x of the mean (as rollout lengths are); words come from
-    the query's own worst reference, so the vocabulary stays the simulation's. Context
-    sentences go before the query's question, clauses after a rubric's own words. Weights,
-    and so every latent quality, are unchanged; texts already longer are kept."""
+    """`query` with its text and rubrics grown to ~`query_tokens` / ~`rubric_tokens` tokens (each 0.6x-1.4x), in
+    words of its worst reference: sentences before the question, clauses after a rubric's words. Weights and
+    qualities are unchanged; longer texts are kept."""
     rng = seeded_rng(seed, "lengthen", query.query_id)
     words = [w.strip(".,:").lower() for w in query.references[-1].split("\n", 1)[-1].split()]
     text = query.text
@@ -295,7 +255,7 @@ async def _run_method(method, reward, judge: BenchJudge, sim: SimulatedRun, conf
 
 
 def _difference(after: MethodResult, before: MethodResult) -> MethodResult:
-    """The sums `after` gained since `before` (one epoch's, from the running sums at its start and end)."""
+    """The sums `after` gained since `before` (one epoch's)."""
     return MethodResult(after.method, **{name: getattr(after, name) - getattr(before, name) for name in _SUMS})
 
 
@@ -356,10 +316,8 @@ def run_in_processes(
     *,
     first: Sequence[str] = (),
 ) -> list[Any]:
-    """`job(config, method, report)` for each method in `workers` processes, outcomes in `methods`' order.
-
-    `job` must be a module-level function (it is pickled by name); methods labelled in `first`
-    (the slowest rows) start first, so that the workers finish together."""
+    """`job(config, method, report)` (module-level: pickled by name) for each method in `workers` processes,
+    outcomes in `methods`' order; those labelled in `first` (the slowest) start first."""
     ctx = multiprocessing.get_context("spawn")
     progress = ctx.Queue()
     with ProcessPoolExecutor(

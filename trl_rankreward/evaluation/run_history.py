@@ -1,24 +1,16 @@
-"""A training run's logged metrics, read from what training leaves behind, without torch.
+"""Read the metrics a training run leaves behind, without torch.
 
-- an output directory or checkpoint folder: its newest `trainer_state.json` (the highest
-  `global_step`; on a tie the one with more log entries, e.g. the output directory's own,
-  written at the end with `train_runtime`), whose `log_history` holds the metrics TRL and
-  the trainers log (docs/metrics.md); a `trainer_state.json` path works too;
-- a W&B run directory (`wandb/offline-run-*` or `wandb/run-*`, a `run-*.wandb` file, a
-  `wandb/` folder (its `latest-run`), or an output directory holding one): the history the
-  run logged, offline runs included. The `.wandb` transaction log is read record by record
-  (LevelDB log framing, W&B's `Record` protobuf from `wandb.proto`); this needs `wandb`.
+- an output directory or checkpoint folder: its newest `trainer_state.json` (the highest `global_step`; on a tie
+  the one with more log entries, e.g. the output directory's own), whose `log_history` holds the logged metrics;
+  a `trainer_state.json` path works too;
+- a W&B run (`wandb/offline-run-*` or `wandb/run-*`, a `run-*.wandb` file, a `wandb/` folder (its `latest-run`),
+  or an output directory holding one), offline runs included: the `.wandb` transaction log is read record by
+  record (LevelDB log framing, W&B's `Record` protobuf); this needs `wandb`.
 
-Metrics logged every k > 1 steps are the means over those k steps (TRL averages over the
-logging interval), so `RunHistory`'s sums and means weight each log entry by the steps it
-covers. An entry is *after the first epoch* when its logged `epoch` (TRL's, after the step)
-exceeds 1: the step's batch was drawn in epoch 2 or later. The wall time has one definition
-for every source: the sum of TRL's `step_time` over the steps (generation, judging, forward
-and backward; evaluation and checkpoint saving excluded), so a finished run, a killed one and
-a W&B run are timed alike. `train_runtime` (finished runs only; it includes evaluation and
-saving) is kept beside it; W&B's `_runtime` (from `wandb.init`, model loading included) is not used.
-
-`compare` turns runs into the summary table and plots, `win_rate` into the quality table.
+Metrics logged every k > 1 steps are means over those k steps, so sums and means weight each entry by the steps
+it covers. An entry is *after the first epoch* when its logged `epoch` (TRL's, after the step) exceeds 1. The
+wall time of every source is the sum of TRL's `step_time` (evaluation and saving excluded); `train_runtime`
+(finished runs only) is kept beside it; W&B's `_runtime` (model loading included) is not used.
 """
 
 from __future__ import annotations
@@ -40,10 +32,8 @@ REWARD_STD = "reward_std"
 CALLS, PROMPT, COMPLETION = "judge/calls", "judge/prompt_tokens", "judge/completion_tokens"
 NEUTRAL, BUFFER_SIZE = "reward/neutral_groups", "buffer/size_mean"
 REWARD_MEAN = "reward"
-#: What moves when the policy improves, as (metric, label), the first one a run logged (docs/metrics.md):
-#: RankBuffer's coarse position among its anchors, GenRM's win rate against the references, the evaluation's judge
-#: win rate. A rank method's rewards are zero-mean in every group plus the format bonus, so their mean and std stay
-#: flat however the policy does; a method without one of these (pointwise, ...) has its reward mean.
+#: What moves when the policy improves, as (metric, label), the first one a run logged; a rank method's reward mean
+#: and std stay flat (zero-mean groups), a method without any of these (pointwise, ...) has its reward mean.
 PROGRESS_SIGNALS = (
     ("rank/coarse_position_mean", "coarse position"),
     ("genrm/win_rate", "win rate vs reference"),
@@ -52,8 +42,7 @@ PROGRESS_SIGNALS = (
 
 
 def progress_signal(names) -> tuple[str, str] | None:
-    """(metric, label) of the progress signal among the logged metric `names` (`PROGRESS_SIGNALS`, else the reward
-    mean); None when none of them was logged."""
+    """(metric, label) of the progress signal among the logged metric `names`; None when none was logged."""
     names = set(names)
     found = next((signal for signal in PROGRESS_SIGNALS if signal[0] in names), None)
     return found or ((REWARD_MEAN, "reward mean") if REWARD_MEAN in names else None)
@@ -88,9 +77,8 @@ class RunHistory:
         return [s for s, _ in points], [v for _, v in points]
 
     def weighted(self, *names: str, after_first_epoch: bool = False) -> list[tuple[float, int]]:
-        """(value, steps it covers) of each entry that logged any of `names`: the sum of those metrics (a
-        missing one is 0) and the steps since the previous entry; with `after_first_epoch`, only the entries
-        logged after the first epoch (module docstring)."""
+        """(sum of `names` (a missing one 0), steps since the previous entry) of each entry that logged any of them;
+        with `after_first_epoch`, only those after the first epoch (module docstring)."""
         return [
             (sum(entry.get(n, 0.0) for n in names), k)
             for entry, k in self.covered(*names, after_first_epoch=after_first_epoch)
@@ -127,7 +115,7 @@ class RunHistory:
 
 
 def load_run(path: str | os.PathLike, label: str | None = None) -> RunHistory:
-    """Read one run from an output directory, checkpoint, `trainer_state.json` or W&B run (see the module doc)."""
+    """Read one run from an output directory, checkpoint, `trainer_state.json` or W&B run (module docstring)."""
     path = Path(path)
     if not path.exists():
         raise MissingFileError(f"{path}: no such file or directory")
@@ -255,8 +243,7 @@ def wandb_records(path: str | os.PathLike) -> list[bytes]:
 
 
 def read_wandb_run(path: str | os.PathLike) -> RunHistory:
-    """The history of a W&B run file (`run-<id>.wandb`, online or offline). `train/` prefixes are dropped
-    (transformers' WandbCallback logs `train/reward_std`); the step is `train/global_step` when logged."""
+    """The history of a W&B run file, `train/` prefixes dropped; the step is `train/global_step` when logged."""
     try:
         from wandb.proto import wandb_internal_pb2
     except ImportError as exc:
