@@ -1,33 +1,22 @@
 """The rationale-aware GenRM benchmark (R-Align paper, Sec. 3.3): the run, its metrics, and an offline MetaRM.
 
-Each pairwise row (prompt, response_a, response_b, label, golden_rationale, source) is shown to the GenRM in
-the seeded display order; its boxed verdict is parsed and mapped back, and the MetaRM judges the rationale of
-every label-correct answer (the training reward's classification, `rewards.ralign_reward.RAlignReward`). The
-GenRM is any chat backend. A backend failure is retried (`judging.calls.RetryPolicy`); an answer without a valid
-verdict is a parse failure, not retried (a retry would flatter a model that breaks the format); any other
-exception stops the run. `protocol`: ours (`ralign_reward.OWN_PROTOCOL`) or the R-Align authors' release
-(`rewards.ralign_release.RAlignRelease`, with a `ReleaseMetaJudge`), which reproduces their evaluation message
-for message. Every request is fitted to the GenRM's window as `rewards.genrm_reward.GenRMJudge`'s are (a pair too
-long is shown with its responses cut to equal shares, one with too few answer tokens left fails `too_long`);
-the report's `window` counts both.
-
-Every sample ends in one status: `call_failed` (the GenRM call failed after retries), `invalid` (no valid boxed
-verdict), `wrong` (disagrees with the label), `consistent` / `spurious` (a correct label whose rationale the
-MetaRM accepted / rejected), `meta_failed` (its MetaRM call failed), `correct` (not meta-judged). Metrics, each
-with its denominator (docs/ralign.md says why each one):
+Each pairwise row is shown to the GenRM (any chat backend) in the seeded display order, fitted to its window as
+`rewards.genrm_reward.GenRMJudge`'s requests are; the verdict is classified as the training reward does
+(`rewards.ralign_reward.RAlignReward`), the MetaRM judging the rationale of every label-correct answer.
+`protocol`: ours, or the R-Align authors' release (`rewards.ralign_release`), message for message. A backend
+failure is retried; an answer without a valid verdict is not (a retry would flatter a model that breaks the
+format). Statuses: `call_failed`, `invalid` (no valid verdict), `wrong`, `consistent` / `spurious` (the MetaRM
+accepted / rejected the rationale), `meta_failed`, `correct` (not meta-judged). Metrics (docs/ralign.md says why
+each denominator):
 
     L-Acc   = correct labels / samples                         (failures count as not correct)
     S-Corr  = spurious / label-correct samples meta-judged      (consistent + spurious)
     F-Score = consistent / samples whose fidelity is known      (samples - meta_failed - correct)
 
-The F-Score denominator is the R-Align authors' (`show_result.py` in github.com/lyn22333/R-Align): a GenRM
-failure stays in it as not consistent; a correct sample whose MetaRM call failed, or never meta-judged, has an
-unknown fidelity and leaves it.
+The F-Score denominator is the authors' (`show_result.py` in github.com/lyn22333/R-Align).
 
-`KeywordMetaJudge`, a deterministic offline MetaRM for tests and the CPU example, stands in for the paper's LLM
-MetaRM (R-Align Sec. 3.2): the golden rationale's key words (lower-cased words of at least `MIN_LETTERS` letters,
-minus common words) play the key discriminators, and a rationale mentioning at least `threshold` of them is
-consistent.
+`KeywordMetaJudge`: a deterministic offline MetaRM (tests, the CPU example) standing in for the paper's LLM MetaRM
+(Sec. 3.2): a rationale is consistent when it mentions at least `threshold` of the golden rationale's key words.
 """
 
 from __future__ import annotations

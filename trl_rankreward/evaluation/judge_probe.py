@@ -1,30 +1,15 @@
 """`probe_judge`: before the first training step, which reward method gives signal with this judge on this data.
 
-A judge whose 0-10 scores cluster gives pointwise GRPO tied groups and zero advantages while its comparisons
-still separate the answers. The probe measures that from the judge's real answers on a few groups of rollouts:
+Every method judges every group `repeats` times, independently (a fresh method, a fresh training step, the
+completions in a fresh seeded order mapped back); its *reliability* is the mean Kendall tau-a between those
+judgings (`order_agreement`: a tied pair is no signal), its cost the judge's ledger during them. A swap test asks
+about pairs in both display orders (position bias). The recommendation is the cheapest method within `margin` of
+the best reliability; methods within one standard error of the best are tied within noise, never "the best"
+(`recommend`). Stateful methods are measured after `warmup_passes` over `warmup_groups`; `budget_tokens` bounds
+the probe; with `audit_groups`, the judge-hacking audit (`evaluation.audit`) runs on a few groups. Judge failures
+count as in training; the probe never writes a run's files (`method_options`). docs/judge_probe.md has the rest.
 
-1. every method (default: each the groups' data allows, `allowed_methods`) judges every group `repeats` times,
-   independently: a fresh method object, a fresh training step (fresh seeds) and the completions in a fresh
-   seeded order (mapped back), so a method swayed by the order of its texts disagrees with itself;
-2. its *reliability* is the mean Kendall tau-a between the rewards of those judgings (`order_agreement`: a tied
-   pair is no signal); pointwise methods also get their share of tied pairs, every method the share of groups
-   with all rewards equal;
-3. its cost is the judge's ledger (calls, prompt + completion tokens) during the measured judgings;
-4. a swap test asks the judge about `swap_pairs` pairs per group in both display orders: how often it keeps its
-   verdict, how much it favours the text shown first;
-5. the recommendation is the cheapest method within `margin` of the best reliability; methods within one
-   standard error of the best are tied within noise, never "the best" (`recommend`);
-6. with `audit_groups`, the judge-hacking audit (`evaluation.audit`) on a few of the groups.
-
-Stateful methods (anchor buffers) are measured as in training, after `warmup_passes` passes over
-`warmup_groups` (default: the probe groups themselves, which flatters them); warm-up calls count in the probe's
-cost, not the method's. Failures are as in training: a failed group is neutral, failed calls are counted by kind.
-`budget_tokens` bounds the probe: a judging after the first runs only while its measured cost still fits, and a
-method left with fewer than two judgings has no reliability. `ProbeReport.cost_note` says when the probe spent
-more than the run it plans (`planned_run`). The probe never writes a run's files (`method_options`).
-
-What it cannot see: agreement is consistency, not accuracy; a judge or method wrong the same way every time
-still agrees with itself.
+Agreement is consistency, not accuracy: a judge or method wrong the same way every time still agrees with itself.
 """
 
 from __future__ import annotations

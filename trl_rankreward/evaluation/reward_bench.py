@@ -1,21 +1,17 @@
 """Reward-method benchmark: judge cost, latency and ranking fidelity of every method, side by side.
 
-Every method scores the same simulated run (`evaluation.simulation`: N queries, E epochs, G rollouts,
-`queries_per_step` groups per step) with its own seeded `BenchJudge`, which renders every request with the real
-templates and costs it with a real tokenizer. Per method and group: judge calls (parsed, as the papers count
-them), prompt and completion tokens (over all attempts, and over parsed calls as RankBuffer's Table 8 counts
-them), the prompt tokens a prefix-caching server would not recompute, sequential judge rounds and reward wall
-time per step (`bench_judge.LatencyModel`), and fidelity to the latent truth (`group_fidelity`). The settings are
-`bench_config`'s, the tables `bench_report`'s.
+Every method scores the same simulated run (`evaluation.simulation`) with its own seeded `BenchJudge`, which
+renders every request with the real templates and costs it with a real tokenizer. Per method and group: judge
+calls (parsed, as the papers count them), tokens (all attempts, and parsed calls as RankBuffer's Table 8 counts
+them), prefix-cached prompt tokens, judge rounds and wall time per step, fidelity to the latent truth
+(`group_fidelity`). Settings: `bench_config`; tables: `bench_report`; docs/benchmarks.md.
 
-Methods run in a pool of spawned processes; each worker sends the groups it scores back on a queue (reaching it
-through the pool's initializer), and a watcher thread ends it with `os._exit` when the parent dies, so a killed
-`bench` leaves no process behind.
+Methods run in spawned worker processes that send their progress back on a queue; a watcher thread ends a worker
+with `os._exit` when the parent dies, so a killed `bench` leaves no process behind.
 
-The judge's latency is simulated on a virtual clock (`VirtualClockLoop`): real sleeps would take hours and scaled
-ones drown in our own orchestration time. `loop.time()` is virtual, and the selector, asked to wait `timeout`
-seconds, polls and advances the clock by `timeout` instead: time stands still while code runs, so simulated time
-is exact on any machine. Real I/O still works; a wait with no timer blocks for real.
+Latency runs on a virtual clock (`VirtualClockLoop`; real sleeps would take hours): `loop.time()` is virtual, and
+the selector, asked to wait `timeout` seconds, polls and advances the clock instead, so time stands still while
+code runs and simulated time is exact on any machine. A wait with no timer blocks for real.
 """
 
 from __future__ import annotations

@@ -6,35 +6,21 @@ text's perceived quality in one call is (Thurstone Case V)
     q(text) + t(query, text) + length_bias * len(text) / 100 + position_bias * b(display position)
         + N(0, (noise * g(request))^2)
 
-- `q`: the latent quality (`quality(query_id, text)` or a `{text: quality}` dict; `rubric_quality(query_id,
-  text, rubric_index)` for per-rubric requests);
-- `b`: 1 for the first text shown, falling linearly to 0 for the last, in the display order
-  `judging.rendering.render` gives an LLM judge (so seeded shuffles and both-order judging are tested for real);
-  coarse, pointwise, meta and buffer-select requests have no position bias;
-- `t ~ N(0, text_noise^2)`: an offset fixed per (query, text), the same in every call, that averaging cannot
-  remove (real judges are consistently wrong about some responses);
-- `g = 1 + listwise_noise_growth * max(0, n - 2)` for a listwise or coarse request showing n texts (a judge
-  ordering many texts at once is less exact), else 1.
+with `q` the latent quality (`quality`, per rubric `rubric_quality`); `b` 1 for the first text shown falling
+linearly to 0 for the last, in the display order `judging.rendering.render` gives an LLM judge (so shuffles and
+both-order judging are tested for real; `display_shuffle=False`: the method's own order); `t ~ N(0,
+text_noise^2)` fixed per (query, text), which averaging cannot remove; `g = 1 + listwise_noise_growth * max(0,
+n - 2)` for a listwise or coarse request of n texts, else 1. Verdicts follow `judging.quality_judge.QualityJudge`;
+a pointwise score is `5 + pointwise_compression * (p - 5)` clipped to [0, 10] (rounded with `integer_scores`).
+`fail_rate` and `copy_display_order` add invalid answers and lazy listwise answers (the display order copied).
+Every draw is seeded by the request's `text_id`s and the count of earlier identical requests: the same requests
+get the same answers in any process.
 
-Verdicts follow `judging.quality_judge.QualityJudge`; a pointwise score is `5 + c * (p - 5)` clipped to [0, 10]
-(`pointwise_compression` c < 1: scores clustered mid-scale), rounded with `integer_scores`: the ties of
-pointwise groups. A meta verdict is `q(rationale) >= meta_threshold`. `fail_rate`: the share of calls that fail
-as `invalid`; `copy_display_order`: the share of listwise answers that copy the display order, as a lazy judge
-does (`rewards.display_audit` detects it); `display_shuffle=False`: bias acts on the method's own order, as for
-a judge shown unshuffled prompts. Deterministic: each draw is seeded by the request's `text_id`s and the count
-of earlier identical requests, so the same requests get the same answers in any process.
-
-`SimulatedRun`: queries with weighted rubrics (3 to 5, weights 1-5), seven ranked references (Nectar-like, best
-first) and one group of G rollouts per epoch, on the judges' 0-10 scale:
-
-- query base `mu ~ U(3, 5)`; the references' qualities from `mu + 3` (rank 1) down to `mu - 2` (rank 7);
-- a rollout of epoch e: per-rubric qualities `q_k = mu + improvement * e + z + d_k`, `z ~ N(0, spread)`,
-  `d_k ~ N(0, rubric_spread)`, its quality their rubric-weighted mean; the policy improves across epochs, so
-  RankBuffer's buffers expand and prune as in training.
-
-Texts are pseudo-English of `response_tokens` / `reference_tokens` on average (each 60%-140%), paragraphs from a
-seeded pool after a unique id line (every text distinct); a target shorter than a paragraph gives its first
-words. All draws are seeded by `(seed, query, epoch, index)`: the same run in any process.
+`SimulatedRun`: queries with weighted rubrics (3 to 5, weights 1-5), seven ranked references (Nectar-like) and a
+group of G rollouts per epoch, on the 0-10 scale: query base `mu ~ U(3, 5)`, references from `mu + 3` (rank 1)
+down to `mu - 2` (rank 7), a rollout of epoch e with per-rubric qualities `q_k = mu + improvement * e + z + d_k`
+(`z ~ N(0, spread)`, `d_k ~ N(0, rubric_spread)`) and their rubric-weighted mean as its quality. Texts are seeded
+pseudo-English of about `response_tokens` / `reference_tokens` (60%-140%), each after a unique id line.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Win rate against a baseline as a judge sees it, and win rate against training judge tokens across runs.
 
-Each evaluation prompt i has the policy's answer and a baseline answer (the dataset's best reference, or the
-starting policy's). The judge compares them in both display orders (`ask_pair(both_orders=True)`: position bias
-cancels); a win counts 1, a tie 1/2, a loss 0, averaged over the two orders. A failed comparison is counted and
-left out, never given a made-up verdict.
+Each evaluation prompt's answer is judged against its baseline (the best reference, or the starting policy's
+answer) in both display orders, so position bias cancels: a win counts 1, a tie 1/2, a loss 0, averaged over the
+orders. A failed comparison is counted and left out, never given a made-up verdict.
 
     win rate  p = mean of s_i over the n judged prompts
 
@@ -12,17 +11,12 @@ Confidence interval: Wilson's score interval (Wilson, 1927) at z = 1.96 (95%),
     center = (p + z^2 / 2n) / (1 + z^2 / n)
     half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)
 
-Why Wilson: a score in [0, 1] with mean p has variance at most p (1 - p), so it is conservative for tie-split
-scores; it stays inside [0, 1] and does not collapse at 0% or 100% on a few dozen prompts (the normal interval
-does), and it needs no random draws (a bootstrap does), so every process logs the same numbers.
+Why Wilson: conservative for tie-split scores (variance at most p (1 - p)), inside [0, 1] and not collapsed at 0%
+or 100% on a few dozen prompts (unlike the normal interval), and no random draws (unlike a bootstrap).
 
-Across runs (rank rewards are zero-mean in every group, so reward means say nothing across methods), each logged
-`eval/win_rate` becomes a point (training judge tokens so far, win rate): the cumulative `judge/*_tokens`,
-interpolated linearly in steps from 0 at step 0 (an evaluation after the last logged tokens is left out; the
-evaluation judge's own tokens never count). The win rate at a budget interpolates linearly in tokens (None outside
-the run's evaluations; default budgets: `BUDGET_FRACTIONS` of the smallest final tokens); the tokens to reach a
-win rate interpolate the first crossing. Runs whose final 95% intervals overlap cannot be told apart: their
-"tokens to" cells are left out ("overlap").
+Across runs (reward means say nothing across rank methods), each logged `eval/win_rate` is a point (training judge
+tokens so far, interpolated in steps; the evaluation judge's never counted, win rate); budgets and targets
+interpolate along it. Runs whose final intervals overlap cannot be told apart ("overlap"); see docs/compare.md.
 """
 
 from __future__ import annotations
