@@ -86,11 +86,6 @@ def load_buffer_state(path: str | os.PathLike) -> dict[str, Any]:
     return state
 
 
-def normalized_position(index: int, size: int) -> float:
-    """index / (size - 1), worst = 0, best = 1; a lone anchor is at 0.5."""
-    return index / (size - 1) if size > 1 else 0.5
-
-
 def buffer_report(state: dict[str, Any], *, bins: int = 10) -> BufferReport:
     """Count anchors of `state["buffers"]` by size, source, creation epoch, inactivity, position."""
     if bins < 1:
@@ -110,7 +105,8 @@ def buffer_report(state: dict[str, Any], *, bins: int = 10) -> BufferReport:
             report.by_source[source] += 1
             report.by_epoch_source[(int(created), source)] += 1
             report.inactivity_hist[int(inactive)] += 1
-            b = min(int(normalized_position(i, len(rows)) * bins), bins - 1)
+            position = i / (len(rows) - 1) if len(rows) > 1 else 0.5  # worst 0, best 1, a lone anchor 0.5
+            b = min(int(position * bins), bins - 1)
             report.by_position_source[(b, source)] += 1
     return report
 

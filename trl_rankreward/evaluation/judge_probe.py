@@ -366,7 +366,8 @@ class _Probe:
         shown, orders = self._shown(self.groups, repeat, passes)
         results = await method.score(shown, epoch=passes, step=self._step(repeat, passes))
         after = self._snapshot()
-        rewards = [_unpermute(r.rewards, order) for r, order in zip(results, orders)]
+        # back in each group's own completion order (order[k]: the original index of the k-th shown)
+        rewards = [[float(x) for _, x in sorted(zip(order, r.rewards))] for r, order in zip(results, orders)]
         return _Judging(rewards, [r.neutral for r in results], after - before, after - first)
 
     def _step(self, repeat: int, p: int) -> int:
@@ -409,13 +410,6 @@ class _Probe:
             position_bias=first / decided - 0.5 if decided else None,
             decided=decided,
         )
-
-
-def _unpermute(rewards: Sequence[float], order: Sequence[int]) -> list[float]:
-    out = [0.0] * len(order)
-    for k, original in enumerate(order):
-        out[original] = float(rewards[k])
-    return out
 
 
 async def probe_judge_async(
