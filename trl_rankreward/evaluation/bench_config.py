@@ -1,9 +1,6 @@
-"""Settings of the reward-method benchmark (`trl-rankreward bench`): its rows, presets and config.
-
-`BENCH_METHODS` are the default rows (a registry method with its options, and the row of
-RankBuffer's Table 8 it reproduces), `BENCH_PRESETS` the named settings of `--preset`, and
-`RewardBenchConfig` every option of the command (`reward_bench.run_benchmark` runs it;
-`config_cost` reuses it for a training config's estimate).
+"""Settings of the reward-method benchmark (`trl-rankreward bench`): its default rows (`BENCH_METHODS`, each a
+registry method with its options and the row of RankBuffer's Table 8 it reproduces), the `--preset` settings
+(`BENCH_PRESETS`) and every option of the command (`RewardBenchConfig`, reused by `config_cost`).
 """
 
 from __future__ import annotations

@@ -345,6 +345,21 @@ def _timing_note(rows: Sequence[dict[str, Any]], timing: dict[str, float]) -> st
     )
 
 
-__all__ = ["COLUMNS", "PAPER_TABLE8", "PAPER_GROUPS", "RATIOS", "markdown_table", "write_csv", "plot_fidelity",
-           "paper_ratios", "ratio_table", "per_call_table", "PLOTS", "docs_section", "findings", "table8_findings",
-           "section_markers", "write_docs_section"]  # fmt: skip
+__all__ = [
+    "COLUMNS",
+    "PAPER_TABLE8",
+    "PAPER_GROUPS",
+    "RATIOS",
+    "markdown_table",
+    "write_csv",
+    "plot_fidelity",
+    "paper_ratios",
+    "ratio_table",
+    "per_call_table",
+    "PLOTS",
+    "docs_section",
+    "findings",
+    "table8_findings",
+    "section_markers",
+    "write_docs_section",
+]

@@ -72,10 +72,8 @@ class GenRMReport:
     def total_failure(self) -> str | None:
         """When every GenRM call (or every MetaRM call made) failed: the count and the first failure's reason (a
         wrong URL path, an auth error fail every call alike); None when anything was judged."""
-        for judge, status, asked in (
-            ("GenRM", "call_failed", self.records),
-            ("MetaRM", "meta_failed", [r for r in self.records if r.status in ("meta_failed", "consistent", "spurious")]),
-        ):
+        meta = [r for r in self.records if r.status in ("meta_failed", "consistent", "spurious")]
+        for judge, status, asked in (("GenRM", "call_failed", self.records), ("MetaRM", "meta_failed", meta)):
             if asked and all(r.status == status for r in asked):
                 return f"all {len(asked)} {judge} calls failed; the first: {asked[0].failure or 'no reason recorded'}"
         return None
@@ -178,6 +176,7 @@ async def evaluate_genrm(
     for i, row in enumerate(rows):
         text, error = outputs[i]
         score = scores.get(i)
+        failure = score.failure.message if score and score.failure is not None else None  # a JudgeFailure is falsy
         records.append(
             EvalRecord(
                 pair_id=str(row.get("pair_id") or i),
@@ -187,20 +186,29 @@ async def evaluate_genrm(
                 status=score.status if score else "call_failed",
                 verdict=score.verdict if score else None,
                 completion=text,
-                failure=error or (score.failure.message if score and score.failure is not None else None),  # a JudgeFailure is falsy
+                failure=error or failure,
             )
         )
     return GenRMReport(records, metrics_by_source((r.source, r.status) for r in records), fitting.ledger.snapshot())
 
 
 #: each status's count field of `GenRMCounts`
-STATUS_FIELDS = {"call_failed": "call_failures", "invalid": "parse_failures", "wrong": "wrong",
-                 "consistent": "consistent", "spurious": "spurious", "meta_failed": "meta_failures",
-                 "correct": "unjudged_correct"}  # fmt: skip
+STATUS_FIELDS = {
+    "call_failed": "call_failures",
+    "invalid": "parse_failures",
+    "wrong": "wrong",
+    "consistent": "consistent",
+    "spurious": "spurious",
+    "meta_failed": "meta_failures",
+    "correct": "unjudged_correct",
+}
 STATUSES = tuple(STATUS_FIELDS)
 #: each metric's (numerator, denominator) field of `GenRMCounts`
-METRICS = {"l_acc": ("correct", "samples"), "s_corr": ("spurious", "meta_judged"),
-           "f_score": ("consistent", "fidelity_known")}  # fmt: skip
+METRICS = {
+    "l_acc": ("correct", "samples"),
+    "s_corr": ("spurious", "meta_judged"),
+    "f_score": ("consistent", "fidelity_known"),
+}
 
 
 @dataclass(frozen=True)

@@ -545,6 +545,18 @@ def _distinct_pairs(group: Group, answer_format: AnswerFormat) -> list[tuple[int
     return [(i, j) for i, j in itertools.combinations(sorted(owner), 2) if owner[i] != owner[j]]
 
 
-__all__ = ["DEFAULT_MARGIN", "ProbeReport", "ProbeRow", "SwapTest", "allowed_methods", "method_options",
-           "order_agreement", "probe_judge", "probe_judge_async", "recommend", "repeat_agreement", "tied_share",
-           "tied_within_noise"]  # fmt: skip
+__all__ = [
+    "DEFAULT_MARGIN",
+    "ProbeReport",
+    "ProbeRow",
+    "SwapTest",
+    "allowed_methods",
+    "method_options",
+    "order_agreement",
+    "probe_judge",
+    "probe_judge_async",
+    "recommend",
+    "repeat_agreement",
+    "tied_share",
+    "tied_within_noise",
+]
