@@ -232,8 +232,7 @@ class JudgeWinRateCallback(TrainerCallback):
                 logger.error(
                     f"trl-rankreward: evaluation judge: {self.breaker.reason()}\nSaving a checkpoint, stopping."
                 )
-                control.should_save = True
-                control.should_training_stop = True
+                control.should_save = control.should_training_stop = True
         return control
 
     def on_train_end(self, args, state, control, **kwargs):

@@ -165,8 +165,7 @@ class GroupRewardCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.reward_func.run_state.breaker.tripped:
-            control.should_save = True
-            control.should_training_stop = True
+            control.should_save = control.should_training_stop = True
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
