@@ -258,11 +258,7 @@ class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
 
 
 class CriticPPOTrainer(GRPOTrainerBase):
-    """PPO with a learned critic for any TRL reward functions: `GRPOTrainer`'s arguments, a `CriticPPOConfig`.
-
-    trainer = CriticPPOTrainer("Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=CriticPPOConfig(
-        output_dir="out", num_generations=1), train_dataset=dataset)
-    """
+    """PPO with a learned critic for any TRL reward functions: `GRPOTrainer`'s arguments, a `CriticPPOConfig`."""
 
     def __init__(self, model, reward_funcs, args: CriticPPOConfig | None = None, **kwargs):
         if not isinstance(args, CriticConfig):
