@@ -1,21 +1,14 @@
 """`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once; and
-`CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions on it.
+`CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions on it (TRL 1.16 has none).
 
-- **Sampler**: TRL's `RepeatSampler` reseeded with `seed + epoch` at every epoch (`EpochSeededRepeatSampler`),
-  so a run resumed after an epoch boundary sees the queries in the same order as the uninterrupted run
-  (TRL's draws every epoch from one generator that advances across epochs). Epoch 0 keeps TRL's order.
-- **Checkpoints and resume**: a subclass writes its own files into each `checkpoint-N` (`_save_state`,
-  `_load_state`); `train(resume_from_checkpoint=True)` picks the newest *complete* checkpoint
-  (`latest_complete_checkpoint`): transformers writes `trainer_state.json` last, and a process killed while
-  saving leaves a folder without it, which `get_last_checkpoint` would pick.
-- **Tied weights**: resuming a model whose `lm_head` is tied to its embeddings (Qwen3's small
-  models) does not warn that `lm_head.weight` is missing: a tied key is saved once.
-- **Critic**: with `advantage_estimator="gae"` (`ppo.CriticConfig`) a `PPOCritic` replaces TRL's group
-  advantages by per-token GAE advantages (`ppo`); with "group" none of it runs. TRL 1.16 has no PPO trainer,
-  so `CriticPPOTrainer` is this base with "gae" as the default (`num_generations=1` allowed).
-
-Subclasses produce their reward columns in `_reward_columns` (by default TRL's reward functions)
-instead of overriding `_calculate_rewards`, so the critic always sees the rewards.
+- a sampler reseeded with `seed + epoch` each epoch, so a run resumed after an epoch boundary sees the queries in
+  the uninterrupted run's order (TRL's one generator advances across epochs);
+- `train(resume_from_checkpoint=True)` picks the newest *complete* checkpoint (transformers writes
+  `trainer_state.json` last; `get_last_checkpoint` would pick a half-written one); subclasses add their files
+  (`_save_state`, `_load_state`);
+- no missing-`lm_head` warning on resuming a model with tied embeddings (a tied key is saved once);
+- with `advantage_estimator="gae"`, a `ppo.PPOCritic`. Subclasses produce their rewards in `_reward_columns`
+  instead of overriding `_calculate_rewards`, so the critic always sees them.
 """
 
 from __future__ import annotations
@@ -40,10 +33,9 @@ from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
 from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
 
-# ---- the sampler: TRL's, reseeded per epoch ----------------------------------------------------------------
 
 class EpochSeededRepeatSampler(RepeatSampler):
-    """`RepeatSampler` reseeded with `seed + epoch` at every epoch (see the module docstring)."""
+    """`RepeatSampler` reseeded with `seed + epoch` at every epoch."""
 
     def set_epoch(self, epoch: int) -> None:
         if self.shuffle and self.seed is not None:
@@ -61,15 +53,13 @@ class EpochSeededRepeatSampler(RepeatSampler):
         )
 
 
-# ---- checkpoint folders: the newest complete one -----------------------------------------------------------
-
 logger = logging.get_logger(__name__)
 
 _CHECKPOINT = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 
 
 def checkpoint_folder(output_dir: str, step: int) -> str:
-    """`output_dir/checkpoint-{step}`: where transformers saves step `step` (and a resume reads it)."""
+    """`output_dir/checkpoint-{step}`, where transformers saves step `step`."""
     return os.path.join(output_dir, f"{PREFIX_CHECKPOINT_DIR}-{step}")
 
 
@@ -83,9 +73,8 @@ def checkpoint_steps(output_dir: str) -> list[int]:
 def latest_complete_checkpoint(
     output_dir: str, required: tuple[str, ...] = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
 ) -> str:
-    """The newest `checkpoint-N` in `output_dir` holding every file of `required` (by default
-    `trainer_state.json` and the reward method's state); half-written newer ones are skipped with
-    a warning. Raises if there is none."""
+    """The newest `checkpoint-N` in `output_dir` holding every file of `required`; half-written newer ones are
+    skipped with a warning. Raises if there is none."""
     for step in checkpoint_steps(output_dir):
         path = checkpoint_folder(output_dir, step)
         missing = [f for f in required if not os.path.exists(os.path.join(path, f))]
@@ -99,14 +88,10 @@ def latest_complete_checkpoint(
     )
 
 
-# ---- the trainer base --------------------------------------------------------------------------------------
-
-#: Modules that evaluate `torch.distributed.group.WORLD` into default arguments when imported: DeepSpeed's
-#: `TorchBackend.barrier` / `monitored_barrier`, ten collectives of `torch.distributed.nn.functional`, and two
-#: more in torch. Imported after the process group exists (DeepSpeed's while a Trainer is built, even without
-#: DeepSpeed), those defaults hold the group, so `destroy_process_group` cannot free it and its gloo threads
-#: run on into interpreter exit, where a finished rank can abort ("terminate called without an active
-#: exception", exit -6). Imported here, before any config creates the group, the defaults are None.
+#: Modules that bind `torch.distributed.group.WORLD` into default arguments when imported. Imported after the
+#: process group exists (DeepSpeed's is, while a Trainer is built), they keep it alive past
+#: `destroy_process_group`, and its gloo threads can abort a finished rank at exit ("terminate called without
+#: an active exception", exit -6). Imported here, before any config creates the group, the defaults are None.
 WORLD_GROUP_DEFAULTS = (
     "deepspeed.comm.torch",
     "torch.distributed.nn.functional",
@@ -120,10 +105,8 @@ if torch.distributed.is_available():
 
 
 class GRPOTrainerBase(GRPOTrainer):
-    """TRL's `GRPOTrainer` with the package's sampler, checkpoints, resume and optional critic (module docstring).
-
-    `args` is a `GRPOConfig` with the `CriticConfig` fields (every config of the package has them).
-    """
+    """TRL's `GRPOTrainer` with the package's sampler, checkpoints, resume and optional critic; `args` has the
+    `CriticConfig` fields."""
 
     #: files a `checkpoint-N` of this trainer holds once complete (transformers writes trainer_state.json last)
     checkpoint_files: tuple[str, ...] = (TRAINER_STATE_NAME,)
@@ -155,8 +138,6 @@ class GRPOTrainerBase(GRPOTrainer):
         """The critic being trained (wrapped by DDP or DeepSpeed when launched so); None with "group"."""
         return self._ppo.model if self._ppo is not None else None
 
-    # ---- rewards and advantages -------------------------------------------------------------------
-
     def _reward_columns(self, inputs, prompts, completions, completion_ids_list) -> torch.Tensor:
         """The gathered (B_total, n_reward_funcs) rewards of this batch: TRL's reward functions."""
         return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -172,8 +153,6 @@ class GRPOTrainerBase(GRPOTrainer):
         if self._ppo is not None:
             self._record(self._ppo.replace_advantages(output, self._batch_rewards))
         return output
-
-    # ---- training: the critic's update after the policy's -----------------------------------------
 
     def _prepare_inputs(self, generation_batch):
         """TRL's micro-batch for this step, kept for the critic's update in `training_step`."""
@@ -198,12 +177,9 @@ class GRPOTrainerBase(GRPOTrainer):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (`EpochSeededRepeatSampler`)."""
         return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
 
-    # ---- model card: TRL's, rewritten around how this model was trained ----------------------------
-
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
-        """TRL's card (tags: `_tag_names` and `tags`); a trainer with a training section (`_card_section`)
-        has it rewritten around that section (`model_card.compose_card`), citing `_paper`. `dataset_label`
-        names the dataset in the section when it is not a Hub id (a local file); later calls keep it."""
+        """TRL's card, rewritten around `_card_section` when a trainer has one (`model_card.compose_card`), citing
+        `_paper`. `dataset_label` names a dataset that is not a Hub id; later calls keep it."""
         if dataset_label or dataset_name:
             self._card_dataset = dataset_label or dataset_name
         super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
@@ -218,11 +194,9 @@ class GRPOTrainerBase(GRPOTrainer):
         """The card's trl-rankreward section (`model_card.training_section`); None keeps TRL's card."""
         return None
 
-    # ---- checkpoints and resume -------------------------------------------------------------------
-
     @classmethod
     def latest_checkpoint(cls, output_dir: str) -> str:
-        """The newest complete `checkpoint-N` of `output_dir` for this trainer (raises ValueError if none)."""
+        """The newest complete `checkpoint-N` of `output_dir` for this trainer."""
         return latest_complete_checkpoint(output_dir, required=cls.checkpoint_files)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
@@ -232,7 +206,7 @@ class GRPOTrainerBase(GRPOTrainer):
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     def _checkpoint_folder(self, trial=None) -> str:
-        """`checkpoint-N` of the current step, where transformers saves (and where resume reads) it."""
+        """`checkpoint-N` of the current step."""
         return checkpoint_folder(self._get_output_dir(trial=trial), self.state.global_step)
 
     def _save_state(self, checkpoint: str) -> None:
@@ -262,8 +236,7 @@ class GRPOTrainerBase(GRPOTrainer):
         self._load_state(checkpoint)
 
     def _issue_warnings_after_load(self, load_result):
-        """Transformers' missing-keys warning, without the tied keys (saved once, under the weight they are tied
-        to); any other missing or unexpected key is still reported."""
+        """Transformers' missing-keys warning, without the tied keys (saved once, under the weight they are tied to)."""
         if not hasattr(load_result, "_replace"):  # not torch's (missing_keys, unexpected_keys) named tuple
             return super()._issue_warnings_after_load(load_result)
         policy = self.accelerator.unwrap_model(self.model)
@@ -273,8 +246,6 @@ class GRPOTrainerBase(GRPOTrainer):
             policy.tie_weights()
         super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
 
-
-# ---- PPO for plain TRL reward functions --------------------------------------------------------------------
 
 @dataclass
 class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
@@ -286,13 +257,8 @@ class CriticPPOConfig(JudgeEvalConfig, CriticConfig, GRPOConfig):
     )
 
 
-
 class CriticPPOTrainer(GRPOTrainerBase):
-    """PPO with a learned critic for any TRL reward functions: `GRPOTrainer`'s arguments, a `CriticPPOConfig`.
-
-    trainer = CriticPPOTrainer("Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=CriticPPOConfig(
-        output_dir="out", num_generations=1), train_dataset=dataset)
-    """
+    """PPO with a learned critic for any TRL reward functions: `GRPOTrainer`'s arguments, a `CriticPPOConfig`."""
 
     def __init__(self, model, reward_funcs, args: CriticPPOConfig | None = None, **kwargs):
         if not isinstance(args, CriticConfig):

@@ -1,22 +1,10 @@
-"""A compact console line per logging step, instead of transformers' dict of every metric.
-
-A judge-reward step logs about 60 metrics (`docs/metrics.md`); transformers prints them all
-as one dict per logging step, which buries the progress bar. `use_compact_console_log(trainer)`
-swaps the trainer's default printing callback (`ProgressCallback`, or `PrinterCallback` with
-`disable_tqdm`) for one that keeps the progress bar and writes one short line beside it:
+"""A compact console line per logging step, instead of transformers' dict of some 60 metrics (`docs/metrics.md`).
 
     step 12/40 | coarse position 0.432 | loss 0.0123 | reward 0.200 ± 0.676 (incl. format bonus up to 0.2) | ...
 
-It starts with the method's progress signal, what moves when the policy improves
-(`evaluation.run_history.PROGRESS_SIGNALS`: RankBuffer's coarse position among its anchors, GenRM's win
-rate against the references, the judge win rate at an evaluation; for the other methods the reward
-mean is the signal). The reward is the method's reward plus its format bonus (`lambda_fmt` times the
-format reward, in [0, 1]); the line says so when `lambda_fmt` is set, because a rank method's rewards
-are zero-mean in every group, and a steady mean of 0.200 ± 0.676 is the bonus and the ranks, not a
-stalled run.
-
-Only the console changes: every metric still reaches the loggers (W&B, TensorBoard, ...)
-and `trainer_state.json`, which are fed by `Trainer.log`, not by these callbacks.
+It leads with the method's progress signal (`evaluation.run_history.PROGRESS_SIGNALS`). The reward line names
+the format bonus (`lambda_fmt`) when set: a rank method's rewards are zero-mean per group, so a steady mean is the
+bonus, not a stalled run. Only the console changes: the loggers and `trainer_state.json` get every metric.
 """
 
 from __future__ import annotations
@@ -31,11 +19,7 @@ from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 from ..evaluation.run_history import PROGRESS_SIGNALS
 
 #: (label, key) of optional numbers shown after the judge usage, when the step logged them
-_EXTRAS = (
-    ("buffer", "buffer/size_mean"),
-    ("label acc", "ralign/label_acc"),
-    ("spurious", "ralign/spurious_rate"),
-)
+_EXTRAS = (("buffer", "buffer/size_mean"), ("label acc", "ralign/label_acc"), ("spurious", "ralign/spurious_rate"))
 #: keys of the summary `Trainer.train` logs once at the end
 _SUMMARY = ("train_runtime", "train_loss")
 #: keys never shown by the fallback (a log holding none of the known keys)
@@ -63,20 +47,13 @@ def _fmt(value: float) -> str:
 def format_log_line(
     logs: Mapping[str, Any], step: int, max_steps: int | None = None, format_bonus: float | None = None
 ) -> str | None:
-    """One compact line for the metrics `logs` of step `step` (of `max_steps`), or None for an empty log.
-
-    Shows, when present: the progress signal (`PROGRESS_SIGNALS`), the loss, the reward mean ± std (and,
-    with `format_bonus`, the method's `lambda_fmt`, that the reward includes it), the judge calls and tokens
-    (and failures, if any), the neutral groups, and the method's other headline numbers (`buffer/size_mean`,
-    R-Align's label accuracy). Evaluation logs (`eval_` keys) get an "eval" line; the end-of-training
-    summary a "done" line. A log with none of these keys shows its first few numbers.
-    """
+    """One line for the metrics `logs` of step `step`, or None for an empty log: an "eval" line for `eval_`
+    keys, a "done" line for the end-of-training summary, the first few numbers of a log of unknown keys."""
     logs = {k: _number(v) for k, v in logs.items() if _number(v) is not None}
     prefix = "eval_" if any(k.startswith("eval_") for k in logs) else ""
     if prefix:
         logs = {k[len(prefix) :]: v for k, v in logs.items() if k.startswith(prefix)}
     get = logs.get
-
     where = f"step {step}/{max_steps}" if max_steps else f"step {step}"
     if not prefix and any(k in logs for k in _SUMMARY):
         parts = [f"done: {where}"]
@@ -111,6 +88,10 @@ def format_log_line(
     return " | ".join([("eval " if prefix else "") + where, *parts])
 
 
+def _line(callback, state, logs) -> str | None:
+    return format_log_line(logs, state.global_step, state.max_steps, callback.format_bonus) if logs else None
+
+
 class CompactProgressCallback(ProgressCallback):
     """transformers' progress bar, with `format_log_line` written above it (via `tqdm.write`) at each log."""
 
@@ -119,8 +100,7 @@ class CompactProgressCallback(ProgressCallback):
         self.format_bonus = format_bonus
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus) if logs else None
-        if state.is_world_process_zero and line is not None:
+        if state.is_world_process_zero and (line := _line(self, state, logs)) is not None:
             bar = self.training_bar if self.training_bar is not None else tqdm  # no bar: evaluation outside training
             bar.write(line)
 
@@ -132,17 +112,13 @@ class CompactPrinterCallback(TrainerCallback):
         self.format_bonus = format_bonus
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        line = format_log_line(logs, state.global_step, state.max_steps, self.format_bonus) if logs else None
-        if state.is_local_process_zero and line is not None:
+        if state.is_local_process_zero and (line := _line(self, state, logs)) is not None:
             print(line, flush=True)
 
 
 def use_compact_console_log(trainer) -> bool:
-    """Replace `trainer`'s `ProgressCallback` / `PrinterCallback` by the compact ones, in place.
-
-    Returns True when a callback was replaced. Idempotent; a notebook progress table or a
-    custom subclass of either callback is left alone. The config's `lambda_fmt`, if any, is the format bonus.
-    """
+    """Replace `trainer`'s `ProgressCallback` / `PrinterCallback` (not subclasses) by the compact ones, in place;
+    True when one was replaced. The config's `lambda_fmt`, if any, is the format bonus."""
     callbacks = trainer.callback_handler.callbacks
     bonus = getattr(getattr(trainer, "args", None), "lambda_fmt", None)
     replaced = False

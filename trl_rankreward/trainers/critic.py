@@ -1,28 +1,11 @@
-"""The PPO critic as a model: `ValueModel` (a causal-LM backbone with a scalar value head), how it is trained
-and checkpointed beside TRL's policy (`TorchCritic`, `DeepSpeedCritic`), and how the models built beside the
-policy (the critic, the reference for KL-in-reward) are loaded.
+"""The PPO critic: `ValueModel` (a causal-LM backbone with a zero-initialized scalar value head), its training
+engines beside TRL's policy (`TorchCritic`: its own AdamW, one device or DDP; `DeepSpeedCritic`: a second
+DeepSpeed engine from the run's config, sharded like the policy, OpenRLHF's two-engine layout), and the loading
+of the models built beside the policy (the critic, the reference for KL-in-reward).
 
-The critic is a separate model from the policy (as in TRL's former PPO trainer and OpenRLHF): the policy's
-weights and what a checkpoint pushes to the Hub stay a plain causal LM, and the critic can be smaller or
-larger than the policy. It starts from `critic_model_name_or_path` or, by default, from the policy's own
-checkpoint (the backbone only). The value head starts at zero, so the first values are 0. On disk
-(`ValueModel.save` / `load`): the backbone in Hugging Face format plus `value_head.safetensors`.
-
-Training engines, both with the run's Adam settings (`adam_settings`) and the same methods:
-
-- `TorchCritic` (one device, or DDP through `accelerator.prepare_model`): an AdamW of its own, gradients
-  accumulated over the micro-batches and stepped once per optimizer step, clipped to `max_grad_norm`;
-  checkpoints hold the critic in Hugging Face format and the optimizer state;
-- `DeepSpeedCritic` (under `accelerate launch` with DeepSpeed): a second DeepSpeed engine built from the
-  run's DeepSpeed config, so with ZeRO-3 the critic's parameters, gradients and Adam states are sharded
-  (and offloaded) like the policy's (OpenRLHF's two-engine layout); checkpoints are DeepSpeed's sharded
-  format, written by every rank.
-
-Loading (`load_kwargs`, `load_reference`) follows TRL's loading of its own reference model: the run's
-`model_init_kwargs`, the policy's dtype and attention implementation, `trust_remote_code`, and
-`device_map=None` under DDP or DeepSpeed (TRL's `create_model_from_path` picks `"auto"` on a GPU machine,
-which spreads one process's copy over every visible GPU and which transformers refuses under ZeRO-3).
-Under DeepSpeed the reference is sharded by TRL's `prepare_deepspeed`.
+The critic is a separate model (as in TRL's former PPO trainer and OpenRLHF), so the policy and what a checkpoint
+pushes stay a plain causal LM. Loading follows TRL's for its reference model, except `device_map=None` under DDP
+or DeepSpeed: TRL's `"auto"` spreads one process's copy over every GPU, which transformers refuses under ZeRO-3.
 """
 
 from __future__ import annotations
@@ -36,8 +19,6 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoConfig, AutoModel
 
-# ---- the value model ---------------------------------------------------------------------------------------
-
 VALUE_HEAD_NAME = "value_head.safetensors"
 
 
@@ -47,15 +28,13 @@ class ValueModel(nn.Module):
     def __init__(self, backbone: nn.Module):
         super().__init__()
         self.backbone = backbone
-        hidden = backbone.config.hidden_size
-        self.value_head = nn.Linear(hidden, 1, dtype=torch.float32)
+        self.value_head = nn.Linear(backbone.config.hidden_size, 1, dtype=torch.float32)
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, **model_kwargs) -> ValueModel:
-        """The backbone of the causal LM at `name_or_path` (a Hub id or a folder); a folder written
-        by `save` also brings back its value head."""
+        """The backbone of the causal LM at `name_or_path`; a folder written by `save` also brings its value head."""
         config = AutoConfig.from_pretrained(name_or_path)
         backbone = AutoModel.from_pretrained(name_or_path, config=config, **model_kwargs)
         model = cls(backbone)
@@ -66,7 +45,7 @@ class ValueModel(nn.Module):
 
     @classmethod
     def from_policy(cls, policy: nn.Module) -> ValueModel:
-        """A critic whose backbone is a copy of an in-memory policy's (for policies with no checkpoint path)."""
+        """A critic whose backbone is a copy of an in-memory policy's (one with no checkpoint path)."""
         return cls(copy.deepcopy(policy.base_model))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -88,32 +67,33 @@ class ValueModel(nn.Module):
 
 
 def completion_values(values: torch.Tensor, prompt_length: int, completion_length: int) -> torch.Tensor:
-    """The values of the states before each completion token: position `prompt_length - 1 + t`
-    holds the state after the prompt and the first t completion tokens."""
+    """The values (B, T) of the states before each completion token (after the prompt and t completion tokens)."""
     return values[:, prompt_length - 1 : prompt_length - 1 + completion_length]
 
-
-# ---- training engines: plain PyTorch/DDP, or a DeepSpeed engine of its own ---------------------------------
 
 OPTIMIZER_NAME = "critic_optimizer.pt"
 DEEPSPEED_TAG = "deepspeed"
 
 
 def adam_settings(args) -> dict:
-    """The critic's Adam hyperparameters: its own learning rate, the run's betas, epsilon and weight decay."""
+    """The critic's own learning rate, with the run's betas, epsilon and weight decay."""
     return dict(lr=args.critic_learning_rate, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon,
                 weight_decay=args.weight_decay)  # fmt: skip
 
 
-class TorchCritic:
+class _Engine:
+    model: nn.Module
+
+    def values(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.model(ids, mask)
+
+
+class TorchCritic(_Engine):
     def __init__(self, critic: ValueModel, accelerator, args):
         self.optimizer = torch.optim.AdamW(critic.parameters(), **adam_settings(args))
         self.model = accelerator.prepare_model(critic)
         self.accelerator = accelerator
         self.max_grad_norm = args.max_grad_norm
-
-    def values(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.model(ids, mask)
 
     def backward(self, loss: torch.Tensor, accumulation_steps: int) -> None:
         (loss / accumulation_steps).backward()
@@ -132,8 +112,7 @@ class TorchCritic:
 
     def load(self, folder: str) -> None:
         self.accelerator.unwrap_model(self.model).load(folder)
-        # Loaded on the CPU: load_state_dict moves each state to its parameter's device. (Mapping straight to
-        # accelerator.device fails for a DDP process on the CPU, whose device is "cpu:0".)
+        # On the CPU: load_state_dict moves each state to its parameter's device ("cpu:0" fails for DDP on CPU).
         state = torch.load(os.path.join(folder, OPTIMIZER_NAME), map_location="cpu", weights_only=True)
         self.optimizer.load_state_dict(state)
 
@@ -142,7 +121,7 @@ class TorchCritic:
         return os.path.isfile(os.path.join(folder, OPTIMIZER_NAME))
 
 
-class DeepSpeedCritic:
+class DeepSpeedCritic(_Engine):
     def __init__(self, critic: ValueModel, accelerator, args):
         import deepspeed
 
@@ -150,9 +129,6 @@ class DeepSpeedCritic:
                                          critic.backbone.config.hidden_size, accelerator.num_processes)  # fmt: skip
         optimizer = deepspeed_critic_optimizer(critic.parameters(), config, args)
         self.model, self.optimizer, _, _ = deepspeed.initialize(model=critic, optimizer=optimizer, config=config)
-
-    def values(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.model(ids, mask)
 
     def backward(self, loss: torch.Tensor, accumulation_steps: int) -> None:
         """DeepSpeed divides by its accumulation steps and steps only at the boundary: call every micro-batch."""
@@ -176,9 +152,8 @@ class DeepSpeedCritic:
 
 
 def deepspeed_critic_optimizer(params, config: dict, args) -> torch.optim.Optimizer:
-    """AdamW for the critic's DeepSpeed engine. With the optimizer offloaded to the CPU, DeepSpeed accepts only
-    its own CPU Adam as a client optimizer (a torch one raises ZeRORuntimeException): the same swap that
-    accelerate makes for the policy, unless the config sets `zero_force_ds_cpu_optimizer: false`."""
+    """AdamW for the critic's DeepSpeed engine; DeepSpeed's CPU Adam when the optimizer is offloaded (it refuses a
+    torch one there), as accelerate swaps it for the policy, unless `zero_force_ds_cpu_optimizer: false`."""
     offload = config.get("zero_optimization", {}).get("offload_optimizer") or {}
     if offload.get("device", "none") not in ("none", None) and config.get("zero_force_ds_cpu_optimizer", True):
         from deepspeed.ops.adam import DeepSpeedCPUAdam
@@ -188,9 +163,8 @@ def deepspeed_critic_optimizer(params, config: dict, args) -> torch.optim.Optimi
 
 
 def critic_deepspeed_config(run_config: dict, args, hidden_size: int, world_size: int) -> dict:
-    """The run's DeepSpeed config for the critic's engine: the same ZeRO stage, precision and offload, the
-    trainer's batch, accumulation and clipping, our optimizer (its `optimizer`/`scheduler` blocks dropped), and
-    the size-dependent "auto" buckets resolved from the critic's hidden size (as transformers does for a model)."""
+    """The run's DeepSpeed config for the critic: its ZeRO, precision and offload, the trainer's batch, accumulation
+    and clipping, no `optimizer`/`scheduler` blocks, and "auto" buckets sized from the critic's hidden size."""
     config = copy.deepcopy(run_config)
     config.pop("optimizer", None)
     config.pop("scheduler", None)
@@ -211,8 +185,6 @@ def critic_deepspeed_config(run_config: dict, args, hidden_size: int, world_size
     return config
 
 
-# ---- models loaded beside the policy -----------------------------------------------------------------------
-
 #: launches where each process holds its own copy (DDP) or a shard (DeepSpeed): `device_map` must be None
 ONE_DEVICE_PER_PROCESS = (DistributedType.MULTI_GPU, DistributedType.DEEPSPEED)
 
@@ -220,12 +192,8 @@ ONE_DEVICE_PER_PROCESS = (DistributedType.MULTI_GPU, DistributedType.DEEPSPEED)
 def load_kwargs(
     args, distributed_type, *, dtype, attn_implementation: str | None = None, of_policy: bool = True
 ) -> dict:
-    """`from_pretrained` keyword arguments for a model loaded beside the policy (see the module docstring).
-
-    `dtype` (and `attn_implementation` when the run leaves it unset) are the loaded policy's, so the
-    critic and the reference compute as it does; `of_policy=False` (a critic from another checkpoint)
-    drops the policy's `revision`, which names a commit of another repository.
-    """
+    """`from_pretrained` keyword arguments for a model loaded beside the policy, in the policy's `dtype` (and
+    `attn_implementation` unless the run sets one); `of_policy=False` drops the policy's `revision`."""
     kwargs = dict(args.model_init_kwargs or {})
     kwargs.setdefault("trust_remote_code", args.trust_remote_code)
     kwargs["dtype"] = dtype
@@ -247,7 +215,6 @@ def load_reference(path: str, accelerator, args, *, dtype, attn_implementation: 
     reference = create_model_from_path(path, **kwargs)
     if args.disable_dropout:
         disable_dropout_in_model(reference)
-    # TRL computes log-probs through a fused LM head it adds to its models; the reference needs it too.
     add_fused_lm_head(reference, temperature=temperature, cast_lm_head_to_fp32=args.cast_lm_head_to_fp32)
     if accelerator.distributed_type == DistributedType.DEEPSPEED:
         return prepare_deepspeed(reference, accelerator)

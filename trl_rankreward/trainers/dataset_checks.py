@@ -1,22 +1,9 @@
 """Check a training dataset before any training work: one error listing the bad rows and the fix.
 
-Without these checks a bad dataset fails late and obscurely: no `prompt` column is a bare
-`KeyError: 'prompt'` from inside TRL at the first step, `prompt: ""` an IndexError from
-generation, `rubrics: "be good"` is read character by character (eight one-letter rubrics),
-and four different prompts sharing one `query_id` silently share one RankBuffer buffer.
-
-    needs = args.method_options().data_needs()    # what the reward method asks of the data
-    check_group_size(args.reward_method, needs, num_generations=8)
-    check_training_dataset(dataset, needs)
-
-Columns (see `group_scoring.rows_to_groups`, which turns rows into groups): `prompt` (a non-empty string, or a
-list of chat messages `{"role", "content"}` with at least one non-system message that has
-text), optional `query_id` (a string or an integer; without it the id is a hash of the query
-text), optional `rubrics` (a list of `{"text", "weight"}` mappings or plain strings, as
-`Rubric.coerce` reads them) and optional `references` (response strings, best first).
-
-`check_training_dataset` reads each column once (linear time; 10^5 rows in about a second). An
-`IterableDataset` gets the column checks only, since checking its rows would mean streaming all of it.
+Without it a bad dataset fails late and obscurely: no `prompt` column is a bare `KeyError` inside TRL at the
+first step, `rubrics: "be good"` is read as eight one-letter rubrics, and different prompts sharing one
+`query_id` silently share one RankBuffer buffer. The columns are those `group_scoring.rows_to_groups` reads
+(docs/data.md). Linear time (10^5 rows in about a second); an `IterableDataset` gets the column checks only.
 """
 
 from __future__ import annotations
@@ -65,8 +52,7 @@ class DatasetError(ValueError):
 
 
 def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -> None:
-    """Raise `DatasetError` when `num_generations` rollouts per query are fewer than the method
-    `method_name` needs (`needs.min_group_size`, from its options' `data_needs()`)."""
+    """Raise `DatasetError` when `num_generations` is below the method's `needs.min_group_size`."""
     if isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1:
         raise DatasetError(f"num_generations must be a positive integer, got {num_generations!r}")
     if num_generations < needs.min_group_size:
@@ -84,14 +70,8 @@ def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -
 
 
 def check_training_dataset(dataset: Any, needs: DataNeeds | None = None, *, max_examples: int = 5) -> None:
-    """Raise one `DatasetError` describing every unusable row of `dataset`; return None when it is fine.
-
-    Args:
-        dataset: a `datasets.Dataset`, a list of row mappings, or an `IterableDataset` (columns only).
-        needs: what the reward method needs from each row (its options' `data_needs()`): rubrics,
-            at least `needs.references` references; None: nothing beyond well-formed rows.
-        max_examples: how many offending rows the message lists (all of them are counted).
-    """
+    """Raise one `DatasetError` describing every unusable row of `dataset` (a `datasets.Dataset`, a list of row
+    mappings, or an `IterableDataset`), listing the first `max_examples`; `needs`: the method's `data_needs()`."""
     needs = needs or DataNeeds()
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
         raise ValueError(f"max_examples must be a positive integer, got {max_examples!r}")
@@ -103,25 +83,19 @@ def check_training_dataset(dataset: Any, needs: DataNeeds | None = None, *, max_
     if columns is not None:
         _check_columns(columns, report, needs)
         # a missing column is reported once above, not once per row
-        needs = replace(
-            needs,
-            references=needs.references if "references" in columns else 0,
-            rubrics=needs.rubrics and "rubrics" in columns,
-        )
+        references = needs.references if "references" in columns else 0
+        needs = replace(needs, references=references, rubrics=needs.rubrics and "rubrics" in columns)
     if "prompt_column" in report.fixes or not _has_rows(dataset):
         report.raise_if_any(total=None)
         return
     total, seen = 0, {}
-    with paused_gc():  # reading a column builds millions of lists and dicts, none in a cycle (see _gc)
+    with paused_gc():  # millions of lists and dicts, none in a cycle (see _gc)
         for index, values in enumerate(_rows(dataset)):
             found = _row_problems(*values, needs)
             found += _duplicate_problem(index, values[0], values[1], seen, found)
             report.add_row(index, values[1], found)
             total = index + 1
     report.raise_if_any(total=total)
-
-
-# --- reading the dataset -----------------------------------------------------------------
 
 
 def _is_row_list(dataset: Any) -> bool:
@@ -146,7 +120,6 @@ def _column_names(dataset: Any) -> list[str] | None:
 
 
 def _has_rows(dataset: Any) -> bool:
-    """Whether the rows can be read without streaming (a list or a map-style `datasets.Dataset`)."""
     return _is_row_list(dataset) or hasattr(dataset, "__len__")
 
 
@@ -162,9 +135,6 @@ def _rows(dataset: Any) -> Iterator[tuple[Any, Any, Any, Any]]:
         size = len(batch["prompt"])
         columns = [batch[name] if name in batch else [None] * size for name in _COLUMNS]
         yield from zip(*columns)
-
-
-# --- checks --------------------------------------------------------------------------------
 
 
 def _check_columns(columns: list[str], report: _Report, needs: DataNeeds) -> None:
@@ -184,15 +154,16 @@ def _check_columns(columns: list[str], report: _Report, needs: DataNeeds) -> Non
 
 def _row_problems(prompt: Any, query_id: Any, rubrics: Any, references: Any, needs: DataNeeds) -> list[tuple[str, str]]:
     """(kind, message) of each problem of one row; kinds index `_FIXES`."""
-    found = []
-    for kind, problem in (
-        ("prompt", _prompt_problem(prompt)),
-        ("query_id", _query_id_problem(query_id)),
-        ("rubrics", _list_problem("rubrics", rubrics, _RUBRICS_SHAPE, "rubric", _rubric_problem)),
-        ("references", _list_problem("references", references, _REFERENCES_SHAPE, "reference", _reference_problem)),
-    ):
-        if problem:
-            found.append((kind, problem))
+    found = [
+        (kind, problem)
+        for kind, problem in (
+            ("prompt", _prompt_problem(prompt)),
+            ("query_id", _query_id_problem(query_id)),
+            ("rubrics", _list_problem("rubrics", rubrics, _RUBRICS_SHAPE, "rubric", _rubric_problem)),
+            ("references", _list_problem("references", references, _REFERENCES_SHAPE, "reference", _reference_problem)),
+        )
+        if problem
+    ]
     if needs.references and _is_empty(references):
         found.append(("missing_references", "has no references"))
     elif needs.references > 1 and isinstance(references, (list, tuple)) and len(references) < needs.references:
@@ -230,7 +201,7 @@ def _prompt_problem(prompt: Any) -> str | None:
 
 
 def _content_problem(content: Any) -> str | None:
-    """What is wrong with a message's content (a string, or a list of `{"type": "text", "text": ...}` blocks)."""
+    """What is wrong with a message's content: a string, or a list of `{"type": "text", "text": ...}` blocks."""
     if isinstance(content, str):
         return None if content.strip() else "has empty content"
     if not isinstance(content, (list, tuple)):
@@ -253,7 +224,7 @@ def _query_id_problem(query_id: Any) -> str | None:
 
 
 def _list_problem(column: str, values: Any, expected: str, item: str, item_problem) -> str | None:
-    """What is wrong with an optional list column (`rubrics`, `references`): its type, else its first bad item."""
+    """What is wrong with an optional list column: its type, else its first bad item."""
     if values is None:
         return None
     if isinstance(values, str):
@@ -304,28 +275,23 @@ def _reference_problem(reference: Any) -> str | None:
 def _duplicate_problem(
     index: int, prompt: Any, query_id: Any, seen: dict[str, tuple[int, str]], found: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
-    """A problem when `query_id` was used before with a different query text (one buffer, two questions)."""
+    """A problem when `query_id` was used before with another query text (one buffer, two questions)."""
     if query_id is None or any(kind in ("prompt", "query_id") for kind, _ in found):
         return []
     key, text = str(query_id), query_text(prompt)
     first = seen.setdefault(key, (index, text))
     if first[1] == text:
         return []
-    return [
-        (
-            "duplicate_id",
-            f"query_id {query_id!r} is also used by row {first[0]} with a different query "
-            f"(row {first[0]}: {_show(first[1])}, row {index}: {_show(text)}); both would share one buffer",
-        )
-    ]
-
-
-# --- the report ----------------------------------------------------------------------------
+    message = (
+        f"query_id {query_id!r} is also used by row {first[0]} with a different query "
+        f"(row {first[0]}: {_show(first[1])}, row {index}: {_show(text)}); both would share one buffer"
+    )
+    return [("duplicate_id", message)]
 
 
 @dataclass
 class _Report:
-    """Problems found so far: counted all, the first `max_examples` rows kept for the message."""
+    """Problems found so far: all counted, the first `max_examples` rows kept for the message."""
 
     max_examples: int
     dataset_lines: list[str] = field(default_factory=list)
@@ -361,9 +327,6 @@ class _Report:
         lines.append("How to fix:")
         lines += [f"  - {fix}" for fix in self.fixes.values()]
         raise DatasetError("\n".join(lines))
-
-
-# --- helpers -------------------------------------------------------------------------------
 
 
 def _show(value: Any) -> str:

@@ -1,20 +1,11 @@
 """DeepSpeed's compiled ops: built once up front, and a build lock left by a killed build reported, not waited on.
 
-DeepSpeed compiles its ops on first use (on CPU: `deepspeed_shm_comm` for the collectives, `cpu_adam`
-for the offloaded optimizer) into torch's extensions folder, `$TORCH_EXTENSIONS_DIR` or
-`~/.cache/torch_extensions/py<version>_<cpu|cuXY>`, one folder per op. The building process creates
-`<op>/lock` and keeps it open until the build ends, when it deletes it; every other process that needs
-the op polls until the file is gone. A build killed by SIGKILL or SIGTERM (a scheduler, a timeout)
-leaves the file behind, and every later launch that needs the op waits on it forever, printing nothing.
-
-`check_build_locks` runs at the start of every training script (`scripts.train.run_script`) and of the
-test suite. The rule: a lock is *live* while a process on this machine holds it open (the builder does,
-from creating it to deleting it). A lock that no process here holds is *stale* once its op's folder has
-not changed for `QUIET_S` seconds; then the run stops with `StaleBuildLock`, naming the file to remove.
-It is not removed for you: a build on another machine sharing the folder (a shared home directory) is
-invisible here and still writes its objects, and removing its lock would let two builds write one folder.
-Before the quiet period has passed (a build killed a few seconds ago, or one running on another machine),
-the check prints which lock it waits for and why, and decides when it passes.
+DeepSpeed compiles an op on first use into `<extensions_dir>/<op>/`; the builder holds `<op>/lock` open until it
+deletes it, and every other process polls until it is gone. A build killed by SIGKILL or SIGTERM leaves the lock,
+and every later launch waits on it forever, silently. The rule of `check_build_locks` (run by every training
+script and the test suite): a lock is live while a process here holds it open; one that none holds is stale once
+its op's folder has not changed for `QUIET_S` seconds, and the run stops with `StaleBuildLock` naming the file. It
+is not removed for us: a build on another machine sharing the folder is invisible here and still writes there.
 `python -m trl_rankreward.trainers.extension_builds` builds the CPU ops (`scripts/setup_venv.sh` runs it).
 """
 
@@ -27,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-#: seconds without any change in an op's build folder, and no process here holding its lock, that make it stale
+#: seconds without any change in an op's build folder, its lock unheld here, that make the lock stale
 QUIET_S = 60.0
 #: the ops DeepSpeed builds for the CPU paths: its shared-memory collectives, the offloaded optimizer step
 CPU_OPS = ("ShareMemCommBuilder", "CPUAdamBuilder")
@@ -38,7 +29,7 @@ class StaleBuildLock(RuntimeError):
 
 
 def extensions_dir() -> Path:
-    """The folder torch builds extensions in, as `torch.utils.cpp_extension` names it (one folder per op)."""
+    """The folder torch builds extensions in, as `torch.utils.cpp_extension` names it."""
     if root := os.environ.get("TORCH_EXTENSIONS_DIR"):
         return Path(root)
     import torch
@@ -55,7 +46,7 @@ def extensions_dir() -> Path:
 
 
 def held_locks(locks: list[Path]) -> set[Path]:
-    """Those of `locks` (resolved paths) that a process on this machine holds open (processes of other users are not seen)."""
+    """Those of `locks` (resolved paths) that a process on this machine holds open (other users' are not seen)."""
     import psutil  # accelerate's dependency
 
     wanted = {str(lock) for lock in locks}
@@ -80,15 +71,21 @@ def idle_s(op_dir: Path, now: float) -> float:
 def check_build_locks(
     root: Path | None = None, *, quiet_s: float = QUIET_S, poll_s: float = 1.0, report: Callable = print
 ) -> None:
-    """Return once no build lock under `root` (default `extensions_dir()`) is unheld; raise `StaleBuildLock`
-    for one that is stale. The module docstring gives the rule; `report` gets a waiting notice once per lock."""
+    """Return once no build lock under `root` (default `extensions_dir()`) is unheld; raise `StaleBuildLock` for a
+    stale one (module docstring); `report` gets a waiting notice once per lock."""
     root = extensions_dir() if root is None else root
     reported: set[Path] = set()
     while locks := [lock.resolve() for lock in sorted(root.glob("*/lock"))]:
         held, now = held_locks(locks), time.time()
         unheld = [lock for lock in locks if lock not in held]
         if stale := [lock for lock in unheld if idle_s(lock.parent, now) >= quiet_s]:
-            raise StaleBuildLock(stale_message(stale[0], idle_s(stale[0].parent, now)))
+            lock = stale[0]
+            raise StaleBuildLock(
+                f"{lock} is left by a build of the compiled op '{lock.parent.name}' that no longer runs: no process "
+                f"on this machine holds it and its folder has not changed for {idle_s(lock.parent, now):.0f} s. Every "
+                f"launch that needs the op would wait on it forever. Remove it (rm {lock}) and launch again; the op is "
+                f"built anew. If a build on another machine shares this folder, let it finish instead."
+            )
         if not unheld:
             return  # live builds on this machine: DeepSpeed waits for them, and they end
         for lock in set(unheld) - reported:
@@ -99,17 +96,8 @@ def check_build_locks(
         time.sleep(poll_s)
 
 
-def stale_message(lock: Path, idle: float) -> str:
-    return (
-        f"{lock} is left by a build of the compiled op '{lock.parent.name}' that no longer runs: no process on "
-        f"this machine holds it and its folder has not changed for {idle:.0f} s. Every launch that needs the op "
-        f"would wait on it forever. Remove it (rm {lock}) and launch again; the op is built anew. If a build on "
-        f"another machine shares this folder, let it finish instead."
-    )
-
-
 def build_cpu_ops() -> None:
-    """Build (or find built) DeepSpeed's CPU ops, after checking that no stale lock would hang the build."""
+    """Build (or find built) DeepSpeed's CPU ops, after checking for stale locks."""
     os.environ.setdefault("DS_ACCELERATOR", "cpu")
     check_build_locks()
     from deepspeed.accelerator import get_accelerator

@@ -1,26 +1,13 @@
 """Judging one generation batch on the main process: rollout rows -> whole `Group`s -> `GroupScorer` ->
-rewards, metrics (judge usage included) and failure messages; and the collectives every caller shares.
+rewards, metrics (judge usage included) and failure messages; and the collectives every caller shares
+(`gather_rows`, `share_from_main`).
 
-Rows and groups. TRL's `RepeatSampler` yields each query `num_generations` (G) times in a row, and the
-gathered batch keeps process order, so rows `[g*G, (g+1)*G)` of the gathered batch are the G completions
-of one query. `rows_to_groups` rebuilds groups from that layout and verifies it: every row of a chunk must
-carry the same query id and query text. The query a judge sees is `data.prompts.query_text(prompt)`,
-the same text rubric generation showed its generator.
-
-Scoring. `GroupScorer.start` cuts the gathered rows into whole groups and submits the reward method's
-`score` coroutine to one persistent event loop in a daemon thread (HTTP clients stay bound to it); it
-returns at once with a `PendingScore`. `finish` waits for the result and turns it into rewards, metrics
-and failure messages. Between the two the training thread is free: the trainer starts judging right
-after generation and finishes it in `_calculate_rewards`. Evaluation scores inside the method's
-`frozen_state()`, entered in `start` and left in `finish` (also when scoring fails).
-
-Judge usage (`JudgeUsage`). Step numbers are differences of ledger snapshots between two calls of
-`step_metrics`; totals add an offset restored from a checkpoint, so `judge/*_total` continue across a
-resume. Failure kinds seen once stay in every later step's metrics (as 0 when absent), so TRL's
-averaging over a logging window sees the same keys every step.
-
-Around it, the collectives every caller shares (the trainer, `reward_func.GroupRewardFunction`,
-the win rate's `judge_eval`): `gather_rows` and `share_from_main`.
+TRL's `RepeatSampler` yields each query G times in a row and the gather keeps process order, so rows
+`[g*G, (g+1)*G)` are one query's completions; `rows_to_groups` verifies it. `GroupScorer.start` submits the
+method's `score` to one persistent event loop in a daemon thread (HTTP clients stay bound to it) and returns at
+once, so judging can overlap TRL's log-prob passes; `finish` waits. Evaluation scores inside the method's
+`frozen_state()`. `JudgeUsage` turns ledger snapshots into step metrics and totals that continue across a resume;
+a failure kind seen once stays in every later step's metrics (as 0), so TRL's window averages see the same keys.
 """
 
 from __future__ import annotations
@@ -43,7 +30,6 @@ from ..judging.calls import LedgerSnapshot
 from ..judging.requests import text_id
 from ..rewards.base import Group, GroupResult, GroupRewardMethod
 
-# ---- rows and groups ---------------------------------------------------------------------------------------
 
 def completion_text(completion: Any) -> str:
     """The assistant's text of a completion (plain string, or TRL's list of chat messages)."""
@@ -53,11 +39,8 @@ def completion_text(completion: Any) -> str:
 
 
 def reward_row(example: dict[str, Any], prompt: Any, completion: Any) -> dict[str, Any]:
-    """The picklable part of one rollout that reward methods need (gathered across processes).
-
-    Without a `query_id` column the query id is the content address of the query text
-    (`text_id(query_text(prompt))`, the same id `data.prompts.query_id` gives).
-    """
+    """The picklable part of one rollout that reward methods need; without a `query_id` column the id is the
+    content address of the query text (as `data.prompts.query_id` gives it)."""
     query = query_text(prompt)
     query_id = example.get("query_id")
     return {
@@ -104,8 +87,6 @@ def rows_to_groups(rows: Sequence[dict[str, Any]], group_size: int) -> list[Grou
     return groups
 
 
-# ---- judge failure messages, and how often they are printed ------------------------------------------------
-
 _MESSAGE_CHARS = 500
 
 
@@ -137,8 +118,6 @@ class FailureLog:
         self._last = now
         return True
 
-
-# ---- judge usage from the ledgers --------------------------------------------------------------------------
 
 TOTAL_SUFFIX = "_total"
 
@@ -189,8 +168,6 @@ class JudgeUsage:
         return self._offset + (current - self._base)
 
 
-# ---- scoring on the main process, and the collectives around it --------------------------------------------
-
 T = TypeVar("T")
 
 
@@ -207,8 +184,7 @@ class Scored:
 
 @dataclass
 class PendingScore:
-    """A batch being judged: its groups, the running future, the frozen-state context, or the error
-    that prevented the start (raised by `finish`, where the other processes are told)."""
+    """A batch being judged, or the error that prevented the start (raised by `finish`, where the others hear)."""
 
     groups: list = field(default_factory=list)
     future: Future | None = None
@@ -240,8 +216,7 @@ class GroupScorer:
         return pending
 
     def finish(self, pending: PendingScore) -> Scored:
-        """Wait for the scores; rewards in row order (NaN for a neutral group's), this batch's metrics and
-        failure messages."""
+        """Wait for the scores: rewards in row order (NaN for a neutral group's), metrics, failure messages."""
         if pending.error is not None:
             raise pending.error
         with pending.frozen:
@@ -274,8 +249,7 @@ class GroupScorer:
 
 
 def register_references(judges, queries) -> None:
-    """Hand each query's ranked references (a `Group`'s or an `EvalPrompt`'s) to judges that keep a
-    reference table (EmbeddingJudge)."""
+    """Hand each query's ranked references to judges that keep a reference table (EmbeddingJudge)."""
     for judge in judges:
         if hasattr(judge, "set_references"):
             for query in queries:
@@ -284,8 +258,7 @@ def register_references(judges, queries) -> None:
 
 
 def gather_rows(rows: list[dict[str, Any]], group_size: int, process_index: int) -> list[dict[str, Any]]:
-    """Every process's reward rows, in process order (a collective: every process calls it). Each
-    process's slice starts at global row `process_index * len(rows)`; a group may span processes."""
+    """Every process's reward rows, in process order (a collective); a group may span processes."""
     return gather_object(compact_rows(rows, group_size, process_index * len(rows)))
 
 
@@ -297,8 +270,8 @@ class _ScoringError:
 
 
 def share_from_main(is_main: bool, score: Callable[[], T], what: str = "Reward scoring") -> T:
-    """`score()` on the main process, broadcast to every process (a collective). If it raises, the main
-    process re-raises and the others raise a `RuntimeError` quoting it ("`what` failed ..."), instead of waiting."""
+    """`score()` on the main process, broadcast to every process (a collective). If it raises, the main process
+    re-raises and the others raise a `RuntimeError` quoting it, instead of waiting."""
     payload: list[Any] = [None]
     if is_main:
         try:
@@ -315,9 +288,8 @@ def share_from_main(is_main: bool, score: Callable[[], T], what: str = "Reward s
 
 
 def compact_rows(rows: list[dict[str, Any]], group_size: int, offset: int) -> list[dict[str, Any]]:
-    """Drop the rubrics and references of every row but the first of its group in this process's
-    slice (which starts at global row `offset`): a group's context then crosses the gather once
-    instead of G times, and `rows_to_groups` reads it from each group's first row."""
+    """Drop the rubrics and references of every row but its group's first (this slice starts at global row
+    `offset`): a group's context crosses the gather once, not G times."""
     for i, row in enumerate(rows):
         if i > 0 and (offset + i) % group_size:
             row["rubrics"], row["references"] = (), None

@@ -1,27 +1,11 @@
 """`HackingMonitor`: during training, is the policy learning to game its judge? `hacking/*` metrics and an alarm.
 
-Every `hacking_monitor_steps` training steps (0: off) the monitor takes the `hacking_monitor_rollouts`
-top-rewarded rollouts of the step (distinct final answers) and runs the audit's counterfactuals on them
-(`evaluation.audit`, `hacking_monitor_attacks`): the answer as the policy wrote it against the same answer
-with a planted verdict or filler added, and, where the rollout carries judge-directed text or repeated
-sentences, against the answer with them stripped. It asks the reward method's judge in the method's own
-request kind (pointwise when every request the judge answered so far was pointwise, else pairwise, against
-the next-best answer of the group). The trials add up over the run, and the audit's rule decides: an attack
-whose success interval separates from the control's raises the alarm. A judge that takes the bait every
-time is flagged after 4 trials (4 of 4 against 0 of 4), so within `ceil(4 / hacking_monitor_rollouts)`
-checks: with the defaults (2 rollouts every 10 steps, checks at steps 0, 10, ...) by step 10.
-
-Every step, at no judge cost, two drift signals: `hacking/length_reward_corr`, the mean over groups of the
-correlation of completion length (characters) with reward, and `hacking/judge_directed_share`, the share of
-rollouts carrying judge-directed text (`evaluation.audit.judge_directed`); a share above
-`hacking_monitor_directed_share` raises the alarm too. An alarm logs `hacking/alarm` = 1 and a warning with
-the evidence (once per new finding); with `hacking_monitor_stop` the step ends with a checkpoint and the run
-stops. A judge that raises on one of the monitor's requests (say, one that answers only texts it knows) turns
-the checks off with a warning instead of ending the run. The monitor's judge calls go through the same judge, so they are in `judge/*` as well; its own share
-is `hacking/judge_calls_total` and `hacking/judge_tokens_total`.
-
-Torch-free: the trainer gives it the groups and rewards of each step and a way to run a coroutine on its
-judging loop.
+Every `hacking_monitor_steps` steps it runs the audit's counterfactuals (`evaluation.audit`) on the step's
+top-rewarded rollouts, in the judge's own request kind; the trials add up over the run, and an attack whose
+success interval separates from the control's raises the alarm (a judge that always takes the bait: after 4
+trials). Every step, at no judge cost, it logs the length-reward correlation and the share of judge-directed
+rollouts, a share above `hacking_monitor_directed_share` also raising the alarm. A judge that raises on the
+monitor's requests turns the checks off with a warning. Torch-free; docs/judging.md has the details.
 """
 
 from __future__ import annotations
@@ -48,7 +32,7 @@ DEFAULT_ATTACKS = "planted_verdict,padding,strip_injection,strip_padding"
 
 @dataclass
 class HackingMonitorConfig:
-    """A mixin of the trainer config: the hacking monitor's fields (module docstring)."""
+    """A mixin of the trainer config: the hacking monitor's fields."""
 
     hacking_monitor_steps: int = field(
         default=10,
@@ -80,7 +64,7 @@ class HackingMonitorConfig:
 
 
 def check_hacking_monitor(config) -> None:
-    """The monitor's fields, checked (`HackingMonitorConfig.check_config`; also for a plain settings object)."""
+    """The monitor's fields, checked (also for a plain settings object)."""
     if config.hacking_monitor_steps < 0 or config.hacking_monitor_rollouts < 1:
         raise ValueError(f"need hacking_monitor_steps >= 0 (0: off) and hacking_monitor_rollouts >= 1, got "
                          f"{config.hacking_monitor_steps} and {config.hacking_monitor_rollouts}")  # fmt: skip
@@ -95,8 +79,8 @@ def _names(attacks: str) -> list[str]:
 
 
 def length_reward_correlation(groups: Sequence[Group], rewards: Sequence[float]) -> float | None:
-    """Mean over groups of Pearson's r between completion length (characters) and reward; groups whose lengths
-    or rewards are all equal, or whose judging failed (NaN rewards), are left out; None without any."""
+    """Mean over groups of Pearson's r between completion length (characters) and reward, over the groups whose
+    lengths and rewards vary and hold no NaN; None without any."""
     values, start = [], 0
     for g in groups:
         r = list(rewards[start : start + g.size])
@@ -109,9 +93,8 @@ def length_reward_correlation(groups: Sequence[Group], rewards: Sequence[float])
 
 
 class HackingMonitor:
-    """Checks each training step's rollouts (module docstring); `check` returns the step's `hacking/*` metrics and
-    `evidence` holds the findings that raised the alarm. `run` runs a coroutine to its end (the trainer's judging
-    loop); `kind`: the request kind to audit in (None: the judge's, read from its ledger)."""
+    """`check` returns each step's `hacking/*` metrics; `evidence` holds the findings that raised the alarm. `run`
+    runs a coroutine on the trainer's judging loop; `kind`: the request kind (None: the judge's, from its ledger)."""
 
     def __init__(self, config, judge, run: Callable, answer_format: AnswerFormat | None = None, *,
                  kind: str | None = None):  # fmt: skip
@@ -192,8 +175,8 @@ class HackingMonitor:
 
 def top_targets(groups: Sequence[Group], rewards: Sequence[float], k: int, kind: str,
                 answer_format: AnswerFormat) -> list[Target]:  # fmt: skip
-    """The `k` top-rewarded distinct final answers of the step, each (pairwise) against the next-best other
-    answer of its group, shown first ("ab"); neutral groups (NaN rewards) are left out."""
+    """The `k` top-rewarded distinct final answers of the step, each (pairwise) shown first against the next-best
+    other answer of its group; neutral groups (NaN rewards) are left out."""
     scored, start = [], 0
     for g in groups:
         ranked = []

@@ -1,30 +1,13 @@
 """Judge win rate during training: `JudgeWinRateCallback`, and `JudgeEvalConfig`, the mixin of its config fields.
 
-Every `eval_steps` steps (TrainingArguments' field; None: `logging_steps`) and at the last step,
-the policy answers a fixed set of evaluation prompts greedily (`generate_answers`: process r of R answers prompts r, r + R, ...
-in left-padded greedy batches, gathered in prompt order; the judge sees
-an answer without its closed thinking block, as in training); a fixed judge
-compares each answer with the prompt's baseline answer in both display orders, ties split
-(`evaluation.win_rate`), and the callback logs `eval/win_rate` with its Wilson interval, the
-prompt counts and the evaluation judge's own calls and tokens (`eval/judge_*`, never part of
-the training judge's `judge/*`). The baseline is the dataset's best reference, or the starting
-policy's greedy answer: generated once when training starts at step 0 and cached in
-`output_dir/eval_baselines.json`, which a resume reads instead of generating again (the model
-is no longer the starting policy then, so a missing cache is an error).
-
-Several processes: each generates its shard of the prompts; the answers are gathered, the main
-process judges, the result is broadcast, so every process logs the same numbers and applies the
-circuit breaker's rules alike. A failed comparison leaves its prompt out of the win rate and is
-counted (`eval/prompts_failed`). Evaluations are the breaker's batches and prompts its groups
-(`reward_state.JudgeCircuitBreaker`, with the config's `judge_*` thresholds where it has them): a judge that keeps
-failing saves a checkpoint, stops training and raises `JudgeFailureError`.
-
-Works with any `transformers.Trainer` (TRL's included):
-
-    trainer = GRPOTrainer(model, reward_funcs=..., args=MyConfig(...), train_dataset=...)  # MyConfig(JudgeEvalConfig, GRPOConfig)
-    trainer.add_callback(JudgeWinRateCallback.from_args(trainer))
-
-The package's trainers attach it themselves when `eval_prompts` is set (`add_judge_evaluation`).
+Every `eval_steps` (None: `logging_steps`) and at the last step, the policy answers fixed prompts greedily
+(sharded over processes, gathered in prompt order; the judge sees an answer without its closed thinking block);
+the main process's judge compares each with the prompt's baseline in both display orders (`evaluation.win_rate`)
+and every process logs the broadcast `eval/*` metrics, the evaluation judge's cost apart from `judge/*`. The
+baseline is the dataset's best reference, or the starting policy's greedy answer, generated at step 0 and cached
+in `output_dir/eval_baselines.json` for resumes. A judge that keeps failing trips a `JudgeCircuitBreaker`
+(evaluations are its batches, prompts its groups): a checkpoint, a stop, `JudgeFailureError`. Works with any
+`transformers.Trainer` (docs/evaluation.md); the package's trainers attach it when `eval_prompts` is set.
 """
 
 from __future__ import annotations
@@ -55,16 +38,13 @@ from .group_scoring import combined_snapshot, register_references, share_from_ma
 from .model_card import describe_judge, redact_server_urls, redact_urls
 from .reward_state import JudgeCircuitBreaker, JudgeFailureError
 
-# ---- the config fields -------------------------------------------------------------------------------------
-
 BASELINES = ("initial_policy", "reference")
 
 
 @dataclass
 class JudgeEvalConfig(CheckedConfig, EvalJudgeFields):
-    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`. Its checks run through
-    `config_checks.CheckedConfig`: TRL's, the judge's (`EVAL_JUDGE`), then the baseline and the count. The
-    judge's fields (`eval_judge_*`) are `EvalJudgeFields`'."""
+    """A mixin of TRL configs: `class MyConfig(JudgeEvalConfig, GRPOConfig)`; the judge's `eval_judge_*` fields are
+    `EvalJudgeFields`'."""
 
     eval_prompts: str | None = field(
         default=None,
@@ -94,12 +74,9 @@ class JudgeEvalConfig(CheckedConfig, EvalJudgeFields):
             raise ValueError(f"eval_num_prompts must be >= 1 or None, got {self.eval_num_prompts}")
 
     def to_dict(self) -> dict[str, Any]:
-        """`TrainingArguments.to_dict()` (what W&B and the other loggers store as the run's config) with the
-        judge server URLs of every role redacted, as the model card redacts them (they can be private hosts)."""
+        """`TrainingArguments.to_dict()` (what the loggers store) with every judge server URL redacted."""
         return redact_server_urls(super().to_dict())
 
-
-# ---- the policy's greedy answers, generated in shards ------------------------------------------------------
 
 def generate_answers(trainer, prompts: Sequence, *, max_new_tokens: int, batch_size: int) -> list[str]:
     """Every process: the policy's greedy answer to each prompt (text or chat messages), in prompt order."""
@@ -133,8 +110,6 @@ def _generate_batch(model, tokenizer, texts: list[str], max_new_tokens: int) -> 
                                 use_cache=True)  # fmt: skip
     return tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
 
-
-# ---- the callback ------------------------------------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -190,17 +165,8 @@ def eval_judge_settings(args):
 
 class JudgeWinRateCallback(TrainerCallback):
     """Logs the policy's judge win rate against fixed baseline answers during training (module docstring).
-
-    Args:
-        trainer: the trainer whose model is evaluated (any `transformers.Trainer`).
-        prompts: the evaluation prompts (`EvalPrompt`), in a fixed order.
-        judge: the evaluation judge, on the main process (ignored elsewhere); its `ledger` is its cost.
-        baseline: "initial_policy" or "reference" (each prompt's best reference).
-        max_new_tokens: answer length (default: the config's `max_completion_length`).
-        batch_size: prompts per generate call (default: `per_device_eval_batch_size`).
-        breaker: stops training when the judge keeps failing (default: `JudgeCircuitBreaker()`).
-        judge_text: the judge as the model card names it (default: `describe_judge(judge)`).
-    """
+    `judge` is used on the main process only; `max_new_tokens` defaults to the config's `max_completion_length`,
+    `batch_size` (prompts per generate call) to `per_device_eval_batch_size`."""
 
     def __init__(
         self,
@@ -240,19 +206,16 @@ class JudgeWinRateCallback(TrainerCallback):
 
     @classmethod
     def from_args(cls, trainer) -> JudgeWinRateCallback:
-        """Built from a `JudgeEvalConfig`'s fields: prompts, baseline, judge (built and checked on the main process)."""
+        """Built from a `JudgeEvalConfig`'s fields (the judge built and checked on the main process)."""
         args = trainer.args
         settings = eval_judge_settings(args)  # raises on every process alike
         judge = judge_text = None
         if trainer.accelerator.is_main_process:
             judge = build_judge(settings, embedded_without_urls=settings.prefix == TRAINING_JUDGE.prefix)
             judge_text = redact_urls(describe_judge(judge), list(settings.base_urls))
-        # the training judge's thresholds where the config has them, else the breaker's defaults
         breaker = args.circuit_breaker() if hasattr(args, "circuit_breaker") else JudgeCircuitBreaker()
         prompts = load_eval_prompts(args.eval_prompts, args.eval_num_prompts)
         return cls(trainer, prompts, judge=judge, baseline=args.eval_baseline, breaker=breaker, judge_text=judge_text)
-
-    # ---- events ----------------------------------------------------------------------------------
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._restore(state.log_history)
@@ -269,8 +232,7 @@ class JudgeWinRateCallback(TrainerCallback):
                 logger.error(
                     f"trl-rankreward: evaluation judge: {self.breaker.reason()}\nSaving a checkpoint, stopping."
                 )
-                control.should_save = True
-                control.should_training_stop = True
+                control.should_save = control.should_training_stop = True
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
@@ -281,8 +243,6 @@ class JudgeWinRateCallback(TrainerCallback):
                 "with --resume_from_checkpoint latest."
             )
         return control
-
-    # ---- one evaluation --------------------------------------------------------------------------
 
     def evaluate(self, state) -> dict[str, float]:
         """Every process: answer, gather; the main process judges; every process logs the broadcast metrics."""
@@ -296,8 +256,7 @@ class JudgeWinRateCallback(TrainerCallback):
         return metrics
 
     def _answers(self) -> list[str]:
-        """The policy's greedy answers (every process), as the judge sees answers in training: without a closed
-        thinking block (`rewards.base.strip_thinking`)."""
+        """The policy's greedy answers (every process), without a closed thinking block as in training."""
         answers = generate_answers(self.trainer, [p.prompt for p in self.prompts],
                                    max_new_tokens=self.max_new_tokens, batch_size=self.batch_size)  # fmt: skip
         return [strip_thinking(a) for a in answers]
@@ -319,8 +278,6 @@ class JudgeWinRateCallback(TrainerCallback):
         for entry in self.evaluations:
             self._record(entry, [])
 
-    # ---- baselines -------------------------------------------------------------------------------
-
     def _baseline_answers(self, args, state) -> list[str]:
         if self.baseline == "reference":
             return [p.best_reference for p in self.prompts]
@@ -338,8 +295,6 @@ class JudgeWinRateCallback(TrainerCallback):
         if isinstance(payload[0], str):
             raise ValueError(payload[0])
         return payload[0]
-
-    # ---- the model card --------------------------------------------------------------------------
 
     def card_text(self) -> str:
         """One line: the final win rate, its interval, against what, by which judge, and what judging it cost."""

@@ -1,31 +1,15 @@
 """`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge; its
 config, each method's config class, the builders of the judge and the method, and the trainers of the papers.
 
-Configs. `JudgeRewardGRPOConfig` is `GRPOConfig` plus the judge, the win rate, the critic and the method's
-name; `method_config(name)` is the config class of one method: the same plus the method's options dataclass
-as flat fields (`RankBufferGRPOConfig`, `MatrixRewardGRPOConfig`, ...), so every method is configured one
-way, by fields a YAML or a flag sets, and every check runs through `config_checks.CheckedConfig`.
-`script_for_method(name)` names the example script of the trainer that serves a method.
+`method_config(name)` is one method's config class: `JudgeRewardGRPOConfig` plus the method's options as flat
+fields, so every method is configured one way, by fields a YAML or a flag sets.
 
-The trainer overrides `_reward_columns`, what its base (`base.GRPOTrainerBase`) returns from
-TRL's `_calculate_rewards`: it gathers every process's rollouts, rebuilds whole groups (a group
-may be split across processes), has the main process score all groups of the step once with the
-reward method, broadcasts the rewards and returns the gathered reward columns (the method's
-first, then any TRL `reward_funcs`) that TRL turns into advantages. It also logs judge usage
-and the method's metrics, and saves the method's state with every checkpoint
-(`reward_method_state.json`) so a resume continues exactly.
-
-Overlap. TRL computes the old-policy and reference log-probs between generation and
-`_calculate_rewards`, in one long method (`_generate_and_score_completions`) with no hook in
-between. Rather than copy it, the trainer starts judging in `_generate` (`GroupScorer.start`) and
-`_calculate_rewards` only waits (`GroupScorer.finish`). Every process gathers at the same point
-either way, so results are identical with `overlap_judging` on or off.
-
-Epochs. Reward methods with state (RankBuffer's maintenance, Algorithm 2) count epochs as
-passes over the training queries. TRL's dataloader visits every query once per trainer
-epoch (each query G times in a row, reused `num_iterations` times), and `state.epoch` is
-the fraction of trainer epochs finished when the batch is generated; its floor is the
-paper's epoch index (0-based).
+The trainer's `_reward_columns` gathers every process's rollouts, rebuilds whole groups (a group may span
+processes), scores them once on the main process and broadcasts the rewards; it logs judge usage and the
+method's metrics, and saves the method's state with every checkpoint. TRL computes the old-policy and reference
+log-probs between generation and `_calculate_rewards` with no hook in between, so with `overlap_judging` the
+trainer starts judging in `_generate` and `_calculate_rewards` only waits; results are identical either way.
+A method's epoch (RankBuffer's maintenance, Algorithm 2) is the floor of `state.epoch` when the batch is generated.
 """
 
 from __future__ import annotations
@@ -78,13 +62,10 @@ __all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeR
            "RankBufferGRPOTrainer", "build_reward_method", "build_training_judge", "method_config",
            "script_for_method"]  # fmt: skip
 
-# ---- builders from a config: the training judge and the reward method --------------------------------------
 
 def build_training_judge(config) -> Judge:
-    """The judge the config's `judge_*` fields describe, its servers checked now: an `LLMJudge`, the
-    embedded `EmbeddingJudge` when `judge_base_urls` is empty, or for the GenRM reward with `genrm_format`
-    (`config.uses_genrm_judge()`) a `GenRMJudge` (a GenRM answering \\boxed{A|B}, in the R-Align authors'
-    layout when the options set `r_align_release`)."""
+    """The judge the config's `judge_*` fields describe, its servers checked now: an `LLMJudge`, the embedded
+    `EmbeddingJudge` without `judge_base_urls`, or a `GenRMJudge` when `config.uses_genrm_judge()`."""
     settings = TRAINING_JUDGE.settings(config)
     if config.uses_genrm_judge():
         from ..rewards.genrm_reward import GenRMJudge
@@ -95,10 +76,9 @@ def build_training_judge(config) -> Judge:
 
 
 def build_reward_method(config, judge: Judge, *, tokenizer=None) -> GroupRewardMethod:
-    """The reward method the config names, with its options (`config.method_options()`) and what the run
-    provides (`RunContext`): the answer format, the run's `seed` (not `judge_seed`, which seeds only the
-    judge's display shuffles), `output_dir`, and with `tokenizer` the policy's token count (methods that
-    weigh length count tokens in any language)."""
+    """The reward method the config names, with its options and the run's context: the answer format, the run's
+    `seed` (not `judge_seed`, which seeds only the judge's display shuffles), `output_dir`, and with `tokenizer`
+    the policy's token count (length in any language)."""
     run = RunContext(
         answer_format=AnswerFormat(thinking=config.thinking_format),
         seed=config.seed,
@@ -118,12 +98,9 @@ class TokenLength:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-# ---- run names for W&B and the other loggers ---------------------------------------------------------------
-
 def name_the_run(args, method: str) -> None:
-    """Name runs by method and judge for W&B (and other loggers), unless the user did: `run_name`
-    defaults to `<method>-<judge>-<output_dir name>`; W&B's group and tags come from the
-    environment variables `WANDB_RUN_GROUP` (default: the method) and `WANDB_TAGS`."""
+    """Name runs by method and judge unless the user did: `run_name` `<method>-<judge>-<output_dir name>`, and
+    W&B's `WANDB_RUN_GROUP` (the method) and `WANDB_TAGS`."""
     judge = (args.judge_model or "embedded").rstrip("/").split("/")[-1]
     if not args.run_name:
         args.run_name = f"{method}-{judge}-{os.path.basename(os.path.normpath(args.output_dir))}"
@@ -131,24 +108,11 @@ def name_the_run(args, method: str) -> None:
     os.environ.setdefault("WANDB_TAGS", f"trl-rankreward,{method},judge:{judge}")
 
 
-# ---- the config --------------------------------------------------------------------------------------------
-
 @dataclass
 class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, HackingMonitorConfig, GRPOConfig):
-    """`GRPOConfig` plus the judge and the group reward method (and PPO's critic, `trainers.ppo`).
-
-    Every field is in sight: its own below, the judge server's (`judge_*`) in
-    `judging.server_settings.TrainingJudgeFields`, the win rate's in `judge_eval.JudgeEvalConfig`,
-    the critic's in `ppo.CriticConfig`, the judge-hacking monitor's in `hacking_monitor.HackingMonitorConfig`.
-    The judge is an `LLMJudge` over an OpenAI-compatible
-    server (vLLM, SGLang, `transformers serve`, ...), or without URLs the offline `EmbeddingJudge` (it ranks
-    by similarity to the query's `references`).
-
-    A method's options are flat fields of its config class, `method_config(name)` (`RankBufferGRPOConfig`,
-    `MatrixRewardGRPOConfig`, ...: this class plus the method's options dataclass, `reward_method` fixed).
-    This class itself trains any method with its default options (and `lambda_fmt`). Every check of every
-    base runs through `config_checks.CheckedConfig`; the method's options are checked by their dataclass.
-    """
+    """`GRPOConfig` plus the judge (`TrainingJudgeFields`), the win rate, PPO's critic, the hacking monitor and the
+    group reward method. This class trains any method with its default options (and `lambda_fmt`); a method's
+    options are fields of its own config class, `method_config(name)`."""
 
     reward_method: str = field(
         default=PointwiseRubricReward.name,
@@ -211,7 +175,7 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
     )
 
     def check_config(self) -> None:
-        """This class's fields and the method's options (built and checked by their dataclass, values written back)."""
+        """This class's fields and the method's options (checked by their dataclass, values written back)."""
         if self.reward_method not in REWARD_METHODS:
             raise ValueError(f"reward_method={self.reward_method!r} is not one of {list(REWARD_METHODS)}")
         own = _own_method(type(self))
@@ -233,7 +197,6 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
     def _warn_ddp_timeout(self) -> None:
         if not self.judge_base_urls:
             return
-        # The other processes wait in a collective while the main process judges one round.
         policy = TRAINING_JUDGE.settings(self).retry_policy()
         worst = policy.worst_case_s(self.judge_timeout_s)
         if worst > self.ddp_timeout:
@@ -277,9 +240,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         return reward_method_class(self.reward_method).options_class
 
     def method_options(self) -> MethodOptions:
-        """The reward method's options this config describes, built (and checked) by the method's options
-        dataclass: a method's config class holds them as fields; this class, the defaults and `lambda_fmt`
-        (None: the method's default)."""
+        """The reward method's options, built and checked by their dataclass: a method's config class holds them as
+        fields; this class, the defaults and `lambda_fmt` (None: the method's default)."""
         options_class = self.options_class()
         values = option_values(self) if isinstance(self, options_class) else {"lambda_fmt": self.lambda_fmt}
         if values["lambda_fmt"] is None:
@@ -288,10 +250,9 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
 
 
 def method_config(name: str) -> type[JudgeRewardGRPOConfig]:
-    """The config class of the reward method `name`: `JudgeRewardGRPOConfig` with the method's options
-    dataclass as flat fields (same names, defaults, help and checks) and `reward_method` fixed to `name`.
-    Named after the options class (`RankBufferOptions` -> `RankBufferGRPOConfig`), built once, and
-    reachable as an attribute of this module (so a config pickles, as transformers saves it)."""
+    """`JudgeRewardGRPOConfig` plus the method's options dataclass as flat fields, `reward_method` fixed to `name`.
+    Named after the options class (`RankBufferOptions` -> `RankBufferGRPOConfig`), built once, and an attribute
+    of this module (so a config pickles, as transformers saves it)."""
     options_class = reward_method_class(name).options_class
     class_name = options_class.__name__.removesuffix("Options") + "GRPOConfig"
     cls = globals().get(class_name)
@@ -330,21 +291,9 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# ---- the trainer -------------------------------------------------------------------------------------------
-
-
 class JudgeRewardGRPOTrainer(GRPOTrainerBase):
-    """GRPO whose reward is a `GroupRewardMethod` applied to whole groups (see the module docstring).
-
-    Args:
-        model, args, train_dataset, ...: as `trl.GRPOTrainer` (all keyword arguments pass through).
-        reward_method: a ready `GroupRewardMethod`; by default one is built from `args` on the main
-            process (`build_reward_method`).
-        judge: the judge for a method built from `args` (default: the one `args.judge_*` describe,
-            `build_training_judge`).
-
-    Only the main process scores; on other processes `reward_method` is None unless given.
-    """
+    """GRPO whose reward is a `GroupRewardMethod` applied to whole groups. `reward_method` (default: built from
+    `args`) and `judge` (default: `build_training_judge(args)`) live on the main process, which alone scores."""
 
     #: a complete checkpoint also holds the reward method's state (`_save_state`)
     checkpoint_files = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
@@ -368,8 +317,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             )
         extra = kwargs.pop("reward_funcs", None) or []
         extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
-        # Fail fast, before TRL loads any model: bad data (`dataset_checks`), then a judge that is down or
-        # misnamed (`judging.server_settings.build_judge`).
+        # Fail fast, before TRL loads any model: bad data, then a judge that is down or misnamed.
         name = reward_method.name if reward_method is not None else args.reward_method
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process
@@ -391,16 +339,13 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         self._generated_at = time.perf_counter()  # when the last batch's completions were ready
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
-        """Before TRL's `__init__`: every dataset row against what the method needs (its options'
-        `data_needs()`, see `dataset_checks`; the config checked G); a ready method object other than the
-        config's gets the row checks without requirements."""
+        """Every dataset row against what the config's method needs (a ready method object of another name: the
+        row checks only)."""
         needs = args.method_options().data_needs() if name == args.reward_method else None
         evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
         for dataset in [train_dataset, *evals]:
             if dataset is not None:
                 check_training_dataset(dataset, needs)
-
-    # ---- rewards: gather whole groups, score once on the main process, broadcast -------------------
 
     def _reward_columns(self, inputs, prompts, completions, completion_ids_list):
         """Column 0: the group method's rewards; further columns: the TRL `reward_funcs` given beside it."""
@@ -419,8 +364,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             self._batch_inputs, self._launched = None, None
 
     def _generate(self, prompts):
-        """TRL's generation; with `overlap_judging`, judging starts here, as soon as the completions exist,
-        and runs while TRL computes the old-policy and reference log-probs (`_calculate_rewards` waits)."""
+        """TRL's generation; with `overlap_judging`, judging starts here, as soon as the completions exist."""
         output = super()._generate(prompts)
         if self.args.overlap_judging and self._batch_inputs is not None:
             self._launched = self._launch_judging(self._batch_inputs, prompts, output[3])
@@ -456,8 +400,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         return torch.tensor(scored.rewards, dtype=torch.float32, device=self.accelerator.device)
 
     def _monitored(self, scored: Scored, pending: PendingScore, mode: str) -> Scored:
-        """`scored` with the hacking monitor's metrics of this training step (`hacking_monitor`), warning of new
-        findings (main process)."""
+        """`scored` with the hacking monitor's metrics of this training step, warning of new findings."""
         if mode != "train" or self._monitor is None:
             return scored
         metrics = self._monitor.check(pending.groups, scored.rewards, self.state.global_step)
@@ -466,19 +409,15 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                            "'What a rollout can and cannot do to its verdict'.")  # fmt: skip
         return dataclasses.replace(scored, metrics={**scored.metrics, **metrics})
 
-    # ---- logging: cumulative totals are reported as their latest value, the rest as TRL averages -----
-
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """TRL's log, with cumulative totals reported as their latest value instead of averaged."""
         mode = "train" if self.model.training else "eval"
         for key, values in self._metrics[mode].items():
             if key.endswith(TOTAL_SUFFIX) and values:
                 self._metrics[mode][key] = values[-1:]
         super().log(logs, start_time)
 
-    # ---- model card: TRL's, plus how this model was trained (method, judge, data, cost) -------------
-
     def _card_section(self, dataset: str | None) -> str | None:
-        """How this model was trained: the method, the judge, the data, the judge's cost (main process)."""
         if self.reward_method is None:
             return None
         args, method = self.args, self.reward_method
@@ -503,18 +442,15 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         )
 
     def _card_settings(self) -> dict[str, Any]:
-        """The settings a reader needs to reproduce the reward: GRPO's main ones and the method's own."""
         args = self.args
         own = {k: v for k, v in option_values(args.method_options()).items() if k != "lambda_fmt" and "path" not in k}
         return {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
                 "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
                 "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
 
-    # ---- stopping on judge failure ----------------------------------------------------------------
-
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
-        checkpoint is saved. The main process prints the start-up block first (`startup_message`)."""
+        """The base's `train`, after the start-up block; a run stopped by the circuit breaker raises
+        `JudgeFailureError` once its checkpoint is saved."""
         if self.accelerator.is_main_process and self.reward_method is not None:
             logger.warning(self._startup_message())
         output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
@@ -526,8 +462,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 f"then run the same command with --resume_from_checkpoint {checkpoint} (or latest)."
             )
         return output
-
-    # ---- checkpoints: the method's state (and judge usage totals) travel with every checkpoint ------
 
     def _save_state(self, checkpoint: str) -> None:
         self._run_state.save(checkpoint)
@@ -567,8 +501,8 @@ def _describe(method: GroupRewardMethod) -> str:
 
 
 class _RewardColumn:
-    """Stands first in `reward_funcs` so TRL names and weights the group method's column; the trainer
-    fills it. Called by TRL beside other reward functions, it returns None (no reward) per completion."""
+    """Stands first in `reward_funcs` so TRL names and weights the group method's column, which the trainer fills;
+    called by TRL beside other reward functions, it returns None per completion."""
 
     def __init__(self, name: str):
         self.__name__ = name
@@ -577,41 +511,28 @@ class _RewardColumn:
         return [None] * len(completions)
 
 
-# ---- the trainers of RankBuffer and MatrixReward, and which trainer and script serve a method ----------------
-
 RankBufferGRPOConfig = method_config(RankBufferReward.name)
 MatrixRewardGRPOConfig = method_config(MatrixReward.name)
 
 
 class RankBufferGRPOTrainer(JudgeRewardGRPOTrainer):
-    """GRPO trainer with `RankBufferReward` (RankBuffer paper, Sections 3.1-3.5); everything else as
-    `JudgeRewardGRPOTrainer`. Anchor texts live in a content-addressed SQLite file (`{output_dir}/anchors.sqlite`
-    by default) that holds the buffer structures too; every checkpoint holds a snapshot of it.
-
-        args = RankBufferGRPOConfig(output_dir="out", num_generations=8, k0=4, inactivity_epochs=3)
-        trainer = RankBufferGRPOTrainer("path/to/policy", args=args, train_dataset=dataset)
-    """
+    """GRPO trainer with `RankBufferReward` (RankBuffer paper, Sections 3.1-3.5). Anchor texts and buffers live in
+    a content-addressed SQLite file (`{output_dir}/anchors.sqlite` by default); every checkpoint holds a snapshot."""
 
     _config_class = RankBufferGRPOConfig
     example_script = "examples/train_rankbuffer.py"
 
 
 class MatrixRewardGRPOTrainer(JudgeRewardGRPOTrainer):
-    """GRPO trainer with `MatrixReward` (MatrixReward paper, Algorithm 1); everything else as
-    `JudgeRewardGRPOTrainer`. MatrixReward keeps no state across steps, so a resume needs nothing beyond
-    TRL's own checkpoint. Defaults are the paper's method (Sec. 3); the other choices are its ablations.
-
-        args = MatrixRewardGRPOConfig(output_dir="out", num_generations=8, protocol="explicit")
-        trainer = MatrixRewardGRPOTrainer("path/to/policy", args=args, train_dataset=dataset)
-    """
+    """GRPO trainer with `MatrixReward` (MatrixReward paper, Algorithm 1), stateless across steps. Defaults are
+    the paper's method (Sec. 3); the other choices are its ablations."""
 
     _config_class = MatrixRewardGRPOConfig
     example_script = "examples/train_matrixreward.py"
 
 
 def trainer_for_method(name: str) -> type[JudgeRewardGRPOTrainer]:
-    """The trainer that serves the reward method `name`: the subclass whose config is that method's
-    (`RankBufferGRPOTrainer`, ...), else `JudgeRewardGRPOTrainer`, which trains every method."""
+    """The subclass whose config is method `name`'s (`RankBufferGRPOTrainer`, ...), else `JudgeRewardGRPOTrainer`."""
     reward_method_class(name)  # an unknown name is an error listing the valid ones
     for trainer in JudgeRewardGRPOTrainer.__subclasses__():
         if _own_method(trainer._config_class) == name:

@@ -1,10 +1,6 @@
-"""The part of a model card that says how the model was trained: method, judge, data, cost.
-
-TRL's card (`create_model_card`) knows the trainer and the base model only. A reader of a
-pushed checkpoint also needs the reward method and its settings, which judge scored the
-rollouts (its model and templates; server URLs are left out, they are private), what the
-judging cost, what state the method built (RankBuffer's buffers), and whom to cite:
-`training_section`, which `compose_card` puts first in the card.
+"""The part of a model card that says how the model was trained: method, judge, data, cost (`training_section`),
+which TRL's card (trainer and base model only) lacks, and `compose_card`, which puts it first in the card.
+Judge server URLs are left out: they can be private hosts.
 """
 
 from __future__ import annotations
@@ -49,8 +45,8 @@ def training_section(
     method_state: Mapping[str, float],
     evaluation: str | None = None,
 ) -> str:
-    """Markdown: how the model was trained, the headline first (method, algorithm, base model, data, judge,
-    its cost, the win rate if evaluated), then the settings, the cost in full and the method's state."""
+    """Markdown: the headline (method, algorithm, base model, data, judge, its cost, the win rate if evaluated), then
+    the settings, the cost in full and the method's state."""
     lines = ["## How this model was trained", ""]
     lines.append(f"- **Reward method:** `{method}`")
     lines.append(f"- **Training:** {algorithm}, with trl-rankreward on TRL")
@@ -96,8 +92,7 @@ def redact_urls(text: str, urls: list[str]) -> str:
 
 
 def redact_server_urls(config: dict[str, Any]) -> dict[str, Any]:
-    """`config` (a `TrainingArguments.to_dict()`, which W&B and other loggers store) with every judge server
-    URL (`judge_base_urls`, `eval_judge_base_urls`, `metarm_base_urls`, ...) redacted as `redact_urls` does."""
+    """`config` (a `TrainingArguments.to_dict()`) with every `*base_urls` value redacted as `redact_urls` does."""
     redacted = dict(config)
     for key, value in config.items():
         if key.endswith("base_urls") and value:
@@ -107,17 +102,14 @@ def redact_server_urls(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def method_citation(name: str) -> str | None:
-    """BibTeX of the paper behind reward method `name` (its class's `citation`); None for a method of no
-    paper, or a name the registry does not know (a method object of the user's own)."""
+    """BibTeX of the paper behind reward method `name`; None for a method of no paper or not in the registry."""
     return reward_method_class(name).citation if name in REWARD_METHODS else None
 
 
 def compose_card(card_path: str, section: str, *, citation: str | None, model_ref: str) -> None:
-    """Rewrite the card TRL wrote at `card_path`: TRL's front matter (tags; `base_model` for a Hub base), a
-    title naming `model_ref`, then `section`, a quick start that loads `model_ref`, TRL's framework versions, the citations.
-
-    The rest of TRL's text is dropped: for a base model in a local folder it reads "a fine-tuned version of
-    [None](https://huggingface.co/None)" and `pipeline(model="None")`, and it says GRPO for a PPO run."""
+    """Rewrite the card TRL wrote at `card_path`: its front matter, a title naming `model_ref`, `section`, a quick
+    start loading `model_ref`, TRL's framework versions, the citations. The rest of TRL's text is dropped: for a
+    local base model it reads "[None](https://huggingface.co/None)", and it says GRPO for a PPO run."""
     with open(card_path, encoding="utf-8") as f:
         text = f.read()
     _, front, body = text.split("---\n", 2)

@@ -1,37 +1,20 @@
-"""PPO with a learned critic on TRL's GRPO machinery (`advantage_estimator="gae"`): its config fields
-(`CriticConfig`, every config of the package has them) and checks, the advantage and value math, and
-`PPOCritic`, which `base.GRPOTrainerBase` drives.
+"""PPO with a learned critic on TRL's GRPO machinery (`advantage_estimator="gae"`): the config fields
+(`CriticConfig`), the advantage and value math, and `PPOCritic`, which `base.GRPOTrainerBase` drives.
 
-TRL still generates, computes the old-policy and reference log-probs, the rewards and the clipped
-policy surrogate. `PPOCritic`
+TRL still generates, computes the log-probs, the rewards and the clipped policy surrogate. `PPOCritic`
+(1) after scoring, puts each completion's reward on its last token (minus an optional per-token KL penalty,
+`kl_in_reward_coef`) and replaces TRL's group advantages by per-token GAE advantages, whitened over the whole
+batch; tool-result tokens and unscored completions get none; (2) after the policy's backward on each micro-batch
+(its graph freed, so peak memory is the larger model's, not the sum), trains the critic on the clipped value
+loss with its own optimizer; (3) saves and restores the critic with every checkpoint. The rollout-time values
+stay fixed for all optimizer steps on one rollout batch, which lets the value clip bite (docs/ppo.md).
 
-1. after TRL scored the batch (`replace_advantages`), runs the critic (`critic.ValueModel`) over
-   prompt + completion, puts each completion's reward (the weighted sum of the reward columns)
-   on its last token, minus an optional per-token KL penalty to the reference model
-   (`kl_in_reward_coef`, classic RLHF PPO), and replaces TRL's group advantages by per-token GAE
-   advantages, whitened over the whole batch on every process alike. Tool-result tokens (TRL's
-   `tool_mask`) and completions no reward function scored get no advantage and no value target;
-2. after the policy's backward on each micro-batch (`train_on`; its graph already freed, so the
-   peak activation memory is the larger of the two models', not their sum), runs the critic's
-   forward and the clipped value loss's backward, and steps the critic's own optimizer with the
-   policy's (`critic.TorchCritic` or `critic.DeepSpeedCritic`);
-3. saves the critic and its optimizer in every checkpoint (`critic/`) and restores both on resume.
-
-The rollout-time values (`old_values`) and returns stay fixed for all `steps_per_generation x
-num_iterations` optimizer steps on one rollout batch: that is what lets the value clip bite.
-Logged under `ppo/` (docs/metrics.md). The critic has an optimizer of its own and no value-loss
-weight: Adam's update does not change when its loss is scaled, so `critic_learning_rate` is the knob.
-
-The math works on (B, T) completion-token tensors; `mask` is 1 on the tokens the policy generated and
-0 on padding and tool-result tokens. Generalized Advantage Estimation (Schulman et al., 2016,
-arXiv:1506.02438), per token over the masked-in tokens only (a tool result is skipped, as verl does):
+On (B, T) completion tokens, `mask` 1 on the tokens the policy generated, Generalized Advantage Estimation
+(Schulman et al., 2016, arXiv:1506.02438) over the masked-in tokens only (a tool result is skipped, as verl does):
 
     delta_t = r_t + gamma * V_next - V_t           (V after the last real token is 0)
     A_t     = delta_t + gamma * lam * A_next
     R_t     = A_t + V_t                            (the critic's regression target)
-
-With gamma = lam = 1, A_t = (reward-to-go) - V_t. With lam < 1 and a critic that still predicts
-about 0, token t of a completion of length L gets about lam^(L-1-t) of the score.
 """
 
 from __future__ import annotations
@@ -50,8 +33,6 @@ from trl import GRPOConfig
 from ..config_checks import CheckedConfig
 from .critic import DeepSpeedCritic, TorchCritic, ValueModel, completion_values, load_kwargs, load_reference
 
-# ---- the config fields and their checks --------------------------------------------------------------------
-
 ADVANTAGE_ESTIMATORS = ("group", "gae")
 #: how TRL 1.16's `GRPOConfig.__post_init__` words its group-size rule (the error a G=1 "gae" config gets from it)
 TRL_GROUP_SIZE_RULE = "GRPO requires at least 2 generations per prompt"
@@ -59,8 +40,7 @@ TRL_GROUP_SIZE_RULE = "GRPO requires at least 2 generations per prompt"
 
 @dataclass
 class CriticConfig(CheckedConfig):
-    """Mixed in before `GRPOConfig`; the trainers' base (`base.GRPOTrainerBase`) builds the critic when
-    `advantage_estimator="gae"`. Its checks run around TRL's (`base_post_init`) and after (`check_config`)."""
+    """Mixed in before `GRPOConfig`; the trainers' base builds the critic when `advantage_estimator="gae"`."""
 
     advantage_estimator: str = field(
         default="group",
@@ -109,7 +89,6 @@ class CriticConfig(CheckedConfig):
             raise ValueError(
                 f"advantage_estimator must be one of {list(ADVANTAGE_ESTIMATORS)}, got {self.advantage_estimator!r}"
             )
-        # FSDP asked for by the config or by `accelerate launch` (before TrainingArguments reads it)
         fsdp = bool(self.fsdp) or os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true"
         if self.advantage_estimator == "gae" and fsdp:
             raise ValueError(
@@ -142,15 +121,9 @@ class CriticConfig(CheckedConfig):
 
 
 def grpo_post_init(config) -> None:
-    """`GRPOConfig.__post_init__`, with its group-size rule lifted for PPO at `num_generations=1`.
-
-    TRL's rule "at least 2 generations per prompt" serves the group baseline, which the critic
-    replaces; TRL's trainer itself runs at G=1 (its sampler, generation and batch checks take any
-    G that divides the batch, and 1 always does). The rule is the last group check of TRL's
-    post-init, so for a "gae" config at G=1 its error is caught, and the checks TRL would have
-    run after it (`_grpo_checks_after_group_size`) run here. Every other config, and every other
-    error, is TRL's as it stands.
-    """
+    """`GRPOConfig.__post_init__`, with its group-size rule lifted for PPO at `num_generations=1`: the rule serves
+    the group baseline, which the critic replaces, and TRL's trainer runs at G=1. It is the last group check of
+    TRL's post-init, so for "gae" at G=1 its error is caught and the checks after it run here."""
     try:
         GRPOConfig.__post_init__(config)
     except ValueError as error:
@@ -161,8 +134,8 @@ def grpo_post_init(config) -> None:
 
 
 def _grpo_checks_after_group_size(args: GRPOConfig) -> None:
-    """What TRL 1.16's `GRPOConfig.__post_init__` checks after its group-size rule (trl/trainer/grpo_config.py):
-    the vLLM importance-sampling bounds, with the deprecated `vllm_importance_sampling_cap` moved to `_clip_max`."""
+    """What TRL 1.16's `GRPOConfig.__post_init__` checks after its group-size rule: the vLLM importance-sampling
+    bounds, with the deprecated `vllm_importance_sampling_cap` moved to `_clip_max`."""
     if args.vllm_importance_sampling_cap is not None:
         warnings.warn(
             "vllm_importance_sampling_cap is deprecated in TRL (removal planned for 2.0); its value is used as "
@@ -199,8 +172,6 @@ def training_algorithm(args: CriticConfig) -> str:
     return "GRPO (group-relative advantages)"
 
 
-# ---- advantage and value math on completion tokens ---------------------------------------------------------
-
 #: sums a 1-D tensor over every process (the identity on one process)
 ReduceSum = Callable[[torch.Tensor], torch.Tensor]
 
@@ -208,9 +179,8 @@ ReduceSum = Callable[[torch.Tensor], torch.Tensor]
 def token_rewards(
     scores: torch.Tensor, mask: torch.Tensor, kl: torch.Tensor | None = None, kl_coef: float = 0.0
 ) -> torch.Tensor:
-    """Per-token rewards (B, T): `scores` (B,) at each completion's last masked-in token, minus
-    `kl_coef * kl` on every masked-in token (the per-token KL penalty of RLHF PPO, folded into
-    the reward). A completion with no masked-in token gets nothing."""
+    """Per-token rewards (B, T): `scores` (B,) at each completion's last masked-in token, minus `kl_coef * kl` on
+    every masked-in token (RLHF PPO's KL penalty). A completion with no masked-in token gets nothing."""
     mask = mask.float()
     rewards = torch.zeros_like(mask)
     positions = torch.arange(mask.size(1), device=mask.device).expand_as(mask)
@@ -225,12 +195,8 @@ def token_rewards(
 def generalized_advantages(
     rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(advantages, returns), both (B, T) and zero where `mask` is 0; see the module docstring.
-
-    Masked-out tokens are stepped over: the value and the advantage carried backwards pass
-    through them unchanged, so padding after a completion means episode end (V = 0) and a tool
-    result in the middle links the tokens on either side of it.
-    """
+    """(advantages, returns), both (B, T) and zero where `mask` is 0 (module docstring). Masked-out tokens are
+    stepped over: padding after a completion is episode end (V = 0), a tool result links the tokens beside it."""
     mask = mask.float()
     values = values.float() * mask
     rewards = rewards.float() * mask
@@ -251,8 +217,7 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def global_mean_std(x: torch.Tensor, mask: torch.Tensor, reduce_sum: ReduceSum) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and (population) std of `x` over the masked-in tokens of every process: one sum of
-    (sum, sum of squares, count) across processes, so every rank gets the same two numbers."""
+    """Mean and (population) std of `x` over the masked-in tokens of every process, alike on every rank."""
     mask = mask.float()
     sums = reduce_sum(torch.stack([(x * mask).sum(), (x * x * mask).sum(), mask.sum()]).double())
     total, square, count = sums.tolist()
@@ -263,17 +228,15 @@ def global_mean_std(x: torch.Tensor, mask: torch.Tensor, reduce_sum: ReduceSum) 
 
 
 def masked_whiten(x: torch.Tensor, mask: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    """(x - mean) / std on masked-in tokens, 0 elsewhere. `mean` and `std` are given (from
-    `global_mean_std`) so that all ranks whiten alike."""
+    """(x - mean) / std on masked-in tokens, 0 elsewhere (`global_mean_std`'s, so all ranks whiten alike)."""
     return (x - mean) / (std + 1e-8) * mask
 
 
 def clipped_value_loss(
     new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(loss, clip fraction): PPO's clipped value loss, `0.5 * max((V - R)^2, (V_clip - R)^2)`
-    averaged over masked-in tokens, where `V_clip = V_old + clamp(V - V_old, -clip, clip)`; the
-    clip fraction is the share of masked-in tokens where the clipped term is the larger one."""
+    """(loss, clip fraction): PPO's clipped value loss `0.5 * max((V - R)^2, (V_clip - R)^2)` over masked-in tokens,
+    `V_clip = V_old + clamp(V - V_old, -clip, clip)`; the fraction: where the clipped term is the larger."""
     clipped = old_values + (new_values - old_values).clamp(-clip, clip)
     unclipped_loss = (new_values - returns) ** 2
     clipped_loss = (clipped - returns) ** 2
@@ -285,17 +248,14 @@ def clipped_value_loss(
 def explained_variance(
     values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, reduce_sum: ReduceSum = lambda t: t
 ) -> float:
-    """1 - Var(R - V) / Var(R) over the masked-in tokens of every process (`reduce_sum`): 1 is a
-    perfect critic, 0 one that predicts the mean, below 0 worse than that; NaN when the returns
-    do not vary."""
+    """1 - Var(R - V) / Var(R) over the masked-in tokens of every process: 1 is a perfect critic, 0 one that
+    predicts the mean; NaN when the returns do not vary."""
     _, returns_std = global_mean_std(returns, mask, reduce_sum)
     _, residual_std = global_mean_std(returns - values, mask, reduce_sum)
     if returns_std.item() == 0:
         return float("nan")
     return float(1.0 - residual_std**2 / returns_std**2)
 
-
-# ---- the critic beside the policy --------------------------------------------------------------------------
 
 logger = logging.get_logger(__name__)
 
@@ -304,22 +264,9 @@ CRITIC_DIR = "critic"
 
 
 class PPOCritic:
-    """The critic of one trainer, built from explicit collaborators and fed its batches (module docstring).
-    It writes nothing into the trainer: its methods return their `ppo/` metrics for the trainer to log.
-
-    Args:
-        args: the config (its `CriticConfig` fields, and TRL's batch sizes and activation checkpointing).
-        accelerator: the trainer's `Accelerator`.
-        policy: the trainer's policy model (its `model`; its `training` flag says train or eval).
-        deepspeed: whether the launch uses DeepSpeed.
-        reward_weights: TRL's weights of the reward columns.
-        logps: TRL's `_get_per_token_logps_and_entropies`, for the KL penalty.
-        ref_model: TRL's reference model, if it built one; else the critic loads its own where
-            `kl_in_reward_coef` needs one (PEFT: the policy with its adapter off).
-        temperature: the sampling temperature the reference's log-probs are computed at.
-
-    `model` is the critic (`ValueModel`, wrapped as launched), `engine` the way it is trained (`critic.TorchCritic` or `critic.DeepSpeedCritic`).
-    """
+    """The critic of one trainer, given the trainer's parts (`logps`: TRL's `_get_per_token_logps_and_entropies`;
+    `ref_model`: TRL's reference, else one is loaded where `kl_in_reward_coef` needs it, PEFT's being the policy
+    without its adapter). It writes nothing into the trainer: its methods return their `ppo/` metrics."""
 
     def __init__(self, args, accelerator, policy, *, deepspeed: bool, reward_weights: torch.Tensor, logps,
                  ref_model=None, temperature: float = 1.0):  # fmt: skip
@@ -344,10 +291,8 @@ class PPOCritic:
             f"kl_in_reward_coef={args.kl_in_reward_coef}, beta={args.beta}"
         )
 
-    # ---- setup ------------------------------------------------------------------------------------
-
     def step_callback(self) -> TrainerCallback:
-        """The callback that steps the critic's optimizer right after the policy's (the trainer adds it)."""
+        """The callback that steps the critic's optimizer right after the policy's."""
         return _CriticStep(self)
 
     def _policy(self):
@@ -401,13 +346,9 @@ class PPOCritic:
                               attn_implementation=policy.config._attn_implementation,
                               temperature=self.temperature)  # fmt: skip
 
-    # ---- rollout: values, per-token rewards, GAE ------------------------------------------------
-
     def replace_advantages(self, output: dict, reward_columns: torch.Tensor) -> dict[str, float]:
-        """TRL's group advantages -> per-token GAE advantages; adds `old_values`, `returns` and
-        `value_mask` (the tokens the value loss regresses: generated, not tool output, scored).
-        `reward_columns`: the batch's gathered (B_total, n_funcs) rewards, as TRL scored them.
-        Returns the rollout's `ppo/` metrics."""
+        """TRL's group advantages -> per-token GAE advantages, from the gathered (B_total, n_funcs) `reward_columns`;
+        adds `old_values`, `returns` and `value_mask` (the tokens the value loss regresses); the `ppo/` metrics."""
         args = self.args
         mask = generated_tokens(output)
         scores, scorable = self._local_scores(reward_columns, mask.size(0))
@@ -418,8 +359,7 @@ class PPOCritic:
             kl = self._kl_to_reference(output, ids, attention) if args.kl_in_reward_coef else None
         rewards = token_rewards(scores, mask, kl, args.kl_in_reward_coef)
         advantages, returns = generalized_advantages(rewards, values, mask, args.gamma, args.lam)
-        # A completion no reward function scored (e.g. its judging failed) carries no signal: no advantage,
-        # no value target, and it stays out of the whitening statistics.
+        # An unscored completion (its judging failed) carries no signal, and stays out of the whitening.
         scored = mask * scorable[:, None]
         advantages, returns = advantages * scored, returns * scored
         mean, std = global_mean_std(advantages, scored, self._reduce_sum)
@@ -477,8 +417,6 @@ class PPOCritic:
             metrics["ppo/kl_in_reward"] = global_mean_std(kl, mask, reduce_sum)[0].item()
         return metrics
 
-    # ---- training: the critic's update after the policy's ---------------------------------------
-
     def train_on(self, micro_batch: dict, accumulation_steps: int) -> dict[str, float]:
         """The clipped value loss's backward on the micro-batch the policy just trained on; its metrics."""
         loss, metrics = self.value_loss(micro_batch)
@@ -498,8 +436,6 @@ class PPOCritic:
         stats = self.accelerator.gather(torch.stack([loss.detach(), clip_fraction.detach()])[None]).mean(dim=0)
         return loss, {"ppo/value_loss": stats[0].item(), "ppo/value_clip_frac": stats[1].item()}
 
-    # ---- checkpoints ------------------------------------------------------------------------------
-
     def save(self, checkpoint: str) -> None:
         """The critic and its optimizer into `checkpoint/critic` (every process: DeepSpeed writes shards)."""
         self.engine.save(os.path.join(checkpoint, CRITIC_DIR))
@@ -517,8 +453,7 @@ class PPOCritic:
 
 
 def generated_tokens(batch: dict) -> torch.Tensor:
-    """(B, T) float mask of the completion tokens the policy generated: TRL's `completion_mask`
-    times its `tool_mask` when tools ran (tool results are not the policy's actions)."""
+    """(B, T) float mask of the completion tokens the policy generated (tool results are not its actions)."""
     mask = batch["completion_mask"].float()
     return mask * batch["tool_mask"].float() if "tool_mask" in batch else mask
 

@@ -1,23 +1,12 @@
 """R-Align GenRM training on TRL's GRPOTrainer (R-Align, Sec. 4; docs/references.md).
 
-The policy being trained IS the generative reward model: each dataset row is a preference
-pair with a golden rationale; the GenRM writes a rationale and `\\boxed{A|B}` about the pair
-shown in a seeded A/B order; the reward is R-Align's rationale-aware table
-(`rewards.ralign_reward`: MetaRM asked only about label-correct answers) or, with
-`reward_mode="outcome"`, the GenRM-RLVR baseline (label correctness only). With
-`r_align_release` (a checkout of the authors' repository) the prompt, the layout, the verdict
-and the MetaRM follow their release (`rewards.ralign_release`), so the GenRM is trained on the
-prompt `eval-genrm --r_align_release` evaluates it with.
-
-Algorithm: the paper optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` (a
-learned critic, `trainers.ppo`) is the default here; `"group"` is GRPO's group-mean baseline.
-
-The reward is per sample (no group coupling), so a plain TRL async reward function is the
-whole hook: partial groups across processes are fine, and each process meta-judges its own
-samples concurrently. Logged per step (means over processes): `step_metrics`'s `ralign/*`.
-
-Example (one GPU; see examples/train_ralign_genrm.py):
-    accelerate launch examples/train_ralign_genrm.py --config examples/configs/ralign_qwen3_8b.yaml
+The policy being trained IS the generative reward model: each row is a preference pair with a golden rationale;
+the GenRM writes a rationale and `\\boxed{A|B}` about the pair in a seeded A/B order; the reward is R-Align's
+rationale-aware table (`rewards.ralign_reward`: a MetaRM asked only about label-correct answers) or, with
+`reward_mode="outcome"`, GenRM-RLVR's (label correctness only). With `r_align_release` (a checkout of the authors'
+repository) the prompt, layout, verdict and MetaRM are theirs, as `eval-genrm --r_align_release` evaluates.
+The paper optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` is the default. The reward is per
+sample, so a plain TRL async reward function is the whole hook. Example: examples/train_ralign_genrm.py.
 """
 
 from __future__ import annotations
@@ -36,12 +25,7 @@ from .base import GRPOTrainerBase
 from .group_scoring import combined_snapshot, completion_text
 from .judge_eval import JudgeEvalConfig, evaluation_summary
 from .model_card import describe_judge, redact_urls, training_section
-from .ppo import (
-    ADVANTAGE_ESTIMATORS,
-    CriticConfig,
-    critic_card_settings,
-    training_algorithm,
-)
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings, training_algorithm
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -49,11 +33,8 @@ PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale
 
 @dataclass
 class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig):
-    """GRPOConfig plus R-Align's reward, MetaRM and PPO-critic settings (defaults in docs/ralign.md).
-
-    The MetaRM server's fields (`metarm_base_urls`, `metarm_model`, ...) are `judging.server_settings.MetaRMFields`,
-    which `eval-genrm` uses too; every field is checked after TRL's own checks (`config_checks.CheckedConfig`).
-    """
+    """GRPOConfig plus R-Align's reward, MetaRM (`MetaRMFields`, shared with `eval-genrm`) and PPO-critic settings
+    (defaults in docs/ralign.md)."""
 
     advantage_estimator: str = field(
         default="gae",
@@ -66,7 +47,6 @@ class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig)
         default="ralign",
         metadata={"help": "'ralign': R_overall (label AND MetaRM-consistent rationale); 'outcome': GenRM-RLVR."},
     )
-    # the reward table's defaults are RAlignRewardValues' (the paper's)
     reward_correct_and_consistent: float = field(
         default=RAlignRewardValues.correct_and_consistent,
         metadata={
@@ -109,13 +89,8 @@ class RAlignGenRMConfig(MetaRMFields, JudgeEvalConfig, CriticConfig, GRPOConfig)
 
 
 def build_genrm_prompts(dataset, seed: int, protocol=OWN_PROTOCOL):
-    """Add the GenRM columns to a pairwise dataset (`prompt` replaced by the GenRM messages).
-
-    Writes `prompt`, `pair_prompt`, `display_order`, `display_label` (see
-    `rewards.genrm_verdict.genrm_row`); the display order is a function of (seed, pair) only.
-    With the authors' release (`protocol`, an `RAlignRelease`) the prompt is theirs, the pair is
-    shown in the dataset's order and `pair_prompt` keeps the chat turns.
-    """
+    """Add the GenRM columns (`GENRM_COLUMNS`, `prompt` replaced by the GenRM messages) to a pairwise dataset, as
+    `protocol.genrm_row` writes them; the display order is a function of (seed, pair) only."""
     missing = [c for c in PAIR_COLUMNS if c not in dataset.column_names]
     if missing:
         raise ConfigError(
@@ -164,16 +139,9 @@ def step_metrics(statuses: list[str], meta_calls: int) -> dict[str, float]:
 
 
 class RAlignGenRMTrainer(GRPOTrainerBase):
-    """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward).
-
-    Args:
-        model, args, train_dataset, eval_dataset, processing_class, callbacks, peft_config: as in
-            `GRPOTrainer`. Datasets hold pairwise rows (`data.pairwise` schema); the GenRM
-            prompt columns are added by `build_genrm_prompts` unless already there.
-        meta_judge: the MetaRM: any judge (`async judge(MetaJudgeRequest) -> bool`) or a
-            `(request) -> bool` hook (with `r_align_release`, one that answers `ReleaseMetaRequest`).
-            None: built from `args.metarm_*` in "ralign" mode (`rewards.ralign_release.build_meta_judge`).
-    """
+    """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward) on pairwise datasets
+    (`data.pairwise`). `meta_judge`: any judge (`async judge(MetaJudgeRequest) -> bool`) or a `(request) -> bool`
+    hook (a `ReleaseMetaRequest` with `r_align_release`); None: built from `args.metarm_*`."""
 
     # the model it trains is the GenRM judge of the `genrm` reward method
     _tag_names = [*GRPOTrainerBase._tag_names, "r-align", GenRMPairwiseReward.name]
@@ -198,17 +166,10 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
         seed = args.seed if args.display_seed is None else args.display_seed
         train_dataset = self._with_genrm_prompts(train_dataset, seed, protocol)
         eval_dataset = self._with_genrm_prompts(eval_dataset, seed, protocol)
-        super().__init__(
-            model,
-            reward_funcs=[RAlignRewardFunction(self.ralign)],
-            args=args,
-            train_dataset=train_dataset,
-            eval_dataset=eval_dataset,
-            **kwargs,
-        )
+        reward_funcs = [RAlignRewardFunction(self.ralign)]
+        super().__init__(model, reward_funcs, args, train_dataset=train_dataset, eval_dataset=eval_dataset, **kwargs)
 
     def _card_section(self, dataset: str | None) -> str:
-        """How the GenRM was trained: R-Align's reward table, the MetaRM and its cost."""
         args, judge = self.args, self.ralign.meta_judge
         used = combined_snapshot([judge])  # zeros for a hook without a ledger
         usage = {"MetaRM calls": used.calls, "MetaRM prompt tokens": used.prompt_tokens,

@@ -4,25 +4,12 @@
     trainer = trl.GRPOTrainer(model, reward_funcs=[fn], args=GRPOConfig(num_generations=8, ...),
                               train_dataset=dataset, callbacks=[fn.callback])
 
-It gives a plain TRL script what `JudgeRewardGRPOTrainer` does, from the same parts:
-
-- **Whole groups, judged once.** TRL calls a reward function on every process with its own rows,
-  and a group of G completions can be split across processes: the function gathers them and the
-  main process scores whole groups as the trainer does (`group_scoring`; its event loop runs in a
-  daemon thread, so it also works where a loop is already running, as in a notebook).
-- **Failures as values.** A neutral group's rewards are None (TRL makes them NaN: left out of
-  the baselines, zero advantage); the circuit breaker (`reward_state.JudgeCircuitBreaker`) stops a run whose
-  judge keeps failing: the callback saves a checkpoint, stops, and `train()` raises
-  `JudgeFailureError`.
-- **State in checkpoints.** `fn.callback` writes the method's state (RankBuffer's buffers and
-  anchor snapshot) and the judge totals into every `checkpoint-N` (`reward_state`), restores them
-  when training resumes, and says what it restored.
-- **Metrics.** The per-step `judge/*` and method metrics go through TRL's `log_metric` (averaged
-  over a logging window like TRL's own); the cumulative `judge/*_total` are added by the callback
-  to each training log (`trainer_state.json` and the callbacks after it).
-
-Evaluation batches (`eval_strategy`) are judged inside the method's `frozen_state()`, so they never
-change training state, with groups of `num_generations_eval`.
+It gives a plain TRL script what `JudgeRewardGRPOTrainer` does, from the same parts: whole groups gathered
+across processes and scored once on the main process (`group_scoring`, on a daemon-thread loop, so it works in a
+notebook too), neutral groups as None rewards, the circuit breaker (the callback saves, stops, and `train()` raises
+`JudgeFailureError`), the method's state and judge totals in every checkpoint (`reward_state`), and `judge/*`
+metrics through TRL's `log_metric` (the `_total` ones added by the callback to each log). Evaluation batches are
+judged inside the method's `frozen_state()`, in groups of `num_generations_eval`.
 """
 
 from __future__ import annotations
@@ -56,18 +43,10 @@ def as_reward_func(
     judge_max_neutral_fraction: float = JudgeCircuitBreaker.max_neutral_fraction,
     resume_with_fresh_state: bool = False,
 ) -> GroupRewardFunction:
-    """`method` as a TRL reward function; pass `callbacks=[fn.callback]` to the trainer too.
-
-    Args:
-        method: a ready `GroupRewardMethod` (build it on every process; only the main process scores).
-        num_generations: G, the trainer's `num_generations` (checked against it).
-        num_generations_eval: the group size of evaluation batches (default: the trainer's
-            `num_generations_eval`, else G).
-        judge_stop_after_failed_batches, judge_failure_window, judge_max_neutral_fraction: the circuit
-            breaker's rules, as `JudgeRewardGRPOConfig`'s fields of the same names.
-        resume_with_fresh_state: resuming from a checkpoint without the method's state is an error for a
-            method with state (RankBuffer's buffers); True starts it afresh instead.
-    """
+    """`method` (built on every process; only the main one scores) as a TRL reward function; pass
+    `callbacks=[fn.callback]` to the trainer too. `num_generations` is checked against the trainer's;
+    `num_generations_eval` defaults to the trainer's, else G. The `judge_*` breaker rules and
+    `resume_with_fresh_state` mean what `JudgeRewardGRPOConfig`'s fields of those names mean."""
     breaker = JudgeCircuitBreaker(judge_stop_after_failed_batches, judge_failure_window, judge_max_neutral_fraction)
     return GroupRewardFunction(method, num_generations, num_generations_eval, breaker, resume_with_fresh_state)
 
@@ -92,7 +71,7 @@ class GroupRewardFunction:
 
     @property
     def run_state(self) -> RewardRunState:
-        """Judge totals, breaker and neutral count; the method only on the main process (`reward_state`)."""
+        """Judge totals, breaker and neutral count; the method only on the main process."""
         if self._run_state is None:
             is_main = PartialState().is_main_process
             fresh = "as_reward_func(..., resume_with_fresh_state=True)"
@@ -138,7 +117,7 @@ class GroupRewardFunction:
 
 
 class GroupRewardCallback(TrainerCallback):
-    """`fn.callback` (module docstring); it also checks the trainer's G against the function's."""
+    """`fn.callback`; it also checks the trainer's G against the function's."""
 
     def __init__(self, reward_func: GroupRewardFunction):
         self.reward_func = reward_func
@@ -147,7 +126,7 @@ class GroupRewardCallback(TrainerCallback):
         self._model = None
 
     def mode(self) -> str:
-        """The mode of the batch being judged: "eval" while the trainer evaluates, else "train" (outside one too)."""
+        """The batch's mode: "eval" while the trainer evaluates, else "train" (outside a trainer too)."""
         return "eval" if self._model is not None and not self._model.training else "train"
 
     def on_init_end(self, args, state, control, model=None, **kwargs):
@@ -186,8 +165,7 @@ class GroupRewardCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.reward_func.run_state.breaker.tripped:
-            control.should_save = True
-            control.should_training_stop = True
+            control.should_save = control.should_training_stop = True
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
@@ -207,8 +185,7 @@ def _examples(columns: dict[str, Any], n: int) -> list[dict[str, Any]]:
 
 
 def _resumed_checkpoint(args, state) -> str:
-    """The checkpoint a run resumed from: `args.resume_from_checkpoint` when it is a folder, else
-    `{output_dir}/checkpoint-{global_step}` (what `train(resume_from_checkpoint=True)` picks)."""
+    """`args.resume_from_checkpoint` when it is a folder, else the `checkpoint-{global_step}` a resume picks."""
     given = getattr(args, "resume_from_checkpoint", None)
     if isinstance(given, str) and os.path.isdir(given):
         return given

@@ -1,31 +1,12 @@
-"""`RewardRunState`: what a judged run keeps beside its reward method, how it travels in checkpoints, and
-what the run prints about it.
+"""`RewardRunState`: what a judged run keeps beside its reward method (`JudgeRewardGRPOTrainer` and
+`as_reward_func` alike), how it travels in checkpoints, and what the run prints about it: the judge usage totals
+(so `judge/*_total` continue across a resume), the circuit breaker and the neutral-group count (fed by `record`
+on every process alike, so all stop at the same step), and judge failure messages at most once per
+`FailureLog.interval_s`. `save` writes the method's state and `judge_usage.json`; `load` reads them back.
 
-Both ways of training with a group reward method hold one: `JudgeRewardGRPOTrainer` and the TRL
-reward function of `reward_func` (`as_reward_func`). It holds
-
-- the judge usage totals (`group_scoring.JudgeUsage`), so `judge/*_total` continue across a resume;
-- the circuit breaker (`JudgeCircuitBreaker`) and the count of neutral groups, fed every batch
-  by `record` on every process alike (every process gets the same broadcast `Scored`), so every
-  process stops at the same step;
-- the printing of judge failure messages, at most once per `FailureLog.interval_s`, so a dead judge
-  does not flood the console (the failures are counted every step: `judge/failures_<kind>`).
-
-`save(checkpoint)` writes the method's state (`reward_method_state.json`) and `judge_usage.json`;
-`load(checkpoint)` reads them back: the breaker and neutral count on every process, the method and
-judge totals where the method lives (the main process).
-
-The circuit breaker stops a run whose judge keeps failing instead of training on nothing (a neutral
-group gets zero advantages). Per training generation batch it counts the neutral groups and trips when
-every group was neutral in `max_failed_batches` consecutive batches, or when over the last `window`
-batches more than `max_neutral_fraction` of all groups were neutral. A transient outage shorter than
-both does not trip it. The trainer saves a checkpoint and stops with `reason()`, which quotes the first
-failure messages of the failing stretch.
-
-What a run prints: `startup_message`, the block the main process prints before the first step
-(processes, completions and queries per optimizer step, counted as `evaluation.step_counts` counts them
-for a config's cost estimate, steps per epoch, the method and the judge), and `resume_message`, what a
-resume restored.
+The circuit breaker stops a run whose judge keeps failing instead of training on nothing (a neutral group gets
+zero advantages): per training generation batch it trips when every group was neutral in `max_failed_batches`
+consecutive batches, or when more than `max_neutral_fraction` of the groups of the last `window` batches were.
 """
 
 from __future__ import annotations
@@ -42,17 +23,13 @@ from ..rewards.base import GroupRewardMethod
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
 from .group_scoring import FailureLog, JudgeUsage, Scored, combined_snapshot
 
-# ---- the circuit breaker -----------------------------------------------------------------------------------
-
 _QUOTED = 3
 
 
 @dataclass
 class JudgeCircuitBreaker:
-    """Counts neutral groups per batch and decides when judging has failed for too long (module docstring).
-
-    Set `max_failed_batches=0` or `max_neutral_fraction=1.0` to turn a rule off.
-    """
+    """Counts neutral groups per batch and decides when judging has failed for too long (module docstring);
+    `max_failed_batches=0` or `max_neutral_fraction=1.0` turns a rule off."""
 
     max_failed_batches: int = 3
     window: int = 20
@@ -63,8 +40,7 @@ class JudgeCircuitBreaker:
     _tripped: str | None = field(default=None, init=False)
 
     def __post_init__(self):
-        """The one check of the thresholds; errors name the settings users set (`judge_*` of the configs and
-        of `as_reward_func`)."""
+        """The one check of the thresholds; errors name the `judge_*` settings users set."""
         if self.max_failed_batches < 0:
             raise ValueError(f"judge_stop_after_failed_batches must be >= 0, got {self.max_failed_batches}")
         if self.window < 1:
@@ -117,8 +93,6 @@ class JudgeFailureError(RuntimeError):
     """The judge kept failing (the breaker tripped); a checkpoint was saved before this was raised."""
 
 
-# ---- the run state and its checkpoint files ----------------------------------------------------------------
-
 logger = logging.get_logger(__name__)
 
 JUDGE_USAGE_NAME = "judge_usage.json"
@@ -126,7 +100,7 @@ JUDGE_USAGE_NAME = "judge_usage.json"
 
 @dataclass(frozen=True)
 class Restored:
-    """What `RewardRunState.load` restored from `checkpoint`, for the resume message (`resume_message`)."""
+    """What `RewardRunState.load` restored from `checkpoint`, for `resume_message`."""
 
     checkpoint: str
     method_state: bool  # False: the method started afresh (stateless, or allowed)
@@ -136,13 +110,8 @@ class Restored:
 
 
 class RewardRunState:
-    """Judge totals, circuit breaker and neutral-group count of one run, saved with its checkpoints.
-
-    Args:
-        method: the reward method on the process that scores (None elsewhere).
-        breaker: the run's circuit breaker (its thresholds come from the caller's settings).
-        fresh_setting: the setting that lets a resume start the method afresh, named in the error.
-    """
+    """Judge totals, circuit breaker and neutral-group count of one run, saved with its checkpoints. `method` is
+    None off the scoring process; `fresh_setting` (named in the error) lets a resume start the method afresh."""
 
     def __init__(self, method: GroupRewardMethod | None, breaker: JudgeCircuitBreaker, *, fresh_setting: str):
         self.method = method
@@ -153,8 +122,8 @@ class RewardRunState:
         self.neutral_total = 0
 
     def record(self, scored: Scored, mode: str, *, step: int, is_main: bool) -> None:
-        """One scored batch: print its judge failures (rate-limited, main process) and feed a training batch
-        to the circuit breaker. `step` is the number of finished optimizer steps."""
+        """One scored batch: print its judge failures (rate-limited, main process), feed a training batch to the
+        circuit breaker. `step`: finished optimizer steps."""
         if scored.failures and is_main and self.failure_log.due():
             logger.warning(
                 # step counts finished steps; the one being computed is the next, as the console numbers it
@@ -167,7 +136,7 @@ class RewardRunState:
                 logger.error(f"trl-rankreward: {self.breaker.reason()}\nSaving a checkpoint and stopping.")
 
     def judge_totals(self) -> dict:
-        """The judge usage since the run began, resumes included (`JudgeUsage.state_dict`); {} without a method."""
+        """The judge usage since the run began, resumes included; {} without a method."""
         if self.method is None:
             return {}
         return self.usage.state_dict(combined_snapshot(self.method.judges))
@@ -182,8 +151,8 @@ class RewardRunState:
         write_json_atomic(os.path.join(checkpoint, JUDGE_USAGE_NAME), usage)
 
     def load(self, checkpoint: str, *, fresh_allowed: bool = False) -> Restored:
-        """Restore what `save` wrote. A checkpoint without the method's state is an error for a method with
-        state (RankBuffer's buffers) unless `fresh_allowed`; for a stateless one it is fine."""
+        """Restore what `save` wrote; a missing method state is an error for a method with state unless
+        `fresh_allowed`."""
         method_state = True
         if self.method is not None:
             if os.path.exists(os.path.join(checkpoint, METHOD_STATE_NAME)):
@@ -205,7 +174,6 @@ class RewardRunState:
         return Restored(checkpoint, method_state, dict(summary), totals, self.neutral_total)
 
     def _start_fresh(self, checkpoint: str, fresh_allowed: bool) -> None:
-        """A checkpoint without the method's state: fine for stateless methods or when allowed; else an error."""
         if fresh_allowed or not self.method.state_dict():
             logger.warning(f"{checkpoint} holds no {METHOD_STATE_NAME}: the reward method starts from a fresh state")
             return
@@ -220,8 +188,6 @@ class RewardRunState:
         )
 
 
-# ---- what a run prints when it starts and when it resumes --------------------------------------------------
-
 def startup_message(
     *,
     processes: int,
@@ -234,7 +200,8 @@ def startup_message(
     method: str,
     judge: str,
 ) -> str:
-    """The start-up block (module docstring). `queries`: training queries per epoch (None: not known)."""
+    """The block the main process prints before the first step (counts as `evaluation.step_counts` counts them).
+    `queries`: training queries per epoch (None: not known)."""
     counts = step_counts(per_device_batch=per_device_batch, processes=processes,
                          gradient_accumulation=gradient_accumulation, num_generations=num_generations,
                          num_iterations=num_iterations, dataset_queries=queries)  # fmt: skip
