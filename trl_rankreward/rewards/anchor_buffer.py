@@ -44,7 +44,7 @@ from typing import Any, Protocol
 
 from .._gc import paused_gc
 from ..judging.requests import text_id
-from .state_files import durable_replace
+from .state_files import corrupt_entry, durable_replace, remove_write_debris
 
 #: where an anchor came from: the query's ranked references, bootstrap ranking, left / right boundary
 #: expansion, interval refinement (Sec. 3.5), or the LLM buffer manager (Appendix G)
@@ -111,19 +111,46 @@ class AnchorBuffer:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnchorBuffer:
+        """The buffer `to_state()` gave; `ValueError` for anything else (a missing or unknown field, a key
+        that is not a string, an epoch that is not an integer), so a bad row fails where it is read."""
         try:
-            anchors = tuple(Anchor(str(k), str(s), int(c), int(h)) for k, s, c, h in state["anchors"])
+            if not isinstance(state, dict):
+                raise TypeError(f"a JSON object was expected, got {type(state).__name__}")
+            unknown = sorted(set(state) - _BUFFER_FIELDS)
+            if unknown:
+                raise KeyError(f"unknown field(s) {unknown}")
+            anchors = tuple(Anchor(_typed(k, str), _typed(s, str), _typed(c, int), _typed(h, int))
+                            for k, s, c, h in state["anchors"])  # fmt: skip
             return cls(
                 anchors,
-                created_epoch=int(state["created_epoch"]),
-                observed_epoch=state.get("observed_epoch"),
-                left_epoch=state.get("left_epoch"),
-                right_epoch=state.get("right_epoch"),
+                created_epoch=_typed(state["created_epoch"], int),
+                **{name: _typed(state.get(name), int, optional=True) for name in _MARKERS},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(
                 f"Malformed RankBuffer buffer state ({exc}); expected the output of AnchorBuffer.to_state()"
             ) from exc
+
+
+_MARKERS = ("observed_epoch", "left_epoch", "right_epoch")
+_BUFFER_FIELDS = frozenset({"anchors", "created_epoch", *_MARKERS})
+
+
+def _typed(value: Any, kind: type, *, optional: bool = False) -> Any:
+    """`value` when it is a `kind` (a bool is no int), or None with `optional`; else `TypeError`."""
+    if (value is None and optional) or (isinstance(value, kind) and not isinstance(value, bool)):
+        return value
+    raise TypeError(f"expected {'an integer' if kind is int else 'a string'}, got {value!r}")
+
+
+def checked_buffer(path: str, query_id: str, state: str | bytes | dict[str, Any]) -> AnchorBuffer:
+    """The buffer of `query_id` saved in `path` (a checkpoint file) as JSON text or its parsed object;
+    `CheckpointStateError` naming the file and the query when the entry is not valid JSON or not a buffer."""
+    try:
+        return AnchorBuffer.from_state(json.loads(state) if isinstance(state, str | bytes) else state)
+    except ValueError as e:  # json.JSONDecodeError is one
+        problem = f"not valid JSON ({e})" if isinstance(e, json.JSONDecodeError) else str(e)
+        raise corrupt_entry(path, problem, query=query_id) from None
 
 
 @dataclass(frozen=True)
@@ -367,32 +394,60 @@ class QueryBuffers:
             state["texts"] = self.store.texts(sorted(_referenced_keys(state["buffers"], state["pending"])))
         return state
 
-    def load(self, state: dict[str, Any]) -> None:
-        """Restore `state()` output exactly; checks that every referenced key's text is in the store."""
+    def load(self, state: dict[str, Any], source: str = "the RankBuffer state") -> None:
+        """Restore `state()` output exactly. Every entry is checked before anything changes: a bad buffer or
+        look-ahead group raises `CheckpointStateError` naming `source` (the state file) and its query, and
+        every referenced key's text must be in the store."""
         if self._journals:
             raise RuntimeError(
                 "RankBufferReward.load_state_dict was called inside frozen_state(), whose exit would undo "
                 "only the block's own writes on top of the loaded state; load the state outside the block"
             )
         with paused_gc():
-            self._pending = {qid: {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
-                             for qid, p in state["pending"].items()}  # fmt: skip
-            if "buffers_stored" in state:
-                self.table = self.store.buffer_table(state["buffers_stored"])
-                return
+            pending = checked_pending(source, state)
+            stored = "buffers_stored" in state  # the store holds the buffers; its table checks their count
+            table = self.store.buffer_table(state["buffers_stored"]) if stored else None
+            buffers = {} if stored else {qid: checked_buffer(source, qid, b)
+                                         for qid, b in _entries(source, state, "buffers").items()}  # fmt: skip
             for text in state.get("texts", {}).values():
                 self.store.put(text)
-            missing = self.store.missing(_referenced_keys(state["buffers"], state["pending"]))
+            keys = {k for p in pending.values() for bucket in p["buckets"] for k in bucket}
+            missing = self.store.missing(keys.union(*(b.keys for b in buffers.values())))
             if missing:
                 raise ValueError(
                     f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
                     f"(first: {missing[0]}); pass the anchor_store the run used (e.g. its SQLite file)"
                 )
-            table = self.store.buffer_table()
-            for qid, b in state["buffers"].items():
-                table.set(qid, AnchorBuffer.from_state(b))
+            if table is None:
+                table = self.store.buffer_table()
+            for qid, buffer in buffers.items():
+                table.set(qid, buffer)
             self.table = table
+            self._pending = pending
             self.table.flush()
+
+
+def _entries(source: str, state: dict[str, Any], name: str) -> dict[str, Any]:
+    """`state[name]`, a JSON object of entries by query id, or `CheckpointStateError` naming `source`."""
+    entries = state.get(name)
+    if not isinstance(entries, dict):
+        raise corrupt_entry(source, f"its {name!r} should be a JSON object of entries by query id, got {entries!r:.60}")
+    return entries
+
+
+def checked_pending(source: str, state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The look-ahead groups of `state` (`QueryBuffers.state`), each `{"epoch": int, "buckets": [[key, ...], ...]}`;
+    `CheckpointStateError` naming `source` and the query for any other entry."""
+    pending = {}
+    for qid, p in _entries(source, state, "pending").items():
+        try:
+            if not isinstance(p, dict) or set(p) != {"epoch", "buckets"}:
+                raise TypeError(f"expected an object with 'epoch' and 'buckets', got {p!r:.80}")
+            buckets = [[_typed(k, str) for k in bucket] for bucket in p["buckets"]]
+            pending[qid] = {"epoch": _typed(p["epoch"], int), "buckets": buckets}
+        except TypeError as e:
+            raise corrupt_entry(source, f"its look-ahead group is malformed ({e})", query=qid) from None
+    return pending
 
 
 def _referenced_keys(buffers: dict[str, Any], pending: dict[str, Any]) -> set[str]:
@@ -764,16 +819,36 @@ class SQLiteAnchorStore:
         durable_replace(tmp, path)
 
     def import_buffers(self, path: str | os.PathLike) -> None:
-        """Replace this store's buffer structures by those of the store file `path`, in one transaction."""
+        """Replace this store's buffer structures by those of the store file `path`, in one transaction.
+
+        Every row is checked first (`checked_buffer`; its anchor keys must be in this store), so a bad row
+        raises `CheckpointStateError` naming `path` and its query, and nothing is copied."""
         path = os.fspath(path)
         _check_file(path, must_exist=True)
         with self._sql(f"importing buffers from {path}"), self._attached(path, "source", "ro"):
             _schema_state(self._db, path, "source", allow_new=False)
             if not self._db.execute("SELECT 1 FROM source.sqlite_master WHERE name = 'buffers'").fetchone():
                 raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
+            self._check_buffer_rows(path, "source")
             with self._db:
                 self._db.execute("DELETE FROM main.buffers")
                 self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM source.buffers")
+
+    def _check_buffer_rows(self, path: str, schema: str) -> None:
+        """Check every buffer row of the attached store `schema` (the file `path`) as `import_buffers` says."""
+        rows = f"SELECT query_id, state FROM {schema}.buffers"
+        keys: set[str] = set()
+        with paused_gc():  # 10^6 anchors at 10^5 queries (see _gc.py)
+            for query_id, state in self._db.execute(rows):
+                keys.update(checked_buffer(path, query_id, state).keys)
+        missing = set(self.missing(keys))
+        if missing:
+            query_id, key = next((q, k) for q, state in self._db.execute(rows)
+                                 for k in checked_buffer(path, q, state).keys if k in missing)  # fmt: skip
+            raise corrupt_entry(
+                path, f"its buffer refers to anchor key {key}, whose text is in neither the anchor store {self.path} nor "
+                f"the checkpoint's text segments ({len(missing)} such key(s))", query=query_id,
+            )  # fmt: skip
 
     def merge_from(self, path: str | os.PathLike) -> int:
         """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
@@ -840,6 +915,7 @@ class SQLiteAnchorStore:
             self.set_meta(_EXPORTED, str(upto))
         folder = os.path.join(directory, CHECKPOINT_FOLDER)
         os.makedirs(folder, exist_ok=True)
+        remove_write_debris(folder)  # of a save of this checkpoint that was killed (before a resume)
         for name in _segments(segments):
             _link_or_copy(os.path.join(segments, name), os.path.join(folder, name))
         meta = {"store_id": self.meta("store_id") or "", "texts_upto": str(upto)}
