@@ -151,7 +151,7 @@ def read_json(path: str | os.PathLike, what: str) -> Any:
         raise CheckpointStateError(
             path,
             "corrupt",
-            f"{path} ({what}) is truncated or corrupt: {e.msg} at line {e.lineno} column {e.colno} "
+            f"{path} ({what}) is truncated or corrupt: {e.msg.removesuffix(' at')} at line {e.lineno} column {e.colno} "
             f"(char {e.pos} of {len(text)}); {_RESTORE}",
         ) from None
 
