@@ -562,15 +562,15 @@ def resume_case(ctx: Context, out: Path, damage: Callable[[Path], str], *, lates
 
 def _resume_losses(out: Path) -> list[str]:
     """A buffer row of the live store that is not a buffer, and temporary files left in checkpoints."""
-    from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore, checked_buffer
+    from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore, check_buffer_state, checked_entry
     from trl_rankreward.rewards.state_files import CheckpointStateError
 
     lost = []
     store = SQLiteAnchorStore(out / "anchors.sqlite", read_only=True)
     try:
         for query_id, state in store.buffer_rows():
-            with contextlib.suppress(CheckpointStateError):
-                checked_buffer(store.path, query_id, state)
+            with contextlib.suppress(CheckpointStateError), checked_entry(store.path, query_id):
+                check_buffer_state(json.loads(state))
                 continue
             lost.append(f"bad buffer row of {query_id} in the live store")
     finally:

@@ -658,7 +658,7 @@ def _with(**fields):
     [
         (lambda state: state[: len(state) // 2], "not valid JSON"),  # a row cut short
         (_with(extra=1), r"unknown field\(s\) \['extra'\]"),
-        (_with(created_epoch="0"), "expected an integer, got '0'"),
+        (_with(created_epoch="0"), "'created_epoch' should be an integer, got '0'"),
         (_with(anchors=[["0123456789abcdef", "left", 0, 0]]), "anchor key 0123456789abcdef, whose text is in neither"),
     ],
     ids=["cut_json", "unknown_field", "wrong_type", "unknown_anchor_key"],
