@@ -19,9 +19,9 @@ since the previous save into a new segment beside the live store, `<store>.segme
 checkpoint holds hard links to all segments so far, a copy where the filesystem cannot link), and
 `buffers.sqlite`, every buffer structure with the store's identity and text watermark at save time.
 So no text is copied twice and the folder resumes on its own, copied or pushed elsewhere. A resume
-checks every saved buffer row (`check_buffer_state`, its anchor keys in the store) and only then
-replaces the buffer structures by the checkpoint's and merges the text segments only when the live
-store cannot already hold them: resuming in place reads no text. Every file is written to a temporary
+merges the text segments only when the live store cannot already hold them (resuming in place reads
+no text), then checks every saved buffer row (`check_buffer_state`, its anchor keys in the store),
+and only then replaces the buffer structures by the checkpoint's. Every file is written to a temporary
 name, fsynced and renamed, so a crash leaves no partial file under a final name.
 
 Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor, K = above the
