@@ -18,7 +18,9 @@ broken from the start). Each case reports:
 Two cases are about the machine rather than the judge: a lock left by a killed DeepSpeed op build
 (the training scripts' start-up check, `trainers.extension_builds`), and a launch that hangs with
 its workers (`testing.run_in_group`, as the launch matrix and the multi-process tests run launches),
-where `data lost` counts the processes left running.
+where `data lost` counts the processes left running. The resume cases damage a copy of one 4-step run's
+checkpoint-4 (a buffer row, `judge_usage.json`, `trainer_state.json`, the reward state, a killed save's
+temporary files) and resume it to step 6.
 
     PYTHONPATH=. python benchmarks/fault_suite.py
     PYTHONPATH=. python benchmarks/fault_suite.py --write-docs docs/reliability.md
@@ -162,6 +164,7 @@ class Context:
     judge: object = None  # ScriptedJudge (the upstream URL with .mode, .requests)
     proxies: list = field(default_factory=list)
     injected: Counter = field(default_factory=Counter)  # extra counts (prose answers, rows)
+    resumable: Path | None = None  # the run the resume cases damage copies of (`_resumable_run`)
 
 
 @dataclass
@@ -492,6 +495,135 @@ def surrogate_case(ctx: Context, out: Path) -> Result:
                   message or None, type(error).__name__ if error else None, "0")  # fmt: skip
 
 
+# ---- resuming from a damaged checkpoint ----------------------------------------------------------
+
+
+def _resumable_run(ctx: Context) -> Path:
+    """A 4-step run (checkpoint-2, checkpoint-4 and its live anchor store), trained once per suite and copied
+    for each resume case."""
+    from transformers import PrinterCallback
+
+    from trl_rankreward.testing import serve_scripted_judge
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOTrainer
+
+    if ctx.resumable is None:
+        out = ctx.work / "_resumable"
+        with serve_scripted_judge() as judge:
+            dataset = load_rows(write_jsonl(ctx.work / "_resumable.jsonl", tiny_rows()))
+            trainer = RankBufferGRPOTrainer(ctx.model_dir, args=config(out, [judge], judge.model, max_steps=4),
+                                            train_dataset=dataset)  # fmt: skip
+            trainer.remove_callback(PrinterCallback)
+            trainer.train()
+            trainer.reward_method.store.close()
+        ctx.resumable = out
+    return ctx.resumable
+
+
+def resume_case(ctx: Context, out: Path, damage: Callable[[Path], str], *, latest: bool = True) -> Result:
+    """The 4-step run copied to `out`, damaged by `damage(out)` (which returns the `injected` text), then resumed
+    to step 6: with `latest`, or from checkpoint-4 by its path. Steps: the global step reached, or the steps
+    trained before an error. Data lost: a bad buffer row copied into the live store, a temporary file in a
+    checkpoint, and (when the run went on) the last checkpoint's resume as in `data_lost`."""
+    import shutil
+
+    from transformers import PrinterCallback, TrainerCallback
+
+    from trl_rankreward.testing import serve_scripted_judge
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOTrainer
+
+    class Trained(TrainerCallback):
+        steps = 0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            Trained.steps += 1
+
+    shutil.copytree(_resumable_run(ctx), out)
+    injected = damage(out)
+    trainer, error = None, None
+    with serve_scripted_judge() as judge:
+        ctx.judge = judge
+        try:
+            dataset = load_rows(write_jsonl(out.parent / f"{out.name}.jsonl", tiny_rows()))
+            trainer = RankBufferGRPOTrainer(ctx.model_dir, args=config(out, [judge], judge.model), train_dataset=dataset,
+                                            callbacks=[Trained()])  # fmt: skip
+            trainer.remove_callback(PrinterCallback)
+            trainer.train(resume_from_checkpoint=True if latest else str(out / "checkpoint-4"))
+        except Exception as exc:  # the outcome of the case, reported in the table
+            error = exc
+        result = _result(trainer, None, error, injected)
+        lost = _resume_losses(out)
+        if error is None:
+            lost += [] if (found := data_lost(ctx, out, None)).startswith("0") else [found]
+        else:
+            result.steps = Trained.steps
+    result.data_lost = "; ".join(lost) or ("0" if error is None else "0 (nothing restored)")
+    return result
+
+
+def _resume_losses(out: Path) -> list[str]:
+    """A buffer row of the live store that is not a buffer, and temporary files left in checkpoints."""
+    from trl_rankreward.rewards.anchor_buffer import SQLiteAnchorStore, check_buffer_state, checked_entry
+    from trl_rankreward.rewards.state_files import CheckpointStateError
+
+    lost = []
+    store = SQLiteAnchorStore(out / "anchors.sqlite", read_only=True)
+    try:
+        for query_id, state in store.buffer_rows():
+            with contextlib.suppress(CheckpointStateError), checked_entry(store.path, query_id):
+                check_buffer_state(json.loads(state))
+                continue
+            lost.append(f"bad buffer row of {query_id} in the live store")
+    finally:
+        store.close()
+    debris = sorted(str(p.relative_to(out)) for p in out.glob("checkpoint-*/**/*") if ".tmp" in p.name)
+    return lost + ([f"debris in checkpoints: {', '.join(debris)}"] if debris else [])
+
+
+def _edit_row(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """Apply `edit` to the JSON of the first buffer row of checkpoint-4's snapshot (None: cut the row short)."""
+    import sqlite3
+
+    def apply(out: Path) -> None:
+        with contextlib.closing(sqlite3.connect(out / "checkpoint-4" / "anchors" / "buffers.sqlite")) as db, db:
+            query_id, state = db.execute("SELECT query_id, state FROM buffers ORDER BY query_id LIMIT 1").fetchone()
+            if edit is None:
+                state = state[: len(state) // 2]
+            else:
+                row = json.loads(state)
+                edit(row)
+                state = json.dumps(row)
+            db.execute("UPDATE buffers SET state = ? WHERE query_id = ?", (state, query_id))
+
+    return apply
+
+
+def _damage(*steps: Callable[[Path], None], injected: str) -> Callable[[Path], str]:
+    def damage(out: Path) -> str:
+        for step in steps:
+            step(out)
+        return injected
+
+    return damage
+
+
+def _cut(name: str) -> Callable[[Path], None]:
+    return lambda out: (out / "checkpoint-4" / name).write_bytes((out / "checkpoint-4" / name).read_bytes()[:40])
+
+
+def _set_usage(out: Path) -> None:
+    path = out / "checkpoint-4" / "judge_usage.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "calls": "many"}))
+
+
+def _debris(out: Path) -> None:
+    (out / "checkpoint-4" / "judge_usage.json.739.tmp").write_text('{"calls": 1')
+    (out / "checkpoint-4" / "anchors" / "texts-000000000001-000000000099.sqlite.tmp").write_bytes(b"SQLite")
+
+
+def _unknown_key(row: dict) -> None:
+    row["anchors"][0][0] = "0123456789abcdef"
+
+
 def _root_cause(exc: BaseException) -> str:
     while exc.__cause__ is not None or exc.__context__ is not None:
         exc = exc.__cause__ or exc.__context__
@@ -555,6 +687,25 @@ CASES = [
          lambda ctx, out: error_at_start(ctx, out, *bad_rows("rubrics_string"))),
     Case("duplicate_id", "bad data: one query_id for two prompts", "stopped:DatasetError",
          lambda ctx, out: error_at_start(ctx, out, *bad_rows("duplicate_id"))),
+    Case("resume_cut_row", "resume: a buffer row of the checkpoint cut short (valid SQLite)", "stopped:CheckpointStateError",
+         lambda ctx, out: resume_case(ctx, out, _damage(_edit_row(None), injected="1 row of anchors/buffers.sqlite"))),
+    Case("resume_unknown_key", "resume: a buffer row naming an anchor key that has no text",
+         "stopped:CheckpointStateError",
+         lambda ctx, out: resume_case(ctx, out, _damage(_edit_row(_unknown_key), injected="1 row, 1 key"))),
+    Case("resume_bad_usage", "resume: judge_usage.json with a count of the wrong type", "stopped:CheckpointStateError",
+         lambda ctx, out: resume_case(ctx, out, _damage(_set_usage, injected='"calls": "many"'))),
+    Case("resume_cut_trainer_state", "resume from a path: its trainer_state.json cut short",
+         "stopped:CheckpointStateError", lambda ctx, out: resume_case(
+             ctx, out, _damage(_cut("trainer_state.json"), injected="1 file cut at 40 bytes"), latest=False)),
+    Case("latest_cut_trainer_state", "resume latest: the newest checkpoint's trainer_state.json cut short",
+         "continued", lambda ctx, out: resume_case(
+             ctx, out, _damage(_cut("trainer_state.json"), injected="1 file cut at 40 bytes"))),
+    Case("latest_no_reward_state", "resume latest: the newest checkpoint without reward_method_state.json",
+         "continued", lambda ctx, out: resume_case(ctx, out, _damage(
+             lambda out: os.remove(out / "checkpoint-4" / "reward_method_state.json"), injected="1 file removed"))),
+    Case("resume_write_debris", "resume: a killed save of checkpoint-4 (trainer_state.json cut, 2 *.tmp left), "
+         "saved again", "continued", lambda ctx, out: resume_case(
+             ctx, out, _damage(_cut("trainer_state.json"), _debris, injected="2 temporary files"))),
 ]  # fmt: skip
 CASE_NAMES = [c.name for c in CASES]
 #: errors that are the library's own, clear answers (anything else escaping a run is a crash)
@@ -576,7 +727,7 @@ def check(case: Case, result: Result) -> str:
         kind = case.expect.split(":", 1)[1]
         if result.error_type != kind:
             problems.append(f"expected {kind}")
-        if kind in ("BackendError", "DatasetError", "DatasetFileError") and result.steps != 0:
+        if kind in ("BackendError", "DatasetError", "DatasetFileError", "CheckpointStateError") and result.steps != 0:
             problems.append("steps ran before the error")
     if not result.data_lost.startswith("0"):
         problems.append("data lost")

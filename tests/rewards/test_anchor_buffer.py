@@ -38,6 +38,7 @@ from trl_rankreward.rewards.anchor_buffer import (
 from trl_rankreward.rewards.base import Group
 from trl_rankreward.rewards.options import DataNeeds
 from trl_rankreward.rewards.rank_buffer import RankBufferOptions, RankBufferReward
+from trl_rankreward.rewards.state_files import CheckpointStateError
 from trl_rankreward.testing import OracleJudge
 
 
@@ -627,3 +628,83 @@ def test_resuming_in_place_reads_no_text_and_restores_the_checkpoints_buffers(tm
     monkeypatch.setattr(SQLiteAnchorStore, "merge_from", lambda self, path, **kw: merged.append(path))
     resumed.load_state(str(checkpoint))
     assert merged == [] and resumed.export_buffers() == saved
+
+
+# ---- resume checks what it restores: a bad buffer row or entry is refused, naming file and query ---------
+
+
+def _saved_checkpoint(tmp_path, store=None):
+    m = RankBufferReward(OracleJudge(QUALITY), k0=4, store=store if store is not None else SQLiteAnchorStore(tmp_path / "anchors.sqlite"))
+    train(m, 0)
+    checkpoint = tmp_path / "checkpoint-1"
+    checkpoint.mkdir()
+    m.save_state(str(checkpoint))
+    return m, checkpoint
+
+
+def _set_row(snapshot, query_id, edit):
+    with sqlite3.connect(snapshot) as db:
+        (state,) = db.execute("SELECT state FROM buffers WHERE query_id = ?", (query_id,)).fetchone()
+        db.execute("UPDATE buffers SET state = ? WHERE query_id = ?", (edit(state), query_id))
+    db.close()
+
+
+def _with(**fields):
+    return lambda state: json.dumps({**json.loads(state), **fields})
+
+
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda state: state[: len(state) // 2], "not valid JSON"),  # a row cut short
+        (_with(extra=1), r"unknown field\(s\) \['extra'\]"),
+        (_with(created_epoch="0"), "'created_epoch' should be an integer, got '0'"),
+        (_with(anchors=[["0123456789abcdef", "left", 0, 0]]), "anchor key 0123456789abcdef, whose text is in neither"),
+    ],
+    ids=["cut_json", "unknown_field", "wrong_type", "unknown_anchor_key"],
+)
+def test_a_bad_buffer_row_is_refused_at_resume_and_nothing_copied(tmp_path, edit, problem):
+    _, checkpoint = _saved_checkpoint(tmp_path)
+    snapshot = checkpoint / CHECKPOINT_FOLDER / "buffers.sqlite"
+    _set_row(snapshot, "q1", edit)
+    resumed = method(tmp_path / "anchors.sqlite")  # the live store, as a restarted trainer opens it
+    with pytest.raises(CheckpointStateError, match=f"{snapshot}, the entry of query 'q1' is corrupt: .*{problem}") as e:
+        resumed.load_state(str(checkpoint))
+    assert e.value.path == str(snapshot) and e.value.query == "q1"
+    assert resumed.store.buffer_count() == 0  # no row of the snapshot reached the live store
+
+
+def test_a_bad_entry_of_an_in_memory_state_file_names_the_file_and_query(tmp_path):
+    m, checkpoint = _saved_checkpoint(tmp_path, InMemoryAnchorStore())
+    path = checkpoint / "reward_method_state.json"
+    saved = json.loads(path.read_text())
+    for entry, query, problem in (
+        ({"buffers": {**saved["state"]["buffers"], "q2": {"anchors": "x"}}}, "q2", "Malformed RankBuffer"),
+        ({"pending": {"q0": {"epoch": 1}}}, "q0", "its look-ahead group is malformed"),
+    ):
+        path.write_text(json.dumps({**saved, "state": {**saved["state"], **entry}}))
+        fresh = RankBufferReward(OracleJudge(QUALITY), k0=4)
+        with pytest.raises(CheckpointStateError, match=f"{path}, the entry of query '{query}' is corrupt: {problem}"):
+            fresh.load_state(str(checkpoint))
+        assert fresh.export_buffers() == {}  # nothing restored
+    path.write_text(json.dumps(saved))
+    fresh.load_state(str(checkpoint))
+    assert fresh.export_buffers() == m.export_buffers()
+
+
+def test_buffer_state_refuses_unknown_fields_and_wrong_types():
+    state = _buffer("a", "b").to_state()
+    assert AnchorBuffer.from_state(state) == _buffer("a", "b")
+    for bad in ({**state, "extra": 1}, {**state, "left_epoch": 1.5}, {**state, "anchors": [[1, "left", 0, 0]]}, []):
+        with pytest.raises(ValueError, match="Malformed RankBuffer buffer state"):
+            AnchorBuffer.from_state(bad)
+
+
+def test_a_checkpoint_saved_again_in_place_carries_no_write_debris(tmp_path):
+    m, checkpoint = _saved_checkpoint(tmp_path)
+    # a save of checkpoint-1 killed mid-way left its temporary files; the run resumed and saves it again
+    debris = ["texts-000000000001-000000000099.sqlite.tmp", "buffers.sqlite.tmp", "buffers.sqlite.tmp-journal"]
+    for name in debris:
+        (checkpoint / CHECKPOINT_FOLDER / name).write_bytes(b"partial")
+    m.save_state(str(checkpoint))
+    assert not [n for n in os.listdir(checkpoint / CHECKPOINT_FOLDER) if ".tmp" in n]

@@ -14,8 +14,10 @@ import pytest
 from trl_rankreward.rewards.state_files import (
     METHOD_STATE_SCHEMA,
     CheckpointStateError,
+    corrupt_entry,
     read_json,
     read_method_state,
+    remove_write_debris,
     write_json_atomic,
     write_method_state,
 )
@@ -144,3 +146,20 @@ def test_write_json_atomic_survives_kill_9(tmp_path):
         assert len(data["blob"]) == 50_000 and data["blob"][-1] == "x" * 1000
 
     kill_repeatedly(_WRITER, [str(path)], check)
+
+
+def test_remove_write_debris_removes_only_temporary_files(tmp_path):
+    keep = ["judge_usage.json", "model.safetensors", "notes.tmpl"]
+    debris = ["judge_usage.json.739.tmp", "buffers.sqlite.tmp", "buffers.sqlite.tmp-journal", "x.tmp-wal"]
+    for name in keep + debris:
+        (tmp_path / name).write_text("x")
+    (tmp_path / "sub.tmp").mkdir()  # folders are not touched
+    assert remove_write_debris(tmp_path) == sorted(debris)
+    assert sorted(os.listdir(tmp_path)) == sorted([*keep, "sub.tmp"])
+    assert remove_write_debris(tmp_path / "absent") == []
+
+
+def test_corrupt_entry_names_file_and_query(tmp_path):
+    error = corrupt_entry(tmp_path / "f.json", "bad epoch", query="q7")
+    assert isinstance(error, CheckpointStateError) and error.reason == "corrupt" and error.query == "q7"
+    assert str(error).startswith(f"{tmp_path / 'f.json'}, the entry of query 'q7' is corrupt: bad epoch; ")

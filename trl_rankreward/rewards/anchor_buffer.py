@@ -19,8 +19,9 @@ since the previous save into a new segment beside the live store, `<store>.segme
 checkpoint holds hard links to all segments so far, a copy where the filesystem cannot link), and
 `buffers.sqlite`, every buffer structure with the store's identity and text watermark at save time.
 So no text is copied twice and the folder resumes on its own, copied or pushed elsewhere. A resume
-replaces the buffer structures by the checkpoint's and merges the text segments only when the live
-store cannot already hold them: resuming in place reads no text. Every file is written to a temporary
+merges the text segments only when the live store cannot already hold them (resuming in place reads
+no text), then checks every saved buffer row (`check_buffer_state`, its anchor keys in the store),
+and only then replaces the buffer structures by the checkpoint's. Every file is written to a temporary
 name, fsynced and renamed, so a crash leaves no partial file under a final name.
 
 Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor, K = above the
@@ -44,7 +45,7 @@ from typing import Any, Protocol
 
 from .._gc import paused_gc
 from ..judging.requests import text_id
-from .state_files import durable_replace
+from .state_files import corrupt_entry, durable_replace, remove_write_debris
 
 #: where an anchor came from: the query's ranked references, bootstrap ranking, left / right boundary
 #: expansion, interval refinement (Sec. 3.5), or the LLM buffer manager (Appendix G)
@@ -111,19 +112,67 @@ class AnchorBuffer:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnchorBuffer:
+        """The buffer `to_state()` gave; `ValueError` for anything else (`check_buffer_state`)."""
         try:
-            anchors = tuple(Anchor(str(k), str(s), int(c), int(h)) for k, s, c, h in state["anchors"])
-            return cls(
-                anchors,
-                created_epoch=int(state["created_epoch"]),
-                observed_epoch=state.get("observed_epoch"),
-                left_epoch=state.get("left_epoch"),
-                right_epoch=state.get("right_epoch"),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
+            check_buffer_state(state)
+        except (KeyError, TypeError) as exc:
             raise ValueError(
-                f"Malformed RankBuffer buffer state ({exc}); expected the output of AnchorBuffer.to_state()"
-            ) from exc
+                f"Malformed RankBuffer buffer state ({_reason(exc)}); expected the output of "
+                "AnchorBuffer.to_state()"
+            ) from None
+        return cls(
+            tuple(Anchor(*row) for row in state["anchors"]),
+            created_epoch=state["created_epoch"],
+            **{name: state.get(name) for name in _MARKERS},
+        )
+
+
+_MARKERS = ("observed_epoch", "left_epoch", "right_epoch")
+_BUFFER_FIELDS = frozenset({"anchors", "created_epoch", *_MARKERS})
+
+
+def check_buffer_state(state: Any) -> list[str]:
+    """The anchor keys of `state` when it is what `AnchorBuffer.to_state()` gives: an object with the fields
+    `anchors` (a non-empty list of `[key, source, created_epoch, h]`) and `created_epoch`, and the optional
+    epoch markers; integers where integers go (a bool is none). Else `KeyError` (a field missing or unknown)
+    or `TypeError` (a value of the wrong kind). The one definition of a saved buffer, checked without
+    building it, so checking a checkpoint's rows costs little more than parsing them."""
+    if type(state) is not dict:
+        raise TypeError(f"a JSON object was expected, got {state!r:.60}")
+    if not state.keys() <= _BUFFER_FIELDS:
+        raise KeyError(f"unknown field(s) {sorted(set(state) - _BUFFER_FIELDS)}")
+    anchors = state["anchors"]
+    if type(anchors) is not list or not anchors:
+        raise TypeError(f"'anchors' should be a non-empty list, got {anchors!r:.60}")
+    keys = []
+    for row in anchors:
+        if not (type(row) is list and len(row) == 4 and type(row[0]) is str and row[1] in SOURCES
+                and type(row[2]) is int and type(row[3]) is int):  # fmt: skip
+            raise TypeError(f"anchor {row!r:.80} is not [key, source in {SOURCES}, created_epoch, h]")
+        keys.append(row[0])
+    for name in ("created_epoch", *_MARKERS):
+        value = state[name] if name == "created_epoch" else state.get(name)
+        if type(value) is not int and not (value is None and name != "created_epoch"):
+            raise TypeError(f"{name!r} should be an integer{'' if name == 'created_epoch' else ' or null'}, "
+                            f"got {value!r:.60}")  # fmt: skip
+    return keys
+
+
+@contextlib.contextmanager
+def checked_entry(path: str, query_id: str) -> Iterator[None]:
+    """Within the block, a bad buffer entry of `query_id` in the checkpoint file `path` (JSON that does not
+    parse, `check_buffer_state`'s errors, `AnchorBuffer.from_state`'s) raises `CheckpointStateError` naming both."""
+    try:
+        yield
+    except json.JSONDecodeError as e:
+        raise corrupt_entry(path, f"not valid JSON ({e})", query=query_id) from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise corrupt_entry(path, _reason(e), query=query_id) from None
+
+
+def _reason(exc: Exception) -> str:
+    """The message of `exc` (a `KeyError`'s without the quotes its `str` adds)."""
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
 @dataclass(frozen=True)
@@ -367,32 +416,63 @@ class QueryBuffers:
             state["texts"] = self.store.texts(sorted(_referenced_keys(state["buffers"], state["pending"])))
         return state
 
-    def load(self, state: dict[str, Any]) -> None:
-        """Restore `state()` output exactly; checks that every referenced key's text is in the store."""
+    def load(self, state: dict[str, Any], source: str = "the RankBuffer state") -> None:
+        """Restore `state()` output exactly. Every entry is checked before anything changes: a bad buffer or
+        look-ahead group raises `CheckpointStateError` naming `source` (the state file) and its query, and
+        every referenced key's text must be in the store."""
         if self._journals:
             raise RuntimeError(
                 "RankBufferReward.load_state_dict was called inside frozen_state(), whose exit would undo "
                 "only the block's own writes on top of the loaded state; load the state outside the block"
             )
         with paused_gc():
-            self._pending = {qid: {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
-                             for qid, p in state["pending"].items()}  # fmt: skip
-            if "buffers_stored" in state:
-                self.table = self.store.buffer_table(state["buffers_stored"])
-                return
+            pending = checked_pending(source, state)
+            stored = "buffers_stored" in state  # the store holds the buffers; its table checks their count
+            table = self.store.buffer_table(state["buffers_stored"]) if stored else None
+            buffers = {}
+            for qid, b in {} if stored else _entries(source, state, "buffers").items():
+                with checked_entry(source, qid):
+                    buffers[qid] = AnchorBuffer.from_state(b)
             for text in state.get("texts", {}).values():
                 self.store.put(text)
-            missing = self.store.missing(_referenced_keys(state["buffers"], state["pending"]))
+            keys = {k for p in pending.values() for bucket in p["buckets"] for k in bucket}
+            missing = self.store.missing(keys.union(*(b.keys for b in buffers.values())))
             if missing:
                 raise ValueError(
                     f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
                     f"(first: {missing[0]}); pass the anchor_store the run used (e.g. its SQLite file)"
                 )
-            table = self.store.buffer_table()
-            for qid, b in state["buffers"].items():
-                table.set(qid, AnchorBuffer.from_state(b))
+            if table is None:
+                table = self.store.buffer_table()
+            for qid, buffer in buffers.items():
+                table.set(qid, buffer)
             self.table = table
+            self._pending = pending
             self.table.flush()
+
+
+def _entries(source: str, state: dict[str, Any], name: str) -> dict[str, Any]:
+    """`state[name]`, a JSON object of entries by query id, or `CheckpointStateError` naming `source`."""
+    entries = state.get(name)
+    if not isinstance(entries, dict):
+        raise corrupt_entry(source, f"its {name!r} should be a JSON object of entries by query id, got {entries!r:.60}")
+    return entries
+
+
+def checked_pending(source: str, state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The look-ahead groups of `state` (`QueryBuffers.state`), each `{"epoch": int, "buckets": [[key, ...], ...]}`;
+    `CheckpointStateError` naming `source` and the query for any other entry."""
+    pending = {}
+    for qid, p in _entries(source, state, "pending").items():
+        try:
+            if not (type(p) is dict and p.keys() == {"epoch", "buckets"} and type(p["epoch"]) is int
+                    and type(p["buckets"]) is list and all(type(b) is list for b in p["buckets"])
+                    and all(type(k) is str for b in p["buckets"] for k in b)):  # fmt: skip
+                raise TypeError(f"expected {{'epoch': integer, 'buckets': [[key, ...], ...]}}, got {p!r:.80}")
+            pending[qid] = {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
+        except TypeError as e:
+            raise corrupt_entry(source, f"its look-ahead group is malformed ({e})", query=qid) from None
+    return pending
 
 
 def _referenced_keys(buffers: dict[str, Any], pending: dict[str, Any]) -> set[str]:
@@ -764,16 +844,37 @@ class SQLiteAnchorStore:
         durable_replace(tmp, path)
 
     def import_buffers(self, path: str | os.PathLike) -> None:
-        """Replace this store's buffer structures by those of the store file `path`, in one transaction."""
+        """Replace this store's buffer structures by those of the store file `path`, in one transaction.
+
+        Every row is checked first (`check_buffer_state`; its anchor keys must be in this store), so a bad row
+        raises `CheckpointStateError` naming `path` and its query, and nothing is copied."""
         path = os.fspath(path)
         _check_file(path, must_exist=True)
         with self._sql(f"importing buffers from {path}"), self._attached(path, "source", "ro"):
             _schema_state(self._db, path, "source", allow_new=False)
             if not self._db.execute("SELECT 1 FROM source.sqlite_master WHERE name = 'buffers'").fetchone():
                 raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
+            self._check_buffer_rows(path, "source")
             with self._db:
                 self._db.execute("DELETE FROM main.buffers")
                 self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM source.buffers")
+
+    def _check_buffer_rows(self, path: str, schema: str) -> None:
+        """Check every buffer row of the attached store `schema` (the file `path`) as `import_buffers` says."""
+        rows = f"SELECT query_id, state FROM {schema}.buffers"
+        keys: set[str] = set()
+        with paused_gc():  # 10^6 anchor keys at 10^5 queries (see _gc.py)
+            for query_id, state in self._db.execute(rows):
+                with checked_entry(path, query_id):
+                    keys.update(check_buffer_state(json.loads(state)))
+        missing = set(self.missing(keys))
+        if missing:
+            query_id, key = next((q, k) for q, state in self._db.execute(rows)
+                                 for k in check_buffer_state(json.loads(state)) if k in missing)  # fmt: skip
+            raise corrupt_entry(
+                path, f"its buffer refers to anchor key {key}, whose text is in neither the anchor store {self.path} nor "
+                f"the checkpoint's text segments ({len(missing)} such key(s))", query=query_id,
+            )  # fmt: skip
 
     def merge_from(self, path: str | os.PathLike) -> int:
         """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
@@ -840,6 +941,7 @@ class SQLiteAnchorStore:
             self.set_meta(_EXPORTED, str(upto))
         folder = os.path.join(directory, CHECKPOINT_FOLDER)
         os.makedirs(folder, exist_ok=True)
+        remove_write_debris(folder)  # of a save of this checkpoint that was killed (before a resume)
         for name in _segments(segments):
             _link_or_copy(os.path.join(segments, name), os.path.join(folder, name))
         meta = {"store_id": self.meta("store_id") or "", "texts_upto": str(upto)}

@@ -101,6 +101,7 @@ from .anchor_buffer import (
     InMemoryAnchorStore,
     QueryBuffers,
     SQLiteAnchorStore,
+    checked_pending,
     update_buffer,
 )
 from .base import (
@@ -461,12 +462,19 @@ class RankBufferReward(GroupRewardMethod):
     def load_state(self, directory: str) -> None:
         """Restore the store's part of the checkpoint (with the buffer structures when the state keeps
         them in the store), then load the state file."""
-        state = read_method_state(os.path.join(directory, METHOD_STATE_NAME), self.name)
+        path = os.path.join(directory, METHOD_STATE_NAME)
+        state = read_method_state(path, self.name)
+        self._check_state(state, path)  # before the store takes anything from the checkpoint
         self.store.load_checkpoint(directory, buffers="buffers_stored" in state)
-        self.load_state_dict(state)
+        self.buffers.load(state, path)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore `state_dict()` output exactly; checks the config and that every key's text exists."""
+        self._check_state(state)
+        self.buffers.load(state)
+
+    def _check_state(self, state: dict[str, Any], source: str = "the RankBuffer state") -> None:
+        """The state's format, its settings (they must be this method's) and its look-ahead groups."""
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             got = state.get("format") if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"Not a RankBufferReward state: expected format {STATE_FORMAT!r}, got {got!r}")
@@ -477,7 +485,7 @@ class RankBufferReward(GroupRewardMethod):
                 f"RankBuffer state was saved with other settings {{field: (now, saved)}} = {differ}; "
                 "construct RankBufferReward with the saved settings to resume"
             )
-        self.buffers.load(state)
+        checked_pending(source, state)
 
 
 # -------- ranking a group: coarse placement, listwise fine ranking (steps 2-3) -------------------------------

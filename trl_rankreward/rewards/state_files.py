@@ -5,13 +5,18 @@ target (then the directory is fsynced), so a kill -9 or a power loss leaves the 
 the new one at the path, never a partial one. Reward-method state is wrapped with a schema
 tag and the method's name, so resuming from a truncated, foreign, newer or other-method file
 raises `CheckpointStateError` naming the file, the problem and the fix, instead of a bare
-`JSONDecodeError` or a confusing error deep inside `load_state_dict`. Stdlib only.
+`JSONDecodeError` or a confusing error deep inside `load_state_dict`. A bad entry inside a file
+(one buffer row) raises it too, naming the file and the query (`corrupt_entry`). A kill before the
+rename leaves the temporary file; `remove_write_debris` deletes such files from a folder about to
+be written, so a checkpoint saved again in place never carries them. Stdlib only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 from typing import Any
 
 METHOD_STATE_SCHEMA = "trl_rankreward.method_state/1"
@@ -24,13 +29,48 @@ _RESTORE = "restore the file from an intact copy of the checkpoint, or resume fr
 class CheckpointStateError(ValueError):
     """A checkpoint's state file is missing, truncated, corrupt, foreign, newer, or of another method.
 
-    `path` is the file; `reason` is one of "missing", "corrupt", "foreign", "newer", "method".
+    `path` is the file; `reason` is one of "missing", "corrupt", "foreign", "newer", "method";
+    `query` the query whose entry is bad, when one entry of the file is.
     """
 
-    def __init__(self, path: str, reason: str, message: str):
+    def __init__(self, path: str, reason: str, message: str, *, query: str | None = None):
         super().__init__(message)
         self.path = path
         self.reason = reason
+        self.query = query
+
+
+def corrupt_entry(path: str | os.PathLike, problem: str, *, query: str | None = None) -> CheckpointStateError:
+    """The error for a bad entry of the checkpoint file `path` (the entry of `query`, when given): the
+    file parses, but what it holds cannot be restored; nothing of it is restored."""
+    path = os.fspath(path)
+    where = f"{path}, the entry of query {query!r}" if query is not None else path
+    return CheckpointStateError(
+        path, "corrupt", f"{where} is corrupt: {problem}; nothing was restored; {_RESTORE}", query=query
+    )
+
+
+#: the temporary files of an interrupted write: `write_json_atomic`'s `NAME.PID.tmp`, an SQLite export's
+#: `NAME.tmp` and its journal
+_DEBRIS = re.compile(r"\.tmp(-journal|-wal|-shm)?$")
+
+
+def remove_write_debris(folder: str | os.PathLike) -> list[str]:
+    """Delete the temporary files that interrupted writes left in `folder` (not in its subfolders); returns
+    their names. Call it before writing into a folder that may hold them, e.g. a checkpoint saved again
+    after a resume from an earlier one."""
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if _DEBRIS.search(name) and os.path.isfile(path):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            removed.append(name)
+    return removed
 
 
 def durable_replace(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
@@ -111,7 +151,7 @@ def read_json(path: str | os.PathLike, what: str) -> Any:
         raise CheckpointStateError(
             path,
             "corrupt",
-            f"{path} ({what}) is truncated or corrupt: {e.msg} at line {e.lineno} column {e.colno} "
+            f"{path} ({what}) is truncated or corrupt: {e.msg.removesuffix(' at')} at line {e.lineno} column {e.colno} "
             f"(char {e.pos} of {len(text)}); {_RESTORE}",
         ) from None
 

@@ -4,8 +4,9 @@
 - a sampler reseeded with `seed + epoch` each epoch, so a run resumed after an epoch boundary sees the queries in
   the uninterrupted run's order (TRL's one generator advances across epochs);
 - `train(resume_from_checkpoint=True)` picks the newest *complete* checkpoint (transformers writes
-  `trainer_state.json` last; `get_last_checkpoint` would pick a half-written one); subclasses add their files
-  (`_save_state`, `_load_state`);
+  `trainer_state.json` last; `get_last_checkpoint` would pick a half-written one), and a checkpoint whose JSON
+  files are cut or damaged is skipped, or refused naming the file when given by path (`check_checkpoint`);
+  subclasses add their files (`_save_state`, `_load_state`);
 - no missing-`lm_head` warning on resuming a model with tied embeddings (a tied key is saved once);
 - with `advantage_estimator="gae"`, a `ppo.PPOCritic`. Subclasses produce their rewards in `_reward_columns`
   instead of overriding `_calculate_rewards`, so the critic always sees them.
@@ -21,17 +22,19 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_callback import TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
-from ..rewards.state_files import METHOD_STATE_NAME
+from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, corrupt_entry, read_json
 from ..user_errors import ConfigError
 from .console_log import use_compact_console_log
 from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
 from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
+from .reward_state import JUDGE_USAGE_NAME
 
 
 class EpochSeededRepeatSampler(RepeatSampler):
@@ -70,21 +73,48 @@ def checkpoint_steps(output_dir: str) -> list[int]:
     return sorted((int(m.group(1)) for name in os.listdir(output_dir) if (m := _CHECKPOINT.match(name))), reverse=True)
 
 
+#: what each checkpoint file the package checks holds, named in its errors
+_CHECKED_FILES = {TRAINER_STATE_NAME: "TRL's trainer state", METHOD_STATE_NAME: "reward-method state",
+                  JUDGE_USAGE_NAME: "judge usage totals"}  # fmt: skip
+
+
+def check_checkpoint(checkpoint: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+    """Raise `CheckpointStateError` naming the file when a JSON file of `required` is missing, or one of
+    `required` or (where present) `optional` is not complete JSON, or `trainer_state.json` is not TRL's
+    `TrainerState`: what a resume from `checkpoint` would otherwise fail on later, with a bare
+    `JSONDecodeError` that names no file. The files' contents are checked where they are restored."""
+    for name in (*required, *(n for n in optional if n not in required)):
+        path = os.path.join(checkpoint, name)
+        if name not in required and not os.path.exists(path):
+            continue
+        data = read_json(path, _CHECKED_FILES.get(name, name))
+        if name == TRAINER_STATE_NAME:
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError(f"a JSON object was expected, got {data!r:.60}")
+                TrainerState(**data)
+            except (TypeError, ValueError) as e:
+                raise corrupt_entry(path, f"not TRL's trainer state ({e})") from None
+
+
 def latest_complete_checkpoint(
-    output_dir: str, required: tuple[str, ...] = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
+    output_dir: str, required: tuple[str, ...] = (TRAINER_STATE_NAME, METHOD_STATE_NAME), optional: tuple[str, ...] = ()
 ) -> str:
-    """The newest `checkpoint-N` in `output_dir` holding every file of `required`; half-written newer ones are
-    skipped with a warning. Raises if there is none."""
+    """The newest `checkpoint-N` in `output_dir` whose files pass `check_checkpoint` (by default
+    `trainer_state.json` and the reward method's state, complete); half-written or damaged newer ones
+    are skipped with a warning that names the file. Raises if there is none."""
     for step in checkpoint_steps(output_dir):
         path = checkpoint_folder(output_dir, step)
-        missing = [f for f in required if not os.path.exists(os.path.join(path, f))]
-        if not missing:
-            return path
-        logger.warning(f"Skipping {path}: it lacks {', '.join(missing)} (a save was interrupted)")
+        try:
+            check_checkpoint(path, required, optional)
+        except CheckpointStateError as e:
+            logger.warning(f"Skipping {path}: {e} (a save was interrupted, or the file was damaged)")
+            continue
+        return path
     raise ConfigError(
         f"resume_from_checkpoint=True (--resume_from_checkpoint latest), but {output_dir} holds no complete "
-        f"checkpoint (a checkpoint-N folder with {' and '.join(required)}); pass a checkpoint path, or start "
-        "without resuming"
+        f"checkpoint (a checkpoint-N folder with {' and '.join(required)}, complete); pass a checkpoint path, or "
+        "start without resuming"
     )
 
 
@@ -108,8 +138,10 @@ class GRPOTrainerBase(GRPOTrainer):
     """TRL's `GRPOTrainer` with the package's sampler, checkpoints, resume and optional critic; `args` has the
     `CriticConfig` fields."""
 
-    #: files a `checkpoint-N` of this trainer holds once complete (transformers writes trainer_state.json last)
+    #: files a `checkpoint-N` of this trainer holds once complete (transformers writes trainer_state.json last),
+    #: and files it may hold; both are checked before a resume (`check_checkpoint`)
     checkpoint_files: tuple[str, ...] = (TRAINER_STATE_NAME,)
+    optional_checkpoint_files: tuple[str, ...] = ()
     #: the card's and the model's tags (TRL's `_tag_names`); `_paper` (TRL's) gives the card's citation
     _tag_names = ["trl", "grpo", "trl-rankreward"]
 
@@ -196,13 +228,18 @@ class GRPOTrainerBase(GRPOTrainer):
 
     @classmethod
     def latest_checkpoint(cls, output_dir: str) -> str:
-        """The newest complete `checkpoint-N` of `output_dir` for this trainer."""
-        return latest_complete_checkpoint(output_dir, required=cls.checkpoint_files)
+        """The newest complete `checkpoint-N` of `output_dir` for this trainer (raises ValueError if none)."""
+        return latest_complete_checkpoint(output_dir, cls.checkpoint_files, cls.optional_checkpoint_files)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`."""
+        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`. A checkpoint
+        named by its path is checked first (`check_checkpoint`: its trainer state, and the other files
+        present; a missing reward-method state is `_load_state`'s to judge)."""
         if resume_from_checkpoint is True:
             resume_from_checkpoint = self.latest_checkpoint(self.args.output_dir)
+        elif isinstance(resume_from_checkpoint, str):
+            check_checkpoint(resume_from_checkpoint, (TRAINER_STATE_NAME,),
+                             self.checkpoint_files + self.optional_checkpoint_files)  # fmt: skip
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     def _checkpoint_folder(self, trial=None) -> str:

@@ -295,8 +295,9 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
     """GRPO whose reward is a `GroupRewardMethod` applied to whole groups. `reward_method` (default: built from
     `args`) and `judge` (default: `build_training_judge(args)`) live on the main process, which alone scores."""
 
-    #: a complete checkpoint also holds the reward method's state (`_save_state`)
+    #: a complete checkpoint also holds the reward method's state (`_save_state`), and the judge totals
     checkpoint_files = (TRAINER_STATE_NAME, METHOD_STATE_NAME)
+    optional_checkpoint_files = (JUDGE_USAGE_NAME,)
     #: the config `args` must be (a subclass's is its method's config class)
     _config_class: type = JudgeRewardGRPOConfig
     #: the example script that trains with this trainer (`script_for_method`); it reads a config's `reward_method`

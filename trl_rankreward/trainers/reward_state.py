@@ -13,14 +13,22 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from transformers.utils import logging
 
 from .._gc import paused_gc
 from ..evaluation.step_counts import step_counts
+from ..judging.calls import LedgerSnapshot
 from ..rewards.base import GroupRewardMethod
-from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, read_json, write_json_atomic
+from ..rewards.state_files import (
+    METHOD_STATE_NAME,
+    CheckpointStateError,
+    corrupt_entry,
+    read_json,
+    remove_write_debris,
+    write_json_atomic,
+)
 from .group_scoring import FailureLog, JudgeUsage, Scored, combined_snapshot
 
 _QUOTED = 3
@@ -142,17 +150,22 @@ class RewardRunState:
         return self.usage.state_dict(combined_snapshot(self.method.judges))
 
     def save(self, checkpoint: str) -> None:
-        """Write the method's state and `judge_usage.json` into `checkpoint` (a no-op without a method)."""
+        """Write the method's state and `judge_usage.json` into `checkpoint` (a no-op without a method), first
+        removing the temporary files a killed save of this checkpoint left (the run resumed from an earlier one)."""
         if self.method is None:
             return
+        remove_write_debris(checkpoint)
         totals = self.judge_totals()
         self.method.save_state(checkpoint)
         usage = {**totals, "breaker": self.breaker.state_dict(), "neutral_groups": self.neutral_total}
         write_json_atomic(os.path.join(checkpoint, JUDGE_USAGE_NAME), usage)
 
     def load(self, checkpoint: str, *, fresh_allowed: bool = False) -> Restored:
-        """Restore what `save` wrote; a missing method state is an error for a method with state unless
-        `fresh_allowed`."""
+        """Restore what `save` wrote. A checkpoint without the method's state is an error for a method with
+        state (RankBuffer's buffers) unless `fresh_allowed`; for a stateless one it is fine. Every file is
+        checked before anything is restored (`CheckpointStateError` names the file)."""
+        usage_path = os.path.join(checkpoint, JUDGE_USAGE_NAME)
+        usage = checked_judge_usage(usage_path) if os.path.exists(usage_path) else None
         method_state = True
         if self.method is not None:
             if os.path.exists(os.path.join(checkpoint, METHOD_STATE_NAME)):
@@ -162,9 +175,7 @@ class RewardRunState:
                 self._start_fresh(checkpoint, fresh_allowed)
                 method_state = False
         totals = None
-        usage_path = os.path.join(checkpoint, JUDGE_USAGE_NAME)
-        if os.path.exists(usage_path):
-            usage = read_json(usage_path, "judge usage totals")
+        if usage is not None:
             self.breaker.load_state_dict(usage.pop("breaker", {}))
             self.neutral_total = int(usage.pop("neutral_groups", 0))
             if self.method is not None:
@@ -186,6 +197,36 @@ class RewardRunState:
             f"restart it. Resume from a checkpoint written with this reward method, or set {self.fresh_setting} to "
             "start the method afresh.",
         )
+
+
+def checked_judge_usage(path: str) -> dict:
+    """`judge_usage.json` as `RewardRunState.save` wrote it: the judge totals (`LedgerSnapshot`'s fields), the
+    breaker's counters and the neutral groups; `CheckpointStateError` naming the file for anything else."""
+    usage = read_json(path, "judge usage totals")
+    if not isinstance(usage, dict):
+        raise corrupt_entry(path, f"a JSON object was expected, got {usage!r:.60}")
+    empty, totals = LedgerSnapshot(), {f.name for f in fields(LedgerSnapshot)}
+    for name, value in usage.items():
+        if name == "breaker":
+            ok = isinstance(value, dict) and set(value) <= {"failed_streak", "recent"}
+            ok = ok and _is_count(value.get("failed_streak", 0)) and isinstance(value.get("recent", []), list)
+            ok = ok and all(isinstance(r, list) and len(r) == 2 and all(map(_is_count, r)) for r in value.get("recent", []))
+        elif name == "neutral_groups":
+            ok = _is_count(value)
+        elif name not in totals:
+            raise corrupt_entry(path, f"unknown field {name!r}")
+        elif isinstance(getattr(empty, name), dict):
+            ok = isinstance(value, dict) and all(isinstance(k, str) and _is_count(v) for k, v in value.items())
+        else:
+            ok = _is_count(value)
+        if not ok:
+            raise corrupt_entry(path, f"field {name!r} holds {value!r:.80}, not the counts it should")
+    return usage
+
+
+def _is_count(value) -> bool:
+    """`value` is a count: an integer (not a bool) >= 0."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def startup_message(
