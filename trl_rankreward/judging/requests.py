@@ -1,12 +1,10 @@
 """Typed judge requests, their verdicts, and the failure value.
 
-Requests hold texts in *canonical* order; a judge that shows them to a model chooses the display order itself
-(deterministically, from `query_id`, `step` and the texts) and maps the answer back, so verdicts are in canonical
-terms too (A is `request.a`). `ask` is how a reward method calls a judge: a judge's failure comes back as a
-`JudgeFailure`, a bug propagates. `ask_pair` scores a pairwise outcome (1 A wins, 0 B wins, 1/2 a tie) in one or
-both display orders (both remove a judge's position bias at twice the calls; MatrixReward Sec. 3.1, RankBuffer
-App. E). Every random choice is a function of (seed, query, step, ids) through `stable_seed`, a SHA-256 (Python's
-`hash()` of strings changes between processes), so it is the same on every rank, on resume and across machines.
+Requests and verdicts are in *canonical* order (A is `request.a`); a judge chooses the display order itself,
+deterministically, and maps the answer back. `ask` returns a judge's failure as a `JudgeFailure` and lets a bug
+propagate; `ask_pair` scores a pairwise outcome in one or both display orders (both remove position bias at twice
+the calls; MatrixReward Sec. 3.1, RankBuffer App. E). Random choices hash with SHA-256 (`stable_seed`), not
+Python's per-process `hash()`, so they agree across ranks, resumes and machines.
 """
 
 from __future__ import annotations

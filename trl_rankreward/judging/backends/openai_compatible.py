@@ -1,18 +1,11 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any OpenAI-compatible
 server, over `aiohttp` (the protocol is one JSON POST; an SDK's models would cost several times its client CPU).
 
-Each base URL is a replica; `ReplicaPool` routes each request, and a replica that refused a connection or timed
-out rests. A request's deadline, `timeout_s`, covers the whole answer from when it leaves the queue. `complete`
-makes one HTTP request; failures are `BackendError`s (with the server's `Retry-After`) that the caller's
-`RetryPolicy` may retry. Of a success status, a body that is not a chat completion is "malformed"; an empty
-`choices` list ("no_choices"), an OpenAI error body ("error_body") and another model's answer ("wrong_model") are
-server faults of their own. Bodies are read in chunks up to `max_response_bytes`: a longer one is cut, the
-connection dropped, and the request fails as "too_large", so the client's memory is bounded.
-
-Each event loop gets one `aiohttp.ClientSession`, made on its first request (trainers run a loop per step) and
-closed when the loop shuts down its async generators (as `asyncio.run` does) or, on a loop that outlives the
-backend, when the backend goes. The API key is read from `api_key_env` ("EMPTY" when unset) and never appears in
-reprs, logs or errors; a base URL with user-info (`http://user:pass@host/v1`) is refused, the password masked.
+Each base URL is a replica routed by `ReplicaPool`. `complete` makes one HTTP request within `timeout_s`; failures
+are `BackendError`s of a kind (docs/judging.md, "OpenAICompatibleBackend"), retried by the caller's policy. Bodies
+are read up to `max_response_bytes`, so the client's memory is bounded whatever a server sends. Each event loop
+gets one `aiohttp.ClientSession`, closed when the loop shuts down its async generators (as `asyncio.run` does) or
+with the backend. The API key comes from `api_key_env` and never appears in reprs, logs or errors.
 """
 
 from __future__ import annotations

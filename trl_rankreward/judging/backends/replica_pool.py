@@ -1,16 +1,10 @@
 """`ReplicaPool`: which judge replica gets the next request.
 
-A request goes to the live replica with the fewest requests in flight, so a fast replica is sent more and a slow
-one is never a step's bottleneck (with round-robin the pool is only as fast as its slowest member). At most
-`per_replica` are in flight on one replica (a replica's batch size, e.g. vLLM's `--max-num-seqs`, keeps its queue
-on the client, where any replica that frees a slot takes the next request) and `total` over all.
-
-A replica that refused a connection or timed out *rests* for `rest_s` and gets no request while another is live;
-when all rest, requests go to them anyway, so a pool whose servers all restart keeps trying. A replica back from
-its rest has nothing in flight and is used at once.
-
-The counters are shared by every event loop; only the queue of requests waiting for a slot belongs to a loop
-(trainers run a loop per step). Waiters are served in arrival order, each ending request waking the first.
+The live replica with the fewest requests in flight, so a fast replica gets more and a slow one is never a step's
+bottleneck (round-robin is only as fast as its slowest member). `per_replica` (a replica's batch size) keeps a
+replica's queue on the client, where any replica that frees a slot takes it. A replica that refused a connection
+or timed out rests for `rest_s` while another is live. The counters are shared by every event loop; only the
+queue of waiting requests belongs to a loop, served in arrival order.
 """
 
 from __future__ import annotations

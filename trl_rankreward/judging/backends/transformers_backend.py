@@ -1,17 +1,12 @@
 """`TransformersBackend`: a chat model run in this process (a small judge on the training GPU).
 
-Requests that arrive together (`asyncio.gather`) are batched, up to `max_batch_size` with the same sampling
-settings, and generated in one worker thread so the event loop stays free. Token counts are the real prompt and
-generated lengths. `response_format` is ignored (`LLMJudge` validates answers either way); sampling uses torch's
-global RNG. torch and transformers are imported on first use, so `judging` stays importable without them.
+Requests that arrive together are batched (same sampling settings, up to `max_batch_size`) and generated in one
+worker thread, so the event loop stays free; `response_format` is ignored (answers are validated either way).
 
-Only the process that judges runs such a model, so it must be whole there. Under a ZeRO-3 `accelerate launch`,
-`from_pretrained` builds every model partitioned, and every forward pass gathers weights with collectives all
-processes must join: right for the policy, wrong for the judge side's models (`EmbeddingJudge`'s encoder, a
-GenRM, MetaRM or judge), whose first call would wait for processes that never join (a hang on GPUs; gloo aborts
-with "Received data size doesn't match expected size"). So `outside_zero3()` hides the DeepSpeed config from
-transformers while they load, a partitioned model handed in is refused (`is_partitioned`), and `generate` runs
-without `synced_gpus`.
+Only the process that judges runs such a model, so it must be whole there: under ZeRO-3, `from_pretrained` would
+partition it, and its first call would wait for processes that never join (a hang on GPUs; gloo aborts with
+"Received data size doesn't match expected size"). So `outside_zero3()` hides the DeepSpeed config while it loads,
+a partitioned model is refused (`is_partitioned`), and `generate` runs without `synced_gpus`.
 """
 
 from __future__ import annotations
