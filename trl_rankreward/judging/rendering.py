@@ -189,11 +189,6 @@ def _fold_after(text: str, start: int, visible: int = _FOLDED) -> str:
 _UNSEEN = ("Mn", "Me", "Cf")  # combining marks, enclosing marks, format characters (zero-width, joiners, ...)
 
 
-def one_line(text: str) -> str:
-    """Whitespace runs as one space: rubric text cannot start a line (a fake rubric, a heading, a VERDICT)."""
-    return " ".join(text.split())
-
-
 def block(text: str, ident: str, tag: str = "response") -> str:
     return f'<{tag} id="{ident}">\n{neutralize(text)}\n</{tag}>'
 
@@ -205,12 +200,6 @@ def labelled_blocks(texts: Sequence[str], prefix: str) -> str:
     return "\n\n".join(f"[{prefix}{i}]\n{block(t, f'{prefix}{i}')}" for i, t in enumerate(texts))
 
 
-def combined_order_ids(request: BufferSelectRequest) -> str:
-    """`request.combined_order` in the prompt's IDs, worst -> best: `A0 < R2 < R0 < A1 ...`."""
-    n = len(request.anchors)
-    return " < ".join(f"A{i}" if i < n else f"R{i - n}" for i in request.combined_order)
-
-
 def weighted_rubrics(rubrics: Sequence[Rubric]) -> str:
     """Rubrics as the papers list them: `1.[weight=5] text`, one per line."""
     if not rubrics:
@@ -219,8 +208,9 @@ def weighted_rubrics(rubrics: Sequence[Rubric]) -> str:
 
 
 def rubric_text(rubric: Rubric) -> str:
-    """A rubric's text as shown: on one line, tags escaped (`one_line`, `neutralize`)."""
-    return neutralize(one_line(rubric.text))
+    """A rubric's text as shown: tags escaped, on one line, so it cannot start a line of its own (a fake rubric,
+    a heading, a VERDICT line)."""
+    return neutralize(" ".join(rubric.text.split()))
 
 
 def display_order(request, n: int, seed: int) -> list[int]:
@@ -319,9 +309,10 @@ def _buffer_select(request: BufferSelectRequest, seed: int, cut: TextCut):
             "\nLOOK-AHEAD ROLLOUTS (next epoch, unranked; context only, not selectable)\n"
             f"{labelled_blocks(cut.all(request.lookahead), 'L')}\n"
         )
-    combined = ""
-    if request.combined_order:
-        combined = f"\nCOMBINED ORDER (worst to best)\n{combined_order_ids(request)}\n"
+    combined, n = "", len(request.anchors)
+    if request.combined_order:  # in the prompt's IDs: A0 < R2 < R0 < A1 ...
+        ids = " < ".join(f"A{i}" if i < n else f"R{i - n}" for i in request.combined_order)
+        combined = f"\nCOMBINED ORDER (worst to best)\n{ids}\n"
     size = request.size
     values = {
         **_common(request),

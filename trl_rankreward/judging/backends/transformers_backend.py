@@ -144,10 +144,7 @@ class TransformersBackend:
 
 def _stop_ids(model, tokenizer) -> set[int]:
     ids = model.generation_config.eos_token_id
-    ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    return ids
+    return {i for i in [*(ids if isinstance(ids, list) else [ids]), tokenizer.eos_token_id] if i is not None}
 
 
 def _until_stop(tokens: list[int], stop_ids: set[int]) -> tuple[list[int], int]:
