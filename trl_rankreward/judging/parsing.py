@@ -25,8 +25,7 @@ from .requests import (
     RubricPairwiseRequest,
 )
 
-#: the JSON answer of each request kind, as messages quote it
-ANSWER_JSON = {
+ANSWER_JSON = {  # the JSON answer of each request kind, as messages quote it
     CoarseRequest: '{"position": <integer 0..K>}',
     ListwiseRequest: '{"order": [candidate IDs, worst to best]}',
     PairwiseRequest: '{"winner": "A" | "B" | "TIE"}',

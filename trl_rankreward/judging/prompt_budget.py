@@ -25,22 +25,16 @@ from .calls import JudgeLedger, Watched
 from .rendering import JudgeTemplates, Rendered, render, template_for
 from .requests import BufferSelectRequest, JudgeError, ListwiseRequest, MetaJudgeRequest, RubricPairwiseRequest
 
-#: tokens added to every estimate made without the server's tokenizer
-MARGIN_TOKENS = 16
-#: and this share of the estimate
-RELATIVE_MARGIN = 0.1
+MARGIN_TOKENS = 16  # tokens added to every estimate made without the server's tokenizer
+RELATIVE_MARGIN = 0.1  # and this share of the estimate
 #: tokens a chat template may add around the messages (role markers, a default system prompt), for the byte bound
 TEMPLATE_BOUND_TOKENS = 64
-#: server tokens per local token believed before the server has counted any prompt
-PRIOR_RATIO = 1.5
+PRIOR_RATIO = 1.5  # server tokens per local token believed before the server has counted any prompt
 #: a request whose local estimate exceeds this share of its budget is counted by `/tokenize` (where offered)
 EXACT_ABOVE = 0.75
-#: the shortest share a shown text may be cut to; below it the request is not sent
-MIN_SHOWN_CHARS = 50
-#: extra answer tokens for a template that asks for a written rationale before the verdict
-RATIONALE_TOKENS = 384
-#: tokens of the mark a cut text ends in (`rendering.CUT_MARK`, " [... cut]"), rounded up
-CUT_MARK_TOKENS = 6
+MIN_SHOWN_CHARS = 50  # the shortest share a shown text may be cut to; below it the request is not sent
+RATIONALE_TOKENS = 384  # extra answer tokens for a template that asks for a written rationale before the verdict
+CUT_MARK_TOKENS = 6  # tokens of the mark a cut text ends in (`rendering.CUT_MARK`, " [... cut]"), rounded up
 #: the largest server/local token ratio believed (a server whose usage numbers are off cannot shrink prompts to nothing)
 MAX_RATIO = 4.0
 _FIT_ROUNDS = 4

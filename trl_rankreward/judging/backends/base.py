@@ -14,13 +14,12 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.0
 #: ... and of a GenRM, which writes a rationale before its verdict
 GENRM_MAX_TOKENS = 4096
-#: how a judge server is reached unless told otherwise (`OpenAICompatibleBackend` and
-#: `server_settings.JudgeServerSettings` both take these)
+#: how a judge server is reached unless told otherwise (`OpenAICompatibleBackend`, `JudgeServerSettings`)
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_MAX_CONCURRENCY = 64
 DEFAULT_TIMEOUT_S = 120.0
-#: most bytes of one response body a client reads: a judge's answer is a few kB of JSON, and a server that
-#: sends more (or streams without end) is cut here instead of filling the client's memory
+#: most bytes of one response body a client reads (a judge's answer is a few kB), so a server that sends more
+#: (or streams without end) cannot fill the client's memory
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
