@@ -1,51 +1,12 @@
-"""`complete_and_parse`: one chat request to a backend, parsed, retried by the shared policy.
+"""`complete_and_parse`: one chat request to a backend, parsed, retried by the shared `RetryPolicy`.
 
-Every caller that asks a chat model and checks its answer (`LLMJudge`, `GenRMJudge`, the
-rubric and rationale runner) goes through this function, so they count, retry and report
-failures the same way: each try is one ledger call; a `BackendError` or a parse error
-(`InvalidAnswer`, or any exception with a true `retryable` attribute) is retried by
-`RetryPolicy`; when it gives up, `JudgeError` says what failed, how often, and why.
-Exceptions that are neither (bugs) propagate unchanged.
-
-Only a finished answer is parsed: one the server reports cut at `max_tokens`
-(`finish_reason: "length"`) is an `UnfinishedAnswer` (failure kind `length`), whatever it holds,
-and the next try gets room to finish: twice the `max_tokens`, at most what the window leaves
-after the prompt (where the backend knows the window: `context_window()`), else at most
-`LENGTH_GROWTH_LIMIT` times the first try's. Any other reason than "stop" (a content filter, an abort) is invalid; a backend that
-gives no reason (None) is taken at its word.
-
-`RetryPolicy`: the one retry policy of every judge call (judges, the GenRM reward, rubric generation).
-
-An attempt that raises an exception whose `retryable` attribute is true
-is tried again, up to `max_attempts` tries in all; anything else propagates at once:
-
-- `BackendError` (transport, timeout, HTTP 408/429/5xx, a malformed 200 response) waits
-  before the next try: the server's `Retry-After` when it sent one (capped at
-  `max_retry_after_s`), else exponential backoff with jitter,
-  `min(max_backoff_s, backoff_s * 2**(n-1)) + uniform(0, jitter_s)` after try n, the jitter
-  drawn from the policy's own generator, seeded with `seed` (the judge's);
-- an unusable answer (`parsing.InvalidAnswer`: invalid, ambiguous, or cut at `max_tokens`; the
-  server is fine, its answer was not) is asked again at once (a cut one with more room,
-  `calls.complete_and_parse`);
-- HTTP 400/401/404 are not retryable (they repeat on every try), and a bug (any other
-  exception) is not a judge failure: both reach the caller on the first try.
-
-Worst case for one request against a hung or rate-limiting server: `max_attempts * timeout_s`
-plus the waits between tries, each the larger of the backoff (with its jitter) and the
-`Retry-After` cap `max_retry_after_s`; `worst_case_s` computes it.
-
-`JudgeLedger`: what a judge did, in numbers that compare across methods.
-
-One *call* is one attempt at one request (a retried request makes several calls). A call
-is *parsed* when its answer passed validation; only parsed calls count as judge calls in
-the papers' tables. Tokens are the backend's usage numbers for LLM judges, and the
-rendered prompt's token count under a tokenizer for offline judges, so every method is
-costed on one scale.
-
-Fitting prompts to the judge's window (`judging.prompt_budget`) adds three counters:
-requests shown with cut texts and the characters cut, and refusals for a prompt over the
-server's window ("maximum context length", each also a failed `http` call). A request too
-long to send at all is a `too_long` failure without a call.
+Every caller that asks a chat model and checks its answer goes through it, so all count, retry and report
+failures alike: each try is one ledger call; what says it is `retryable` (a `BackendError` of a transient kind, an
+unusable answer) is retried, and when the policy gives up `JudgeError` says what failed, how often and why; bugs
+propagate. An answer cut at `max_tokens` is never parsed: the next try gets twice the room, within the window.
+`RetryPolicy` waits the server's `Retry-After` or an exponential backoff with seeded jitter (docs/judging.md,
+"Retries"); `JudgeLedger` counts calls, parsed calls, failures by kind and tokens on one scale for every method
+("The ledger and token accounting").
 """
 
 from __future__ import annotations
@@ -67,8 +28,7 @@ LENGTH_GROWTH_LIMIT = 4
 
 
 def check_finished(completion: Completion, max_tokens: int | None) -> None:
-    """`UnfinishedAnswer` for an answer cut at `max_tokens`, `InvalidAnswer` for one that ended for another
-    reason than "stop"; nothing for a finished one (or one whose backend does not say)."""
+    """`UnfinishedAnswer` for an answer cut at `max_tokens`, `InvalidAnswer` for another reason than "stop"."""
     reason = getattr(completion, "finish_reason", None)  # duck-typed completions may not carry one
     if reason == "length":
         raise UnfinishedAnswer(
@@ -80,8 +40,7 @@ def check_finished(completion: Completion, max_tokens: int | None) -> None:
 
 
 def room_to_finish(max_tokens: int, first: int, completion: Completion, window: int | None) -> int:
-    """`max_tokens` for the try after `completion` was cut at `max_tokens` (module docstring): doubled,
-    within the window's room after the prompt where known, else within `LENGTH_GROWTH_LIMIT * first`."""
+    """`max_tokens` for the try after `completion` was cut at `max_tokens` (module docstring)."""
     ceiling = LENGTH_GROWTH_LIMIT * first
     if window is not None and completion.prompt_tokens > 0:
         ceiling = window - completion.prompt_tokens
@@ -89,8 +48,8 @@ def room_to_finish(max_tokens: int, first: int, completion: Completion, window: 
 
 
 class Watched:
-    """A backend whose calls teach a watcher (`prompt_budget.Watch`): `server` is the backend itself, told what
-    it answered (`seen`) or refused (`refused`). `complete_and_parse` calls the server directly and reports."""
+    """A backend whose calls teach a watcher (`prompt_budget.Watch`): `server` is the backend, told what it
+    answered (`seen`) or refused (`refused`)."""
 
     server: ChatBackend
 
@@ -99,7 +58,6 @@ class Watched:
     def refused(self, error: BackendError) -> None: ...
 
     async def complete(self, messages: list[dict], **decoding) -> Completion:
-        """The server's completion, reported (for callers that call the backend themselves)."""
         try:
             completion = await self.server.complete(messages, **decoding)
         except BackendError as exc:
@@ -121,16 +79,11 @@ async def complete_and_parse(
     on_format_refused: Callable[[BackendError], None] | None = None,
     **decoding: Any,
 ) -> tuple[Any, int]:
-    """`(parse(completion), tries)` of the first try that succeeds; `JudgeError` once `retry` gives up,
-    with `.errors`: the reason of every failed try, in order.
+    """`(parse(completion), tries)` of the first try that succeeds; once `retry` gives up, `JudgeError` with
+    `.errors` (every failed try's reason) and, from a `BackendError`, `.backend_error`.
 
-    `what` names the request in messages (e.g. "coarse request (query_id='q1')"); `decoding`
-    goes to `backend.complete` (temperature, max_tokens, response_format). The backend's
-    `context_window()`, where it has one and knows it, bounds the room a cut answer is given. A
-    `JudgeError` from a `BackendError` holds it in `.backend_error` (a "maximum context length"
-    refusal is read from it). A server's HTTP 400 refusing `response_format` is told to
-    `on_format_refused`, when given, and the request is tried afresh without it. A backend that
-    `WindowFitting` watches (`Watched`) is called through its `server`, and told what came.
+    `what` names the request in messages; `decoding` goes to `backend.complete`. An HTTP 400 refusing
+    `response_format` is told to `on_format_refused`, when given, and the request is tried afresh without it.
     """
     errors, first = [], decoding.get("max_tokens")
     window = getattr(backend, "context_window", lambda: None)()
@@ -167,8 +120,8 @@ async def complete_and_parse(
 
 
 def _parsed(completion: Completion, parse, ledger: JudgeLedger, request_kind: str, errors: list, max_tokens) -> Any:
-    """`parse(completion)` of a finished answer, counted in `ledger`; an unusable answer is counted as its failure
-    kind and raised (an `UnfinishedAnswer` carries the completion, whose prompt size bounds the next try)."""
+    """`parse(completion)` of a finished answer, counted in `ledger`; an unusable one is counted and raised,
+    carrying the completion (whose prompt size bounds the next try)."""
     usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
     try:
         check_finished(completion, max_tokens)
@@ -186,8 +139,7 @@ def _parsed(completion: Completion, parse, ledger: JudgeLedger, request_kind: st
 
 
 def _gave_up(exc: Exception, what: str, tries: int, errors: list[str]) -> JudgeError | None:
-    """The `JudgeError` that says why a request failed after `tries`; None for a bug (neither a backend error
-    nor a retryable answer), which propagates as it is."""
+    """The `JudgeError` that says why a request failed after `tries`; None for a bug."""
     if isinstance(exc, BackendError):
         how = "" if exc.retryable else " (an error that repeats on every try, so not retried)"
         error = JudgeError(f"{what} failed after {tries} attempt(s){how}: {exc}", exc.kind, tries)
@@ -202,13 +154,11 @@ def _gave_up(exc: Exception, what: str, tries: int, errors: list[str]) -> JudgeE
 
 
 def refuses_response_format(error: BaseException) -> bool:
-    """Whether `error` is a server's HTTP 400 refusing the request's `response_format` (a server without
-    structured output): its message names `response_format`."""
+    """Whether `error` is an HTTP 400 naming `response_format` (a server without structured output)."""
     return isinstance(error, BackendError) and error.status == 400 and "response_format" in str(error).lower()
 
 
 def _answer_failure(exc: BaseException) -> str:
-    """The failure kind of an unusable answer: `InvalidAnswer.kind` (invalid, ambiguous, length), else invalid."""
     return exc.kind if isinstance(exc, InvalidAnswer) else "invalid"
 
 
@@ -216,23 +166,14 @@ T = TypeVar("T")
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Whether trying again may succeed: the exception says so with a true `retryable` attribute."""
     return bool(getattr(exc, "retryable", False))
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often and how patiently a judge request is tried (see the module docstring).
-
-    Args:
-        max_attempts: tries per request in all, retries included (MatrixReward App. A.2: three).
-        backoff_s: wait after the first failed try; it doubles with every further try.
-        max_backoff_s: cap of the exponential wait.
-        jitter_s: a uniform random extra wait in [0, jitter_s], so that many clients do not retry in step.
-        max_retry_after_s: cap on a server's `Retry-After`.
-        seed: seed of the jitter (the judge's seed), so that a run's waits are drawn from its own
-            `random.Random`, not from the global one that other code reseeds and draws from.
-    """
+    """How often and how patiently a judge request is tried (module docstring): `max_attempts` tries in all
+    (MatrixReward App. A.2: three); the jitter is drawn from the policy's own `random.Random`, seeded with `seed`,
+    never from the global one that other code reseeds."""
 
     max_attempts: int = 3
     backoff_s: float = 1.0
@@ -251,7 +192,6 @@ class RetryPolicy:
                 raise ValueError(f"RetryPolicy.{name} must be >= 0, got {getattr(self, name)!r}")
 
     def wait_s(self, attempt: int, error: BaseException) -> float:
-        """Seconds to wait after failed try number `attempt` (1-based) raised `error`, before its retry."""
         retry_after = getattr(error, "retry_after_s", None)
         if retry_after is not None:
             return min(float(retry_after), self.max_retry_after_s)
@@ -260,18 +200,15 @@ class RetryPolicy:
         return self._backoff_s(attempt) + self._rng.uniform(0.0, self.jitter_s)
 
     def worst_case_s(self, timeout_s: float) -> float:
-        """Longest one request can take when every try takes `timeout_s` and each wait between tries is
-        the longest a backoff or a server's `Retry-After` (capped at `max_retry_after_s`) can be."""
+        """Longest one request can take when every try takes `timeout_s` and every wait is the longest."""
         waits = (max(self._backoff_s(n) + self.jitter_s, self.max_retry_after_s) for n in range(1, self.max_attempts))
         return self.max_attempts * timeout_s + sum(waits)
 
     def _backoff_s(self, attempt: int) -> float:
-        """The exponential part of the wait after failed try number `attempt`, before jitter."""
         return min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
 
     async def run(self, attempt: Callable[[int], Awaitable[T]]) -> T:
-        """Await `attempt(n)` for n = 1, 2, ... until it returns, raises a non-retryable
-        exception, or `max_attempts` tries raised retryable ones; then the last exception propagates."""
+        """Await `attempt(n)` for n = 1, 2, ... until it returns or the policy gives up (then it raises)."""
         for number in range(1, self.max_attempts + 1):
             try:
                 return await attempt(number)
@@ -302,7 +239,6 @@ class LedgerSnapshot:
         return self._combine(other, operator.add)
 
     def _combine(self, other: LedgerSnapshot, op) -> LedgerSnapshot:
-        """Counter by counter `op(self, other)`; the by-kind dicts keep only the kinds that are not 0."""
         return LedgerSnapshot(
             **{name: op(getattr(self, name), getattr(other, name)) for name in _COUNTS},
             failures=_by_kind(self.failures, other.failures, op),
@@ -354,7 +290,6 @@ class JudgeLedger:
         completion_tokens: int = 0,
         failure: str | None = None,
     ) -> None:
-        """Record one call. `failure` is the kind ('transport', 'timeout', 'invalid', ...)."""
         if parsed and failure:
             raise ValueError("A call cannot be both parsed and failed")
         t = self._totals
@@ -368,42 +303,25 @@ class JudgeLedger:
             t.failures[failure] = t.failures.get(failure, 0) + 1
 
     def record_truncation(self, chars: int) -> None:
-        """One request was sent with its shown texts cut by `chars` characters in all."""
         self._totals.truncated_requests += 1
         self._totals.truncated_chars += int(chars)
 
     def record_context_refusal(self) -> None:
-        """A server refused a prompt as over its context window (the call itself is recorded as failed)."""
         self._totals.context_refusals += 1
 
     def record_unsent(self, failure: str) -> None:
-        """A request failed before any call (`too_long`: it cannot fit the window)."""
         self._totals.failures[failure] = self._totals.failures.get(failure, 0) + 1
 
     def snapshot(self) -> LedgerSnapshot:
         t = self._totals
         return dataclasses.replace(t, failures=dict(t.failures), parsed_by_kind=dict(t.parsed_by_kind))
 
-    # Convenience views of the running totals.
-    @property
-    def calls(self) -> int:
-        return self._totals.calls
-
-    @property
-    def parsed(self) -> int:
-        return self._totals.parsed
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self._totals.prompt_tokens
-
-    @property
-    def completion_tokens(self) -> int:
-        return self._totals.completion_tokens
-
-    @property
-    def failures(self) -> dict[str, int]:
-        return dict(self._totals.failures)
+    # the running totals
+    calls = property(lambda self: self._totals.calls)
+    parsed = property(lambda self: self._totals.parsed)
+    prompt_tokens = property(lambda self: self._totals.prompt_tokens)
+    completion_tokens = property(lambda self: self._totals.completion_tokens)
+    failures = property(lambda self: dict(self._totals.failures))
 
     def __repr__(self) -> str:
         t = self._totals

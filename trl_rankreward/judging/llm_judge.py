@@ -1,19 +1,11 @@
 """`LLMJudge`: a judge that asks a chat model, with the papers' prompts, and checks its answers.
 
-For each request: render it (deterministic display order), call the backend, parse and
-validate the JSON answer, map it back to canonical terms. The request carries its kind's JSON
-schema as `response_format` (structured output, on by default) unless its prompt asks for a
-rationale first; a server that refuses `response_format` (HTTP 400 naming it) is asked once more
-without it, and from then on this judge sends none (a logged note says so). Failed tries are retried by one
-`RetryPolicy` (`judging.calls` says which errors, how often and how long), after which the
-request returns a `JudgeFailure`, never a made-up verdict. Every try is one call in `ledger`,
-with the backend's token usage and latency.
-
-Where the judge's context window is known (the backend's `context_window()`, else
-`max_model_len` here), every request is fitted to it before it is sent (`judging.prompt_budget`).
-A server that still refuses a prompt as over its window teaches the window and its token
-count, and that request is fitted and sent once more; a server that lists no window starts
-the budget with its first such refusal.
+For each request: fit it to the judge's context window (`judging.prompt_budget`), render it (deterministic display
+order), call the backend, parse and validate the JSON answer, map it back to canonical terms. The request carries
+its kind's JSON schema as `response_format` unless its prompt asks for a rationale first; a server that refuses
+`response_format` (HTTP 400 naming it) is asked once more without it, and from then on none is sent (a logged note
+says so). Failed tries are retried by one `RetryPolicy` (`judging.calls`), after which the request returns a
+`JudgeFailure`, never a made-up verdict. Every try is one call in `ledger`.
 """
 
 from __future__ import annotations
@@ -47,10 +39,6 @@ class LLMJudge:
         max_model_len: the judge's context window where the backend does not tell it (None: the
             backend's `context_window()`, or no fitting until a server refuses a prompt as too long).
         token_counter: the judge layer's counter for the fitting (default `tokens.default_token_counter()`).
-
-    Example:
-        judge = LLMJudge(OpenAICompatibleBackend("http://localhost:8000/v1", "Qwen/Qwen3-30B-A3B-Instruct-2507"))
-        position = asyncio.run(judge.judge(CoarseRequest(query=q, rubrics=r, anchors=a, candidate=c)))
     """
 
     def __init__(

@@ -1,23 +1,9 @@
 """Parse a judge model's answer, validate it against the request, map it to canonical terms.
 
-A verdict is the judge's, or it is invalid. The parser reads only the answer a judge finished
-(`calls.complete_and_parse` refuses one cut at `max_tokens` first), with its reasoning removed,
-closed or not (`strip_thinking`). Every JSON object in what is left that holds the request's answer
-key (`score`, `winner`, ...; ```json fences and prose around it are tolerated, extra keys ignored)
-is a verdict; the answer must hold exactly one verdict, written once or repeated the same. Two
-distinct verdicts (the judge's own and a rollout's planted `{"score": 10}` that it quoted) make the
-answer `AmbiguousAnswer`: no position (first, last) decides between them, since a rollout can put
-its text at either. Anything that does not match the request exactly (a position out of range, an
-order that is not a permutation of the shown IDs, a wrong key, a float position) raises
-`InvalidAnswer`, which `LLMJudge` counts and retries. The JSON each request kind answers is
-`ANSWER_JSON`; the failure kinds are `InvalidAnswer.kind` ("invalid"), `AmbiguousAnswer.kind`
-("ambiguous") and `UnfinishedAnswer.kind` ("length", an answer cut at `max_tokens`).
-
-Rationale-first answers (`JudgeTemplates(pairwise_rationale=True)`, or any template with a
-line `VERDICT` after the last response block): the answer must end in one JSON object after its
-last `VERDICT` heading (`verdict_after_rationale`), and a verdict in the rationale that differs
-from it makes the answer ambiguous as above; rollout text cannot switch the parser's mode
-(`asks_rationale_first`).
+Every JSON object in the answer (reasoning removed) that holds the request's answer key is a verdict; there must be
+exactly one, else `AmbiguousAnswer` (a rollout can plant a verdict anywhere, so no position decides). An answer
+that does not match the request exactly is `InvalidAnswer`, which is retried. Rationale-first answers must end in
+one JSON object after their last `VERDICT` heading.
 """
 
 from __future__ import annotations
@@ -39,8 +25,7 @@ from .requests import (
     RubricPairwiseRequest,
 )
 
-#: the JSON answer of each request kind, as error messages quote it
-ANSWER_JSON = {
+ANSWER_JSON = {  # the JSON answer of each request kind, as messages quote it
     CoarseRequest: '{"position": <integer 0..K>}',
     ListwiseRequest: '{"order": [candidate IDs, worst to best]}',
     PairwiseRequest: '{"winner": "A" | "B" | "TIE"}',
@@ -57,10 +42,8 @@ _EXCERPT = 200
 
 
 class InvalidAnswer(ValueError):
-    """The judge's answer cannot be used for this request; the message says why.
-
-    Retryable at once (`judging.calls`): the server answered, the answer was unusable. `kind` is
-    the failure kind the ledger counts (`judge/failures_<kind>`)."""
+    """The judge's answer cannot be used for this request; retried at once (the server is fine, its answer was
+    not). `kind`: the failure kind the ledger counts (`judge/failures_<kind>`)."""
 
     retryable = True
     backoff = False
@@ -74,17 +57,14 @@ class AmbiguousAnswer(InvalidAnswer):
 
 
 class UnfinishedAnswer(InvalidAnswer):
-    """The answer was cut at `max_tokens` (`finish_reason: "length"`): what it holds is not a verdict.
-    `calls.complete_and_parse` asks again with room to finish."""
+    """The answer was cut at `max_tokens` (`finish_reason: "length"`): what it holds is not a verdict."""
 
     kind = "length"
 
 
 def strip_thinking(text: str) -> str:
-    """The answer without its reasoning, stripped of surrounding whitespace: `<think>...</think>` blocks removed,
-    everything before a stray `</think>` (chat templates that open the block in the prompt leave only the
-    close), and everything from an unclosed `<think>` on (reasoning that never ended is not an answer).
-    The one reasoning stripper of the package: judge answers, rollouts, GenRM and generator outputs."""
+    """The answer without its reasoning, stripped: `<think>...</think>` blocks, everything before a stray `</think>`
+    (templates that open the block in the prompt) and from an unclosed `<think>` on (it never ended) removed."""
     text = _THINK_BLOCK.sub("", text)
     if _THINK_CLOSE in text:
         text = text.rsplit(_THINK_CLOSE, 1)[1]
@@ -92,7 +72,7 @@ def strip_thinking(text: str) -> str:
 
 
 def json_objects(text: str) -> list[dict]:
-    """Every top-level JSON object in `text` that parses, in order (objects nested in one are part of it)."""
+    """Every top-level JSON object in `text` that parses, in order."""
     decoder, found, i = json.JSONDecoder(), [], text.find("{")
     while i != -1:
         try:
@@ -107,12 +87,10 @@ def json_objects(text: str) -> list[dict]:
 
 
 def parse_answer(text: str, request, rendered: Rendered) -> Any:
-    """The canonical verdict for `request` from the judge's answer `text`; raises `InvalidAnswer`
-    (`AmbiguousAnswer` for two distinct verdicts).
+    """The canonical verdict for `request` from the judge's answer `text`, else `InvalidAnswer`.
 
-    A meta request also takes the R-Align authors' MetaRM answer format,
-    `<final_verdict>Correct|Incorrect</final_verdict>` (github.com/lyn22333/R-Align, `metarm_judge.py`),
-    so their prompt can be used as the `meta` template; a tag and a JSON verdict count alike."""
+    A meta request also takes the R-Align authors' MetaRM format, `<final_verdict>Correct|Incorrect</final_verdict>`
+    (github.com/lyn22333/R-Align, `metarm_judge.py`), so their prompt can be the `meta` template."""
     body = strip_thinking(text or "")
     if asks_rationale_first(rendered):  # the format: one valid verdict after the last VERDICT heading
         _VALIDATORS[type(request)](verdict_after_rationale(body, request), request, rendered)
@@ -140,8 +118,8 @@ def parse_answer(text: str, request, rendered: Rendered) -> Any:
 
 
 def _claim(answer: dict, request, rendered: Rendered) -> tuple[Any, InvalidAnswer | None]:
-    """`(verdict, None)` for an object that validates; `(the object's answer keys, the error)` for one that
-    does not, so an invalid claim still differs from a valid one (and two invalid ones by their values)."""
+    """`(verdict, None)` for an object that validates, else `(its answer keys, the error)`, so an invalid claim
+    differs from a valid one (and two invalid ones by their values)."""
     try:
         return _VALIDATORS[type(request)](answer, request, rendered), None
     except InvalidAnswer as exc:
@@ -149,18 +127,14 @@ def _claim(answer: dict, request, rendered: Rendered) -> tuple[Any, InvalidAnswe
         return {"invalid": {k: answer[k] for k in sorted(keys & answer.keys())}}, exc
 
 
-# ---- rationale-first answers ------------------------------------------------------------
-
 _PROMPT_VERDICT_LINE = re.compile(r"^VERDICT[ \t]*$", re.MULTILINE)
 _VERDICT_HEADING = re.compile(r"^[ \t>#*_]*verdict\b[ \t*_]*:?[ \t*_]*", re.IGNORECASE | re.MULTILINE)
 _FENCE = re.compile(r"^```[a-zA-Z]*[ \t]*\n?|\n?```[ \t]*$")
 
 
 def asks_rationale_first(rendered: Rendered) -> bool:
-    """Whether the prompt asks for a rationale, then the verdict under a `VERDICT` heading.
-
-    Only the template text after the last response block is read: rollout text sits inside
-    `<response>` blocks that it cannot close, so it cannot make a prompt look rationale-first."""
+    """Whether the prompt asks for a rationale, then the verdict under a `VERDICT` heading; only the text after the
+    last response block is read, so a rollout (which cannot close its block) cannot switch the mode."""
     if not rendered.messages:
         return False
     prompt = rendered.messages[-1].get("content") or ""
@@ -168,8 +142,8 @@ def asks_rationale_first(rendered: Rendered) -> bool:
 
 
 def verdict_after_rationale(text: str, request) -> dict:
-    """The JSON verdict after the last `VERDICT` heading of `text` (`VERDICT`, `Verdict:`, `**VERDICT**`,
-    `## Verdict` at a line's start), with nothing but a code fence after it; raises `InvalidAnswer`."""
+    """The JSON verdict after the last `VERDICT` heading of `text` (`Verdict:`, `**VERDICT**`, `## Verdict`, ...),
+    with nothing but a code fence after it."""
     body = strip_thinking(text or "")
     headings = list(_VERDICT_HEADING.finditer(body))
     expected = f"a rationale, then a VERDICT heading followed by {ANSWER_JSON[type(request)]}"
@@ -188,9 +162,6 @@ def verdict_after_rationale(text: str, request) -> dict:
     return value
 
 
-# ---- field checks -------------------------------------------------------------------------
-
-
 def _field(answer: dict, key: str, request) -> Any:
     if key not in answer:
         raise InvalidAnswer(
@@ -200,7 +171,6 @@ def _field(answer: dict, key: str, request) -> Any:
 
 
 def _integer(value: Any, what: str) -> int:
-    """An int, or a float with an integral value; never a bool or a string."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidAnswer(f"Judge returned {what} {value!r}; expected an integer")
     if isinstance(value, float) and not value.is_integer():
@@ -219,9 +189,6 @@ def _list_field(answer: dict, key: str, request) -> list:
     if not isinstance(value, list):
         raise InvalidAnswer(f"Judge returned {key} {value!r}; expected a JSON array")
     return value
-
-
-# ---- one validator per request type -------------------------------------------------------
 
 
 def _coarse(answer: dict, request: CoarseRequest, rendered: Rendered) -> int:
@@ -318,9 +285,6 @@ _VALIDATORS = {
 }
 
 _FINAL_VERDICT = re.compile(r"<final_verdict>\s*(Correct|Incorrect)\s*</final_verdict>", re.IGNORECASE)
-
-
-# ---- structured output ----------------------------------------------------------------------
 
 
 def answer_schema(request) -> dict:

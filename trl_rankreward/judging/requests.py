@@ -1,22 +1,10 @@
 """Typed judge requests, their verdicts, and the failure value.
 
-Every request holds texts in *canonical* order. A judge that shows them to a model
-chooses the display order itself (deterministically, from `query_id`, `step` and the
-texts) and maps the answer back, so callers never see display positions.
-
-Verdicts are in canonical terms too (A is `request.a`); each request's docstring says its verdict.
-A judge that cannot answer raises `JudgeError` or returns a `JudgeFailure`; callers use
-`judging.requests.ask` to receive both as a `JudgeFailure` value.
-
-How a reward method asks: `Judge` is anything with `async judge(request) -> verdict`, and `ask` is the
-one call, which returns a `JudgeFailure` for a judge's failure and lets a bug propagate. `ask_pair`
-scores a pairwise outcome as a number (1 A wins, 0 B wins, 1/2 a tie), judged in one or both display
-orders (averaging both removes a judge's position bias at twice the calls; MatrixReward Sec. 3.1,
-RankBuffer App. E).
-
-Every random choice is a function of (seed, query, step, ids): `stable_seed` hashes with SHA-256
-(Python's `hash()` of strings changes between processes), so display orders are the same on every
-rank, on resume and across machines; `text_id` is a text's short content address.
+Requests and verdicts are in *canonical* order (A is `request.a`); a judge chooses the display order itself,
+deterministically, and maps the answer back. `ask` returns a judge's failure as a `JudgeFailure` and lets a bug
+propagate; `ask_pair` scores a pairwise outcome in one or both display orders (both remove position bias at twice
+the calls; MatrixReward Sec. 3.1, RankBuffer App. E). Random choices hash with SHA-256 (`stable_seed`), not
+Python's per-process `hash()`, so they agree across ranks, resumes and machines.
 """
 
 from __future__ import annotations
@@ -28,7 +16,6 @@ import random
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Sequence, Union, runtime_checkable
 
-Winner = Literal["A", "B", "TIE"]
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
 DisplayOrder = Literal["auto", "ab", "ba"]
 FailureKind = Literal[
@@ -52,7 +39,7 @@ class Rubric:
 
     @classmethod
     def coerce(cls, value) -> Rubric:
-        """Accept a `Rubric`, a `{"text", "weight"}` mapping (dataset rows) or a bare string."""
+        """A `Rubric` from a `Rubric`, a `{"text", "weight"}` mapping (dataset rows) or a bare string."""
         if isinstance(value, Rubric):
             return value
         if isinstance(value, str):
@@ -84,7 +71,6 @@ def _check_rubric_index(request) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class _Request:
-    """Fields shared by every request: what is judged, and the key for display shuffling."""
 
     query: str
     rubrics: tuple[Rubric, ...] = ()
@@ -123,11 +109,8 @@ class ListwiseRequest(_Request):
 
 @dataclass(frozen=True, kw_only=True)
 class PairwiseRequest(_Request):
-    """Which of `a` and `b` is better overall under the rubrics? Verdict: "A", "B" or "TIE".
-
-    `display` forces the order shown to a model ("ab" or "ba"); "auto" lets the judge
-    pick it from the deterministic hash. Both-order judging sends one request of each.
-    """
+    """Which of `a` and `b` is better overall under the rubrics? Verdict: "A", "B" or "TIE". `display` forces the
+    order shown ("ab" or "ba"); "auto" lets the judge pick it from the deterministic hash."""
 
     a: str
     b: str
@@ -136,11 +119,8 @@ class PairwiseRequest(_Request):
 
 @dataclass(frozen=True, kw_only=True)
 class RubricPairwiseRequest(_Request):
-    """Which of `a` and `b` is better under each rubric?
-
-    `rubric_index=None` is the implicit protocol (all rubrics in one call, one verdict per
-    rubric); an integer is the explicit protocol (only that rubric, a one-element list).
-    """
+    """Which of `a` and `b` is better under each rubric? `rubric_index=None` is the implicit protocol (all rubrics
+    in one call, one verdict each); an integer the explicit one (that rubric only, a one-element list)."""
 
     a: str
     b: str
@@ -172,10 +152,8 @@ class PointwiseRequest(_Request):
 
 @dataclass(frozen=True, kw_only=True)
 class MetaJudgeRequest(_Request):
-    """Does a GenRM's `rationale` identify the key discriminators of `golden_rationale`?
-
-    R-Align paper, Section 3.2. Verdict: True when consistent.
-    """
+    """Does a GenRM's `rationale` identify the key discriminators of `golden_rationale` (R-Align, Sec. 3.2)?
+    Verdict: True when consistent."""
 
     response_a: str
     response_b: str
@@ -191,14 +169,10 @@ class MetaJudgeRequest(_Request):
 
 @dataclass(frozen=True, kw_only=True)
 class BufferSelectRequest(_Request):
-    """Choose the next fixed-size anchor buffer (RankBuffer's LLM manager, Appendix G).
-
-    `anchors` are the current anchors worst -> best; `rollouts` the ranked candidates that
-    may be added (worst -> best); `lookahead` unranked context that may not be selected.
-    `combined_order`: the established worst -> best order of all of `anchors + rollouts` as
-    indices into that pool (App. G: the manager sees "their combined worst-to-best ordering");
-    empty when unknown. Verdict: sorted indices into `anchors + rollouts`, exactly `size` of them.
-    """
+    """Choose the next fixed-size anchor buffer (RankBuffer's LLM manager, App. G) from `anchors` and `rollouts`
+    (each worst -> best); `lookahead` is unranked context that may not be selected; `combined_order` the worst ->
+    best order of `anchors + rollouts` as indices into that pool (App. G), empty when unknown. Verdict: sorted
+    indices into `anchors + rollouts`, exactly `size` of them."""
 
     anchors: tuple[str, ...]
     rollouts: tuple[str, ...]
@@ -221,7 +195,6 @@ class BufferSelectRequest(_Request):
 
 
 def _combined_order(values: Sequence[int], n_anchors: int, n_rollouts: int) -> tuple[int, ...]:
-    """`BufferSelectRequest.combined_order` checked: empty, or a permutation of the pool's indices."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"BufferSelectRequest.combined_order must be a sequence of ints, got {type(values).__name__}")
     values = tuple(values)
@@ -250,19 +223,18 @@ JudgeRequest = Union[
 
 @dataclass(frozen=True)
 class JudgeFailure:
-    """A request the judge could not answer after all attempts. Never a made-up verdict."""
+    """A request the judge could not answer after all attempts. Never a made-up verdict; falsy."""
 
     kind: FailureKind
     message: str
     attempts: int = 1
 
-    def __bool__(self) -> bool:  # a failure is falsy, so `if not verdict` style checks are safe
+    def __bool__(self) -> bool:
         return False
 
 
 class JudgeError(RuntimeError):
-    """Raised by judges that signal failure by exception; `kind` as in `JudgeFailure`. `errors`: the
-    reason of every failed try, in order (`calls.complete_and_parse` sets them; else this one)."""
+    """Raised by judges that signal failure by exception; `errors`: the reason of every failed try, in order."""
 
     def __init__(self, message: str, kind: FailureKind = "error", attempts: int = 1):
         super().__init__(message)
@@ -292,23 +264,15 @@ _KINDS = {
 
 @runtime_checkable
 class Judge(Protocol):
-    """Anything with `async judge(request) -> verdict` is a judge.
-
-    A judge receives requests in canonical order (see `judging.requests`) and either
-    returns the verdict, returns a `JudgeFailure`, or raises `JudgeError`. Judges of this
-    package also carry a `ledger` (`JudgeLedger`) that counts what they did.
-    """
+    """Anything with `async judge(request) -> verdict` (or a `JudgeFailure`, or raising `JudgeError`) is a judge;
+    this package's judges also carry a `ledger` (`JudgeLedger`)."""
 
     async def judge(self, request: JudgeRequest) -> Any: ...
 
 
 async def ask(judge: Judge, request: JudgeRequest) -> Any:
-    """Call `judge` and return its verdict, or a `JudgeFailure` if it could not answer.
-
-    A judge reports failure by returning a `JudgeFailure` or raising `JudgeError`. Any other
-    exception is a bug (in a custom judge, or ours), not a judge failure: it propagates and
-    stops the step, instead of hiding as a neutral group.
-    """
+    """`judge`'s verdict, or a `JudgeFailure`; any other exception is a bug and propagates (it stops the step
+    instead of hiding as a neutral group)."""
     try:
         return await judge.judge(request)
     except JudgeError as exc:
@@ -339,12 +303,8 @@ def _scores(verdict) -> float | list[float]:
 async def ask_pair(
     judge: Judge, request: PairwiseRequest | RubricPairwiseRequest, *, both_orders: bool = False
 ) -> float | list[float] | JudgeFailure:
-    """Score of `request.a` against `request.b`: a float (pairwise) or one per judged rubric.
-
-    With `both_orders`, the pair is shown once as (a, b) and once as (b, a) and the two
-    outcomes for `a` are averaged, so results are multiples of 1/4. Any failed call makes
-    the whole comparison a `JudgeFailure`.
-    """
+    """Score of `request.a` against `request.b`: a float (pairwise) or one per judged rubric. `both_orders` averages
+    the outcomes shown as (a, b) and (b, a) (multiples of 1/4); any failed call fails the comparison."""
     if not both_orders:
         verdict = await ask(judge, request)
         return verdict if is_failure(verdict) else _scores(verdict)
@@ -368,13 +328,9 @@ def stable_seed(*parts: object) -> int:
 
 
 def seeded_rng(*parts: object) -> random.Random:
-    """`random.Random` seeded from `stable_seed(*parts)`."""
     return random.Random(stable_seed(*parts))
 
 
 def text_id(text: str) -> str:
-    """Short content address of a text (first 16 hex digits of its SHA-256).
-
-    Lone surrogates (from bytes decoded with `surrogateescape`) are encoded as they are, so
-    such a text has an address too; valid text hashes its plain UTF-8 bytes."""
+    """Short content address of a text (16 hex digits of its SHA-256); lone surrogates are hashed as they are."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -1,18 +1,11 @@
 """Judge-server settings: one dataclass, `JudgeServerSettings`, and the config fields of every role.
 
-Each setting and its default are declared once, in `JudgeServerSettings`, with a help text that names
-the role's server (`{server}`) and flags (`{p}`). Each place that configures a judge server is a role
-(`TRAINING_JUDGE`, `EVAL_JUDGE`, `METARM`, `GENRM`, `RUBRIC_GENERATOR`): a prefix (`judge_`, `eval_judge_`,
-`metarm_`, `genrm_`, none), the settings it exposes, the defaults it changes and a sentence it adds to a
-setting's help. `role.fields(...)` makes the role's config fields from them (`TrainingJudgeFields`,
-`EvalJudgeFields`, `MetaRMFields`, `GenRMFields`, `GeneratorServerFields`): mixins of a TRL config or a
-command's argument group, so YAML keys and flags are these names. `role.settings(config)` reads them back
-as checked `JudgeServerSettings` (each field class's `__post_init__` runs `role.check`, which also writes
-the URLs back as a list); `build_judge` and `build_backend` turn those into a judge or a chat backend.
-
-Example:
-    settings = JudgeServerSettings(base_urls=["http://localhost:8000/v1"], model="Qwen/Qwen3-8B")
-    judge = build_judge(settings)  # an LLMJudge; the server is checked now
+Each setting, its default and its help (naming the role's `{server}` and flag prefix `{p}`) are declared once, in
+`JudgeServerSettings`. A role (`TRAINING_JUDGE`, `EVAL_JUDGE`, `METARM`, `GENRM`, `RUBRIC_GENERATOR`) is a place
+that configures a judge server: a prefix, the settings it exposes, its own defaults and notes. `role.fields(...)`
+makes its config fields (mixins of a TRL config or a command's arguments, so YAML keys and flags are these names);
+`role.settings(config)` reads them back as checked `JudgeServerSettings`, which `build_judge` and `build_backend`
+turn into a judge or a chat backend.
 """
 
 from __future__ import annotations
@@ -34,7 +27,6 @@ from .calls import RetryPolicy
 
 
 def _setting(default: Any, help: str) -> Any:
-    """A setting of `JudgeServerSettings`: its default (a list: built per instance) and its help template."""
     if isinstance(default, list):
         return field(default_factory=list, metadata={"help": help})
     return field(default=default, metadata={"help": help})
@@ -42,7 +34,7 @@ def _setting(default: Any, help: str) -> Any:
 
 @dataclass(frozen=True)
 class JudgeServerSettings:
-    """How to reach a judge server and decode with it: every setting, its default and its help (module docstring)."""
+    """How to reach a judge server and decode with it: every setting, its default and its help template."""
 
     base_urls: list[str] = _setting(
         [], "Base URL(s) of the {server}'s OpenAI-compatible servers, e.g. http://localhost:8000/v1; several URLs "
@@ -106,14 +98,12 @@ class JudgeServerSettings:
             raise ValueError(f"{p}temperature must be >= 0, got {self.temperature}")
 
     def server_options(self) -> dict[str, Any]:
-        """The keywords of `OpenAICompatibleBackend` besides the URLs and the model."""
         return {"api_key_env": self.api_key_env, "max_concurrency": self.max_concurrency,
                 "max_concurrency_per_replica": self.max_concurrency_per_replica,
                 "max_model_len": self.max_model_len, "timeout_s": self.timeout_s,
                 "require_listed_model": self.require_listed_model}  # fmt: skip
 
     def retry_policy(self) -> RetryPolicy:
-        """Retries with `max_attempts` tries, their jitter seeded from `seed`."""
         return RetryPolicy(max_attempts=self.max_attempts, seed=self.seed)
 
 
@@ -123,15 +113,9 @@ _TYPES = typing.get_type_hints(JudgeServerSettings)
 
 @dataclass(frozen=True)
 class JudgeRole:
-    """One place a judge server is configured (module docstring).
-
-    Args:
-        prefix: of every field and flag (`"metarm_"` -> `metarm_model`).
-        server: what the help calls its server ("judge", "MetaRM", ...).
-        names: the settings the role exposes; the others keep `JudgeServerSettings`' defaults.
-        defaults: the role's own defaults (`dataclasses.MISSING`: a required flag).
-        notes: a sentence the role adds to a setting's help.
-    """
+    """One place a judge server is configured: the `prefix` of its fields and flags, what the help calls its
+    `server`, the settings it exposes (`names`), its own `defaults` (`MISSING`: a required flag) and `notes` it adds
+    to a setting's help."""
 
     prefix: str
     server: str
@@ -140,20 +124,17 @@ class JudgeRole:
     notes: dict[str, str] = field(default_factory=dict)
 
     def settings(self, config) -> JudgeServerSettings:
-        """The role's settings read from `config`'s prefixed fields (checked, named by their flags)."""
         values = {name: getattr(config, self.prefix + name) for name in self.names}
         return JudgeServerSettings(**values, prefix=self.prefix)
 
     def check(self, config) -> JudgeServerSettings:
-        """`settings(config)`, with the URLs written back to `config` as a list (a comma-separated string is
-        split): the check a config runs in its `__post_init__` (the role's fields run it themselves)."""
+        """`settings(config)`, with the URLs written back to `config` as a list (a comma-separated string split)."""
         settings = self.settings(config)
         setattr(config, self.prefix + "base_urls", settings.base_urls)
         return settings
 
     def fields(self, class_name: str, doc: str) -> type:
-        """The role's config fields as a keyword-only dataclass mixin: one field per exposed setting, with
-        `JudgeServerSettings`' type, default (or the role's) and help (for this role's server and flags)."""
+        """The role's config fields: a keyword-only dataclass mixin, one field per exposed setting."""
         shared = {f.name: f for f in dataclasses.fields(JudgeServerSettings)}
         specs = []
         for name in self.names:
@@ -172,9 +153,8 @@ class JudgeRole:
 
 
 class _RoleFields:
-    """The base of the role field classes: after the other bases' `__post_init__` (TRL's, where mixed into a
-    TRL config), `ROLE.check(self)` checks the settings and writes the URLs back as a list, so a bad value is
-    refused when the config or the command's arguments are built."""
+    """Runs `ROLE.check` after the other bases' `__post_init__` (TRL's), so a bad value is refused when the config
+    or the command's arguments are built."""
 
     ROLE: ClassVar[JudgeRole]
 
@@ -247,17 +227,15 @@ RUBRIC_GENERATOR = JudgeRole(
 
 
 def build_backend(settings: JudgeServerSettings):
-    """`OpenAICompatibleBackend` over the settings' servers, checked now (they answer and serve the model)."""
+    """`OpenAICompatibleBackend` over the settings' servers, checked now."""
     from .backends.openai_compatible import OpenAICompatibleBackend
 
     return OpenAICompatibleBackend(settings.base_urls, settings.model, **settings.server_options())
 
 
 def build_judge(settings: JudgeServerSettings, *, embedded_without_urls: bool = False):
-    """The judge the settings describe: an `LLMJudge` over their servers, checked now (a server that does
-    not answer, or does not serve the model, raises `BackendError` naming the URL, the model and what
-    is served). Without URLs: the offline `EmbeddingJudge` where the caller allows it (the training
-    judge does), else a `ValueError`."""
+    """An `LLMJudge` over the settings' servers, checked now; without URLs, the offline `EmbeddingJudge` where the
+    caller allows it (the training judge does), else a `ValueError`."""
     from .rendering import JudgeTemplates
 
     templates = JudgeTemplates.from_yaml(settings.templates) if settings.templates else None

@@ -14,22 +14,19 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.0
 #: ... and of a GenRM, which writes a rationale before its verdict
 GENRM_MAX_TOKENS = 4096
-#: how a judge server is reached unless told otherwise (`OpenAICompatibleBackend` and
-#: `server_settings.JudgeServerSettings` both take these)
+#: how a judge server is reached unless told otherwise (`OpenAICompatibleBackend`, `JudgeServerSettings`)
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_MAX_CONCURRENCY = 64
 DEFAULT_TIMEOUT_S = 120.0
-#: most bytes of one response body a client reads: a judge's answer is a few kB of JSON, and a server that
-#: sends more (or streams without end) is cut here instead of filling the client's memory
+#: most bytes of one response body a client reads (a judge's answer is a few kB), so a server that sends more
+#: (or streams without end) cannot fill the client's memory
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class Completion:
-    """One chat completion: the text, what it cost (the server's `usage` numbers), the server's
-    separate reasoning (`reasoning_content`, from servers with a reasoning parser; None otherwise), and
-    why it ended (`finish_reason`: "stop" when the model finished, "length" when `max_tokens` cut it;
-    None where the backend does not say)."""
+    """One chat completion: the text, the server's `usage` numbers, its separate `reasoning_content` (servers with
+    a reasoning parser) and `finish_reason` ("stop", "length" when `max_tokens` cut it; None: not said)."""
 
     text: str
     prompt_tokens: int = 0
@@ -39,16 +36,10 @@ class Completion:
 
 
 class BackendError(RuntimeError):
-    """A completion that could not be obtained in one try (`judging.calls.RetryPolicy` retries it).
-
-    `kind`: "transport" (connection refused/reset), "timeout", "http" (an error status,
-    given in `status`), "malformed" (a success status whose body is not a chat completion:
-    an HTML error page from a proxy, truncated JSON), or a server fault of a success status:
-    "too_large" (a body over the client's byte bound, cut while reading), "no_choices" (a chat
-    completion with an empty `choices` list), "error_body" (an OpenAI error body under status 200),
-    "wrong_model" (an answer from another model than the one asked for). `retry_after_s`: the
-    server's `Retry-After`, when it sent one.
-    """
+    """A completion that could not be obtained in one try. `kind`: "transport", "timeout", "http" (the error status
+    in `status`), "malformed" (a success status whose body is not a chat completion), or another server fault:
+    "too_large" (a body over the client's byte bound), "no_choices", "error_body" (an OpenAI error under 200),
+    "wrong_model". `retry_after_s`: the server's `Retry-After`, when sent."""
 
     def __init__(
         self,
@@ -65,11 +56,8 @@ class BackendError(RuntimeError):
 
     @property
     def retryable(self) -> bool:
-        """Whether the same request may succeed later: transport errors, timeouts, malformed
-        responses and the other server faults of a success status, HTTP 408, 429 and 5xx.
-
-        Other HTTP errors (400 context too long, 401 bad key, 404 unknown model) repeat on every try.
-        """
+        """Whether the same request may succeed later: all but HTTP errors other than 408, 429 and 5xx (400 context
+        too long, 401 bad key, 404 unknown model repeat on every try)."""
         if self.kind != "http":
             return True
         return self.status in (408, 429) or (self.status is not None and self.status >= 500)

@@ -1,35 +1,17 @@
-"""`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any
-OpenAI-compatible server, spoken over `aiohttp` (the chat-completions protocol is one JSON POST;
-an SDK's request and response models would cost several times the client CPU of the HTTP itself).
+"""`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any OpenAI-compatible
+server, over `aiohttp` (the protocol is one JSON POST; an SDK's models would cost several times its client CPU).
 
-Each base URL is a *replica*; `replica_pool.ReplicaPool` routes each request (a replica that
-refused a connection or timed out rests, so retries go to a live one). Each request has a
-deadline of `timeout_s` for the whole answer, counted from when it leaves the queue (a server
-that trickles bytes cannot hold it longer). `complete` makes one HTTP request: failures come out
-as `BackendError` (with the server's `Retry-After`), and the caller's `judging.calls.RetryPolicy`
-decides whether to try again. A success status whose body is not a chat completion (an HTML page
-from a proxy, truncated JSON) is a "malformed" failure, not an empty answer; an empty `choices`
-list ("no_choices"), an OpenAI error body ("error_body") and an answer naming another model than
-`model` ("wrong_model") are server faults of their own. Every body is read in chunks up to
-`max_response_bytes`: a longer one (or one streamed without end) is cut there, the connection
-dropped, and the request fails as "too_large", so a client's memory is bounded whatever a server
-sends. Token counts are the server's `usage` numbers. `context_window()` and `count_prompt_tokens(messages)` serve
-`judging.prompt_budget`.
-
-Every request of an event loop shares one `aiohttp.ClientSession` (one connection pool over all
-replicas). Sessions belong to a loop (trainers call `asyncio.run` once per step, or judge on a loop
-of their own in a thread), so one is made lazily for each running loop and closed when that loop
-shuts down its async generators (as `asyncio.run` does on its way out) or, on a loop that outlives
-the backend, when the backend goes. The API key is read from the environment variable
-`api_key_env` ("EMPTY" when unset, which local servers accept) when a loop's session is made; it
-never appears in reprs, logs or error messages. A base URL with user-info (`http://user:pass@host/v1`)
-is refused at construction, with the password left out of the message: credentials belong in
-`api_key_env`, never in a URL that error lines and reprs print.
+Each base URL is a replica routed by `ReplicaPool`. `complete` makes one HTTP request within `timeout_s`; failures
+are `BackendError`s of a kind (docs/judging.md, "OpenAICompatibleBackend"), retried by the caller's policy. Bodies
+are read up to `max_response_bytes`, so the client's memory is bounded whatever a server sends. Each event loop
+gets one `aiohttp.ClientSession`, closed when the loop shuts down its async generators (as `asyncio.run` does) or
+with the backend. The API key comes from `api_key_env` and never appears in reprs, logs or errors.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -57,11 +39,8 @@ from .base import (
 from .replica_pool import ReplicaPool
 
 _START_CHECK_TIMEOUT_S = 5.0
-# A URL that refused a connection or timed out is skipped this long while another URL is live.
-_REST_S = 10.0
-# `/tokenize` calls in flight at once per loop; they get connections of their own beside the chat requests'.
-_TOKENIZE_CONCURRENCY = 16
-# bytes read from a response body at a time (`max_response_bytes` is checked after each chunk)
+_REST_S = 10.0  # a URL that refused a connection or timed out is skipped this long while another is live
+_TOKENIZE_CONCURRENCY = 16  # `/tokenize` calls in flight per loop, on connections beside the chat requests'
 _CHUNK_BYTES = 64 * 1024
 
 
@@ -74,25 +53,10 @@ class _LoopState:
 
 
 class OpenAICompatibleBackend:
-    """Chat backend for one or several OpenAI-compatible servers serving `model`.
-
-    Args:
-        base_urls: a URL or a list, e.g. "http://localhost:8000/v1" (a URL without a path gets "/v1").
-        model: the served model name (for `transformers serve`, the path it was started with).
-        api_key_env: environment variable holding the API key.
-        max_concurrency: requests in flight at once, over all URLs.
-        max_concurrency_per_replica: requests in flight at once on one URL (None: `max_concurrency`);
-            a replica's batch size (vLLM's `--max-num-seqs`) is a good value.
-        max_model_len: the judge's context window, prompt and answer together, for servers that
-            do not list `max_model_len` at `/models` (None: unknown, prompts are not fitted).
-        timeout_s: deadline of one HTTP request, from sending it to the last byte of the answer.
-        check_on_start: GET `<url>/models` on every URL now, and fail fast if one does not
-            answer or does not list `model`.
-        require_listed_model: with `check_on_start`, a `model` missing from a server's list is an
-            error; turn off for gateways that route models they do not list.
-        max_response_bytes: most bytes of one response body read; a longer body is cut and the
-            request fails as "too_large" (module docstring).
-    """
+    """Chat backend for one or several OpenAI-compatible servers serving `model` (a URL without a path gets
+    "/v1"; for `transformers serve`, `model` is the path it was started with). `check_on_start` GETs
+    `<url>/models` on every URL now and fails fast if one does not answer or, with `require_listed_model`, does not
+    list `model`; `max_model_len` is the window for servers that list none there (`judging.server_settings`)."""
 
     def __init__(
         self,
@@ -149,7 +113,6 @@ class OpenAICompatibleBackend:
         return os.environ.get(self.api_key_env) or "EMPTY"
 
     def _state(self) -> _LoopState:
-        """The running loop's session (made on its first request; module docstring)."""
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
@@ -167,21 +130,19 @@ class OpenAICompatibleBackend:
         return state
 
     def context_window(self) -> int | None:
-        """Tokens of prompt and answer one request may hold: the smallest `max_model_len` the replicas
-        list, else the configured one, else None (unknown)."""
+        """The smallest `max_model_len` the replicas list, else the configured one, else None (unknown)."""
         listed = [n for n in self.listed_max_model_lens if n]
         return min(listed) if listed else self.max_model_len
 
     async def count_prompt_tokens(self, messages: list[dict]) -> int | None:
-        """The prompt tokens of `messages` under the served model's chat template, from a live replica's
-        `POST /tokenize` (vLLM's); None where no replica offers it or the count fails (the caller then
-        counts itself)."""
+        """The prompt tokens of `messages` from a live replica's `POST /tokenize` (vLLM's); None where no replica
+        offers it or the count fails."""
         offered = [i for i in range(len(self.base_urls)) if self._tokenize_offered[i]]
         if not offered:
             return None
         live = [i for i in offered if self.pool.is_live(i)] or offered
         index = min(live, key=lambda i: self.pool.in_flight[i])
-        url = _server_root(self.base_urls[index]) + "/tokenize"
+        url = self.base_urls[index].removesuffix("/v1") + "/tokenize"  # vLLM serves it at the root
         body = _json_bytes({"model": self.model, "messages": messages, "add_generation_prompt": True})
         state = self._state()
         try:
@@ -209,7 +170,6 @@ class OpenAICompatibleBackend:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         response_format: dict | None = None,
     ) -> Completion:
-        """One chat completion from the least loaded live replica; raises `BackendError` if it fails."""
         state = self._state()
         payload = {"model": self.model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
         if response_format is not None:
@@ -247,28 +207,25 @@ class OpenAICompatibleBackend:
         )
 
 
-async def _session_closer(session: aiohttp.ClientSession, forget) -> AsyncGenerator[None, None]:
-    try:
-        yield
-    finally:
-        await session.close()
-        forget()
-
-
 def _close_at_loop_shutdown(session: aiohttp.ClientSession, forget) -> AsyncGenerator:
-    """An async generator, started on the running loop, that closes `session` and calls `forget()` when the
-    loop shuts down its async generators (`asyncio.run` does, after the last task); the caller must hold it."""
-    closer = _session_closer(session, forget)
-    try:
-        closer.asend(None).send(None)  # runs it to its `yield`: the loop now knows it
-    except StopIteration:
-        pass
-    return closer
+    """A started async generator that closes `session` and calls `forget()` when the running loop shuts down its
+    async generators; the caller must hold it (the loop holds it weakly)."""
+
+    async def closer() -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            await session.close()
+            forget()
+
+    generator = closer()
+    with contextlib.suppress(StopIteration):
+        generator.asend(None).send(None)  # runs it to its `yield`: the loop now knows it
+    return generator
 
 
 def _release_sessions(loops: dict[asyncio.AbstractEventLoop, _LoopState]) -> None:
-    """A backend collected while a loop it used lives on (a trainer's judging loop runs in a thread until
-    exit): its sessions count as closed from now, and a running loop closes their connections itself."""
+    """A backend collected while a loop it used lives on: its sessions' connections are closed on that loop."""
     for loop, state in list(loops.items()):
         connector = state.session.connector
         if state.session.closed or connector is None:
@@ -279,8 +236,8 @@ def _release_sessions(loops: dict[asyncio.AbstractEventLoop, _LoopState]) -> Non
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, url: str) -> bytes:
-    """The body of `response`, read in chunks; a "too_large" `BackendError` (the connection closed, the
-    rest unread) once it passes `max_bytes`, so no more than `max_bytes` plus a chunk is ever held."""
+    """The body of `response`, read in chunks; a "too_large" `BackendError`, the connection closed, once it
+    passes `max_bytes`."""
     chunks, size = [], 0
     if (response.content_length or 0) <= max_bytes:
         async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
@@ -300,20 +257,17 @@ async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, url: s
 
 
 def _transport_reason(exc: aiohttp.ClientError) -> str:
-    """What failed on the connection, in a few words (the URL is named beside it)."""
     if isinstance(exc, aiohttp.ClientConnectorError):  # its text repeats the address and adds ssl details
         return f"connection failed ({type(exc.os_error).__name__})"
     return str(exc) or type(exc).__name__
 
 
 def _json_bytes(payload: dict) -> bytes:
-    # ASCII JSON: every text encodes (a lone surrogate becomes an escape, never an encoding error)
     return json.dumps(payload).encode("ascii")
 
 
 def normalize_base_url(url: str) -> str:
-    """Strip the trailing slash; a bare `http://host:port` gets the usual `/v1`. A URL with user-info
-    (`user:password@`) is refused, naming it with the user-info masked (module docstring)."""
+    """Strip the trailing slash; a bare `http://host:port` gets `/v1`; a URL with user-info is refused."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         shown = redact_user_info(url) if isinstance(url, str) else url
         raise ValueError(f"Judge base URL must start with http:// or https://, got {shown!r}")
@@ -331,7 +285,7 @@ def normalize_base_url(url: str) -> str:
 
 
 def redact_user_info(url: str) -> str:
-    """`url` with anything before an '@' in its host part (user-info: a user name and password) masked."""
+    """`url` with its user-info (before an '@' in its host part) masked."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         return url
@@ -343,8 +297,7 @@ def redact_user_info(url: str) -> str:
 def list_models(
     base_url: str, api_key: str, *, timeout_s: float = 5.0, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 ) -> list[dict]:
-    """The model entries of `GET <base_url>/models`; `BackendError` naming the URL if it does not answer
-    (or answers more than `max_bytes`)."""
+    """The model entries of `GET <base_url>/models`; `BackendError` naming the URL if it does not answer."""
     url = f"{base_url}/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
@@ -374,7 +327,6 @@ def list_models(
 
 
 def check_listed_model(base_url: str, entries: list[dict], model: str | None) -> None:
-    """`BackendError` if `model` (unless None) is not among the ids of `entries`."""
     ids = [m.get("id") for m in entries]
     if model is not None and model not in ids:
         raise BackendError(
@@ -387,15 +339,10 @@ def check_listed_model(base_url: str, entries: list[dict], model: str | None) ->
 
 
 def _listed_max_model_len(entries: list[dict], model: str) -> int | None:
-    """vLLM's `max_model_len` of `model` in a `/models` answer (of its only entry when `model` is not listed)."""
+    """vLLM's `max_model_len` of `model` (or of the only entry) in a `/models` answer."""
     chosen = [m for m in entries if m.get("id") == model] or (entries if len(entries) == 1 else [])
     value = chosen[0].get("max_model_len") if chosen else None
     return _count(value) or None
-
-
-def _server_root(base_url: str) -> str:
-    """`http://host:port/v1` -> `http://host:port` (vLLM serves `/tokenize` at the root)."""
-    return base_url[: -len("/v1")] if base_url.endswith("/v1") else base_url
 
 
 def retry_after_s(headers) -> float | None:
@@ -414,8 +361,7 @@ def retry_after_s(headers) -> float | None:
 
 
 def _completion(body: bytes, url: str, model: str) -> Completion:
-    """The `Completion` of a success status's body; a `BackendError` if it is not a chat completion
-    ("malformed") or is a server fault (`_server_fault`)."""
+    """The `Completion` of a success status's body; else a "malformed" or server-fault `BackendError`."""
     try:
         payload = json.loads(body)
     except ValueError as exc:  # an HTML page from a proxy, JSON cut off, bytes that are not UTF-8
@@ -448,8 +394,6 @@ def _completion(body: bytes, url: str, model: str) -> Completion:
 
 
 def _server_fault(payload, url: str, model: str) -> None:
-    """A `BackendError` of its own kind for a success status's JSON body that is a server's fault: an OpenAI
-    error body ("error_body"), an empty `choices` list ("no_choices"), or another model's answer ("wrong_model")."""
     if not isinstance(payload, dict):
         return
     if "error" in payload and "choices" not in payload:
@@ -475,21 +419,19 @@ def _server_fault(payload, url: str, model: str) -> None:
 
 
 def same_model(configured: str, answered: str) -> bool:
-    """Whether a completion's `model` names the configured model: the same name, the name with a version
-    suffix (`gpt-4o` answered as `gpt-4o-2024-08-06`), or the same last path part (`Qwen/Qwen3-8B` vs
-    `Qwen3-8B`, `/models/Qwen3-8B`)."""
+    """Whether an answer's `model` names the configured one: the same, with a version suffix (`gpt-4o` as
+    `gpt-4o-2024-08-06`), or the same last path part (`Qwen/Qwen3-8B` as `/models/Qwen3-8B`)."""
     if answered == configured or answered.startswith(configured + "-"):
         return True
     return answered.rstrip("/").rsplit("/", 1)[-1] == configured.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _count(value) -> int:
-    """`value` when it is a positive int (not a bool), else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _error_detail(body: bytes) -> str:
-    """What an error status's body says: an OpenAI error's `message` (vLLM's top-level one too), else its text."""
+    """An OpenAI error body's `message` (vLLM's top-level one too), else the text."""
     text = body.decode("utf-8", "replace").strip()
     try:
         payload = json.loads(text)

@@ -1,23 +1,10 @@
 """`ReplicaPool`: which judge replica gets the next request.
 
-A request goes to the live replica with the fewest requests in flight, so a fast replica,
-which finishes its requests sooner, is sent more of them and a slow one is never the
-bottleneck of a step (with round-robin, every replica gets the same share, and the pool is
-only as fast as its slowest member times the number of replicas). Two bounds hold at
-once: at most `per_replica` requests in flight on one replica (set it to the replica's
-batch size, e.g. vLLM's `--max-num-seqs`, and a replica's queue stays on the client, where
-any replica that frees a slot can take the next request), and at most `total` over all.
-
-Health: a replica that refused a connection or timed out *rests* for `rest_s` seconds and
-gets no request while another replica is live; when every replica rests, requests go to
-them anyway (least in flight), so a pool whose servers all restart keeps trying instead of
-stalling. After its rest a replica is live again and, having nothing in flight, is the
-first to get requests: a replica that comes back is used at once.
-
-The counters are plain integers shared by every event loop; only the queue of requests waiting
-for a slot belongs to a loop (trainers run a loop per step). A request that finds a free slot and
-nobody waiting takes it at once; the others wait in arrival order, and each request that ends
-wakes the first of them.
+The live replica with the fewest requests in flight, so a fast replica gets more and a slow one is never a step's
+bottleneck (round-robin is only as fast as its slowest member). `per_replica` (a replica's batch size) keeps a
+replica's queue on the client, where any replica that frees a slot takes it. A replica that refused a connection
+or timed out rests for `rest_s` while another is live. The counters are shared by every event loop; only the
+queue of waiting requests belongs to a loop, served in arrival order.
 """
 
 from __future__ import annotations
@@ -31,15 +18,8 @@ from collections.abc import AsyncIterator, Callable
 
 
 class ReplicaPool:
-    """Least-in-flight routing over `n` replicas with per-replica and total bounds (module docstring).
-
-    Args:
-        n: number of replicas.
-        per_replica: most requests in flight on one replica.
-        total: most requests in flight over all replicas.
-        rest_s: how long a replica that refused a connection or timed out is skipped.
-        clock: monotonic seconds (a test passes a fake).
-    """
+    """Least-in-flight routing over `n` replicas, at most `per_replica` requests in flight on one and `total` over
+    all; a replica that refused a connection or timed out rests `rest_s` seconds of `clock`."""
 
     def __init__(self, n: int, *, per_replica: int, total: int, rest_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic):  # fmt: skip
@@ -59,8 +39,8 @@ class ReplicaPool:
         return self.resting_until[index] <= self._clock()
 
     def choose(self) -> int | None:
-        """The replica the next request goes to (module docstring; of equally loaded ones, the one sent fewest
-        requests so far, then the first), or None when it has to wait for a free slot."""
+        """The replica the next request goes to (of equally loaded ones, the one sent fewest so far, then the
+        first), or None when it has to wait for a free slot."""
         if sum(self.in_flight) >= self.total:
             return None
         free = [i for i in range(self.n) if self.in_flight[i] < self.per_replica]
@@ -103,7 +83,6 @@ class ReplicaPool:
             _wake_first(waiters)
 
     def rest(self, index: int) -> None:
-        """Skip replica `index` for `rest_s` seconds (it refused a connection or timed out)."""
         self.resting_until[index] = self._clock() + self.rest_s
 
     def __repr__(self) -> str:
@@ -113,7 +92,6 @@ class ReplicaPool:
 
 
 def _wake_first(waiters: deque[asyncio.Future]) -> None:
-    """Wake the first request still waiting for a slot, if any."""
     while waiters:
         waiter = waiters.popleft()
         if not waiter.done():

@@ -1,38 +1,12 @@
 """`TransformersBackend`: a chat model run in this process (a small judge on the training GPU).
 
-Requests that arrive together (e.g. from `asyncio.gather`) are batched, up to
-`max_batch_size` with the same sampling settings, and generated in one worker thread so the
-event loop stays free. Prompts use the tokenizer's chat template; token counts are the
-real prompt and generated lengths. torch and transformers are imported inside, on first
-use, so `judging` stays importable without them. `response_format` is ignored (answers are
-validated by `LLMJudge` either way). Sampling (`temperature > 0`) uses torch's global RNG.
+Requests that arrive together are batched (same sampling settings, up to `max_batch_size`) and generated in one
+worker thread, so the event loop stays free; `response_format` is ignored (answers are validated either way).
 
-Only the process that judges runs the model, so it must be whole there: a model loaded from a
-path loads outside DeepSpeed ZeRO-3's partitioning (`judging.backends.transformers_backend`), a partitioned
-model object is refused, and `generate` runs without `synced_gpus` (which ZeRO-3 would switch on,
-making it wait each token for processes that are not generating).
-
-Loading the judge side's in-process models whole (`outside_zero3`):
-
-Loading the judge side's in-process models whole, outside DeepSpeed ZeRO-3's partitioning.
-
-Under `accelerate launch` with a ZeRO-3 config, transformers holds a live `HfDeepSpeedConfig`
-(`transformers.integrations.is_deepspeed_zero3_enabled()` is true) and `from_pretrained` builds
-every model inside `deepspeed.zero.Init`: its weights are split across the processes, and every
-forward pass gathers them with collectives that all processes must join. That is right for the
-policy, its reference and critic, which every process runs. It is wrong for the models the judge
-side loads in this process (`EmbeddingJudge`'s sentence encoder, a `TransformersBackend` GenRM,
-MetaRM or judge, the evaluation judge): only the main process judges, so the first call of a
-partitioned copy waits for processes that never join (a hang on GPUs; gloo aborts on CPU with
-"Received data size doesn't match expected size").
-
-`outside_zero3()` hides the DeepSpeed config from transformers while such a model loads, so it is
-built whole on the process that runs it, and restores it afterwards. The switch is process-wide:
-a lock keeps two judge loads from interleaving, and the judge side loads its models while the main
-thread builds the trainer, awaits the rewards or computes log-probabilities, none of which reads
-the config (loading a model and `generate`'s `synced_gpus` do).
-`is_partitioned(model)` tells a model that was loaded partitioned anyway (handed in by a caller).
-transformers is imported inside, on first use, so `judging` stays importable without torch.
+Only the process that judges runs such a model, so it must be whole there: under ZeRO-3, `from_pretrained` would
+partition it, and its first call would wait for processes that never join (a hang on GPUs; gloo aborts with
+"Received data size doesn't match expected size"). So `outside_zero3()` hides the DeepSpeed config while it loads,
+a partitioned model is refused (`is_partitioned`), and `generate` runs without `synced_gpus`.
 """
 
 from __future__ import annotations
@@ -63,14 +37,8 @@ class _LoopQueue:
 
 
 class TransformersBackend:
-    """Chat backend that generates with a local `transformers` causal LM.
-
-    Args:
-        model_or_path: a loaded model, or a path / Hub id for `AutoModelForCausalLM.from_pretrained`.
-        tokenizer: its tokenizer (with a chat template); loaded from the path when None.
-        device: where to run ("cpu", "cuda:0"); default: the model's device, or cuda when available.
-        max_batch_size: most prompts generated together.
-    """
+    """Chat backend that generates with a local causal LM: a loaded model and its tokenizer (with a chat template),
+    or a path / Hub id to load both from; `device` defaults to the model's, or cuda when available."""
 
     def __init__(self, model_or_path, tokenizer=None, *, device=None, max_batch_size: int = 8):
         if max_batch_size < 1:
@@ -124,7 +92,6 @@ class TransformersBackend:
         return await item.future
 
     async def _drain(self, queue: _LoopQueue) -> None:
-        """Generate batches until nothing is pending; a batch shares temperature and max_tokens."""
         loop = asyncio.get_running_loop()
         await asyncio.sleep(0)  # let the other coroutines of a gather() enqueue first
         try:
@@ -177,10 +144,7 @@ class TransformersBackend:
 
 def _stop_ids(model, tokenizer) -> set[int]:
     ids = model.generation_config.eos_token_id
-    ids = set(ids if isinstance(ids, list) else [ids] if ids is not None else [])
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    return ids
+    return {i for i in [*(ids if isinstance(ids, list) else [ids]), tokenizer.eos_token_id] if i is not None}
 
 
 def _until_stop(tokens: list[int], stop_ids: set[int]) -> tuple[list[int], int]:
@@ -196,7 +160,8 @@ _LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def outside_zero3() -> Iterator[None]:
-    """Within the block, `from_pretrained` does not partition (transformers sees no ZeRO-3 config)."""
+    """Within the block, `from_pretrained` does not partition (transformers sees no ZeRO-3 config); a lock keeps
+    two loads from interleaving, since the switch is process-wide."""
     with _LOCK:
         from transformers.integrations import deepspeed as hf_deepspeed
 
