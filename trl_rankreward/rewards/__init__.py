@@ -2,8 +2,7 @@
 
 Vocabulary, used everywhere in this package:
 
-- *group*: the G completions of one query (`Group`), judged together.
-- *rubric*: a query-specific criterion with an importance weight (`Rubric`).
+- *group*: the G completions of one query (`Group`); *rubric*: a weighted query-specific criterion.
 - *order*: completion indices from WORST to BEST (the papers' convention).
 - *tie blocks*: an order whose places may hold several indices that share a rank.
 - *position*: a coarse insertion index 0..K among K ordered anchors (0 = below all).

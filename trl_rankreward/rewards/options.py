@@ -1,13 +1,8 @@
 """`MethodOptions` and `DataNeeds`: one options dataclass per reward method, the single source of its knobs.
 
-Each reward method module declares `XOptions(MethodOptions)`: its fields, defaults, help
-texts and checks. The method class reads its options from it (`options_class`), and the method's
-trainer config (`trainers.judge_reward.method_config(NAME)`) has the same fields, flat, checked by
-building this dataclass from them: one route, one set of defaults and checks. `data_needs()` tells
-the config and dataset checks what the group size and each training row must be.
-
-    options = MatrixRewardOptions.from_values({"protocol": "implicit"}, source="--config")
-    method = MatrixReward(judge, options)          # or MatrixReward(judge, protocol="implicit")
+The method reads its options from it (`options_class`); the method's trainer config
+(`trainers.judge_reward.method_config(NAME)`) has the same fields, flat, checked by building this
+dataclass from them. `data_needs()` tells the config and dataset checks what each row must be.
 """
 
 from __future__ import annotations
@@ -21,12 +16,8 @@ OptionsT = TypeVar("OptionsT", bound="MethodOptions")
 
 @dataclass(frozen=True)
 class DataNeeds:
-    """What a reward method needs from the training data, checked before the model loads.
-
-    `rubrics`: every row needs a non-empty `rubrics` list; `references`: the least number of
-    ranked reference answers per row (0: none needed); `min_group_size`: the least
-    `num_generations` the method can rank with these options, and `group_size_why` why.
-    """
+    """What a reward method needs from the training data, checked before the model loads: non-empty
+    `rubrics`, at least `references` ranked references per row, `num_generations >= min_group_size`."""
 
     rubrics: bool = False
     references: int = 0
@@ -36,12 +27,8 @@ class DataNeeds:
 
 @dataclass
 class MethodOptions:
-    """Options every group reward method has; subclasses add theirs (see the module docstring).
-
-    A field with `metadata["choices"]` must hold one of them (or None where its default is None).
-    A method's trainer config holds an options class's fields (`trainers.judge_reward.method_config`)
-    and checks them by building the options apart (`JudgeRewardGRPOConfig.method_options`).
-    """
+    """Options every group reward method has; subclasses add theirs. A field with `metadata["choices"]`
+    must hold one of them (or None where its default is None)."""
 
     lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
 
@@ -79,8 +66,7 @@ def check_int(name: str, value: Any, low: int, note: str = "") -> None:
 
 
 def options_class_of(cls: type) -> type[MethodOptions]:
-    """The options dataclass `cls` holds: `cls` itself, or, for a trainer config that inherits one
-    beside the TRL config, that options class (the first in the MRO built from options alone)."""
+    """`cls` itself, or for a trainer config inheriting options beside the TRL config, that options class."""
     for c in cls.__mro__:
         if c is MethodOptions or (
             issubclass(c, MethodOptions) and all(issubclass(b, MethodOptions) for b in c.__bases__)
