@@ -1,25 +1,18 @@
 """MatrixReward: a reward from the rollout-by-rubric win-rate matrix (MatrixReward paper).
 
-Per group: judge every unordered pair of unique answers under each rubric (Sec. 3.1),
-fill the win-rate matrix M, derive rubric weights from M and fuse them with the rubrics'
-prior weights (Sec. 3.2), and reward each answer by its closeness to the observed ideal
-profiles (Sec. 3.3). The math lives in `matrix_math`; this module asks the judge.
+Per group: judge every pair of unique answers under each rubric (Sec. 3.1), fill the win-rate matrix M,
+derive rubric weights from M and fuse them with the rubrics' prior weights (Sec. 3.2), and reward each
+answer by its closeness to the ideal profiles (Sec. 3.3); the math is `matrix_math`'s.
 
 Choices the paper leaves open, decided here:
 
-- Duplicates: identical final answers are judged once (the base class groups them), and
-  M is built over the U unique answers with 1/(U-1) normalization; every copy gets its
-  answer's reward. Comparing an answer with its own copy would be a free tie that pulls
-  win rates toward 1/2.
-- Invalid rollouts (no final answer) are never judged and get quality reward 0, the lowest
-  closeness. The worst judged answer can reach 0 too (it is the negative ideal); what
-  separates them is the format term lambda_fmt * f_i of Eq. 8 (f_i = 0 for invalid).
-- Fewer than two unique answers: nothing to compare, no judge call; each gets 1/2, the
-  closeness the paper assigns when both distances vanish.
-- "pointwise" protocol (Sec. 4.2, "pointwise + MatrixReward"): the paper says only that
-  the matrix comes from independent absolute scores per rollout and rubric; we use
-  M_ik = s_ik / 10 with s_ik the 0-10 `PointwiseRequest(rubric_index=k)` score, so the
-  matrix holds absolute scores on the win-rate scale [0, 1] (no pairwise comparison).
+- Duplicates: M is built over the U unique answers with 1/(U-1) normalization (an answer against its own
+  copy would be a free tie pulling win rates toward 1/2); every copy gets its answer's reward.
+- Invalid rollouts are never judged and get quality reward 0; what separates them from a worst judged
+  answer (also 0, the negative ideal) is the format term lambda_fmt * f_i of Eq. 8.
+- Fewer than two unique answers: no judge call; each gets 1/2, the closeness when both distances vanish.
+- "pointwise" protocol (Sec. 4.2): M_ik = s_ik / 10, s_ik the 0-10 `PointwiseRequest(rubric_index=k)`
+  score (the paper says only "independent absolute scores per rollout and rubric").
 """
 
 from __future__ import annotations
@@ -48,23 +41,18 @@ from .matrix_math import (
 from .options import DataNeeds, MethodOptions
 from .pointwise import judge_points
 
-PROTOCOLS = ("explicit", "implicit", "pointwise")
 #: quality reward of a rollout without a valid final answer (never judged)
 INVALID_REWARD = 0.0
 #: quality reward when a group has fewer than two unique answers (nothing to compare)
 LONE_ANSWER_REWARD = 0.5
-
-
 #: the options that `matrix_math.matrix_reward` takes (all but the protocol, both_orders and lambda_fmt)
 MATH_OPTIONS = ("matrix_weighting", "fusion", "mixture_alpha", "ideals", "distance", "aggregation", "svd_variance")
 
 
 @dataclass
 class MatrixRewardOptions(MethodOptions):
-    """MatrixReward's options. Defaults are the paper's method (Sec. 3); the other choices are its
-    ablations (Sec. 4.2-4.5, App. F). An option the chosen setting would silently ignore (e.g.
-    `mixture_alpha` without `fusion="additive"`) is rejected.
-    """
+    """MatrixReward's options: the defaults are the paper's method (Sec. 3), the other choices its ablations
+    (Sec. 4.2-4.5, App. F). An option the chosen setting would ignore is rejected."""
 
     lambda_fmt: float = field(
         default=1.0,
@@ -79,7 +67,7 @@ class MatrixRewardOptions(MethodOptions):
             "help": "'explicit': one judge request per pair and rubric, K*C(G,2) per group (Sec. 3.1); 'implicit': "
             "all K verdicts in one request per pair, C(G,2) per group; 'pointwise': K*G independent 0-10 scores, "
             "M = score/10 (the 'pointwise + MatrixReward' variant, Sec. 4.2).",
-            "choices": list(PROTOCOLS),
+            "choices": ["explicit", "implicit", "pointwise"],
         },
     )
     both_orders: bool = field(
@@ -143,14 +131,12 @@ class MatrixRewardOptions(MethodOptions):
         self._check_unused_options()
 
     def math_options(self) -> dict[str, Any]:
-        """The keyword arguments of `matrix_math.matrix_reward`."""
         return {name: getattr(self, name) for name in MATH_OPTIONS}
 
     def data_needs(self) -> DataNeeds:
         return DataNeeds(rubrics=True)
 
     def _check_unused_options(self) -> None:
-        """An option changed from its default that the chosen setting ignores is a mistake: name both fields."""
         if self.both_orders and self.protocol == "pointwise":
             raise ValueError(
                 "both_orders=True judges pairs in both display orders, but protocol='pointwise' shows one answer per "
@@ -174,18 +160,8 @@ class MatrixRewardOptions(MethodOptions):
 
 
 class MatrixReward(GroupRewardMethod):
-    """MatrixReward (MatrixReward paper, Algorithm 1); rewards r^qual in [0, 1] + lambda_fmt * f.
-
-    Args:
-        judge: answers `RubricPairwiseRequest` (pairwise protocols) or `PointwiseRequest`.
-        options: `MatrixRewardOptions` (or their values as keywords): the protocol (requests per pair
-            and rubric, Sec. 3.1 and 4.2), both_orders, the weights and the reward
-            (`matrix_math.matrix_reward`; Sec. 3.2-4.5, App. F) and lambda_fmt (Eq. 8).
-        answer_format, format_reward, seed: as in `GroupRewardMethod`.
-
-    Per-group `details`: alpha, beta (None for multiplicative fusion), fallback, weights w,
-    matrix_weights a, prior p, column_spread (max - min of each M column), unique_answers.
-    """
+    """MatrixReward (MatrixReward paper, Algorithm 1): r = r^qual in [0, 1] + lambda_fmt * f (Eq. 8).
+    Per-group `details`: alpha, beta, fallback, weights w, matrix_weights a, prior p, column_spread."""
 
     name = "matrix"
     citation = """@misc{shen2026matrixreward,
@@ -195,8 +171,6 @@ class MatrixReward(GroupRewardMethod):
     eprint = {arXiv:2610.00389},
 }"""
     options_class = MatrixRewardOptions
-
-    # --- judging: the matrix M over unique answers (Sec. 3.1) ------------------------------
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         if not group.rubrics:
@@ -250,12 +224,9 @@ class MatrixReward(GroupRewardMethod):
         )
         return np.asarray(per_rubric, dtype=float).T / 10.0
 
-    # --- logging --------------------------------------------------------------------------
-
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Adds the `matrix/...` metrics (docs/metrics.md) over groups with a matrix (neutral and < 2-answer
-        groups excluded). Rubric counts and order vary by query, so weights are summarized by their largest,
-        smallest and distance from the prior, never by a per-index mean."""
+        """Adds the `matrix/...` metrics over groups with a matrix. Rubrics vary by query, so weights are
+        summarized by their largest, smallest and distance from the prior, never by a per-index mean."""
         metrics = super().step_metrics(results)
         scored = [r.details for r in results if not r.neutral and "weights" in r.details]
         metrics["matrix/fallbacks"] = float(sum(d["fallback"] for d in scored))
