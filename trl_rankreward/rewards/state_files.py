@@ -1,11 +1,8 @@
-"""Crash-safe, self-describing JSON files in trainer checkpoints.
+"""Crash-safe, self-describing JSON files in trainer checkpoints (stdlib only).
 
-Files are written to a temporary file in the same directory, fsynced, and renamed over the
-target (then the directory is fsynced), so a kill -9 or a power loss leaves the old file or
-the new one at the path, never a partial one. Reward-method state is wrapped with a schema
-tag and the method's name, so resuming from a truncated, foreign, newer or other-method file
-raises `CheckpointStateError` naming the file, the problem and the fix, instead of a bare
-`JSONDecodeError` or a confusing error deep inside `load_state_dict`. Stdlib only.
+A file is written to a temporary file, fsynced and renamed over the target, so a crash leaves the old
+file or the new one, never a partial one. Reward-method state carries a schema tag and the method's name,
+so a truncated, foreign, newer or other-method file raises `CheckpointStateError` naming the fix.
 """
 
 from __future__ import annotations
@@ -22,10 +19,7 @@ _RESTORE = "restore the file from an intact copy of the checkpoint, or resume fr
 
 
 class CheckpointStateError(ValueError):
-    """A checkpoint's state file is missing, truncated, corrupt, foreign, newer, or of another method.
-
-    `path` is the file; `reason` is one of "missing", "corrupt", "foreign", "newer", "method".
-    """
+    """A checkpoint's state file is bad; `reason`: "missing", "corrupt", "foreign", "newer" or "method"."""
 
     def __init__(self, path: str, reason: str, message: str):
         super().__init__(message)
@@ -34,8 +28,7 @@ class CheckpointStateError(ValueError):
 
 
 def durable_replace(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
-    """fsync the finished file `tmp`, rename it over `path`, and fsync their directory, so that
-    `path` holds the old file or all of the new one after a crash at any point."""
+    """fsync `tmp`, rename it over `path` and fsync the directory: a crash leaves the old file or the new."""
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -57,11 +50,7 @@ def _fsync_directory(directory: str) -> None:
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write `data` as JSON to `path` atomically and durably (see the module docstring).
-
-    The temporary file is `PATH.PID.tmp` (one writer per process at a time); a kill -9 before
-    the rename leaves it behind, and the next write from the same process id replaces it.
-    """
+    """Write `data` as JSON to `path` atomically and durably, through `PATH.PID.tmp`."""
     path = os.fspath(path)
     text = json.dumps(data)  # the C encoder, one string: json.dump streams via the Python encoder (~4x slower)
     tmp = f"{path}.{os.getpid()}.tmp"
