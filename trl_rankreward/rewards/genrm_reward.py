@@ -264,4 +264,3 @@ class GenRMPairwiseReward(GroupRewardMethod):
             if values:
                 out[f"genrm/{key}"] = sum(values) / len(values)
         return out
-

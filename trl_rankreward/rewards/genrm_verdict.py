@@ -232,4 +232,3 @@ def genrm_row(row: dict, seed: int) -> dict:
         "display_order": order,
         "display_label": to_display(row["label"], order),
     }
-

@@ -46,9 +46,9 @@ async def judge_pairs(
 
 
 def win_rates(pairs: Sequence[tuple[int, int]], scores: Sequence[float], multiplicities: Sequence[int]) -> list[float]:
-    """Opponent-averaged win rate of each unique answer; answer u with m_u copies meets its own copies as ties:
-        rate_u = (sum_v m_v s(u, v) + (m_u - 1) / 2) / (n - 1),  n = sum_u m_u   (1/2 when n = 1).
-    """
+    """Opponent-averaged win rate of each unique answer; its m_u copies meet each other as ties:
+        rate_u = (sum_v m_v s(u, v) + (m_u - 1) / 2) / (n - 1),  n = sum_u m_u,
+    1/2 when n = 1."""
     n = sum(multiplicities)
     if n <= 1:
         return [0.5] * len(multiplicities)
@@ -130,6 +130,7 @@ def match_player(
     judge: Judge, group: Group, answers: Sequence[str], *, step: int, both_orders: bool
 ) -> Callable[[list[tuple[int, int]]], Awaitable[list[float]]]:
     """A `play` function for `single_elimination` over answer indices of one group."""
+
     async def play(matches: list[tuple[int, int]]) -> list[float]:
         texts = [(answers[a], answers[b]) for a, b in matches]
         return await judge_pairs(judge, group, texts, step=step, both_orders=both_orders)

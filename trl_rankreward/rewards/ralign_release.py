@@ -328,4 +328,3 @@ class ReleaseMetaJudge:
             )  # fmt: skip
         except JudgeError as exc:
             return exc.as_failure()
-

@@ -223,4 +223,3 @@ class RAlignReward:
 
     def _result(self, verdict: Label | None, status: Status, failure: JudgeFailure | None = None) -> SampleScore:
         return SampleScore(verdict, status, reward_for(status, self.values), failure)
-

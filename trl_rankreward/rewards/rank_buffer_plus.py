@@ -233,4 +233,3 @@ def _embed(sub: Sequence[int], fused: Sequence[int]) -> list[int]:
     members = set(sub)
     it = iter(sub)
     return [next(it) if u in members else u for u in fused]
-
