@@ -25,7 +25,7 @@ two responses (never the query) are cut to an equal share, and a pair leaving fe
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
 from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
@@ -44,7 +44,7 @@ from .genrm_verdict import (
     read_verdict,
     to_canonical,
 )
-from .options import DataNeeds, MethodOptions
+from .options import DataNeeds, MethodOptions, option
 from .pairwise import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
 from .ralign_release import RAlignRelease, answer_once
 from .ralign_reward import RAlignReward
@@ -182,19 +182,15 @@ def _canonical_verdict(text: str, order: str) -> str:
 class GenRMOptions(MethodOptions):
     """`GenRMPairwiseReward`'s options."""
 
-    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
-    length_coef: float = field(default=1.0, metadata={"help": "Slope of the length penalty."})
-    length_tolerance: float = field(
-        default=0.2, metadata={"help": "Relative length difference from the reference that costs nothing."}
-    )
-    max_length_penalty: float = field(default=1.0, metadata={"help": "Cap of the length penalty."})
-    only_longer: bool = field(default=False, metadata={"help": "Penalize only rollouts longer than the reference."})
-    r_align_release: str | None = field(
-        default=None,
-        metadata={
-            "help": "Checkout of github.com/lyn22333/R-Align: the GenRM judge asks in the authors' layout and "
-            "reads their verdict (GenRMJudge, docs/ralign.md). None: our GenRM prompt."
-        },
+    both_orders: bool = option(False, BOTH_ORDERS_HELP)
+    length_coef: float = option(1.0, "Slope of the length penalty.")
+    length_tolerance: float = option(0.2, "Relative length difference from the reference that costs nothing.")
+    max_length_penalty: float = option(1.0, "Cap of the length penalty.")
+    only_longer: bool = option(False, "Penalize only rollouts longer than the reference.")
+    r_align_release: str | None = option(
+        None,
+        "Checkout of github.com/lyn22333/R-Align: the GenRM judge asks in the authors' layout and "
+        "reads their verdict (GenRMJudge, docs/ralign.md). None: our GenRM prompt.",
     )
 
     def __post_init__(self):

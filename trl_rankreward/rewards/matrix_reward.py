@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from statistics import fmean
 from typing import Any
 
@@ -38,7 +38,7 @@ from .matrix_math import (
     pair_indices,
     win_rate_matrix,
 )
-from .options import DataNeeds, MethodOptions
+from .options import DataNeeds, MethodOptions, option
 from .pointwise import judge_points
 
 #: quality reward of a rollout without a valid final answer (never judged)
@@ -54,76 +54,54 @@ class MatrixRewardOptions(MethodOptions):
     """MatrixReward's options: the defaults are the paper's method (Sec. 3), the other choices its ablations
     (Sec. 4.2-4.5, App. F). An option the chosen setting would ignore is rejected."""
 
-    lambda_fmt: float = field(
-        default=1.0,
-        metadata={
-            "help": "Weight of the format reward in r = r_qual + lambda_fmt * f (Eq. 8); 1.0 is the value of the "
-            "paper's worked example (App. E)."
-        },
+    lambda_fmt: float = option(
+        1.0,
+        "Weight of the format reward in r = r_qual + lambda_fmt * f (Eq. 8); 1.0 is the value of the "
+        "paper's worked example (App. E).",
     )
-    protocol: str = field(
-        default="explicit",
-        metadata={
-            "help": "'explicit': one judge request per pair and rubric, K*C(G,2) per group (Sec. 3.1); 'implicit': "
-            "all K verdicts in one request per pair, C(G,2) per group; 'pointwise': K*G independent 0-10 scores, "
-            "M = score/10 (the 'pointwise + MatrixReward' variant, Sec. 4.2).",
-            "choices": ["explicit", "implicit", "pointwise"],
-        },
+    protocol: str = option(
+        "explicit",
+        "'explicit': one judge request per pair and rubric, K*C(G,2) per group (Sec. 3.1); 'implicit': "
+        "all K verdicts in one request per pair, C(G,2) per group; 'pointwise': K*G independent 0-10 scores, "
+        "M = score/10 (the 'pointwise + MatrixReward' variant, Sec. 4.2).",
+        choices=["explicit", "implicit", "pointwise"],
     )
-    both_orders: bool = field(
-        default=False,
-        metadata={
-            "help": "Judge every pair in both display orders and average the aligned outcomes (doubles the "
-            "requests; pairwise protocols only)."
-        },
+    both_orders: bool = option(
+        False,
+        "Judge every pair in both display orders and average the aligned outcomes (doubles the "
+        "requests; pairwise protocols only).",
     )
-    matrix_weighting: str = field(
-        default="variation_correlation",
-        metadata={
-            "help": "How the rubric weights a are read from the win-rate matrix: 'variation_correlation' (a rubric "
-            "that separates the rollouts and agrees least with the others weighs most: the CRITIC method, Eq. 3), "
-            "'entropy' or 'svd' (Sec. 4.3, App. F).",
-            "choices": list(MATRIX_WEIGHTINGS),
-        },
+    matrix_weighting: str = option(
+        "variation_correlation",
+        "How the rubric weights a are read from the win-rate matrix: 'variation_correlation' (a rubric "
+        "that separates the rollouts and agrees least with the others weighs most: the CRITIC method, Eq. 3), "
+        "'entropy' or 'svd' (Sec. 4.3, App. F).",
+        choices=list(MATRIX_WEIGHTINGS),
     )
-    fusion: str = field(
-        default="game",
-        metadata={
-            "help": "Combining matrix weights a with the rubric prior p: 'game' (Eq. 4-5), 'prior_only' (w = p), "
-            "'additive' (w = (1 - mixture_alpha) p + mixture_alpha a) or 'multiplicative' (w ~ a p) (Sec. 4.5).",
-            "choices": list(FUSIONS),
-        },
+    fusion: str = option(
+        "game",
+        "Combining matrix weights a with the rubric prior p: 'game' (Eq. 4-5), 'prior_only' (w = p), "
+        "'additive' (w = (1 - mixture_alpha) p + mixture_alpha a) or 'multiplicative' (w ~ a p) (Sec. 4.5).",
+        choices=list(FUSIONS),
     )
-    mixture_alpha: float = field(
-        default=0.5,
-        metadata={"help": "Coefficient of fusion='additive', in [0, 1] (the paper tries 0.1 to 0.5, Table 4)."},
+    mixture_alpha: float = option(
+        0.5, "Coefficient of fusion='additive', in [0, 1] (the paper tries 0.1 to 0.5, Table 4)."
     )
-    ideals: str = field(
-        default="observed",
-        metadata={
-            "help": "TOPSIS ideals: 'observed' column max/min (Sec. 3.3) or 'theoretical' weighted upper bound "
-            "and zero (Sec. 4.4).",
-            "choices": list(IDEALS),
-        },
+    ideals: str = option(
+        "observed",
+        "TOPSIS ideals: 'observed' column max/min (Sec. 3.3) or 'theoretical' weighted upper bound "
+        "and zero (Sec. 4.4).",
+        choices=list(IDEALS),
     )
-    distance: str = field(
-        default="euclidean",
-        metadata={
-            "help": "TOPSIS distance: 'euclidean' (Eq. 7) or 'mahalanobis' (Sec. 4.4).",
-            "choices": list(DISTANCES),
-        },
+    distance: str = option(
+        "euclidean", "TOPSIS distance: 'euclidean' (Eq. 7) or 'mahalanobis' (Sec. 4.4).", choices=list(DISTANCES)
     )
-    aggregation: str = field(
-        default="topsis",
-        metadata={
-            "help": "'topsis' closeness (Eq. 7) or 'weighted_sum' of the win rates (Sec. 4.4).",
-            "choices": list(AGGREGATIONS),
-        },
+    aggregation: str = option(
+        "topsis",
+        "'topsis' closeness (Eq. 7) or 'weighted_sum' of the win rates (Sec. 4.4).",
+        choices=list(AGGREGATIONS),
     )
-    svd_variance: float = field(
-        default=0.85,
-        metadata={"help": "Variance share kept by matrix_weighting='svd', in (0, 1] (App. F: 0.85)."},
-    )
+    svd_variance: float = option(0.85, "Variance share kept by matrix_weighting='svd', in (0, 1] (App. F: 0.85).")
 
     def __post_init__(self):
         super().__post_init__()
@@ -150,12 +128,12 @@ class MatrixRewardOptions(MethodOptions):
             ("ideals", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
             ("distance", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
         )
-        for option, by, unused, needs in ignored:
-            value = getattr(self, option)
-            if unused and value != default[option]:
+        for name, by, unused, needs in ignored:
+            value = getattr(self, name)
+            if unused and value != default[name]:
                 raise ValueError(
-                    f"{option}={value!r} has no effect with {by}={getattr(self, by)!r}; it needs {needs}. Set "
-                    f"{by} accordingly or leave {option} at its default {default[option]!r}"
+                    f"{name}={value!r} has no effect with {by}={getattr(self, by)!r}; it needs {needs}. Set "
+                    f"{by} accordingly or leave {name} at its default {default[name]!r}"
                 )
 
 

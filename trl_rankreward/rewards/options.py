@@ -7,11 +7,16 @@ dataclass from them. `data_needs()` tells the config and dataset checks what eac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, TypeVar
 
 OptionsT = TypeVar("OptionsT", bound="MethodOptions")
+
+
+def option(default: Any, help: str, choices: Sequence[Any] | None = None) -> Any:
+    """An option's dataclass field: its default, its help (the flag's and docs/config.md's text), its choices."""
+    return field(default=default, metadata={"help": help} if choices is None else {"help": help, "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class MethodOptions:
     """Options every group reward method has; subclasses add theirs. A field with `metadata["choices"]`
     must hold one of them (or None where its default is None)."""
 
-    lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
+    lambda_fmt: float = option(0.0, "Weight of the format reward added to each reward.")
 
     def __post_init__(self):
         if self.lambda_fmt < 0:

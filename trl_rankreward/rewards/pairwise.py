@@ -21,7 +21,7 @@ from itertools import groupby
 
 from ..judging.requests import Judge, PairwiseRequest, ask_pair, seeded_rng
 from .base import Candidates, Group, GroupRewardMethod, RankOutcome, ScoreOutcome, require
-from .options import DataNeeds, MethodOptions, check_int
+from .options import DataNeeds, MethodOptions, check_int, option
 
 #: the help of the pairwise methods' `both_orders` option
 BOTH_ORDERS_HELP = "Judge each comparison in both display orders and average (2 requests per comparison)."
@@ -143,20 +143,18 @@ def match_player(
 class PairwiseOptions(MethodOptions):
     """RRC-SCR's and RRC-AGR's options (Pairwise Rank adds `ties`)."""
 
-    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
+    both_orders: bool = option(False, BOTH_ORDERS_HELP)
 
 
 @dataclass
 class PairwiseRankOptions(PairwiseOptions):
     """`PairwiseRankReward`'s options."""
 
-    ties: str = field(
-        default="min",
-        metadata={
-            "help": "Equal win rates share 'min', the first rank they occupy (RankBuffer App. E), or 'average', "
-            "their mean rank (MatrixReward App. D).",
-            "choices": ["min", "average"],
-        },
+    ties: str = option(
+        "min",
+        "Equal win rates share 'min', the first rank they occupy (RankBuffer App. E), or 'average', "
+        "their mean rank (MatrixReward App. D).",
+        choices=["min", "average"],
     )
 
 
@@ -239,11 +237,10 @@ class ReferenceWinRateReward(GroupRewardMethod):
 class TournamentOptions(MethodOptions):
     """`TournamentReward`'s options."""
 
-    brackets: int = field(
-        default=3,
-        metadata={"help": "Independently shuffled single-elimination brackets per group (RankBuffer App. E uses 3)."},
+    brackets: int = option(
+        3, "Independently shuffled single-elimination brackets per group (RankBuffer App. E uses 3)."
     )
-    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
+    both_orders: bool = option(False, BOTH_ORDERS_HELP)
 
     def __post_init__(self):
         super().__post_init__()
@@ -292,7 +289,7 @@ class TournamentReward(GroupRewardMethod):
 class ArenaOptions(MethodOptions):
     """`ArenaReward`'s options."""
 
-    both_orders: bool = field(default=True, metadata={"help": BOTH_ORDERS_HELP + " On: the paper's setting."})
+    both_orders: bool = option(True, BOTH_ORDERS_HELP + " On: the paper's setting.")
 
 
 class ArenaReward(GroupRewardMethod):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import fmean
 
 from ..judging.requests import Judge, JudgeFailure, PointwiseRequest, ask
 from .base import Candidates, Group, GroupJudgingFailed, GroupRewardMethod, ScoreOutcome, require
-from .options import DataNeeds, MethodOptions
+from .options import DataNeeds, MethodOptions, option
 
 
 async def judge_points(
@@ -44,7 +44,7 @@ class PointwiseOptions(MethodOptions):
 class GDPOOptions(MethodOptions):
     """`GDPOReward`'s options."""
 
-    eps: float = field(default=1e-4, metadata={"help": "Added to each rubric's within-group std (GDPO: 1e-4)."})
+    eps: float = option(1e-4, "Added to each rubric's within-group std (GDPO: 1e-4).")
 
     def __post_init__(self):
         super().__post_init__()

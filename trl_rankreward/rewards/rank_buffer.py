@@ -78,7 +78,7 @@ from .base import (
     RunContext,
     require,
 )
-from .options import DataNeeds, MethodOptions, check_int
+from .options import DataNeeds, MethodOptions, check_int, option
 from .state_files import METHOD_STATE_NAME, read_method_state
 
 #: the `format` of a saved RankBuffer state (checkpoints; `buffer-report` reads it)
@@ -97,40 +97,27 @@ _MIN_CANDIDATES = 3
 class AnchorBufferOptions(MethodOptions):
     """The options of every method that ranks against a per-query anchor buffer."""
 
-    lambda_fmt: float = field(
-        default=0.2, metadata={"help": "Weight of the format reward (the paper uses 0.2, Section 4.1)."}
+    lambda_fmt: float = option(0.2, "Weight of the format reward (the paper uses 0.2, Section 4.1).")
+    k0: int = option(4, "Initial buffer size K0 (paper: 2, 4 or 7; anchors are subsampled keeping both ends).")
+    buffer_init: str = option(
+        "auto",
+        "Where the first buffer comes from: 'references' (K0 of the query's ranked `references`, which "
+        "every row must have: the paper's RankBuffer), 'bootstrap' (listwise ranking of the query's first group: "
+        "RankBuffer-Bootstrap) or 'auto' (references for a query whose row has them, bootstrap otherwise).",
+        choices=["auto", "references", "bootstrap"],
     )
-    k0: int = field(
-        default=4,
-        metadata={"help": "Initial buffer size K0 (paper: 2, 4 or 7; anchors are subsampled keeping both ends)."},
+    inactivity_epochs: int = option(3, "H: an anchor inactive for H epochs is pruned (Algorithm 2).")
+    reshuffle_check: float = option(0.0, RESHUFFLE_CHECK_HELP)
+    anchor_store: str = option(
+        "sqlite",
+        "'sqlite': anchor texts and buffer structures in an SQLite file, snapshotted into every "
+        "checkpoint; 'memory': both inside every checkpoint's state file (small runs).",
+        choices=["sqlite", "memory"],
     )
-    buffer_init: str = field(
-        default="auto",
-        metadata={
-            "help": "Where the first buffer comes from: 'references' (K0 of the query's ranked `references`, which "
-            "every row must have: the paper's RankBuffer), 'bootstrap' (listwise ranking of the query's first group: "
-            "RankBuffer-Bootstrap) or 'auto' (references for a query whose row has them, bootstrap otherwise).",
-            "choices": ["auto", "references", "bootstrap"],
-        },
-    )
-    inactivity_epochs: int = field(
-        default=3, metadata={"help": "H: an anchor inactive for H epochs is pruned (Algorithm 2)."}
-    )
-    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
-    anchor_store: str = field(
-        default="sqlite",
-        metadata={
-            "help": "'sqlite': anchor texts and buffer structures in an SQLite file, snapshotted into every "
-            "checkpoint; 'memory': both inside every checkpoint's state file (small runs).",
-            "choices": ["sqlite", "memory"],
-        },
-    )
-    anchor_store_path: str | None = field(
-        default=None,
-        metadata={
-            "help": "SQLite anchor file; default {output_dir}/anchors.sqlite in a trainer, memory outside one. A "
-            "resume restores it from the checkpoint's own snapshot."
-        },
+    anchor_store_path: str | None = option(
+        None,
+        "SQLite anchor file; default {output_dir}/anchors.sqlite in a trainer, memory outside one. A "
+        "resume restores it from the checkpoint's own snapshot.",
     )
 
     def __post_init__(self):
@@ -162,20 +149,16 @@ class AnchorBufferOptions(MethodOptions):
 class RankBufferOptions(AnchorBufferOptions):
     """RankBuffer's options: the buffer's, the paper's variants and the LLM buffer managers."""
 
-    buffer_variant: str = field(
-        default="dynamic",
-        metadata={
-            "help": "'dynamic' (Algorithm 2 maintenance), 'static' (frozen after the first epoch), 'coarse_only' "
-            "(no fine ranking), 'order_only' (coarse prompt without anchor texts).",
-            "choices": ["dynamic", "static", "coarse_only", "order_only"],
-        },
+    buffer_variant: str = option(
+        "dynamic",
+        "'dynamic' (Algorithm 2 maintenance), 'static' (frozen after the first epoch), 'coarse_only' "
+        "(no fine ranking), 'order_only' (coarse prompt without anchor texts).",
+        choices=["dynamic", "static", "coarse_only", "order_only"],
     )
-    buffer_manager: str | None = field(
-        default=None,
-        metadata={
-            "help": "Replace Algorithm 2 with the judge choosing the buffer (Appendix G): 'llm' or 'llm_lookahead'.",
-            "choices": ["llm", "llm_lookahead"],
-        },
+    buffer_manager: str | None = option(
+        None,
+        "Replace Algorithm 2 with the judge choosing the buffer (Appendix G): 'llm' or 'llm_lookahead'.",
+        choices=["llm", "llm_lookahead"],
     )
 
     def __post_init__(self):
@@ -830,7 +813,7 @@ def buffer_step_metrics(judged: Iterable[Mapping[str, Any]], reshuffle_check: bo
 class ListwiseGroupOptions(MethodOptions):
     """`ListwiseGroupReward`'s options."""
 
-    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
+    reshuffle_check: float = option(0.0, RESHUFFLE_CHECK_HELP)
 
     def __post_init__(self):
         super().__post_init__()

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..judging.requests import Judge
 from .base import Group
-from .options import check_int
+from .options import check_int, option
 from .rank_buffer import (
     DETAILS_KEY,
     AnchorBufferOptions,
@@ -50,41 +50,27 @@ class RankBufferPlusOptions(AnchorBufferOptions):
     """The anchor buffer's options, the variants that rank every answer, and the looks (no LLM manager)."""
 
     k0: int = field(default=2, metadata=AnchorBufferOptions.__dataclass_fields__["k0"].metadata)
-    buffer_variant: str = field(
-        default="dynamic",
-        metadata={
-            "help": "'dynamic' (Algorithm 2 maintenance) or 'static' (the buffer frozen after its first epoch).",
-            "choices": ["dynamic", "static"],
-        },
+    buffer_variant: str = option(
+        "dynamic",
+        "'dynamic' (Algorithm 2 maintenance) or 'static' (the buffer frozen after its first epoch).",
+        choices=["dynamic", "static"],
     )
-    placement: str = field(
-        default="joint",
-        metadata={
-            "help": "'coarse' (the paper's coarse + fine rounds) or 'joint' (one listwise call over anchors and "
-            "answers).",
-            "choices": ["coarse", "joint"],
-        },
+    placement: str = option(
+        "joint",
+        "'coarse' (the paper's coarse + fine rounds) or 'joint' (one listwise call over anchors and answers).",
+        choices=["coarse", "joint"],
     )
-    second_look: bool = field(
-        default=True, metadata={"help": "One listwise call over the group's answers, fused with the placement order."}
+    second_look: bool = option(True, "One listwise call over the group's answers, fused with the placement order.")
+    extra_calls: int = option(2, "At most this many more listwise calls per group, over the disputed answers.")
+    extra_scope: str = option(
+        "window",
+        "Extra looks over the disputed answers ('set') or the stretch of the fused order between the "
+        "first and the last of them ('window').",
+        choices=["set", "window"],
     )
-    extra_calls: int = field(
-        default=2, metadata={"help": "At most this many more listwise calls per group, over the disputed answers."}
-    )
-    extra_scope: str = field(
-        default="window",
-        metadata={
-            "help": "Extra looks over the disputed answers ('set') or the stretch of the fused order between the "
-            "first and the last of them ('window').",
-            "choices": ["set", "window"],
-        },
-    )
-    disagreement: int = field(
-        default=1, metadata={"help": "Places two looks must differ by for an answer to count as disputed."}
-    )
-    max_anchors: int | None = field(
-        default=2,
-        metadata={"help": "Cap of the buffer after maintenance (evenly spaced, both ends kept); None: no cap."},
+    disagreement: int = option(1, "Places two looks must differ by for an answer to count as disputed.")
+    max_anchors: int | None = option(
+        2, "Cap of the buffer after maintenance (evenly spaced, both ends kept); None: no cap."
     )
 
     def __post_init__(self):
