@@ -8,8 +8,6 @@ Vocabulary, used everywhere in this package:
 - *position*: a coarse insertion index 0..K among K ordered anchors (0 = below all).
 - *anchor*: a stored earlier response of the same query, used as a reference point.
 - *neutral group*: a group whose required judge calls failed; its rewards are unscorable (`GroupResult.neutral`).
-
-Every method implements `async score(groups, *, epoch, step) -> list[GroupResult]`.
 """
 
 from .._lazy import lazy_exports

@@ -218,12 +218,16 @@ def prompt_text(prompt) -> str:
     raise TypeError(f"A pair's prompt must be a string or a list of chat messages, got {prompt!r:.120}")
 
 
-def genrm_row(row: dict, seed: int) -> dict:
-    """GenRM columns of a pairwise row: `prompt` (the GenRM messages, pair in display order), `pair_prompt`,
-    `display_order` ("ab"/"ba") and `display_label` (the label as the GenRM sees it)."""
+def check_pair_row(row: dict) -> None:
     missing = {"prompt", "response_a", "response_b", "label"} - set(row)
     if missing:
         raise ValueError(f"A pairwise row needs prompt, response_a, response_b, label; missing {sorted(missing)}")
+
+
+def genrm_row(row: dict, seed: int) -> dict:
+    """GenRM columns of a pairwise row: `prompt` (the GenRM messages, pair in display order), `pair_prompt`,
+    `display_order` ("ab"/"ba") and `display_label` (the label as the GenRM sees it)."""
+    check_pair_row(row)
     text = prompt_text(row["prompt"])
     order = display_order(seed, pair_key(text, row["response_a"], row["response_b"], row.get("pair_id")))
     return {

@@ -28,7 +28,7 @@ from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered, TextCut
 from ..judging.requests import JudgeError, JudgeFailure
 from ..judging.server_settings import build_backend, build_judge
-from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label
+from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label, check_pair_row
 
 GENRM_SCRIPT = "generate_model_judgment.py"
 GENRM_SYSTEM_CONSTANT = "CUSTOM_SYSTEM_PROMPT"
@@ -236,9 +236,7 @@ class RAlignRelease:
 
     def genrm_row(self, row: dict, seed: int = 0) -> dict:
         """GenRM columns of a pairwise row, in the dataset's order (`seed` is not used: no swap)."""
-        missing = {"prompt", "response_a", "response_b", "label"} - set(row)
-        if missing:
-            raise ValueError(f"A pairwise row needs prompt, response_a, response_b, label; missing {sorted(missing)}")
+        check_pair_row(row)
         conversation = _conversation(row["prompt"])
         return {
             "prompt": self.genrm_messages(conversation, row["response_a"], row["response_b"]),

@@ -12,9 +12,7 @@ Per group (Algorithm 1, Appendix A):
    concatenation, rewards by Eq. 9-10 (base class).
 4. Maintenance: Algorithm 2 (`anchor_buffer.update_buffer`), or the LLM manager (Appendix G).
 
-Groups of one query in one step run one after the other (each sees the buffer the previous one left).
-Buckets hold unique answers; invalid rollouts lie in no bucket (a group without valid answers is an
-inactive observation, Eq. 14).
+Groups of one query in one step run in turn. Buckets hold unique answers; invalid rollouts lie in none.
 
 Failure policy: a failed coarse call (or bootstrap ranking) makes the group neutral and changes nothing
 about the query. A failed fine call keeps its bucket as one tie block, is reported (`partial_failures`,
@@ -22,13 +20,10 @@ about the query. A failed fine call keeps its bucket as one tie block, is report
 or invalid LLM-manager selection leaves the buffer unchanged and the rewards as ranked. A verdict of the
 wrong shape is a failure of kind `invalid`, never a made-up order.
 
-The display audit: does the judge rank, or copy the order it was shown? A `ListwiseRequest` is shown in
-a seeded shuffle (`judging.rendering.display_order`, App. E); per parsed answer over n >= 3 candidates,
-*copy* (the answer equals the display order or its reverse; by chance 2 / n!) and *tau* (Kendall tau
-with the display: about 0 for an honest judge, +-1 for a copying one) are tallied. The shuffle check
-(`reshuffle_check=p`) also asks a seeded fraction p of listwise requests as a *twin*, the same candidates
-in another display order, and compares both answers by Kendall tau (a copying judge agrees at chance);
-only the first answer is used for rewards. `tally_metrics` turns a step's tallies into `rank/listwise_...`.
+The display audit: does the judge rank, or copy the seeded shuffle it was shown (App. E)? Per answer over
+n >= 3 candidates it tallies *copy* (the display order or its reverse; 2 / n! by chance) and *tau* (Kendall
+tau with the display: ~0 honest, +-1 copying). `reshuffle_check=p` also asks a seeded fraction p of listwise
+requests as a *twin* in another display order and compares the answers by Kendall tau (rewards unchanged).
 """
 
 from __future__ import annotations
@@ -138,12 +133,6 @@ class AnchorBufferOptions(MethodOptions):
         why = f"with buffer_init='bootstrap' takes its first buffer's k0={self.k0} anchors from a query's first group"
         return DataNeeds(references=references, min_group_size=self.k0, group_size_why=why)
 
-    def open_store(self) -> AnchorStore:
-        """The anchor store these options name (memory when no path is known)."""
-        if self.anchor_store == "sqlite" and self.anchor_store_path is not None:
-            return SQLiteAnchorStore(self.anchor_store_path)
-        return InMemoryAnchorStore()
-
 
 @dataclass
 class RankBufferOptions(AnchorBufferOptions):
@@ -212,7 +201,10 @@ class RankBufferReward(GroupRewardMethod):
                 "manager_judge is given but buffer_manager is None; set buffer_manager='llm' or 'llm_lookahead'"
             )
         self.manager_judge = manager_judge or judge
-        self.store = store if store is not None else self.options.open_store()
+        if store is None:
+            path = self.options.anchor_store_path if self.options.anchor_store == "sqlite" else None
+            store = InMemoryAnchorStore() if path is None else SQLiteAnchorStore(path)
+        self.store = store
         self.ranking = self.make_ranking()
         self.manager = self.make_manager()
         self.buffers = QueryBuffers(self.store)

@@ -14,8 +14,7 @@ This variant keeps the buffer, its maintenance (Algorithm 2, capped by `max_anch
    whose looks agree costs nothing more.
 
 Maintenance uses the placement's buckets in fused order. A failed placement is handled as in the paper; a
-failed second or extra look is skipped and counted (`look_failures`), never neutral. Details add
-`placement_calls`, `look_calls` and `look_failures`; every listwise answer is audited (`listwise_display`).
+failed second or extra look is skipped and counted (`look_failures`), never neutral.
 """
 
 from __future__ import annotations
