@@ -113,57 +113,36 @@ class GenRMJudge:
         return display_order(self.seed, f"{request.query_id}|{request.step}|{text_id(request.a)}|{text_id(request.b)}")
 
     async def judge(self, request: PairwiseRequest) -> str | JudgeFailure:
+        """Our prompt with the last box parsed (retried until it parses), or with `release` the authors' layout,
+        their answer read once; fitted to the window (module docstring)."""
         if not isinstance(request, PairwiseRequest):
             raise TypeError(f"GenRMJudge answers PairwiseRequest only, got {type(request).__name__}")
         order, what = self.order_for(request), f"GenRM pairwise request (query_id={request.query_id!r})"
-        messages_of, ask = (self._as_released if self.release is not None else self._as_ours)(request, order, what)
+        calls = {"retry": self.retry, "ledger": self.ledger, "request_kind": request_kind(request), "what": what}
+        release, conversation = self.release, [{"role": "user", "content": request.query}]
+
+        def messages_of(a: str, b: str) -> list[dict]:
+            if release is not None:
+                return release.genrm_messages(conversation, *displayed_pair(a, b, order))
+            return genrm_messages(request.query, a, b, order, template=self.template, system=self.system)
+
+        def parse_released(text: str) -> str | None:
+            shown = release.verdict(text)
+            return None if shown is None else to_canonical(shown, order)
+
+        async def ask(backend, fitted):
+            messages = fitted.rendered.messages
+            decoding = {"temperature": self.temperature, "max_tokens": fitted.max_tokens}
+            if release is not None:
+                return await answer_once(backend, messages, parse_released, **calls, **decoding)
+            parse = lambda out: _canonical_verdict(out.text, order)  # noqa: E731
+            return (await complete_and_parse(backend, messages, parse, **calls, **decoding))[0]
+
         fitting = genrm_fitting(messages_of, request.a, request.b, max_tokens=self.max_tokens, what=what)
         try:
             return await self.fitting.send(ask=ask, **fitting)
         except JudgeError as exc:
             return exc.as_failure()
-
-    def _as_ours(self, request: PairwiseRequest, order: str, what: str):
-        """`(messages_of(a, b), ask(backend, fitted))` of our prompt, a boxed verdict retried until it parses."""
-
-        def messages_of(a: str, b: str) -> list[dict]:
-            return genrm_messages(request.query, a, b, order, template=self.template, system=self.system)
-
-        async def ask(backend, fitted):
-            verdict, _ = await complete_and_parse(
-                backend,
-                fitted.rendered.messages,
-                lambda out: _canonical_verdict(out.text, order),
-                retry=self.retry,
-                ledger=self.ledger,
-                request_kind=request_kind(request),
-                what=what,
-                temperature=self.temperature,
-                max_tokens=fitted.max_tokens,
-            )
-            return verdict
-
-        return messages_of, ask
-
-    def _as_released(self, request: PairwiseRequest, order: str, what: str):
-        """`(messages_of(a, b), ask(backend, fitted))` of the authors' layout, their answer read once."""
-        conversation = [{"role": "user", "content": request.query}]
-
-        def messages_of(a: str, b: str) -> list[dict]:
-            return self.release.genrm_messages(conversation, *displayed_pair(a, b, order))
-
-        def parse(text: str) -> str | None:
-            shown = self.release.verdict(text)
-            return None if shown is None else to_canonical(shown, order)
-
-        async def ask(backend, fitted):
-            return await answer_once(
-                backend, fitted.rendered.messages, parse, retry=self.retry, ledger=self.ledger,
-                request_kind=request_kind(request), what=what,
-                temperature=self.temperature, max_tokens=fitted.max_tokens,
-            )  # fmt: skip
-
-        return messages_of, ask
 
 
 def _canonical_verdict(text: str, order: str) -> str:
