@@ -34,6 +34,7 @@ from pathlib import Path
 import datasets
 
 from ..judging.requests import text_id
+from ..rewards.ralign_release import drop_thinking
 from ..user_errors import ConfigError, MissingFileError
 from .schema import PAIRWISE_FEATURES, preference_row
 
@@ -152,10 +153,6 @@ def is_ralign_file(path: Path) -> bool:
     return False
 
 
-def _drop_thinking(text: str) -> str:
-    return text.split("</think>")[-1].strip()
-
-
 def _turns(value, where: str) -> list[dict[str, str]]:
     if not isinstance(value, list) or not value:
         raise RAlignRowError(
@@ -190,7 +187,7 @@ def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
     pair_id = str(raw["id"]) if raw["id"] not in (None, "") else text_id(json.dumps(raw, sort_keys=True))
     messages, a, b = _turns(raw["conversations"], where), raw["response_A"], raw["response_B"]
     return preference_row(
-        benchmark, messages, a, b, label, subset=subset, golden_rationale=_drop_thinking(golden), pair_id=pair_id
+        benchmark, messages, a, b, label, subset=subset, golden_rationale=drop_thinking(golden), pair_id=pair_id
     )
 
 

@@ -2,15 +2,12 @@
 
 Vocabulary, used everywhere in this package:
 
-- *group*: the G completions of one query (`Group`), judged together.
-- *rubric*: a query-specific criterion with an importance weight (`Rubric`).
+- *group*: the G completions of one query (`Group`); *rubric*: a weighted query-specific criterion.
 - *order*: completion indices from WORST to BEST (the papers' convention).
 - *tie blocks*: an order whose places may hold several indices that share a rank.
 - *position*: a coarse insertion index 0..K among K ordered anchors (0 = below all).
 - *anchor*: a stored earlier response of the same query, used as a reference point.
 - *neutral group*: a group whose required judge calls failed; its rewards are unscorable (`GroupResult.neutral`).
-
-Every method implements `async score(groups, *, epoch, step) -> list[GroupResult]`.
 """
 
 from .._lazy import lazy_exports

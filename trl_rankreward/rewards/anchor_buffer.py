@@ -1,32 +1,23 @@
 """RankBuffer's per-query anchor buffers, their maintenance (Algorithm 2), and where they are kept.
 
 - `AnchorBuffer`: one query's anchors worst -> best, as keys into an anchor store, with Algorithm 2's
-  epoch markers; `update_buffer`: Algorithm 2 itself (RankBuffer paper, Appendix A), a pure function.
-  Select_K0 (endpoint-preserving uniform subsampling) is `judging.quality_judge.select_endpoints`.
+  epoch markers; `update_buffer`: Algorithm 2 (RankBuffer paper, Appendix A), a pure function.
 - `BufferTable` (in memory) and `StoredBufferTable` (in the SQLite store): every query's buffer, with
   running totals so step metrics never scan 10^5 buffers; `QueryBuffers`: a table plus the look-ahead
-  groups, the undo of `frozen()`, and the plain JSON part of the method's state file.
-- Anchor stores: texts by key (`judging.requests.text_id`: the first 16 hex digits of the text's SHA-256),
-  so a checkpoint of 10^5 buffers holds short keys and each text is stored once. Stores are append-only:
-  a text is never changed or removed, so a key in any old checkpoint stays valid; two different texts
-  under one key (a 64-bit prefix collision) raise instead of sharing an anchor. `InMemoryAnchorStore`
-  keeps texts and buffers in the state file; `SQLiteAnchorStore` keeps both in one SQLite file, for runs
-  whose buffers outgrow memory.
+  groups, the undo of `frozen()`, and the JSON part of the method's state file.
+- Anchor stores: append-only texts by key (`text_id`, 16 hex digits of SHA-256), so a key in any old
+  checkpoint stays valid; two texts under one key raise. `InMemoryAnchorStore` keeps texts and buffers in
+  the state file; `SQLiteAnchorStore` keeps both in one SQLite file, for runs that outgrow memory.
 
-Checkpoints of the SQLite store: a checkpoint folder gets an `anchors/` folder with
-`texts-<first>-<last>.sqlite`, the texts as immutable segments (each save exports only the rows added
-since the previous save into a new segment beside the live store, `<store>.segments/`, and every
-checkpoint holds hard links to all segments so far, a copy where the filesystem cannot link), and
-`buffers.sqlite`, every buffer structure with the store's identity and text watermark at save time.
-So no text is copied twice and the folder resumes on its own, copied or pushed elsewhere. A resume
-merges the text segments only when the live store cannot already hold them (resuming in place reads
-no text), then checks every saved buffer row (`check_buffer_state`, its anchor keys in the store),
-and only then replaces the buffer structures by the checkpoint's. Every file is written to a temporary
-name, fsynced and renamed, so a crash leaves no partial file under a final name.
+A checkpoint of the SQLite store gets an `anchors/` folder: the texts as immutable segments
+`texts-<first>-<last>.sqlite` (each save exports only the rows added since the last one into
+`<store>.segments/`; checkpoints hold hard links to them, copies where the filesystem cannot link) and
+`buffers.sqlite`, every buffer structure with the store's identity and text watermark. A resume replaces
+the buffer structures, after checking every saved row (`check_buffer_state`, its keys in the store), and
+merges the segments only when the live store does not already hold them.
 
-Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor, K = above the
-best), each worst -> best. Anchors are 1-based in the paper (a_1..a_K) and 0-based in
-`AnchorBuffer.anchors`; comments say which one they mean.
+Indexing: `buckets[p]` is sigma_p of the paper for p = 0..K (0 = below the worst anchor), each worst ->
+best. Anchors are 1-based in the paper (a_1..a_K) and 0-based in `AnchorBuffer.anchors`.
 """
 
 from __future__ import annotations
@@ -54,8 +45,7 @@ SOURCES: tuple[str, ...] = ("references", "bootstrap", "left", "right", "refine"
 
 @dataclass(frozen=True, slots=True)
 class Anchor:
-    """One anchor: `text_key` into the anchor store, `source` (one of `SOURCES`), the epoch
-    it was created in, and its inactivity counter h (Eq. 14; 0 when created)."""
+    """One anchor: its text's key, `source` (one of `SOURCES`), creation epoch, inactivity counter h (Eq. 14)."""
 
     text_key: str
     source: str
@@ -69,12 +59,8 @@ class Anchor:
 
 @dataclass(frozen=True)
 class AnchorBuffer:
-    """One query's anchors worst -> best, with Algorithm 2's per-query epoch markers.
-
-    `observed_epoch`, `left_epoch`, `right_epoch` are the last epoch in which inactivity was
-    observed / the left / the right boundary was expanded (None: never). `created_epoch` is
-    the epoch of initialization (the static variant maintains the buffer only then).
-    """
+    """One query's anchors worst -> best, with Algorithm 2's epoch markers: the last epoch inactivity was
+    observed / the left / the right boundary was expanded (None: never)."""
 
     anchors: tuple[Anchor, ...]
     created_epoch: int
@@ -185,12 +171,9 @@ class BufferUpdate:
 
 
 def update_buffer(buffer: AnchorBuffer, buckets: Sequence[Sequence[str]], epoch: int, H: int) -> BufferUpdate:
-    """Algorithm 2 (Appendix A): inactivity pruning, boundary expansion, interval refinement.
-
-    `buckets[p]` (p = 0..K) holds the text keys of bucket sigma_p worst -> best. Additions
-    and pruning are merged in pre-update coordinates: kept anchor a_k sits at k, a new
-    left anchor at 1/2, a right one at K + 1/2, a refinement of bucket p at p + 1/2, so
-    removing an anchor never shifts where a new one goes. New anchors start with h = 0.
+    """Algorithm 2 (Appendix A): inactivity pruning, boundary expansion, interval refinement over the text
+    keys of `buckets[p]` (p = 0..K). Merged in pre-update coordinates (a_k at k, a new left anchor at 1/2,
+    right at K + 1/2, a refinement of bucket p at p + 1/2), so a removal never shifts where a new one goes.
     """
     K = buffer.size
     if len(buckets) != K + 1:
@@ -245,11 +228,11 @@ class BufferTable:
         self._replace(query_id, buffer)
 
     def remove(self, query_id: str) -> None:
-        """Forget `query_id`'s buffer (no-op when it has none); used to undo a `set`."""
+        """Forget `query_id`'s buffer (undoes a `set`)."""
         self._replace(query_id, None)
 
     def _replace(self, query_id: str, buffer: AnchorBuffer | None) -> None:
-        """The one write path: the running totals lose the old buffer and gain the new one."""
+        """The one write path: the totals lose the old buffer and gain the new one."""
         for b, sign in ((self.get(query_id), -1), (buffer, +1)):
             if b is not None:
                 self._sizes[b.size] += sign
@@ -291,13 +274,8 @@ class BufferTable:
 
 
 class StoredBufferTable(BufferTable):
-    """A `BufferTable` whose buffers live in the `buffers` table of a `SQLiteAnchorStore`.
-
-    Memory holds only the buffers changed since the last `flush` (a step's groups), not 10^6 of
-    them; `get` reads a buffer from the store when it is not among those. The running totals of
-    `stats` stay in memory and travel in the method's state file (`totals`), so a checkpoint is
-    the store's snapshot plus a small JSON file, and neither save nor restore touches every buffer
-    in Python. A new table starts empty: `clear=True` deletes what an earlier run left in the store.
+    """A `BufferTable` in the `buffers` table of a `SQLiteAnchorStore`: memory holds only the buffers changed
+    since the last `flush`; the running totals travel in the state file (`totals`). `clear=True` starts empty.
     """
 
     def __init__(self, store, totals: dict | None = None, *, clear: bool = False):
@@ -327,7 +305,7 @@ class StoredBufferTable(BufferTable):
             self._changed.clear()
 
     def items(self):
-        """Every buffer, read from the store (after a flush): for reports, not for the training path."""
+        """Every buffer, read from the store (for reports)."""
         self.flush()
         for query_id, state in self._store.buffer_rows():
             yield query_id, AnchorBuffer.from_state(json.loads(state))
@@ -348,9 +326,8 @@ _Saved = tuple[AnchorBuffer | None, dict[str, Any] | None]
 
 
 class QueryBuffers:
-    """RankBuffer's state over `store`: every query's buffer (`get` / `set`, in the table the store provides)
-    and look-ahead group (`pending` / `set_pending`: `buffer_manager="llm_lookahead"` keeps the last ranked
-    group of each query, as text keys); `frozen()` undoes both, `state()` / `load()` give and take them."""
+    """RankBuffer's state over `store`: every query's buffer and look-ahead group (`llm_lookahead`'s last
+    ranked group, as text keys); `frozen()` undoes both, `state()` / `load()` give and take them."""
 
     def __init__(self, store: AnchorStore):
         self.store = store
@@ -373,17 +350,11 @@ class QueryBuffers:
         self._touch(query_id)
         self._pending[query_id] = {"epoch": epoch, "buckets": key_buckets}
 
-    # ------------------------------------------------------------------ undo
     @contextlib.contextmanager
     def frozen(self) -> Iterator[None]:
-        """Undo the block's writes on exit, in O(queries touched) (`RankBufferReward.frozen_state`).
-
-        A copy-on-write journal: before the first write to a query inside the block, its old
-        buffer and look-ahead group (or their absence) are recorded; on exit, also on an
-        exception, they are put back through the table, so its running totals follow. Buffers
-        are immutable, so the old objects are the old state. Texts put into the store stay: it
-        is append-only and content-addressed, and `state()` lists only referenced texts. Blocks nest.
-        """
+        """Undo the block's writes on exit, also on an exception, in O(queries touched): a journal records a
+        query's old (immutable) buffer and look-ahead group before its first write. Texts stay (the store is
+        append-only). Blocks nest."""
         journal: dict[str, _Saved] = {}
         self._journals.append(journal)
         try:
@@ -401,12 +372,11 @@ class QueryBuffers:
                     self._pending[qid] = pending
 
     def _touch(self, qid: str) -> None:
-        """Record `qid`'s buffer and look-ahead group in every open journal that lacks them; call before writing."""
+        """Record `qid`'s buffer and look-ahead group in every open journal lacking them (before a write)."""
         for journal in self._journals:
             if qid not in journal:
                 journal[qid] = (self.table.get(qid), self._pending.get(qid))
 
-    # ------------------------------------------------------------------ state
     def state(self) -> dict[str, Any]:
         """`pending`, and the table's part (`buffers`, or `buffers_stored` totals when the store keeps
         them); with `buffers`, the referenced texts too (`texts`), so the state resumes on its own."""
@@ -482,7 +452,7 @@ def _referenced_keys(buffers: dict[str, Any], pending: dict[str, Any]) -> set[st
 
 
 def key_collision(key: str) -> ValueError:
-    """The error for two different texts under one key (a store raises it instead of sharing an anchor)."""
+    """The error for two different texts under one key."""
     return ValueError(
         f"Anchor key {key} already stores a different text (a SHA-256 prefix collision); "
         "this should never happen by chance: check that the store file belongs to this run"
@@ -505,19 +475,17 @@ class AnchorStore(Protocol):
         """`{key: text}` for `keys`."""
 
     def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable:
-        """A table for the query buffers: new and empty (`totals` None), or the one a state file's
-        `buffers_stored` totals describe (a store that keeps no buffers raises `ValueError`)."""
+        """A new, empty table (`totals` None), or the one a state file's `buffers_stored` totals describe."""
 
     def save_checkpoint(self, directory: str) -> None:
-        """Write what a checkpoint folder needs beyond the state file (nothing for texts that travel in it)."""
+        """Write what a checkpoint folder needs beyond the state file."""
 
     def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
         """Take back what `save_checkpoint` wrote into `directory`, with the buffer structures if `buffers`."""
 
 
 class InMemoryAnchorStore:
-    """Anchor texts in a dict keyed by `text_id(text)`; the buffers live in memory too and both
-    travel in the method's state file."""
+    """Anchor texts in a dict; texts and buffers travel in the method's state file."""
 
     def __init__(self):
         self._texts: dict[str, str] = {}
@@ -539,7 +507,6 @@ class InMemoryAnchorStore:
         return sorted({k for k in keys if k not in self._texts})
 
     def texts(self, keys: Iterable[str]) -> dict[str, str]:
-        """`{key: text}` for `keys` (used to embed texts in a state dict)."""
         return {k: self.get(k) for k in keys}
 
     def __len__(self) -> int:
@@ -573,15 +540,13 @@ class AnchorStoreError(ValueError):
     or SQLite failed on it; the message names the file and what to do."""
 
 
-# `PRAGMA application_id` ("rkas": RankBuffer anchor store) and `PRAGMA user_version` mark
-# the files this module creates; files from before the marker (application_id 0) are accepted
-# when their `anchors` table has the right columns, and are marked when opened for writing.
+# `PRAGMA application_id` ("rkas") and `user_version` mark this module's files; unmarked ones (application_id
+# 0) with the right `anchors` columns are accepted, and marked when opened for writing.
 APPLICATION_ID = 0x726B6173
 SCHEMA_VERSION = 1
 _COLUMNS = [("key", "TEXT", 0, 1), ("text", "TEXT", 1, 0)]  # PRAGMA table_info: name, type, notnull, pk
 _CREATE = "CREATE TABLE IF NOT EXISTS anchors (key TEXT PRIMARY KEY, text TEXT NOT NULL)"
-# RankBuffer's buffer structures (one JSON row per query), kept beside the texts they refer to so a
-# checkpoint of both is one consistent export (`StoredBufferTable`).
+# the buffer structures (one JSON row per query) beside their texts: a checkpoint of both is one export
 _CREATE_BUFFERS = "CREATE TABLE IF NOT EXISTS buffers (query_id TEXT PRIMARY KEY, state TEXT NOT NULL)"
 # The store's identity and export watermark (`save_checkpoint`).
 _CREATE_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -608,8 +573,8 @@ def _database_error(path: str, action: str, error: sqlite3.DatabaseError) -> Anc
 
 
 def _check_file(path: str, *, must_exist: bool) -> None:
-    """Cheap checks before SQLite opens `path`: the SQLite magic, and (when no journal is pending)
-    a length matching the page count in the header, which catches a store cut short by a copy."""
+    """Cheap checks before SQLite opens `path`: the magic, and (no journal pending) a length matching the
+    header's page count, which catches a store cut short by a copy."""
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as f:
@@ -671,14 +636,10 @@ def _uri(path: str, mode: str) -> str:
 
 
 class SQLiteAnchorStore:
-    """Append-only anchor texts in an SQLite file at `path` (created if absent).
+    """Append-only anchor texts in an SQLite file at `path` (created if absent; `read_only`: must exist).
 
-    Every `put` is committed at once, so a crash of the process loses nothing a checkpoint can
-    refer to. Commits do not wait for fsync (WAL with synchronous=NORMAL): fsync per put cost
-    ~9 ms each, seconds per step at 512 queries (docs/performance.md); after a power loss the
-    last commits may be gone, as may the checkpoint files written with them.
-
-    With `read_only=True` the file must exist and is neither changed nor marked.
+    Every `put` is committed at once, so a process crash loses nothing a checkpoint can refer to; commits
+    do not wait for fsync (WAL, synchronous=NORMAL: fsync per put cost ~9 ms, docs/performance.md).
     """
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False):
@@ -723,9 +684,7 @@ class SQLiteAnchorStore:
         return self.put_many([text])[0]
 
     def put_many(self, texts: Iterable[str]) -> list[str]:
-        """`put` for many texts in one transaction (bulk loads: ~30x the rate of single puts);
-        returns their keys in order. Texts whose key was already stored are read back and
-        compared, so a collision raises as in `put`."""
+        """`put` for many texts in one transaction (~30x the rate of single puts); their keys in order."""
         texts = list(texts)
         keys = [text_id(t) for t in texts]
         new: dict[str, str] = {}
@@ -748,12 +707,8 @@ class SQLiteAnchorStore:
         return row[0]
 
     def missing(self, keys: Iterable[str]) -> list[str]:
-        """The keys of `keys` that the store does not hold (sorted, unique).
-
-        When `keys` are a large part of the store (a resumed checkpoint's check: 8 x 10^5 keys),
-        one pass over the key index (~1 us a key) beats as many B-tree look-ups (~3 us each,
-        sorting included); for a few keys the look-ups run in key order, counting per chunk.
-        """
+        """The keys of `keys` that the store does not hold (sorted, unique): one pass over the key index when
+        they are a large part of the store (~1 us a key), else look-ups in key order, counted per chunk."""
         wanted = set(keys)
         with self._sql("looking up anchor keys"):
             if 2 * len(wanted) >= len(self):
@@ -770,8 +725,6 @@ class SQLiteAnchorStore:
     def __len__(self) -> int:
         with self._sql("counting anchors"):
             return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]
-
-    # ---- buffer structures (RankBuffer) ---------------------------------------------------------
 
     def write_buffers(self, rows: Mapping[str, str | None]) -> None:
         """Write buffer structures, `{query_id: JSON text}` (None deletes a row), in one transaction."""
@@ -801,8 +754,6 @@ class SQLiteAnchorStore:
         with self._sql("clearing buffers"), self._db:
             self._db.execute("DELETE FROM buffers")
 
-    # ---- identity, exports and checkpoints -------------------------------------------------------
-
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A value of the store's `meta` table (`store_id`, export watermarks), or `default`."""
         with self._sql(f"reading {key}"):
@@ -822,8 +773,8 @@ class SQLiteAnchorStore:
 
     def export(self, path: str | os.PathLike, *, texts: tuple[int, int] | None = None, buffers: bool = False,
                meta: Mapping[str, str] | None = None) -> None:  # fmt: skip
-        """Write a new store file at `path` (atomically: a temporary file, fsynced and renamed) holding
-        the texts with rowid in `(after, upto]` of `texts`, all buffer structures if `buffers`, and `meta`."""
+        """Write a new store file at `path`, atomically: the texts with rowid in `(after, upto]` of `texts`, all
+        buffer structures if `buffers`, and `meta`."""
         path = os.fspath(path)
         tmp = f"{path}.tmp"
         for leftover in (tmp, f"{tmp}-journal"):
@@ -931,8 +882,7 @@ class SQLiteAnchorStore:
         return StoredBufferTable(self, totals)
 
     def save_checkpoint(self, directory: str) -> None:
-        """Write `directory/anchors/`: links to every text segment (exporting the texts added since the
-        last save first) and a snapshot of the buffer structures (module docstring)."""
+        """Write `directory/anchors/`: links to every text segment and a snapshot of the buffers (module docstring)."""
         segments = f"{self.path}.segments"
         os.makedirs(segments, exist_ok=True)
         done, upto = int(self.meta(_EXPORTED, "0")), self.text_watermark()

@@ -1,26 +1,14 @@
 """`Group`, `GroupResult` and `GroupRewardMethod`: the contract every reward method keeps.
 
-A method sees whole groups. The base class does the parts every method shares:
+The base class does what every method shares: final-answer extraction (`AnswerFormat`; a rollout
+without a valid answer is never judged and ranks below every valid one, RankBuffer Sec. 3.4) and
+de-duplication (identical answers are judged once and share a place); scoring all groups of a step
+concurrently; the failure policy (`GroupJudgingFailed` -> a neutral group, counted in
+`reward/neutral_groups`, never a made-up verdict); and the format reward,
+`reward = semantic + lambda_fmt * format_reward(completion)`.
 
-1. final-answer extraction (`AnswerFormat`: judges see the final answer, thinking removed; a
-   rollout without a valid answer is never sent to the judge and ranks below every valid one,
-   RankBuffer Sec. 3.4) and de-duplication (identical answers in a group are judged once and
-   share a place);
-2. concurrency: all groups of a step are scored at once with `asyncio.gather`, so a
-   method's sequential judge rounds per step equal its rounds per group;
-3. the failure policy: a subclass raises `GroupJudgingFailed` when a required call failed
-   after the judge's retries, and the group is neutral (`GroupResult.neutral`; its placeholder
-   rewards are zeros, which trainers pass on as unscorable: NaN for TRL, so zero advantage),
-   counted in `reward/neutral_groups`. A failure never becomes a made-up verdict;
-4. the format reward: `reward = semantic + lambda_fmt * format_reward(completion)`, 1 when the
-   rollout follows the required output format;
-5. options: a method's knobs live in one dataclass (`options_class`, see `options`), taken
-   ready-made or as keywords; a trainer builds the method with `for_run`.
-
-Subclasses implement `score_group(group, candidates, *, epoch, step)` and return a
-`RankOutcome` (tie blocks over unique answers -> rank rewards in [-1, 1]) or a
-`ScoreOutcome` (one semantic reward per unique answer). *Order* and *tie blocks* are defined in
-the package docstring (`rewards/__init__.py`); `tie_block_rewards` turns tie blocks into rank rewards.
+Subclasses implement `score_group` and return a `RankOutcome` (tie blocks over unique answers ->
+rank rewards in [-1, 1]) or a `ScoreOutcome` (one semantic reward per unique answer).
 """
 
 from __future__ import annotations
@@ -46,14 +34,8 @@ _THINK_CLOSE = "</think>"
 
 @dataclass(frozen=True)
 class AnswerFormat:
-    """The required output format.
-
-    Args:
-        thinking: the policy must close a thinking block (`</think>`) before its answer,
-            as Qwen3 in thinking mode does. A rollout cut off inside its thinking has no
-            final answer.
-        max_answer_chars: answers longer than this are truncated before judging (None: no limit).
-    """
+    """The required output format: `thinking`, the policy must close a `</think>` block before its answer
+    (Qwen3 thinking mode); `max_answer_chars`, answers are truncated to it before judging (None: no limit)."""
 
     thinking: bool = False
     max_answer_chars: int | None = None
@@ -84,11 +66,7 @@ def rank_reward(position: float, group_size: int) -> float:
 
 
 def tie_block_rewards(blocks: Sequence[Sequence[int]], group_size: int) -> list[float]:
-    """Rank rewards for tie blocks (worst -> best); a block shares the mean of its positions.
-
-    Example: blocks [[2], [0, 1]] for G=3 give index 2 position 0 (r=-1) and indices 0, 1
-    positions 1 and 2, mean 1.5 (r=0.5 each). The rewards of a full group sum to zero.
-    """
+    """Rank rewards for tie blocks (worst -> best); a block shares the mean of its positions (Eq. 10)."""
     seen = sorted(i for block in blocks for i in block)
     if seen != list(range(group_size)):
         raise ValueError(f"Tie blocks {list(map(list, blocks))} do not cover indices 0..{group_size - 1} exactly once")
@@ -102,18 +80,10 @@ def tie_block_rewards(blocks: Sequence[Sequence[int]], group_size: int) -> list[
     return rewards
 
 
-def flatten(blocks: Sequence[Sequence[int]]) -> list[int]:
-    return [i for block in blocks for i in block]
-
-
 @dataclass(frozen=True)
 class Group:
-    """The G completions of one query, with what the judge needs to compare them.
-
-    `references` are ranked reference responses, best first (e.g. Nectar's seven answers).
-    Texts are made encodable (a lone surrogate from undecodable bytes becomes U+FFFD), so
-    every text can be hashed, stored and sent to a judge.
-    """
+    """The G completions of one query; `references`: ranked reference responses, best first. Texts are made
+    encodable (a lone surrogate becomes U+FFFD), so every text can be hashed, stored and sent to a judge."""
 
     query_id: str
     query: str
@@ -145,12 +115,8 @@ class Group:
 
 @dataclass
 class GroupResult:
-    """One reward per completion (same order as `Group.completions`).
-
-    `order` lists completion indices worst -> best where the method has an order;
-    `neutral` marks a group whose judging failed (placeholder rewards of zero; trainers pass NaN); `details` holds
-    per-group numbers for logging (method-specific, documented in docs/metrics.md).
-    """
+    """One reward per completion; `order`: indices worst -> best; `neutral`: judging failed (placeholder
+    zeros; trainers pass NaN); `details`: per-group numbers for logging."""
 
     rewards: list[float]
     order: list[int] | None = None
@@ -160,11 +126,8 @@ class GroupResult:
 
 @dataclass
 class Candidates:
-    """The unique valid final answers of a group and where each came from.
-
-    `answers[u]` is shown to the judge; `members[u]` are the completion indices with that
-    answer; `invalid` are completion indices without a valid answer.
-    """
+    """A group's unique valid answers (`answers[u]`), the completion indices of each (`members[u]`), and
+    the indices without a valid answer (`invalid`)."""
 
     answers: list[str]
     members: list[list[int]]
@@ -198,7 +161,7 @@ class RankOutcome:
     def expand(self, c: Candidates) -> tuple[list[float], list[int]]:
         full = [list(c.invalid)] if c.invalid else []
         full += [[i for u in block for i in c.members[u]] for block in self.blocks]
-        return tie_block_rewards(full, c.size), flatten(full)
+        return tie_block_rewards(full, c.size), [i for block in full for i in block]
 
 
 @dataclass
@@ -236,13 +199,8 @@ def require(verdicts: Sequence[Any]) -> list[Any]:
 
 @dataclass(frozen=True)
 class RunContext:
-    """What a training run gives a method beside its judge and options (a trainer builds it from its config).
-
-    `answer_format`: how final answers are extracted; `seed`: the run's seed (TRL's `seed`), the one
-    source of a method's own random choices (the judge's display shuffles have `judge_seed`);
-    `output_dir`: where the run writes (a method may keep files there); `length_fn`: the
-    policy's token count of a text. Each method takes the parts it uses (`for_run`).
-    """
+    """What a training run gives a method beside its judge and options; each method takes the parts it uses
+    (`for_run`). `seed` (TRL's) seeds the method's own random choices; `length_fn`: the policy's token count."""
 
     answer_format: AnswerFormat = field(default_factory=AnswerFormat)
     seed: int = 0
@@ -251,16 +209,8 @@ class RunContext:
 
 
 class GroupRewardMethod(abc.ABC):
-    """Base of every group reward method (see the module docstring for what it handles).
-
-    Args:
-        judge: any object with `async judge(request)` (see `judging.requests.Judge`).
-        options: the method's `options_class` instance; or give its fields as keywords
-            (`**option_values`, e.g. `lambda_fmt=0.2`), not both.
-        answer_format: how final answers are extracted and the format judged.
-        format_reward: replaces `answer_format.format_reward` (any `str -> float`).
-        seed: seeds the method's own random choices (`RunContext.seed` in a trainer).
-    """
+    """Base of every group reward method. `options`: an `options_class` instance, or its fields as keywords
+    (`lambda_fmt=0.2`), not both; `format_reward` replaces `answer_format.format_reward`."""
 
     #: short name used by `JudgeRewardGRPOTrainer` and the benchmark
     name: str = "base"
@@ -290,8 +240,7 @@ class GroupRewardMethod(abc.ABC):
 
     @classmethod
     def make_options(cls, options: MethodOptions | None, values: dict[str, Any]) -> MethodOptions:
-        """The method's options: `options` as given, or `options_class` built from `values`; not both.
-        A name in `values` that is not an option is a `ValueError` listing the options."""
+        """`options` as given, or `options_class` built from `values`; not both."""
         if options is None:
             return cls.options_class.from_values(values, source=f"{cls.__name__}(...)")
         if values:
@@ -359,23 +308,17 @@ class GroupRewardMethod(abc.ABC):
         return {}
 
     def save_state(self, directory: str) -> None:
-        """Write everything needed to resume into a checkpoint folder: `reward_method_state.json`
-        (atomic, with a schema version); methods with more files (RankBuffer's anchors) add them."""
+        """Write everything needed to resume into a checkpoint folder (`reward_method_state.json`, atomic)."""
         write_method_state(os.path.join(directory, METHOD_STATE_NAME), self.name, self.state_dict())
 
     def load_state(self, directory: str) -> None:
-        """Resume from a folder written by `save_state`; `CheckpointStateError` names a missing,
-        truncated or foreign file."""
+        """Resume from a folder written by `save_state` (`CheckpointStateError` for a bad file)."""
         self.load_state_dict(read_method_state(os.path.join(directory, METHOD_STATE_NAME), self.name))
 
     @contextlib.contextmanager
     def frozen_state(self) -> Iterator[None]:
-        """Score without keeping state changes: on exit (also on an exception) the state is as before.
-
-        Evaluation uses it, so eval rollouts never change training state (e.g. RankBuffer buffers).
-        This default snapshots `state_dict()` through a JSON round trip and restores it with
-        `load_state_dict`, O(whole state); a stateful method overrides it with something cheaper.
-        """
+        """Score without keeping state changes (evaluation): on exit, also on an exception, the state is as
+        before. This default round-trips `state_dict()`; a stateful method overrides it with something cheaper."""
         state = json.loads(json.dumps(self.state_dict()))
         try:
             yield

@@ -1,48 +1,31 @@
 """A GenRM as the reward of downstream RLHF (R-Align paper, Sec. 5.1 and Appendix D).
 
-`GenRMPairwiseReward`: every rollout is judged pairwise against the query's reference
-response (`Group.references[0]`; the paper generates it with STEP3-VL-10B) and gets
+`GenRMPairwiseReward`: every rollout is judged pairwise against the query's reference response
+(`Group.references[0]`) and gets
 
     reward = (2 s - 1) - length_penalty,        s = score of the rollout vs the reference
                                                     (win 1, loss 0; 1/2 steps with both_orders)
     length_penalty = min(max_penalty, coef * max(0, |L_gen - L_ref| / L_ref - tolerance))
     (with only_longer: max(0, L_gen - L_ref) in place of |L_gen - L_ref|)
 
-L_gen and L_ref are lengths WITHOUT `<think>...</think>` content (Appendix D, "Length
-Constraint"). The paper only says the penalty comes from the relative difference of the two
-lengths; the dead zone `tolerance`, slope `coef`, cap `max_penalty`, the one-sided option and
-the length unit are ours and configurable. The unit is `length_fn`: the trainers pass the
-policy tokenizer's token count; the default here is whitespace words, which undercounts
-languages written without spaces (Chinese, Japanese): give a tokenizer's count there. A rollout without a valid answer gets -1 - max_penalty, below every valid one.
+with lengths WITHOUT thinking (Appendix D, "Length Constraint"). The paper gives only the relative
+difference; tolerance, coef, max_penalty, only_longer and the unit (`length_fn`: the policy's tokens in a
+trainer, whitespace words by default, which undercount languages without spaces) are ours. A rollout
+without a valid answer gets -1 - max_penalty.
 
-The judge is any judge answering `PairwiseRequest` (e.g. an `LLMJudge`). A GenRM trained by
-`RAlignGenRMTrainer` answers in its own boxed format, so `GenRMJudge` speaks that format: it
-renders the pair with `genrm_verdict.genrm_messages` (display order from the seeded coin
-flip), parses `\\boxed{A|B}` with `parse_verdict`, maps it back to canonical A/B, and retries
-an unparseable answer or a backend failure with the shared `judging.calls.RetryPolicy`.
-Rubrics are not shown: the GenRM was trained on plain pairs.
-
-With `release` (an `RAlignRelease`, the `r_align_release` option of this method) the judge asks in
-the R-Align authors' layout, so a GenRM they released (`lyn22333/GenRM-R-Align-8B`) or one trained
-with `RAlignGenRMTrainer(r_align_release=...)` sees the prompt it was trained on: their system
-message, the query as the `<|User Prompt|>` (a multi-turn query arrives here as one text, so it is
-shown as one prompt, without a dialogue-context block), the two answers in the display order,
-`reasoning_content` joined before the content, the first box read, and an answer without a box
-not asked again (a failed comparison). The display order stays the seeded coin flip (or both
-orders): downstream there is no dataset order to keep.
-
-Either layout is fitted to the GenRM's context window (the server's `max_model_len` at `/v1/models`,
-else `max_model_len`), as `LLMJudge`'s prompts are (`judging.prompt_budget`): a pair that does not
-fit has its two responses (never the query) cut to an equal share marked `[... cut]`, `max_tokens`
-is what the window leaves (at most the configured value), and a pair whose window leaves fewer than
-`genrm_verdict.MIN_GENRM_ANSWER_TOKENS` for the answer fails as `too_long` unsent. A pair that fits
-is sent byte for byte as without a window.
+`GenRMJudge` speaks the format of a GenRM trained by `RAlignGenRMTrainer` (`genrm_verdict`): our prompt in
+a seeded display order, the last box parsed, an unparseable answer retried; no rubrics. With `release`
+(`RAlignRelease`) it asks in the R-Align authors' layout (their system message, the query as one
+`<|User Prompt|>`, `reasoning_content` joined before the content, the first box read, no retry for an
+answer without one). Either layout is fitted to the GenRM's context window (`judging.prompt_budget`): the
+two responses (never the query) are cut to an equal share, and a pair leaving fewer than
+`MIN_GENRM_ANSWER_TOKENS` for the answer fails as `too_long`, unsent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..judging.backends.base import DEFAULT_TEMPERATURE, GENRM_MAX_TOKENS
 from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
@@ -61,22 +44,21 @@ from .genrm_verdict import (
     read_verdict,
     to_canonical,
 )
-from .options import DataNeeds, MethodOptions
+from .options import DataNeeds, MethodOptions, option
 from .pairwise import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
 from .ralign_release import RAlignRelease, answer_once
 from .ralign_reward import RAlignReward
 
 
 def word_count(text: str) -> int:
-    """Whitespace-separated words: the default length unit (pure, deterministic)."""
+    """Whitespace-separated words: the default length unit."""
     return len(text.split())
 
 
 def length_penalty(
     l_gen: int, l_ref: int, *, coef: float, tolerance: float, max_penalty: float, only_longer: bool = False
 ) -> float:
-    """min(max_penalty, coef * max(0, |l_gen - l_ref| / l_ref - tolerance)); with `only_longer`,
-    a rollout shorter than the reference is not penalized. See the module docstring."""
+    """The length penalty of the module docstring."""
     if l_ref <= 0:
         raise ValueError(
             f"The reference answer has length {l_ref} after removing thinking; the length penalty is relative "
@@ -87,16 +69,8 @@ def length_penalty(
 
 
 class GenRMJudge:
-    """A judge for `PairwiseRequest` backed by a GenRM that answers `... \\boxed{A|B}`.
-
-    Args:
-        backend: anything with `async complete(messages, *, temperature, max_tokens) -> Completion`
-            (an `OpenAICompatibleBackend` serving the GenRM, or a `TransformersBackend`).
-        seed: seed of the display-order coin flip (request.display "ab"/"ba" overrides it).
-        retry: how an unparseable answer or a backend failure is retried (default `RetryPolicy()`).
-        release: the R-Align authors' protocol (`RAlignRelease`): their prompt and parse (module docstring).
-        max_model_len: the GenRM's context window where the backend does not tell it (module docstring).
-    """
+    """A judge for `PairwiseRequest` backed by a GenRM that answers `... \\boxed{A|B}` (module docstring);
+    `seed` seeds the display coin flip (a request's display "ab"/"ba" overrides it)."""
 
     def __init__(
         self,
@@ -124,15 +98,12 @@ class GenRMJudge:
 
     @classmethod
     def from_settings(cls, settings, *, r_align_release: str | None = None) -> GenRMJudge:
-        """A GenRM judge over the server of `settings` (`judging.server_settings.JudgeServerSettings`:
-        the training judge's `judge_*` fields), with its retries and decoding; `r_align_release`: the
-        authors' protocol read from that checkout (module docstring)."""
+        """A GenRM judge over the server of `settings` (`JudgeServerSettings`), with its retries and decoding."""
         release = RAlignRelease.load(r_align_release) if r_align_release else None
         return cls(build_backend(settings), seed=settings.seed, retry=settings.retry_policy(),
                    temperature=settings.temperature, max_tokens=settings.max_tokens, release=release)  # fmt: skip
 
     def describe(self) -> str:
-        """The GenRM as a reader can use it: its server's model, its decoding and its seed."""
         model = getattr(self.backend, "model", None) or type(self.backend).__name__
         return f"GenRM {model!r} (temperature {self.temperature:g}, max_tokens {self.max_tokens}, seed {self.seed})"
 
@@ -142,62 +113,40 @@ class GenRMJudge:
         return display_order(self.seed, f"{request.query_id}|{request.step}|{text_id(request.a)}|{text_id(request.b)}")
 
     async def judge(self, request: PairwiseRequest) -> str | JudgeFailure:
+        """Our prompt with the last box parsed (retried until it parses), or with `release` the authors' layout,
+        their answer read once; fitted to the window (module docstring)."""
         if not isinstance(request, PairwiseRequest):
             raise TypeError(f"GenRMJudge answers PairwiseRequest only, got {type(request).__name__}")
         order, what = self.order_for(request), f"GenRM pairwise request (query_id={request.query_id!r})"
-        messages_of, ask = (self._as_released if self.release is not None else self._as_ours)(request, order, what)
+        calls = {"retry": self.retry, "ledger": self.ledger, "request_kind": request_kind(request), "what": what}
+        release, conversation = self.release, [{"role": "user", "content": request.query}]
+
+        def messages_of(a: str, b: str) -> list[dict]:
+            if release is not None:
+                return release.genrm_messages(conversation, *displayed_pair(a, b, order))
+            return genrm_messages(request.query, a, b, order, template=self.template, system=self.system)
+
+        def parse_released(text: str) -> str | None:
+            shown = release.verdict(text)
+            return None if shown is None else to_canonical(shown, order)
+
+        async def ask(backend, fitted):
+            messages = fitted.rendered.messages
+            decoding = {"temperature": self.temperature, "max_tokens": fitted.max_tokens}
+            if release is not None:
+                return await answer_once(backend, messages, parse_released, **calls, **decoding)
+            parse = lambda out: _canonical_verdict(out.text, order)  # noqa: E731
+            return (await complete_and_parse(backend, messages, parse, **calls, **decoding))[0]
+
         fitting = genrm_fitting(messages_of, request.a, request.b, max_tokens=self.max_tokens, what=what)
         try:
             return await self.fitting.send(ask=ask, **fitting)
         except JudgeError as exc:
             return exc.as_failure()
 
-    def _as_ours(self, request: PairwiseRequest, order: str, what: str):
-        """`(messages_of(a, b), ask(backend, fitted))` of our prompt, a boxed verdict retried until it parses."""
-
-        def messages_of(a: str, b: str) -> list[dict]:
-            return genrm_messages(request.query, a, b, order, template=self.template, system=self.system)
-
-        async def ask(backend, fitted):
-            verdict, _ = await complete_and_parse(
-                backend,
-                fitted.rendered.messages,
-                lambda out: _canonical_verdict(out.text, order),
-                retry=self.retry,
-                ledger=self.ledger,
-                request_kind=request_kind(request),
-                what=what,
-                temperature=self.temperature,
-                max_tokens=fitted.max_tokens,
-            )
-            return verdict
-
-        return messages_of, ask
-
-    def _as_released(self, request: PairwiseRequest, order: str, what: str):
-        """`(messages_of(a, b), ask(backend, fitted))` of the authors' layout, their answer read once."""
-        conversation = [{"role": "user", "content": request.query}]
-
-        def messages_of(a: str, b: str) -> list[dict]:
-            return self.release.genrm_messages(conversation, *displayed_pair(a, b, order))
-
-        def parse(text: str) -> str | None:
-            shown = self.release.verdict(text)
-            return None if shown is None else to_canonical(shown, order)
-
-        async def ask(backend, fitted):
-            return await answer_once(
-                backend, fitted.rendered.messages, parse, retry=self.retry, ledger=self.ledger,
-                request_kind=request_kind(request), what=what,
-                temperature=self.temperature, max_tokens=fitted.max_tokens,
-            )  # fmt: skip
-
-        return messages_of, ask
-
 
 def _canonical_verdict(text: str, order: str) -> str:
-    """The GenRM's boxed verdict mapped back to canonical A/B; `AmbiguousAnswer` for boxes voting for both,
-    `InvalidAnswer` if there is none."""
+    """The boxed verdict mapped back to canonical A/B; else `AmbiguousAnswer` or `InvalidAnswer`."""
     shown, failure = read_verdict(text)
     if failure == "ambiguous":
         raise AmbiguousAnswer(
@@ -210,21 +159,17 @@ def _canonical_verdict(text: str, order: str) -> str:
 
 @dataclass
 class GenRMOptions(MethodOptions):
-    """`GenRMPairwiseReward`'s options: the comparison and the length penalty (module docstring)."""
+    """`GenRMPairwiseReward`'s options."""
 
-    both_orders: bool = field(default=False, metadata={"help": BOTH_ORDERS_HELP})
-    length_coef: float = field(default=1.0, metadata={"help": "Slope of the length penalty."})
-    length_tolerance: float = field(
-        default=0.2, metadata={"help": "Relative length difference from the reference that costs nothing."}
-    )
-    max_length_penalty: float = field(default=1.0, metadata={"help": "Cap of the length penalty."})
-    only_longer: bool = field(default=False, metadata={"help": "Penalize only rollouts longer than the reference."})
-    r_align_release: str | None = field(
-        default=None,
-        metadata={
-            "help": "Checkout of github.com/lyn22333/R-Align: the GenRM judge asks in the authors' layout and "
-            "reads their verdict (GenRMJudge, docs/ralign.md). None: our GenRM prompt."
-        },
+    both_orders: bool = option(False, BOTH_ORDERS_HELP)
+    length_coef: float = option(1.0, "Slope of the length penalty.")
+    length_tolerance: float = option(0.2, "Relative length difference from the reference that costs nothing.")
+    max_length_penalty: float = option(1.0, "Cap of the length penalty.")
+    only_longer: bool = option(False, "Penalize only rollouts longer than the reference.")
+    r_align_release: str | None = option(
+        None,
+        "Checkout of github.com/lyn22333/R-Align: the GenRM judge asks in the authors' layout and "
+        "reads their verdict (GenRMJudge, docs/ralign.md). None: our GenRM prompt.",
     )
 
     def __post_init__(self):
@@ -240,17 +185,8 @@ class GenRMOptions(MethodOptions):
 
 
 class GenRMPairwiseReward(GroupRewardMethod):
-    """Each rollout vs the query's reference response, judged by a GenRM, minus a length penalty.
-
-    Args:
-        judge: answers `PairwiseRequest` (A = the rollout, B = the reference); e.g. `GenRMJudge`.
-        options: `GenRMOptions` (both_orders; length_coef, length_tolerance, max_length_penalty and
-            only_longer of the penalty, module docstring), or their values as keywords.
-        length_fn: `str -> int` length unit (default `word_count`; trainers pass the policy's token count).
-
-    Judge cost per group: U `PairwiseRequest`s for U unique valid answers (2U with
-    `both_orders`), one sequential round.
-    """
+    """Each rollout vs the query's reference (A = rollout, B = reference), minus a length penalty (module
+    docstring). Cost: U `PairwiseRequest`s (2U with `both_orders`), one round."""
 
     name = "genrm"
     options_class = GenRMOptions
@@ -264,11 +200,10 @@ class GenRMPairwiseReward(GroupRewardMethod):
 
     @classmethod
     def for_run(cls, judge, options: GenRMOptions, run: RunContext) -> GenRMPairwiseReward:
-        """Lengths in the policy's tokens where the run gives them (`run.length_fn`)."""
         return cls(judge, options, answer_format=run.answer_format, seed=run.seed, length_fn=run.length_fn)
 
     def penalty(self, answer: str, reference: str) -> float:
-        """Length penalty of a final answer against a reference (thinking removed from both)."""
+        """Length penalty of a final answer against a reference, thinking removed from both."""
         return length_penalty(
             self.length_fn(strip_thinking(answer)),
             self.length_fn(strip_thinking(reference)),
@@ -298,13 +233,9 @@ class GenRMPairwiseReward(GroupRewardMethod):
         return ScoreOutcome(values, invalid_reward=-1.0 - self.options.max_length_penalty, details=details)
 
     def step_metrics(self, results):
-        """Base metrics plus `genrm/win_rate` and `genrm/length_penalty` (means over scored groups)."""
         out = super().step_metrics(results)
         for key in ("win_rate", "length_penalty"):
             values = [r.details[key] for r in results if r.details.get(key) is not None]
             if values:
                 out[f"genrm/{key}"] = sum(values) / len(values)
         return out
-
-
-__all__ = ["GenRMJudge", "GenRMOptions", "GenRMPairwiseReward", "length_penalty", "word_count"]

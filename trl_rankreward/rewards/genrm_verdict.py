@@ -1,38 +1,20 @@
 """The GenRM's input and output format: prompt, A/B display order, and verdict parsing.
 
-R-Align (R-Align paper, Sec. 3-4) trains a generative reward model (GenRM) that reads a
-prompt and two responses, writes a rationale, then a verdict. Our fixed output format:
+R-Align (R-Align paper, Sec. 3-4) trains a generative reward model (GenRM) that reads a prompt and two
+responses, writes a rationale, then a verdict. Our output format: an optional `<think>` block, the
+rationale, then `\\boxed{A}` or `\\boxed{B}`, the last thing written.
 
-    <optional <think>...</think> block>
-    rationale: free text that names what decides the preference
-    \\boxed{A}            (or \\boxed{B}; the last thing the GenRM writes)
+Parsing (`read_verdict`): thinking is removed first (a `<think>` never closed: invalid); every
+`\\boxed{...}` is read (nested braces allowed), and one holding exactly A or B (optionally as `\\text{A}`,
+`\\textbf{A}`, `\\mathrm{A}`, spaces ignored) is a vote. The verdict is the LAST box, which must be a vote;
+boxes voting for both A and B are "ambiguous", never resolved by position (a response can plant a box the
+GenRM quotes, and a hedge must never be paid).
 
-Parsing rules (`parse_verdict`):
-
-1. thinking is removed first (`strip_thinking`); a `<think>` that is never closed means the
-   output was cut off: invalid;
-2. every `\\boxed{...}` left is read (nested braces allowed); a box holding exactly `A` or `B`
-   (optionally as `\\text{A}`, `\\textbf{A}` or `\\mathrm{A}`, spaces ignored) is a vote;
-3. the verdict is the LAST box, and it must be a vote; the output is invalid (None) when
-   there is no box or the last box holds anything else (`\\boxed{A or B}`, `\\boxed{}`);
-4. an output whose boxes vote for both A and B holds two distinct verdicts: it is ambiguous
-   (None; `read_verdict` says "ambiguous", which `GenRMJudge` counts as its own failure kind),
-   never resolved by position, since a response can plant a box the GenRM then quotes (and a
-   hedge must never be paid). The same vote repeated is one verdict.
-
-The shown texts are data: a copy of a section marker (`[End of Response A]`, `[User Prompt]`) inside
-the prompt or a response, in any case, with look-alike brackets or letters, accents or invisible
-characters (`judging.rendering.neutralize` reads it as a reader would), has its bracket escaped to
-`(`, so no text can close its section and pose as the instructions or the other response.
-
-Position must not be a cue: the order in which the pair is *displayed* is a deterministic
-coin flip of (seed, pair key) (`display_order`), and the displayed verdict is mapped back to
-the canonical label (`to_canonical`). The paper does not print its GenRM prompt; `GENRM_PROMPT`
-below follows the criteria of the authors' public judging prompt (github.com/lyn22333/R-Align,
-`generate_model_judgment.py`: priorities accuracy > instruction following > relevance >
-clarity > safety > creativity, only material differences decide, no ties, a structured
-explanation, then the boxed letter), in our words; the responses are delimited data, and the
-instruction says so.
+The shown texts are data: a copy of a section marker (`[End of Response A]`, in any case, with look-alike
+brackets or invisible characters) has its bracket escaped to `(` (`judging.rendering.neutralize`).
+The display order is a deterministic coin flip of (seed, pair key), and the displayed verdict is mapped
+back (`to_canonical`). `GENRM_PROMPT` follows the criteria of the authors' public judging prompt
+(github.com/lyn22333/R-Align, `generate_model_judgment.py`), in our words.
 """
 
 from __future__ import annotations
@@ -135,7 +117,7 @@ def parse_verdict(completion: str) -> Label | None:
 
 
 def read_verdict(completion: str) -> tuple[Label | None, Literal["invalid", "ambiguous"] | None]:
-    """`(verdict, None)`, or `(None, why)`: "ambiguous" (boxes voting for both A and B) or "invalid" (rules above)."""
+    """`(verdict, None)`, or `(None, "ambiguous" | "invalid")` (module docstring)."""
     text = visible_text(completion)
     votes = [_vote(b) for b in _boxed_contents(text or "")]
     if len({v for v in votes if v is not None}) > 1:
@@ -181,13 +163,6 @@ SECTION_MARKERS = Delimiters(
 )
 
 
-def _as_data(text: str) -> str:
-    """`text` with every copy of a section marker escaped (module docstring): `[End of Response A]` ->
-    `(End of Response A]`, so a response cannot close its own section and pose as the instructions or the
-    other response."""
-    return neutralize(text, SECTION_MARKERS)
-
-
 def displayed_pair(response_a: str, response_b: str, order: Order) -> tuple[str, str]:
     """(first shown, second shown) under `order`."""
     if order not in ("ab", "ba"):
@@ -206,7 +181,8 @@ def genrm_messages(
 ) -> list[dict[str, str]]:
     """Chat messages asking the GenRM about the pair, shown in `order`."""
     first, second = displayed_pair(response_a, response_b, order)
-    user = template.format(prompt=_as_data(prompt), response_a=_as_data(first), response_b=_as_data(second))
+    prompt, first, second = (neutralize(t, SECTION_MARKERS) for t in (prompt, first, second))
+    user = template.format(prompt=prompt, response_a=first, response_b=second)
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
 
 
@@ -217,9 +193,8 @@ MIN_GENRM_ANSWER_TOKENS = 1024
 
 
 def genrm_fitting(messages_of, response_a: str, response_b: str, *, max_tokens: int, what: str) -> dict:
-    """`judging.prompt_budget.WindowFitting.send`'s keywords for a GenRM request: `messages_of(a, b)`
-    with the two responses (never the prompt) cut to an equal share when the pair does not fit;
-    the answer gets what the window leaves, at least `MIN_GENRM_ANSWER_TOKENS`, at most `max_tokens`."""
+    """`WindowFitting.send`'s keywords for a GenRM request: `messages_of(a, b)` with the two responses (never
+    the prompt) cut to an equal share when the pair does not fit."""
 
     def render_with_limit(limit: int | None) -> Rendered:
         cut = TextCut(limit)
@@ -243,16 +218,16 @@ def prompt_text(prompt) -> str:
     raise TypeError(f"A pair's prompt must be a string or a list of chat messages, got {prompt!r:.120}")
 
 
-def genrm_row(row: dict, seed: int) -> dict:
-    """GenRM training/eval columns for one pairwise row (schema of `data.pairwise`).
-
-    Returns `prompt` (the GenRM chat messages, pair shown in display order), `pair_prompt`
-    (the pair's own prompt as text), `display_order` ("ab"/"ba") and `display_label` (the
-    label as the GenRM sees it). The canonical `label` stays in its own column.
-    """
+def check_pair_row(row: dict) -> None:
     missing = {"prompt", "response_a", "response_b", "label"} - set(row)
     if missing:
         raise ValueError(f"A pairwise row needs prompt, response_a, response_b, label; missing {sorted(missing)}")
+
+
+def genrm_row(row: dict, seed: int) -> dict:
+    """GenRM columns of a pairwise row: `prompt` (the GenRM messages, pair in display order), `pair_prompt`,
+    `display_order` ("ab"/"ba") and `display_label` (the label as the GenRM sees it)."""
+    check_pair_row(row)
     text = prompt_text(row["prompt"])
     order = display_order(seed, pair_key(text, row["response_a"], row["response_b"], row.get("pair_id")))
     return {
@@ -261,24 +236,3 @@ def genrm_row(row: dict, seed: int) -> dict:
         "display_order": order,
         "display_label": to_display(row["label"], order),
     }
-
-
-__all__ = [
-    "GENRM_PROMPT",
-    "GENRM_SYSTEM",
-    "MIN_GENRM_ANSWER_TOKENS",
-    "Label",
-    "Order",
-    "display_order",
-    "displayed_pair",
-    "genrm_fitting",
-    "genrm_messages",
-    "genrm_row",
-    "pair_key",
-    "parse_verdict",
-    "prompt_text",
-    "read_verdict",
-    "to_canonical",
-    "to_display",
-    "visible_text",
-]

@@ -1,14 +1,7 @@
-"""MatrixReward math: win-rate matrix, rubric weights, weight fusion, ideal-point reward.
-
-Pure, vectorized numpy over one group (MatrixReward paper). Shapes: G rollouts
-(unique answers), K rubrics; `M` is the G x K win-rate matrix (Sec. 3.1, Eq. 2), `a`
-matrix-derived weights, `p` prior weights, `w` combined weights (all length K, sum 1).
-
-Reading order: matrix (Eq. 1-2) -> matrix weightings (variation and correlation, the CRITIC
-method of Eq. 3; entropy and SVD, App. F)
--> fusion (game-theoretic Eq. 4-5; prior-only, additive and multiplicative, Sec. 4.3-4.5)
--> reward (TOPSIS closeness Eq. 6-7 with its ideal and distance variants; weighted
-aggregation, Sec. 4.4) -> `matrix_reward`, the whole pipeline for one group.
+"""MatrixReward math over one group, pure numpy (MatrixReward paper): win-rate matrix (Eq. 1-2) -> matrix
+weights (CRITIC Eq. 3; entropy, SVD: App. F) -> fusion with the prior (Eq. 4-5; Sec. 4.3-4.5) -> reward
+(TOPSIS Eq. 6-7 and its variants; weighted sum, Sec. 4.4). Shapes: G rollouts (unique answers), K rubrics;
+`M` is G x K; `a` matrix weights, `p` prior weights, `w` combined weights (length K, sum 1).
 """
 
 from __future__ import annotations
@@ -55,28 +48,16 @@ def _normalized(d: np.ndarray) -> np.ndarray:
     return d / total if total > 0 else np.full(d.shape, 1.0 / d.size)
 
 
-# --- Sec. 3.1: the rollout-by-rubric win-rate matrix ------------------------------------
-
-
+# --- Sec. 3.1: the rollout-by-rubric win-rate matrix
 def pair_indices(G: int) -> tuple[np.ndarray, np.ndarray]:
-    """The C(G,2) unordered pairs (i < j) in row-major order: (0,1), (0,2), ..., (1,2), ...
-
-    This is `itertools.combinations(range(G), 2)` order; `win_rate_matrix` expects it.
-    """
+    """The C(G,2) pairs i < j in `itertools.combinations(range(G), 2)` order, which `win_rate_matrix` expects."""
     return np.triu_indices(G, k=1)
 
 
 def win_rate_matrix(outcomes, G: int, K: int) -> np.ndarray:
-    """M (G x K) from pairwise outcomes (Eq. 1-2, Algorithm 1 lines 4-11).
-
-    Args:
-        outcomes: shape (C(G,2), K); row t is pair `pair_indices(G)[t] = (i, j)` and holds
-            z_ijk, the score of i against j under rubric k: 1 win, 0 loss, 1/2 tie (or the
-            average of both display orders: a multiple of 1/4). j receives 1 - z_ijk.
-        G: rollouts (>= 2); K: rubrics (>= 1).
-
-    Returns M with M_ik = sum_{j != i} z_ijk / (G - 1) in [0, 1]; each column sums to G/2.
-    """
+    """M (G x K) from pairwise outcomes (Eq. 1-2, Algorithm 1 lines 4-11): `outcomes` (C(G,2), K), row t for
+    pair `pair_indices(G)[t] = (i, j)`, holds z_ijk (1 win, 0 loss, 1/2 tie; j receives 1 - z_ijk).
+    M_ik = sum_{j != i} z_ijk / (G - 1) in [0, 1]; each column sums to G/2."""
     if G < 2 or K < 1:
         raise ValueError(f"A win-rate matrix needs G >= 2 rollouts and K >= 1 rubrics, got G={G}, K={K}")
     z = np.asarray(outcomes, dtype=float)
@@ -92,11 +73,9 @@ def win_rate_matrix(outcomes, G: int, K: int) -> np.ndarray:
     return scores.sum(axis=1) / (G - 1)
 
 
-# --- Sec. 3.2 and App. F: matrix-derived weights a (shape (K,), sum 1) --------------------
-
-
+# --- Sec. 3.2 and App. F: matrix-derived weights a (shape (K,), sum 1)
 def _minmax(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Min-max normalize each nonconstant column; constant columns become zeros. Returns (U, nonconstant)."""
+    """(U, nonconstant): each nonconstant column min-max normalized, constant ones zeros."""
     low = M.min(axis=0)
     span = M.max(axis=0) - low
     nonconstant = span > CONSTANT_TOL
@@ -105,12 +84,8 @@ def _minmax(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def variation_correlation_weights(M) -> np.ndarray:
-    """Weights a from each rubric's variation and its correlation with the others: the CRITIC method
-    (Sec. 3.2, Eq. 3; Diakoulaki et al. 1995). A rubric that separates the rollouts and agrees least
-    with the other rubrics weighs most.
-
-    U = column-wise min-max normalized M (constant column -> zeros); sigma_k = population
-    std of U_.k; rho_kl = Pearson correlation of U_.k and U_.l (0 when either is constant);
+    """The CRITIC method (Sec. 3.2, Eq. 3; Diakoulaki et al. 1995): with U the min-max normalized M,
+    sigma_k the population std of U_.k and rho_kl the Pearson correlation (0 for a constant column),
     d_k = sigma_k * sum_{l != k} (1 - rho_kl); a = d / sum(d), uniform if every d_k = 0.
     """
     U, nonconstant = _minmax(_check_matrix(M))
@@ -125,12 +100,8 @@ def variation_correlation_weights(M) -> np.ndarray:
 
 
 def entropy_weights(M) -> np.ndarray:
-    """Entropy weights (App. F): a_k proportional to 1 - e_k.
-
-    q_ik = U_ik / sum_j U_jk on the min-max normalized nonconstant columns;
-    e_k = -sum_{q_ik > 0} q_ik log q_ik / log G. Constant columns get 0; an entirely
-    constant matrix gives uniform weights.
-    """
+    """Entropy weights (App. F): a_k ~ 1 - e_k, e_k = -sum_{q_ik > 0} q_ik log q_ik / log G with
+    q_ik = U_ik / sum_j U_jk; constant columns 0 (all constant: uniform)."""
     M = _check_matrix(M)
     G = M.shape[0]
     U, nonconstant = _minmax(M)
@@ -143,13 +114,9 @@ def entropy_weights(M) -> np.ndarray:
 
 
 def svd_weights(M, variance: float = 0.85) -> np.ndarray:
-    """SVD / principal-component weights (App. F).
-
-    Z = nonconstant columns of M standardized (population std), eigenpairs (lambda_j, v_j)
-    of Z^T Z / G in descending order; keep the fewest m components whose eigenvalues reach
-    `variance` of the total; a_k proportional to sum_{j<=m} lambda_j v_kj^2. Constant columns
-    get 0; an entirely constant matrix gives uniform weights.
-    """
+    """SVD weights (App. F): eigenpairs (lambda_j, v_j) of Z^T Z / G, Z the standardized nonconstant columns;
+    the fewest m components reaching `variance` of the total; a_k ~ sum_{j<=m} lambda_j v_kj^2; constant
+    columns 0 (all constant: uniform)."""
     _check_fraction("svd variance", variance, allow_zero=False)
     M = _check_matrix(M)
     nonconstant = M.max(axis=0) - M.min(axis=0) > CONSTANT_TOL
@@ -182,9 +149,7 @@ def prior_weights(points) -> np.ndarray:
     return t / t.sum()
 
 
-# --- Sec. 3.2 and 4.5: fusing a with the prior p ------------------------------------------
-
-
+# --- Sec. 3.2 and 4.5: fusing a with the prior p
 @dataclass(frozen=True)
 class Fusion:
     """Combined weights `w` and the coefficients on (a, p); None where a rule has none."""
@@ -196,12 +161,9 @@ class Fusion:
 
 
 def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
-    """Game-theoretic least-squares combination (Sec. 3.2, Eq. 4-5; Huang et al. 2023).
-
-    Solve H [u v]^T = [a.a, p.p]^T with H = [[a.a, a.p], [p.a, p.p]];
-    (alpha, beta) = (|u|, |v|) / (|u| + |v|); w = alpha a + beta p. When |det H| <= 1e-12
-    or the solution is not finite: w = sqrt(a p) / sum sqrt(a p), coefficients (0.5, 0.5),
-    fallback True. Returns (w, alpha, beta, fallback).
+    """Game-theoretic combination (Sec. 3.2, Eq. 4-5; Huang et al. 2023): solve H [u v]^T = [a.a, p.p]^T,
+    H = [[a.a, a.p], [p.a, p.p]]; (alpha, beta) = (|u|, |v|) / (|u| + |v|), w = alpha a + beta p. When
+    |det H| <= 1e-12 or not finite: w = sqrt(a p) / sum sqrt(a p), (0.5, 0.5), fallback. -> (w, alpha, beta, fallback)
     """
     a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
     if a.shape != p.shape or a.ndim != 1:
@@ -218,13 +180,8 @@ def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
 
 
 def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
-    """Combine matrix weights a with prior p.
-
-    - "game": Eq. 4-5 (`game_combination`), the paper's method;
-    - "prior_only": w = p, the "Prior" row of Table 2 (Sec. 4.3);
-    - "additive": w = (1 - mixture_alpha) p + mixture_alpha a (Sec. 4.5, Table 4);
-    - "multiplicative": w proportional to a_k p_k (Sec. 4.5, Table 4).
-    """
+    """Combine a with p: "game" (Eq. 4-5), "prior_only" (w = p, Table 2), "additive"
+    (w = (1 - mixture_alpha) p + mixture_alpha a) or "multiplicative" (w ~ a_k p_k) (Sec. 4.5, Table 4)."""
     check_choice("fusion", fusion, FUSIONS)
     a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
     if fusion == "game":
@@ -240,9 +197,7 @@ def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
 FUSIONS = ("game", "prior_only", "additive", "multiplicative")
 
 
-# --- Sec. 3.3 and 4.4: from weighted profiles to a reward in [0, 1] -----------------------
-
-
+# --- Sec. 3.3 and 4.4: from weighted profiles to a reward in [0, 1]
 def _column_normalized(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """N = M / L with L_k the Euclidean norm of column k; zero column -> 0 (Eq. 6). Returns (N, 1/L)."""
     L = np.sqrt((M * M).sum(axis=0))
@@ -251,11 +206,8 @@ def _column_normalized(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """sqrt(d S^+ d^T) per row of diff, S the population covariance of the profiles V (K x K).
-
-    S is often singular (G <= K, constant or collinear columns), so S^+ is the
-    eigen-decomposition pseudo-inverse without eigenvalues below PINV_RTOL * the largest.
-    """
+    """sqrt(d S^+ d^T) per row of diff, S the covariance of the profiles V; S is often singular, so S^+ drops
+    eigenvalues below PINV_RTOL * the largest."""
     centered = V - V.sum(axis=0) / V.shape[0]
     lam, vecs = np.linalg.eigh(centered.T @ centered / V.shape[0])
     keep = lam > PINV_RTOL * max(lam.max(), 0.0)
@@ -266,14 +218,10 @@ def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
 
 
 def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclidean") -> np.ndarray:
-    """Relative closeness to the ideal profiles (Sec. 3.3, Eq. 6-7; Hwang and Yoon): shape (G,).
-
-    v_ik = w_k N_ik. Ideals: "observed" (the paper's method) v+ = column max, v- = column
-    min of v; "theoretical" (Sec. 4.4) v+ = w_k / L_k (the weighted profile of a rollout
-    that wins everything, M_ik = 1) and v- = 0. Distance: "euclidean" (the method) or
-    "mahalanobis" (Sec. 4.4: same ideals, covariance of the profiles; whitening makes it
-    invariant to rescaling columns, so w then matters only through which w_k are zero).
-    r_i = D-_i / (D+_i + D-_i), and 1/2 when both distances vanish.
+    """TOPSIS closeness (Sec. 3.3, Eq. 6-7; Hwang and Yoon), shape (G,): v_ik = w_k N_ik; ideals "observed"
+    (v+/v- = column max/min) or "theoretical" (Sec. 4.4: v+ = w_k / L_k, a rollout winning everything;
+    v- = 0); distance "euclidean" or "mahalanobis" (Sec. 4.4; whitening leaves w only its zero pattern).
+    r_i = D-_i / (D+_i + D-_i), 1/2 when both vanish.
     """
     check_choice("ideals", ideals, IDEALS)
     check_choice("distance", distance, DISTANCES)
@@ -307,9 +255,7 @@ DISTANCES = ("euclidean", "mahalanobis")
 AGGREGATIONS = ("topsis", "weighted_sum")
 
 
-# --- the whole pipeline for one group ------------------------------------------------------
-
-
+# --- the whole pipeline for one group
 def check_reward_options(*, matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance):
     """Check every option of `matrix_reward` (names and ranges), including those its settings do not use."""
     for name, value, options in (
@@ -350,13 +296,8 @@ def matrix_reward(
     aggregation: str,
     svd_variance: float,
 ) -> MatrixRewardResult:
-    """Algorithm 1 lines 12-28 for one group: weights from M and rubric points, then r^qual.
-
-    `points` are the rubrics' stored importance weights t_k (normalized to p here). The
-    options have no defaults here: the paper's method is the defaults of `MatrixRewardOptions`
-    (`MatrixRewardOptions().math_options()`); the other values are its ablations (see `fuse`,
-    `topsis_closeness`, App. F weightings, and aggregation="weighted_sum" of Sec. 4.4).
-    """
+    """Algorithm 1 lines 12-28: weights from M and the rubrics' points t_k, then r^qual. The paper's method
+    is `MatrixRewardOptions().math_options()`."""
     check_reward_options(
         matrix_weighting=matrix_weighting,
         fusion=fusion,

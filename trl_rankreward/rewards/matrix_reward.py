@@ -1,32 +1,25 @@
 """MatrixReward: a reward from the rollout-by-rubric win-rate matrix (MatrixReward paper).
 
-Per group: judge every unordered pair of unique answers under each rubric (Sec. 3.1),
-fill the win-rate matrix M, derive rubric weights from M and fuse them with the rubrics'
-prior weights (Sec. 3.2), and reward each answer by its closeness to the observed ideal
-profiles (Sec. 3.3). The math lives in `matrix_math`; this module asks the judge.
+Per group: judge every pair of unique answers under each rubric (Sec. 3.1), fill the win-rate matrix M,
+derive rubric weights from M and fuse them with the rubrics' prior weights (Sec. 3.2), and reward each
+answer by its closeness to the ideal profiles (Sec. 3.3); the math is `matrix_math`'s.
 
 Choices the paper leaves open, decided here:
 
-- Duplicates: identical final answers are judged once (the base class groups them), and
-  M is built over the U unique answers with 1/(U-1) normalization; every copy gets its
-  answer's reward. Comparing an answer with its own copy would be a free tie that pulls
-  win rates toward 1/2.
-- Invalid rollouts (no final answer) are never judged and get quality reward 0, the lowest
-  closeness. The worst judged answer can reach 0 too (it is the negative ideal); what
-  separates them is the format term lambda_fmt * f_i of Eq. 8 (f_i = 0 for invalid).
-- Fewer than two unique answers: nothing to compare, no judge call; each gets 1/2, the
-  closeness the paper assigns when both distances vanish.
-- "pointwise" protocol (Sec. 4.2, "pointwise + MatrixReward"): the paper says only that
-  the matrix comes from independent absolute scores per rollout and rubric; we use
-  M_ik = s_ik / 10 with s_ik the 0-10 `PointwiseRequest(rubric_index=k)` score, so the
-  matrix holds absolute scores on the win-rate scale [0, 1] (no pairwise comparison).
+- Duplicates: M is built over the U unique answers with 1/(U-1) normalization (an answer against its own
+  copy would be a free tie pulling win rates toward 1/2); every copy gets its answer's reward.
+- Invalid rollouts are never judged and get quality reward 0; what separates them from a worst judged
+  answer (also 0, the negative ideal) is the format term lambda_fmt * f_i of Eq. 8.
+- Fewer than two unique answers: no judge call; each gets 1/2, the closeness when both distances vanish.
+- "pointwise" protocol (Sec. 4.2): M_ik = s_ik / 10, s_ik the 0-10 `PointwiseRequest(rubric_index=k)`
+  score (the paper says only "independent absolute scores per rollout and rubric").
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from statistics import fmean
 from typing import Any
 
@@ -45,97 +38,70 @@ from .matrix_math import (
     pair_indices,
     win_rate_matrix,
 )
-from .options import DataNeeds, MethodOptions
+from .options import DataNeeds, MethodOptions, option
 from .pointwise import judge_points
 
-PROTOCOLS = ("explicit", "implicit", "pointwise")
 #: quality reward of a rollout without a valid final answer (never judged)
 INVALID_REWARD = 0.0
 #: quality reward when a group has fewer than two unique answers (nothing to compare)
 LONE_ANSWER_REWARD = 0.5
-
-
 #: the options that `matrix_math.matrix_reward` takes (all but the protocol, both_orders and lambda_fmt)
 MATH_OPTIONS = ("matrix_weighting", "fusion", "mixture_alpha", "ideals", "distance", "aggregation", "svd_variance")
 
 
 @dataclass
 class MatrixRewardOptions(MethodOptions):
-    """MatrixReward's options. Defaults are the paper's method (Sec. 3); the other choices are its
-    ablations (Sec. 4.2-4.5, App. F). An option the chosen setting would silently ignore (e.g.
-    `mixture_alpha` without `fusion="additive"`) is rejected.
-    """
+    """MatrixReward's options: the defaults are the paper's method (Sec. 3), the other choices its ablations
+    (Sec. 4.2-4.5, App. F). An option the chosen setting would ignore is rejected."""
 
-    lambda_fmt: float = field(
-        default=1.0,
-        metadata={
-            "help": "Weight of the format reward in r = r_qual + lambda_fmt * f (Eq. 8); 1.0 is the value of the "
-            "paper's worked example (App. E)."
-        },
+    lambda_fmt: float = option(
+        1.0,
+        "Weight of the format reward in r = r_qual + lambda_fmt * f (Eq. 8); 1.0 is the value of the "
+        "paper's worked example (App. E).",
     )
-    protocol: str = field(
-        default="explicit",
-        metadata={
-            "help": "'explicit': one judge request per pair and rubric, K*C(G,2) per group (Sec. 3.1); 'implicit': "
-            "all K verdicts in one request per pair, C(G,2) per group; 'pointwise': K*G independent 0-10 scores, "
-            "M = score/10 (the 'pointwise + MatrixReward' variant, Sec. 4.2).",
-            "choices": list(PROTOCOLS),
-        },
+    protocol: str = option(
+        "explicit",
+        "'explicit': one judge request per pair and rubric, K*C(G,2) per group (Sec. 3.1); 'implicit': "
+        "all K verdicts in one request per pair, C(G,2) per group; 'pointwise': K*G independent 0-10 scores, "
+        "M = score/10 (the 'pointwise + MatrixReward' variant, Sec. 4.2).",
+        choices=["explicit", "implicit", "pointwise"],
     )
-    both_orders: bool = field(
-        default=False,
-        metadata={
-            "help": "Judge every pair in both display orders and average the aligned outcomes (doubles the "
-            "requests; pairwise protocols only)."
-        },
+    both_orders: bool = option(
+        False,
+        "Judge every pair in both display orders and average the aligned outcomes (doubles the "
+        "requests; pairwise protocols only).",
     )
-    matrix_weighting: str = field(
-        default="variation_correlation",
-        metadata={
-            "help": "How the rubric weights a are read from the win-rate matrix: 'variation_correlation' (a rubric "
-            "that separates the rollouts and agrees least with the others weighs most: the CRITIC method, Eq. 3), "
-            "'entropy' or 'svd' (Sec. 4.3, App. F).",
-            "choices": list(MATRIX_WEIGHTINGS),
-        },
+    matrix_weighting: str = option(
+        "variation_correlation",
+        "How the rubric weights a are read from the win-rate matrix: 'variation_correlation' (a rubric "
+        "that separates the rollouts and agrees least with the others weighs most: the CRITIC method, Eq. 3), "
+        "'entropy' or 'svd' (Sec. 4.3, App. F).",
+        choices=list(MATRIX_WEIGHTINGS),
     )
-    fusion: str = field(
-        default="game",
-        metadata={
-            "help": "Combining matrix weights a with the rubric prior p: 'game' (Eq. 4-5), 'prior_only' (w = p), "
-            "'additive' (w = (1 - mixture_alpha) p + mixture_alpha a) or 'multiplicative' (w ~ a p) (Sec. 4.5).",
-            "choices": list(FUSIONS),
-        },
+    fusion: str = option(
+        "game",
+        "Combining matrix weights a with the rubric prior p: 'game' (Eq. 4-5), 'prior_only' (w = p), "
+        "'additive' (w = (1 - mixture_alpha) p + mixture_alpha a) or 'multiplicative' (w ~ a p) (Sec. 4.5).",
+        choices=list(FUSIONS),
     )
-    mixture_alpha: float = field(
-        default=0.5,
-        metadata={"help": "Coefficient of fusion='additive', in [0, 1] (the paper tries 0.1 to 0.5, Table 4)."},
+    mixture_alpha: float = option(
+        0.5, "Coefficient of fusion='additive', in [0, 1] (the paper tries 0.1 to 0.5, Table 4)."
     )
-    ideals: str = field(
-        default="observed",
-        metadata={
-            "help": "TOPSIS ideals: 'observed' column max/min (Sec. 3.3) or 'theoretical' weighted upper bound "
-            "and zero (Sec. 4.4).",
-            "choices": list(IDEALS),
-        },
+    ideals: str = option(
+        "observed",
+        "TOPSIS ideals: 'observed' column max/min (Sec. 3.3) or 'theoretical' weighted upper bound "
+        "and zero (Sec. 4.4).",
+        choices=list(IDEALS),
     )
-    distance: str = field(
-        default="euclidean",
-        metadata={
-            "help": "TOPSIS distance: 'euclidean' (Eq. 7) or 'mahalanobis' (Sec. 4.4).",
-            "choices": list(DISTANCES),
-        },
+    distance: str = option(
+        "euclidean", "TOPSIS distance: 'euclidean' (Eq. 7) or 'mahalanobis' (Sec. 4.4).", choices=list(DISTANCES)
     )
-    aggregation: str = field(
-        default="topsis",
-        metadata={
-            "help": "'topsis' closeness (Eq. 7) or 'weighted_sum' of the win rates (Sec. 4.4).",
-            "choices": list(AGGREGATIONS),
-        },
+    aggregation: str = option(
+        "topsis",
+        "'topsis' closeness (Eq. 7) or 'weighted_sum' of the win rates (Sec. 4.4).",
+        choices=list(AGGREGATIONS),
     )
-    svd_variance: float = field(
-        default=0.85,
-        metadata={"help": "Variance share kept by matrix_weighting='svd', in (0, 1] (App. F: 0.85)."},
-    )
+    svd_variance: float = option(0.85, "Variance share kept by matrix_weighting='svd', in (0, 1] (App. F: 0.85).")
 
     def __post_init__(self):
         super().__post_init__()
@@ -143,14 +109,12 @@ class MatrixRewardOptions(MethodOptions):
         self._check_unused_options()
 
     def math_options(self) -> dict[str, Any]:
-        """The keyword arguments of `matrix_math.matrix_reward`."""
         return {name: getattr(self, name) for name in MATH_OPTIONS}
 
     def data_needs(self) -> DataNeeds:
         return DataNeeds(rubrics=True)
 
     def _check_unused_options(self) -> None:
-        """An option changed from its default that the chosen setting ignores is a mistake: name both fields."""
         if self.both_orders and self.protocol == "pointwise":
             raise ValueError(
                 "both_orders=True judges pairs in both display orders, but protocol='pointwise' shows one answer per "
@@ -164,28 +128,18 @@ class MatrixRewardOptions(MethodOptions):
             ("ideals", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
             ("distance", "aggregation", self.aggregation != "topsis", "aggregation='topsis'"),
         )
-        for option, by, unused, needs in ignored:
-            value = getattr(self, option)
-            if unused and value != default[option]:
+        for name, by, unused, needs in ignored:
+            value = getattr(self, name)
+            if unused and value != default[name]:
                 raise ValueError(
-                    f"{option}={value!r} has no effect with {by}={getattr(self, by)!r}; it needs {needs}. Set "
-                    f"{by} accordingly or leave {option} at its default {default[option]!r}"
+                    f"{name}={value!r} has no effect with {by}={getattr(self, by)!r}; it needs {needs}. Set "
+                    f"{by} accordingly or leave {name} at its default {default[name]!r}"
                 )
 
 
 class MatrixReward(GroupRewardMethod):
-    """MatrixReward (MatrixReward paper, Algorithm 1); rewards r^qual in [0, 1] + lambda_fmt * f.
-
-    Args:
-        judge: answers `RubricPairwiseRequest` (pairwise protocols) or `PointwiseRequest`.
-        options: `MatrixRewardOptions` (or their values as keywords): the protocol (requests per pair
-            and rubric, Sec. 3.1 and 4.2), both_orders, the weights and the reward
-            (`matrix_math.matrix_reward`; Sec. 3.2-4.5, App. F) and lambda_fmt (Eq. 8).
-        answer_format, format_reward, seed: as in `GroupRewardMethod`.
-
-    Per-group `details`: alpha, beta (None for multiplicative fusion), fallback, weights w,
-    matrix_weights a, prior p, column_spread (max - min of each M column), unique_answers.
-    """
+    """MatrixReward (MatrixReward paper, Algorithm 1): r = r^qual in [0, 1] + lambda_fmt * f (Eq. 8).
+    Per-group `details`: alpha, beta, fallback, weights w, matrix_weights a, prior p, column_spread."""
 
     name = "matrix"
     citation = """@misc{shen2026matrixreward,
@@ -195,8 +149,6 @@ class MatrixReward(GroupRewardMethod):
     eprint = {arXiv:2610.00389},
 }"""
     options_class = MatrixRewardOptions
-
-    # --- judging: the matrix M over unique answers (Sec. 3.1) ------------------------------
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         if not group.rubrics:
@@ -250,12 +202,9 @@ class MatrixReward(GroupRewardMethod):
         )
         return np.asarray(per_rubric, dtype=float).T / 10.0
 
-    # --- logging --------------------------------------------------------------------------
-
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Adds the `matrix/...` metrics (docs/metrics.md) over groups with a matrix (neutral and < 2-answer
-        groups excluded). Rubric counts and order vary by query, so weights are summarized by their largest,
-        smallest and distance from the prior, never by a per-index mean."""
+        """Adds the `matrix/...` metrics over groups with a matrix. Rubrics vary by query, so weights are
+        summarized by their largest, smallest and distance from the prior, never by a per-index mean."""
         metrics = super().step_metrics(results)
         scored = [r.details for r in results if not r.neutral and "weights" in r.details]
         metrics["matrix/fallbacks"] = float(sum(d["fallback"] for d in scored))

@@ -1,32 +1,28 @@
 """`MethodOptions` and `DataNeeds`: one options dataclass per reward method, the single source of its knobs.
 
-Each reward method module declares `XOptions(MethodOptions)`: its fields, defaults, help
-texts and checks. The method class reads its options from it (`options_class`), and the method's
-trainer config (`trainers.judge_reward.method_config(NAME)`) has the same fields, flat, checked by
-building this dataclass from them: one route, one set of defaults and checks. `data_needs()` tells
-the config and dataset checks what the group size and each training row must be.
-
-    options = MatrixRewardOptions.from_values({"protocol": "implicit"}, source="--config")
-    method = MatrixReward(judge, options)          # or MatrixReward(judge, protocol="implicit")
+The method reads its options from it (`options_class`); the method's trainer config
+(`trainers.judge_reward.method_config(NAME)`) has the same fields, flat, checked by building this
+dataclass from them. `data_needs()` tells the config and dataset checks what each row must be.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, TypeVar
 
 OptionsT = TypeVar("OptionsT", bound="MethodOptions")
 
 
+def option(default: Any, help: str, choices: Sequence[Any] | None = None) -> Any:
+    """An option's dataclass field: its default, its help (the flag's and docs/config.md's text), its choices."""
+    return field(default=default, metadata={"help": help} if choices is None else {"help": help, "choices": choices})
+
+
 @dataclass(frozen=True)
 class DataNeeds:
-    """What a reward method needs from the training data, checked before the model loads.
-
-    `rubrics`: every row needs a non-empty `rubrics` list; `references`: the least number of
-    ranked reference answers per row (0: none needed); `min_group_size`: the least
-    `num_generations` the method can rank with these options, and `group_size_why` why.
-    """
+    """What a reward method needs from the training data, checked before the model loads: non-empty
+    `rubrics`, at least `references` ranked references per row, `num_generations >= min_group_size`."""
 
     rubrics: bool = False
     references: int = 0
@@ -36,14 +32,10 @@ class DataNeeds:
 
 @dataclass
 class MethodOptions:
-    """Options every group reward method has; subclasses add theirs (see the module docstring).
+    """Options every group reward method has; subclasses add theirs. A field with `metadata["choices"]`
+    must hold one of them (or None where its default is None)."""
 
-    A field with `metadata["choices"]` must hold one of them (or None where its default is None).
-    A method's trainer config holds an options class's fields (`trainers.judge_reward.method_config`)
-    and checks them by building the options apart (`JudgeRewardGRPOConfig.method_options`).
-    """
-
-    lambda_fmt: float = field(default=0.0, metadata={"help": "Weight of the format reward added to each reward."})
+    lambda_fmt: float = option(0.0, "Weight of the format reward added to each reward.")
 
     def __post_init__(self):
         if self.lambda_fmt < 0:
@@ -79,8 +71,7 @@ def check_int(name: str, value: Any, low: int, note: str = "") -> None:
 
 
 def options_class_of(cls: type) -> type[MethodOptions]:
-    """The options dataclass `cls` holds: `cls` itself, or, for a trainer config that inherits one
-    beside the TRL config, that options class (the first in the MRO built from options alone)."""
+    """`cls` itself, or for a trainer config inheriting options beside the TRL config, that options class."""
     for c in cls.__mro__:
         if c is MethodOptions or (
             issubclass(c, MethodOptions) and all(issubclass(b, MethodOptions) for b in c.__bases__)

@@ -1,20 +1,17 @@
-"""Pointwise rubric baselines: one holistic score per answer, or one score per rubric (GDPO).
-
-RankBuffer App. E (pointwise reward methods) and MatrixReward App. D (GRPO, Dr. GRPO, DAPO,
-GDPO). Both methods send one sequential judge round per group.
-"""
+"""Pointwise rubric baselines (RankBuffer App. E, MatrixReward App. D): one holistic score per answer, or
+one score per rubric (GDPO); one judge round per group."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import fmean
 
 from ..judging.requests import Judge, JudgeFailure, PointwiseRequest, ask
 from .base import Candidates, Group, GroupJudgingFailed, GroupRewardMethod, ScoreOutcome, require
-from .options import DataNeeds, MethodOptions
+from .options import DataNeeds, MethodOptions, option
 
 
 async def judge_points(
@@ -37,7 +34,7 @@ def check_points(verdicts: Sequence) -> list[float]:
 
 @dataclass
 class PointwiseOptions(MethodOptions):
-    """`PointwiseRubricReward`'s options: only `lambda_fmt`; each rollout is scored on its own, so G = 1 works."""
+    """`PointwiseRubricReward`'s options; each rollout is scored on its own, so G = 1 works."""
 
     def data_needs(self) -> DataNeeds:
         return DataNeeds(min_group_size=1)
@@ -45,9 +42,9 @@ class PointwiseOptions(MethodOptions):
 
 @dataclass
 class GDPOOptions(MethodOptions):
-    """`GDPOReward`'s options; it judges per rubric and normalizes within the group."""
+    """`GDPOReward`'s options."""
 
-    eps: float = field(default=1e-4, metadata={"help": "Added to each rubric's within-group std (GDPO: 1e-4)."})
+    eps: float = option(1e-4, "Added to each rubric's within-group std (GDPO: 1e-4).")
 
     def __post_init__(self):
         super().__post_init__()
@@ -59,19 +56,8 @@ class GDPOOptions(MethodOptions):
 
 
 class PointwiseRubricReward(GroupRewardMethod):
-    """One holistic 0-10 score per answer under the weighted rubrics; reward r = 2s/10 - 1.
-
-    RankBuffer App. E: "each valid rollout is independently scored once by the judge on a
-    0-10 scale using the query-specific weighted rubrics. The score s is mapped to 2s/10-1
-    before adding the format reward." Invalid rollouts (no final answer) are not judged
-    and get -1 (the score 0).
-
-    Judge cost per group: one `PointwiseRequest` per unique valid answer (G without
-    duplicates or invalid rollouts; identical answers are judged once), one sequential round.
-
-    The papers' pointwise baselines (GRPO, Dr. GRPO, DAPO, GPG) differ only in the policy loss, which
-    TRL has: docs/methods.md lists the `JudgeRewardGRPOConfig` settings of each.
-    """
+    """One holistic 0-10 score s per unique answer under the weighted rubrics; r = 2s/10 - 1 (RankBuffer
+    App. E), invalid rollouts -1. GRPO, Dr. GRPO, DAPO and GPG differ only in TRL's loss (docs/methods.md)."""
 
     name = "pointwise"
     options_class = PointwiseOptions
@@ -84,23 +70,13 @@ class PointwiseRubricReward(GroupRewardMethod):
 
 
 class GDPOReward(GroupRewardMethod):
-    """GDPO: one pointwise score per rubric, each rubric normalized within the group, then summed.
+    """GDPO (Liu et al., 2026, arXiv:2601.05242; MatrixReward App. D, RankBuffer App. E).
 
-    GDPO (Liu et al., 2026, arXiv:2601.05242) as adapted in MatrixReward App. D and
-    RankBuffer App. E: the judge scores every answer on each rubric k separately (s_ik in
-    0..10); each rubric dimension is normalized within the G rollouts of the group,
-        z_ik = (s_ik - mean_k) / (std_k + eps),   std_k the sample (Bessel) std, eps = 1e-4,
-    and the reward is the rubric-weighted sum r_i = sum_k w_k z_ik with w_k = weight_k / sum(weight).
-    Normalization runs over all G rollouts: duplicates count with their multiplicity, invalid
-    rollouts take s_ik = 0 on every rubric (the pointwise methods' -1). A rubric on which all
-    rollouts tie contributes 0.
-
-    TRL's GDPO (`multi_objective_aggregation="normalize_then_sum"`) weights fixed reward functions with one
-    global vector, which query-specific rubrics are not (docs/methods.md); so this method normalizes and
-    weights per rubric, and `scale_rewards="batch"` adds GDPO's batch-level normalization of the sum.
-
-    Judge cost per group: K `PointwiseRequest`s per unique valid answer (G x K without
-    duplicates or invalid rollouts), all in one sequential round.
+    Each answer is scored on each rubric k (s_ik in 0..10), normalized over the G rollouts (duplicates with
+    their multiplicity, invalid ones at s_ik = 0):
+        z_ik = (s_ik - mean_k) / (std_k + eps),   std_k the sample (Bessel) std,
+    r_i = sum_k w_k z_ik with w_k = weight_k / sum(weight). TRL's own GDPO weights fixed reward functions,
+    which per-query rubrics are not; `scale_rewards="batch"` adds its batch normalization. Cost: K x U requests.
     """
 
     name = "gdpo"

@@ -1,26 +1,14 @@
 """The R-Align authors' released evaluation protocol, as one setting (`r_align_release`).
 
-The authors publish their GenRM and MetaRM scripts (github.com/lyn22333/R-Align:
-`generate_model_judgment.py`, `metarm_judge.py`, `request_api.py`, `show_result.py`). A GenRM
-trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt those
-scripts send, and the published table (`results_summary.csv`) was computed by them. With
-`r_align_release=DIR`, DIR a checkout of that repository, every step follows their release (each
-function's docstring gives its rule):
-
-- prompts: the GenRM's system message and the MetaRM's prompt are read from the scripts in DIR
-  (the string constants `GENRM_SYSTEM_CONSTANT` and `METARM_PROMPT_CONSTANT`, found by parsing
-  the files with `ast`; nothing in DIR is executed, and no prompt text ships with this package);
-- layout (`pair_block`), in the dataset's order (no swap); the MetaRM gets the same block as its
-  `{context_and_responses}`;
-- answer text (`joined_text`), GenRM verdict (`first_boxed_verdict`: the FIRST box, where ours takes
-  the last), thinking removed from golden and GenRM explanations (`drop_thinking`), MetaRM verdict
-  (`meta_verdict`);
-- asking: only label-correct answers are meta-judged (`ralign_reward.RAlignReward`); a server
-  failure is retried, an answer is never asked again because it did not parse (`answer_once`);
-- metrics: the authors' denominators (`evaluation.genrm_eval`).
-
-One difference, not observable in any message or count: their client writes a `reasoning_content`
-of JSON `null` as the word "None" before the separator; here it is empty.
+A GenRM trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt of the
+authors' scripts (github.com/lyn22333/R-Align: `generate_model_judgment.py`, `metarm_judge.py`), and their
+published table was computed by them. With `r_align_release=DIR`, a checkout of that repository, every step
+follows their release: the GenRM system message and MetaRM prompt are read from DIR's scripts with `ast`
+(nothing is executed, no prompt text ships here); the layout (`pair_block`) keeps the dataset's order;
+the answer is `joined_text`, the GenRM verdict its FIRST box (ours takes the last); thinking is dropped
+from both explanations (`drop_thinking`); an answer is never asked again because it did not parse
+(`answer_once`). One difference, unobservable in any message or count: their client writes a
+`reasoning_content` of JSON `null` as "None" before the separator; here it is empty.
 """
 
 from __future__ import annotations
@@ -40,7 +28,7 @@ from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered, TextCut
 from ..judging.requests import JudgeError, JudgeFailure
 from ..judging.server_settings import build_backend, build_judge
-from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label
+from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label, check_pair_row
 
 GENRM_SCRIPT = "generate_model_judgment.py"
 GENRM_SYSTEM_CONSTANT = "CUSTOM_SYSTEM_PROMPT"
@@ -58,8 +46,7 @@ class ReleaseError(ValueError):
 
 
 def read_string_constant(path: Path, name: str) -> str:
-    """The string assigned to the module-level name `name` in the Python file `path`, read with `ast`
-    (the file is parsed, never run)."""
+    """The string assigned to the module-level name `name` in the Python file `path` (parsed, never run)."""
     if not path.is_file():
         raise ReleaseError(
             f"{path} does not exist; r_align_release must be a checkout of github.com/lyn22333/R-Align "
@@ -102,8 +89,8 @@ def _answer_section(letter: str, text: str) -> str:
 
 
 def pair_block(conversation: Sequence[dict], first: str, second: str) -> str:
-    """The dialogue context (turns before the last), the user prompt (the last turn) and the two
-    answers, `first` as Assistant A: the GenRM's user message and the MetaRM's context block."""
+    """The dialogue context, the user prompt (the last turn) and the two answers, `first` as Assistant A:
+    the GenRM's user message and the MetaRM's context block."""
     context = ""
     if len(conversation) > 1:
         context = f"<|Dialogue Context|>\n{dialogue_lines(conversation[:-1])}\n\n<|End of Dialogue Context|>\n\n"
@@ -131,8 +118,7 @@ def drop_thinking(text: str | None) -> str:
 
 
 def _tagged(text: str, tag: str) -> str | None:
-    """The text after the first `<tag>` up to the next `</tag>` or `<tag>` (or the end), stripped;
-    None without `<tag>`."""
+    """The text after the first `<tag>` up to the next `</tag>` or `<tag>`, stripped; None without `<tag>`."""
     opening = f"<{tag}>"
     if opening not in text:
         return None
@@ -151,12 +137,8 @@ def meta_verdict(text: str | None) -> bool | None:
 
 @dataclass(frozen=True)
 class ReleaseMetaRequest:
-    """A MetaRM request in the authors' layout: the one user message, and what identifies it.
-
-    `messages_with(cut)` builds the message again with each shown text (the two responses and the
-    two rationales, never the conversation) passed through `cut`, to fit a server's window;
-    `messages` is that with nothing cut. A request built from finished messages cannot be cut.
-    """
+    """A MetaRM request in the authors' layout; `messages_with(cut)` rebuilds it with each shown text (never
+    the conversation) passed through `cut`, to fit a server's window."""
 
     messages: tuple[dict, ...]
     query_id: str = ""
@@ -175,12 +157,8 @@ async def answer_once(
     what: str,
     **decoding: Any,
 ) -> Any:
-    """`parse(joined_text)` of the backend's answer, or a `JudgeFailure`.
-
-    A backend failure (transport, timeout, HTTP 408/429/5xx, malformed) is retried by `retry`;
-    an answer is parsed once, as the authors' scripts do: `parse` returning None is a failure of
-    kind "invalid", never a reason to ask again. Each try is one ledger call.
-    """
+    """`parse(joined_text)` of the backend's answer, or a `JudgeFailure`: a backend failure is retried by
+    `retry`; an answer is parsed once, as the authors' scripts do (None: a failure of kind "invalid")."""
     tries = 0
 
     async def attempt(number: int):
@@ -248,8 +226,7 @@ class RAlignRelease:
         genrm_answer: str,
         cut: Callable[[str], str] = str,
     ) -> list[dict[str, str]]:
-        """The MetaRM request: one user message, the authors' prompt filled as their script fills it
-        (`cut`: applied to each shown text as it is shown, the rationales after their thinking is dropped)."""
+        """The MetaRM request: the authors' prompt filled as their script fills it (`cut` on each shown text)."""
         prompt = self.meta_template.format(
             context_and_responses=pair_block(conversation, cut(response_a), cut(response_b)),
             golden_explanation=cut(drop_thinking(golden)),
@@ -257,13 +234,9 @@ class RAlignRelease:
         )
         return [{"role": "user", "content": prompt}]
 
-    # -- the protocol of `ralign_reward.RAlignReward` and the GenRM benchmark -------------------------
-
     def genrm_row(self, row: dict, seed: int = 0) -> dict:
         """GenRM columns of a pairwise row, in the dataset's order (`seed` is not used: no swap)."""
-        missing = {"prompt", "response_a", "response_b", "label"} - set(row)
-        if missing:
-            raise ValueError(f"A pairwise row needs prompt, response_a, response_b, label; missing {sorted(missing)}")
+        check_pair_row(row)
         conversation = _conversation(row["prompt"])
         return {
             "prompt": self.genrm_messages(conversation, row["response_a"], row["response_b"]),
@@ -279,7 +252,7 @@ class RAlignRelease:
         return joined_text(completion.text, completion.reasoning)
 
     def meta_request(self, sample, *, step: int = 0) -> ReleaseMetaRequest:
-        """The MetaRM request of a label-correct `ralign_reward.GenRMSample` (shown in dataset order)."""
+        """The MetaRM request of a label-correct `ralign_reward.GenRMSample`."""
         texts = (_conversation(sample.prompt), sample.response_a, sample.response_b, sample.golden_rationale,
                  sample.completion)  # fmt: skip
 
@@ -297,8 +270,7 @@ def _conversation(prompt) -> list[dict]:
 
 
 def build_meta_judge(settings, release: RAlignRelease | None = None):
-    """The MetaRM the `metarm_*` settings describe: an `LLMJudge` with our templates, or with
-    `release` a `ReleaseMetaJudge` over the same server (the one place both are chosen from)."""
+    """The MetaRM the `metarm_*` settings describe: an `LLMJudge`, or with `release` a `ReleaseMetaJudge`."""
     if release is None:
         return build_judge(settings)
     if settings.templates:
@@ -308,14 +280,8 @@ def build_meta_judge(settings, release: RAlignRelease | None = None):
 
 
 class ReleaseMetaJudge:
-    """The MetaRM asked with the authors' prompt and parsed with their rule (`meta_verdict`).
-
-    Answers `ReleaseMetaRequest` with True (consistent), False, or a `JudgeFailure` (a server that
-    kept failing, or an answer without both tags; the latter is not asked again). Its prompt is fitted
-    to the server's window as the GenRM's is (`judging.prompt_budget.WindowFitting`): the shown texts
-    are cut to an equal share, and a window that leaves the answer fewer than
-    `MIN_GENRM_ANSWER_TOKENS` fails the request as `too_long`, unsent.
-    """
+    """The MetaRM asked with the authors' prompt and parsed with their rule (`meta_verdict`): True, False or a
+    `JudgeFailure`; fitted to the server's window as the GenRM's prompt is."""
 
     def __init__(
         self,
@@ -360,19 +326,3 @@ class ReleaseMetaJudge:
             )  # fmt: skip
         except JudgeError as exc:
             return exc.as_failure()
-
-
-__all__ = [
-    "RAlignRelease",
-    "ReleaseError",
-    "ReleaseMetaJudge",
-    "ReleaseMetaRequest",
-    "answer_once",
-    "build_meta_judge",
-    "drop_thinking",
-    "first_boxed_verdict",
-    "joined_text",
-    "meta_verdict",
-    "pair_block",
-    "read_string_constant",
-]

@@ -11,18 +11,13 @@ Each GenRM completion is one sample: a rationale and a boxed verdict about a pre
 | correct        | inconsistent (v_meta = 0)       | `spurious`    | `correct_but_spurious` = 0     |
 | correct        | the MetaRM call failed          | `meta_failed` | None (unscorable, see below)   |
 
-Mode "ralign" is R_overall: positive only when the label AND the rationale are right. The
-paper leaves the non-positive values open; we pay a spurious answer 0, between a consistent
-and a wrong one, so a MetaRM false negative (GPT-OSS-120B agrees with Gemini-3-Pro at ~0.9 F1,
-Table 3) never ranks a right label with a wrong one. Set `correct_but_spurious = wrong` for the
-strict binary R_overall. Mode "outcome" is the GenRM-RLVR baseline (R_outcome): every correct
-label gets `correct_and_consistent`, the MetaRM is never called.
+Mode "ralign" is R_overall: positive only when the label AND the rationale are right. The paper leaves
+the non-positive values open; a spurious answer gets 0, so a MetaRM false negative (~0.9 F1, Table 3)
+never ranks a right label with a wrong one (`correct_but_spurious = wrong`: the strict binary R_overall).
+Mode "outcome" is the GenRM-RLVR baseline (R_outcome): the MetaRM is never called.
 
-The MetaRM is asked ONLY about label-correct samples: its verdict cannot change a wrong or
-invalid sample's reward, so asking would waste calls. All meta calls of a step run
-concurrently. A failed meta call is never turned into a verdict: the sample's reward is
-`None`, which TRL's GRPOTrainer treats as unscorable (left out of its group's baseline,
-advantage 0), and it is counted as `meta_failed`.
+The MetaRM is asked only about label-correct samples (its verdict cannot change the others). A failed
+meta call's reward is `None`, which TRL treats as unscorable (advantage 0), counted as `meta_failed`.
 """
 
 from __future__ import annotations
@@ -41,8 +36,7 @@ Status = Literal["consistent", "spurious", "meta_failed", "correct", "wrong", "i
 RewardMode = Literal["ralign", "outcome"]
 REWARD_MODES = ("ralign", "outcome")
 
-# Told to the MetaRM when the GenRM saw the pair swapped, so that "Response A" in the
-# rationale is read against the right response (the golden rationale uses dataset labels).
+#: told to the MetaRM when the GenRM saw the pair swapped, so that "Response A" is read right
 SWAP_NOTE = (
     "[Note for the meta-judge: the model that wrote this rationale was shown the two responses in swapped "
     "order. In its rationale, 'Response A' means Response B above and 'Response B' means Response A above.]\n\n"
@@ -68,8 +62,7 @@ class RAlignRewardValues:
 
 @dataclass(frozen=True)
 class GenRMSample:
-    """One GenRM completion about one pair. `label` is canonical; `order` is how it was shown;
-    `prompt` is the pair's prompt, a text or its chat messages."""
+    """One GenRM completion about one pair: `label` canonical, `order` as shown, `prompt` a text or messages."""
 
     prompt: str | list[dict]
     response_a: str
@@ -130,10 +123,8 @@ def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
 
 
 class OwnGenRMProtocol:
-    """Our default GenRM protocol: our prompt in a seeded A/B display order (`genrm_verdict.genrm_row`),
-    the answer's content, the last-box parse (`parse_verdict`) and a `MetaJudgeRequest` for the
-    MetaRM's templates. `rewards.ralign_release.RAlignRelease` is the authors' protocol with the
-    same four methods."""
+    """Our GenRM protocol (`genrm_verdict`): seeded display order, last-box parse, a `MetaJudgeRequest`;
+    `ralign_release.RAlignRelease` is the authors' protocol with the same four methods."""
 
     genrm_row = staticmethod(genrm_row)
     verdict = staticmethod(parse_verdict)
@@ -148,11 +139,8 @@ OWN_PROTOCOL = OwnGenRMProtocol()
 
 
 class CallableMetaJudge:
-    """Wrap a user hook `(MetaJudgeRequest) -> bool` (sync or async) as a judge with a ledger.
-
-    A hook that returns anything but a bool is a failure of kind "invalid"; an exception
-    is a failure of kind "error". Neither becomes a verdict.
-    """
+    """A user hook `(MetaJudgeRequest) -> bool` (sync or async) as a judge with a ledger; a non-bool is a
+    failure of kind "invalid", an exception one of kind "error"."""
 
     def __init__(self, hook: Callable[[MetaJudgeRequest], Any]):
         if not callable(hook):
@@ -161,7 +149,6 @@ class CallableMetaJudge:
         self.ledger = JudgeLedger()
 
     def describe(self) -> str:
-        """The hook by name (a function's, or an object's class), for logs and model cards."""
         return f"MetaRM hook {getattr(self.hook, '__qualname__', None) or type(self.hook).__name__}"
 
     async def judge(self, request: MetaJudgeRequest) -> bool | JudgeFailure:
@@ -187,16 +174,8 @@ def as_meta_judge(judge_or_hook):
 
 
 class RAlignReward:
-    """Score GenRM completions with R_overall ("ralign") or R_outcome ("outcome").
-
-    Args:
-        meta_judge: the MetaRM, a judge (`async judge(MetaJudgeRequest) -> bool`, e.g. an `LLMJudge`) or a
-            `(request) -> bool` hook, sync or async (`CallableMetaJudge`); required in "ralign" mode.
-        mode: "ralign" or "outcome" (GenRM-RLVR baseline).
-        values: the reward table.
-        protocol: how a verdict is read and the MetaRM asked: `OWN_PROTOCOL` (default), or an
-            `RAlignRelease` (the authors' release; its MetaRM answers `ReleaseMetaRequest`).
-    """
+    """Score GenRM completions with R_overall ("ralign") or R_outcome ("outcome"). `meta_judge`: a judge or a
+    `(request) -> bool` hook, required in "ralign" mode; `protocol`: `OWN_PROTOCOL` or an `RAlignRelease`."""
 
     #: BibTeX of R-Align, the paper of this reward and of the GenRM it trains (`GenRMPairwiseReward`)
     citation = """@misc{ralign2026,
@@ -244,19 +223,3 @@ class RAlignReward:
 
     def _result(self, verdict: Label | None, status: Status, failure: JudgeFailure | None = None) -> SampleScore:
         return SampleScore(verdict, status, reward_for(status, self.values), failure)
-
-
-__all__ = [
-    "REWARD_MODES",
-    "OWN_PROTOCOL",
-    "CallableMetaJudge",
-    "GenRMSample",
-    "OwnGenRMProtocol",
-    "RAlignReward",
-    "RAlignRewardValues",
-    "SampleScore",
-    "Status",
-    "as_meta_judge",
-    "meta_request",
-    "reward_for",
-]

@@ -3,67 +3,27 @@
 
 Per group (Algorithm 1, Appendix A):
 
-1. The query's buffer is initialized on first sight (`buffer_init`, whose help says which rows take
-   which): Select_K0 of the group's ranked references, worst -> best (source "references"), or
-   bootstrap: a listwise ranking of this first group, whose rewards come from that ranking and which
-   gets no maintenance (Sec. 3.2).
-2. Coarse ranking (Eq. 6): one independent `CoarseRequest` per unique valid answer, all at
-   once, gives its insertion position 0..K and so its bucket C_p (Eq. 7).
-3. Fine ranking (Eq. 8): one `ListwiseRequest` per bucket of >= 2 answers, all at once.
-   The complete order is the buckets' concatenation; rewards by Eq. 9-10 (base class).
+1. The query's buffer is initialized on first sight (`buffer_init`): Select_K0 of the group's ranked
+   references, worst -> best, or bootstrap: a listwise ranking of this first group, whose rewards come
+   from that ranking and which gets no maintenance (Sec. 3.2).
+2. Coarse ranking (Eq. 6): one `CoarseRequest` per unique valid answer gives its insertion position
+   0..K and so its bucket C_p (Eq. 7).
+3. Fine ranking (Eq. 8): one `ListwiseRequest` per bucket of >= 2 answers; the order is the buckets'
+   concatenation, rewards by Eq. 9-10 (base class).
 4. Maintenance: Algorithm 2 (`anchor_buffer.update_buffer`), or the LLM manager (Appendix G).
 
-This module holds the options, the method, steps 2-3 (`CoarseToFine`, a `RankingStrategy`: the
-extension point `rank_buffer_plus` uses), step 4 (`RuleManager`, `LLMManager`) and the numbers;
-the buffers, their state and their stores are `anchor_buffer`'s.
+Groups of one query in one step run in turn. Buckets hold unique answers; invalid rollouts lie in none.
 
-So a group costs two judge rounds (coarse, fine), plus one for the LLM manager. Groups of
-one step are judged concurrently; groups of the same query in one step run one after the
-other, since each sees the buffer the previous one left.
+Failure policy: a failed coarse call (or bootstrap ranking) makes the group neutral and changes nothing
+about the query. A failed fine call keeps its bucket as one tie block, is reported (`partial_failures`,
+`rank/fine_fallbacks`) and skips maintenance (an unordered bucket would pick anchors by chance). A failed
+or invalid LLM-manager selection leaves the buffer unchanged and the rewards as ranked. A verdict of the
+wrong shape is a failure of kind `invalid`, never a made-up order.
 
-Buckets hold unique answers: identical rollouts are judged once (one coarse call) and
-share a place, and a bucket's size (for fine ranking, refinement and activity) counts
-distinct answers. Invalid rollouts are never judged and lie in no bucket, so a group
-without valid answers still counts as an inactive observation (Eq. 14: no interval got a rollout).
-
-Failure policy: if a coarse call (or the bootstrap ranking) fails after the judge's
-retries, the group is neutral and nothing about the query changes: no initialization, no
-maintenance. If a fine (listwise) call fails, what was judged is kept: the answers of that
-bucket share its place (one tie block, the same rank reward), the other buckets keep their
-fine order, the failure is reported (`partial_failures` in the details, `rank/fine_fallbacks`),
-and the buffer is not maintained from this group (an unordered bucket would pick anchors
-by chance); a buffer first built from this group's references is kept. An LLM manager
-failure or invalid selection leaves the buffer unchanged but keeps the group's rewards
-(the ranking itself succeeded). A verdict of the wrong shape (`check_position`, `check_order`)
-is a failure of kind `invalid`, never a made-up order.
-
-Per-group `details`: `bucket_sizes`, `coarse_position_mean` (position / K averaged over
-valid rollouts), `coarse_calls`, `fine_calls`, `buffer_size`, `anchors_added` and
-`anchors_pruned` ({source: count}), `bootstrap`, `maintained`, and for the manager
-`manager_calls`, `manager_invalid`, and `listwise_display` (the display audit below);
-`buffer_step_metrics` turns them into the `buffer/...` and `rank/...` metrics.
-
-The display audit: does the judge rank, or copy the order it was shown? A `ListwiseRequest` is
-shown in a seeded shuffled order (`judging.rendering.display_order`, App. E) as IDs R0, R1, ...; a
-judge that does not really compare returns those IDs as they came, so its canonical answer equals
-the display order (`display[slot]` = canonical index shown in that slot), or its reverse. Per parsed
-answer over n >= 3 candidates (n = 2 is always a copy or its reverse):
-
-- *copy*: the answer equals `display` or `reversed(display)`; by chance with probability
-  2 / n! (1/3 for n = 3, 1/12 for n = 4, 1/60 for n = 5);
-- *tau*: Kendall tau between the answer and `display` (both worst -> best), in [-1, 1];
-  about 0 on average for an honest judge, 1 for a judge that copies, -1 for one that copies reversed.
-
-The display comes from `display_order`, the function `render` uses, with the judge's `seed`
-attribute (0 when the judge has none), so nothing is rendered twice; a judge that shows candidates
-some other way makes the audit meaningless, not wrong: its numbers stay at chance. The shuffle check
-(`reshuffle_check=p`, off by default) confirms a suspicion: a seeded fraction p of listwise requests
-over n >= 3 candidates is also asked as a *twin*, the same candidates in another canonical order (so
-shown in another display order), in the same round; the twin's answer, mapped back, is compared with
-the first by Kendall tau: an honest judge agrees up to its noise, a copying judge at chance (about 0).
-Only the first answer is used for rewards; twins cost calls and tokens and nothing else. A group's
-tally is a plain dict in `details["listwise_display"]` (`new_tally()`); `tally_metrics` turns a
-step's tallies into the `rank/listwise_...` metrics.
+The display audit: does the judge rank, or copy the seeded shuffle it was shown (App. E)? Per answer over
+n >= 3 candidates it tallies *copy* (the display order or its reverse; 2 / n! by chance) and *tau* (Kendall
+tau with the display: ~0 honest, +-1 copying). `reshuffle_check=p` also asks a seeded fraction p of listwise
+requests as a *twin* in another display order and compares the answers by Kendall tau (rewards unchanged).
 """
 
 from __future__ import annotations
@@ -114,16 +74,9 @@ from .base import (
     RunContext,
     require,
 )
-from .options import DataNeeds, MethodOptions, check_int
+from .options import DataNeeds, MethodOptions, check_int, option
 from .state_files import METHOD_STATE_NAME, read_method_state
 
-INITS = ("auto", "references", "bootstrap")
-#: dynamic = the paper's RankBuffer; static = RankBuffer* (maintained only in the epoch the
-#: buffer was created, then frozen: Sec. 4.3); coarse_only and order_only are the Sec. 4.5
-#: ablations of dynamic RankBuffer (no fine ranking / coarse prompt without anchor texts).
-VARIANTS = ("dynamic", "static", "coarse_only", "order_only")
-MANAGERS = ("llm", "llm_lookahead")
-ANCHOR_STORES = ("sqlite", "memory")
 #: the `format` of a saved RankBuffer state (checkpoints; `buffer-report` reads it)
 STATE_FORMAT = "trl_rankreward.rank_buffer/1"
 #: key of the per-group tally in `GroupResult.details`
@@ -138,43 +91,29 @@ _MIN_CANDIDATES = 3
 
 @dataclass
 class AnchorBufferOptions(MethodOptions):
-    """The options of every method that ranks against a per-query anchor buffer (`RankBufferOptions`,
-    `RankBufferPlusOptions`): the first buffer, pruning, the anchor store, the reshuffle check."""
+    """The options of every method that ranks against a per-query anchor buffer."""
 
-    lambda_fmt: float = field(
-        default=0.2, metadata={"help": "Weight of the format reward (the paper uses 0.2, Section 4.1)."}
+    lambda_fmt: float = option(0.2, "Weight of the format reward (the paper uses 0.2, Section 4.1).")
+    k0: int = option(4, "Initial buffer size K0 (paper: 2, 4 or 7; anchors are subsampled keeping both ends).")
+    buffer_init: str = option(
+        "auto",
+        "Where the first buffer comes from: 'references' (K0 of the query's ranked `references`, which "
+        "every row must have: the paper's RankBuffer), 'bootstrap' (listwise ranking of the query's first group: "
+        "RankBuffer-Bootstrap) or 'auto' (references for a query whose row has them, bootstrap otherwise).",
+        choices=["auto", "references", "bootstrap"],
     )
-    k0: int = field(
-        default=4,
-        metadata={"help": "Initial buffer size K0 (paper: 2, 4 or 7; anchors are subsampled keeping both ends)."},
+    inactivity_epochs: int = option(3, "H: an anchor inactive for H epochs is pruned (Algorithm 2).")
+    reshuffle_check: float = option(0.0, RESHUFFLE_CHECK_HELP)
+    anchor_store: str = option(
+        "sqlite",
+        "'sqlite': anchor texts and buffer structures in an SQLite file, snapshotted into every "
+        "checkpoint; 'memory': both inside every checkpoint's state file (small runs).",
+        choices=["sqlite", "memory"],
     )
-    buffer_init: str = field(
-        default="auto",
-        metadata={
-            "help": "Where the first buffer comes from: 'references' (K0 of the query's ranked `references`, which "
-            "every row must have: the paper's RankBuffer), 'bootstrap' (listwise ranking of the query's first group: "
-            "RankBuffer-Bootstrap) or 'auto' (references for a query whose row has them, bootstrap otherwise).",
-            "choices": list(INITS),
-        },
-    )
-    inactivity_epochs: int = field(
-        default=3, metadata={"help": "H: an anchor inactive for H epochs is pruned (Algorithm 2)."}
-    )
-    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
-    anchor_store: str = field(
-        default="sqlite",
-        metadata={
-            "help": "'sqlite': anchor texts and buffer structures in an SQLite file, snapshotted into every "
-            "checkpoint; 'memory': both inside every checkpoint's state file (small runs).",
-            "choices": list(ANCHOR_STORES),
-        },
-    )
-    anchor_store_path: str | None = field(
-        default=None,
-        metadata={
-            "help": "SQLite anchor file; default {output_dir}/anchors.sqlite in a trainer, memory outside one. A "
-            "resume restores it from the checkpoint's own snapshot."
-        },
+    anchor_store_path: str | None = option(
+        None,
+        "SQLite anchor file; default {output_dir}/anchors.sqlite in a trainer, memory outside one. A "
+        "resume restores it from the checkpoint's own snapshot.",
     )
 
     def __post_init__(self):
@@ -189,40 +128,27 @@ class AnchorBufferOptions(MethodOptions):
             )
 
     def data_needs(self) -> DataNeeds:
-        """`buffer_init="references"` needs each row's ranked `references` (`auto` uses them where a row has them);
-        "bootstrap" takes the first buffer's k0 anchors from the query's first group, so it needs G >= k0."""
         references = 1 if self.buffer_init == "references" else 0
         if self.buffer_init != "bootstrap" or self.k0 <= 2:
             return DataNeeds(references=references)
         why = f"with buffer_init='bootstrap' takes its first buffer's k0={self.k0} anchors from a query's first group"
         return DataNeeds(references=references, min_group_size=self.k0, group_size_why=why)
 
-    def open_store(self) -> AnchorStore:
-        """The anchor store these options name (memory when no path is known: `anchor_store_path`)."""
-        if self.anchor_store == "sqlite" and self.anchor_store_path is not None:
-            return SQLiteAnchorStore(self.anchor_store_path)
-        return InMemoryAnchorStore()
-
 
 @dataclass
 class RankBufferOptions(AnchorBufferOptions):
-    """RankBuffer's options, the one source of their defaults (`RankBufferGRPOConfig` inherits them): the
-    buffer's options (`AnchorBufferOptions`) plus the paper's variants and the LLM buffer managers."""
+    """RankBuffer's options: the buffer's, the paper's variants and the LLM buffer managers."""
 
-    buffer_variant: str = field(
-        default="dynamic",
-        metadata={
-            "help": "'dynamic' (Algorithm 2 maintenance), 'static' (frozen after the first epoch), 'coarse_only' "
-            "(no fine ranking), 'order_only' (coarse prompt without anchor texts).",
-            "choices": list(VARIANTS),
-        },
+    buffer_variant: str = option(
+        "dynamic",
+        "'dynamic' (Algorithm 2 maintenance), 'static' (frozen after the first epoch), 'coarse_only' "
+        "(no fine ranking), 'order_only' (coarse prompt without anchor texts).",
+        choices=["dynamic", "static", "coarse_only", "order_only"],
     )
-    buffer_manager: str | None = field(
-        default=None,
-        metadata={
-            "help": "Replace Algorithm 2 with the judge choosing the buffer (Appendix G): 'llm' or 'llm_lookahead'.",
-            "choices": list(MANAGERS),
-        },
+    buffer_manager: str | None = option(
+        None,
+        "Replace Algorithm 2 with the judge choosing the buffer (Appendix G): 'llm' or 'llm_lookahead'.",
+        choices=["llm", "llm_lookahead"],
     )
 
     def __post_init__(self):
@@ -248,19 +174,8 @@ class AnchorView:
 class RankBufferReward(GroupRewardMethod):
     """RankBuffer rank rewards (RankBuffer paper, Sec. 3, Algorithms 1-2, Appendices G-H).
 
-    Args:
-        judge: answers `CoarseRequest` and `ListwiseRequest` (and the manager's `BufferSelectRequest`).
-        options: a `RankBufferOptions`, or its fields as keywords, not both.
-        answer_format, format_reward, seed: as in `GroupRewardMethod`; the seed orders coarse_only's buckets
-            for maintenance (that variant has no fine ranking).
-        store: the anchor store object (`AnchorStore`), instead of the one the options
-            name; with an SQLite store `state_dict()` holds keys and totals only.
-        manager_judge: judge for the LLM manager's requests (default: `judge`).
-
-    A variant ranks or maintains differently by overriding `make_ranking` (a `RankingStrategy`)
-    and `make_manager` (a `BufferManager`), as `rank_buffer_plus` does.
-
-    Example: `RankBufferReward(judge, k0=4, buffer_init="bootstrap")`.
+    `store`: an `AnchorStore` instead of the one the options name; `manager_judge`: the LLM manager's judge
+    (default `judge`). A variant overrides `make_ranking` and `make_manager`, as `rank_buffer_plus` does.
     """
 
     name = "rank_buffer"
@@ -287,33 +202,32 @@ class RankBufferReward(GroupRewardMethod):
                 "manager_judge is given but buffer_manager is None; set buffer_manager='llm' or 'llm_lookahead'"
             )
         self.manager_judge = manager_judge or judge
-        self.store = store if store is not None else self.options.open_store()
+        if store is None:
+            path = self.options.anchor_store_path if self.options.anchor_store == "sqlite" else None
+            store = InMemoryAnchorStore() if path is None else SQLiteAnchorStore(path)
+        self.store = store
         self.ranking = self.make_ranking()
         self.manager = self.make_manager()
         self.buffers = QueryBuffers(self.store)
 
     @classmethod
     def for_run(cls, judge: Judge, options: AnchorBufferOptions, run: RunContext) -> RankBufferReward:
-        """The trainer's RankBuffer: the run's seed and answer format; with `anchor_store="sqlite"` and no
-        path, the anchors live in `{output_dir}/anchors.sqlite`."""
+        """With `anchor_store="sqlite"` and no path, the anchors live in `{output_dir}/anchors.sqlite`."""
         if options.anchor_store == "sqlite" and options.anchor_store_path is None and run.output_dir:
             options = replace(options, anchor_store_path=os.path.join(run.output_dir, "anchors.sqlite"))
         return super().for_run(judge, options, run)
 
     def make_ranking(self) -> RankingStrategy:
-        """How groups are ranked: the paper's coarse and fine rounds, per `buffer_variant`."""
         variant = self.options.buffer_variant
         return CoarseToFine(self.judge, fine=variant != "coarse_only", show_anchor_text=variant != "order_only",
                             seed=self.seed, reshuffle_check=self.options.reshuffle_check)  # fmt: skip
 
     def make_manager(self) -> BufferManager:
-        """How buffers change: Algorithm 2 (frozen for variant static), or the LLM manager."""
         o = self.options
         if o.buffer_manager is None:
             return RuleManager(o.inactivity_epochs, static=o.buffer_variant == "static")
         return LLMManager(self.manager_judge, o.k0, lookahead=o.buffer_manager == "llm_lookahead")
 
-    # ------------------------------------------------------------------ public views
     def anchors(self, query_id: str) -> list[AnchorView]:
         """The buffer of `query_id` worst -> best (empty before it is initialized)."""
         buffer = self.buffers.get(query_id)
@@ -332,7 +246,6 @@ class RankBufferReward(GroupRewardMethod):
     def judges(self) -> list[Judge]:
         return [self.judge] if self.manager_judge is self.judge else [self.judge, self.manager_judge]
 
-    # ------------------------------------------------------------------ scoring
     async def score(self, groups: Sequence[Group], *, epoch: int, step: int) -> list[GroupResult]:
         """All queries concurrently; groups of one query in turn (each sees the updated buffer)."""
         chains: dict[str, list[int]] = {}
@@ -399,8 +312,7 @@ class RankBufferReward(GroupRewardMethod):
         return AnchorBuffer.initial(keys, "references", epoch)
 
     async def _bootstrap(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
-        """Algorithm 1, lines 9-12: rank the first group listwise; its rewards come from that
-        ranking and Select_K0 of it becomes the buffer; no maintenance on this group."""
+        """Algorithm 1, lines 9-12: rank the first group listwise; Select_K0 of it becomes the buffer."""
         answers, tally = candidates.answers, new_tally()
         order = await order_all(self.judge, group, answers, tally, self.options.reshuffle_check, step=step)
         details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": int(len(answers) >= 2)}
@@ -412,33 +324,25 @@ class RankBufferReward(GroupRewardMethod):
             details.update(buffer_size=buffer.size, anchors_added={"bootstrap": buffer.size})
         return RankOutcome([[u] for u in order], details)
 
-    # ------------------------------------------------------------------ metrics
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Base metrics plus the buffers' statistics and RankBuffer's `buffer/...` and `rank/...`
-        numbers over this step's judged groups (`buffer_step_metrics`)."""
         out = super().step_metrics(results)
         out.update(self.buffers.table.stats())
         judged = [r.details for r in results if not r.neutral]
         out.update(buffer_step_metrics(judged, self.options.reshuffle_check))
         return out
 
-    # ------------------------------------------------------------------ state
     def frozen_state(self) -> contextlib.AbstractContextManager[None]:
-        """Score without keeping state changes, in O(queries touched) instead of O(all queries)
-        (`QueryBuffers.frozen`); `state_dict()` is never called. Blocks nest."""
+        """`QueryBuffers.frozen`: O(queries touched), `state_dict()` never called."""
         return self.buffers.frozen()
 
     def _config(self) -> dict[str, Any]:
-        """The options a state must have been saved with (the state file's `config`, with its own key names)."""
+        """The options a state must have been saved with (the state file's `config`)."""
         o = self.options
         return {"k0": o.k0, "init": o.buffer_init, "inactivity_epochs": o.inactivity_epochs,
                 "variant": o.buffer_variant, "manager": getattr(o, "buffer_manager", None)}  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
-        """Plain JSON-able state: config, look-ahead groups, and the buffers: their structures (keys,
-        counters, epoch markers) and, for a store that keeps no buffers, the referenced texts; with an
-        SQLite store the structures are in the store (flushed now) and the state holds their totals only.
-        Built with the garbage collector paused (`_gc.paused_gc`): linear time at 10^5 queries."""
+        """Config, look-ahead groups and buffers (`QueryBuffers.state`); GC paused: linear at 10^5 queries."""
         with paused_gc():
             return {"format": STATE_FORMAT, "config": self._config(), **self.buffers.state()}
 
@@ -451,17 +355,13 @@ class RankBufferReward(GroupRewardMethod):
         return self.buffers.table.stats()
 
     def save_state(self, directory: str) -> None:
-        """The store's part of the checkpoint (`AnchorStore.save_checkpoint`; SQLite: `anchors/`, text
-        segments and a snapshot of the buffer structures), so the folder resumes on its own, e.g. on
-        another machine or after a push to the Hub; then the state file, last: a folder without it is
-        an interrupted save."""
+        """The store's part of the checkpoint (`AnchorStore.save_checkpoint`), so the folder resumes on its own;
+        then the state file, last: a folder without it is an interrupted save."""
         self.buffers.table.flush()
         self.store.save_checkpoint(directory)
         super().save_state(directory)
 
     def load_state(self, directory: str) -> None:
-        """Restore the store's part of the checkpoint (with the buffer structures when the state keeps
-        them in the store), then load the state file."""
         path = os.path.join(directory, METHOD_STATE_NAME)
         state = read_method_state(path, self.name)
         self._check_state(state, path)  # before the store takes anything from the checkpoint
@@ -491,15 +391,9 @@ class RankBufferReward(GroupRewardMethod):
 # -------- ranking a group: coarse placement, listwise fine ranking (steps 2-3) -------------------------------
 @dataclass
 class Ranking:
-    """One group's ranking over unique-answer indices (what a `RankingStrategy` returns).
-
-    `positions[u]`: answer u's insertion position 0..K; `buckets[p]`: the answers at position p,
-    worst -> best, p = 0..K; `fine_calls`: listwise calls that ordered buckets; `unranked`: buckets
-    whose fine call failed (one tie block each, and no maintenance from this group) with the
-    failures' messages in `failures`; `ties`: every bucket is one tie block (no fine ranking);
-    `coarse_calls`: placement calls when not one per answer; `order`: the final order worst ->
-    best when it is not the buckets' concatenation; `extra`: more per-group details.
-    """
+    """One group's ranking over unique-answer indices: `positions[u]` in 0..K, `buckets[p]` worst -> best;
+    `unranked`: buckets whose fine call failed (one tie block each); `ties`: every bucket is one tie block;
+    `coarse_calls`: when not one per answer; `order`: when not the buckets' concatenation."""
 
     positions: list[int]
     buckets: list[list[int]]
@@ -512,8 +406,7 @@ class Ranking:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def blocks(self) -> list[list[int]]:
-        """Tie blocks worst -> best: the order's answers one by one, else each bucket in turn, one
-        block per answer, or one block for the whole bucket when it has no fine order."""
+        """Tie blocks worst -> best."""
         if self.order is not None and not self.ties:
             return [[u] for u in self.order]
         blocks: list[list[int]] = []
@@ -526,13 +419,11 @@ class Ranking:
 
 
 class RankingStrategy(abc.ABC):
-    """How a group is ranked against its query's anchors: the extension point of RankBuffer's variants
-    (`CoarseToFine` here, `RankBufferPlusReward`'s `MultiLookRanking`); `RankBufferReward` does the rest."""
+    """How a group is ranked against its query's anchors: the extension point of RankBuffer's variants."""
 
     @abc.abstractmethod
     async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
-        """Rank `answers` against `anchors` (texts, worst -> best); raise `GroupJudgingFailed` when
-        the placement failed."""
+        """Rank `answers` against `anchors` (worst -> best); `GroupJudgingFailed` when the placement failed."""
 
 
 def listwise_request(group: Group, texts: Sequence[str], step: int) -> ListwiseRequest:
@@ -543,8 +434,7 @@ def listwise_request(group: Group, texts: Sequence[str], step: int) -> ListwiseR
 async def listwise_order(
     judge: Judge, request: ListwiseRequest, tally: dict[str, float], reshuffle: float
 ) -> list[int]:
-    """The judge's order of `request.candidates` (audited in `tally`); a failed call or an answer that is
-    not a permutation raises `GroupJudgingFailed`."""
+    """The judge's order of `request.candidates` (audited in `tally`), else `GroupJudgingFailed`."""
     (verdict,) = require([await ask_listwise(judge, request, tally, reshuffle)])
     return check_order(verdict, len(request.candidates))
 
@@ -552,24 +442,16 @@ async def listwise_order(
 async def order_all(
     judge: Judge, group: Group, answers: list[str], tally: dict[str, float], reshuffle: float, *, step: int
 ) -> list[int]:
-    """All `answers` worst -> best by one listwise call (RankBuffer-Bootstrap's first group, `listwise_group`);
-    no call for fewer than two."""
+    """All `answers` worst -> best by one listwise call (none for fewer than two)."""
     if len(answers) < 2:
         return list(range(len(answers)))
     return await listwise_order(judge, listwise_request(group, answers, step), tally, reshuffle)
 
 
 class CoarseToFine(RankingStrategy):
-    """The paper's coarse round, then fine round (Eq. 6-8; module docstring).
-
-    Args:
-        judge: answers `CoarseRequest` and `ListwiseRequest`.
-        fine: order buckets of >= 2 answers with one listwise call each; False: the coarse_only ablation,
-            each bucket one tie block, and a seeded shuffle orders it for maintenance.
-        show_anchor_text: False is the order_only control (anchor IDs without their texts; Sec. 4.5, App. H).
-        seed: seeds the coarse_only shuffle (`seeded_rng(seed, query_id, step, position)`).
-        reshuffle_check: fraction of listwise calls also asked under another shuffle (the display audit).
-    """
+    """The paper's coarse round, then fine round (Eq. 6-8). `fine=False` is the coarse_only ablation (each
+    bucket one tie block, seeded-shuffled for maintenance); `show_anchor_text=False` the order_only control
+    (Sec. 4.5, App. H)."""
 
     def __init__(self, judge: Judge, *, fine: bool = True, show_anchor_text: bool = True, seed: int = 0,
                  reshuffle_check: float = 0.0):  # fmt: skip
@@ -630,8 +512,7 @@ def check_order(verdict: Any, n: int) -> list[int]:
 
 
 def order_or_none(verdict: Any, n: int) -> list[int] | None:
-    """`check_order`'s order, or None for a judge failure or an answer that is not a permutation
-    (for the optional looks and audits, which skip such answers instead of failing the group)."""
+    """`check_order`'s order, or None for a failure or a non-permutation (optional looks skip those)."""
     if is_failure(verdict):
         return None
     try:
@@ -642,10 +523,7 @@ def order_or_none(verdict: Any, n: int) -> list[int] | None:
 
 # -------- the display audit of listwise answers --------------------------------------------------------------
 def kendall_tau(a: Sequence[int], b: Sequence[int]) -> float:
-    """Kendall tau between two orders of the same indices: (concordant - discordant) / pairs.
-
-    Example: [0, 1, 2] vs [0, 2, 1]: pairs (0,1) and (0,2) agree, (1,2) does not: (2 - 1) / 3.
-    """
+    """Kendall tau between two orders of the same indices: (concordant - discordant) / pairs."""
     n = len(a)
     if sorted(a) != sorted(b) or n < 2:
         raise ValueError(f"kendall_tau needs two orders of the same >= 2 indices, got {list(a)} and {list(b)}")
@@ -679,12 +557,8 @@ def audit_answer(tally: dict[str, float], request: ListwiseRequest, order: Seque
 
 
 def twin_request(request: ListwiseRequest, seed: int) -> tuple[ListwiseRequest, list[int]]:
-    """The same candidates in another canonical order, so that they are shown in another order.
-
-    Returns `(twin, perm)`: twin candidate j is `request.candidates[perm[j]]`. `perm` is drawn
-    from `seeded_rng(seed, "twin", query_id, step, text ids, attempt)`, redrawn (at most 20
-    times) while the twin's display, in the request's indices, equals the request's display.
-    """
+    """`(twin, perm)`: twin candidate j is `request.candidates[perm[j]]`, a seeded permutation redrawn (at
+    most 20 times) while the twin would be shown in the request's display order."""
     n = len(request.candidates)
     ids = tuple(text_id(t) for t in request.candidates)
     shown = display_order(request, n, seed)
@@ -698,8 +572,8 @@ def twin_request(request: ListwiseRequest, seed: int) -> tuple[ListwiseRequest, 
 
 
 async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, float], reshuffle: float = 0.0) -> Any:
-    """`ask(judge, request)`, auditing a valid answer in `tally` and, with `reshuffle` > 0, the shuffle
-    check (module docstring) for a seeded fraction of requests; returns the verdict unchanged."""
+    """`ask(judge, request)`, auditing a valid answer in `tally`, and the shuffle check for a seeded
+    fraction `reshuffle` of requests; returns the verdict unchanged."""
     seed, n = judge_seed(judge), len(request.candidates)
     if reshuffle > 0 and n >= _MIN_CANDIDATES and _draw(request, seed) < reshuffle:
         twin, perm = twin_request(request, seed)
@@ -746,15 +620,13 @@ def check_reshuffle(value: Any) -> float:
 
 
 def _draw(request: ListwiseRequest, seed: int) -> float:
-    """The request's uniform draw for the shuffle check: `seeded_rng(seed, "reshuffle_check", query_id, step, text ids)`."""
     ids = tuple(text_id(t) for t in request.candidates)
     return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
 
 
 # -------- buffer maintenance (step 4) ------------------------------------------------------------------------
 class BufferManager:
-    """How a query's buffer changes around a ranked group (step 4): `RankBufferReward` calls `before_ranking`
-    and `after_ranking`, and skips the latter when a fine call failed. This base keeps every buffer as it is."""
+    """How a query's buffer changes around a ranked group (step 4); this base keeps every buffer as it is."""
 
     #: whether the manager needs each query's last ranked group (`QueryBuffers.pending`)
     lookahead: bool = False
@@ -774,7 +646,7 @@ class BufferManager:
 
 
 def changes(old: AnchorBuffer, new: AnchorBuffer) -> BufferUpdate:
-    """`new` with the anchors it added and pruned relative to `old` (by identity: anchors are kept as objects)."""
+    """`new` with the anchors it added and pruned relative to `old` (by identity)."""
     added = tuple(a for a in new.anchors if all(a is not b for b in old.anchors))
     pruned = tuple(a for a in old.anchors if all(a is not b for b in new.anchors))
     return BufferUpdate(new, added, pruned)
@@ -810,10 +682,8 @@ class RuleManager(BufferManager):
 
 
 class LLMManager(BufferManager):
-    """Appendix G: the judge keeps `size` of the old anchors + ranked rollouts (`BufferSelectRequest`), right
-    after ranking, or with `lookahead` when the query comes back in a later epoch, before ranking that epoch's
-    group (which it sees as context). A failed or invalid selection leaves the buffer unchanged
-    (`details["manager_invalid"]`) and the group its rewards."""
+    """Appendix G: the judge keeps `size` of the old anchors + ranked rollouts (`BufferSelectRequest`) after
+    ranking, or with `lookahead` before ranking the query's next-epoch group (shown as context)."""
 
     def __init__(self, judge: Judge, size: int, *, lookahead: bool = False):
         self.judge = judge
@@ -835,9 +705,8 @@ class LLMManager(BufferManager):
     async def select(self, group: Group, buffer: AnchorBuffer, key_buckets: list[list[str]],
                      lookahead: Sequence[str], get: Callable[[str], str], *, epoch: int, step: int,
                      details: dict[str, Any]) -> AnchorBuffer:  # fmt: skip
-        """The manager picks `size` of old anchors + ranked rollouts, shown with their combined
-        worst -> best order C_0, a_1, C_1, ..., a_K, C_K (for look-ahead, the previous epoch's
-        ranking); the picks are sorted by that order. Invalid: buffer unchanged."""
+        """Pick `size` of old anchors + ranked rollouts, shown and kept in their combined order
+        C_0, a_1, C_1, ..., a_K, C_K; an invalid pick leaves the buffer unchanged."""
         rollouts = [k for bucket in key_buckets for k in bucket]
         pool = buffer.keys + rollouts
         size = min(self.size, len(pool))
@@ -891,8 +760,7 @@ def check_selection(verdict: Any, pool: int, size: int) -> set[int] | None:
 # -------- numbers: per-group details and step metrics --------------------------------------------------------
 def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffer, old: AnchorBuffer,
                    update: BufferUpdate, initial: tuple[Anchor, ...]) -> dict[str, Any]:  # fmt: skip
-    """The per-group numbers of a ranked group (module docstring): `ranked` is the buffer
-    it was ranked against, `old` the buffer before, `update` what is kept, `initial` a new buffer's anchors."""
+    """The per-group details of a group ranked against `ranked` (`old` before it, `initial`: a new buffer's)."""
     details: dict[str, Any] = {}
     K, valid = ranked.size, [len(m) for m in candidates.members]
     if valid:  # position / K averaged over valid rollouts (duplicates count once each)
@@ -913,8 +781,7 @@ def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffe
 
 
 def buffer_step_metrics(judged: Iterable[Mapping[str, Any]], reshuffle_check: bool) -> dict[str, float]:
-    """The step's `buffer/added_...`, `buffer/pruned_...`, `buffer/manager_invalid` and `rank/...` metrics
-    (docs/metrics.md defines each) from its judged groups' details."""
+    """The step's `buffer/...` and `rank/...` metrics from its judged groups' details."""
     judged = list(judged)
     out: dict[str, float] = {}
     added, pruned, hist = Counter(), Counter(), Counter()
@@ -946,7 +813,7 @@ def buffer_step_metrics(judged: Iterable[Mapping[str, Any]], reshuffle_check: bo
 class ListwiseGroupOptions(MethodOptions):
     """`ListwiseGroupReward`'s options."""
 
-    reshuffle_check: float = field(default=0.0, metadata={"help": RESHUFFLE_CHECK_HELP})
+    reshuffle_check: float = option(0.0, RESHUFFLE_CHECK_HELP)
 
     def __post_init__(self):
         super().__post_init__()
@@ -954,14 +821,9 @@ class ListwiseGroupOptions(MethodOptions):
 
 
 class ListwiseGroupReward(GroupRewardMethod):
-    """One listwise call ranks the whole group: RankBuffer-Bootstrap's first-group ranking for every group.
-
-    The judge sees all unique valid answers at once with the fine-ranking prompt (`ListwiseRequest`,
-    RankBuffer App. B.2) and returns them worst -> best; rank rewards follow Eq. 9-10 (base class). This
-    is the shape of OpenPipe ART's RULER (one LLM call scores a whole group relative to each other); RULER
-    asks for scores, we ask for an order with the paper's template. Cost: one call over U unique valid
-    answers (none when U < 2), one round. A failed call or one that is not a permutation makes the group
-    neutral. Answers are audited like RankBuffer's (`rank/listwise_display_...`, `reshuffle_check`)."""
+    """One listwise call (RankBuffer App. B.2's fine-ranking prompt) ranks the whole group, as
+    RankBuffer-Bootstrap ranks a first group; rank rewards by Eq. 9-10. The shape of OpenPipe ART's RULER,
+    which asks for scores where this asks for an order. A failed or non-permutation answer: neutral."""
 
     name = "listwise_group"
     options_class = ListwiseGroupOptions
@@ -976,7 +838,6 @@ class ListwiseGroupReward(GroupRewardMethod):
         return RankOutcome([[u] for u in order], details)
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
-        """Base metrics plus the display audit's `rank/listwise_...` metrics."""
         out = super().step_metrics(results)
         out.update(tally_metrics((r.details.get(DETAILS_KEY) for r in results), self.options.reshuffle_check))
         return out

@@ -1,41 +1,20 @@
 """RankBuffer+ (`rank_buffer_plus`): RankBuffer with more than one look per rollout. Ours, not the paper's.
 
-The paper's RankBuffer (`rank_buffer`) sees each rollout once: one coarse call places it
-among the anchors and at most one listwise call orders its bucket, so the judge's per-call
-noise is never averaged (RankBuffer paper, Sec. 3.3). This variant keeps the buffer, its
-maintenance (Algorithm 2) and the rank rewards (Eq. 9-10), and changes how a group is
-ranked:
+The paper's RankBuffer sees each rollout once, so the judge's per-call noise is never averaged (Sec. 3.3).
+This variant keeps the buffer, its maintenance (Algorithm 2, capped by `max_anchors`) and the rank rewards
+(Eq. 9-10), and changes how a group is ranked:
 
-1. **Placement** (`placement`):
-   - `"coarse"`: the paper's coarse round (one `CoarseRequest` per unique answer) and fine
-     round (one `ListwiseRequest` per bucket of >= 2 answers);
-   - `"joint"`: one `ListwiseRequest` over the K anchors and the U answers together. An
-     answer's position is the number of anchors the verdict puts below it (counted, so
-     anchors judged out of their known order do not break it) and its bucket follows, as
-     with a coarse call. Every answer is judged against the same perception of every anchor:
-     anchor noise can shift a bucket boundary but cannot reorder two answers, and the
-     anchors' texts are sent once per group instead of once per answer.
-2. **Second look** (`second_look`): one more `ListwiseRequest` over the U answers only, in the
-   placement's round, fused with the placement order by Borda count (rank sum, ties broken by it).
-3. **Extra looks** (`extra_calls`, `extra_scope`, `disagreement`: their helps say how): more listwise
-   calls over the answers the looks so far dispute, each fused in by Borda; a group whose looks agree
-   costs nothing more. The defaults ranked best on every judge of docs/benchmarks.md's judge family.
+1. Placement: "coarse", the paper's coarse and fine rounds; or "joint", one `ListwiseRequest` over the K
+   anchors and U answers together, an answer's position being the number of anchors ranked below it
+   (counted, so anchors out of their known order break nothing). Every answer meets the same perception
+   of every anchor, and the anchors' texts are sent once per group.
+2. Second look: one more `ListwiseRequest` over the answers, in the placement's round, fused with the
+   placement order by Borda count (rank sum, ties broken by the placement).
+3. Extra looks: more listwise calls over the answers the looks dispute, each fused in by Borda; a group
+   whose looks agree costs nothing more.
 
-Maintenance uses the placement's buckets, with each bucket's answers in the fused order
-(so interval refinement picks the fused median), and `max_anchors` caps the buffer.
-
-In code: `RankBufferPlusOptions`; the ranking is `MultiLookRanking` over a placement
-(`rank_buffer.CoarseToFine` or `JointPlacement`), both `RankingStrategy`s, and the
-maintenance `rank_buffer.RuleManager` with the cap; `RankBufferPlusReward` only picks them.
-
-Failure policy: as the paper's for the placement (a failed coarse call or joint call makes
-the group neutral; a failed fine call keeps its bucket as one tie block). A failed second
-or extra look is skipped: the order is fused from the looks that came back, the group is
-not neutral, and `details["look_failures"]` counts it.
-
-Per-group `details` add to RankBuffer's: `placement_calls`, `look_calls` (second and extra
-looks that came back), `look_failures`. Every listwise answer (joint placement, fine calls,
-looks) is audited against its display order in `details["listwise_display"]` (`rank_buffer`'s display audit).
+Maintenance uses the placement's buckets in fused order. A failed placement is handled as in the paper; a
+failed second or extra look is skipped and counted (`look_failures`), never neutral.
 """
 
 from __future__ import annotations
@@ -47,7 +26,7 @@ from typing import Any
 
 from ..judging.requests import Judge
 from .base import Group
-from .options import check_int
+from .options import check_int, option
 from .rank_buffer import (
     DETAILS_KEY,
     AnchorBufferOptions,
@@ -64,53 +43,33 @@ from .rank_buffer import (
     order_or_none,
 )
 
-PLACEMENTS = ("coarse", "joint")
-#: RankBuffer's variants that rank every answer (`rank_buffer.VARIANTS` without the Sec. 4.5 ablations)
-VARIANTS = ("dynamic", "static")
-SCOPES = ("set", "window")
-
 
 @dataclass
 class RankBufferPlusOptions(AnchorBufferOptions):
-    """The anchor buffer's options, the two variants that rank every answer, and the looks (module docstring);
-    the maintenance is Algorithm 2 (no LLM buffer manager)."""
+    """The anchor buffer's options, the variants that rank every answer, and the looks (no LLM manager)."""
 
     k0: int = field(default=2, metadata=AnchorBufferOptions.__dataclass_fields__["k0"].metadata)
-    buffer_variant: str = field(
-        default="dynamic",
-        metadata={
-            "help": "'dynamic' (Algorithm 2 maintenance) or 'static' (the buffer frozen after its first epoch).",
-            "choices": list(VARIANTS),
-        },
+    buffer_variant: str = option(
+        "dynamic",
+        "'dynamic' (Algorithm 2 maintenance) or 'static' (the buffer frozen after its first epoch).",
+        choices=["dynamic", "static"],
     )
-    placement: str = field(
-        default="joint",
-        metadata={
-            "help": "'coarse' (the paper's coarse + fine rounds) or 'joint' (one listwise call over anchors and "
-            "answers).",
-            "choices": list(PLACEMENTS),
-        },
+    placement: str = option(
+        "joint",
+        "'coarse' (the paper's coarse + fine rounds) or 'joint' (one listwise call over anchors and answers).",
+        choices=["coarse", "joint"],
     )
-    second_look: bool = field(
-        default=True, metadata={"help": "One listwise call over the group's answers, fused with the placement order."}
+    second_look: bool = option(True, "One listwise call over the group's answers, fused with the placement order.")
+    extra_calls: int = option(2, "At most this many more listwise calls per group, over the disputed answers.")
+    extra_scope: str = option(
+        "window",
+        "Extra looks over the disputed answers ('set') or the stretch of the fused order between the "
+        "first and the last of them ('window').",
+        choices=["set", "window"],
     )
-    extra_calls: int = field(
-        default=2, metadata={"help": "At most this many more listwise calls per group, over the disputed answers."}
-    )
-    extra_scope: str = field(
-        default="window",
-        metadata={
-            "help": "Extra looks over the disputed answers ('set') or the stretch of the fused order between the "
-            "first and the last of them ('window').",
-            "choices": list(SCOPES),
-        },
-    )
-    disagreement: int = field(
-        default=1, metadata={"help": "Places two looks must differ by for an answer to count as disputed."}
-    )
-    max_anchors: int | None = field(
-        default=2,
-        metadata={"help": "Cap of the buffer after maintenance (evenly spaced, both ends kept); None: no cap."},
+    disagreement: int = option(1, "Places two looks must differ by for an answer to count as disputed.")
+    max_anchors: int | None = option(
+        2, "Cap of the buffer after maintenance (evenly spaced, both ends kept); None: no cap."
     )
 
     def __post_init__(self):
@@ -127,8 +86,7 @@ class RankBufferPlusOptions(AnchorBufferOptions):
 
 
 class RankBufferPlusReward(RankBufferReward):
-    """RankBuffer with joint placement, a second look and budgeted extra looks (module docstring); takes
-    `RankBufferReward`'s arguments."""
+    """RankBuffer with joint placement, a second look and budgeted extra looks; `RankBufferReward`'s arguments."""
 
     name = "rank_buffer_plus"
     options_class = RankBufferPlusOptions
@@ -153,7 +111,7 @@ class RankBufferPlusReward(RankBufferReward):
 
 
 class JointPlacement(RankingStrategy):
-    """One `ListwiseRequest` over the anchors and the answers together (module docstring, placement "joint")."""
+    """Placement "joint": one `ListwiseRequest` over the anchors and the answers together."""
 
     def __init__(self, judge: Judge, *, reshuffle_check: float = 0.0):
         self.judge = judge
@@ -176,9 +134,8 @@ class JointPlacement(RankingStrategy):
 
 
 class MultiLookRanking(RankingStrategy):
-    """A placement strategy, then the second look in the same round, then extra looks over disputed
-    answers, fused by Borda count (module docstring); buckets keep the placement's, in fused order. The
-    knobs have no defaults here: `RankBufferPlusOptions` holds them, once."""
+    """A placement, the second look in the same round, then extra looks over disputed answers, fused by
+    Borda count; buckets keep the placement's, in fused order."""
 
     def __init__(self, judge: Judge, placement: RankingStrategy, *, second_look: bool, extra_calls: int,
                  extra_scope: str, disagreement: int, reshuffle_check: float):  # fmt: skip
@@ -234,12 +191,7 @@ class MultiLookRanking(RankingStrategy):
 
 
 def borda(orders: Sequence[Sequence[int]], n: int) -> list[int]:
-    """Fuse orders (each worst -> best over range(n), or over a subset embedded in the first) by
-    rank sum; ties keep the first order's sequence.
-
-    Example: orders [0, 1, 2] and [1, 0, 2] give rank sums 0+1, 1+0, 2+2: 0 and 1 tie at 1 and
-    keep the first order, so the fused order is [0, 1, 2].
-    """
+    """Fuse orders (each worst -> best over range(n)) by rank sum; ties keep the first order's sequence."""
     total = [0] * n
     for order in orders:
         for place, u in enumerate(order):
@@ -249,13 +201,8 @@ def borda(orders: Sequence[Sequence[int]], n: int) -> list[int]:
 
 
 def disputed_window(orders: Sequence[Sequence[int]], fused: Sequence[int], disagreement: int, scope: str) -> list[int]:
-    """The answers the looks dispute: those whose places in two of `orders` differ by at least
-    `disagreement`, in fused order (scope "set"), or the contiguous stretch of `fused` from the
-    first to the last of them (scope "window"). Empty when all orders agree that closely.
-
-    Example: orders [0, 1, 2, 3] and [1, 0, 2, 3] with fused [0, 1, 2, 3]: answers 0 and 1
-    differ by one place, 2 and 3 agree, so disagreement 1 disputes [0, 1] and 2 disputes nothing.
-    """
+    """The answers whose places in two of `orders` differ by >= `disagreement`, in fused order (scope "set"),
+    or the stretch of `fused` from the first to the last of them ("window"); empty when none."""
     ranks = [{u: i for i, u in enumerate(order)} for order in orders]
     spread = [max(r[u] for r in ranks) - min(r[u] for r in ranks) for u in fused]
     disputed = [i for i, d in enumerate(spread) if d >= disagreement]
@@ -271,15 +218,3 @@ def _embed(sub: Sequence[int], fused: Sequence[int]) -> list[int]:
     members = set(sub)
     it = iter(sub)
     return [next(it) if u in members else u for u in fused]
-
-
-__all__ = [
-    "PLACEMENTS",
-    "SCOPES",
-    "JointPlacement",
-    "MultiLookRanking",
-    "RankBufferPlusOptions",
-    "RankBufferPlusReward",
-    "borda",
-    "disputed_window",
-]

@@ -1,10 +1,5 @@
-"""Reward methods by name, for `JudgeRewardGRPOTrainer`, the CLI and the benchmark.
-
-    method = make_reward_method("tournament", judge, brackets=3, lambda_fmt=0.2)
-    options = reward_method_class("tournament").options_class(brackets=3)   # its knobs and defaults
-
-Modules are imported only when their method is asked for.
-"""
+"""Reward methods by name, for `JudgeRewardGRPOTrainer`, the CLI and the benchmark; a method's module is
+imported only when it is asked for."""
 
 from __future__ import annotations
 
@@ -46,6 +41,5 @@ def reward_method_class(name: str) -> type[GroupRewardMethod]:
 
 
 def make_reward_method(name: str, judge, **kwargs) -> GroupRewardMethod:
-    """Build the reward method `name` with `judge`; `kwargs` go to its constructor (option values and
-    runtime objects such as `answer_format`; a name that is neither is a `ValueError` listing the options)."""
+    """Build the reward method `name` with `judge`; `kwargs` (option values, `answer_format`, ...) go to it."""
     return reward_method_class(name)(judge, **kwargs)

@@ -1,14 +1,10 @@
-"""Crash-safe, self-describing JSON files in trainer checkpoints.
+"""Crash-safe, self-describing JSON files in trainer checkpoints (stdlib only).
 
-Files are written to a temporary file in the same directory, fsynced, and renamed over the
-target (then the directory is fsynced), so a kill -9 or a power loss leaves the old file or
-the new one at the path, never a partial one. Reward-method state is wrapped with a schema
-tag and the method's name, so resuming from a truncated, foreign, newer or other-method file
-raises `CheckpointStateError` naming the file, the problem and the fix, instead of a bare
-`JSONDecodeError` or a confusing error deep inside `load_state_dict`. A bad entry inside a file
-(one buffer row) raises it too, naming the file and the query (`corrupt_entry`). A kill before the
-rename leaves the temporary file; `remove_write_debris` deletes such files from a folder about to
-be written, so a checkpoint saved again in place never carries them. Stdlib only.
+A file is written to a temporary file, fsynced and renamed over the target, so a crash leaves the old
+file or the new one, never a partial one. Reward-method state carries a schema tag and the method's name,
+so a truncated, foreign, newer or other-method file raises `CheckpointStateError` naming the fix; a bad entry
+(one buffer row) names the query too (`corrupt_entry`). `remove_write_debris` deletes the temporary files of
+an interrupted write from a folder about to be saved again.
 """
 
 from __future__ import annotations
@@ -27,11 +23,8 @@ _RESTORE = "restore the file from an intact copy of the checkpoint, or resume fr
 
 
 class CheckpointStateError(ValueError):
-    """A checkpoint's state file is missing, truncated, corrupt, foreign, newer, or of another method.
-
-    `path` is the file; `reason` is one of "missing", "corrupt", "foreign", "newer", "method";
-    `query` the query whose entry is bad, when one entry of the file is.
-    """
+    """A checkpoint's state file is bad; `reason`: "missing", "corrupt", "foreign", "newer" or "method";
+    `query`: the query whose entry is bad, when one entry is."""
 
     def __init__(self, path: str, reason: str, message: str, *, query: str | None = None):
         super().__init__(message)
@@ -74,8 +67,7 @@ def remove_write_debris(folder: str | os.PathLike) -> list[str]:
 
 
 def durable_replace(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
-    """fsync the finished file `tmp`, rename it over `path`, and fsync their directory, so that
-    `path` holds the old file or all of the new one after a crash at any point."""
+    """fsync `tmp`, rename it over `path` and fsync the directory: a crash leaves the old file or the new."""
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -97,11 +89,7 @@ def _fsync_directory(directory: str) -> None:
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write `data` as JSON to `path` atomically and durably (see the module docstring).
-
-    The temporary file is `PATH.PID.tmp` (one writer per process at a time); a kill -9 before
-    the rename leaves it behind, and the next write from the same process id replaces it.
-    """
+    """Write `data` as JSON to `path` atomically and durably, through `PATH.PID.tmp`."""
     path = os.fspath(path)
     text = json.dumps(data)  # the C encoder, one string: json.dump streams via the Python encoder (~4x slower)
     tmp = f"{path}.{os.getpid()}.tmp"
