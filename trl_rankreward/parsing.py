@@ -101,14 +101,29 @@ def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
     return f" (did you mean {', '.join(dict.fromkeys(hints))}?)" if hints else ""
 
 
-def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_values=None) -> list[str]:
+def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_values=None, config=None) -> list[str]:
     """Take `--config FILE` out of argv and make the file's values the parser's defaults (TrlParser's way:
-    flags on the command line win; an `env:` mapping sets environment variables). A file that cannot be read,
-    is not YAML, is not a mapping or has unknown keys is a usage error naming it. `read_values(path, mapping)`,
-    where a command gives one, turns the file's mapping into the command's option values first."""
+    flags on the command line win); unknown keys are a usage error naming the closest real ones.
+    `read_values(path, mapping)`, where a command gives one, turns the file's mapping into the command's option
+    values first; `config`, the file's mapping when the caller read it already (`read_config_file`)."""
     path, argv = _pop_config(parser, argv)
     if path is None:
         return argv
+    config = read_config_file(parser, path) if config is None else config
+    if read_values is not None:
+        config = read_values(path, config)
+    unknown = [flag.removeprefix("--") for flag in parser.set_defaults_with_config(**config)[::2]]
+    if unknown:
+        known = [a.dest for p in _with_subparsers(parser) for a in p._actions]
+        hints = [m for key in unknown for m in difflib.get_close_matches(key, known, n=1, cutoff=0.6)]
+        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+        parser.error(f"argument {CONFIG_FLAG}: {path} has unknown option(s) {', '.join(unknown)}{hint}")
+    return argv
+
+
+def read_config_file(parser: argparse.ArgumentParser, path: str) -> dict:
+    """The YAML mapping at `path`, its `env:` mapping set as environment variables and taken out; a file that
+    cannot be read, is not YAML or not a mapping is a usage error of `parser` naming it."""
     import yaml
 
     try:
@@ -124,15 +139,7 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_val
     if not isinstance(env, dict):
         parser.error(f"argument {CONFIG_FLAG}: `env` in {path} must be a mapping")
     os.environ.update({str(k): str(v) for k, v in env.items()})
-    if read_values is not None:
-        config = read_values(path, config)
-    unknown = [flag.removeprefix("--") for flag in parser.set_defaults_with_config(**config)[::2]]
-    if unknown:
-        known = [a.dest for p in _with_subparsers(parser) for a in p._actions]
-        hints = [m for key in unknown for m in difflib.get_close_matches(key, known, n=1, cutoff=0.6)]
-        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
-        parser.error(f"argument {CONFIG_FLAG}: {path} has unknown option(s) {', '.join(unknown)}{hint}")
-    return argv
+    return config
 
 
 def _with_subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

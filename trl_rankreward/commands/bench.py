@@ -151,6 +151,6 @@ def _estimate(config, cost) -> int:
     from ..scripts import config_keys, read_training_config
 
     path = cost.training_config
-    parsed = read_training_config(path, cost.overrides, prog=f"trl-rankreward bench ({path})", here=False)
-    print(estimate(path, parsed, config_keys(path, cost.overrides), cost, config)[0])
+    parsed, values = read_training_config(path, cost.overrides, prog=f"trl-rankreward bench ({path})", here=False)
+    print(estimate(path, parsed, config_keys(values, cost.overrides), cost, config)[0])
     return 0
