@@ -56,30 +56,19 @@ _BASES = (Exception, BaseException, object)
 
 
 def is_user_error(exc: BaseException) -> bool:
-    """`exc` describes a fix for the user; False for a bug."""
-    if isinstance(exc, UserError) or _library_user_error(type(exc)):
+    """`exc` describes a fix for the user; False for a bug. A ValueError or OSError is the user's when it was raised
+    inside a call into one of `_CONFIG_ERROR_SOURCES`: a frame of theirs comes after the package's last frame."""
+    if isinstance(exc, UserError) or any(
+        (c.__name__ in _LIBRARY_USER_ERRORS and c.__module__.startswith("trl_rankreward."))
+        or (c.__name__ == "YAMLError" and c.__module__.startswith("yaml"))
+        for c in type(exc).__mro__
+    ):
         return True
     if isinstance(exc, ModuleNotFoundError):  # an optional package not installed, not a module of ours
         return bool(exc.name) and not exc.name.startswith("trl_rankreward")
-    if isinstance(exc, ValueError | OSError):
-        return _raised_by_library(exc)
-    return False
-
-
-def _library_user_error(cls: type) -> bool:
-    """`cls` is (or derives from) one of `_LIBRARY_USER_ERRORS`, or is a YAML error."""
-    return any(
-        (c.__name__ in _LIBRARY_USER_ERRORS and c.__module__.startswith("trl_rankreward."))
-        or (c.__name__ == "YAMLError" and c.__module__.startswith("yaml"))
-        for c in cls.__mro__
-    )
-
-
-def _raised_by_library(exc: BaseException) -> bool:
-    """`exc` was raised inside a call into one of `_CONFIG_ERROR_SOURCES`: a frame of theirs comes after the
-    package's last frame in its traceback."""
-    modules = []
-    tb = exc.__traceback__
+    if not isinstance(exc, ValueError | OSError):
+        return False
+    modules, tb = [], exc.__traceback__
     while tb is not None:
         modules.append(tb.tb_frame.f_globals.get("__name__", "").split(".")[0])
         tb = tb.tb_next

@@ -1,13 +1,8 @@
 """`trl-rankreward eval-genrm`: the rationale-aware GenRM benchmark (R-Align Sec. 3.3; docs/ralign.md).
 
-    trl-rankreward eval-genrm --dataset_name rb2_with_rationales/ \\
-        --genrm_base_urls http://localhost:8000/v1 --genrm_model my-genrm \\
-        --metarm_base_urls http://localhost:8001/v1 --metarm_model openai/gpt-oss-120b --output_file genrm_eval.json
-
-The GenRM's and the MetaRM's settings are the judge-server settings prefixed `genrm_` and `metarm_`
-(`judging.server_settings`); the MetaRM decodes as in training (`RAlignGenRMConfig`'s defaults).
-`--r_align_release DIR` (a checkout of github.com/lyn22333/R-Align) follows the authors' release in every
-step (`rewards.ralign_release`); without it, our own prompts and display order."""
+The GenRM's and the MetaRM's settings are the judge-server settings prefixed `genrm_` and `metarm_`; the
+MetaRM decodes as in training (`RAlignGenRMConfig`'s defaults). `--r_align_release DIR` (a checkout of
+github.com/lyn22333/R-Align) follows the authors' release in every step (`rewards.ralign_release`)."""
 
 from __future__ import annotations
 

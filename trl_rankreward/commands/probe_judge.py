@@ -1,14 +1,10 @@
 """`trl-rankreward probe-judge --config TRAIN.yaml`: before training, which reward method gives signal.
 
-    trl-rankreward probe-judge --config my_run.yaml --queries 16 --methods pointwise,rrc_scr,rank_buffer_plus
-    trl-rankreward probe-judge --config my_run.yaml --judge_base_urls http://gpu2:8000/v1   # another judge
-
-Reads the training config as the training scripts do (`scripts.read_training_config`; its flags given here
-override it), generates G rollouts (and G more to warm up stateful methods) for `--queries` sampled queries
-with the starting policy, runs `evaluation.judge_probe.probe_judge` with the config's judge, prints the table
-and the recommendation (noting when the probe costs more than the run, as `bench --config` estimates it),
-writes the JSON report and says how to switch the config (docs/judge_probe.md).
-"""
+Reads the training config as the training scripts do (its flags given here override it), samples G rollouts
+(and G more to warm up stateful methods) for `--queries` queries from the starting policy, runs
+`evaluation.judge_probe.probe_judge` with the config's judge, prints the table and recommendation (noting when
+the probe costs more than the run, as `bench --config` estimates it), writes the JSON report and says how to
+switch the config (docs/judge_probe.md)."""
 
 from __future__ import annotations
 

@@ -175,20 +175,14 @@ def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
     )
 
 
-def read_ralign_file(path: str | Path) -> list[dict]:
-    """Every row of one published (valid JSON lines) file, in order, in the pairwise schema."""
-    path = Path(path)
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                rows.append(ralign_pair(json.loads(line), benchmark=path.stem, where=f"{path}, line {number}"))
-    return rows
-
-
 def load_ralign_files(files: Iterable[str | Path]) -> datasets.Dataset:
-    """The rows of several published files, file after file, as one `datasets.Dataset`."""
-    rows = [row for path in files for row in read_ralign_file(path)]
+    """The rows of published (valid JSON lines) files, file after file, in the pairwise schema."""
+    rows = []
+    for path in map(Path, files):
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    rows.append(ralign_pair(json.loads(line), benchmark=path.stem, where=f"{path}, line {number}"))
     return datasets.Dataset.from_list(rows, features=PAIRWISE_FEATURES)
 
 

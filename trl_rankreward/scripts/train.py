@@ -108,14 +108,10 @@ def training_parsers(reward_method: str | None = None) -> list[tuple[type, type]
 
 
 def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str, here: bool = True):
-    """((script arguments, trainer config, model config), the YAML mapping) of the training config at `path`, with
-    the command-line `overrides` (`--judge_base_urls http://...`), parsed as the example script would.
-
-    The classes are the first of `training_parsers()` whose fields hold every key, else the ones missing the
-    fewest, whose parser then refuses the rest as the script would (`unknown option(s) k_0 (did you mean k0?)`,
-    exit 2). `here=False` reads the config of a run on another machine (`bench --config`): it is parsed with
-    `use_cpu`, so transformers' check of this machine's bf16 support is skipped.
-    """
+    """((script arguments, trainer config, model config), the YAML mapping) of the training config at `path` with
+    the command-line `overrides`, parsed by the first of `training_parsers()` whose fields hold every key (else
+    the one missing the fewest, which refuses the rest as the script would). `here=False` (a run on another
+    machine) parses with `use_cpu`, skipping transformers' check of this machine's bf16 support."""
     from trl import ModelConfig
 
     values = read_config_file(ScriptParser((), prog=prog), path)
@@ -137,11 +133,8 @@ def config_keys(values: dict, overrides: Sequence[str] = ()) -> set[str]:
 
 
 def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
-    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status.
-
-    Before `main`, a build lock left by a killed DeepSpeed op build stops the run (`trainers.extension_builds`);
-    after a successful `main`, the process group of a distributed launch is destroyed (`end_process_group`).
-    """
+    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status. A DeepSpeed build
+    lock left by a killed build stops the run first; a success ends the launch's process group."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
 
@@ -155,13 +148,9 @@ def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None
 
 
 def end_process_group() -> None:
-    """Destroy the launch's process group, if there is one, before the interpreter exits, as PyTorch asks.
-
-    Call it once the trainer is released (a trainer lives in reference cycles, hence the garbage collection
-    first): destroying the group stops gloo's threads here, in order, instead of at the interpreter's exit, where
-    a finished rank could abort ("terminate called without an active exception", exit -6). Only after a
-    success: the barrier would wait for a rank that failed.
-    """
+    """Destroy the launch's process group, if any, once the trainer is released (after a garbage collection: a
+    trainer lives in reference cycles), so gloo's threads stop in order rather than at the interpreter's exit
+    (where a rank could abort, exit -6). Only after a success: the barrier would wait for a failed rank."""
     import gc
 
     import torch.distributed as dist
@@ -249,12 +238,9 @@ TINY_MODEL = "tiny"
 
 
 def resolve_model(name: str, training_args) -> str:
-    """`name`, or for `tiny` the folder of a tiny random model built (atomically, by each machine's local main
-    process while the others wait) under `output_dir/tiny_model`.
-
-    A local path (it starts with ., / or ~, or its folder part exists here) must exist: transformers would read it
-    as a Hub id and fail with "Repo id must be in the form ...".
-    """
+    """`name`, or for `tiny` a tiny random model built (atomically, by each machine's main process first) under
+    `output_dir/tiny_model`. A local path (., / or ~, or an existing parent folder) must exist: transformers would
+    read it as a Hub id ("Repo id must be in the form ...")."""
     if name == TINY_MODEL:
         from ..tiny import build_tiny_model
 
