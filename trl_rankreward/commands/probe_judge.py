@@ -170,9 +170,9 @@ def _planned_run(args: ProbeJudgeArguments, parsed: tuple, values: dict) -> dict
     from ..scripts import config_keys
     from ..user_errors import UsageError
 
+    keys, cost = config_keys(values, args.overrides), ConfigCostArguments(num_processes=args.num_processes)
     try:
-        _, totals = estimate(args.training_config, parsed, config_keys(values, args.overrides), ConfigCostArguments(num_processes=args.num_processes),
-                             RewardBenchConfig())  # fmt: skip
+        _, totals = estimate(args.training_config, parsed, keys, cost, RewardBenchConfig())
     except UsageError:  # a batch --num_processes cannot make: bench --config says why
         return None
     return dataclasses.asdict(totals[0]) if totals else None

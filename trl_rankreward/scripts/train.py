@@ -123,8 +123,8 @@ def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str,
 
     types = min(((*pair, ModelConfig) for pair in training_parsers(given)), key=missing)  # of equals, the first
     elsewhere = [] if here else ["--use_cpu", "true"]  # before the overrides: a flag given wins
-    parsed = ScriptParser(types, prog=prog).parse_args_and_config(["--config", path, *elsewhere, *overrides], config=values)
-    return parsed, values
+    argv = ["--config", path, *elsewhere, *overrides]
+    return ScriptParser(types, prog=prog).parse_args_and_config(argv, config=values), values
 
 
 def config_keys(values: dict, overrides: Sequence[str] = ()) -> set[str]:

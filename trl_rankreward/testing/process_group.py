@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 
 def kill_session(process: subprocess.Popen) -> None:
-    """SIGKILL every process in the session `process` leads and reap it (SIGTERM: a hung collective would not heed it)."""
+    """SIGKILL every process in the session `process` leads, and reap it (a hung collective would not heed SIGTERM)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already empty
         os.killpg(process.pid, signal.SIGKILL)
     for pid in session_members(process.pid):  # the groups its children started in the session
