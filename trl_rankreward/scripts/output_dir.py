@@ -34,22 +34,11 @@ class OutputDirBusyError(ConfigError):
 
 @contextmanager
 def claim_output_dir(training_args, model_name: str) -> Iterator[None]:
-    """Check `training_args.output_dir` and hold its run lock for the `with` block."""
+    """Check `training_args.output_dir` (made if missing) and hold its run lock for the `with` block."""
     if not training_args.should_save:
         yield
         return
     folder = Path(training_args.output_dir)
-    check_writable(folder)
-    check_room(folder, checkpoint_bytes(model_name, save_only_model=training_args.save_only_model))
-    lock = take_run_lock(folder)
-    try:
-        yield
-    finally:
-        release_run_lock(lock)
-
-
-def check_writable(folder: Path) -> None:
-    """Make `folder` if missing and write a probe file in it; refuse in one line when either fails."""
     probe = folder / f".write_probe.{os.getpid()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -60,6 +49,19 @@ def check_writable(folder: Path) -> None:
             f"output_dir {folder} is not writable ({exc.strerror or type(exc).__name__}); checkpoints and the "
             "model are saved there: give a folder you can write to (--output_dir)"
         ) from None
+    needed = checkpoint_bytes(model_name, save_only_model=training_args.save_only_model)
+    free = shutil.disk_usage(folder).free
+    if needed > free:
+        raise ConfigError(
+            f"output_dir {folder} has {free / 2**30:.2f} GiB free, but one checkpoint needs about "
+            f"{needed / 2**30:.2f} GiB (the model's weights, x3 with the optimizer state); free some space or give "
+            "another --output_dir"
+        )
+    lock = take_run_lock(folder)
+    try:
+        yield
+    finally:
+        release_run_lock(lock)
 
 
 def checkpoint_bytes(model_name: str, *, save_only_model: bool = False) -> int:
@@ -69,17 +71,6 @@ def checkpoint_bytes(model_name: str, *, save_only_model: bool = False) -> int:
         return 0
     weights = sum(f.stat().st_size for f in folder.rglob("*") if f.suffix in WEIGHT_SUFFIXES and f.is_file())
     return weights if save_only_model else 3 * weights
-
-
-def check_room(folder: Path, needed: int) -> None:
-    """Refuse when the file system of `folder` has less than `needed` bytes free."""
-    free = shutil.disk_usage(folder).free
-    if needed > free:
-        raise ConfigError(
-            f"output_dir {folder} has {free / 2**30:.2f} GiB free, but one checkpoint needs about "
-            f"{needed / 2**30:.2f} GiB (the model's weights, x3 with the optimizer state); free some space or give "
-            "another --output_dir"
-        )
 
 
 def take_run_lock(folder: Path) -> Path:
