@@ -244,10 +244,8 @@ def prepare_skywork(
     seed: int = 42,
     drop_sources: Iterable[str] = SKYWORK_CLEANING,
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Skywork-Reward-Preference-80K-v0.2 -> pairs; the conversation before the last turn is the prompt.
-
-    `drop_sources`: upstream `source` values left out (default: RM-R1's cleaning). Rows whose conversations
-    differ before the last turn are skipped (counted)."""
+    """Skywork-Reward-Preference-80K-v0.2 -> pairs; the conversation before the last turn is the prompt, and rows
+    whose conversations differ before it are skipped; `drop_sources`: upstream sources left out (RM-R1's cleaning)."""
     drop = set(drop_sources)
     columns = SKYWORK_COLUMNS if drop else {k: v for k, v in SKYWORK_COLUMNS.items() if k != "source"}
     require_columns(source, columns, "Skywork/Skywork-Reward-Preference-80K-v0.2")

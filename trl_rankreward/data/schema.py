@@ -148,10 +148,9 @@ def sample_rows(
     duplicate: str = "duplicate prompt",
     noun: str = "queries",
 ) -> tuple[list[dict], SampleReport]:
-    """Convert rows in seeded random order (or `order`) until `n` distinct eligible rows are kept (None: all).
-
-    `convert(index, row)` returns the row or raises `Ineligible(reason)`; a repeated `key` is skipped as
-    `duplicate`; fewer than `n` eligible rows is a `ConfigError`."""
+    """Convert rows in seeded random order (or `order`) until `n` distinct eligible rows are kept (None: all);
+    `convert` raises `Ineligible(reason)` for a row to skip; a repeated `key` is a `duplicate`; fewer than `n`:
+    `ConfigError`."""
     if order is None:
         order = list(range(len(dataset)))
         random.Random(seed).shuffle(order)

@@ -172,9 +172,8 @@ def failures_path_for(output_path: str | Path) -> Path:
 
 @dataclass
 class ResumableRunner:
-    """Run `Job`s through `backend.complete` and append `{id_key: job.id, **parse(text, job), "attempts": n}`
-    lines to `output_path`; `parse` raises `InvalidOutput` on an invalid answer; `max_attempts` counts invalid
-    answers and backend errors alike."""
+    """Run `Job`s through `backend.complete` and append `{id_key: job.id, **parse(text, job), "attempts": n}` lines
+    to `output_path`; `parse` raises `InvalidOutput` on an invalid answer."""
 
     backend: Any
     output_path: str | Path

@@ -104,10 +104,8 @@ class FaultProxy:
     # ---- control -------------------------------------------------------------------------
 
     def inject(self, kind: str, count: int = 1, **params: float) -> None:
-        """Apply fault `kind` to the next `count` POST requests (after those already queued).
-
-        `down` acts at once and lasts until `restore()` (no count). Parameters: see `FAULTS`.
-        """
+        """Apply fault `kind` (parameters: `FAULTS`) to the next `count` POST requests, after those already queued;
+        `down` acts at once, until `restore()`."""
         if kind not in FAULTS:
             raise ValueError(f"Unknown fault kind {kind!r}; expected one of {sorted(FAULTS)}")
         unknown = sorted(set(params) - set(FAULTS[kind]))
