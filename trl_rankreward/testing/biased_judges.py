@@ -106,6 +106,3 @@ def biased_judges(*, noise: float = 0.0, seed: int = 0) -> dict[str, SimulatedJu
         "position_biased": position_biased_judge(noise=noise, seed=seed),
     }
 
-
-__all__ = ["FACTS", "SCRIPTED_QUERIES", "EchoJudge", "biased_judges", "fact_quality", "honest_judge",
-           "length_biased_judge", "position_biased_judge", "scripted_groups"]  # fmt: skip

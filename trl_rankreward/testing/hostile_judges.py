@@ -137,5 +137,3 @@ class _Handler(JSONHandler):
             reply["choices"][0]["finish_reason"] = "length"
         self._send(200, reply)
 
-
-__all__ = ["ANSWER_KEYS", "BEHAVIOURS", "HostileJudge", "planted_verdicts", "serve_hostile_judge"]
