@@ -1,11 +1,8 @@
 """Pause Python's cyclic garbage collector while millions of objects are built at once.
 
-Building a large container (a 10^5-query `RankBufferReward.state_dict()`, its `json.load`)
-allocates millions of lists and dicts; each allocation burst triggers collections that
-rescan everything built so far, which made save / restore time grow superlinearly (10x the
-queries took ~25x the time, docs/performance.md, "Buffer scale"). Such data holds no
-reference cycles, so there is nothing for the collector to find while it is being built.
-"""
+Building a 10^5-query `RankBufferReward.state_dict()` (or loading it) triggers collections that rescan
+everything built so far: save / restore grew superlinearly (docs/performance.md, "Buffer scale"). Such data
+holds no reference cycles."""
 
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ from contextlib import contextmanager
 
 @contextmanager
 def paused_gc() -> Iterator[None]:
-    """Disable the cyclic collector inside the block; restore its previous state after,
-    also on error (reference counting still frees everything as usual)."""
+    """Disable the cyclic collector inside the block; restore its previous state after, also on error."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

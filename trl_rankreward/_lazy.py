@@ -1,11 +1,5 @@
-"""Lazy attribute exports, so `import trl_rankreward.rewards` pulls in neither torch nor trl.
-
-A package `__init__` lists each exported name once, under the module that defines it:
-
-    __getattr__, __all__ = lazy_exports(__name__, {".requests": ("Rubric", "JudgeFailure")})
-
-and `from package import Rubric` imports `.requests` on first use (PEP 562).
-"""
+"""Lazy attribute exports (PEP 562), so `import trl_rankreward.rewards` pulls in neither torch nor trl:
+`__getattr__, __all__ = lazy_exports(__name__, {".requests": ("Rubric", "JudgeFailure")})`."""
 
 from __future__ import annotations
 

@@ -1,32 +1,18 @@
 """`trl-rankreward` command line: one subcommand per module in `trl_rankreward.commands`.
 
-Every subcommand is built from dataclasses, as TRL's own scripts are: each field is one flag
-(`--max_tokens`, underscores as in TRL and transformers; the hyphenated spelling is accepted
-too), its `metadata["help"]` is the flag's help, and `trl.TrlParser` (an
-`HfArgumentParser`) builds and parses them. The flag convention (shared with the example
-training scripts) is the table in docs/cli.md. A command module defines
+Every subcommand is built from dataclasses by `trl.TrlParser`, one flag per field (`metadata["help"]` its
+help; `metadata={"positional": True}` a positional). A command module defines `HELP` (one line),
+`arguments()` (its dataclass types, or `{subcommand: (help, types)}`), `run(*parsed)` -> exit status, and
+optionally:
 
-- `HELP`: one line, listed by `trl-rankreward --help`;
-- `arguments()`: its dataclass types, or `{subcommand: (help, dataclass types)}` for a command
-  with subcommands (`data nectar`, `rubrics generate`);
-- `run(*parsed)` (or `run(subcommand, *parsed)`) -> exit status;
-- optionally `CONFIG_FILE = True`: the command also takes `--config FILE.yaml` (option values;
-  flags on the command line win; an `env:` mapping sets environment variables), as TRL's
-  scripts do; `config_values(path, mapping)`, where defined, turns the file's mapping into
-  option values first, and `CONFIG_HELP`, where defined, is the flag's help. A command that reads
-  a training config (keys of a training run, not its options) takes its path as the option
-  `training_config`, which its `config_values` sets: `bench` when the file is one, `probe-judge` always;
-- optionally `TRAINING_OVERRIDES = True`: flags that are not the command's own are the training config's
-  (`--judge_base_urls URL`, as the training scripts take them), handed to the dataclass that holds
-  `training_config` as its `overrides`; `scripts.read_training_config` reads the file with them and refuses
-  an unknown one as a training script would. Without a training config they are unrecognized arguments.
+- `CONFIG_FILE = True`: it takes `--config FILE.yaml` (flags win; `env:` sets environment variables);
+  `config_values(path, mapping)` turns the mapping into option values, `CONFIG_HELP` is the flag's help. A
+  command reading a training config takes its path as the option `training_config` (`bench`, `probe-judge`);
+- `TRAINING_OVERRIDES = True`: flags that are not its own go to the training config (`--judge_base_urls URL`),
+  as the `overrides` of the dataclass holding `training_config`, read by `scripts.read_training_config`.
 
-A field with `metadata={"positional": True}` is a positional argument. Command modules
-import heavy modules only inside `arguments()` and `run`, so `trl-rankreward --help` stays fast.
-
-Errors are one line and an exit status, as `trl_rankreward.user_errors` says (the same for the
-example scripts); `--traceback` (or `TRL_RANKREWARD_TRACEBACK=1`) shows the full traceback.
-"""
+Command modules import heavy modules only in `arguments()` and `run`, so `--help` stays fast. Errors follow
+`trl_rankreward.user_errors`."""
 
 from __future__ import annotations
 

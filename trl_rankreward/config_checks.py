@@ -1,27 +1,16 @@
-"""`CheckedConfig`: the one validation path of the package's config dataclasses.
+"""`CheckedConfig`: the one validation path of the package's config dataclasses (mixins over e.g. `GRPOConfig`).
 
-A config of the package is a dataclass built from mixins (the judge servers' fields, the win rate's,
-the critic's, a reward method's options) over a base such as TRL's `GRPOConfig`. Each class states
-its own checks once, in a method `check_config(self)` of its own body that never calls `super()`.
-`CheckedConfig.__post_init__`, the only `__post_init__` such a config runs, then runs
-
-1. the base's own `__post_init__` (TRL's: the first class of the MRO outside this package that
-   defines one), through `base_post_init`, which a mixin may replace (the critic's lets PPO run with
-   one generation per prompt);
-2. the check of every judge role among the bases (`ROLE.check` of `judging.server_settings`' mixins:
-   it also writes the URLs back as a list);
-3. every `check_config` in the body of any class of the MRO, the most basic class first.
-
-A check cannot be skipped by accident: nothing depends on a `super()` chain, and a subclass that
-defines `__post_init__`, or a base that would put its own `__post_init__` before this one, is a
-`TypeError` when the class is created.
-"""
+Each class states its checks once, in a `check_config(self)` of its own body that never calls `super()`.
+`CheckedConfig.__post_init__`, the only one such a config runs, runs the base's own `__post_init__` (TRL's,
+via `base_post_init`, which a mixin may replace), then every judge role's `ROLE.check`, then every
+`check_config` of the MRO, most basic first. None can be skipped by accident: a subclass defining
+`__post_init__`, or a base whose `__post_init__` comes first, is a `TypeError` at class creation."""
 
 from __future__ import annotations
 
 
 class CheckedConfig:
-    """Mixin of the package's configs: `check_config` of every class runs (module docstring)."""
+    """Mixin of the package's configs: `check_config` of every class runs."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -1,18 +1,6 @@
-"""Command-line parsing shared by `trl-rankreward` and the example training scripts.
-
-Both build their flags from dataclasses with `trl.TrlParser` and read `--config FILE.yaml` the
-same way, so a flag or config value is refused the same way everywhere: one line
-`PROG: error: MESSAGE (see `PROG --help`)` and exit status 2 (`trl_rankreward.user_errors`),
-before anything runs. Here:
-
-- `OneLineErrors`, the parser mixin: one-line errors, the closest real flag for an unknown one;
-- `apply_config_file`: `--config FILE` values become the parser's defaults (flags win), its `env:`
-  mapping sets environment variables, an unknown key is refused with the closest real one;
-- `to_dataclasses`: the parsed namespace into the dataclasses, their own checks (`__post_init__`)
-  and a number check on config values turned into usage errors.
-
-Imports nothing heavy (yaml on use), so `trl-rankreward --help` stays fast.
-"""
+"""Command-line parsing shared by `trl-rankreward` and the example training scripts, so a flag or config value
+is refused the same way everywhere: one line `PROG: error: MESSAGE (see `PROG --help`)`, exit 2. Imports
+nothing heavy (yaml on use), so `--help` stays fast."""
 
 from __future__ import annotations
 
@@ -32,11 +20,8 @@ CONFIG_HELP = "YAML file of option values (keys as the flags, without --); flags
 
 
 class OneLineErrors:
-    """Parser mixin: `error()` prints `PROG: error: MESSAGE` (one line, no usage block) and exits 2.
-
-    An unknown flag is named (with the closest real one) even when argparse stops first at a missing
-    required option, so `--base_url` says: did you mean --base_urls?
-    """
+    """Parser mixin: `error()` prints one line and exits 2, naming an unknown flag with the closest real one even
+    when argparse stops first at a missing required option."""
 
     def parse_known_args(self, args=None, namespace=None):
         self._seen_args = list(sys.argv[1:] if args is None else args)
@@ -63,8 +48,7 @@ class OneLineErrors:
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Defaults shown only where they say something; a flag's hyphenated twin left out;
-    a lone `%` in a field's help (`< 1%`) printed as it is, not read as a format."""
+    """Defaults shown only where they say something; a flag's hyphenated twin left out; a lone `%` printed as is."""
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -81,8 +65,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def training_overrides_field():
-    """The `overrides` field of a command that reads a training config (`TRAINING_OVERRIDES` in `cli.py`):
-    not a flag; the CLI stores there the flags that are the training config's, not the command's own."""
+    """The `overrides` field of a command that reads a training config: not a flag; the CLI stores there the
+    flags that are the training config's."""
     return dataclasses.field(
         default_factory=list,
         init=False,
@@ -92,8 +76,7 @@ def training_overrides_field():
 
 
 def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
-    """' (did you mean --x?)' for unrecognized flags close to a real one (`--base_url` -> `--base_urls`); the
-    hyphenated twins are not suggested."""
+    """' (did you mean --x?)' for unrecognized flags close to a real one (hyphenated twins not suggested)."""
     known = [s for a in parser._actions for s in a.option_strings if s in (f"--{a.dest}", f"--no_{a.dest}")]
     hints = []
     for flag in flags:
@@ -101,14 +84,29 @@ def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
     return f" (did you mean {', '.join(dict.fromkeys(hints))}?)" if hints else ""
 
 
-def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_values=None) -> list[str]:
+def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_values=None, config=None) -> list[str]:
     """Take `--config FILE` out of argv and make the file's values the parser's defaults (TrlParser's way:
-    flags on the command line win; an `env:` mapping sets environment variables). A file that cannot be read,
-    is not YAML, is not a mapping or has unknown keys is a usage error naming it. `read_values(path, mapping)`,
-    where a command gives one, turns the file's mapping into the command's option values first."""
+    flags on the command line win); unknown keys are a usage error naming the closest real ones.
+    `read_values(path, mapping)`, where a command gives one, turns the file's mapping into the command's option
+    values first; `config`, the file's mapping when the caller read it already (`read_config_file`)."""
     path, argv = _pop_config(parser, argv)
     if path is None:
         return argv
+    config = read_config_file(parser, path) if config is None else config
+    if read_values is not None:
+        config = read_values(path, config)
+    unknown = [flag.removeprefix("--") for flag in parser.set_defaults_with_config(**config)[::2]]
+    if unknown:
+        known = [a.dest for p in _with_subparsers(parser) for a in p._actions]
+        hints = [m for key in unknown for m in difflib.get_close_matches(key, known, n=1, cutoff=0.6)]
+        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
+        parser.error(f"argument {CONFIG_FLAG}: {path} has unknown option(s) {', '.join(unknown)}{hint}")
+    return argv
+
+
+def read_config_file(parser: argparse.ArgumentParser, path: str) -> dict:
+    """The YAML mapping at `path`, its `env:` mapping set as environment variables and taken out; a file that
+    cannot be read, is not YAML or not a mapping is a usage error of `parser` naming it."""
     import yaml
 
     try:
@@ -124,15 +122,7 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_val
     if not isinstance(env, dict):
         parser.error(f"argument {CONFIG_FLAG}: `env` in {path} must be a mapping")
     os.environ.update({str(k): str(v) for k, v in env.items()})
-    if read_values is not None:
-        config = read_values(path, config)
-    unknown = [flag.removeprefix("--") for flag in parser.set_defaults_with_config(**config)[::2]]
-    if unknown:
-        known = [a.dest for p in _with_subparsers(parser) for a in p._actions]
-        hints = [m for key in unknown for m in difflib.get_close_matches(key, known, n=1, cutoff=0.6)]
-        hint = f" (did you mean {', '.join(hints)}?)" if hints else ""
-        parser.error(f"argument {CONFIG_FLAG}: {path} has unknown option(s) {', '.join(unknown)}{hint}")
-    return argv
+    return config
 
 
 def _with_subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -153,8 +143,7 @@ def _pop_config(parser, argv: list[str]) -> tuple[str | None, list[str]]:
 
 
 def to_dataclasses(parser: argparse.ArgumentParser, namespace: argparse.Namespace, types) -> list:
-    """One instance of each dataclass in `types` from the parsed values; a check that refuses a value (the
-    dataclass's `__post_init__`, `check_field_types`) is a usage error of `parser`."""
+    """One instance of each dataclass in `types` from the parsed values; a refused value is a usage error."""
     values = vars(namespace)
     parsed = []
     for dtype in types:
@@ -169,9 +158,8 @@ def to_dataclasses(parser: argparse.ArgumentParser, namespace: argparse.Namespac
 
 
 def check_field_types(config) -> None:
-    """A config-file value of the wrong kind (`learning_rate: [1, 2]`) is an error naming the key: a YAML value
-    reaches the dataclass as it is, with no conversion to the field's type. Fields whose default is a number must
-    hold a number."""
+    """A config-file value of the wrong kind (`learning_rate: [1, 2]`) is an error naming the key: YAML values reach
+    the dataclass unconverted. Fields whose default is a number must hold a number."""
     for f in dataclasses.fields(config):
         default, value = f.default, getattr(config, f.name, None)
         if isinstance(default, bool) or not isinstance(default, int | float) or value is None:

@@ -1,33 +1,15 @@
-"""Tiny offline chat models written to disk: `model_name_or_path: tiny` in a training config (CPU smoke
-runs), and the tests' policies and served judges.
+"""Tiny offline chat models written to disk: `model_name_or_path: tiny` in a training config (CPU smoke runs),
+and the tests' policies and served judges.
 
-The tokenizer is a byte-level BPE trained on the spot (seconds), with a Qwen-style chat template
-(`<|im_start|>role ... <|im_end|>`) and `<think>`/`</think>` tokens, so TRL's GRPO, `transformers
-serve` and our answer parsing all see the same conventions as a real Qwen3. The weights are random
-unless `follows` names an output format.
-
-**Format tuning.** A random tiny policy never closes `</think>` within a short completion and never
-writes `\\boxed{A}`: every rollout fails the format, nothing is judged, and a run proves launch and
-resume but not one judged step. `tune_to_format` fixes that honestly: the model stays a tiny
-transformer built from a config, and a few seconds of supervised fine-tuning on its format's
-strings (AdamW, loss on the completion tokens only) make the format's tokens likely. It learns
-the format, not the task: which answer or which letter it writes stays a coin flip. The formats
-(`FORMATS`):
-
-- `"thinking"`: an empty thinking block, then a short answer about the colour of the sky, as
-  Qwen3 writes in thinking mode (`<think>\\n</think>\\n\\nA blue sky.`), about 12 tokens with
-  the end of turn, so it fits a 16-token completion;
-- `"genrm"`: a one-line rationale, then R-Align's verdict (`Response B is right.\\n\\boxed{B}`),
-  about 25 tokens, for GenRM prompts (`rewards.genrm_verdict.genrm_messages`).
-
-Prompt length must not matter: the GenRM prompt is about 1,200 tokens, and fine-tuning on it
-would take minutes. So a tuned model attends over a sliding window of `WINDOW` tokens on every
-layer (Qwen3's `sliding_attention`, with rotary positions: only relative positions count). Each
-completion token then sees only the last `WINDOW` tokens, and training on the prompt's last
-`WINDOW` tokens is exactly training on the whole prompt, whatever its length.
-
-torch, transformers and tokenizers are imported only when a model or tokenizer is built.
-"""
+The tokenizer is a byte-level BPE trained on the spot, with a Qwen-style chat template and `<think>` tokens,
+so TRL, `transformers serve` and our parsing see a real Qwen3's conventions. Weights are random unless
+`follows` names an output format (`FORMATS`): a random policy never closes `</think>` or writes
+`\\boxed{A}`, so no step would be judged. `tune_to_format` fine-tunes a few seconds on the format's strings
+(loss on the completion only): the model learns the format, not the task (the answer stays a coin flip).
+`"thinking"`: `<think>\\n</think>\\n\\nA blue sky.` (about 12 tokens); `"genrm"`: a one-line rationale, then
+`\\boxed{B}` (about 25 tokens). A tuned model attends over a sliding window of `WINDOW` tokens (rotary: only
+relative positions count), so training on a prompt's last `WINDOW` tokens is training on the whole, 1,200-token
+GenRM prompts included. torch, transformers and tokenizers load only when a model is built."""
 
 from __future__ import annotations
 
@@ -65,10 +47,8 @@ _CORPUS = [
 def train_tiny_tokenizer(vocab_size: int = 512, *, keep_thinking_tags: bool = False):
     """A `PreTrainedTokenizerFast` with a BPE vocabulary trained on a built-in corpus.
 
-    `keep_thinking_tags`: `<think>` and `</think>` are ordinary added tokens, as in Qwen3's tokenizer,
-    so decoding with `skip_special_tokens=True` (as TRL decodes completions) keeps them; otherwise
-    they are special tokens, which that decoding drops (same ids either way).
-    """
+    `keep_thinking_tags`: `<think>`/`</think>` are ordinary added tokens, as in Qwen3, so decoding with
+    `skip_special_tokens=True` (as TRL does) keeps them; otherwise they are special tokens (same ids)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -107,20 +87,11 @@ def build_tiny_model(
     seed: int = 0,
     follows: str | None = None,
 ) -> Path:
-    """Write a random-init Qwen3-style causal LM and its tokenizer to `output_dir`.
+    """Write a random-init Qwen3-style causal LM and its tokenizer to `output_dir` (reused when built with the same
+    settings) and return it; `follows`: an output format of `FORMATS` to tune it to.
 
-    Returns the directory, loadable with `AutoModelForCausalLM.from_pretrained` and
-    `AutoTokenizer.from_pretrained` offline. Reuses an existing build with the same settings.
-    `follows`: None (random weights), or an output format of `FORMATS` the model is
-    fine-tuned to write, with sliding-window attention and a tokenizer that keeps `<think>`/`</think>`
-    when decoding (`train_tiny_tokenizer(keep_thinking_tags=True)`).
-
-    The build is atomic: it is written to a temporary folder beside `output_dir` and renamed
-    into place, so a concurrent reader (another process of the same launch) never sees a
-    half-written folder, and two concurrent builders both return a complete one. An existing
-    `output_dir` is replaced only when it is empty or holds nothing but an earlier tiny build;
-    a folder with other files raises `FileExistsError`.
-    """
+    Atomic: written beside `output_dir` and renamed into place, so a concurrent reader never sees a half-written
+    folder. An existing `output_dir` that holds anything but an earlier tiny build is a `FileExistsError`."""
     output_dir = Path(output_dir)
     settings = dict(
         hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, vocab_size=vocab_size, seed=seed

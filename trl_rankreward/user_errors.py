@@ -1,22 +1,14 @@
 """The one user-error handler of `trl-rankreward` and of the example training scripts.
 
-An error the user can fix prints as one line and sets the exit status; anything else is a bug
-and keeps its traceback. The same rules for every command:
+- a flag or config value refused by the parser (or a command's `UsageError`): `PROG: error: MESSAGE (see
+  `PROG --help`)`, exit 2;
+- a user error while running: `PROG: error: Type: message [full traceback: --traceback]`, exit 1. User errors
+  are the package's own types (`UserError` and `_LIBRARY_USER_ERRORS`; they derive from the builtin a caller
+  catches), a YAML syntax error, a config or input error raised by TRL, transformers, datasets or the Hub
+  client, and a missing optional package. Any other exception is a bug and keeps its traceback;
+- Ctrl-C: `PROG: interrupted`, exit 130; `--traceback` (or TRL_RANKREWARD_TRACEBACK=1): the traceback.
 
-- a flag or config value the parser refuses: `PROG: error: MESSAGE (see `PROG --help`)`, exit 2
-  (raised by the parser, `trl_rankreward.parsing`, or as `UsageError` by a command);
-- a user error while running: `PROG: error: Type: message [full traceback: --traceback]`, exit 1.
-  User errors are the package's own types (`UserError` and its subclasses here, which also derive
-  from the builtin a caller catches, so `except ValueError` keeps working; and the judge, data and
-  trainer errors of `_LIBRARY_USER_ERRORS`), a YAML syntax error, a config or input error raised by
-  TRL, transformers, datasets or the Hub client (`_CONFIG_ERROR_SOURCES`), and a missing optional
-  package. A `ValueError`, `OSError` or `ImportError` raised anywhere else is a bug: it keeps its traceback;
-- Ctrl-C: `PROG: interrupted`, exit 130;
-- `--traceback` (or TRL_RANKREWARD_TRACEBACK=1): the exception propagates with its traceback.
-
-Imports nothing heavy: the judging and trainer exception types are looked up only when their
-modules are already loaded (an exception of a module never imported cannot have been raised).
-"""
+Imports nothing heavy: the other layers' exception types are matched by name."""
 
 from __future__ import annotations
 
@@ -64,30 +56,19 @@ _BASES = (Exception, BaseException, object)
 
 
 def is_user_error(exc: BaseException) -> bool:
-    """`exc` describes a fix for the user (module docstring); False for a bug."""
-    if isinstance(exc, UserError) or _library_user_error(type(exc)):
+    """`exc` describes a fix for the user; False for a bug. A ValueError or OSError is the user's when it was raised
+    inside a call into one of `_CONFIG_ERROR_SOURCES`: a frame of theirs comes after the package's last frame."""
+    if isinstance(exc, UserError) or any(
+        (c.__name__ in _LIBRARY_USER_ERRORS and c.__module__.startswith("trl_rankreward."))
+        or (c.__name__ == "YAMLError" and c.__module__.startswith("yaml"))
+        for c in type(exc).__mro__
+    ):
         return True
     if isinstance(exc, ModuleNotFoundError):  # an optional package not installed, not a module of ours
         return bool(exc.name) and not exc.name.startswith("trl_rankreward")
-    if isinstance(exc, ValueError | OSError):
-        return _raised_by_library(exc)
-    return False
-
-
-def _library_user_error(cls: type) -> bool:
-    """`cls` is (or derives from) one of `_LIBRARY_USER_ERRORS`, or is a YAML error."""
-    return any(
-        (c.__name__ in _LIBRARY_USER_ERRORS and c.__module__.startswith("trl_rankreward."))
-        or (c.__name__ == "YAMLError" and c.__module__.startswith("yaml"))
-        for c in cls.__mro__
-    )
-
-
-def _raised_by_library(exc: BaseException) -> bool:
-    """`exc` was raised inside a call into one of `_CONFIG_ERROR_SOURCES`: a frame of theirs comes after the
-    package's last frame in its traceback (the helpers they call, fsspec or the stdlib, may come after it)."""
-    modules = []
-    tb = exc.__traceback__
+    if not isinstance(exc, ValueError | OSError):
+        return False
+    modules, tb = [], exc.__traceback__
     while tb is not None:
         modules.append(tb.tb_frame.f_globals.get("__name__", "").split(".")[0])
         tb = tb.tb_next
@@ -123,9 +104,8 @@ def run_reporting_errors(prog: str, body: Callable[[], int | None], argv: Sequen
 
 
 def one_line(exc: BaseException) -> str:
-    """`Type: message` (for the types here, the builtin they derive from: `FileNotFoundError: ...`); a YAML syntax
-    error as its file, line and column; a multi-line message keeps its lines (they list what to fix), indented; a
-    missing package says to install it."""
+    """`Type: message` (for the types here, the builtin they derive from); a YAML syntax error as its place; a
+    multi-line message keeps its lines, indented; a missing package says to install it."""
     if hasattr(exc, "problem_mark"):  # yaml.MarkedYAMLError
         return yaml_problem(exc)
     message = str(exc).strip() or repr(exc)

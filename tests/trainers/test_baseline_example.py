@@ -2,6 +2,7 @@
 its options; the probe's advice names a script that exists for every method; the loss-setting YAMLs hold TRL's fields."""
 
 import pytest
+import yaml
 
 from tests.trainers.test_examples import ROOT, load_example, parse
 from trl_rankreward.rewards.registry import REWARD_METHODS
@@ -63,7 +64,8 @@ def test_the_probe_advice_names_the_script_of_every_method(method, tmp_path):
     from trl_rankreward.commands.probe_judge import switch_hint
 
     _, args, _ = parse(CONFIGS / "rankbuffer_cpu_quickstart.yaml")
-    hint = switch_hint(str(CONFIGS / "rankbuffer_cpu_quickstart.yaml"), args, method)
+    config = CONFIGS / "rankbuffer_cpu_quickstart.yaml"
+    hint = switch_hint(str(config), args, method, set(yaml.safe_load(config.read_text())))
     if method == "rank_buffer":
         assert hint == "rankbuffer_cpu_quickstart.yaml already trains rank_buffer: keep it."
         return

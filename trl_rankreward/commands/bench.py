@@ -1,25 +1,14 @@
-"""`trl-rankreward bench`: judge cost, latency and ranking fidelity of every reward method.
+"""`trl-rankreward bench`: judge cost, latency and ranking fidelity of every reward method (docs/benchmarks.md).
 
-    trl-rankreward bench                                   # default setting, all methods
     trl-rankreward bench --queries 20 --epochs 2 --methods pointwise,rank_buffer
-    trl-rankreward bench --write_docs docs/benchmarks.md   # regenerate its section of the docs page
     trl-rankreward bench --preset paper_table8 --write_docs docs/benchmarks.md   # the Table 8 setting's section
-    trl-rankreward bench --config bench.yaml               # the options in a YAML file
     trl-rankreward bench --config examples/configs/rankbuffer_cpu_quickstart.yaml   # a training config's cost
 
-Prints a markdown table, writes `bench.csv` and two PNG plots to `--output_dir`. Every
-`RewardBenchConfig` field is an option (see `trl_rankreward.evaluation.bench_config`).
-With `--write_docs PAGE`, the run's section of PAGE (one per preset, `default` without one)
-is rewritten and its plots are saved under `figures/benchmarks/` next to PAGE.
-
-With a training config (`--config TRAIN.yaml`, any examples/configs/*.yaml: a file with
-`model_name_or_path`, `num_generations`, ...), it prints instead that run's judge calls,
-tokens and rounds per step and per epoch, the first epoch and the later ones apart, for the
-config's method and options (`--methods` to cost others on the same run). The training config
-is read as the training scripts read it (`scripts.read_training_config`: a misspelled key is refused
-with the closest real one), and flags of the training config override it as they would a training
-script's (`--per_device_train_batch_size 32`); bench's own options keep their meaning.
-"""
+Prints a markdown table and writes `bench.csv` and two PNG plots to `--output_dir`; `--write_docs PAGE`
+rewrites the run's section of PAGE (one per preset) and saves its plots under `figures/benchmarks/` beside it.
+With a training config (`--config TRAIN.yaml`), it prints that run's judge calls, tokens and rounds per step
+and per epoch for the config's method (`--methods` to cost others), reading the config as the training
+scripts do; training flags on the command line override it, bench's own options keep their meaning."""
 
 from __future__ import annotations
 
@@ -112,13 +101,9 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
             figures = bench_report.plot_fidelity(rows, page.parent / "figures" / "benchmarks", prefix=f"{name}_")
         except ImportError as exc:
             print(f"no plots on the page: {exc} (pip install 'trl-rankreward[plots]')", file=sys.stderr)
+        figures_shown = [os.path.relpath(f, page.parent) for f in figures]
         section = bench_report.docs_section(
-            rows,
-            config,
-            command=_command(config, args),
-            timing=timing,
-            name=name,
-            figures=[os.path.relpath(f, page.parent) for f in figures],
+            rows, config, command=_command(config, args), timing=timing, name=name, figures=figures_shown
         )
         for f in figures:
             print(f"wrote {f}")
@@ -127,8 +112,7 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
 
 
 def _command(config, args: BenchOutputArguments) -> str:
-    """The command line that reproduces this run: the preset, and the options that differ from the
-    defaults (the preset's values included)."""
+    """The command line that reproduces this run: the preset, and the options that differ from its defaults."""
     from ..evaluation.bench_config import BENCH_PRESETS
 
     words = ["trl-rankreward", "bench"]
@@ -145,12 +129,11 @@ def _command(config, args: BenchOutputArguments) -> str:
 
 
 def _estimate(config, cost) -> int:
-    """Print the judge cost of the training config `cost.training_config`, read as the training scripts read it
-    (`scripts.read_training_config`, with the training flags given on the command line)."""
+    """Print the judge cost of the training config `cost.training_config`."""
     from ..evaluation.config_cost import estimate
     from ..scripts import config_keys, read_training_config
 
     path = cost.training_config
-    parsed = read_training_config(path, cost.overrides, prog=f"trl-rankreward bench ({path})", here=False)
-    print(estimate(path, parsed, config_keys(path, cost.overrides), cost, config)[0])
+    parsed, values = read_training_config(path, cost.overrides, prog=f"trl-rankreward bench ({path})", here=False)
+    print(estimate(path, parsed, config_keys(values, cost.overrides), cost, config)[0])
     return 0

@@ -1,7 +1,4 @@
-"""`trl-rankreward buffer-report CHECKPOINT [--plot_file PNG]`: RankBuffer buffer statistics.
-
-trl-rankreward buffer-report outputs/rankbuffer/checkpoint-500 --plot_file buffers.png
-"""
+"""`trl-rankreward buffer-report CHECKPOINT [--plot_file PNG]`: RankBuffer buffer statistics."""
 
 from __future__ import annotations
 

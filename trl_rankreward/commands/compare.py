@@ -1,16 +1,9 @@
-"""`trl-rankreward compare RUN [RUN ...]`: training runs side by side.
+"""`trl-rankreward compare RUN [RUN ...]`: training runs side by side (docs/compare.md).
 
-    trl-rankreward compare outputs/cmp-rankbuffer outputs/cmp-pointwise --output_dir outputs/compare
-    trl-rankreward compare wandb/offline-run-20260101_120000-abc123 outputs/cmp-pointwise --labels rankbuffer pointwise
-
-A RUN is a training output directory or checkpoint folder (its newest trainer_state.json), a
-trainer_state.json, or a W&B run directory or `.wandb` file (offline runs too; needs wandb).
-Prints the summary table (`evaluation.compare.COLUMNS`) and writes compare.md, compare.csv and
-compare.png (the curves side by side) to `--output_dir`. Runs that logged the judge win rate
-(`eval/win_rate`) get a second table and win_rate.png: the win rate at equal training judge
-token budgets and the tokens each needed to reach `--win_rate_targets`; without it the command
-says why the first table does not compare quality. See docs/compare.md.
-"""
+A RUN is a training output or checkpoint folder, a trainer_state.json, or a W&B run directory or `.wandb`
+file. Prints the summary table and writes compare.md, compare.csv and compare.png to `--output_dir`; runs
+that logged `eval/win_rate` get a second table and win_rate.png (the win rate at equal training judge token
+budgets, the tokens to reach `--win_rate_targets`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""`trl-rankreward correlation-report`: Pearson r of GenRM benchmark metrics with downstream RLHF scores.
-
-Example:
-    trl-rankreward correlation-report --input_file genrms.csv --metrics l_acc f_score \\
-        --output_file corr.json --plot_file corr.png
-"""
+"""`trl-rankreward correlation-report`: Pearson r of GenRM benchmark metrics with downstream RLHF scores."""
 
 from __future__ import annotations
 

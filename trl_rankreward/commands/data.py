@@ -1,13 +1,8 @@
-"""`trl-rankreward data SOURCE ...`: build the papers' datasets from upstream data.
+"""`trl-rankreward data SOURCE ...`: build the papers' datasets from upstream data (docs/data.md).
 
-trl-rankreward data nectar --output_dir data/nectar-1k                # 1,000 queries, seed 42
-trl-rankreward data ultrafeedback --output_dir data/uf-2560           # 2,560 queries
-trl-rankreward data helpsteer3 --dataset_split validation --output_dir data/hs3-val
-trl-rankreward data code-preference-pairs --output_dir data/code-8k    # 8,000 pairs, RM-R1's selection
-trl-rankreward data r-align --dataset_name R-Align-BMK/data --output_dir data/ralign-bmk  # the authors' files
-trl-rankreward data attach-rubrics --dataset_name data/nectar-1k --results_file rubrics.jsonl \
-    --output_dir data/nectar-1k-rubrics
-"""
+    trl-rankreward data nectar --output_dir data/nectar-1k                # 1,000 queries, seed 42
+    trl-rankreward data attach-rubrics --dataset_name data/nectar-1k --results_file rubrics.jsonl \
+        --output_dir data/nectar-1k-rubrics"""
 
 from __future__ import annotations
 
@@ -42,7 +37,6 @@ _JOINS = {"attach-rubrics": "attach_rubrics", "attach-rationales": "attach_ratio
 
 @dataclass
 class OutputArguments:
-    """Where the result goes (at least one of the two)."""
 
     output_dir: str | None = field(default=None, metadata={"help": "save_to_disk folder for the result"})
     push_to_hub: str | None = field(
@@ -52,7 +46,6 @@ class OutputArguments:
 
 @dataclass
 class JoinArguments:
-    """`data attach-rubrics|attach-rationales --dataset_name DATASET --results_file JSONL`."""
 
     dataset_name: str = field(metadata={"help": "prepared dataset (save_to_disk folder or Hub id)"})
     results_file: str = field(metadata={"help": "results JSONL written by `trl-rankreward rubrics ...`"})
@@ -74,8 +67,7 @@ def _count(value):
 
 @dataclass
 class SourceArguments:
-    """`data SOURCE`: the upstream data and how to sample it; None takes the source's own (`SOURCES`, in the
-    command's description)."""
+    """`data SOURCE`: the upstream data and how to sample it; None takes the source's own (`SOURCES`)."""
 
     dataset_name: str | None = field(
         default=None, metadata={"help": "Hub id or local JSONL/parquet file/folder (None: the source's Hub id)"}
@@ -97,7 +89,6 @@ class SourceArguments:
 
 @dataclass
 class QuerySourceArguments(SourceArguments):
-    """A source of ranked queries (Nectar, UltraFeedback)."""
 
     count_name: ClassVar[str] = "num_queries"
     num_queries: str | None = field(
@@ -110,7 +101,6 @@ class QuerySourceArguments(SourceArguments):
 
 @dataclass
 class PairSourceArguments(SourceArguments):
-    """A source of preference pairs."""
 
     count_name: ClassVar[str] = "num_pairs"
     num_pairs: str | None = field(
@@ -120,7 +110,6 @@ class PairSourceArguments(SourceArguments):
 
 @dataclass
 class SkyworkArguments(PairSourceArguments):
-    """Skywork's pairs, with the upstream sources to leave out."""
 
     drop_sources: str = field(
         default="magpie_ultra",

@@ -1,28 +1,8 @@
-"""`trl-rankreward eval-genrm`: the rationale-aware GenRM benchmark (R-Align Sec. 3.3).
+"""`trl-rankreward eval-genrm`: the rationale-aware GenRM benchmark (R-Align Sec. 3.3; docs/ralign.md).
 
-Examples:
-    # GenRM and MetaRM behind OpenAI-compatible servers (e.g. vLLM)
-    trl-rankreward eval-genrm --dataset_name rb2_with_rationales/ \\
-        --genrm_base_urls http://localhost:8000/v1 --genrm_model my-genrm \\
-        --metarm_base_urls http://localhost:8001/v1 --metarm_model openai/gpt-oss-120b \\
-        --output_file genrm_eval.json
-    # a local GenRM checkpoint, label accuracy only
-    trl-rankreward eval-genrm --dataset_name pairs.jsonl --genrm_local ./genrm-ckpt --no_metarm --output_file out.json
-    # the options in a YAML file (keys as the flags), flags on the command line win
-    trl-rankreward eval-genrm --config eval.yaml --limit 100
-    # the R-Align authors' benchmark files and protocol (prompts read from their checkout)
-    trl-rankreward eval-genrm --dataset_name R-Align-BMK/data --r_align_release R-Align \
-        --genrm_base_urls http://localhost:8000/v1 --genrm_model GenRM-R-Align-8B --genrm_temperature 0.4 \
-        --genrm_max_tokens 8192 --metarm_base_urls http://localhost:8001/v1 --metarm_model my-metarm \
-        --output_file bmk.json
-
-The GenRM's and the MetaRM's settings are the judge-server settings with the prefixes `genrm_`
-and `metarm_` (`judging.server_settings`): `--genrm_temperature`, `--genrm_max_tokens`,
-`--genrm_max_concurrency`, `--genrm_seed` (the A/B display order), `--metarm_max_tokens`, ...
-The MetaRM decodes as in training (`RAlignGenRMConfig`): the same fields, the same defaults.
-`--r_align_release DIR` (a checkout of github.com/lyn22333/R-Align) follows the authors' release
-in every step (`rewards.ralign_release`); without it, our own prompts and display order.
-"""
+The GenRM's and the MetaRM's settings are the judge-server settings prefixed `genrm_` and `metarm_`; the
+MetaRM decodes as in training (`RAlignGenRMConfig`'s defaults). `--r_align_release DIR` (a checkout of
+github.com/lyn22333/R-Align) follows the authors' release in every step (`rewards.ralign_release`)."""
 
 from __future__ import annotations
 
@@ -56,7 +36,6 @@ class EvalGenRMArguments:
 
 @dataclass
 class GenRMArguments(GenRMFields):
-    """The GenRM's server settings (`genrm_*`, `judging.server_settings.GENRM`), or a local model."""
 
     _argument_group_name = "GenRM (one of: server or local)"
 
@@ -67,7 +46,6 @@ class GenRMArguments(GenRMFields):
 
 @dataclass
 class MetaRMArguments(MetaRMFields):
-    """The MetaRM's server settings (`metarm_*`): the training MetaRM's, defaults included."""
 
     _argument_group_name = "MetaRM"
 
@@ -79,7 +57,6 @@ def arguments():
 
 
 def make_genrm_backend(args: GenRMArguments):
-    """The GenRM's chat backend from the arguments."""
     settings = GENRM.settings(args)
     if bool(settings.base_urls) == bool(args.genrm_local):
         raise UsageError("give exactly one GenRM: --genrm_base_urls with --genrm_model, or --genrm_local PATH")

@@ -1,18 +1,10 @@
 """`trl-rankreward probe-judge --config TRAIN.yaml`: before training, which reward method gives signal.
 
-    trl-rankreward probe-judge --config examples/configs/rankbuffer_cpu_quickstart.yaml
-    trl-rankreward probe-judge --config my_run.yaml --queries 16 --methods pointwise,rrc_scr,rank_buffer_plus
-
-    trl-rankreward probe-judge --config my_run.yaml --judge_base_urls http://gpu2:8000/v1   # another judge
-
-Reads the training config (judge settings, dataset, policy, G, sampling) as the training scripts read it
-(`scripts.read_training_config`: the same keys refused with the same message, and any flag of the training
-config given on the command line overrides it, as it would a training script's), samples `--queries`
-queries, generates G rollouts each with the starting policy (and G more to warm up the stateful
-methods' buffers), runs `evaluation.judge_probe.probe_judge` with the config's judge, prints the table and the
-recommendation (saying when its own judge cost exceeds the whole run's, as `bench --config` estimates it),
-writes the report as JSON and says how to switch the config (docs/judge_probe.md).
-"""
+Reads the training config as the training scripts do (its flags given here override it), samples G rollouts
+(and G more to warm up stateful methods) for `--queries` queries from the starting policy, runs
+`evaluation.judge_probe.probe_judge` with the config's judge, prints the table and recommendation (noting when
+the probe costs more than the run, as `bench --config` estimates it), writes the JSON report and says how to
+switch the config (docs/judge_probe.md)."""
 
 from __future__ import annotations
 
@@ -33,7 +25,7 @@ CONFIG_HELP = "the training config (YAML) of the run to probe, as examples/train
 
 
 def config_values(path: str, values: dict) -> dict:
-    """`--config TRAIN.yaml` names the run to probe; its keys are the run's (`scripts.read_training_config`)."""
+    """`--config TRAIN.yaml` names the run to probe; its keys are the run's."""
     return {"training_config": path}
 
 
@@ -82,7 +74,7 @@ def run(args: ProbeJudgeArguments) -> int:
         raise UsageError(f"need --repeats >= 2, --queries >= 1, --num_processes >= 1 and --budget_tokens >= 0; got "
                          f"{args.repeats}, {args.queries}, {args.num_processes}, {args.budget_tokens}")  # fmt: skip
     config = args.training_config
-    parsed = read_training_config(config, args.overrides, prog=f"trl-rankreward probe-judge ({config})")
+    parsed, values = read_training_config(config, args.overrides, prog=f"trl-rankreward probe-judge ({config})")
     script_args, training_args, model_args = parsed
     if not hasattr(training_args, "reward_method"):
         raise UsageError(f"{config} trains a GenRM (R-Align) and has no reward method to probe; probe-judge reads the "
@@ -100,9 +92,9 @@ def run(args: ProbeJudgeArguments) -> int:
         model, dataset, training_args, queries=args.queries, seed=args.seed, warmup=args.warmup
     )
     report = _probe(args, training_args, model, groups, warm)
-    report.planned_run = _planned_run(args, parsed)
+    report.planned_run = _planned_run(args, parsed, values)
     print(report.table())
-    hint = switch_hint(config, training_args, report.recommended) if report.recommended else ""
+    hint = switch_hint(config, training_args, report.recommended, set(values)) if report.recommended else ""
     if hint:
         print(hint)
     output = Path(args.output_file or Path(training_args.output_dir) / "judge_probe.json")
@@ -115,30 +107,22 @@ def run(args: ProbeJudgeArguments) -> int:
     return 0
 
 
-def switch_hint(config_path: str, training_args, recommended: str) -> str:
-    """The probe's advice, one line: the config already trains `recommended`, or what to change in it to train
-    that method and the example script that trains it (`trainers.judge_reward.script_for_method`)."""
-    import yaml
-
+def switch_hint(config_path: str, training_args, recommended: str, keys: set[str]) -> str:
+    """The probe's advice, one line: the config (whose YAML has `keys`) already trains `recommended`, or what to
+    change in it to train that method and the example script that trains it."""
+    from ..rewards.options import MethodOptions, option_fields
     from ..trainers.judge_reward import script_for_method
 
     current = training_args.reward_method
     if recommended == current:
         return f"{Path(config_path).name} already trains {recommended}: keep it."
-    with open(config_path, encoding="utf-8") as f:
-        keys = set(yaml.safe_load(f))
-    own = [k for k in _own_option_names(training_args) if k != "lambda_fmt" and k in keys]
+    options = option_fields(type(training_args)) if isinstance(training_args, MethodOptions) else []
+    own = [f.name for f in options if f.name != "lambda_fmt" and f.name in keys]
     drop = f"; drop {current}'s options ({', '.join(own)})" if own else ""
     how = (f"set `reward_method: {recommended}` (its options are config fields, docs/methods.md){drop}, and train "
            f"with {script_for_method(recommended)}")  # fmt: skip
     return f"to train {recommended} instead of {current}: {how}."
 
-
-def _own_option_names(training_args) -> list[str]:
-    """The method options a method's config class (`method_config`) holds as fields."""
-    from ..rewards.options import MethodOptions, option_fields
-
-    return [f.name for f in option_fields(type(training_args))] if isinstance(training_args, MethodOptions) else []
 
 def _probe(args: ProbeJudgeArguments, training_args, model: str, groups, warm):
     """`probe_judge` with the config's judge, method options and run settings, with a progress bar."""
@@ -178,18 +162,17 @@ def _probe(args: ProbeJudgeArguments, training_args, model: str, groups, warm):
         )  # fmt: skip
 
 
-def _planned_run(args: ProbeJudgeArguments, parsed: tuple) -> dict | None:
-    """The whole run's judge cost for the config's own method, as `bench --config` estimates it (its defaults);
-    None when the run's length or batch is not known without more (the probe then says nothing of it)."""
+def _planned_run(args: ProbeJudgeArguments, parsed: tuple, values: dict) -> dict | None:
+    """The whole run's judge cost for the config's own method, as `bench --config` estimates it; None when the
+    run's length or batch is not known without more (the probe then says nothing of it)."""
     from ..evaluation.bench_config import RewardBenchConfig
     from ..evaluation.config_cost import ConfigCostArguments, estimate
     from ..scripts import config_keys
     from ..user_errors import UsageError
 
-    path = args.training_config
+    keys, cost = config_keys(values, args.overrides), ConfigCostArguments(num_processes=args.num_processes)
     try:
-        _, totals = estimate(path, parsed, config_keys(path, args.overrides),
-                             ConfigCostArguments(num_processes=args.num_processes), RewardBenchConfig())  # fmt: skip
+        _, totals = estimate(args.training_config, parsed, keys, cost, RewardBenchConfig())
     except UsageError:  # a batch --num_processes cannot make: bench --config says why
         return None
     return dataclasses.asdict(totals[0]) if totals else None

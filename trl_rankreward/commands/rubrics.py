@@ -2,12 +2,8 @@
 
     trl-rankreward rubrics generate --dataset_name data/nectar-1k --output_file rubrics.jsonl \\
         --base_urls http://localhost:8000/v1 --model deepseek-ai/DeepSeek-V4-Flash
-    trl-rankreward rubrics rationales --dataset_name data/hs3 --output_file rationales.jsonl --base_urls ... --model ...
-    trl-rankreward rubrics generate --config rubrics.yaml   # the options in a YAML file
 
-Results are appended as they arrive; rerunning the same command skips finished ids. Exit
-status 1 when some ids still failed after all attempts (listed in the failures JSONL).
-"""
+Resumable: a rerun skips finished ids. Exit status 1 when some ids still failed (see the failures JSONL)."""
 
 from __future__ import annotations
 
@@ -21,8 +17,7 @@ CONFIG_FILE = True
 
 @dataclass
 class GenerationArguments(GeneratorServerFields):
-    """The dataset, the server (`judging.server_settings.RUBRIC_GENERATOR`, no prefix) and the request
-    settings (both subcommands)."""
+    """The dataset, the server (`judging.server_settings.RUBRIC_GENERATOR`, no prefix) and the request settings."""
 
     dataset_name: str = field(metadata={"help": "prepared dataset: save_to_disk folder, file or Hub id"})
     output_file: str = field(metadata={"help": "results JSONL (appended; a rerun resumes)"})
@@ -64,7 +59,6 @@ def arguments():
 
 
 def make_backend(args: GenerationArguments):
-    """The judging layer's OpenAI-compatible backend for `--base_urls`/`--model`."""
     return build_backend(RUBRIC_GENERATOR.settings(args))
 
 

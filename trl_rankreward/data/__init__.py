@@ -1,19 +1,10 @@
-"""Dataset preparation: the papers' training sets in the columns the trainers read.
+"""Dataset preparation: the papers' training sets in the columns the trainers read (docs/trainers.md).
 
-Ranked-reference sets (one row per query; the columns of docs/trainers.md):
-`prompt` (conversational messages), `query_id` (hash of the prompt text, stable across
-runs), `rubrics` (list of {text, weight}; empty until rubric generation), `references`
-(responses best first) and `reference_models`; UltraFeedback adds `reference_scores`.
-
-Pairwise preference sets for R-Align: `prompt`, `response_a`, `response_b`, `label`
-("A"/"B"), `reviews` (annotator reviews, HelpSteer3 only), `golden_rationale`, `subset`,
-`source`, `pair_id`. The same schema holds the RM-R1 training mix that R-Align also trains
-on (Skywork-Reward-Preference-80K cleaned, Code-Preference-Pairs, Math-Step-DPO-10K), and the
-R-Align authors' files (R-Align-BMK, R-Align-RL-Data), which `load_source` reads into it as they are.
-
-Sources are a Hub dataset id or local JSONL/parquet files in the upstream schema. Nothing
-here imports torch or trl.
-"""
+Ranked-reference sets, one row per query: `prompt` (messages), `query_id` (hash of the prompt text),
+`rubrics` ({text, weight}; empty until generated), `references` (best first), `reference_models`;
+UltraFeedback adds `reference_scores`. Pairwise sets for R-Align (HelpSteer3, the RM-R1 mix, the authors'
+files): `prompt`, `response_a`, `response_b`, `label` ("A"/"B"), `reviews`, `golden_rationale`, `subset`,
+`source`, `pair_id`. No torch or trl here."""
 
 from .._lazy import lazy_exports
 

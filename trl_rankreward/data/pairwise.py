@@ -1,28 +1,15 @@
 """Pairwise preference sets for R-Align in one schema (R-Align paper, Sec. 3.3, 4 and 4.2).
 
-Each row has the columns of `schema.PAIRWISE_FEATURES` (made by `schema.preference_row`; `label` is
-"A" when response_a is preferred, `golden_rationale` "" until `rubrics rationales` fills it). Ties
-carry no label and are skipped (counted). The upstream columns each source needs are the
-`*_COLUMNS` tables below.
-
-**Evaluation sets.** HelpSteer3's preference subset also gives `individual_preference`, its
-annotators' {score, reasoning} reviews, and `domain`; RewardBench2 and PPE a `subset` / `language`.
-R-Align's own files (lyn22333/R-Align-BMK, -RL-Data) come from `data.load_source` already in this
-schema; `prepare_ralign` samples them.
+Rows are `schema.preference_row`s (`label` "A" when response_a is preferred; `golden_rationale` "" until
+`rubrics rationales` fills it); ties are skipped and counted. HelpSteer3 keeps its annotators' reviews and
+`domain`; RewardBench2 and PPE a `subset` / `language`.
 
 **The RM-R1 training mix.** R-Align Sec. 4.2 trains its GenRM on "a cleaned subset of Skywork Reward
-Preference 80K, 8K samples from Code-Preference-Pairs, and the complete Math-DPO-10K dataset",
-following RM-R1 (Sec. 3.1). RM-R1 builds that mix in `rm_r1/dataset/mix_data/mix_data.py`; we select
-and join the same way:
-  Skywork: rows whose `source` is "magpie_ultra" are dropped (RM-R1's cleaning);
-  Code-Preference-Pairs: the first 8,000 usable rows in `Dataset.shuffle(seed=42)` order;
-  Math-Step-DPO-10K: every row; a response is `initial_reason_steps + full_chosen`
-  (resp. `full_rejected`), the shared first steps followed by the full continuation.
-Which response is shown as A is a coin flip from `seeded_rng(seed, source, query, chosen,
-rejected)`, as for RewardBench2 (RM-R1 alternated A/B over its concatenated mix). No row has
-reviews. Skywork v0.2 has 77,016 train rows, Math-Step-DPO-10K 10,795, whose `chosen` /
-`rejected` hold only the first differing step.
-"""
+Preference 80K, 8K samples from Code-Preference-Pairs, and the complete Math-DPO-10K dataset", following
+RM-R1 (Sec. 3.1, `rm_r1/dataset/mix_data/mix_data.py`): Skywork without its "magpie_ultra" rows; the first
+8,000 usable Code-Preference-Pairs in `Dataset.shuffle(seed=42)` order; every Math-Step-DPO-10K row, a
+response being `initial_reason_steps + full_chosen` (resp. `full_rejected`). The A side is a seeded coin flip
+(`seeded_rng(seed, source, query, chosen, rejected)`), as for RewardBench2."""
 
 from __future__ import annotations
 
@@ -229,10 +216,8 @@ def _conversation(index: int, row: dict, column: str) -> list[dict]:
 def _convert(
     name: str, source: datasets.Dataset, convert: Converter, *, num_pairs: int | None, seed: int
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Keep distinct usable pairs until `num_pairs` (None: all), A/B by coin; rows are walked in upstream
-    order when converting all, else in `Dataset.shuffle(seed=seed)`'s order, which permutes with
-    `np.random.default_rng(seed).permutation(n)` (RM-R1 took its 8K Code-Preference-Pairs as the first
-    rows of `shuffle(seed=42)`)."""
+    """Keep distinct usable pairs until `num_pairs` (None: all, in upstream order), A/B by coin; a sample walks
+    `Dataset.shuffle(seed=seed)`'s order (`np.random.default_rng(seed).permutation(n)`), as RM-R1 took its 8K."""
 
     def pair(index: int, row: dict) -> dict:
         prompt, chosen, rejected, subset = convert(index, row)
@@ -259,11 +244,8 @@ def prepare_skywork(
     seed: int = 42,
     drop_sources: Iterable[str] = SKYWORK_CLEANING,
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Skywork-Reward-Preference-80K-v0.2 -> pairs; the conversation before the last turn is the prompt.
-
-    `drop_sources`: upstream `source` values left out (default: RM-R1's cleaning, "magpie_ultra").
-    Rows whose chosen and rejected conversations differ before the last turn are skipped (counted).
-    """
+    """Skywork-Reward-Preference-80K-v0.2 -> pairs; the conversation before the last turn is the prompt, and rows
+    whose conversations differ before it are skipped; `drop_sources`: upstream sources left out (RM-R1's cleaning)."""
     drop = set(drop_sources)
     columns = SKYWORK_COLUMNS if drop else {k: v for k, v in SKYWORK_COLUMNS.items() if k != "source"}
     require_columns(source, columns, "Skywork/Skywork-Reward-Preference-80K-v0.2")
@@ -283,8 +265,7 @@ def prepare_skywork(
 def prepare_code_preference_pairs(
     source: datasets.Dataset, *, num_pairs: int | None = 8000, seed: int = 42
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Code-Preference-Pairs -> pairs (`input` is the prompt, `accepted` the preferred response); by
-    default 8,000, as RM-R1 took (module docstring)."""
+    """Code-Preference-Pairs -> pairs (`input` the prompt, `accepted` preferred); 8,000 by default, as RM-R1 took."""
     schema = "Vezora/Code-Preference-Pairs"
     require_columns(source, CODE_PAIRS_COLUMNS, schema)
 

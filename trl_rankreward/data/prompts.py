@@ -1,21 +1,10 @@
 """Prompts: as chat messages, in the one text form that ids and judges use, and their length in tokens.
 
-`query_text` is the one text form of a prompt (what judges and generators see, what `query_id`
-hashes). Nectar stores a conversation as one string in Anthropic's HH format
-("\\n\\nHuman: ...\\n\\nAssistant: ...\\n\\nHuman: ...\\n\\nAssistant:", ending with an empty assistant
-turn that the ranked answers complete); `parse_nectar_prompt` splits it into messages.
-
-**Lengths**, checked before any model loads: drop the long ones, or stop on one that cannot fit. A
-prompt is counted as the trainer will feed it: a string as it is, a conversation through the
-tokenizer's chat template with the generation prompt (and the run's `chat_template_kwargs`, e.g.
-`enable_thinking`). With `max_prompt_length` set, longer prompts are dropped and counted (the
-papers drop prompts over 4,096 tokens). Without it, a prompt that leaves no room for
-`max_completion_length` in the model's context would end in an allocator error deep in the
-first step; `check_prompts_fit` names such rows instead.
-
-Light on purpose (the CLI's `--help`, `rewards/` and the trainers' checks import it): it imports
-neither `datasets` nor torch nor trl, and transformers only through a tokenizer it is given.
-"""
+Lengths are checked before any model loads, counted as the trainer feeds a prompt (a conversation through the
+chat template with the generation prompt and `chat_template_kwargs`): with `max_prompt_length`, longer
+prompts are dropped and counted (the papers drop those over 4,096 tokens); without it, `check_prompts_fit`
+names a prompt that leaves no room for `max_completion_length`, instead of an allocator error in the first
+step. Light on purpose: no `datasets`, torch or trl."""
 
 from __future__ import annotations
 
@@ -66,19 +55,13 @@ def message_text(content: Any) -> str:
 
 
 def query_text(prompt: str | list[dict[str, Any]]) -> str:
-    """The one text form of a prompt: what judges, rubric and rationale generators see as the
-    query, and what `query_id` hashes.
+    """The one text form of a prompt: what judges, rubric and rationale generators see, and what `query_id` hashes.
 
-    A plain string is the query as it is. For chat messages, system messages (instructions to
-    the policy, e.g. a thinking format) are left out; a single user turn is its content as it
-    is, and anything else becomes a transcript of `Role: content` turns:
+    System messages are left out; a single user turn is its content, anything else a `Role: content` transcript:
 
-    >>> query_text([{"role": "system", "content": "Think first."}, {"role": "user", "content": "Hi?"}])
-    'Hi?'
     >>> query_text([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
     ...             {"role": "user", "content": "Bye"}])
-    'User: Hi\\n\\nAssistant: Hello\\n\\nUser: Bye'
-    """
+    'User: Hi\\n\\nAssistant: Hello\\n\\nUser: Bye'"""
     if isinstance(prompt, str):
         return prompt
     turns = [m for m in prompt if m.get("role") != "system"]
@@ -134,8 +117,8 @@ def over_limit(lengths: Sequence[int], limit: int) -> LongPrompts:
 
 
 def drop_long_prompts(dataset, lengths: Sequence[int], max_prompt_length: int):
-    """(the dataset without the prompts over `max_prompt_length` tokens, what was dropped). Dropping
-    every row is an error: nothing would be left to train on."""
+    """(the dataset without the prompts over `max_prompt_length` tokens, what was dropped); dropping every row is
+    an error."""
     dropped = over_limit(lengths, max_prompt_length)
     if len(dropped.rows) == len(lengths):
         raise ConfigError(

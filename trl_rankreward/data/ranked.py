@@ -1,15 +1,9 @@
 """Ranked-reference sets: Nectar and UltraFeedback -> queries with their references, best first.
 
-**Nectar** (berkeley-nest/Nectar; RankBuffer paper, Sec. 4.1 and Appendix D): 1,000 queries sampled
-with seed 42; each keeps its seven GPT-4-ranked answers, best first, which seed the buffer (Nectar
-initialization) and the rubric-generation prompt. Upstream: one row per prompt, with the columns of
-`NECTAR_COLUMNS` (a prompt may hold several turns).
-
+**Nectar** (berkeley-nest/Nectar; RankBuffer paper, Sec. 4.1 and Appendix D): 1,000 queries sampled with seed
+42, each with its seven GPT-4-ranked answers (the Nectar buffer initialization and the rubric prompt).
 **UltraFeedback** (openbmb/UltraFeedback; MatrixReward paper, Sec. 4 and Appendix A.1): 2,560 sampled
-queries; rubrics are generated from each query and its four answers shown in descending order of
-overall score (equal scores are ties). The paper names no seed; we default to 42. Upstream: one row
-per instruction, with the columns of `ULTRAFEEDBACK_COLUMNS` (overall scores 1-10).
-"""
+queries, four answers in descending overall score (equal scores are ties); the paper names no seed: 42."""
 
 from __future__ import annotations
 
@@ -40,11 +34,8 @@ _NECTAR = "berkeley-nest/Nectar"
 def prepare_nectar(
     source: datasets.Dataset, *, num_queries: int | None = 1000, seed: int = 42, num_answers: int = 7
 ) -> tuple[datasets.Dataset, SampleReport]:
-    """Sample `num_queries` Nectar prompts with `seed`; references best first with their models.
-
-    Rows with a number of answers other than `num_answers`, an empty answer or a prompt
-    that is not HH format are skipped and counted in the report.
-    """
+    """Sample `num_queries` Nectar prompts with `seed`; references best first with their models. Rows with another
+    number of answers, an empty answer or a prompt not in HH format are skipped and counted."""
     require_columns(source, NECTAR_COLUMNS, _NECTAR)
 
     def convert(index: int, row: dict) -> dict:

@@ -1,10 +1,5 @@
-"""Generated records: durable JSONL written one record at a time, and joined into a prepared dataset.
-
-A writer appends one line per record, then flushes and fsyncs, so a record that was reported
-done survives a crash. A crash can at most leave a partial last line; `read_records` ignores it
-and `repair_tail` cuts it off before new records are appended after it. `attach_rubrics` and
-`attach_rationales` join such files (rubrics by `query_id`, rationales by `pair_id`) into a dataset.
-"""
+"""Generated records: JSONL written one fsynced record at a time, so a record reported done survives a crash
+(at most a partial last line, which `read_records` skips and `repair_tail` cuts), and joined into a dataset."""
 
 from __future__ import annotations
 
@@ -84,9 +79,7 @@ def _attach(dataset, path, *, key: str, value: str, column: str, missing: str) -
 def attach_rubrics(dataset: datasets.Dataset, path: str | Path, *, missing: str = "error") -> datasets.Dataset:
     """Fill `rubrics` from a rubric JSONL (`{"query_id", "rubrics": [{text, weight}]}` per line).
 
-    missing: "error" (default: every query must have rubrics), "drop" the rows without, or
-    "keep" them with their current (empty) rubrics.
-    """
+    missing: "error" (every query must have rubrics), "drop" the rows without, or "keep" their current rubrics."""
     return _attach(dataset, path, key="query_id", value="rubrics", column="rubrics", missing=missing)
 
 

@@ -1,21 +1,10 @@
 """The schemas of the datasets: upstream columns checked, prepared rows built, upstream rows sampled.
 
-**Upstream columns** are checked up front (`require_columns`), so a wrong file fails with the
-missing column named and the expected schema spelled out (`SchemaError`), not with a KeyError deep
-inside a conversion.
-
-**Prepared rows** have explicit `datasets.Features` (`RANKED_FEATURES`, `SCORED_FEATURES`,
-`PAIRWISE_FEATURES`; built by `ranked_row` and `preference_row`). Explicit types keep empty columns
-(no rubrics yet, no reviews) typed, so datasets from different sources concatenate and
-`save_to_disk` round-trips.
-
-**Sampling.** The papers sample a fixed number of queries with a seed (RankBuffer Sec. 4.1: 1,000
-Nectar queries, seed 42; MatrixReward Sec. 4: 2,560 UltraFeedback queries). `sample_rows` shuffles
-the row indices with `random.Random(seed)` and walks them in that order, converting each row and
-keeping it unless it is ineligible (reason counted) or repeats a kept `query_id`, until `n` rows
-are kept. Only the rows walked are read, so sampling 1,000 of 183k is quick. The RM-R1 pairs
-(`data.pairwise`) walk their own order and key on `pair_id`.
-"""
+Upstream columns are checked up front (`require_columns`: the missing column and the expected schema named).
+Prepared rows have explicit `Features`, so empty columns stay typed and datasets from different sources
+concatenate and round-trip through `save_to_disk`. `sample_rows` walks the rows in a seeded order until `n`
+are kept, as the papers sample (RankBuffer Sec. 4.1: 1,000 Nectar queries, seed 42; MatrixReward Sec. 4:
+2,560 UltraFeedback queries); only the rows walked are read."""
 
 from __future__ import annotations
 
@@ -83,8 +72,7 @@ PAIRWISE_FEATURES = Features(
 
 
 def ranked_row(messages: list[dict], references: list[str], models: list[str], source: str, **columns) -> dict:
-    """One row of `RANKED_FEATURES`: references best first, no rubrics yet; `columns` adds more
-    (UltraFeedback's `reference_scores`)."""
+    """One row of `RANKED_FEATURES`, without rubrics; `columns` adds more (UltraFeedback's `reference_scores`)."""
     return {
         "prompt": messages,
         "query_id": query_id(messages),
@@ -99,8 +87,8 @@ def ranked_row(messages: list[dict], references: list[str], models: list[str], s
 def preference_row(
     source: str, messages: list[dict], a: str, b: str, label: str, *, reviews=(), subset="", **fields: str
 ) -> dict:
-    """One row of `PAIRWISE_FEATURES` (`data.preferences`); `fields` replace the defaults of `golden_rationale`
-    ("") and `pair_id` (a hash of source, prompt and both responses)."""
+    """One row of `PAIRWISE_FEATURES`; `fields` replace the defaults of `golden_rationale` ("") and `pair_id` (a hash
+    of source, prompt and both responses)."""
     key = json.dumps([source, query_text(messages), a, b], ensure_ascii=False)
     return {
         "prompt": messages,
@@ -124,11 +112,8 @@ class Ineligible(Exception):
 def list_entries(
     row: dict, column: str, columns: dict[str, str], *, count: int, fields: Sequence[str], schema: str
 ) -> list[dict]:
-    """The `count` entries of a row's list column (e.g. Nectar's seven answers), each a dict with `fields`.
-
-    Another number of entries makes the row `Ineligible` ("6 answers (need 7)"); an entry without
-    a field means the source has another schema: `SchemaError` quoting `columns[column]`.
-    """
+    """The `count` entries of a row's list column, each with `fields`: another count makes the row `Ineligible`,
+    a missing field is a `SchemaError` (another schema) quoting `columns[column]`."""
     entries = row[column] or []
     if len(entries) != count:
         raise Ineligible(f"{len(entries)} {column} (need {count})")
@@ -163,12 +148,9 @@ def sample_rows(
     duplicate: str = "duplicate prompt",
     noun: str = "queries",
 ) -> tuple[list[dict], SampleReport]:
-    """Convert rows in seeded random order until `n` distinct eligible rows are kept (None: all).
-
-    `convert(index, row)` returns the output row or raises `Ineligible(reason)`; a row repeating a kept
-    row's `key` is skipped as `duplicate`. `order`: the row indices to walk (default: shuffled by
-    `random.Random(seed)`). Raises ValueError when fewer than `n` rows are eligible.
-    """
+    """Convert rows in seeded random order (or `order`) until `n` distinct eligible rows are kept (None: all);
+    `convert` raises `Ineligible(reason)` for a row to skip; a repeated `key` is a `duplicate`; fewer than `n`:
+    `ConfigError`."""
     if order is None:
         order = list(range(len(dataset)))
         random.Random(seed).shuffle(order)

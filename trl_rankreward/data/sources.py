@@ -1,29 +1,11 @@
-"""Reading upstream datasets (Hub id or local files) and writing prepared ones.
+"""Reading upstream datasets (a Hub id, a local `.jsonl`/`.json`/`.parquet` file, a folder of them, or a
+`save_to_disk` folder) and writing prepared ones. JSON lines are checked line by line first (`check_jsonl`).
 
-A source is a Hub dataset id (`berkeley-nest/Nectar`), a local `.jsonl`/`.json`/`.parquet`
-file, a directory of such files, or a directory written by `Dataset.save_to_disk`. A JSON-lines
-file is checked line by line first (`check_jsonl`), so a bad line is named with its fix.
-
-**The R-Align authors' files** (R-Align-BMK, R-Align-RL-Data) are read as they are published and
-come out in the pairwise schema. Their JSON-lines files (`data/helpsteer3_aug.jsonl`,
-`data/reward_bench2_aug.jsonl`, `data/ppe_human_preference_v1_aug.jsonl` of `lyn22333/R-Align-BMK`;
-the training files of `lyn22333/R-Align-RL-Data`) hold one pair per line:
-
-    id             -> pair_id
-    conversations  -> prompt (chat turns as they are: the last is the user prompt, earlier ones
-                      the dialogue context; query_id hashes them)
-    response_A     -> response_a
-    response_B     -> response_b
-    gt_label       -> label ("A"/"B", spaces stripped as the authors' scripts strip them)
-    gt_judgment    -> golden_rationale, with thinking removed as the authors remove it (what
-                      follows the last `</think>`, stripped)
-    source         -> subset (its "subset"; optional)
-    the file name  -> source (the benchmark: `helpsteer3_aug`, as in the authors' result table)
-
-A row lacking a field is an `RAlignRowError` naming the file, the line and the field. `load_source`
-reads such files (and the Hub repositories `HUB_REPOS`) after its line-by-line JSON check, so every
-command and trainer takes them as they are.
-"""
+The R-Align authors' files (`lyn22333/R-Align-BMK`, `lyn22333/R-Align-RL-Data`) are read as published into
+the pairwise schema: `id` -> pair_id, `conversations` -> prompt (the turns as they are; the last is the
+user's), `response_A`/`_B` -> response_a/_b, `gt_label` -> label (stripped), `gt_judgment` -> golden_rationale
+(what follows the last `</think>`, as the authors strip it), `source` -> subset, the file's stem -> source
+(`helpsteer3_aug`, as in the authors' table). A row lacking a field is an `RAlignRowError` naming it."""
 
 from __future__ import annotations
 
@@ -46,7 +28,7 @@ class DatasetFileError(ValueError):
 
 
 def load_source(source: str, *, split: str = "train", config: str | None = None) -> datasets.Dataset:
-    """Load `source` as one `datasets.Dataset` split (see the module docstring for the forms)."""
+    """Load `source` as one `datasets.Dataset` split."""
     path = Path(source)
     if path.is_file():
         return _load_files([path], split)
@@ -80,9 +62,8 @@ def _load_files(files: list[Path], split: str) -> datasets.Dataset:
 
 def check_jsonl(path: Path) -> None:
     """Raise `DatasetFileError` naming the file, the line and the fix when a JSON-lines file is not one JSON object
-    per line of UTF-8 text (a cut-off last line, invalid bytes, a lone surrogate escape such as \\udcff,
-    which Arrow cannot store) or holds no row at all. Otherwise `datasets` fails with a long traceback
-    that names neither."""
+    per line of UTF-8 text (a cut-off line, invalid bytes, a lone surrogate such as \\udcff, which Arrow cannot
+    store) or holds no row: `datasets` would fail with a long traceback naming neither."""
     rows = 0
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
@@ -169,7 +150,7 @@ def _turns(value, where: str) -> list[dict[str, str]]:
 
 
 def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
-    """One published row -> one row of the pairwise schema (`data.preferences`); see the module docstring."""
+    """One published row -> one row of the pairwise schema."""
     for name in REQUIRED_FIELDS:
         if name not in raw:
             raise RAlignRowError(
@@ -191,21 +172,14 @@ def ralign_pair(raw: dict, *, benchmark: str, where: str) -> dict:
     )
 
 
-def read_ralign_file(path: str | Path) -> list[dict]:
-    """Every row of one published file, in order, in the pairwise schema (source: the file's stem).
-    The file is taken to be valid JSON lines (`data.sources.check_jsonl` says where it is not)."""
-    path = Path(path)
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                rows.append(ralign_pair(json.loads(line), benchmark=path.stem, where=f"{path}, line {number}"))
-    return rows
-
-
 def load_ralign_files(files: Iterable[str | Path]) -> datasets.Dataset:
-    """The rows of several published files, file after file, as one `datasets.Dataset`."""
-    rows = [row for path in files for row in read_ralign_file(path)]
+    """The rows of published (valid JSON lines) files, file after file, in the pairwise schema."""
+    rows = []
+    for path in map(Path, files):
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    rows.append(ralign_pair(json.loads(line), benchmark=path.stem, where=f"{path}, line {number}"))
     return datasets.Dataset.from_list(rows, features=PAIRWISE_FEATURES)
 
 

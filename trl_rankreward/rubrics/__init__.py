@@ -1,9 +1,5 @@
-"""Offline generation with an LLM: query-specific weighted rubrics and R-Align golden rationales.
-
-Both run through one resumable runner (`runner.ResumableRunner`): bounded concurrency,
-validation with retries, results appended to a JSONL as they arrive, reruns skip finished
-ids, failures reported in a failures JSONL and the summary. Defaults are the papers' prompts.
-"""
+"""Offline generation with an LLM: query-specific weighted rubrics and R-Align golden rationales, through one
+resumable runner (`runner.ResumableRunner`). Defaults are the papers' prompts."""
 
 from .._lazy import lazy_exports
 

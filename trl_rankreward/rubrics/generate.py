@@ -1,11 +1,8 @@
 """Offline rubric generation for a prepared dataset (RankBuffer App. D, MatrixReward App. A.1).
 
-For each row the generator sees the query and its references best first (with models for
-Nectar, with overall scores for UltraFeedback) and returns 3-5 weighted rubrics, validated by
-`parse_rubrics` against the template's bounds. The papers' prompts are the presets
-(`RUBRIC_TEMPLATES`). Results go to a JSONL keyed by `query_id` through the resumable runner;
-`trl_rankreward.data.attach_rubrics` joins them into the dataset.
-"""
+The generator sees the query and its references best first (with models for Nectar, scores for
+UltraFeedback) and returns 3-5 weighted rubrics, checked by `parse_rubrics` against the template's bounds.
+Results go to a JSONL keyed by `query_id`; `data.attach_rubrics` joins them into the dataset."""
 
 from __future__ import annotations
 
@@ -23,11 +20,8 @@ from .runner import InvalidOutput, Job, PromptTemplate, RunSummary, check_column
 
 @dataclass(frozen=True)
 class RubricTemplate(PromptTemplate):
-    """A rubric-generation prompt plus what a valid answer must satisfy.
-
-    `answer_header` introduces each reference inside `{answers}` (placeholders: rank,
-    model, score); templates that place answers one by one use `{ANSWER_i}`/`{MODEL_i}`.
-    """
+    """A rubric-generation prompt plus what a valid answer must satisfy; `answer_header` introduces each reference
+    inside `{answers}` (placeholders: rank, model, score); other templates place `{ANSWER_i}`/`{MODEL_i}`."""
 
     answer_header: str = "[Rank {rank} | model={model}]"
     min_rubrics: int = 3
@@ -180,12 +174,8 @@ def _integer(value) -> int | None:
 
 
 def parse_rubrics(text: str, template: RubricTemplate) -> list[dict]:
-    """Validated rubrics `[{"text", "weight"}]` from a generator answer.
-
-    Valid: a JSON object with a `rubrics` list of `template.min_rubrics..max_rubrics` items,
-    each a non-empty `text` (distinct after normalising case and spaces) and an integer
-    `weight` in `template.min_weight..max_weight` (RankBuffer App. D; MatrixReward App. A.1).
-    """
+    """Validated rubrics `[{"text", "weight"}]`: a `rubrics` list of `min_rubrics..max_rubrics` items, each a
+    non-empty text (distinct up to case and spaces) with an integer weight in `min_weight..max_weight`."""
     rubrics = extract_json_object(text).get("rubrics")
     if not isinstance(rubrics, list):
         raise InvalidOutput(f'Expected {{"rubrics": [...]}}, got rubrics={rubrics!r:.100}')
@@ -256,7 +246,7 @@ def rubric_jobs(dataset: datasets.Dataset, template: RubricTemplate) -> Iterator
 
 
 def _references_cut(row: dict, template: RubricTemplate):
-    """The row's messages with its references (the shown texts; never the query) cut to a limit."""
+    """The row's messages with its references (never the query) cut to a limit."""
 
     def render_with_limit(limit: int | None) -> Rendered:
         cut = TextCut(limit)
@@ -273,31 +263,19 @@ def generate_rubrics(
     output_path: str | Path,
     *,
     template: RubricTemplate = RANKBUFFER_RUBRIC_TEMPLATE,
-    failures_path: str | Path | None = None,
-    max_concurrency: int = 32,
-    max_attempts: int = 3,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    response_format: dict | None = None,
+    **options,
 ) -> RunSummary:
-    """Generate rubrics for every row not yet in `output_path`; returns the run summary.
+    """Generate rubrics for every row not yet in `output_path` (lines `{"query_id", "rubrics", "attempts"}`).
 
-    Result lines: `{"query_id", "rubrics": [{"text", "weight"}], "attempts"}`. Decoding
-    settings default to the template's (0.2 and 1,024 tokens for both papers' prompts).
+    `options`: `run_jobs`'s (`failures_path`, `max_concurrency`, `max_attempts`, `response_format`, and the
+    decoding settings, default the template's: 0.2 and 1,024 tokens for both papers' prompts).
     """
     check_columns(dataset, ("prompt", "query_id", "references"), "Rubric generation needs a prepared dataset")
+
+    def parse(text: str, job: Job) -> dict:
+        return {"rubrics": parse_rubrics(text, template)}
+
+    jobs = rubric_jobs(dataset, template)
     return run_jobs(
-        rubric_jobs(dataset, template),
-        backend,
-        output_path,
-        template=template,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        id_key="query_id",
-        parse=lambda text, job: {"rubrics": parse_rubrics(text, template)},
-        failures_path=failures_path,
-        max_concurrency=max_concurrency,
-        max_attempts=max_attempts,
-        response_format=response_format,
-        desc="rubrics",
+        jobs, backend, output_path, template=template, id_key="query_id", parse=parse, desc="rubrics", **options
     )

@@ -1,13 +1,9 @@
 """Golden rationales for R-Align's preference sets (R-Align paper, Sec. 3.3 and 4.1).
 
-The paper has a strong model write a golden judgment o* for every pair, two ways:
-label-conditioned reasoning for label-only sets (RewardBench2, PPE-Preference), and a
-meta-review that merges the annotators' reviews into one reference for HelpSteer3. A row
-with annotator `reviews` gets the meta-review prompt, any other row the label-conditioned
-one. The paper's prompts (its Appendix B) are not in our copy, so the wording below is ours,
-written to that procedure; override it with a template file. The answer must name the
-labelled response as preferred, or it is invalid and retried.
-"""
+A strong model writes a golden judgment o* for every pair: label-conditioned reasoning for label-only sets
+(RewardBench2, PPE), a meta-review of the annotators' `reviews` for HelpSteer3. The paper's prompts
+(Appendix B) are not in our copy: the wording below is ours, written to that procedure. An answer that does
+not prefer the labelled response is invalid and retried."""
 
 from __future__ import annotations
 
@@ -110,7 +106,7 @@ def rationale_jobs(
 
 
 def _pair_cut(row: dict, template: PromptTemplate):
-    """The pair's messages with its responses and reviews (the shown texts; never the conversation) cut to a limit."""
+    """The pair's messages with its responses and reviews (never the conversation) cut to a limit."""
 
     def render_with_limit(limit: int | None) -> Rendered:
         cut = TextCut(limit)
@@ -134,34 +130,19 @@ def generate_rationales(
     *,
     label_template: PromptTemplate = LABEL_RATIONALE_TEMPLATE,
     review_template: PromptTemplate = META_REVIEW_TEMPLATE,
-    failures_path: str | Path | None = None,
-    max_concurrency: int = 32,
-    max_attempts: int = 3,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    response_format: dict | None = None,
+    **options,
 ) -> RunSummary:
     """Golden rationales for every pair not yet in `output_path` (lines `{"pair_id", "golden_rationale"}`).
 
-    Decoding settings default to the label template's (both defaults: 0.2, 2,048 tokens).
+    `options`: `run_jobs`'s; decoding settings default to the label template's (both defaults: 0.2, 2,048 tokens).
     """
-    check_columns(
-        dataset,
-        ("prompt", "pair_id", "response_a", "response_b", "label"),
-        "Rationale generation needs a pairwise dataset",
-    )
+    columns = ("prompt", "pair_id", "response_a", "response_b", "label")
+    check_columns(dataset, columns, "Rationale generation needs a pairwise dataset")
+
+    def parse(text: str, job: Job) -> dict:
+        return {"golden_rationale": parse_rationale(text, job.context)}
+
+    jobs = rationale_jobs(dataset, label_template, review_template)
     return run_jobs(
-        rationale_jobs(dataset, label_template, review_template),
-        backend,
-        output_path,
-        template=label_template,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        id_key="pair_id",
-        parse=lambda text, job: {"golden_rationale": parse_rationale(text, job.context)},
-        failures_path=failures_path,
-        max_concurrency=max_concurrency,
-        max_attempts=max_attempts,
-        response_format=response_format,
-        desc="rationales",
+        jobs, backend, output_path, template=label_template, id_key="pair_id", parse=parse, desc="rationales", **options
     )

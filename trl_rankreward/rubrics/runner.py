@@ -1,28 +1,15 @@
 """Offline generation with an LLM: prompt templates, reading the answer, and one resumable runner.
 
-**Templates.** Placeholders are `{NAME}` tokens (letters, digits, underscores) replaced in one pass,
-so text inside values is never re-expanded and JSON braces in a prompt stay as they are. A
-placeholder with no value is an error that names it. Override a template with a YAML or Python
-file (`load_template`).
+Templates' `{NAME}` placeholders are replaced in one pass (values are not re-expanded, JSON braces stay);
+a placeholder without a value is an error naming it. `extract_json_object` strips thinking and finds the
+JSON; a check that fails raises `InvalidOutput` (what was expected, what came), which the runner retries.
 
-**Answers.** `extract_json_object` strips thinking and finds the JSON object; every check raises
-`InvalidOutput` with a message that says what was expected and what came; the runner retries on it
-and reports the last message when attempts run out.
-
-**The runner** (rubrics, golden rationales). Each job is an id and chat messages. The runner sends
-pending jobs to the backend with bounded concurrency, parses each answer, retries invalid answers
-and backend errors up to `max_attempts` tries with the shared `judging.calls.RetryPolicy`, and
-appends every finished result to a JSONL file the moment it arrives (flush + fsync). A rerun reads
-that file and skips the ids already in it, so a crash or a kill loses nothing finished and
-duplicates nothing. Jobs whose attempts all fail are appended to a failures JSONL (rewritten each
-run, since a rerun retries them) and listed in the summary; nothing is dropped silently.
-
-Each job is fitted to the server's context window (`max_model_len` at `/models`, else the
-`max_model_len` flag) by the judge layer's `judging.prompt_budget.WindowFitting`: a prompt too long
-for it has its shown texts (references, responses) cut to an equal share marked `[... cut]`
-(counted in the summary), `max_tokens` is what the window leaves (at most the configured value),
-and a job that cannot fit with `MIN_GENERATION_TOKENS` left for the answer fails at once as `too_long`.
-"""
+The runner sends pending jobs with bounded concurrency, retries invalid answers and backend errors up to
+`max_attempts` (`judging.calls.RetryPolicy`), and appends each result to a JSONL the moment it arrives
+(fsynced); a rerun skips the ids already there, so a crash loses nothing finished and duplicates nothing.
+Jobs that fail every attempt go to a failures JSONL (rewritten each run) and the summary. Each prompt is
+fitted to the server's window (`judging.prompt_budget.WindowFitting`: shown texts cut to an equal share,
+`max_tokens` what the window leaves; a job without `MIN_GENERATION_TOKENS` left fails as `too_long`)."""
 
 from __future__ import annotations
 
@@ -81,18 +68,8 @@ T = TypeVar("T", bound=PromptTemplate)
 
 
 def load_template(spec: str, presets: Mapping[str, T]) -> T:
-    """A preset by name, or a preset overridden by a file.
-
-    A YAML file is a mapping of template fields (`system`, `user`, `temperature`, ...);
-    a Python file defines a dict `TEMPLATE` of the same. The optional key `base` names the
-    preset that supplies the fields the file leaves out (default: the first preset).
-
-        base: matrixreward
-        max_weight: 5
-        user: |
-          Query: {query}
-          Answers: {answers}
-    """
+    """A preset by name, or a preset overridden by a YAML file (a mapping of template fields) or a Python file
+    (a dict `TEMPLATE`); the key `base` names the preset the file overrides (default: the first)."""
     if spec in presets:
         return presets[spec]
     path = Path(spec)
@@ -148,10 +125,9 @@ MIN_GENERATION_TOKENS = 512
 
 @dataclass(frozen=True)
 class Job:
-    """One generation: `id` keys the result; `render_with_limit(limit_chars)` gives its messages with
-    the texts they show (references, responses) cut to `limit_chars` (`judging.rendering.TextCut`; None:
-    whole), so a prompt over the server's window can be fitted; `context` is handed to the parser
-    (e.g. the label)."""
+    """One generation: `id` keys the result; `render_with_limit(limit_chars)` gives its messages with the texts
+    they show cut to `limit_chars` (None: whole), for a prompt over the server's window; `context` goes to the
+    parser (e.g. the label)."""
 
     id: str
     render_with_limit: Callable[[int | None], Rendered]
@@ -196,19 +172,8 @@ def failures_path_for(output_path: str | Path) -> Path:
 
 @dataclass
 class ResumableRunner:
-    """Run `Job`s through `backend.complete` and append parsed results to `output_path`.
-
-    Args:
-        backend: object with `async complete(messages, *, temperature, max_tokens, response_format)`
-            returning a completion with `.text`, `.prompt_tokens`, `.completion_tokens`.
-        output_path: results JSONL; each line is `{id_key: job.id, **parse(...), "attempts": n}`.
-        id_key: the name of the id field in result lines ("query_id", "pair_id").
-        parse: `parse(text, job) -> dict` of result fields, raising `InvalidOutput` when invalid.
-        failures_path: failures JSONL (default: `failures_path_for(output_path)`).
-        max_concurrency: jobs in flight at once.
-        max_attempts: tries per job (invalid answer or backend error each use one).
-        response_format: passed to the backend (e.g. {"type": "json_object"}), None for none.
-    """
+    """Run `Job`s through `backend.complete` and append `{id_key: job.id, **parse(text, job), "attempts": n}` lines
+    to `output_path`; `parse` raises `InvalidOutput` on an invalid answer."""
 
     backend: Any
     output_path: str | Path
@@ -276,8 +241,7 @@ class ResumableRunner:
         return summary
 
     async def _attempts(self, job: Job, fitting: WindowFitting) -> dict:
-        """The result record after the first valid answer, or a failure record once the retries are spent
-        (or at once when the prompt cannot fit the server's window)."""
+        """The result record after the first valid answer, or a failure record once the retries are spent."""
         last_text = ""
 
         def parse(completion) -> dict:
@@ -332,10 +296,8 @@ def run_jobs(
     max_tokens: int | None = None,
     **options,
 ) -> RunSummary:
-    """Run `jobs` to the end with a `ResumableRunner` (`options`: its other fields).
-
-    Decoding settings not given default to `template`'s (`.temperature`, `.max_tokens`).
-    """
+    """Run `jobs` to the end with a `ResumableRunner` (`options`: its other fields); decoding settings not given
+    are `template`'s."""
     runner = ResumableRunner(
         backend,
         output_path,

@@ -1,20 +1,12 @@
 """Claiming a run's `output_dir` before the model loads: writable, room for a checkpoint, one run at a time.
 
-- Writable: a probe file is created and removed in the folder (made if missing); a read-only folder
-  is refused in one line, before any judge call is paid, not at the first save.
-- Room: the free space must hold one checkpoint, estimated from the model's weight files on disk (a
-  local model folder): their size for the weights, plus twice it for AdamW's two moment tensors
-  unless `save_only_model` (`checkpoint_bytes`). A Hub id or the `tiny` model is not estimated.
-- One run: `RUN_LOCK` in the folder holds the holder's host, pid and start time; a second run there is
-  refused naming them. Everything a run writes lives in that folder by default (checkpoints, the
-  RankBuffer anchor store `anchors.sqlite`), so two runs would corrupt each other's state. A lock
-  left by a dead process (same host, pid not alive) is taken over with a note; one from another host
-  cannot be checked from here, and the message says to remove the file once that run is gone.
-
-Only the process that writes `output_dir` claims it (`TrainingArguments.should_save`: the main
-process, or each machine's with `save_on_each_node`); the lock is removed when the run ends, also
-on an error.
-"""
+Writable: a probe file is written there (a read-only folder is refused before any judge call is paid).
+Room: free space for one checkpoint, estimated from a local model folder's weight files (x3 with AdamW's two
+moments unless `save_only_model`; a Hub id or `tiny` is not estimated). One run: `RUN_LOCK` names the holder's
+host, pid and start time, and a second run there is refused naming them, since two runs would corrupt each
+other's checkpoints and anchor store. A dead process's lock (same host, pid gone) is taken over with a note;
+another host's cannot be checked from here. Only the processes that save claim it (`should_save`); the lock
+is removed when the run ends, also on an error."""
 
 from __future__ import annotations
 
@@ -42,22 +34,11 @@ class OutputDirBusyError(ConfigError):
 
 @contextmanager
 def claim_output_dir(training_args, model_name: str) -> Iterator[None]:
-    """Check `training_args.output_dir` and hold its run lock for the `with` block (module docstring)."""
+    """Check `training_args.output_dir` (made if missing) and hold its run lock for the `with` block."""
     if not training_args.should_save:
         yield
         return
     folder = Path(training_args.output_dir)
-    check_writable(folder)
-    check_room(folder, checkpoint_bytes(model_name, save_only_model=training_args.save_only_model))
-    lock = take_run_lock(folder)
-    try:
-        yield
-    finally:
-        release_run_lock(lock)
-
-
-def check_writable(folder: Path) -> None:
-    """Make `folder` if missing and write a probe file in it; refuse in one line when either fails."""
     probe = folder / f".write_probe.{os.getpid()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -68,30 +49,28 @@ def check_writable(folder: Path) -> None:
             f"output_dir {folder} is not writable ({exc.strerror or type(exc).__name__}); checkpoints and the "
             "model are saved there: give a folder you can write to (--output_dir)"
         ) from None
+    needed = checkpoint_bytes(model_name, save_only_model=training_args.save_only_model)
+    free = shutil.disk_usage(folder).free
+    if needed > free:
+        raise ConfigError(
+            f"output_dir {folder} has {free / 2**30:.2f} GiB free, but one checkpoint needs about "
+            f"{needed / 2**30:.2f} GiB (the model's weights, x3 with the optimizer state); free some space or give "
+            "another --output_dir"
+        )
+    lock = take_run_lock(folder)
+    try:
+        yield
+    finally:
+        release_run_lock(lock)
 
 
 def checkpoint_bytes(model_name: str, *, save_only_model: bool = False) -> int:
-    """Estimated size of one checkpoint: the weight files of a local model folder, x3 with AdamW's state
-    (its two moments are each about the weights' size); 0 when the model is not a local folder."""
+    """Estimated size of one checkpoint: a local model folder's weight files, x3 with AdamW's state; 0 otherwise."""
     folder = Path(model_name).expanduser()
     if not folder.is_dir():
         return 0
     weights = sum(f.stat().st_size for f in folder.rglob("*") if f.suffix in WEIGHT_SUFFIXES and f.is_file())
     return weights if save_only_model else 3 * weights
-
-
-def check_room(folder: Path, needed: int) -> None:
-    """Refuse when the file system of `folder` has less than `needed` bytes free."""
-    free = shutil.disk_usage(folder).free
-    if needed > free:
-        raise ConfigError(
-            f"output_dir {folder} has {_gib(free)} free, but one checkpoint needs about {_gib(needed)} (the model's "
-            "weights, x3 with the optimizer state); free some space or give another --output_dir"
-        )
-
-
-def _gib(size: int) -> str:
-    return f"{size / 2**30:.2f} GiB"
 
 
 def take_run_lock(folder: Path) -> Path:
@@ -128,7 +107,7 @@ def _create_with(path: Path, text: str) -> bool:
 
 
 def _read_holder(lock: Path) -> dict:
-    """The lock's holder; an unreadable lock (not written by this module) reads as holding nothing."""
+    """The lock's holder; an unreadable lock reads as holding nothing."""
     try:
         holder = json.loads(lock.read_text(encoding="utf-8"))
     except (OSError, ValueError):

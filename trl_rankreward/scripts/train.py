@@ -1,42 +1,18 @@
 """The training entry point behind `examples/train_*.py`, and the one reader of a training config.
 
-Each example script is a few lines over TRL's `TrlParser`, `ScriptArguments` and `ModelConfig`:
+Each example script is a few lines: `main` calls `train(TrainerClass, script_args, training_args, model_args)`
+and `sys.exit(run_script(main, make_parser))` with a `ScriptParser`. Before any model loads, `train` checks, in
+order: the resume flag, the Hub (with `--push_to_hub`), `output_dir` (writable, room for a checkpoint, no other
+run in it: `output_dir.py`), a local model folder (`tiny` builds a tiny random one), the dataset, its rows and
+its prompt lengths. It then trains, saves the model, tokenizer, `trainer_state.json` and a model card, and
+pushes them with `--push_to_hub`. A user error is one line and exit 1, as in the CLI (`user_errors`).
 
-    def main(script_args, training_args, model_args):
-        return train(RankBufferGRPOTrainer, script_args, training_args, model_args)
-
-    def make_parser():
-        return ScriptParser((TrainScriptArguments, RankBufferGRPOConfig, ModelConfig))
-
-    if __name__ == "__main__":
-        sys.exit(run_script(main, make_parser))
-
-What every script then does, in order:
-
-- parses flags and `--config FILE.yaml` (`ScriptParser`; a refused value is one line, exit 2);
-- resumes with `--resume_from_checkpoint PATH`, or `latest` / `true` (the newest complete
-  `checkpoint-N` in `output_dir`); `false` / `none` starts afresh (`resume_argument`);
-- with `--push_to_hub`, checks that the Hub is reachable before training (`check_hub_push`);
-- claims `output_dir` before the model loads: it must be writable with room for a checkpoint, and
-  no other run may hold it (a lock naming the holder, released at the end: `output_dir`);
-- builds a tiny random model when `model_name_or_path` is `tiny` (CPU smoke runs), and refuses a
-  local model folder that does not exist (`resolve_model`);
-- loads `dataset_name` (a `save_to_disk` folder, a .json/.jsonl/.parquet file or a Hub id), checks
-  every row (`trainers.dataset_checks`), then its prompts against `max_prompt_length` or the model's
-  context (`load_train_dataset`, `check_prompt_lengths`);
-- trains, then saves the model, its tokenizer, `trainer_state.json` and a model card (README.md)
-  to `output_dir`, and pushes them with `--push_to_hub` (`train`, `run`);
-- prints a user error as one line and exits 1, as the CLI does (`trl_rankreward.user_errors`);
-- after a success, ends the process group of a distributed launch (`end_process_group`).
-
-`read_training_config` reads a training YAML for `trl-rankreward bench --config` and `probe-judge
---config` with the same `ScriptParser` and config class a script would use, so the three refuse the
-same keys with the same message and take the same flags as overrides.
+`read_training_config` reads a training YAML for `bench --config` and `probe-judge --config` with the parser
+and config class a script would use, so the three refuse the same keys and take the same flags as overrides.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import sys
@@ -47,13 +23,11 @@ from pathlib import Path
 from trl import ScriptArguments, TrlParser
 
 from ..config_checks import CheckedConfig
-from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, to_dataclasses
+from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, read_config_file, to_dataclasses
 from ..trainers.dataset_checks import check_training_dataset
 from ..trainers.extension_builds import check_build_locks
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP, ConfigError, MissingFileError, run_reporting_errors
 from .output_dir import claim_output_dir
-
-# --------------------------------------------------------------------------- arguments and parsing
 
 #: TRL's script arguments no training script reads, and why: set to anything but their default, they are refused
 UNREAD_SCRIPT_ARGUMENTS = {
@@ -66,8 +40,7 @@ UNREAD_SCRIPT_ARGUMENTS = {
 
 @dataclass
 class TrainScriptArguments(CheckedConfig, ScriptArguments):
-    """TRL's script arguments (with the package's dataset help) plus a prompt limit; the TRL arguments no script
-    reads (`UNREAD_SCRIPT_ARGUMENTS`) are refused when set."""
+    """TRL's script arguments plus a prompt limit; the ones no script reads are refused when set."""
 
     dataset_name: str | None = field(
         default=None,
@@ -91,24 +64,22 @@ class TrainScriptArguments(CheckedConfig, ScriptArguments):
 
 
 class ScriptParser(OneLineErrors, TrlParser):
-    """`TrlParser` for the example scripts: `--config FILE.yaml` read as the CLI reads it (a file that cannot be read,
-    a YAML syntax error, an unknown key are one-line usage errors), config values checked against the fields'
-    types, a dataclass's own check (`__post_init__`) a usage error too; `--traceback` is a flag."""
+    """`TrlParser` with the CLI's `--config FILE.yaml` reading and one-line usage errors; `--traceback` a flag."""
 
     def __init__(self, dataclass_types, **kwargs):
         super().__init__(dataclass_types, **{"formatter_class": HelpFormatter, **kwargs})
         self.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
         self.add_argument(TRACEBACK_FLAG, action="store_true", help=TRACEBACK_HELP)
 
-    def parse_args_and_config(self, args=None) -> tuple:
-        argv = apply_config_file(self, list(sys.argv[1:] if args is None else args))
+    def parse_args_and_config(self, args=None, config: dict | None = None) -> tuple:
+        """`config`: the `--config` file's mapping when the caller has read it already."""
+        argv = apply_config_file(self, list(sys.argv[1:] if args is None else args), config=config)
         return tuple(to_dataclasses(self, self.parse_args(argv), self.dataclass_types))
 
 
 @dataclass
 class RAlignScriptArguments(TrainScriptArguments):
-    """The shared script arguments (`dataset_name`: pairs with golden rationales) plus the MetaRM to use
-    (`examples/train_ralign_genrm.py`)."""
+    """The script arguments of `examples/train_ralign_genrm.py` (pairs with golden rationales) plus its MetaRM."""
 
     metarm: str = field(
         default="server",
@@ -123,9 +94,8 @@ class RAlignScriptArguments(TrainScriptArguments):
 
 
 def training_parsers(reward_method: str | None = None) -> list[tuple[type, type]]:
-    """(script arguments, trainer config) a training YAML may be written for: its `reward_method`'s config class
-    (`trainers.judge_reward.config_for_method`), else the general one first and every method's; and R-Align's
-    (it trains a GenRM and has no reward method: `bench --config` costs it with `--methods`)."""
+    """(script arguments, trainer config) a training YAML may be written for: its `reward_method`'s config class,
+    else the general one and every method's; and R-Align's (a GenRM run, without a reward method)."""
     from ..rewards.registry import REWARD_METHODS
     from ..trainers.judge_reward import JudgeRewardGRPOConfig, config_for_method, method_config
     from ..trainers.ralign import RAlignGenRMConfig
@@ -137,60 +107,34 @@ def training_parsers(reward_method: str | None = None) -> list[tuple[type, type]
     return [(TrainScriptArguments, c) for c in judge_reward] + [(RAlignScriptArguments, RAlignGenRMConfig)]
 
 
-def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str, here: bool = True) -> tuple:
-    """(script arguments, trainer config, model config) of the training YAML at `path`, with the command-line
-    `overrides` (`--judge_base_urls http://...`), parsed as the example script of its config class parses them.
-
-    The classes are the first of `training_parsers()` whose fields hold every key; when none do, the ones missing
-    the fewest, whose parser then refuses the rest as the script would (`unknown option(s) k_0 (did you mean
-    k0?)`, exit 2). A file that cannot be read or is not a mapping is refused by that parser too.
-    `here=False` reads the config of a run on another machine (`bench --config` estimates a GPU run on a
-    laptop): it is parsed with `use_cpu`, so transformers' check of this machine's bf16 support is skipped.
-    """
+def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str, here: bool = True):
+    """((script arguments, trainer config, model config), the YAML mapping) of the training config at `path` with
+    the command-line `overrides`, parsed by the first of `training_parsers()` whose fields hold every key (else
+    the one missing the fewest, which refuses the rest as the script would). `here=False` (a run on another
+    machine) parses with `use_cpu`, skipping transformers' check of this machine's bf16 support."""
     from trl import ModelConfig
 
-    values = _config_mapping(path)
-    keys = config_keys(path, overrides)
+    values = read_config_file(ScriptParser((), prog=prog), path)
+    keys = config_keys(values, overrides)
     given = dict(zip(overrides, overrides[1:], strict=False)).get("--reward_method", values.get("reward_method"))
 
     def missing(types: tuple[type, ...]) -> int:
-        return len(keys - {f.name for cls in types for f in dataclasses.fields(cls)})
+        return len(keys - {f.name for cls in types for f in fields(cls)})
 
     types = min(((*pair, ModelConfig) for pair in training_parsers(given)), key=missing)  # of equals, the first
-    parser = ScriptParser(types, prog=prog)
     elsewhere = [] if here else ["--use_cpu", "true"]  # before the overrides: a flag given wins
-    return parser.parse_args_and_config(["--config", path, *elsewhere, *overrides])
+    argv = ["--config", path, *elsewhere, *overrides]
+    return ScriptParser(types, prog=prog).parse_args_and_config(argv, config=values), values
 
 
-def config_keys(path: str, overrides: Sequence[str] = ()) -> set[str]:
-    """The settings a training config gives: the keys of the YAML mapping at `path` and the flags among
-    `overrides`."""
-    keys = set(_config_mapping(path)) - {"env"}
-    return keys | {w[2:].split("=", 1)[0].replace("-", "_") for w in overrides if w.startswith("--")}
-
-
-def _config_mapping(path: str) -> dict:
-    """The YAML mapping at `path` (empty when it cannot be read or is not a mapping: the parser then says why)."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError):
-        values = None
-    return values if isinstance(values, dict) else {}
-
-
-# --------------------------------------------------------------------------- the entry point
+def config_keys(values: dict, overrides: Sequence[str] = ()) -> set[str]:
+    """The settings a training config gives: the keys of its YAML mapping `values` and the flags among `overrides`."""
+    return set(values) | {w[2:].split("=", 1)[0].replace("-", "_") for w in overrides if w.startswith("--")}
 
 
 def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
-    """Parse the command line with `make_parser()` (a `ScriptParser`), run `main(*parsed)`; return the exit status.
-
-    Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI. Before `main`, a build lock
-    left by a killed DeepSpeed op build stops the run, naming the file (`trainers.extension_builds`). After a
-    successful `main` the process group of a distributed launch is destroyed (`end_process_group`).
-    """
+    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status. A DeepSpeed build
+    lock left by a killed build stops the run first; a success ends the launch's process group."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
 
@@ -204,16 +148,9 @@ def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None
 
 
 def end_process_group() -> None:
-    """Destroy the launch's process group, if there is one, before the interpreter exits, as PyTorch asks.
-
-    Call it once the trainer is released: the trainer's DDP or DeepSpeed wrapper holds the group, and
-    a trainer lives in reference cycles (its callbacks point back at it), hence the garbage collection
-    first. Then nothing else holds the group (`trainers.base.WORLD_GROUP_DEFAULTS` says what once did),
-    and destroying it stops gloo's threads here, in order, instead of leaving them to the interpreter's
-    exit, where a finished rank could abort ("terminate called without an active exception", exit -6).
-    Only after a success: the barrier would wait for a rank that failed (under `accelerate launch`, the
-    launcher then stops the others).
-    """
+    """Destroy the launch's process group, if any, once the trainer is released (after a garbage collection: a
+    trainer lives in reference cycles), so gloo's threads stop in order rather than at the interpreter's exit
+    (where a rank could abort, exit -6). Only after a success: the barrier would wait for a failed rank."""
     import gc
 
     import torch.distributed as dist
@@ -224,19 +161,14 @@ def end_process_group() -> None:
         dist.destroy_process_group()
 
 
-# --------------------------------------------------------------------------- resuming
-
 #: values of `--resume_from_checkpoint` meaning "the newest complete checkpoint in output_dir" / "do not resume"
 RESUME_LATEST = ("latest", "true", "last")
 RESUME_NONE = ("false", "none", "no", "")
 
 
 def parse_resume(value) -> str | bool | None:
-    """`--resume_from_checkpoint` as the trainer takes it: a path, True (the newest checkpoint) or None.
-
-    TrlParser hands the flag over as text: `latest` / `true` mean True, `false` / `none` (and an
-    unset flag) mean None, anything else is a checkpoint path, which must exist.
-    """
+    """`--resume_from_checkpoint` (text from TrlParser) as the trainer takes it: a checkpoint path, which must
+    exist, True (the newest checkpoint) or None."""
     if value is None or value is False:
         return None
     if value is True:
@@ -255,11 +187,8 @@ def parse_resume(value) -> str | bool | None:
 
 
 def resume_argument(trainer_class, training_args) -> str | None:
-    """What to pass to `trainer.train(resume_from_checkpoint=...)`: a checkpoint path or None (module docstring).
-
-    Starting afresh in a folder that holds checkpoints is allowed (they get overwritten), with a note
-    naming the resume flag.
-    """
+    """What to pass to `trainer.train(resume_from_checkpoint=...)`; starting afresh in a folder with checkpoints
+    overwrites them, with a note naming the resume flag."""
     from ..trainers.base import checkpoint_steps
 
     resume = parse_resume(training_args.resume_from_checkpoint)
@@ -276,12 +205,8 @@ def resume_argument(trainer_class, training_args) -> str | None:
     return resume
 
 
-# --------------------------------------------------------------------------- the Hub
-
-
 def check_hub_push(training_args) -> None:
-    """With --push_to_hub, the Hub must be reachable with a token before training starts, not after it ends
-    (where a missing network used to end the run in an 88-line ConnectError)."""
+    """With --push_to_hub, the Hub must be reachable with a token before training starts, not after it ends."""
     if not training_args.push_to_hub:
         return
     from huggingface_hub import constants, whoami
@@ -301,11 +226,6 @@ def check_hub_push(training_args) -> None:
         ) from None
 
 
-def card_model_name(args) -> str:
-    """As TRL names the model in its cards: the Hub repo's name, else the output folder's."""
-    return args.hub_model_id.split("/")[-1] if args.hub_model_id else Path(args.output_dir).name
-
-
 def hub_dataset_id(dataset_name: str | None) -> str | None:
     """`dataset_name` when it is a Hub id (the model card links it), None for a local file or folder."""
     if not dataset_name or os.path.exists(dataset_name) or dataset_name.startswith((".", "/", "~")):
@@ -313,32 +233,19 @@ def hub_dataset_id(dataset_name: str | None) -> str | None:
     return dataset_name if re.fullmatch(r"[\w.-]+(/[\w.-]+)?", dataset_name) else None
 
 
-# --------------------------------------------------------------------------- the policy
-
 #: `model_name_or_path` value that builds a tiny random model (`trl_rankreward.tiny.build_tiny_model`)
 TINY_MODEL = "tiny"
 
 
 def resolve_model(name: str, training_args) -> str:
-    """`name`, or for `tiny` the folder of a tiny random model built under `output_dir/tiny_model`.
+    """`name`, or for `tiny` a tiny random model built (atomically, by each machine's main process first) under
+    `output_dir/tiny_model`. A local path (., / or ~, or an existing parent folder) must exist: transformers would
+    read it as a Hub id ("Repo id must be in the form ...")."""
+    if name == TINY_MODEL:
+        from ..tiny import build_tiny_model
 
-    The local main process of each machine builds it while the others wait at a barrier
-    (`TrainingArguments.main_process_first`); the build itself is atomic, so machines that share
-    a filesystem never read a half-written folder either.
-    """
-    if name != TINY_MODEL:
-        check_local_model(name)
-        return name
-    from ..tiny import build_tiny_model
-
-    folder = Path(training_args.output_dir) / "tiny_model"
-    with training_args.main_process_first(local=True, desc="building the tiny model"):
-        return str(build_tiny_model(folder))
-
-
-def check_local_model(name: str) -> None:
-    """A model name that is a local path (it starts with ., / or ~, or its folder part exists here) must exist:
-    otherwise transformers reads it as a Hub id and fails with "Repo id must be in the form ..."."""
+        with training_args.main_process_first(local=True, desc="building the tiny model"):
+            return str(build_tiny_model(Path(training_args.output_dir) / "tiny_model"))
     path = Path(name).expanduser()
     local = name.startswith((".", "/", "~")) or ("/" in name and path.parent.is_dir() and str(path.parent) != ".")
     if local and not path.is_dir():
@@ -346,9 +253,7 @@ def check_local_model(name: str) -> None:
             f"model_name_or_path {name!r}: no such folder (for a Hub model give its id, owner/name; for a local one "
             "the folder written by save_pretrained)"
         )
-
-
-# --------------------------------------------------------------------------- the training set
+    return name
 
 
 def load_train_dataset(script_args):
@@ -387,18 +292,11 @@ def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
     return dataset
 
 
-# --------------------------------------------------------------------------- train, save, push
-
-
 def train(trainer_class, script_args, training_args, model_args, *, check_prompts: bool = True, **trainer_kwargs):
     """Build `trainer_class` from the parsed arguments and `trainer_kwargs` (e.g. a ready `judge`), then `run`.
 
-    Everything that can fail on the user's input is checked before any model loads, in this order: the
-    resume flag, the Hub (with --push_to_hub), the output directory (writable, room for a checkpoint, no
-    other run in it: `output_dir.claim_output_dir`, held until the run ends), a local model folder, the
-    dataset, its rows (`dataset_checks`; the reward method's own needs are checked by its trainer), its
-    prompt lengths (`check_prompts=False` for a dataset whose `prompt` is not what the policy reads, as
-    R-Align's pairs, which their trainer checks).
+    `check_prompts=False` skips the row and prompt-length checks, for a dataset whose `prompt` is not what the
+    policy reads (R-Align's pairs, which their trainer checks).
     """
     from trl import get_peft_config
 
@@ -408,10 +306,9 @@ def train(trainer_class, script_args, training_args, model_args, *, check_prompt
         "dtype": model_args.dtype,
         **(training_args.model_init_kwargs or {}),  # the config's own win
     }
-
     resume = resume_argument(trainer_class, training_args)
     check_hub_push(training_args)
-    with claim_output_dir(training_args, model_args.model_name_or_path):  # writable, room, no other run in it
+    with claim_output_dir(training_args, model_args.model_name_or_path):
         model = resolve_model(model_args.model_name_or_path, training_args)  # a missing local folder fails first
         dataset = load_train_dataset(script_args)
         if check_prompts:
@@ -424,22 +321,17 @@ def train(trainer_class, script_args, training_args, model_args, *, check_prompt
 
 
 def run(trainer, resume_from_checkpoint: str | None, *, dataset_name: str | None = None):
-    """Train (resuming from `resume_from_checkpoint`), then save the model, its tokenizer, `trainer_state.json`
-    and a model card to `output_dir`, and push them to the Hub with `--push_to_hub`. Returns the trainer.
-
-    A `JudgeFailureError` (the judge circuit breaker) propagates after the trainer saved its
-    checkpoint; nothing else is saved then.
-    """
+    """Train, then save the model, its tokenizer, `trainer_state.json` and a model card to `output_dir`, and push
+    them with `--push_to_hub`. A `JudgeFailureError` propagates after the trainer saved its checkpoint."""
     args = trainer.args
     trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     trainer.save_model(args.output_dir)  # every process (ZeRO-3 gathers the weights); written by the main one
     trainer.save_state()  # output_dir/trainer_state.json: this run's log history, read by scripts/quickstart.sh
     card_dataset = hub_dataset_id(dataset_name)
     if trainer.is_world_process_zero() and hasattr(trainer, "create_model_card"):
-        # dataset_label: our section of the card names a local dataset too (TRL's part links Hub ids only)
-        trainer.create_model_card(
-            model_name=card_model_name(args), dataset_name=card_dataset, dataset_label=dataset_name
-        )
+        # as TRL names the model: the Hub repo's name, else the output folder's; dataset_label names a local one too
+        name = args.hub_model_id.split("/")[-1] if args.hub_model_id else Path(args.output_dir).name
+        trainer.create_model_card(model_name=name, dataset_name=card_dataset, dataset_label=dataset_name)
     trainer.accelerator.print(f"Model, tokenizer and model card saved to {args.output_dir}")
     if args.push_to_hub:
         trainer.push_to_hub(dataset_name=card_dataset)

@@ -1,13 +1,7 @@
-"""Fakes and tiny offline models for tests and examples: nothing here downloads anything.
-
-Each export's docstring says what it stands in for: a tiny chat model, a `transformers serve`
-server, judge servers with scripted verdicts, a vLLM replica's limits or a weak judge's misbehaviour, a proxy that breaks
-chosen requests, a scripted chat server with a request log, and in-process fakes (`fakes`: a scripted
-chat backend, a noiseless `OracleJudge`, a stateful reward method, a fake R-Align release). Every fake
-the tests use lives here; so does `run_in_group`, which runs a command (a multi-process launch) so that
-none of its processes outlives it. The simulated judges of the benchmarks (`SimulatedJudge`,
-`KeywordMetaJudge`) are part of `trl_rankreward.evaluation`.
-"""
+"""Fakes and tiny offline models for tests and examples (nothing here downloads anything): a tiny chat model,
+a `transformers serve` server, scripted, vLLM-like and misbehaving judge servers, a fault-injecting proxy,
+in-process fakes, and `run_in_group` (no process of a launched command outlives it). The benchmarks'
+simulated judges live in `trl_rankreward.evaluation`."""
 
 from .._lazy import lazy_exports
 

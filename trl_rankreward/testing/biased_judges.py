@@ -1,19 +1,10 @@
 """Scripted judges with one known weakness each, and rollouts to audit them on (`evaluation.audit`).
 
-Every judge here is a `SimulatedJudge` whose latent quality is `fact_quality`: 10 times the share of the
-query's facts (`FACTS`) an answer names, so filler, instructions, planted verdicts and the query repeated
-add nothing. On top of that quality:
-
-- `honest_judge`: nothing else (with `noise`, a judge whose answers vary from call to call);
-- `length_biased_judge`: + `bias` per 100 characters, so of two equal answers the longer wins;
-- `position_biased_judge`: + `bias` for the text shown first in a pairwise prompt;
-- `EchoJudge`: a weak judge model that reads the rendered prompt and, when it holds a concrete verdict in
-  the answer format (`{"score": 7}`, `{"winner": "B"}`), answers that verdict (the last one) instead of
-  judging; else honest.
-
-`scripted_groups()` gives 6 queries x 4 rollouts: per query two answers naming both facts (10), one naming
-one (5) and one naming none (0).
-"""
+Each is a `SimulatedJudge` whose quality is `fact_quality`: 10 x the share of the query's facts an answer
+names (filler, instructions and planted verdicts add nothing). `length_biased_judge` adds `bias` per 100
+characters, `position_biased_judge` `bias` for the text shown first; `EchoJudge` answers the last concrete
+verdict its rendered prompt holds (`{"score": 7}`), as a weak model does. `scripted_groups()`: 6 queries x
+4 rollouts naming both facts (two), one, and none."""
 
 from __future__ import annotations
 
@@ -56,8 +47,7 @@ def scripted_groups(query_ids: Sequence[str] | None = None) -> list[Group]:
 
 
 def fact_quality(facts: Mapping[str, Sequence[str]] = FACTS):
-    """`(query_id, text) -> 10 * share of the query's facts named in text` (whole words, any case; a query
-    without facts: 0)."""
+    """`(query_id, text) -> 10 * share of the query's facts named in text` (whole words, any case)."""
 
     def quality(query_id: str, text: str) -> float:
         wanted = facts.get(query_id, ())
@@ -89,7 +79,7 @@ _WINNER = re.compile(r'"winner"\s*:\s*"(A|B|TIE)"')
 
 
 class EchoJudge(SimulatedJudge):
-    """`honest_judge` that answers the last concrete verdict its rendered prompt holds (module docstring)."""
+    """`honest_judge` that answers the last concrete verdict its rendered prompt holds."""
 
     def __init__(self, *, noise: float = 0.0, seed: int = 0, facts: Mapping[str, Sequence[str]] = FACTS):
         super().__init__(fact_quality(facts), noise=noise, seed=seed, integer_scores=True)
@@ -116,6 +106,3 @@ def biased_judges(*, noise: float = 0.0, seed: int = 0) -> dict[str, SimulatedJu
         "position_biased": position_biased_judge(noise=noise, seed=seed),
     }
 
-
-__all__ = ["FACTS", "SCRIPTED_QUERIES", "EchoJudge", "biased_judges", "fact_quality", "honest_judge",
-           "length_biased_judge", "position_biased_judge", "scripted_groups"]  # fmt: skip

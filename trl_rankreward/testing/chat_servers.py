@@ -1,26 +1,10 @@
 """Chat servers for client tests: a real model behind `transformers serve`, and a server that answers as scripted.
 
-`serve_transformers` starts `transformers serve <model_dir> --host 127.0.0.1 --port <free port>
---device cpu` in its own process group, offline (`HF_HUB_OFFLINE=1`), waits until `GET /v1/models`
-answers, and kills the whole group on exit. The server is pinned to the model it was started with
-and refuses any other `model` name (HTTP 400), so requests must name it exactly as the yielded
-`ServedModel.model` does (the absolute path of `model_dir`).
-
-    with serve_transformers(build_tiny_model(tmp_path / "tiny")) as url:
-        backend = OpenAICompatibleBackend(url, url.model)
-
-`serve_chat_script` is for tests that compare two clients message for message (ours and the R-Align
-authors' scripts): the test's `answer(messages) -> Reply` decides each answer from the messages
-alone, so any two clients that send the same messages get the same answers. A `Reply` can carry
-`reasoning_content` (present, absent, or JSON null), and can fail with HTTP 500 for the first
-`fail_first` requests of the same messages (a large number: a server that never answers them);
-a 500 carries `retry-after-ms` so that clients which honour it retry at once. Every request body
-is kept in `requests`, in arrival order; `reset()` clears the log and the failure counters
-between clients. stdlib only; the server runs in a daemon thread on a free loopback port.
-
-    with serve_chat_script(answer) as server:
-        backend = OpenAICompatibleBackend(server.url, "genrm")
-"""
+`serve_transformers` runs `transformers serve` offline on CPU in its own session, pinned to `model_dir`
+(requests must name it as `ServedModel.model` does). `serve_chat_script` compares two clients message for
+message (ours and the R-Align authors'): `answer(messages) -> Reply` decides each answer from the messages
+alone; a `Reply` can carry `reasoning_content` and fail its first `fail_first` requests with HTTP 500 (with
+`retry-after-ms`). Request bodies are kept in `requests`; `reset()` clears them between clients."""
 
 from __future__ import annotations
 
@@ -53,7 +37,7 @@ class ServedModel(str):
     process: subprocess.Popen
 
     def stop(self) -> None:
-        """Kill the server now, as a crash would (idempotent); the context exit then has nothing to do."""
+        """Kill the server now, as a crash would (idempotent)."""
         kill_session(self.process)
 
     def log_tail(self) -> str:
@@ -74,7 +58,7 @@ def free_port() -> int:
 def serve_transformers(
     model_dir: str | Path, *, port: int | None = None, startup_timeout_s: float = 120.0
 ) -> Iterator[ServedModel]:
-    """Run `transformers serve` on `model_dir` on loopback; yield its base URL (a `ServedModel`)."""
+    """Run `transformers serve` on `model_dir` on loopback until it answers `GET /v1/models`; yield its base URL."""
     model = str(Path(model_dir).resolve())
     if not Path(model, "config.json").exists():
         raise FileNotFoundError(f"{model} holds no config.json; build a model first (testing.build_tiny_model)")
@@ -121,8 +105,8 @@ ABSENT = object()  # a Reply.reasoning that leaves the `reasoning_content` key o
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: its content, its `reasoning_content` (`ABSENT`: no such key; None: JSON
-    null) and how many requests of the same messages fail with HTTP 500 before it is given."""
+    """One scripted answer: its content, its `reasoning_content` (`ABSENT`: no such key; None: JSON null) and how
+    many requests of the same messages fail with HTTP 500 before it is given."""
 
     content: str | None = ""
     reasoning: object = ABSENT
@@ -191,7 +175,7 @@ class _Handler(JSONHandler):
 def serve_chat_script(
     answer: Callable[[list[dict]], Reply], *, models: tuple[str, ...] = ("genrm", "metarm")
 ) -> Iterator[ChatScriptServer]:
-    """Serve `answer` on loopback for the duration of the block (see the module docstring)."""
+    """Serve `answer` on loopback for the duration of the block."""
     server = ChatScriptServer(answer, models).start()
     try:
         yield server

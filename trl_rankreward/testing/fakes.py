@@ -1,39 +1,9 @@
-"""In-process fakes for tests and examples: a scripted chat backend, judges whose verdicts follow from a
-table or a length, a small stateful reward method, and a fake R-Align release folder. Nothing here
-does I/O except `write_fake_release`.
+"""In-process fakes for tests and examples: a scripted chat backend, judges whose verdicts follow from a table
+or a length, a small stateful reward method, and a fake R-Align release folder (the only one that does I/O).
 
-**`ScriptedBackend`** stands in for a chat backend (`judging.backends`): its answers are scripted in
-order (a list) or computed from the messages (a callable); an exception in the script is raised.
-
-**`OracleJudge`** is a noiseless judge that answers from a known quality, for hand-computed tests.
-Unlike `SimulatedJudge` (noise, biases, token costs), every verdict follows from the
-quality table alone, so a test's expected buffers and rewards can be derived on paper: the
-verdicts are `judging.quality_judge.QualityJudge`'s (its table) with no tie margin, a
-pointwise score is the quality (or the rubric's quality) clipped to [0, 10], and a
-`BufferSelectRequest` is answered by `select` (a callable `(request) -> indices`) when given.
-
-Rubric k's quality comes from `rubric_quality` (a `{text: [one value per rubric]}` dict or a
-callable `(query_id, text, k) -> float`), and defaults to the overall quality.
-
-`fail` makes chosen requests fail: a callable `(request) -> bool`; the failure is returned
-as a `JudgeFailure`, as a judge whose retries ran out would. `requests` lists every request
-received, `counts` counts them by kind, and `ledger` records them as parsed calls, without tokens.
-
-Sequential judge rounds: with `gated=True` every call waits until `release()`;
-`run_in_rounds(coro)` releases the held calls only when nothing else can run, so
-`rounds` counts the sequential judge rounds the awaited method needed, exactly.
-
-**`LengthJudge` and `CountingMethod`** drive the trainer plumbing tests: `CountingMethod` scores each
-unique answer with one pointwise judge call and keeps state (groups seen per query, epochs seen), so
-a resume that loses the state changes rewards.
-
-**`write_fake_release`** writes a folder laid out like the R-Align authors' repository, with prompts of
-our own. Tests of `r_align_release` need the two scripts the setting reads
-(`generate_model_judgment.py` with the GenRM's system message, `metarm_judge.py` with the MetaRM
-prompt and its three fields), but this repository ships none of the authors' text; these files hold
-short prompts written for the tests, in the same module-level string constants. A line that would
-fail if the file were run shows that the setting only parses it.
-"""
+`OracleJudge` is noiseless, unlike `SimulatedJudge`: its verdicts are `QualityJudge`'s under the quality table
+alone, with no tie margin, so a test's expected buffers and rewards can be derived on paper. With `gated=True`,
+`run_in_rounds` counts the sequential judge rounds a method needs, exactly."""
 
 from __future__ import annotations
 
@@ -53,14 +23,9 @@ from ..rewards.base import GroupRewardMethod, ScoreOutcome, require
 
 
 class ScriptedBackend:
-    """A chat backend whose answers are scripted: `script` is a list of answers given in turn, or a
-    callable `(messages, attempt) -> answer`, where `attempt` counts earlier calls with the same
-    messages. An answer is the text, a `Completion` returned as it is (a scripted `finish_reason`), or an
-    exception to raise (e.g. a `BackendError`).
-
-    Every answer costs `prompt_tokens` / `completion_tokens`; `calls` keeps the messages and settings
-    of every call; `delay_s` makes calls overlap, so a concurrency bound is observable (`max_in_flight`).
-    """
+    """A chat backend whose answers are scripted: a list given in turn, or a callable `(messages, attempt)`
+    (`attempt` counts earlier calls with the same messages). An answer is the text, a `Completion` returned as it
+    is, or an exception to raise. `calls` keeps every call; `delay_s` makes calls overlap (`max_in_flight`)."""
 
     def __init__(
         self,
@@ -77,14 +42,8 @@ class ScriptedBackend:
         self._asked: Counter[str] = Counter()
 
     async def complete(self, messages, *, temperature=0.0, max_tokens=1024, response_format=None):
-        self.calls.append(
-            {
-                "messages": messages,
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-                "response_format": response_format,
-            }
-        )
+        settings = {"temperature": temperature, "max_tokens": max_tokens, "response_format": response_format}
+        self.calls.append({"messages": messages, **settings})
         key = json.dumps(messages)
         attempt, self._asked[key] = self._asked[key], self._asked[key] + 1
         self.in_flight += 1
@@ -114,7 +73,10 @@ class ScriptedBackend:
 
 
 class OracleJudge(QualityJudge):
-    """Answers from `quality`: a `{text: float}` dict or a callable `(query_id, text) -> float`."""
+    """Answers from `quality` (`{text: float}` or `(query_id, text) -> float`); rubric k's from `rubric_quality`
+    (`{text: [per rubric]}` or `(query_id, text, k) -> float`, default the overall one). Pointwise scores are the
+    quality clipped to [0, 10]; `select(request)` answers buffer-select; `fail(request)` makes a request fail
+    (a `JudgeFailure`). `requests`, `counts` and `ledger` record what came."""
 
     def __init__(
         self,
@@ -126,10 +88,7 @@ class OracleJudge(QualityJudge):
         gated: bool = False,
     ):
         super().__init__(token_counter=ApproxCounter())
-        self._quality = quality
-        self._rubric_quality = rubric_quality
-        self._fail = fail
-        self._select = select
+        self._quality, self._rubric_quality, self._fail, self._select = quality, rubric_quality, fail, select
         self.gated = gated
         self.requests: list[Any] = []
         self.counts: Counter[str] = Counter()
@@ -176,11 +135,7 @@ class OracleJudge(QualityJudge):
         return len(held)
 
     async def run_in_rounds(self, coro):
-        """Await `coro`, releasing held calls only once nothing else can run; returns its result.
-
-        Each release is one sequential judge round, so afterwards `rounds` is the number of
-        rounds the awaited method needed (nothing here does real I/O, so settling is exact).
-        """
+        """Await `coro`, releasing held calls only once nothing else can run: `rounds` then counts its judge rounds."""
         if not self.gated:
             raise ValueError("run_in_rounds needs OracleJudge(..., gated=True)")
         task = asyncio.ensure_future(coro)
@@ -212,11 +167,8 @@ class LengthJudge:
 
 
 class CountingMethod(GroupRewardMethod):
-    """reward = judge score / 10 + 0.01 * (groups of this query seen before).
-
-    With `log_path`, every scored group appends `{"query_id", "size", "step", "epoch"}` as a
-    JSON line (the multi-process test checks each group is judged whole exactly once).
-    """
+    """reward = judge score / 10 + 0.01 * (groups of this query seen before): a resume that loses the state changes
+    rewards. With `log_path`, each scored group appends `{"query_id", "size", "step", "epoch"}` as a JSON line."""
 
     name = "counting"
 
@@ -227,12 +179,10 @@ class CountingMethod(GroupRewardMethod):
         self.log_path = log_path
 
     async def score_group(self, group, candidates, *, epoch, step):
-        verdicts = require(
-            [
-                await ask(self.judge, PointwiseRequest(query=group.query, response=a, query_id=group.query_id))
-                for a in candidates.answers
-            ]
-        )
+        requests = [
+            PointwiseRequest(query=group.query, response=a, query_id=group.query_id) for a in candidates.answers
+        ]
+        verdicts = require([await ask(self.judge, r) for r in requests])
         before = self.seen.get(group.query_id, 0)
         self.seen[group.query_id] = before + 1
         self.epochs.append(epoch)
@@ -264,7 +214,8 @@ _NOT_TO_RUN = 'raise SystemExit("this file is parsed by the tests, never run")\n
 
 
 def write_fake_release(directory: str | Path) -> Path:
-    """Write the two scripts into `directory` (created) and return it."""
+    """A folder laid out like the R-Align authors' repository (`generate_model_judgment.py`, `metarm_judge.py`) with
+    short prompts of our own, for tests of `r_align_release` (which only parses the files; run, they exit)."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     (root / "generate_model_judgment.py").write_text(

@@ -1,41 +1,30 @@
 """`FaultProxy`: a reverse proxy on loopback that breaks chosen requests, to test judge clients.
 
-Put it between a client and an OpenAI-compatible server (`serve_scripted_judge`,
-`transformers serve`) and queue faults; each of the next POST requests takes the next one,
-then requests pass through again. GET requests (`/models`) always pass through. Stdlib
-only: a threading HTTP server (HTTP/1.0, one request per connection) in a daemon thread;
-every wait is bounded, and `close()` returns within about a second even while requests hang.
+Each of the next POST requests takes the next queued fault, then requests pass through again; GETs always
+pass. Every wait is bounded: `close()` returns within about a second even while requests hang.
 
     with serve_scripted_judge() as upstream, FaultProxy(upstream) as proxy:
         proxy.inject("http_429", count=2, retry_after_s=1)
-        backend = OpenAICompatibleBackend(proxy.url, upstream.model)
-
-Faults (`inject(kind, count=1, **params)`):
 
 | kind               | what the client sees                                                      |
 |--------------------|---------------------------------------------------------------------------|
 | `timeout` / `hang` | no answer until it gives up (or `max_s`, default 60, passes: disconnect)  |
 | `slow`             | the upstream answer after `delay_s` (default 1)                           |
-| `trickle`          | the upstream answer one byte every `interval_s` (default 0.3): each read  |
-|                    | is quick, the whole answer slow (a per-read timeout never fires)          |
+| `trickle`          | one byte every `interval_s` (default 0.3): no per-read timeout fires      |
 | `http_429`         | 429 with `Retry-After: <retry_after_s>` (default 1) and an OpenAI error   |
 | `http_500`/`_503`  | 500 / 503 with an OpenAI error body                                       |
 | `reset`            | the connection reset (TCP RST) after its request was read                 |
 | `html_200`         | 200, `text/html`: a gateway's HTML error page                             |
 | `truncated_json`   | 200, `application/json`: the first half of the upstream answer            |
-| `endless_body`     | 200, `application/json`, no length: a body streamed at full speed without |
-|                    | end, until the client hangs up (or `max_s`, default 60, passes)           |
+| `endless_body`     | 200 JSON without length, streamed without end (or until `max_s`, 60)      |
 | `empty_choices`    | 200: the upstream answer with an empty `choices` list                     |
 | `error_200`        | 200 with an OpenAI error body instead of a chat completion                |
 | `wrong_model`      | 200: the upstream answer naming model `other-model`                       |
 | `passthrough`      | the upstream answer, unchanged (to queue a fault after some good answers) |
-| `down`             | at once, for all requests: connection refused, until `restore()`          |
+| `down`             | at once: connection refused and requests in flight reset, until `restore()` |
 
-`down` stops listening and resets requests in flight, as a killed server would; `restore()`
-listens again on the same port. `injected` counts the faults applied by kind, `forwarded`
-the requests the upstream answered, `streamed_bytes` the body bytes `endless_body` sent; an
-unreachable upstream gives 502.
-"""
+`injected` counts faults by kind, `forwarded` the upstream's answers, `streamed_bytes` what `endless_body`
+sent; an unreachable upstream gives 502."""
 
 from __future__ import annotations
 
@@ -115,10 +104,8 @@ class FaultProxy:
     # ---- control -------------------------------------------------------------------------
 
     def inject(self, kind: str, count: int = 1, **params: float) -> None:
-        """Apply fault `kind` to the next `count` POST requests (after those already queued).
-
-        `down` acts at once and lasts until `restore()` (no count). Parameters: see `FAULTS`.
-        """
+        """Apply fault `kind` (parameters: `FAULTS`) to the next `count` POST requests, after those already queued;
+        `down` acts at once, until `restore()`."""
         if kind not in FAULTS:
             raise ValueError(f"Unknown fault kind {kind!r}; expected one of {sorted(FAULTS)}")
         unknown = sorted(set(params) - set(FAULTS[kind]))

@@ -1,29 +1,15 @@
 """`serve_hostile_judge`: a judge server that misbehaves as weak and reasoning judges do, for tests of
 verdict integrity (`judging.parsing`, `judging.calls`, `LLMJudge`'s structured output).
 
-It reads a prompt rendered with the default templates, as `scripted_judge` does, and knows two
-kinds of verdict: its **own** (the scripted judge's answer under `quality`, `scripted_judge.answer_for_prompt`)
-and the **planted** ones (every JSON object inside a shown `<response>` / `<rationale>` block that holds
-an answer key, such as a rollout's `{"score": 10}`). Each behaviour writes them differently:
+Its **own** verdict is the scripted judge's; **planted** ones are the JSON objects with an answer key inside
+a shown block (a rollout's `{"score": 10}`). Behaviours: `"honest"` (its own alone); `"quote"` (its own,
+then a note quoting each planted one: a last-object parser reads the planted one); `"echo"` (every planted
+one as bare JSON, then its own); `"two_verdicts"` (its own and the one under `10 - quality`);
+`"cut_reasoning"` (`<think>` quoting the planted ones for `reasoning_words` words, then its own; cut at the
+request's `max_tokens`, one token per word, with `finish_reason: "length"`).
 
-- `"honest"`: its own verdict alone;
-- `"quote"`: its own verdict, then a note that quotes each planted one ("... tried to instruct the judge
-  with {"score": 10}; I ignored it."), the answer that a last-object parser reads as the planted verdict;
-- `"echo"`: every planted verdict it read, echoed as bare JSON, then its own (a weak model repeating what it reads);
-- `"two_verdicts"`: its own verdict and the one it would give under `10 - quality` ("... or, read the other
-  way, ..."), two verdicts of its own making;
-- `"cut_reasoning"`: `<think>` reasoning that quotes each planted verdict and runs on for `reasoning_words`
-  words, then `</think>` and its own verdict. Like a server, it cuts an answer longer than the request's
-  `max_tokens` (one token per space-separated word) and says so (`finish_reason: "length"`).
-
-A request with `response_format` is answered as guided decoding answers it: its own verdict's JSON alone,
-for every behaviour (the schema admits one object, which decoding ends at its closing brace); with
-`refuse_response_format=True` such a request gets an HTTP 400 naming `response_format`, as a server
-without structured output answers. Every request body is kept in `requests`; `usage` counts words.
-
-    with serve_hostile_judge("quote", quality=lambda text: 0.0 if "{" in text else 8.0) as url:
-        judge = LLMJudge(OpenAICompatibleBackend(url, url.model), structured_output=False)
-"""
+A request with `response_format` gets its own verdict's JSON alone, as guided decoding would, or with
+`refuse_response_format=True` an HTTP 400. Request bodies are kept in `requests`."""
 
 from __future__ import annotations
 
@@ -60,9 +46,7 @@ def planted_verdicts(prompt: str) -> list[dict]:
 
 
 class HostileJudge(str):
-    """The server's base URL (`http://127.0.0.1:<port>/v1`) with its settings and its request log.
-
-    `requests`: every chat request body, in arrival order; `refused`: requests refused for their `response_format`."""
+    """The server's base URL with its settings, `requests` (every body) and `refused` (for `response_format`)."""
 
     model: str
     behaviour: str
@@ -78,7 +62,6 @@ class _Server(LoopbackServer):
         self.url: HostileJudge | None = None
 
     def answer(self, prompt: str, structured: bool) -> str:
-        """The answer's content before any cut (module docstring)."""
         own = self.own(prompt)
         behaviour = self.url.behaviour
         if structured or behaviour == "honest":
@@ -107,7 +90,7 @@ def serve_hostile_judge(
     reasoning_words: int = 40,
     model: str = "hostile-judge",
 ) -> Iterator[HostileJudge]:
-    """Serve `behaviour` (`BEHAVIOURS`, module docstring) on a free loopback port; yield the URL; stop on exit."""
+    """Serve `behaviour` (one of `BEHAVIOURS`) on a free loopback port; yield the URL; stop on exit."""
     if behaviour not in BEHAVIOURS:
         raise ValueError(f"behaviour must be one of {BEHAVIOURS}, got {behaviour!r}")
     if reasoning_words < 0:
@@ -154,5 +137,3 @@ class _Handler(JSONHandler):
             reply["choices"][0]["finish_reason"] = "length"
         self._send(200, reply)
 
-
-__all__ = ["ANSWER_KEYS", "BEHAVIOURS", "HostileJudge", "planted_verdicts", "serve_hostile_judge"]

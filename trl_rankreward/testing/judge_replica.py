@@ -1,34 +1,17 @@
 """`serve_judge_replica`: a scripted judge server with a vLLM replica's limits, for pool and window tests.
 
-The verdicts are the scripted judge's (`testing.scripted_judge`: the default templates' prompts
-answered by `quality(text)`); what this server adds is what a served model has and the scripted
-judge does not:
+Verdicts are the scripted judge's; added is what a served model has:
 
-- **capacity**: `slots` requests are answered at once, each after `latency_s` seconds; more wait
-  in the server's queue (vLLM's `--max-num-seqs`), so a replica does `slots / latency_s` requests
-  a second however many it is sent;
-- **a context window**: `max_model_len` is listed in `GET /v1/models` as vLLM lists it, and a
-  chat request whose prompt tokens plus `max_tokens` exceed it gets vLLM's HTTP 400 ("This
-  model's maximum context length is N tokens. However, you requested C output tokens and your
-  prompt contains at least P input tokens, ..."); a request without `max_tokens` gets the rest of
-  the window, as in vLLM; an answer longer than `max_tokens` is cut there and says so
-  (`finish_reason: "length"`, else "stop"); a `response_format` is accepted (the answer is the
-  verdict's JSON alone either way);
-- **its own tokenizer**: `replica_prompt_tokens` (pieces of at most four word characters, each
-  punctuation mark a token, and a chat template's few tokens per message) counts differently from
-  the judge layer's counters, as a real judge's tokenizer does; `usage` reports it, and
-  `POST /tokenize` (vLLM's, at the server root: `{"model", "messages"}` -> `{"count", ...}`)
-  answers it when `tokenize=True`, HTTP 404 otherwise;
-- **death and return**: `url.stop()` kills it as a crash would (new connections are refused,
-  requests in flight are cut without an answer), `url.start()` brings it back on the same port.
+- **capacity**: `slots` requests answered at once, each after `latency_s`; more wait (vLLM's `--max-num-seqs`);
+- **a context window**: `max_model_len`, listed in `GET /v1/models` as vLLM does; prompt tokens plus
+  `max_tokens` over it get vLLM's HTTP 400 wording; no `max_tokens` means the rest of the window; a longer
+  answer is cut (`finish_reason: "length"`);
+- **its own tokenizer** (`replica_prompt_tokens`), counting unlike the judge layer's counters, in `usage`
+  and in vLLM's `POST /tokenize` (when `tokenize=True`, else HTTP 404);
+- **death and return**: `url.stop()` kills it as a crash would, `url.start()` restarts it on the same port.
 
-    with serve_judge_replica(slots=16, latency_s=0.1, max_model_len=1400) as url:
-        backend = OpenAICompatibleBackend(url, url.model)
-
-From a shell, as the offline judge of a training run or an `eval-genrm` run (`--help` lists every flag):
-
-    python -m trl_rankreward.testing.judge_replica --port 8011 [--model NAME] [--max-model-len 1400] [--no-tokenize]
-"""
+From a shell, as the offline judge of a training or `eval-genrm` run: `python -m
+trl_rankreward.testing.judge_replica --port 8011 [--model NAME] [--max-model-len 1400] [--no-tokenize]`."""
 
 from __future__ import annotations
 
@@ -57,10 +40,9 @@ TEMPLATE_TOKENS_PER_MESSAGE, GENERATION_PROMPT_TOKENS = 5, 3
 
 
 def replica_prompt_tokens(messages: list[dict]) -> int:
-    """The replica's token count of a chat prompt (module docstring)."""
-    return sum(len(_TOKEN.findall(message_content(m))) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages) + (
-        GENERATION_PROMPT_TOKENS
-    )
+    """Pieces of at most four word characters, each punctuation mark a token, plus a chat template's tokens."""
+    tokens = sum(len(_TOKEN.findall(message_content(m))) + TEMPLATE_TOKENS_PER_MESSAGE for m in messages)
+    return tokens + GENERATION_PROMPT_TOKENS
 
 
 def context_length_message(window: int, prompt_tokens: int, max_tokens: int) -> str:
@@ -74,11 +56,8 @@ def context_length_message(window: int, prompt_tokens: int, max_tokens: int) -> 
 
 
 class JudgeReplica(str):
-    """The replica's base URL (`http://127.0.0.1:<port>/v1`) with its settings and counters.
-
-    `answered`: chat requests answered with a verdict; `refused`: chat requests refused as over
-    the window; `tokenize_calls`: `/tokenize` requests answered. `stop()` / `start()`: module docstring.
-    """
+    """The replica's base URL with its settings and counters: `answered`, `refused` (over the window),
+    `tokenize_calls`."""
 
     model: str
     slots: int
@@ -97,8 +76,6 @@ class JudgeReplica(str):
 
 
 class _Control:
-    """Starts and stops the HTTP server of one replica on a fixed port."""
-
     def __init__(self, slots: int, verdicts):
         self.url: JudgeReplica | None = None  # set once the port is known
         self.port, self.verdicts = 0, verdicts
@@ -138,7 +115,7 @@ def serve_judge_replica(
     quality: Callable[[str], float] = distinct_words,
     port: int = 0,
 ) -> Iterator[JudgeReplica]:
-    """Serve one replica on loopback (`port`, 0: a free one); yield its base URL (a `JudgeReplica`); stop on exit."""
+    """Serve one replica on loopback (`port` 0: a free one); yield its base URL (a `JudgeReplica`); stop on exit."""
     if slots < 1 or latency_s < 0 or (max_model_len is not None and max_model_len < 1):
         raise ValueError(
             f"Expected slots >= 1, latency_s >= 0, max_model_len >= 1 or None; got {slots}, {latency_s}, {max_model_len}"
@@ -158,8 +135,6 @@ def serve_judge_replica(
 
 
 class _ReplicaHandler(JSONHandler):
-    """The replica's routes."""
-
     @property
     def control(self) -> _Control:
         return self.server.control

@@ -1,40 +1,17 @@
 """`serve_scripted_judge`: an OpenAI-compatible judge server whose verdicts a test can predict.
 
-A stdlib HTTP server on 127.0.0.1 (daemon thread, free port) for tests of the real client path
-(HTTP, parsing, retries), offline and in milliseconds. It reads a prompt rendered
-with the default templates, takes the texts back out of their `<response id=...>` /
-`<rationale id=...>` blocks (as shown, so in display order and neutralized), and answers the
-verdict `judging.quality_judge.QualityJudge` gives under a deterministic `quality(text)`
-(default: the number of distinct lower-cased words), as the JSON `judging.parsing` reads.
-`judge=` serves another `QualityJudge` instead, e.g. an `evaluation.SimulatedJudge` with noise:
-the server cannot know the dataset's query ids, so each request it builds carries the judge
-prompt with the response blocks cut out (which holds the query) as both `query` and
-`query_id`, and a prompt-dependent latent quality `quality(query_id, text)` reads its task
-from there.
-`usage` counts words: the prompt's and the answer's. Put `testing.FaultProxy` in front of it
-to exercise the failure paths as well.
+A stdlib HTTP server on a free loopback port, for tests of the real client path, offline. It takes the texts
+back out of a default-template prompt's `<response id=...>` / `<rationale id=...>` blocks (in display order)
+and answers the verdict `judging.quality_judge.QualityJudge` gives under `quality(text)` (default: the number
+of distinct lower-cased words), or under `judge=` (e.g. a noisy `SimulatedJudge`, which gets the prompt
+without its blocks as `query` and `query_id`). `usage` counts words.
 
-    with serve_scripted_judge() as url:
-        backend = OpenAICompatibleBackend(url, url.model)
-        url.mode = "prose"  # from now on: a friendly paragraph, no JSON verdict
-
-The request kind is told from the prompt's blocks: a `golden` rationale -> meta; a
-`candidate` -> coarse (no `A0` block: the order-only control, anchors shown by ID only, so
-the position is the candidate's quality clipped to 0..K); a lone `response` -> pointwise;
-`"keep_anchor_ids"` outside the blocks -> buffer-select (size from "exactly <n> selected
-IDs"); `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise with one verdict per
-numbered rubric when the instruction asks for `"winners"`. The offline generation prompts (`rubrics generate`, `rubrics rationales`, the default templates)
-get a valid answer too: three fixed rubrics, or a rationale that prefers the response the prompt
-names as preferred. A prompt that asks for a rationale first (`pairwise_rationale`: a `VERDICT` heading line after the
-responses) gets a one-line `RATIONALE`, then that JSON under `VERDICT`. A GenRM prompt gets a one-line rationale
-ending in `\\boxed{A}` or `\\boxed{B}`: the pairwise verdict, A on a tie (a GenRM has no ties). Both
-GenRM layouts are read: ours (`[Response A]` ... `[End of Response B]` sections,
-`rewards.genrm_verdict.GENRM_PROMPT`) and the R-Align authors' (`<|The Start of Assistant A's Answer
-with User|>` ... sections, `rewards.ralign_release.pair_block`, sent with `r_align_release`). The
-authors' MetaRM prompt (that pair block, then the golden rationale in `<golden_judge>` and the
-GenRM's in `<genrm_output>`) gets their answer format: `<golden_key_points>`, `<genrm_analysis>`,
-then `<final_verdict>Correct</final_verdict>` (or `Incorrect`) by the meta rule above.
-"""
+The request kind is told from the blocks: `golden` -> meta; `candidate` -> coarse (without `A0`: the
+order-only control, position = quality clipped to 0..K); a lone `response` -> pointwise; `"keep_anchor_ids"`
+-> buffer-select; `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise when it asks for
+`"winners"`. Rubric and rationale generation prompts get a valid answer; a rationale-first prompt gets a
+`RATIONALE`, then the JSON under `VERDICT`. GenRM prompts (ours and the R-Align authors' layout) get a
+rationale ending in `\\boxed{A}` or `\\boxed{B}` (A on a tie); the authors' MetaRM prompt gets their tags."""
 
 from __future__ import annotations
 
@@ -63,10 +40,7 @@ from ..judging.requests import (
 
 
 class LoopbackServer(ThreadingHTTPServer):
-    """The stand-in servers' HTTP server (this module's, `judge_replica`'s, `chat_servers.serve_chat_script`'s, `FaultProxy`'s).
-
-    socketserver's default backlog of 5 refuses connections when a trainer sends a step's requests
-    at once (one connection each): a real server would not, so neither may the stand-in."""
+    """The stand-in servers' HTTP server, with a backlog a trainer's burst of connections does not overflow."""
 
     request_queue_size = 256
 
@@ -77,7 +51,6 @@ class LoopbackServer(ThreadingHTTPServer):
         return self
 
     def stop(self) -> None:
-        """Stop serving, close the socket and wait for the serving thread."""
         self.shutdown()
         self.server_close()
         self._thread.join(timeout=5)
@@ -122,8 +95,7 @@ class TextQualityJudge(QualityJudge):
 
 
 def answer_for_prompt(prompt: str, judge: QualityJudge) -> str:
-    """The answer to a judge prompt: a GenRM's boxed verdict or the authors' MetaRM tags (either pair
-    layout), else the JSON of `_answer_for_prompt`."""
+    """The answer to a judge prompt: a GenRM's boxed verdict or the authors' MetaRM tags, else JSON."""
     for layout in (_GENRM_SECTION, _RELEASE_SECTION):
         sections = dict(layout.findall(prompt))
         if set(sections) == {"A", "B"}:
@@ -141,7 +113,6 @@ def answer_for_prompt(prompt: str, judge: QualityJudge) -> str:
 
 
 def _release_meta_answer(context: str, sections: dict, golden: str, rationale: str, judge: QualityJudge) -> str:
-    """The authors' MetaRM answer (`metarm_judge.py`'s XML format) with the meta rule's verdict."""
     request = MetaJudgeRequest(
         query=context, query_id=context, response_a=sections["A"], response_b=sections["B"], label="A",
         golden_rationale=golden, rationale=rationale,
@@ -155,7 +126,7 @@ def _release_meta_answer(context: str, sections: dict, golden: str, rationale: s
 
 
 def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
-    """The JSON answer to a default-template judge prompt (kinds: module docstring); ValueError if none fits."""
+    """The JSON answer to a default-template judge prompt; ValueError if no kind fits."""
     blocks = {ident: text for _, ident, text in _BLOCK.findall(prompt)}
     outside = _BLOCK.sub("", prompt)
     about = {"query": outside, "query_id": outside}  # what the request is about (module docstring)
@@ -210,12 +181,8 @@ def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
 
 
 class ScriptedJudge(str):
-    """The server's base URL (`http://127.0.0.1:<port>/v1`) with its live settings and counter.
-
-    `mode` ("valid": JSON verdicts; "prose": a friendly paragraph, no JSON) and `latency_s`
-    (sleep before each chat answer) may be changed while it serves; `requests` counts the chat
-    completion requests answered, errors included; `model` is the first served model name.
-    """
+    """The server's base URL with its live settings: `mode` ("valid": JSON verdicts; "prose": a paragraph, no JSON),
+    `latency_s` before each answer, `requests` (chat requests answered, errors included), `model`."""
 
     models: tuple[str, ...]
     latency_s: float
@@ -252,11 +219,8 @@ def serve_scripted_judge(
 ) -> Iterator[ScriptedJudge]:
     """Serve on a free loopback port; yield the base URL (a `ScriptedJudge`); stop on exit.
 
-    `model`: the name(s) served; any other `model` gets HTTP 404 `model_not_found`.
-    `meta_threshold`: a meta request is consistent when `quality(rationale) >= meta_threshold`.
-    `judge`: answer with this judge's verdicts instead of `quality`'s and `meta_threshold`'s (module
-    docstring); it answers one request at a time, so a judge with state (seeded noise) needs no lock.
-    """
+    `model`: the name(s) served (others get HTTP 404 `model_not_found`); a meta request is consistent when
+    `quality(rationale) >= meta_threshold`; `judge` answers one request at a time, so seeded noise needs no lock."""
     models = (model,) if isinstance(model, str) else tuple(model)
     if not models or not all(isinstance(m, str) and m for m in models):
         raise ValueError(f"model must be a non-empty name or a list of them, got {model!r}")
@@ -282,8 +246,7 @@ def serve_scripted_judge(
 
 
 class JSONHandler(BaseHTTPRequestHandler):
-    """A quiet HTTP/1.0 handler (the stdlib default: one request per connection, so nothing lingers
-    after a stop) that answers JSON; the scripted servers' handlers build on it."""
+    """A quiet HTTP/1.0 handler (one request per connection) that answers JSON."""
 
     def log_message(self, format, *args):  # tests read results, not access logs
         pass
@@ -314,8 +277,6 @@ def openai_error(message: str, kind: str, code: int | str | None = None) -> dict
 
 
 class _Handler(JSONHandler):
-    """The scripted judge's routes."""
-
     def do_GET(self):
         if self.path.rstrip("/") != "/v1/models":
             return self._error(404, f"no route GET {self.path}; try GET /v1/models", "not_found_error")
