@@ -27,6 +27,10 @@ Sequential judge rounds: with `gated=True` every call waits until `release()`;
 unique answer with one pointwise judge call and keeps state (groups seen per query, epochs seen), so
 a resume that loses the state changes rewards.
 
+**`OracleRecipe`** is a judging worker's recipe (`trainers.judge_workers.WorkerRecipe`) for tests: an
+`OracleJudge` whose quality is a hash of the text (`hashed_quality`, the same in every process) and a
+reward method by name; the main process builds the same pair with it, so a worker's verdicts are its own.
+
 **`write_fake_release`** writes a folder laid out like the R-Align authors' repository, with prompts of
 our own. Tests of `r_align_release` need the two scripts the setting reads
 (`generate_model_judgment.py` with the GenRM's system message, `metarm_judge.py` with the MetaRM
@@ -39,8 +43,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +55,9 @@ from ..judging.calls import JudgeLedger
 from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge
 from ..judging.requests import BufferSelectRequest, JudgeFailure, PointwiseRequest, ask, request_kind
-from ..rewards.base import GroupRewardMethod, ScoreOutcome, require
+from ..rewards.base import GroupRewardMethod, RunContext, ScoreOutcome, require
+from ..rewards.options import MethodOptions
+from ..rewards.registry import reward_method_class
 
 
 class ScriptedBackend:
@@ -261,6 +269,26 @@ FAKE_META_PROMPT = (
     "Model:\n<genrm_output>\n{genrm_explanation}\n</genrm_output>\nAnswer with <genrm_analysis> and <final_verdict>."
 )
 _NOT_TO_RUN = 'raise SystemExit("this file is parsed by the tests, never run")\n'
+
+
+def hashed_quality(query_id: str, text: str) -> float:
+    """A quality in [0, 10) from the text alone, the same in every process (`OracleRecipe`)."""
+    return zlib.crc32(text.encode("utf-8")) % 1000 / 100
+
+
+@dataclass(frozen=True)
+class OracleRecipe:
+    """`OracleJudge(hashed_quality)` and the reward method `method` with `options` (module docstring)."""
+
+    method: str
+    options: MethodOptions
+    seed: int = 0
+
+    def build_judge(self) -> OracleJudge:
+        return OracleJudge(hashed_quality)
+
+    def build_method(self, judge) -> GroupRewardMethod:
+        return reward_method_class(self.method).for_run(judge, self.options, RunContext(seed=self.seed))
 
 
 def write_fake_release(directory: str | Path) -> Path:

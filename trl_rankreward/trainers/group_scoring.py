@@ -9,7 +9,8 @@ the same text rubric generation showed its generator.
 
 Scoring. `GroupScorer.start` cuts the gathered rows into whole groups and submits the reward method's
 `score` coroutine to one persistent event loop in a daemon thread (HTTP clients stay bound to it); it
-returns at once with a `PendingScore`. `finish` waits for the result and turns it into rewards, metrics
+returns at once with a `PendingScore`. With judging workers (`judge_workers`, `judge_workers.JudgeWorkers`)
+it sends the groups to worker processes instead, which score them with the same method. `finish` waits for the result and turns it into rewards, metrics
 and failure messages. Between the two the training thread is free: the trainer starts judging right
 after generation and finishes it in `_calculate_rewards`. Evaluation scores inside the method's
 `frozen_state()`, entered in `start` and left in `finish` (also when scoring fails).
@@ -30,7 +31,7 @@ import atexit
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ from ..data.prompts import message_text, query_text
 from ..judging.calls import LedgerSnapshot
 from ..judging.requests import text_id
 from ..rewards.base import Group, GroupResult, GroupRewardMethod
+from .judge_workers import JudgeWorkers, combined_snapshot, register_references
 
 # ---- rows and groups ---------------------------------------------------------------------------------------
 
@@ -143,16 +145,6 @@ class FailureLog:
 TOTAL_SUFFIX = "_total"
 
 
-def combined_snapshot(judges: Iterable[Any]) -> LedgerSnapshot:
-    """Sum of the ledger snapshots of `judges` (judges without a `ledger` count nothing)."""
-    total = LedgerSnapshot()
-    for judge in judges:
-        ledger = getattr(judge, "ledger", None)
-        if ledger is not None:
-            total = total + ledger.snapshot()
-    return total
-
-
 class JudgeUsage:
     """Turns ledger snapshots into `judge/...` step metrics and `judge/..._total` metrics."""
 
@@ -217,11 +209,13 @@ class PendingScore:
 
 
 class GroupScorer:
-    """Scores gathered rows with `method` on a persistent event loop (module docstring)."""
+    """Scores gathered rows with `method` on a persistent event loop, or with `workers` in judging worker
+    processes (`judge_workers`; module docstring)."""
 
-    def __init__(self, method: GroupRewardMethod, usage: JudgeUsage):
+    def __init__(self, method: GroupRewardMethod, usage: JudgeUsage, workers: JudgeWorkers | None = None):
         self.method = method
         self.usage = usage
+        self.workers = workers
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self, rows: list[dict], group_size: int, *, mode: str, epoch: float, step: int) -> PendingScore:
@@ -232,8 +226,12 @@ class GroupScorer:
             register_references(self.method.judges, pending.groups)
             if mode == "eval":  # evaluation must not change buffers or other method state
                 pending.frozen.enter_context(self.method.frozen_state())
-            coroutine = self.method.score(pending.groups, epoch=int(math.floor(epoch + 1e-9)), step=step)
-            pending.future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
+            epoch = int(math.floor(epoch + 1e-9))
+            if self.workers is not None:
+                pending.future = self.workers.submit(self.method, pending.groups, epoch=epoch, step=step)
+            else:
+                coroutine = self.method.score(pending.groups, epoch=epoch, step=step)
+                pending.future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
         except Exception as exc:
             pending.frozen.close()
             pending.error = exc
@@ -271,16 +269,6 @@ class GroupScorer:
             atexit.register(shutdown_event_loop_in_daemon, thread, loop)
             self._loop = loop
         return self._loop
-
-
-def register_references(judges, queries) -> None:
-    """Hand each query's ranked references (a `Group`'s or an `EvalPrompt`'s) to judges that keep a
-    reference table (EmbeddingJudge)."""
-    for judge in judges:
-        if hasattr(judge, "set_references"):
-            for query in queries:
-                if query.references:
-                    judge.set_references(query.query_id, list(query.references))
 
 
 def gather_rows(rows: list[dict[str, Any]], group_size: int, process_index: int) -> list[dict[str, Any]]:
