@@ -109,7 +109,7 @@ def test_stateless_methods_match_and_a_failing_worker_fails_the_batch(tmp_path):
     try:
         assert run(there, range(2)) == run(here, range(2))
         there.workers._processes[0].kill()
-        there.workers._processes[0].join()
+        there.workers._processes[0].wait()
         with pytest.raises(RuntimeError, match="Judging worker 0 failed: the process .* is gone"):
             run(there, [2])
     finally:

@@ -40,8 +40,8 @@ def train(model_dir, dataset, output_dir, url: str, model: str, *, workers: int,
     return [{k: e.get(k) for k in keys} for e in logs], trainer.reward_method.export_buffers()
 
 
-def spawned_children(pid: int) -> list[int]:
-    """The processes `pid` started with multiprocessing's spawn (judging workers), from /proc."""
+def judging_workers(pid: int) -> list[int]:
+    """The judging worker processes `pid` started, from /proc."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -49,7 +49,7 @@ def spawned_children(pid: int) -> list[int]:
                 with open(f"/proc/{entry}/stat") as f:
                     parent = int(f.read().rsplit(")", 1)[1].split()[1])
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    spawned = b"spawn_main" in f.read()
+                    spawned = b"trl_rankreward.trainers.judge_workers" in f.read()
             except OSError:
                 continue
             if parent == pid and spawned:
@@ -79,7 +79,7 @@ def test_workers_train_as_the_main_process_and_resume_after_kill_9(tiny_model_di
         try:
             deadline = time.monotonic() + 300
             while child.poll() is None and time.monotonic() < deadline:
-                workers = workers or spawned_children(child.pid)
+                workers = workers or judging_workers(child.pid)
                 if (checkpoint / "trainer_state.json").exists() and (checkpoint / METHOD_STATE_NAME).exists():
                     break
                 time.sleep(0.05)

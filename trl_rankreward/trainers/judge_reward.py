@@ -543,10 +543,15 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
-        checkpoint is saved. The main process prints the start-up block first (`startup_message`)."""
+        checkpoint is saved. The main process prints the start-up block first (`startup_message`); judging workers
+        are closed at the end."""
         if self.accelerator.is_main_process and self.reward_method is not None:
             logger.warning(self._startup_message())
-        output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        try:
+            output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        finally:
+            if self._scorer is not None and self._scorer.workers is not None:
+                self._scorer.workers.close()  # started again if the trainer judges once more (evaluate)
         if self._run_state.breaker.tripped:
             checkpoint = self._checkpoint_folder()
             raise JudgeFailureError(

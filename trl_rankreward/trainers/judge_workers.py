@@ -5,8 +5,9 @@ of the main process, beside its share of training. With `JudgeWorkers` the main 
 step into whole groups, routes each group to the worker that owns its query (a stable hash of the
 query id: `owner`), and sends each worker its groups with the state those queries' scoring reads
 (`GroupRewardMethod.query_state`: RankBuffer's buffers, look-ahead groups and anchor texts; nothing
-for a stateless method). A worker is a spawned process with its own event loop, judge client and
-reward method, built from a picklable recipe (`TrainingRecipe`, the trainer's config); it scores
+for a stateless method). A worker is a process of its own (`python -m trl_rankreward.trainers.judge_workers`,
+so it imports neither the training script nor torch) with its own event loop, judge client and reward
+method, built from a picklable recipe (`TrainingRecipe`, the trainer's config); it scores
 its groups with the method's own `score` and sends back their results, the queries' new state and
 its judge usage (`LedgerSnapshot`). The main process writes the new state over those queries'
 (`merge_query_state`) and adds the usage to its judge's ledger (`JudgeLedger.add`).
@@ -36,15 +37,20 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import dataclasses
 import os
 import pickle
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import zlib
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from ..judging.calls import LedgerSnapshot
@@ -267,24 +273,26 @@ class JudgeWorkers:
                 return pickle.loads(connection.recv_bytes())
         except (EOFError, OSError) as exc:
             process = self._processes[worker]
-            process.join(timeout=1.0)
-            return _Reply(error=f"the process (pid {process.pid}) is gone (exit code {process.exitcode}): {exc!r}")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=1.0)
+            return _Reply(error=f"the process (pid {process.pid}) is gone (exit code {process.returncode}): {exc!r}")
 
     def _start(self) -> None:
+        """Start the workers: `python -m` this module, so a worker imports neither the training script nor torch,
+        with this process's import path, over a socket pair; the recipe is their first message."""
         with self._lock:
             if self._io is not None:
                 return
-            import multiprocessing
-
-            context = multiprocessing.get_context("spawn")  # no fork of a process with threads, CUDA, a loop
-            for worker in range(self.count):
-                ours, theirs = context.Pipe()
-                process = context.Process(target=_serve, args=(theirs, self.recipe), daemon=True,
-                                          name=f"judge-worker-{worker}")  # fmt: skip
-                process.start()
-                theirs.close()
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            for _ in range(self.count):
+                ours, theirs = socket.socketpair()
+                with theirs:
+                    process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())],
+                                               pass_fds=[theirs.fileno()], env=env)  # fmt: skip
+                connection = Connection(ours.detach())
+                connection.send_bytes(pickle.dumps(self.recipe, _PICKLE))
                 self._processes.append(process)
-                self._connections.append(ours)
+                self._connections.append(connection)
                 self._channels.append(threading.Lock())
             self._io = ThreadPoolExecutor(self.count, thread_name_prefix="judge-worker-io")
             atexit.register(self.close)
@@ -296,17 +304,31 @@ class JudgeWorkers:
         """Tell every worker to exit and wait for them (killed after a grace period)."""
         with self._lock:
             for connection in self._connections:
-                try:
+                with contextlib.suppress(OSError):
                     connection.send_bytes(b"")
-                except OSError:
-                    pass
             for process in self._processes:
-                process.join(timeout=_CLOSE_TIMEOUT_S)
-                if process.is_alive():
-                    os.kill(process.pid, signal.SIGKILL)
-                    process.join()
+                try:
+                    process.wait(timeout=_CLOSE_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
             for connection in self._connections:
                 connection.close()
             if self._io is not None:
                 self._io.shutdown(wait=False)
             self._processes, self._connections, self._channels, self._io = [], [], [], None
+
+
+def serve_connection(descriptor: int) -> None:
+    """A worker process's entry point (`python -m trl_rankreward.trainers.judge_workers FD`): read the recipe
+    from the socket `descriptor`, then serve batches on it (`_serve`)."""
+    connection = Connection(descriptor)
+    recipe = pickle.loads(connection.recv_bytes())
+    _serve(connection, recipe)
+
+
+if __name__ == "__main__":
+    # Run through the module's own name, so what a worker pickles refers to it, not to `__main__`.
+    from trl_rankreward.trainers.judge_workers import serve_connection as _serve_connection
+
+    _serve_connection(int(sys.argv[1]))
