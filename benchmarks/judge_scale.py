@@ -45,7 +45,7 @@ from trl_rankreward.rewards.base import AnswerFormat, RunContext
 from trl_rankreward.rewards.registry import reward_method_class
 from trl_rankreward.testing.judge_replica import serve_judge_replica
 from trl_rankreward.trainers.group_scoring import GroupScorer, JudgeUsage
-from trl_rankreward.trainers.judge_workers import JudgeWorkers, TrainingRecipe, in_memory
+from trl_rankreward.trainers.judge_workers import JudgeWorkers, TrainingRecipe, in_memory, worker_settings
 
 MODEL = "scripted-judge"
 LABELS = {"rank_buffer": "RankBuffer", "rrc_scr": "RRC-SCR", "matrix": "MatrixReward explicit"}
@@ -108,7 +108,8 @@ def measure(method: str, gpus: int, workers: int, args, urls, replica_pids) -> d
     refs = {q: references(q, rng) for q in qids}
     with tempfile.TemporaryDirectory() as tmp:
         main = recipe(method, urls, args.concurrency, os.path.join(tmp, "anchors.sqlite"))
-        pool = JudgeWorkers(replace(main, options=in_memory(main.options)), workers) if workers else None
+        worker = replace(main, settings=worker_settings(main.settings, max(workers, 1)), options=in_memory(main.options))
+        pool = JudgeWorkers(worker, workers) if workers else None
         scorer = GroupScorer(main.build_method(main.build_judge()), JudgeUsage(), pool)
         try:
             warm = ["w0", "w1"]  # two groups of other queries: workers started, connections open
@@ -146,7 +147,8 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--slots", type=int, default=256)
     parser.add_argument("--latency", type=float, default=0.05)
-    parser.add_argument("--concurrency", type=int, default=1024, help="judge_max_concurrency of each client")
+    parser.add_argument("--concurrency", type=int, default=1024,
+                        help="judge_max_concurrency (the workers share it, as in a trainer)")
     parser.add_argument("--window", type=float, default=8.0, help="the step's log-prob window, seconds")
     parser.add_argument("--max-calls", type=int, default=40_000, help="skip a case estimated above this many calls")
     args = parser.parse_args()

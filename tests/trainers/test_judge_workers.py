@@ -114,3 +114,14 @@ def test_stateless_methods_match_and_a_failing_worker_fails_the_batch(tmp_path):
             run(there, [2])
     finally:
         close(here, there)
+
+
+def test_workers_share_the_concurrency_bounds():
+    from trl_rankreward.judging.server_settings import JudgeServerSettings
+    from trl_rankreward.trainers.judge_workers import worker_settings
+
+    settings = JudgeServerSettings(base_urls=["http://a/v1"], model="m", max_concurrency=64,
+                                   max_concurrency_per_replica=16)  # fmt: skip
+    share = worker_settings(settings, 3)
+    assert (share.max_concurrency, share.max_concurrency_per_replica) == (22, 6)
+    assert worker_settings(settings, 1) == settings

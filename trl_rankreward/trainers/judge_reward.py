@@ -57,7 +57,15 @@ from .dataset_checks import check_group_size, check_training_dataset
 from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
 from .hacking_monitor import ALARM, HackingMonitor, HackingMonitorConfig
 from .judge_eval import JudgeEvalConfig, evaluation_summary
-from .judge_workers import JudgeWorkers, TokenLength, TrainingRecipe, check_shardable, in_memory, training_judge
+from .judge_workers import (
+    JudgeWorkers,
+    TokenLength,
+    TrainingRecipe,
+    check_shardable,
+    in_memory,
+    training_judge,
+    worker_settings,
+)
 from .model_card import describe_judge, method_citation, redact_urls, training_section
 from .ppo import CriticConfig, critic_card_settings, training_algorithm
 from .reward_state import (
@@ -108,10 +116,11 @@ def _run_context(config, tokenizer) -> RunContext:
 
 
 def worker_recipe(config, tokenizer=None) -> TrainingRecipe:
-    """What a judging worker builds (`judge_workers`): the config's judge, and its method with anchors in memory
-    and no output directory (the main process's method keeps the run's files)."""
+    """What each of the `judge_workers` judging workers builds: the config's judge with its share of the
+    concurrency bounds (`worker_settings`), and its method with anchors in memory and no output directory (the
+    main process's method keeps the run's files)."""
     return TrainingRecipe(
-        settings=TRAINING_JUDGE.settings(config),
+        settings=worker_settings(TRAINING_JUDGE.settings(config), config.judge_workers),
         genrm=config.uses_genrm_judge(),
         r_align_release=getattr(config.method_options(), "r_align_release", None),
         method=config.reward_method,
@@ -189,9 +198,9 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
         default=0,
         metadata={
             "help": "Judge in this many worker processes on the main node, each with its own event loop and judge "
-            "client; groups go to a worker by a hash of their query id, so the training process only sends and "
-            "receives them (docs/performance.md). Same rewards, state and checkpoints. 0: judge on the main "
-            "process's event loop."
+            "client (judge_max_concurrency and judge_max_concurrency_per_replica are shared among them); groups go "
+            "to a worker by a hash of their query id, so the training process only sends and receives them "
+            "(docs/performance.md). Same rewards, state and checkpoints. 0: judge on the main process's event loop."
         },
     )
     resume_with_fresh_reward_state: bool = field(

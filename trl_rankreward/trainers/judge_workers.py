@@ -134,6 +134,14 @@ class TrainingRecipe:
         return reward_method_class(self.method).for_run(judge, self.options, self.run)
 
 
+def worker_settings(settings: JudgeServerSettings, workers: int) -> JudgeServerSettings:
+    """One worker's share of the judge settings: `max_concurrency` (and `max_concurrency_per_replica`) split
+    over `workers`, rounded up, so that all workers together keep about the configured bound."""
+    per_replica = settings.max_concurrency_per_replica
+    return dataclasses.replace(settings, max_concurrency=-(-settings.max_concurrency // workers),
+                               max_concurrency_per_replica=None if per_replica is None else -(-per_replica // workers))
+
+
 def in_memory(options: MethodOptions) -> MethodOptions:
     """`options` with any anchor store in memory (a worker must not open the run's SQLite file)."""
     if getattr(options, "anchor_store", "memory") == "memory":
