@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from trl_rankreward.judging.server_settings import JudgeServerSettings
 from trl_rankreward.rewards.registry import reward_method_class
 from trl_rankreward.testing import OracleRecipe
 from trl_rankreward.trainers.group_scoring import GroupScorer, JudgeUsage
-from trl_rankreward.trainers.judge_workers import JudgeWorkers, in_memory, owner
+from trl_rankreward.trainers.judge_workers import JudgeWorkers, in_memory, owner, worker_settings
 
 G = 4
 RUBRICS = ("The answer is correct.", "The answer is clear.")
@@ -117,9 +118,6 @@ def test_stateless_methods_match_and_a_failing_worker_fails_the_batch(tmp_path):
 
 
 def test_workers_share_the_concurrency_bounds():
-    from trl_rankreward.judging.server_settings import JudgeServerSettings
-    from trl_rankreward.trainers.judge_workers import worker_settings
-
     settings = JudgeServerSettings(base_urls=["http://a/v1"], model="m", max_concurrency=64,
                                    max_concurrency_per_replica=16)  # fmt: skip
     share = worker_settings(settings, 3)
