@@ -10,8 +10,9 @@ the same text rubric generation showed its generator.
 Scoring. `GroupScorer.start` cuts the gathered rows into whole groups and submits the reward method's
 `score` coroutine to one persistent event loop in a daemon thread (HTTP clients stay bound to it); it
 returns at once with a `PendingScore`. With judging workers (`judge_workers`, `judge_workers.JudgeWorkers`)
-it sends the groups to worker processes instead, which score them with the same method. `finish` waits for the result and turns it into rewards, metrics
-and failure messages. Between the two the training thread is free: the trainer starts judging right
+it sends the groups to worker processes instead, which score them with the same method; their new state
+is merged into the method when `finish` waits. `finish` waits for the result and turns it into rewards,
+metrics and failure messages. Between the two the training thread is free: the trainer starts judging right
 after generation and finishes it in `_calculate_rewards`. Evaluation scores inside the method's
 `frozen_state()`, entered in `start` and left in `finish` (also when scoring fails).
 
