@@ -104,6 +104,20 @@ def test_a_resume_on_another_number_of_workers_continues_exactly(tmp_path, befor
         close(whole, first, second)
 
 
+def test_judge_failures_give_the_same_neutral_groups_and_messages(tmp_path):
+    """What the circuit breaker reads (`Scored.neutral`, `groups`, `failures`) is the same on both paths."""
+    recipes = [replace(rank_buffer(tmp_path, name), failing=True) for name in ("here", "there")]
+    here, there = scorer(recipes[0], 0), scorer(recipes[1], 2)
+    try:
+        for step in range(3):
+            expected, got = (s.finish(s.start(rows(step), G, mode="train", epoch=0.0, step=step)) for s in (here, there))
+            assert got == expected
+        assert expected.neutral > 0 and expected.failures
+        assert there.method.export_buffers() == here.method.export_buffers()
+    finally:
+        close(here, there)
+
+
 def test_stateless_methods_match_and_a_failing_worker_fails_the_batch(tmp_path):
     options = reward_method_class("matrix").options_class(protocol="explicit")
     here, there = scorer(OracleRecipe("matrix", options), 0), scorer(OracleRecipe("matrix", options), 2)

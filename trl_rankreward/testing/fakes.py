@@ -276,16 +276,23 @@ def hashed_quality(query_id: str, text: str) -> float:
     return zlib.crc32(text.encode("utf-8")) % 1000 / 100
 
 
+def one_in_five(request) -> bool:
+    """Fails about one request in five, chosen by a hash of the request (the same in every process)."""
+    return zlib.crc32(repr(request).encode("utf-8")) % 5 == 0
+
+
 @dataclass(frozen=True)
 class OracleRecipe:
-    """`OracleJudge(hashed_quality)` and the reward method `method` with `options` (module docstring)."""
+    """`OracleJudge(hashed_quality)` and the reward method `method` with `options` (module docstring); with
+    `failing`, the judge fails the requests `one_in_five` picks."""
 
     method: str
     options: MethodOptions
     seed: int = 0
+    failing: bool = False
 
     def build_judge(self) -> OracleJudge:
-        return OracleJudge(hashed_quality)
+        return OracleJudge(hashed_quality, fail=one_in_five if self.failing else None)
 
     def build_method(self, judge) -> GroupRewardMethod:
         return reward_method_class(self.method).for_run(judge, self.options, RunContext(seed=self.seed))
