@@ -36,9 +36,9 @@ def test_rewards_and_judging_import_without_torch_or_trl():
 
 
 #: modules outside rewards/ and judging/ that must stay as light: the judge-hacking audit (run before training,
-#: in `probe-judge`) and the monitor's core, which the trainer wraps
+#: in `probe-judge`), the monitor's core, which the trainer wraps, and the judging workers (each a process)
 LIGHT = ["trl_rankreward.evaluation.audit", "trl_rankreward.trainers.hacking_monitor",
-         "trl_rankreward.testing.biased_judges"]  # fmt: skip
+         "trl_rankreward.testing.biased_judges", "trl_rankreward.trainers.judge_workers"]  # fmt: skip
 
 
 def test_audit_and_monitor_import_without_torch_or_trl():

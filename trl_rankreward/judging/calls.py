@@ -312,6 +312,10 @@ class JudgeLedger:
     def record_unsent(self, failure: str) -> None:
         self._totals.failures[failure] = self._totals.failures.get(failure, 0) + 1
 
+    def add(self, usage: LedgerSnapshot) -> None:
+        """Count here the calls another copy of this judge made (a judging worker's, `trainers.judge_workers`)."""
+        self._totals = self._totals + usage
+
     def snapshot(self) -> LedgerSnapshot:
         t = self._totals
         return dataclasses.replace(t, failures=dict(t.failures), parsed_by_kind=dict(t.parsed_by_kind))

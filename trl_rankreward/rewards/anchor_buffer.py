@@ -421,6 +421,35 @@ class QueryBuffers:
             self.table.flush()
 
 
+    def export(self, query_ids: Iterable[str]) -> dict[str, Any]:
+        """The state of `query_ids` alone, in `state()`'s in-memory layout (`buffers`, `pending`, `texts`):
+        what a judging worker needs to score their groups and what it hands back (`merge`)."""
+        buffers, pending = {}, {}
+        for qid in query_ids:
+            buffer, group = self.table.get(qid), self._pending.get(qid)
+            if buffer is not None:
+                buffers[qid] = buffer.to_state()
+            if group is not None:
+                pending[qid] = group
+        return {"buffers": buffers, "pending": pending,
+                "texts": self.store.texts(sorted(_referenced_keys(buffers, pending)))}  # fmt: skip
+
+    def merge(self, state: dict[str, Any]) -> None:
+        """Take `export()` output of some queries: their texts, buffers and look-ahead groups replace this
+        table's (through `set`, so running totals and open `frozen` blocks follow); other queries keep theirs."""
+        texts = state["texts"]
+        new = [texts[k] for k in self.store.missing(texts)]
+        put_many = getattr(self.store, "put_many", None)
+        if put_many is not None:
+            put_many(new)
+        else:
+            for text in new:
+                self.store.put(text)
+        for qid, group in state["pending"].items():
+            self.set_pending(qid, group["epoch"], [list(b) for b in group["buckets"]])
+        for qid, buffer in state["buffers"].items():
+            self.set(qid, AnchorBuffer.from_state(buffer))
+        self.table.flush()
 def _entries(source: str, state: dict[str, Any], name: str) -> dict[str, Any]:
     """`state[name]`, a JSON object of entries by query id, or `CheckpointStateError` naming `source`."""
     entries = state.get(name)
@@ -721,6 +750,19 @@ class SQLiteAnchorStore:
                     found = {k for (k,) in self._db.execute(f"SELECT key {where}", chunk)}
                     absent.extend(k for k in chunk if k not in found)
         return absent
+
+    def texts(self, keys: Iterable[str]) -> dict[str, str]:
+        """`{key: text}` for `keys`, read in chunks (`KeyError` for an absent key)."""
+        ordered, found = sorted(set(keys)), {}
+        with self._sql("reading anchors"):
+            for start in range(0, len(ordered), _SQL_CHUNK):
+                chunk = ordered[start : start + _SQL_CHUNK]
+                found.update(self._db.execute(f"SELECT key, text FROM anchors WHERE key IN ({','.join('?' * len(chunk))})",
+                                              chunk))  # fmt: skip
+        if len(found) < len(ordered):
+            absent = next(k for k in ordered if k not in found)
+            raise KeyError(f"Anchor key {absent!r} is not in the anchor store {self.path}")
+        return found
 
     def __len__(self) -> int:
         with self._sql("counting anchors"):

@@ -303,6 +303,16 @@ class GroupRewardMethod(abc.ABC):
         if state:
             raise ValueError(f"{type(self).__name__} is stateless but got state with keys {sorted(state)}")
 
+    def query_state(self, query_ids: Sequence[str]) -> dict[str, Any]:
+        """The state that scoring groups of `query_ids` reads and writes, picklable (stateless methods: empty).
+        A judging worker (`trainers.judge_workers`) gets it with the groups and hands back its new value,
+        which `merge_query_state` writes over those queries' state here."""
+        return {}
+
+    def merge_query_state(self, state: dict[str, Any]) -> None:
+        if state:
+            raise ValueError(f"{type(self).__name__} is stateless but got query state with keys {sorted(state)}")
+
     def summary(self) -> dict[str, float]:
         """A few numbers that describe the method's state at the end of a run (for the model card)."""
         return {}

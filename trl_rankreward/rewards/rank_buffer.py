@@ -346,6 +346,13 @@ class RankBufferReward(GroupRewardMethod):
         with paused_gc():
             return {"format": STATE_FORMAT, "config": self._config(), **self.buffers.state()}
 
+    def query_state(self, query_ids: Sequence[str]) -> dict[str, Any]:
+        """Those queries' buffers, look-ahead groups and anchor texts (`QueryBuffers.export`)."""
+        return self.buffers.export(query_ids)
+
+    def merge_query_state(self, state: dict[str, Any]) -> None:
+        self.buffers.merge(state)
+
     def export_buffers(self) -> dict[str, dict[str, Any]]:
         """Every query's buffer structure (`AnchorBuffer.to_state()`), e.g. to compare two runs."""
         return {qid: b.to_state() for qid, b in self.buffers.table.items()}

@@ -15,6 +15,6 @@ __getattr__, __all__ = lazy_exports(
         ".judge_replica": ("serve_judge_replica",),
         ".hostile_judges": ("serve_hostile_judge",),
         ".fault_proxy": ("FaultProxy",),
-        ".fakes": ("ScriptedBackend", "OracleJudge", "LengthJudge", "CountingMethod", "write_fake_release"),
+        ".fakes": ("ScriptedBackend", "OracleJudge", "OracleRecipe", "LengthJudge", "CountingMethod", "write_fake_release"),
     },
 )

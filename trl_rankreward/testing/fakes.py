@@ -3,14 +3,17 @@ or a length, a small stateful reward method, and a fake R-Align release folder (
 
 `OracleJudge` is noiseless, unlike `SimulatedJudge`: its verdicts are `QualityJudge`'s under the quality table
 alone, with no tie margin, so a test's expected buffers and rewards can be derived on paper. With `gated=True`,
-`run_in_rounds` counts the sequential judge rounds a method needs, exactly."""
+`run_in_rounds` counts the sequential judge rounds a method needs, exactly. `OracleRecipe` is a judging worker's
+recipe (`trainers.judge_workers`) whose `OracleJudge` scores a hash of the text, the same in every process."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,9 @@ from ..judging.calls import JudgeLedger
 from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge
 from ..judging.requests import BufferSelectRequest, JudgeFailure, PointwiseRequest, ask, request_kind
-from ..rewards.base import GroupRewardMethod, ScoreOutcome, require
+from ..rewards.base import GroupRewardMethod, RunContext, ScoreOutcome, require
+from ..rewards.options import MethodOptions
+from ..rewards.registry import reward_method_class
 
 
 class ScriptedBackend:
@@ -211,6 +216,33 @@ FAKE_META_PROMPT = (
     "Model:\n<genrm_output>\n{genrm_explanation}\n</genrm_output>\nAnswer with <genrm_analysis> and <final_verdict>."
 )
 _NOT_TO_RUN = 'raise SystemExit("this file is parsed by the tests, never run")\n'
+
+
+def hashed_quality(query_id: str, text: str) -> float:
+    """A quality in [0, 10) from the text alone, the same in every process (`OracleRecipe`)."""
+    return zlib.crc32(text.encode("utf-8")) % 1000 / 100
+
+
+def one_in_five(request) -> bool:
+    """Fails about one request in five, chosen by a hash of the request (the same in every process)."""
+    return zlib.crc32(repr(request).encode("utf-8")) % 5 == 0
+
+
+@dataclass(frozen=True)
+class OracleRecipe:
+    """`OracleJudge(hashed_quality)` and the reward method `method` with `options` (module docstring); with
+    `failing`, the judge fails the requests `one_in_five` picks."""
+
+    method: str
+    options: MethodOptions
+    seed: int = 0
+    failing: bool = False
+
+    def build_judge(self) -> OracleJudge:
+        return OracleJudge(hashed_quality, fail=one_in_five if self.failing else None)
+
+    def build_method(self, judge) -> GroupRewardMethod:
+        return reward_method_class(self.method).for_run(judge, self.options, RunContext(seed=self.seed))
 
 
 def write_fake_release(directory: str | Path) -> Path:

@@ -5,7 +5,8 @@ rewards, metrics (judge usage included) and failure messages; and the collective
 TRL's `RepeatSampler` yields each query G times in a row and the gather keeps process order, so rows
 `[g*G, (g+1)*G)` are one query's completions; `rows_to_groups` verifies it. `GroupScorer.start` submits the
 method's `score` to one persistent event loop in a daemon thread (HTTP clients stay bound to it) and returns at
-once, so judging can overlap TRL's log-prob passes; `finish` waits. Evaluation scores inside the method's
+once, so judging can overlap TRL's log-prob passes; `finish` waits. With `judge_workers` the groups go to worker
+processes instead (`judge_workers.JudgeWorkers`), routed by query, and their queries' new state is merged back. Evaluation scores inside the method's
 `frozen_state()`. `JudgeUsage` turns ledger snapshots into step metrics and totals that continue across a resume;
 a failure kind seen once stays in every later step's metrics (as 0), so TRL's window averages see the same keys.
 """
@@ -17,7 +18,7 @@ import atexit
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -29,6 +30,7 @@ from ..data.prompts import message_text, query_text
 from ..judging.calls import LedgerSnapshot
 from ..judging.requests import text_id
 from ..rewards.base import Group, GroupResult, GroupRewardMethod
+from .judge_workers import JudgeWorkers, combined_snapshot, register_references
 
 
 def completion_text(completion: Any) -> str:
@@ -122,16 +124,6 @@ class FailureLog:
 TOTAL_SUFFIX = "_total"
 
 
-def combined_snapshot(judges: Iterable[Any]) -> LedgerSnapshot:
-    """Sum of the ledger snapshots of `judges` (judges without a `ledger` count nothing)."""
-    total = LedgerSnapshot()
-    for judge in judges:
-        ledger = getattr(judge, "ledger", None)
-        if ledger is not None:
-            total = total + ledger.snapshot()
-    return total
-
-
 class JudgeUsage:
     """Turns ledger snapshots into `judge/...` step metrics and `judge/..._total` metrics."""
 
@@ -193,11 +185,13 @@ class PendingScore:
 
 
 class GroupScorer:
-    """Scores gathered rows with `method` on a persistent event loop (module docstring)."""
+    """Scores gathered rows with `method` on a persistent event loop, or with `workers` in judging worker
+    processes (`judge_workers`; module docstring)."""
 
-    def __init__(self, method: GroupRewardMethod, usage: JudgeUsage):
+    def __init__(self, method: GroupRewardMethod, usage: JudgeUsage, workers: JudgeWorkers | None = None):
         self.method = method
         self.usage = usage
+        self.workers = workers
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self, rows: list[dict], group_size: int, *, mode: str, epoch: float, step: int) -> PendingScore:
@@ -208,8 +202,12 @@ class GroupScorer:
             register_references(self.method.judges, pending.groups)
             if mode == "eval":  # evaluation must not change buffers or other method state
                 pending.frozen.enter_context(self.method.frozen_state())
-            coroutine = self.method.score(pending.groups, epoch=int(math.floor(epoch + 1e-9)), step=step)
-            pending.future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
+            epoch = int(math.floor(epoch + 1e-9))
+            if self.workers is not None:
+                pending.future = self.workers.submit(self.method, pending.groups, epoch=epoch, step=step)
+            else:
+                coroutine = self.method.score(pending.groups, epoch=epoch, step=step)
+                pending.future = asyncio.run_coroutine_threadsafe(coroutine, self._event_loop())
         except Exception as exc:
             pending.frozen.close()
             pending.error = exc
@@ -246,15 +244,6 @@ class GroupScorer:
             atexit.register(shutdown_event_loop_in_daemon, thread, loop)
             self._loop = loop
         return self._loop
-
-
-def register_references(judges, queries) -> None:
-    """Hand each query's ranked references to judges that keep a reference table (EmbeddingJudge)."""
-    for judge in judges:
-        if hasattr(judge, "set_references"):
-            for query in queries:
-                if query.references:
-                    judge.set_references(query.query_id, list(query.references))
 
 
 def gather_rows(rows: list[dict[str, Any]], group_size: int, process_index: int) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from transformers.utils import logging
 from trl import GRPOConfig
 
 from ..judging.requests import Judge
-from ..judging.server_settings import TRAINING_JUDGE, TrainingJudgeFields, build_judge
+from ..judging.server_settings import TRAINING_JUDGE, TrainingJudgeFields
 from ..rewards.base import AnswerFormat, GroupRewardMethod, RunContext
 from ..rewards.matrix_reward import MatrixReward
 from ..rewards.options import MethodOptions, option_values
@@ -41,6 +41,15 @@ from .dataset_checks import check_group_size, check_training_dataset
 from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
 from .hacking_monitor import ALARM, HackingMonitor, HackingMonitorConfig
 from .judge_eval import JudgeEvalConfig, evaluation_summary
+from .judge_workers import (
+    JudgeWorkers,
+    TokenLength,
+    TrainingRecipe,
+    check_shardable,
+    in_memory,
+    training_judge,
+    worker_settings,
+)
 from .model_card import describe_judge, method_citation, redact_urls, training_section
 from .ppo import CriticConfig, critic_card_settings, training_algorithm
 from .reward_state import (
@@ -66,36 +75,38 @@ __all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeR
 def build_training_judge(config) -> Judge:
     """The judge the config's `judge_*` fields describe, its servers checked now: an `LLMJudge`, the embedded
     `EmbeddingJudge` without `judge_base_urls`, or a `GenRMJudge` when `config.uses_genrm_judge()`."""
-    settings = TRAINING_JUDGE.settings(config)
-    if config.uses_genrm_judge():
-        from ..rewards.genrm_reward import GenRMJudge
-
-        release = getattr(config.method_options(), "r_align_release", None)
-        return GenRMJudge.from_settings(settings, r_align_release=release)
-    return build_judge(settings, embedded_without_urls=True)
+    release = getattr(config.method_options(), "r_align_release", None)
+    return training_judge(TRAINING_JUDGE.settings(config), genrm=config.uses_genrm_judge(), r_align_release=release)
 
 
 def build_reward_method(config, judge: Judge, *, tokenizer=None) -> GroupRewardMethod:
     """The reward method the config names, with its options and the run's context: the answer format, the run's
     `seed` (not `judge_seed`, which seeds only the judge's display shuffles), `output_dir`, and with `tokenizer`
     the policy's token count (length in any language)."""
-    run = RunContext(
+    return reward_method_class(config.reward_method).for_run(judge, config.method_options(), _run_context(config, tokenizer))
+
+
+def _run_context(config, tokenizer) -> RunContext:
+    return RunContext(
         answer_format=AnswerFormat(thinking=config.thinking_format),
         seed=config.seed,
         output_dir=config.output_dir,
         length_fn=TokenLength(tokenizer) if tokenizer is not None else None,
     )
-    return reward_method_class(config.reward_method).for_run(judge, config.method_options(), run)
 
 
-class TokenLength:
-    """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
-
-    def __call__(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+def worker_recipe(config, tokenizer=None) -> TrainingRecipe:
+    """What each of the `judge_workers` judging workers builds: the config's judge with its share of the
+    concurrency bounds (`worker_settings`), and its method with anchors in memory and no output directory (the
+    main process's method keeps the run's files)."""
+    return TrainingRecipe(
+        settings=worker_settings(TRAINING_JUDGE.settings(config), config.judge_workers),
+        genrm=config.uses_genrm_judge(),
+        r_align_release=getattr(config.method_options(), "r_align_release", None),
+        method=config.reward_method,
+        options=in_memory(config.method_options()),
+        run=dataclasses.replace(_run_context(config, tokenizer), output_dir=None),
+    )
 
 
 def name_the_run(args, method: str) -> None:
@@ -147,6 +158,15 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
             "log-probs, instead of after them. Same rewards and judge calls either way."
         },
     )
+    judge_workers: int = field(
+        default=0,
+        metadata={
+            "help": "Judge in this many worker processes on the main node, each with its own event loop and judge "
+            "client (judge_max_concurrency and judge_max_concurrency_per_replica are shared among them); groups go "
+            "to a worker by a hash of their query id, so the training process only sends and receives them "
+            "(docs/performance.md). Same rewards, state and checkpoints. 0: judge on the main process's event loop."
+        },
+    )
     resume_with_fresh_reward_state: bool = field(
         default=False,
         metadata={
@@ -185,6 +205,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
                 f"method_config({self.reward_method!r}) (or JudgeRewardGRPOConfig) for that method"
             )
         self.circuit_breaker()  # checks the thresholds
+        if self.judge_workers < 0:
+            raise ValueError(f"judge_workers must be >= 0 (0: judge on the main process), got {self.judge_workers}")
         self._warn_ddp_timeout()
         options = self.method_options()  # checked by the method's options class
         if own is not None:  # the option fields as checked (normalized)
@@ -322,6 +344,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         name = reward_method.name if reward_method is not None else args.reward_method
         self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
         is_main = PartialState().is_main_process
+        given = judge is not None or reward_method is not None  # objects a worker process cannot rebuild
         if reward_method is None and judge is None and is_main:
             judge = build_training_judge(args)
         name_the_run(args, name)
@@ -333,11 +356,26 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
             reward_method = build_reward_method(args, judge, tokenizer=self.processing_class)
         self.reward_method = reward_method
         self._run_state = RewardRunState(reward_method, args.circuit_breaker(), fresh_setting="resume_with_fresh_reward_state=True")
-        self._scorer = GroupScorer(reward_method, self._run_state.usage) if reward_method is not None else None
+        self._scorer = None if reward_method is None else GroupScorer(
+            reward_method, self._run_state.usage, self._judge_workers(args, given))
         self._monitor = None if reward_method is None else HackingMonitor(
             args, reward_method.judge, self._scorer.run, reward_method.answer_format)  # fmt: skip
         self._batch_inputs = self._launched = None
         self._generated_at = time.perf_counter()  # when the last batch's completions were ready
+
+    def _judge_workers(self, args, given: bool) -> JudgeWorkers | None:
+        """The judging worker processes of `judge_workers` (main process), built from the config like the run's
+        own judge and method; a judge or method object given to the trainer cannot be rebuilt there."""
+        if not args.judge_workers:
+            return None
+        if given:
+            raise ValueError(
+                f"judge_workers={args.judge_workers} builds the judge and the reward method from the config in each "
+                "worker process, but the trainer was given a judge or reward_method object; configure them with "
+                "the config's judge_* fields and reward_method, or set judge_workers=0"
+            )
+        check_shardable(self.reward_method)
+        return JudgeWorkers(worker_recipe(args, self.processing_class), args.judge_workers)
 
     def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
         """Every dataset row against what the config's method needs (a ready method object of another name: the
@@ -450,11 +488,16 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """The base's `train`, after the start-up block; a run stopped by the circuit breaker raises
-        `JudgeFailureError` once its checkpoint is saved."""
+        """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
+        checkpoint is saved. The main process prints the start-up block first (`startup_message`); judging workers
+        are closed at the end."""
         if self.accelerator.is_main_process and self.reward_method is not None:
             logger.warning(self._startup_message())
-        output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        try:
+            output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        finally:
+            if self._scorer is not None and self._scorer.workers is not None:
+                self._scorer.workers.close()  # started again if the trainer judges once more (evaluate)
         if self._run_state.breaker.tripped:
             checkpoint = self._checkpoint_folder()
             raise JudgeFailureError(

@@ -1,0 +1,342 @@
+"""Judging in worker processes (`judge_workers` > 0): the judge client's CPU off the training process.
+
+In-process, every judge request of a step is rendered, sent, parsed and accounted by one event loop
+of the main process, beside its share of training. With `JudgeWorkers` the main process only cuts the
+step into whole groups, routes each group to the worker that owns its query (a stable hash of the
+query id: `owner`), and sends each worker its groups with the state those queries' scoring reads
+(`GroupRewardMethod.query_state`: RankBuffer's buffers, look-ahead groups and anchor texts; nothing
+for a stateless method). A worker is a process of its own (`python -m trl_rankreward.trainers.judge_workers`,
+so it imports neither the training script nor torch) with its own event loop, judge client and reward
+method, built from a picklable recipe (`TrainingRecipe`, the trainer's config); it scores
+its groups with the method's own `score` and sends back their results, the queries' new state and
+its judge usage (`LedgerSnapshot`). The main process writes the new state over those queries'
+(`merge_query_state`) and adds the usage to its judge's ledger (`JudgeLedger.add`).
+
+What stays as in-process:
+
+- each group is judged once, by one worker, and all groups of a query go to the same worker, so a
+  method that scores a query's groups in turn (RankBuffer) sees the same buffers in the same order;
+  a deterministic judge gives the same rewards, buffers and judge counts;
+- the main process's method holds the whole state, so checkpoints, their files and resume are
+  unchanged, and a run resumes on any number of processes or workers (workers keep nothing between
+  batches: they score a fresh method, in memory, over the state they were sent);
+- `GroupScorer.start` returns at once (the sends and waits run in one I/O thread per worker), so
+  `overlap_judging` and evaluation's `frozen_state` work as before; the breaker counts the returned
+  neutral groups as before.
+
+Batches of one scorer are judged one after another (a trainer finishes a batch before it starts the
+next), so a batch's state is sent after the previous batch's was merged. A worker that dies or
+raises fails the batch with a `RuntimeError` naming it; the main process then fails as an in-process
+error would. Workers ignore SIGINT and SIGTERM (the trainer decides when to stop) and exit when the
+main process closes them or dies (their pipe closes).
+
+This module imports neither torch nor TRL, so a worker starts with the judge and reward packages only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import dataclasses
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import zlib
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Protocol
+
+from ..judging.calls import LedgerSnapshot
+from ..judging.requests import Judge
+from ..judging.server_settings import JudgeServerSettings, build_judge
+from ..rewards.base import Group, GroupResult, GroupRewardMethod, RunContext
+from ..rewards.options import MethodOptions
+from ..rewards.registry import reward_method_class
+
+_PICKLE = pickle.HIGHEST_PROTOCOL
+_CLOSE_TIMEOUT_S = 10.0
+
+
+def combined_snapshot(judges: Iterable[Any]) -> LedgerSnapshot:
+    """Sum of the ledger snapshots of `judges` (judges without a `ledger` count nothing)."""
+    total = LedgerSnapshot()
+    for judge in judges:
+        ledger = getattr(judge, "ledger", None)
+        if ledger is not None:
+            total = total + ledger.snapshot()
+    return total
+
+
+def register_references(judges, queries) -> None:
+    """Hand each query's ranked references (a `Group`'s or an `EvalPrompt`'s) to judges that keep a
+    reference table (EmbeddingJudge)."""
+    for judge in judges:
+        if hasattr(judge, "set_references"):
+            for query in queries:
+                if query.references:
+                    judge.set_references(query.query_id, list(query.references))
+
+
+# ---- what a worker builds ----------------------------------------------------------------------------------
+
+class WorkerRecipe(Protocol):
+    """Picklable instructions for a worker: its judge (built once) and a method around it (built per batch)."""
+
+    def build_judge(self) -> Judge: ...
+
+    def build_method(self, judge: Judge) -> GroupRewardMethod: ...
+
+
+class TokenLength:
+    """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def training_judge(settings: JudgeServerSettings, *, genrm: bool, r_align_release: str | None = None) -> Judge:
+    """The training judge `settings` describe, its servers checked now: a `GenRMJudge` when `genrm`, else an
+    `LLMJudge` (the embedded `EmbeddingJudge` without URLs)."""
+    if genrm:
+        from ..rewards.genrm_reward import GenRMJudge
+
+        return GenRMJudge.from_settings(settings, r_align_release=r_align_release)
+    return build_judge(settings, embedded_without_urls=True)
+
+
+@dataclass(frozen=True)
+class TrainingRecipe:
+    """A worker's judge and method as the trainer builds its own (`judge_reward.build_training_judge`,
+    `build_reward_method`), from picklable parts of the config. `options` keep anchors in memory
+    (`in_memory`): a worker's state lives for one batch, and the main process's method holds the run's."""
+
+    settings: JudgeServerSettings
+    genrm: bool
+    r_align_release: str | None
+    method: str
+    options: MethodOptions
+    run: RunContext
+
+    def build_judge(self) -> Judge:
+        return training_judge(self.settings, genrm=self.genrm, r_align_release=self.r_align_release)
+
+    def build_method(self, judge: Judge) -> GroupRewardMethod:
+        return reward_method_class(self.method).for_run(judge, self.options, self.run)
+
+
+def worker_settings(settings: JudgeServerSettings, workers: int) -> JudgeServerSettings:
+    """One worker's share of the judge settings: `max_concurrency` (and `max_concurrency_per_replica`) split
+    over `workers`, rounded up, so that all workers together keep about the configured bound."""
+    per_replica = settings.max_concurrency_per_replica
+    return dataclasses.replace(settings, max_concurrency=-(-settings.max_concurrency // workers),
+                               max_concurrency_per_replica=None if per_replica is None else -(-per_replica // workers))
+
+
+def in_memory(options: MethodOptions) -> MethodOptions:
+    """`options` with any anchor store in memory (a worker must not open the run's SQLite file)."""
+    if getattr(options, "anchor_store", "memory") == "memory":
+        return options
+    return dataclasses.replace(options, anchor_store="memory", anchor_store_path=None)
+
+
+def check_shardable(method: GroupRewardMethod) -> None:
+    """A method with state must say which part of it a query's groups use (`query_state`), or workers would
+    drop it; the error names the way out."""
+    cls = type(method)
+    if cls.state_dict is not GroupRewardMethod.state_dict and cls.query_state is GroupRewardMethod.query_state:
+        raise ValueError(
+            f"judge_workers > 0 needs a reward method whose state is per query (query_state / merge_query_state), "
+            f"but {cls.__name__} keeps state without them; set judge_workers=0 to judge in the main process"
+        )
+
+
+# ---- the worker process ------------------------------------------------------------------------------------
+
+@dataclass
+class _Reply:
+    """What a worker sends back for one batch: results in the order sent, the queries' new state, the judge
+    usage of this batch; or `error` (a message: exceptions may not pickle)."""
+
+    results: list[GroupResult] | None = None
+    state: dict[str, Any] | None = None
+    usage: LedgerSnapshot | None = None
+    error: str | None = None
+
+
+def _serve(connection, recipe: WorkerRecipe) -> None:
+    """A worker's life: build the judge on the first batch, then score batches until closed."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    judge = None
+    while True:
+        try:
+            payload = connection.recv_bytes()
+        except (EOFError, OSError):  # the main process closed us or died
+            break
+        if not payload:
+            break
+        try:
+            if judge is None:
+                judge = recipe.build_judge()
+            reply = loop.run_until_complete(_score(recipe, judge, *pickle.loads(payload)))
+        except Exception as exc:
+            reply = _Reply(error=f"{type(exc).__name__}: {exc}")
+        try:
+            connection.send_bytes(pickle.dumps(reply, _PICKLE))
+        except (BrokenPipeError, OSError):
+            break
+    loop.close()
+
+
+async def _score(recipe: WorkerRecipe, judge: Judge, groups: list[Group], state: dict, epoch: int, step: int) -> _Reply:
+    method = recipe.build_method(judge)
+    method.merge_query_state(state)
+    register_references(method.judges, groups)
+    before = combined_snapshot(method.judges)
+    results = await method.score(groups, epoch=epoch, step=step)
+    usage = combined_snapshot(method.judges) - before
+    return _Reply(results, method.query_state(sorted({g.query_id for g in groups})), usage)
+
+
+# ---- the main process's side -------------------------------------------------------------------------------
+
+def owner(query_id: str, workers: int) -> int:
+    """The worker that judges every group of `query_id`: a hash stable across processes and runs."""
+    return zlib.crc32(query_id.encode("utf-8")) % workers
+
+
+class WorkerBatch:
+    """One batch being judged by the workers; `result()` (a `Future`'s) waits, writes the queries' new state
+    and the judge usage into the main process's method, and returns the results in the groups' order."""
+
+    def __init__(self, method: GroupRewardMethod, size: int):
+        self.method = method
+        self.size = size
+        self.parts: list[tuple[int, list[int], Future]] = []  # (worker, group indices, its reply)
+
+    def result(self) -> list[GroupResult]:
+        results: list[GroupResult | None] = [None] * self.size
+        replies = [(worker, indices, future.result()) for worker, indices, future in self.parts]
+        for worker, _, reply in replies:
+            if reply.error is not None:
+                raise RuntimeError(f"Judging worker {worker} failed: {reply.error}")
+        usage = LedgerSnapshot()
+        for _, indices, reply in replies:
+            for i, result in zip(indices, reply.results, strict=True):
+                results[i] = result
+            self.method.merge_query_state(reply.state)
+            usage = usage + reply.usage
+        ledger = next((j.ledger for j in self.method.judges if getattr(j, "ledger", None) is not None), None)
+        if ledger is not None:
+            ledger.add(usage)
+        return results  # type: ignore[return-value]
+
+
+class JudgeWorkers:
+    """`count` judging worker processes built from `recipe` (module docstring); started on first use."""
+
+    def __init__(self, recipe: WorkerRecipe, count: int):
+        if count < 1:
+            raise ValueError(f"judge_workers must be >= 1 for worker processes, got {count}")
+        self.recipe = recipe
+        self.count = count
+        self._processes: list = []
+        self._connections: list = []
+        self._channels: list[threading.Lock] = []
+        self._io: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, method: GroupRewardMethod, groups: Sequence[Group], *, epoch: int, step: int) -> WorkerBatch:
+        """Send each worker its groups and their queries' state; returns at once."""
+        self._start()
+        shares: list[list[int]] = [[] for _ in range(self.count)]
+        for i, group in enumerate(groups):
+            shares[owner(group.query_id, self.count)].append(i)
+        batch = WorkerBatch(method, len(groups))
+        for worker, indices in enumerate(shares):
+            if indices:
+                mine = [groups[i] for i in indices]
+                state = method.query_state(sorted({g.query_id for g in mine}))
+                payload = pickle.dumps((mine, state, epoch, step), _PICKLE)
+                batch.parts.append((worker, indices, self._io.submit(self._round_trip, worker, payload)))
+        return batch
+
+    def _round_trip(self, worker: int, payload: bytes) -> _Reply:
+        connection = self._connections[worker]
+        try:
+            with self._channels[worker]:  # one batch at a time on a pipe
+                connection.send_bytes(payload)
+                return pickle.loads(connection.recv_bytes())
+        except (EOFError, OSError) as exc:
+            process = self._processes[worker]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=1.0)
+            return _Reply(error=f"the process (pid {process.pid}) is gone (exit code {process.returncode}): {exc!r}")
+
+    def _start(self) -> None:
+        """Start the workers: `python -m` this module, so a worker imports neither the training script nor torch,
+        with this process's import path, over a socket pair; the recipe is their first message."""
+        with self._lock:
+            if self._io is not None:
+                return
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            for _ in range(self.count):
+                ours, theirs = socket.socketpair()
+                with theirs:
+                    process = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())],
+                                               pass_fds=[theirs.fileno()], env=env)  # fmt: skip
+                connection = Connection(ours.detach())
+                connection.send_bytes(pickle.dumps(self.recipe, _PICKLE))
+                self._processes.append(process)
+                self._connections.append(connection)
+                self._channels.append(threading.Lock())
+            self._io = ThreadPoolExecutor(self.count, thread_name_prefix="judge-worker-io")
+            atexit.register(self.close)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._processes]
+
+    def close(self) -> None:
+        """Tell every worker to exit and wait for them (killed after a grace period)."""
+        with self._lock:
+            for connection in self._connections:
+                with contextlib.suppress(OSError):
+                    connection.send_bytes(b"")
+            for process in self._processes:
+                try:
+                    process.wait(timeout=_CLOSE_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            for connection in self._connections:
+                connection.close()
+            if self._io is not None:
+                self._io.shutdown(wait=False)
+            self._processes, self._connections, self._channels, self._io = [], [], [], None
+
+
+def serve_connection(descriptor: int) -> None:
+    """A worker process's entry point (`python -m trl_rankreward.trainers.judge_workers FD`): read the recipe
+    from the socket `descriptor`, then serve batches on it (`_serve`)."""
+    connection = Connection(descriptor)
+    recipe = pickle.loads(connection.recv_bytes())
+    _serve(connection, recipe)
+
+
+if __name__ == "__main__":
+    # Run through the module's own name, so what a worker pickles refers to it, not to `__main__`.
+    from trl_rankreward.trainers.judge_workers import serve_connection as _serve_connection
+
+    _serve_connection(int(sys.argv[1]))
