@@ -27,7 +27,8 @@ What every script then does, in order:
 - trains, then saves the model, its tokenizer, `trainer_state.json` and a model card (README.md)
   to `output_dir`, and pushes them with `--push_to_hub` (`train`, `run`);
 - prints a user error as one line and exits 1, as the CLI does (`trl_rankreward.user_errors`);
-- after a success, ends the process group of a distributed launch (`end_process_group`).
+- on SIGTERM or SIGINT, finishes the step, saves a checkpoint and exits 75 (`trainers.preemption`);
+- after a success or such a stop, ends the process group of a distributed launch (`end_process_group`).
 
 `read_training_config` reads a training YAML for `trl-rankreward bench --config` and `probe-judge
 --config` with the same `ScriptParser` and config class a script would use, so the three refuse the
@@ -189,16 +190,24 @@ def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None
 
     Errors follow `trl_rankreward.user_errors`, as in the `trl-rankreward` CLI. Before `main`, a build lock
     left by a killed DeepSpeed op build stops the run, naming the file (`trainers.extension_builds`). After a
-    successful `main` the process group of a distributed launch is destroyed (`end_process_group`).
+    successful `main`, or one stopped by SIGTERM / SIGINT after saving its checkpoint (`trainers.preemption`:
+    exit status 75, "requeue"), the process group of a distributed launch is destroyed (`end_process_group`).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
 
-    def body() -> None:
+    def body() -> int:
+        from ..trainers.preemption import TrainingPreempted
+
         parsed = make_parser().parse_args_and_config(argv)
         check_build_locks()  # before DeepSpeed builds an op: a killed build's lock would hang it, silently
-        main(*parsed)
-        end_process_group()
+        try:
+            main(*parsed)
+            status = 0
+        except TrainingPreempted as stopped:  # every rank stopped at the same step, its checkpoint saved
+            status = stopped.code
+        end_process_group()  # after the except block: the exception's frames, which hold the trainer, are gone
+        return status
 
     return run_reporting_errors(prog, body, argv)
 
@@ -211,8 +220,8 @@ def end_process_group() -> None:
     first. Then nothing else holds the group (`trainers.base.WORLD_GROUP_DEFAULTS` says what once did),
     and destroying it stops gloo's threads here, in order, instead of leaving them to the interpreter's
     exit, where a finished rank could abort ("terminate called without an active exception", exit -6).
-    Only after a success: the barrier would wait for a rank that failed (under `accelerate launch`, the
-    launcher then stops the others).
+    Only after a success or a stop on a signal (every rank stops at the same step): the barrier would wait
+    for a rank that failed (under `accelerate launch`, the launcher then stops the others).
     """
     import gc
 

@@ -39,6 +39,7 @@ from .console_log import use_compact_console_log
 from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
 from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
+from .preemption import StopOnSignal, TrainingPreempted, any_process
 
 # ---- the sampler: TRL's, reseeded per epoch ----------------------------------------------------------------
 
@@ -141,6 +142,8 @@ class GRPOTrainerBase(GRPOTrainer):
                                   reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
                                   ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
             self.add_callback(self._ppo.step_callback())
+        self._stop_on_signal = StopOnSignal(any_process(self.accelerator))  # SIGTERM/SIGINT: save, stop (preemption)
+        self.add_callback(self._stop_on_signal)
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
 
@@ -226,10 +229,19 @@ class GRPOTrainerBase(GRPOTrainer):
         return latest_complete_checkpoint(output_dir, required=cls.checkpoint_files)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`."""
+        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`. SIGTERM or SIGINT
+        during it saves a checkpoint at the end of the step and raises `TrainingPreempted` (`preemption`)."""
         if resume_from_checkpoint is True:
             resume_from_checkpoint = self.latest_checkpoint(self.args.output_dir)
-        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        with self._stop_on_signal.handling_signals():
+            output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        if self._stop_on_signal.stopped:
+            checkpoint = self._checkpoint_folder()
+            logger.warning(f"trl-rankreward: stopped at step {self.state.global_step} of {self.state.max_steps} "
+                           f"({self._stop_on_signal.signal_name}) and saved {checkpoint}. To continue, run the same "
+                           "command with --resume_from_checkpoint latest (trainer.train(resume_from_checkpoint=True)).")  # fmt: skip
+            raise TrainingPreempted(checkpoint, self._stop_on_signal.signal_name)
+        return output
 
     def _checkpoint_folder(self, trial=None) -> str:
         """`checkpoint-N` of the current step, where transformers saves (and where resume reads) it."""
