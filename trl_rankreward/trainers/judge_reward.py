@@ -517,6 +517,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         checkpoint is saved. The main process prints the start-up block first (`startup_message`)."""
         if self.accelerator.is_main_process and self.reward_method is not None:
             logger.warning(self._startup_message())
+        self._run_state.use_journal(self.args.output_dir, fresh=not resume_from_checkpoint)  # the judge bill
         output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         if self._run_state.breaker.tripped:
             checkpoint = self._checkpoint_folder()
