@@ -51,6 +51,9 @@ class TrainingPreempted(SystemExit):
         self.checkpoint = checkpoint
         self.signal_name = signal_name
 
+    def __str__(self) -> str:
+        return f"{self.signal_name}: saved {self.checkpoint}; exit status {self.code} (requeue, then resume)"
+
 
 class StopOnSignal(TrainerCallback):
     """The signal flag (set by `handling_signals`) and the step-end check that saves and stops (module docstring).
