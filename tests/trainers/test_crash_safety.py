@@ -130,3 +130,31 @@ def test_judge_totals_after_kill_and_resume_count_every_call_the_judge_answered(
         assert judge_url.requests > paid_before_resume  # steps 4-6 judged again
         assert totals["judge/calls_total"] == judge_url.requests, (saved, paid_before_resume, judge_url.requests)
         assert totals["judge/failures_total"] == 0
+
+
+def test_a_resume_takes_the_journal_totals_past_a_line_cut_by_the_crash(tmp_path):
+    from dataclasses import asdict
+
+    from trl_rankreward.judging.calls import LedgerSnapshot
+    from trl_rankreward.testing import CountingMethod
+    from trl_rankreward.trainers.reward_state import JUDGE_JOURNAL_NAME, JudgeCircuitBreaker, RewardRunState
+
+    def totals(calls):
+        return asdict(LedgerSnapshot(calls=calls, parsed=calls, prompt_tokens=100 * calls))
+
+    checkpoint = tmp_path / "checkpoint-3"
+    checkpoint.mkdir()
+    (checkpoint / "judge_usage.json").write_text(json.dumps({**totals(30), "breaker": {}, "neutral_groups": 0}))
+    journal = tmp_path / JUDGE_JOURNAL_NAME
+    lines = [json.dumps({"step": step, "mode": "train", "totals": totals(10 * (step + 1))}) for step in range(5)]
+    journal.write_text("\n".join(lines) + '\n{"step": 5, "mode": "train", "tot')  # cut by kill -9 mid-write
+
+    state = RewardRunState(CountingMethod(), JudgeCircuitBreaker(), fresh_setting="-")
+    state.use_journal(str(tmp_path), fresh=False)
+    restored = state.load(str(checkpoint), fresh_allowed=True)  # the method's own state is not what this tests
+    # steps 4 and 5 (after checkpoint-3) judged 20 calls that the checkpoint does not hold
+    assert restored.journal_calls == 20 and state.judge_totals()["calls"] == 50
+    assert state.judge_totals()["prompt_tokens"] == 5000
+
+    RewardRunState(CountingMethod(), JudgeCircuitBreaker(), fresh_setting="-").use_journal(str(tmp_path), fresh=True)
+    assert not journal.exists()  # a run from step 0 starts its own bill
