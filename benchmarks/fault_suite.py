@@ -12,7 +12,8 @@ broken from the start). Each case reports:
 - `outcome`: "continued", or "stopped: <first line of the error>";
 - `data lost`: 0 when the last checkpoint on disk resumes in a fresh trainer with exactly the
   reward state it saved, and no RankBuffer buffer changed while its group was neutral (every
-  neutral group is checked); else what was lost;
+  neutral group is checked); after a SIGTERM, no completed step is missing from the newest
+  checkpoint; after a crash, a resume's judge totals equal the calls the judge answered; else what was lost;
 - `as expected`: whether the case ended as it should (below the table: the full messages).
 
 Two cases are about the machine rather than the judge: a lock left by a killed DeepSpeed op build
