@@ -1,9 +1,10 @@
 """kill -9 loses no checkpoint and no part of the judge bill.
 
-- While a checkpoint is being written: the newest complete checkpoint still resumes. A child process trains RankBuffer and saves a checkpoint every step; the parent SIGKILLs it the
-moment the third checkpoint's `anchors/` folder appears, i.e. while its anchor files, our state
-file and TRL's files are still to be written. Whatever the kill interrupted, `resume_from_checkpoint=True` must pick a complete
-checkpoint whose reward state loads, with every anchor its buffers refer to.
+- While a checkpoint is being written: the newest complete checkpoint still resumes. A child process trains
+  RankBuffer and saves a checkpoint every step; the parent SIGKILLs it the moment the third checkpoint's
+  `anchors/` folder appears, i.e. while its anchor files, our state file and TRL's files are still to be
+  written. Whatever the kill interrupted, `resume_from_checkpoint=True` must pick a complete checkpoint
+  whose reward state loads, with every anchor its buffers refer to.
 - Steps after the last checkpoint: their judge calls were paid for, so the judge totals after the resume
   (`judge/calls_total`, ...) count them: they equal what the HTTP judge answered.
 """
@@ -30,7 +31,6 @@ CHILD = textwrap.dedent(
     """
     import sys
     from tests.trainers.helpers import tiny_config, tiny_trainer
-from trl_rankreward.testing import serve_scripted_judge
     from trl_rankreward.evaluation.simulation import SimulatedJudge
     from trl_rankreward.trainers.judge_reward import RankBufferGRPOConfig, RankBufferGRPOTrainer
 
