@@ -8,6 +8,8 @@
   `_load_state`); `train(resume_from_checkpoint=True)` picks the newest *complete* checkpoint
   (`latest_complete_checkpoint`): transformers writes `trainer_state.json` last, and a process killed while
   saving leaves a folder without it, which `get_last_checkpoint` would pick.
+- **Preemption**: SIGTERM or SIGINT during `train` finishes the step, saves a checkpoint on every process
+  and raises `TrainingPreempted` (exit status 75, "requeue"); a second signal exits at once (`preemption`).
 - **Tied weights**: resuming a model whose `lm_head` is tied to its embeddings (Qwen3's small
   models) does not warn that `lm_head.weight` is missing: a tied key is saved once.
 - **Critic**: with `advantage_estimator="gae"` (`ppo.CriticConfig`) a `PPOCritic` replaces TRL's group
