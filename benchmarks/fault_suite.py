@@ -12,7 +12,8 @@ broken from the start). Each case reports:
 - `outcome`: "continued", or "stopped: <first line of the error>";
 - `data lost`: 0 when the last checkpoint on disk resumes in a fresh trainer with exactly the
   reward state it saved, and no RankBuffer buffer changed while its group was neutral (every
-  neutral group is checked); else what was lost;
+  neutral group is checked); after a SIGTERM, no completed step is missing from the newest
+  checkpoint; after a crash, a resume's judge totals equal the calls the judge answered; else what was lost;
 - `as expected`: whether the case ended as it should (below the table: the full messages).
 
 Two cases are about the machine rather than the judge: a lock left by a killed DeepSpeed op build
@@ -38,6 +39,7 @@ import os
 import platform
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -249,13 +251,16 @@ def train_case(
     model: str | None = None,
     dataset=None,
     injected: Callable[[Context], str] | None = None,
+    after: Callable[[Context, Path, Result], str] | None = None,
     **overrides,
 ) -> Result:
-    """One training run through the proxies; never raises (an error is the outcome)."""
+    """One training run through the proxies; never raises (an error is the outcome). `after(ctx, out, result)`,
+    run once the judge is healthy again, rewrites the `data lost` cell (it adds its own check)."""
     from transformers import PrinterCallback
 
     from trl_rankreward.testing import FaultProxy, serve_scripted_judge
     from trl_rankreward.trainers.judge_reward import RankBufferGRPOTrainer
+    from trl_rankreward.trainers.preemption import TrainingPreempted
 
     with contextlib.ExitStack() as stack:
         ctx.judge = stack.enter_context(serve_scripted_judge())
@@ -274,7 +279,7 @@ def train_case(
             if actions:
                 trainer.add_callback(StepPlan(ctx, actions).callback)
             trainer.train()
-        except Exception as exc:  # the outcome of the case, reported in the table
+        except (Exception, TrainingPreempted) as exc:  # the outcome of the case, reported in the table
             error = exc
         counts = ctx.injected + sum((Counter(p.injected) for p in ctx.proxies), Counter())
         text = injected(ctx) if injected else _count_text(counts)
@@ -284,6 +289,8 @@ def train_case(
             with contextlib.suppress(RuntimeError):
                 proxy.restore()
         result.data_lost = data_lost(ctx, out, watch) if trainer is not None else "0 (no step ran)"
+        if after is not None and trainer is not None:
+            result.data_lost = after(ctx, out, result)
         return result
 
 
@@ -622,6 +629,44 @@ def _debris(out: Path) -> None:
 
 def _unknown_key(row: dict) -> None:
     row["anchors"][0][0] = "0123456789abcdef"
+def _sigterm(ctx: Context) -> None:
+    """A scheduler's preemption: SIGTERM to this (the training) process while the step runs."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _no_step_lost(ctx: Context, out: Path, result: Result) -> str:
+    """The `data lost` cell, plus the completed steps the newest checkpoint lacks."""
+    from trl_rankreward.trainers.base import checkpoint_steps
+
+    newest = max(checkpoint_steps(str(out)), default=0)
+    if isinstance(result.steps, int) and newest < result.steps:
+        return f"{result.steps - newest} steps ({result.data_lost})"
+    return result.data_lost
+
+
+class Crash(Exception):
+    """The process dies at a step after its last checkpoint (as kill -9 or a lost node would end it)."""
+
+
+def _crash(ctx: Context) -> None:
+    raise Crash("the process died after step 5; its newest checkpoint is checkpoint-4")
+
+
+def _bill_after_resume(ctx: Context, out: Path, result: Result) -> str:
+    """Resume in the same folder to the last step: its judge totals must count every call the judge answered,
+    the crashed step's too."""
+    from transformers import PrinterCallback
+
+    from trl_rankreward.trainers.judge_reward import RankBufferGRPOTrainer
+
+    dataset = load_rows(write_jsonl(out.parent / f"{out.name}.jsonl", tiny_rows()))
+    resumed = RankBufferGRPOTrainer(ctx.model_dir, args=config(out, [ctx.judge], ctx.judge.model), train_dataset=dataset)
+    resumed.remove_callback(PrinterCallback)
+    resumed.train(resume_from_checkpoint=True)
+    counted = [e["judge/calls_total"] for e in resumed.state.log_history if "judge/calls_total" in e][-1]
+    if counted != ctx.judge.requests:
+        return f"{ctx.judge.requests - counted:g} judge calls missing from the totals ({result.data_lost})"
+    return result.data_lost
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -667,6 +712,12 @@ CASES = [
          lambda ctx, out: train_case(ctx, out, actions={2: _inject("wrong_model", 4)})),
     Case("wrong_model", "wrong judge model name", "stopped:BackendError",
          lambda ctx, out: train_case(ctx, out, model="no-such-judge", injected=lambda ctx: "config"), cheap=True),
+    Case("sigterm", "SIGTERM during step 4 (a preemption)", "stopped:TrainingPreempted",
+         lambda ctx, out: train_case(ctx, out, actions={4: _sigterm}, save_steps=STEPS, injected=lambda c: "SIGTERM x1",
+                                     after=_no_step_lost)),
+    Case("crash_after_checkpoint", "the process dies after step 5, its newest checkpoint at 4: step 5's judge bill",
+         "stopped:Crash", lambda ctx, out: train_case(ctx, out, actions={6: _crash}, injected=lambda c: "crash x1",
+                                                      after=_bill_after_resume)),
     Case("hostile", "hostile data: fake delimiters, answer JSON, 1 MB reference", "continued", hostile_case),
     Case("surrogate", "lone surrogate / invalid UTF-8 in a rollout and a reference", "scored", surrogate_case),
     Case("stale_build_lock", "a DeepSpeed op build killed mid-way (its lock left)", "stopped:StaleBuildLock",
@@ -710,7 +761,7 @@ CASES = [
 CASE_NAMES = [c.name for c in CASES]
 #: errors that are the library's own, clear answers (anything else escaping a run is a crash)
 CLEAR_ERRORS = ("JudgeFailureError", "BackendError", "DatasetError", "DatasetFileError", "CheckpointStateError",
-                "StaleBuildLock", "TimeoutExpired")  # fmt: skip
+                "StaleBuildLock", "TimeoutExpired", "TrainingPreempted", "Crash")  # fmt: skip
 
 
 def check(case: Case, result: Result) -> str:

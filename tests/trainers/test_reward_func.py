@@ -78,8 +78,9 @@ def test_resume_restores_the_buffers_and_the_judge_totals(tiny_model_dir, tiny_d
     method = rank_buffer()
     fn = as_reward_func(method, num_generations=4)
     full = RecordBuffers(method)
-    plain_trainer(tiny_model_dir, tiny_dataset, fn, tmp_path / "out", full, max_steps=3,
-                  save_strategy="steps", save_steps=1).train()  # fmt: skip
+    first = plain_trainer(tiny_model_dir, tiny_dataset, fn, tmp_path / "out", full, max_steps=3,
+                          save_strategy="steps", save_steps=1)  # fmt: skip
+    first.train()
     checkpoint = tmp_path / "out" / "checkpoint-2"
     assert (checkpoint / METHOD_STATE_NAME).exists() and (checkpoint / JUDGE_USAGE_NAME).exists()
     assert full.after[2]  # two steps of 2 queries built buffers
@@ -94,10 +95,13 @@ def test_resume_restores_the_buffers_and_the_judge_totals(tiny_model_dir, tiny_d
         trainer.train(resume_from_checkpoint=True)  # transformers picks checkpoint-2, the newest
     assert resumed.at_begin == full.after[2]  # every buffer, not just totals
     assert f"resumed from {checkpoint} at step 2" in caplog.text and "rank_buffer state:  buffer/count 4" in caplog.text
-    # The judge totals continue: step 3's total is the first run's two steps plus step 3's calls.
+    # The judge totals continue: step 3's total is every call the first run paid for (its lost step 3 included,
+    # from the journal in output_dir) plus the resumed step 3's calls.
     saved = json.loads((checkpoint / JUDGE_USAGE_NAME).read_text())
+    paid = [e["judge/calls_total"] for e in first.state.log_history if "judge/calls_total" in e][-1]
     step3 = [e for e in trainer.state.log_history if e.get("step") == 3 and "judge/calls" in e][0]
-    assert step3["judge/calls_total"] == saved["calls"] + step3["judge/calls"]
+    assert paid > saved["calls"] and step3["judge/calls_total"] == paid + step3["judge/calls"]
+    assert f"({int(paid) - saved['calls']} of the calls after the checkpoint" in caplog.text
 
 
 def test_a_checkpoint_without_the_buffers_is_an_error_not_a_silent_restart(tiny_model_dir, tiny_dataset, tmp_path):

@@ -5,7 +5,8 @@ and `sys.exit(run_script(main, make_parser))` with a `ScriptParser`. Before any 
 order: the resume flag, the Hub (with `--push_to_hub`), `output_dir` (writable, room for a checkpoint, no other
 run in it: `output_dir.py`), a local model folder (`tiny` builds a tiny random one), the dataset, its rows and
 its prompt lengths. It then trains, saves the model, tokenizer, `trainer_state.json` and a model card, and
-pushes them with `--push_to_hub`. A user error is one line and exit 1, as in the CLI (`user_errors`).
+pushes them with `--push_to_hub`. A user error is one line and exit 1, as in the CLI (`user_errors`). SIGTERM or
+SIGINT finishes the step, saves a checkpoint and exits 75, "requeue" (`trainers.preemption`).
 
 `read_training_config` reads a training YAML for `bench --config` and `probe-judge --config` with the parser
 and config class a script would use, so the three refuse the same keys and take the same flags as overrides.
@@ -134,15 +135,23 @@ def config_keys(values: dict, overrides: Sequence[str] = ()) -> set[str]:
 
 def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
     """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status. A DeepSpeed build
-    lock left by a killed build stops the run first; a success ends the launch's process group."""
+    lock left by a killed build stops the run first; a success, or a stop on a signal (exit 75), ends the launch's
+    process group."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
 
-    def body() -> None:
+    def body() -> int:
+        from ..trainers.preemption import TrainingPreempted
+
         parsed = make_parser().parse_args_and_config(argv)
         check_build_locks()  # before DeepSpeed builds an op: a killed build's lock would hang it, silently
-        main(*parsed)
-        end_process_group()
+        try:
+            main(*parsed)
+            status = 0
+        except TrainingPreempted as stopped:  # every rank stopped at the same step, its checkpoint saved
+            status = stopped.code
+        end_process_group()  # after the except block: the exception's frames, which hold the trainer, are gone
+        return status
 
     return run_reporting_errors(prog, body, argv)
 
@@ -150,7 +159,8 @@ def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None
 def end_process_group() -> None:
     """Destroy the launch's process group, if any, once the trainer is released (after a garbage collection: a
     trainer lives in reference cycles), so gloo's threads stop in order rather than at the interpreter's exit
-    (where a rank could abort, exit -6). Only after a success: the barrier would wait for a failed rank."""
+    (where a rank could abort, exit -6). Only after a success or a stop on a signal (every rank stops at one step):
+    the barrier would wait for a failed rank."""
     import gc
 
     import torch.distributed as dist

@@ -7,6 +7,8 @@
   `trainer_state.json` last; `get_last_checkpoint` would pick a half-written one), and a checkpoint whose JSON
   files are cut or damaged is skipped, or refused naming the file when given by path (`check_checkpoint`);
   subclasses add their files (`_save_state`, `_load_state`);
+- SIGTERM or SIGINT during `train` finishes the step, saves a checkpoint on every process and raises
+  `TrainingPreempted` (exit status 75, "requeue"); a second signal exits at once (`preemption`);
 - no missing-`lm_head` warning on resuming a model with tied embeddings (a tied key is saved once);
 - with `advantage_estimator="gae"`, a `ppo.PPOCritic`. Subclasses produce their rewards in `_reward_columns`
   instead of overriding `_calculate_rewards`, so the critic always sees them.
@@ -34,6 +36,7 @@ from .console_log import use_compact_console_log
 from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
 from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
+from .preemption import StopOnSignal, TrainingPreempted, any_process
 from .reward_state import JUDGE_USAGE_NAME
 
 
@@ -156,6 +159,8 @@ class GRPOTrainerBase(GRPOTrainer):
                                   reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
                                   ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
             self.add_callback(self._ppo.step_callback())
+        self._stop_on_signal = StopOnSignal(any_process(self.accelerator))  # SIGTERM/SIGINT: save, stop (preemption)
+        self.add_callback(self._stop_on_signal)
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
 
@@ -232,15 +237,24 @@ class GRPOTrainerBase(GRPOTrainer):
         return latest_complete_checkpoint(output_dir, cls.checkpoint_files, cls.optional_checkpoint_files)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`. A checkpoint
-        named by its path is checked first (`check_checkpoint`: its trainer state, and the other files
+        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`. SIGTERM or SIGINT
+        during it saves a checkpoint at the end of the step and raises `TrainingPreempted` (`preemption`). A
+        checkpoint named by its path is checked first (`check_checkpoint`: its trainer state, and the other files
         present; a missing reward-method state is `_load_state`'s to judge)."""
         if resume_from_checkpoint is True:
             resume_from_checkpoint = self.latest_checkpoint(self.args.output_dir)
         elif isinstance(resume_from_checkpoint, str):
             check_checkpoint(resume_from_checkpoint, (TRAINER_STATE_NAME,),
                              self.checkpoint_files + self.optional_checkpoint_files)  # fmt: skip
-        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        with self._stop_on_signal.handling_signals():
+            output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        if self._stop_on_signal.stopped:
+            checkpoint = self._checkpoint_folder()
+            logger.warning(f"trl-rankreward: stopped at step {self.state.global_step} of {self.state.max_steps} "
+                           f"({self._stop_on_signal.signal_name}) and saved {checkpoint}. To continue, run the same "
+                           "command with --resume_from_checkpoint latest (trainer.train(resume_from_checkpoint=True)).")  # fmt: skip
+            raise TrainingPreempted(checkpoint, self._stop_on_signal.signal_name)
+        return output
 
     def _checkpoint_folder(self, trial=None) -> str:
         """`checkpoint-N` of the current step."""

@@ -493,6 +493,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         are closed at the end."""
         if self.accelerator.is_main_process and self.reward_method is not None:
             logger.warning(self._startup_message())
+        self._run_state.use_journal(self.args.output_dir, fresh=not resume_from_checkpoint)  # the judge bill
         try:
             output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         finally:

@@ -142,6 +142,7 @@ class GroupRewardCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self._model = model if model is not None else self._model
+        self.reward_func.run_state.use_journal(args.output_dir, fresh=state.global_step == 0)  # the judge bill
         if state.global_step == 0:
             return
         checkpoint = _resumed_checkpoint(args, state)

@@ -4,6 +4,11 @@
 on every process alike, so all stop at the same step), and judge failure messages at most once per
 `FailureLog.interval_s`. `save` writes the method's state and `judge_usage.json`; `load` reads them back.
 
+The judge bill survives a crash: with `use_journal(output_dir)` the main process appends the totals to
+`output_dir/judge_journal.jsonl` after every scored batch (a line written and closed before the step goes on), and
+a resume takes the journal's last totals when they exceed the checkpoint's, so `judge/*_total` count the calls of
+steps lost after the last checkpoint too; only the batch being judged when the process died can be missed.
+
 The circuit breaker stops a run whose judge keeps failing instead of training on nothing (a neutral group gets
 zero advantages): per training generation batch it trips when every group was neutral in `max_failed_batches`
 consecutive batches, or when more than `max_neutral_fraction` of the groups of the last `window` batches were.
@@ -11,6 +16,7 @@ consecutive batches, or when more than `max_neutral_fraction` of the groups of t
 
 from __future__ import annotations
 
+import json
 import os
 from collections import deque
 from dataclasses import dataclass, field, fields
@@ -104,6 +110,8 @@ class JudgeFailureError(RuntimeError):
 logger = logging.get_logger(__name__)
 
 JUDGE_USAGE_NAME = "judge_usage.json"
+#: the judge bill, appended after every scored batch, in output_dir (module docstring)
+JUDGE_JOURNAL_NAME = "judge_journal.jsonl"
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ class Restored:
     method_summary: dict[str, float] = field(default_factory=dict)
     judge_totals: dict | None = None  # None: the checkpoint held no judge_usage.json
     neutral_groups: int = 0
+    journal_calls: int = 0  # judge calls after the checkpoint, counted from the journal (steps a crash lost)
 
 
 class RewardRunState:
@@ -128,6 +137,16 @@ class RewardRunState:
         self.usage = JudgeUsage()
         self.failure_log = FailureLog()
         self.neutral_total = 0
+        self.journal: str | None = None  # output_dir/judge_journal.jsonl (main process), see use_journal
+
+    def use_journal(self, output_dir: str, *, fresh: bool) -> None:
+        """Append the judge totals to `output_dir/judge_journal.jsonl` after every scored batch (module docstring);
+        `fresh`: the run starts at step 0, so an earlier run's journal there is removed. Main process only."""
+        if self.method is None:
+            return
+        self.journal = os.path.join(output_dir, JUDGE_JOURNAL_NAME)
+        if fresh and os.path.exists(self.journal):
+            os.remove(self.journal)
 
     def record(self, scored: Scored, mode: str, *, step: int, is_main: bool) -> None:
         """One scored batch: print its judge failures (rate-limited, main process), feed a training batch to the
@@ -138,6 +157,11 @@ class RewardRunState:
                 f"trl-rankreward: {scored.neutral} of {scored.groups} groups neutral at step {step + 1} "
                 f"({mode}); judge failures: " + " | ".join(scored.failures)
             )
+        if self.journal is not None:
+            os.makedirs(os.path.dirname(self.journal), exist_ok=True)
+            line = json.dumps({"step": step, "mode": mode, "totals": self.judge_totals()})
+            with open(self.journal, "a", encoding="utf-8") as f:  # closed: in the OS's hands before the step goes on
+                f.write(line + "\n")
         if mode == "train":
             self.neutral_total += scored.neutral
             if self.breaker.record(scored.neutral, scored.groups, scored.failures):
@@ -178,11 +202,30 @@ class RewardRunState:
         if usage is not None:
             self.breaker.load_state_dict(usage.pop("breaker", {}))
             self.neutral_total = int(usage.pop("neutral_groups", 0))
-            if self.method is not None:
-                self.usage.load_state_dict(usage, combined_snapshot(self.method.judges))
             totals = usage
+        journal_calls = 0
+        if self.method is not None:
+            journaled = self._journal_totals()
+            if journaled is not None and journaled["calls"] > (totals or {}).get("calls", 0):
+                journal_calls = journaled["calls"] - (totals or {}).get("calls", 0)
+                totals = journaled
+            if totals is not None:
+                self.usage.load_state_dict(totals, combined_snapshot(self.method.judges))
         summary = self.method.summary() if self.method is not None and method_state else {}
-        return Restored(checkpoint, method_state, dict(summary), totals, self.neutral_total)
+        return Restored(checkpoint, method_state, dict(summary), totals, self.neutral_total, journal_calls)
+
+    def _journal_totals(self) -> dict | None:
+        """The totals of the journal's last complete line (None: no journal). A line cut by a crash is skipped."""
+        if self.journal is None or not os.path.exists(self.journal):
+            return None
+        with open(self.journal, encoding="utf-8") as f:
+            text = f.read()
+        for line in reversed(text.splitlines()):
+            try:
+                return json.loads(line)["totals"]
+            except (ValueError, KeyError, TypeError):
+                continue  # half-written when the process died
+        return None
 
     def _start_fresh(self, checkpoint: str, fresh_allowed: bool) -> None:
         if fresh_allowed or not self.method.state_dict():
@@ -283,6 +326,9 @@ def resume_message(restored: Restored, step: int, method: str) -> str:
         failed = sum(totals.get("failures", {}).values())
         lines.append(f"  judge totals:  {totals.get('calls', 0):,} calls, {tokens:,} tokens, {failed:,} failed; "
                      f"{restored.neutral_groups:,} neutral groups")  # fmt: skip
+        if restored.journal_calls:
+            lines.append(f"                 ({restored.journal_calls:,} of the calls after the checkpoint, of steps "
+                         f"that were lost: {JUDGE_JOURNAL_NAME})")  # fmt: skip
     else:
         lines.append("  judge totals:  none in the checkpoint; counted from 0")
     return "\n".join(lines)
