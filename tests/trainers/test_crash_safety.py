@@ -158,3 +158,18 @@ def test_a_resume_takes_the_journal_totals_past_a_line_cut_by_the_crash(tmp_path
 
     RewardRunState(CountingMethod(), JudgeCircuitBreaker(), fresh_setting="-").use_journal(str(tmp_path), fresh=True)
     assert not journal.exists()  # a run from step 0 starts its own bill
+
+
+def test_a_journal_line_that_parses_but_holds_no_counts_is_refused_naming_the_journal(tmp_path):
+    from trl_rankreward.rewards.state_files import CheckpointStateError
+    from trl_rankreward.testing import CountingMethod
+    from trl_rankreward.trainers.reward_state import JUDGE_JOURNAL_NAME, JudgeCircuitBreaker, RewardRunState
+
+    checkpoint = tmp_path / "checkpoint-1"
+    checkpoint.mkdir()
+    (checkpoint / "judge_usage.json").write_text(json.dumps({"calls": 4, "breaker": {}, "neutral_groups": 0}))
+    (tmp_path / JUDGE_JOURNAL_NAME).write_text(json.dumps({"step": 2, "totals": {"calls": "many"}}) + "\n")
+    state = RewardRunState(CountingMethod(), JudgeCircuitBreaker(), fresh_setting="-")
+    state.use_journal(str(tmp_path), fresh=False)
+    with pytest.raises(CheckpointStateError, match=JUDGE_JOURNAL_NAME + ".*'calls' holds 'many'"):
+        state.load(str(checkpoint), fresh_allowed=True)

@@ -222,9 +222,10 @@ class RewardRunState:
             text = f.read()
         for line in reversed(text.splitlines()):
             try:
-                return json.loads(line)["totals"]
+                totals = json.loads(line)["totals"]
             except (ValueError, KeyError, TypeError):
                 continue  # half-written when the process died
+            return check_usage(totals, self.journal)
         return None
 
     def _start_fresh(self, checkpoint: str, fresh_allowed: bool) -> None:
@@ -245,7 +246,12 @@ class RewardRunState:
 def checked_judge_usage(path: str) -> dict:
     """`judge_usage.json` as `RewardRunState.save` wrote it: the judge totals (`LedgerSnapshot`'s fields), the
     breaker's counters and the neutral groups; `CheckpointStateError` naming the file for anything else."""
-    usage = read_json(path, "judge usage totals")
+    return check_usage(read_json(path, "judge usage totals"), path)
+
+
+def check_usage(usage, path: str) -> dict:
+    """`usage` if it holds what `checked_judge_usage` describes; `CheckpointStateError` naming `path` otherwise
+    (also for the journal's totals)."""
     if not isinstance(usage, dict):
         raise corrupt_entry(path, f"a JSON object was expected, got {usage!r:.60}")
     empty, totals = LedgerSnapshot(), {f.name for f in fields(LedgerSnapshot)}
