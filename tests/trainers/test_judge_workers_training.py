@@ -27,17 +27,22 @@ CHILD = textwrap.dedent(
 )
 
 
-def train(model_dir, dataset, output_dir, url: str, model: str, *, workers: int, steps: int, resume=None):
+def train(model_dir, dataset, output_dir, url: str, model: str, *, workers: int, steps: int, resume=None,
+          per_device: int | None = None, rank: bool = False):
     """Train RankBuffer (constant learning rate, a checkpoint every step); its logged losses, rewards, judge
-    calls and buffer counts, and the buffers at the end."""
+    calls and buffer counts, and the buffers at the end (on the main process; with `rank`, also whether this
+    process is the main one)."""
+    batch = {} if per_device is None else {"per_device_train_batch_size": per_device}
     args = tiny_config(RankBufferGRPOConfig, output_dir, judge_base_urls=[str(url)], judge_model=model, k0=3,
                        max_steps=steps, save_strategy="steps", save_steps=1, judge_workers=workers,
-                       lr_scheduler_type="constant")  # fmt: skip
+                       lr_scheduler_type="constant", **batch)  # fmt: skip
     trainer = tiny_trainer(RankBufferGRPOTrainer, model_dir, dataset, args)
     trainer.train(resume_from_checkpoint=resume)
     logs = [e for e in trainer.state.log_history if "loss" in e]
     keys = ("loss", "reward", "judge/calls", "judge/calls_total", "buffer/count")
-    return [{k: e.get(k) for k in keys} for e in logs], trainer.reward_method.export_buffers()
+    main = trainer.accelerator.is_main_process
+    found = [{k: e.get(k) for k in keys} for e in logs], trainer.reward_method.export_buffers() if main else None
+    return (*found, main) if rank else found
 
 
 def judging_workers(pid: int) -> list[int]:
@@ -99,3 +104,38 @@ def test_workers_train_as_the_main_process_and_resume_after_kill_9(tiny_model_di
     # the checkpoint's log history (written with workers) is the main process's, and so is step 3 after it
     assert resumed[0] == here[0]
     assert resumed[1] == here[1] and len(here[1]) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_two_processes_with_workers_train_as_without_and_resume_on_one(tiny_model_dir, tiny_dataset, tmp_path):
+    """2 gloo processes (per-device batch 2: each group of G=4 split across them) with 2 judging workers give
+    the in-process run's losses, rewards, judge counts and buffers; its checkpoint-2 resumes on 1 process."""
+    import json
+
+    from tests.trainers.test_multiprocess import launch_two_processes
+    from trl_rankreward.testing import run_in_group
+
+    script = "judge_workers_multiprocess_train.py"
+    with serve_scripted_judge() as url:
+        runs = {}
+        for workers in (2, 0):
+            out = tmp_path / f"workers{workers}"
+            launch_two_processes(script, tiny_model_dir, tiny_dataset, str(out), str(url), url.model, str(workers),
+                                 "3", "2", "-")  # fmt: skip
+            runs[workers] = json.loads((out / "result.json").read_text())
+        assert runs[2] == runs[0] and len(runs[2]["logs"]) == 3 and runs[2]["buffers"]
+        # the 2-process run's checkpoint-2 on 1 process (per-device batch 4: the same 4 rollouts a step)
+        out = tmp_path / "one_process"
+        command = [sys.executable, os.path.join("tests", "trainers", script), tiny_model_dir, tiny_dataset, str(out),
+                   str(url), url.model, "1", "3", "4", str(tmp_path / "workers2" / "checkpoint-2")]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": os.getcwd(), "HF_HUB_OFFLINE": "1"}
+        done = run_in_group(command, timeout=600, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    resumed = json.loads((out / "result.json").read_text())
+    # steps 1-2 come from the checkpoint's history; step 3 judged the same query with the restored buffers and
+    # totals (its rollouts are sampled anew, by one process instead of two, so the loss may differ)
+    assert resumed["logs"][:2] == runs[2]["logs"][:2]
+    for key in ("judge/calls_total", "buffer/count"):
+        assert resumed["logs"][2][key] == runs[2]["logs"][2][key]
+    assert set(resumed["buffers"]) == set(runs[2]["buffers"])
