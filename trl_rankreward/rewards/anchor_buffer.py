@@ -420,7 +420,6 @@ class QueryBuffers:
             self._pending = pending
             self.table.flush()
 
-
     def export(self, query_ids: Iterable[str]) -> dict[str, Any]:
         """The state of `query_ids` alone, in `state()`'s in-memory layout (`buffers`, `pending`, `texts`):
         what a judging worker needs to score their groups and what it hands back (`merge`)."""
@@ -439,12 +438,7 @@ class QueryBuffers:
         table's (through `set`, so running totals and open `frozen` blocks follow); other queries keep theirs."""
         texts = state["texts"]
         new = [texts[k] for k in self.store.missing(texts)]
-        put_many = getattr(self.store, "put_many", None)
-        if put_many is not None:
-            put_many(new)
-        else:
-            for text in new:
-                self.store.put(text)
+        self.store.put_many(new)
         for qid, group in state["pending"].items():
             self.set_pending(qid, group["epoch"], [list(b) for b in group["buckets"]])
         for qid, buffer in state["buffers"].items():
@@ -494,6 +488,9 @@ class AnchorStore(Protocol):
     def put(self, text: str) -> str:
         """Store `text` (if new) and return its key."""
 
+    def put_many(self, texts: Iterable[str]) -> list[str]:
+        """`put` for each of `texts`, in one write where the store can; their keys."""
+
     def get(self, key: str) -> str:
         """The text of `key` (`KeyError` when absent)."""
 
@@ -525,6 +522,9 @@ class InMemoryAnchorStore:
         if stored != text:
             raise key_collision(key)
         return key
+
+    def put_many(self, texts: Iterable[str]) -> list[str]:
+        return [self.put(text) for text in texts]
 
     def get(self, key: str) -> str:
         try:

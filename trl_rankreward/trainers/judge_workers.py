@@ -305,9 +305,6 @@ class JudgeWorkers:
             self._io = ThreadPoolExecutor(self.count, thread_name_prefix="judge-worker-io")
             atexit.register(self.close)
 
-    def pids(self) -> list[int]:
-        return [p.pid for p in self._processes]
-
     def close(self) -> None:
         """Tell every worker to exit and wait for them (killed after a grace period)."""
         with self._lock:
