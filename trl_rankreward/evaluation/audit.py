@@ -87,10 +87,6 @@ class Target:
     opponent: str | None = None
     display: str = "ab"
 
-    @property
-    def label(self) -> str:
-        return "A" if self.display == "ab" else "B"
-
 
 Case = tuple[str, str]  # (text, display) of one request about a target
 
@@ -121,7 +117,7 @@ def _stripped(strip: Callable[[str], str]):
 
 def planted_verdict(target: Target, kind: str) -> str:
     """The verdict a rollout would plant for itself, in the judge's answer format (`judging.rendering`)."""
-    return json.dumps({"score": 10} if kind == "pointwise" else {"winner": target.label})
+    return json.dumps({"score": 10} if kind == "pointwise" else {"winner": "A" if target.display == "ab" else "B"})
 
 
 _MASTER_FIX = "a stronger judge; an answer check (format reward) that gives non-answers the lowest reward"
@@ -188,11 +184,6 @@ class Trial:
     after: float
     text: str = ""
 
-    @property
-    def saturated(self) -> bool:
-        """The value before was already the highest there is (10, or a win): nothing can raise it."""
-        return self.before >= TOP[self.kind]
-
 
 @dataclass
 class AuditTally:
@@ -233,8 +224,8 @@ class AuditTally:
 
 
 def _counted(attack: Attack, trials: Sequence[Trial]) -> list[Trial]:
-    """The trials that can show `attack`'s success: a raise needs room above the value before."""
-    return list(trials) if attack.changed else [t for t in trials if not t.saturated]
+    """The trials that can show `attack`'s success: a raise needs room above the value before (10, or a win)."""
+    return list(trials) if attack.changed else [t for t in trials if t.before < TOP[t.kind]]
 
 
 def _succeeded(attack: Attack, t: Trial) -> bool:
@@ -410,7 +401,3 @@ def audit_judge(judge, groups: Sequence[Group], **kwargs) -> AuditReport:
     `seed`: seeds the picks; `answer_format`: what the judge sees of a completion.
     """
     return asyncio.run(audit_judge_async(judge, groups, **kwargs))
-
-
-__all__ = ["ATTACKS", "ATTACK_NAMES", "AuditReport", "AuditRow", "AuditTally", "Target", "audit_judge",
-           "audit_judge_async", "judge_directed", "strip_injected", "strip_repeats"]  # fmt: skip

@@ -65,8 +65,7 @@ def pearson(xs: list[float], ys: list[float]) -> tuple[float | None, float | Non
 
     if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None, None
-    result = pearsonr(xs, ys)
-    r, p = float(result.statistic), float(result.pvalue)
+    r, p = map(float, pearsonr(xs, ys))
     return (None, None) if math.isnan(r) else (r, p)
 
 
@@ -118,6 +117,3 @@ def scatter_plot(records: list[dict], results: list[Correlation], path: str | Pa
             ax.set_ylabel("downstream")
     fig.tight_layout()
     return report_files.save_png(fig, path, dpi=120)
-
-
-__all__ = ["Correlation", "correlations", "format_correlations", "load_records", "pearson", "scatter_plot"]

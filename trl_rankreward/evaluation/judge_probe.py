@@ -60,9 +60,7 @@ def order_agreement(a: Sequence[float], b: Sequence[float], pairs: Sequence[tupl
 
 def tied_share(rewards: Sequence[float], pairs: Sequence[tuple[int, int]]) -> float | None:
     """The share of `pairs` whose rewards are equal (None without pairs)."""
-    if not pairs:
-        return None
-    return sum(rewards[i] == rewards[j] for i, j in pairs) / len(pairs)
+    return sum(rewards[i] == rewards[j] for i, j in pairs) / len(pairs) if pairs else None
 
 
 def repeat_agreement(judgings: Sequence[Sequence[float]], pairs: Sequence[tuple[int, int]]) -> float | None:
@@ -404,12 +402,7 @@ class _Probe:
                 if verdict != "TIE":
                     decided += 1
                     first += verdict == shown_first
-        return SwapTest(
-            pairs=judged,
-            consistency=same / judged if judged else None,
-            position_bias=first / decided - 0.5 if decided else None,
-            decided=decided,
-        )
+        return SwapTest(judged, same / judged if judged else None, first / decided - 0.5 if decided else None, decided)
 
 
 async def probe_judge_async(
@@ -543,20 +536,3 @@ def _distinct_pairs(group: Group, answer_format: AnswerFormat) -> list[tuple[int
     c = Candidates.from_group(group, answer_format)
     owner = {i: u for u, members in enumerate(c.members) for i in members}
     return [(i, j) for i, j in itertools.combinations(sorted(owner), 2) if owner[i] != owner[j]]
-
-
-__all__ = [
-    "DEFAULT_MARGIN",
-    "ProbeReport",
-    "ProbeRow",
-    "SwapTest",
-    "allowed_methods",
-    "method_options",
-    "order_agreement",
-    "probe_judge",
-    "probe_judge_async",
-    "recommend",
-    "repeat_agreement",
-    "tied_share",
-    "tied_within_noise",
-]
