@@ -202,7 +202,6 @@ STATUS_FIELDS = {
     "meta_failed": "meta_failures",
     "correct": "unjudged_correct",
 }
-STATUSES = tuple(STATUS_FIELDS)
 #: each metric's (numerator, denominator) field of `GenRMCounts`
 METRICS = {
     "l_acc": ("correct", "samples"),
@@ -227,9 +226,9 @@ class GenRMCounts:
     @classmethod
     def from_statuses(cls, statuses: Iterable[str]) -> GenRMCounts:
         counts = Counter(statuses)
-        unknown = set(counts) - set(STATUSES)
+        unknown = set(counts) - set(STATUS_FIELDS)
         if unknown:
-            raise ValueError(f"Unknown sample status(es) {sorted(unknown)}; expected one of {STATUSES}")
+            raise ValueError(f"Unknown sample status(es) {sorted(unknown)}; expected one of {tuple(STATUS_FIELDS)}")
         return cls(sum(counts.values()), **{name: counts[status] for status, name in STATUS_FIELDS.items()})
 
     @property
@@ -248,21 +247,13 @@ class GenRMCounts:
     def fidelity_known(self) -> int:
         return self.samples - self.meta_failures - self.unjudged_correct
 
-    @property
-    def l_acc(self) -> float | None:
-        return self._ratio("l_acc")
-
-    @property
-    def s_corr(self) -> float | None:
-        return self._ratio("s_corr")
-
-    @property
-    def f_score(self) -> float | None:
-        return self._ratio("f_score")
-
     def _ratio(self, metric: str) -> float | None:
         num, den = (getattr(self, name) for name in METRICS[metric])
         return num / den if den else None
+
+    l_acc = property(lambda self: self._ratio("l_acc"))
+    s_corr = property(lambda self: self._ratio("s_corr"))
+    f_score = property(lambda self: self._ratio("f_score"))
 
     def as_dict(self) -> dict[str, float | int | None]:
         """Metrics, numerators and denominators, flat (JSON-able)."""
@@ -275,13 +266,9 @@ class GenRMCounts:
 
 def metrics_by_source(records: Iterable[tuple[str, str]]) -> dict[str, GenRMCounts]:
     """Counts per source (dataset) from `(source, status)` pairs, plus "all" for all of them."""
-    by_source: dict[str, list[str]] = {}
-    everything: list[str] = []
-    for source, status in records:
-        by_source.setdefault(str(source), []).append(status)
-        everything.append(status)
-    out = {name: GenRMCounts.from_statuses(statuses) for name, statuses in sorted(by_source.items())}
-    out["all"] = GenRMCounts.from_statuses(everything)
+    pairs = [(str(source), status) for source, status in records]
+    out = {name: GenRMCounts.from_statuses(s for n, s in pairs if n == name) for name in sorted({n for n, _ in pairs})}
+    out["all"] = GenRMCounts.from_statuses(s for _, s in pairs)
     return out
 
 

@@ -16,6 +16,7 @@ wall time of every source is the sum of TRL's `step_time` (evaluation and saving
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import math
 import os
@@ -39,15 +40,6 @@ PROGRESS_SIGNALS = (
     ("genrm/win_rate", "win rate vs reference"),
     ("eval/win_rate", "judge win rate"),
 )
-
-
-def progress_signal(names) -> tuple[str, str] | None:
-    """(metric, label) of the progress signal among the logged metric `names`; None when none was logged."""
-    names = set(names)
-    found = next((signal for signal in PROGRESS_SIGNALS if signal[0] in names), None)
-    return found or ((REWARD_MEAN, "reward mean") if REWARD_MEAN in names else None)
-
-
 _EPOCH_TOLERANCE = 1e-6  # TRL's logged epoch is a float: step / steps per epoch, rounded
 
 
@@ -80,8 +72,7 @@ class RunHistory:
         """(sum of `names` (a missing one 0), steps since the previous entry) of each entry that logged any of them;
         with `after_first_epoch`, only those after the first epoch (module docstring)."""
         return [
-            (sum(entry.get(n, 0.0) for n in names), k)
-            for entry, k in self.covered(*names, after_first_epoch=after_first_epoch)
+            (sum(e.get(n, 0.0) for n in names), k) for e, k in self.covered(*names, after_first_epoch=after_first_epoch)
         ]
 
     def covered(self, *names: str, after_first_epoch: bool = False):
@@ -97,16 +88,14 @@ class RunHistory:
 
     def cumulative(self, *names: str) -> tuple[list[int], list[float]]:
         """Steps and the running sum of the metrics (each entry weighted by the steps it covers)."""
-        steps, values, total = [], [], 0.0
-        for entry, n in self.covered(*names):
-            total += sum(entry.get(name, 0.0) for name in names) * n
-            steps.append(int(entry["step"]))
-            values.append(total)
-        return steps, values
+        steps = [int(entry["step"]) for entry, _ in self.covered(*names)]
+        return steps, list(itertools.accumulate(v * n for v, n in self.weighted(*names)))
 
     def progress(self) -> tuple[str | None, list[int], list[float]]:
-        """(label, steps, values) of the run's progress signal (`progress_signal`); (None, [], []) without one."""
-        signal = progress_signal(name for entry in self.entries for name in entry)
+        """(label, steps, values) of the first `PROGRESS_SIGNALS` metric the run logged, else of its reward mean;
+        (None, [], []) without any."""
+        logged = {name for entry in self.entries for name in entry}
+        signal = next((s for s in (*PROGRESS_SIGNALS, (REWARD_MEAN, "reward mean")) if s[0] in logged), None)
         return (signal[1], *self.series(signal[0])) if signal else (None, [], [])
 
     @property
