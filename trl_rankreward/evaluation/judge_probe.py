@@ -65,8 +65,8 @@ def tied_share(rewards: Sequence[float], pairs: Sequence[tuple[int, int]]) -> fl
 
 def repeat_agreement(judgings: Sequence[Sequence[float]], pairs: Sequence[tuple[int, int]]) -> float | None:
     """Mean tau-a over every two of a group's judgings (one reward vector per repeat)."""
-    values = [order_agreement(a, b, pairs) for a, b in itertools.combinations(judgings, 2)]
-    values = [v for v in values if v is not None]
+    pairings = itertools.combinations(judgings, 2)
+    values = [v for a, b in pairings if (v := order_agreement(a, b, pairs)) is not None]
     return statistics.fmean(values) if values else None
 
 
@@ -295,13 +295,10 @@ def allowed_methods(groups: Sequence[Group], options: Mapping[str, Mapping[str, 
             needs = method_options(name, (options or {}).get(name)).data_needs()
         except ImportError:  # a method whose module this installation lacks
             continue
-        if needs.rubrics and not all(g.rubrics for g in groups):
-            continue
-        if needs.references and not all(len(g.references or ()) >= needs.references for g in groups):
-            continue
-        if min(g.size for g in groups) < needs.min_group_size:
-            continue
-        names.append(name)
+        ok = all((g.rubrics or not needs.rubrics) and len(g.references or ()) >= needs.references for g in groups)
+        if ok and min(g.size for g in groups) >= needs.min_group_size:
+            names.append(name)
+
     return names
 
 
