@@ -139,11 +139,12 @@ class SimulatedJudge(QualityJudge):
         rng = self._rng("noise", request, rubric_index)
         bias = self._position_bonus(display, len(texts))
         sd = self.noise * self.noise_scale(request, len(texts))
+        per_rubric, qid = rubric_index is not None and self.rubric_quality is not None, request.query_id
         out = []
         for i, text in enumerate(texts):
-            q = self.latent(request.query_id, text, rubric_index)
+            q = float(self.rubric_quality(qid, text, rubric_index) if per_rubric else self._quality(qid, text))
             q += self.length_bias * len(text) / 100 + bias[i]
-            q += self.text_offset(request.query_id, text)
+            q += self.text_offset(qid, text)
             out.append(q + (rng.gauss(0.0, sd) if sd else 0.0))
         return out
 
@@ -161,12 +162,6 @@ class SimulatedJudge(QualityJudge):
     def text_offset(self, query_id: str, text: str) -> float:
         """t(query, text): the fixed perception offset of `text` (0 when `text_noise` is 0)."""
         return self.text_noise * _text_offset(self.seed, query_id, text) if self.text_noise else 0.0
-
-    def latent(self, query_id: str, text: str, rubric_index: int | None = None) -> float:
-        """The noise- and bias-free quality of `text` (per rubric with `rubric_quality`)."""
-        if rubric_index is not None and self.rubric_quality is not None:
-            return float(self.rubric_quality(query_id, text, rubric_index))
-        return float(self._quality(query_id, text))
 
     def _rng(self, purpose: str, request, rubric_index: int | None):
         key = (purpose, stable_seed(_compact(request)), rubric_index)
