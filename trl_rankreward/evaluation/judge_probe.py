@@ -298,7 +298,6 @@ def allowed_methods(groups: Sequence[Group], options: Mapping[str, Mapping[str, 
         ok = all((g.rubrics or not needs.rubrics) and len(g.references or ()) >= needs.references for g in groups)
         if ok and min(g.size for g in groups) >= needs.min_group_size:
             names.append(name)
-
     return names
 
 
@@ -498,19 +497,16 @@ def _row(plan: _Plan, groups, answer_format, swap: SwapTest, per_step, warmup_gr
     judgings = plan.judgings
     kinds = sorted({k for j in judgings for k in j.cost.parsed_by_kind})
     pointwise = bool(kinds) and set(kinds) <= {"pointwise"}
-    per_group = [repeat_agreement([j.rewards[i] for j in judgings], pairs[i]) for i in range(len(groups))]
-    per_group = [v for v in per_group if v is not None]
-    scored = [(j.rewards[i], j.neutral[i], pairs[i]) for j in judgings for i in range(len(groups))]
-    ties = [tied_share(r, p) for r, _, p in scored]
-    ties = [t for t in ties if t is not None]
     n = len(groups)
+    agreements = (repeat_agreement([j.rewards[i] for j in judgings], pairs[i]) for i in range(n))
+    per_group = [v for v in agreements if v is not None]
+    scored = [(j.rewards[i], j.neutral[i], pairs[i]) for j in judgings for i in range(n)]
+    ties = [t for r, _, p in scored if (t := tied_share(r, p)) is not None]
     calls = statistics.fmean(j.cost.calls / n for j in judgings) if judgings else 0.0
     tokens = statistics.fmean(j.cost.tokens / n for j in judgings) if judgings else 0.0
     failures = sum((j.total for j in judgings), LedgerSnapshot()).failures
-    note = ""
-    if plan.stateful:
-        source = "other rollouts" if warmup_groups else "the same rollouts"
-        note = f"stateful: measured after a warm-up pass on {source}"
+    source = "other rollouts" if warmup_groups else "the same rollouts"
+    note = f"stateful: measured after a warm-up pass on {source}" if plan.stateful else ""
     compares = bool(kinds) and not pointwise
     return ProbeRow(
         method=plan.name,
