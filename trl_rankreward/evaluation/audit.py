@@ -198,8 +198,7 @@ class AuditTally:
 
     async def run(self, judge, target: Target, kind: str, attacks: Sequence[Attack]) -> None:
         """Judge `target` unchanged, once more (the control), and under each attack that applies."""
-        plans = [(a, a.cases(target, kind)) for a in attacks]
-        plans = [(a, c) for a, c in plans if c is not None]
+        plans = [(a, c) for a in attacks if (c := a.cases(target, kind)) is not None]
         base = (target.answer, target.display)
         cases = list(dict.fromkeys([base, *(case for _, pair in plans for case in pair)]))
         values = await asyncio.gather(*(judge_value(judge, target, c, kind) for c in [*cases, base]))

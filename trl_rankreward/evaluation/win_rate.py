@@ -211,11 +211,8 @@ def default_budgets(curves: Sequence[Sequence[WinRatePoint]]) -> list[float]:
 
 def overlapping_runs(runs: Sequence[RunHistory]) -> list[tuple[str, str]]:
     """Pairs of run labels whose final win-rate intervals overlap (runs without an interval are left out)."""
-    finals = []
-    for run in runs:
-        curve = win_rate_curve(run)
-        if curve and curve[-1].low is not None and curve[-1].high is not None:
-            finals.append((run.label, curve[-1].low, curve[-1].high))
+    lasts = [(run.label, curve[-1]) for run in runs if (curve := win_rate_curve(run))]
+    finals = [(label, p.low, p.high) for label, p in lasts if p.low is not None and p.high is not None]
     return [
         (a, b) for i, (a, low_a, high_a) in enumerate(finals) for b, low_b, high_b in finals[i + 1 :]
         if low_a <= high_b and low_b <= high_a
