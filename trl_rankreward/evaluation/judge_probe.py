@@ -438,13 +438,11 @@ async def probe_judge_async(
     run = RunContext(answer_format=answer_format or AnswerFormat(), seed=seed, length_fn=length_fn)
     probe = _Probe(judge, groups, run=run, seed=seed, warmup_groups=warmup_groups, warmup_passes=warmup_passes)
     plans = [_Plan(n, method_options(n, (options or {}).get(n))) for n in names]
-    total, done, skipped = len(plans) * repeats + 1 + bool(audit_groups), 0, []
+    total, done, skipped = len(plans) * repeats + 1 + bool(audit_groups), itertools.count(1), []
 
     def tick(label: str) -> None:
-        nonlocal done
-        done += 1
         if progress:
-            progress(done, total, label)
+            progress(next(done), total, label)
 
     swap = await probe.swap_test(swap_pairs) if swap_pairs else SwapTest()
     tick("swap test")
@@ -457,10 +455,8 @@ async def probe_judge_async(
         # after the first round, cheapest first: a tight budget still measures the cheap methods fully
         order = plans if repeat == 0 else sorted(plans, key=lambda p: p.judgings[0].total.tokens if p.judgings else 0)
         for plan in order:
-            spent = probe.spent().tokens
-            fits = budget_tokens is None or (
-                spent < budget_tokens and (not plan.judgings or spent + plan.judgings[0].total.tokens <= budget_tokens)
-            )
+            spent, need = probe.spent().tokens, plan.judgings[0].total.tokens if plan.judgings else 0
+            fits = budget_tokens is None or (spent < budget_tokens and spent + need <= budget_tokens)
             if fits and (repeat == 0 or plan.judgings):
                 plan.judgings.append(await probe.judge_once(plan, repeat))
             elif plan.name not in skipped:
