@@ -64,10 +64,8 @@ class GenRMReport:
     @property
     def window(self) -> dict[str, int]:
         """What fitting the GenRM's window did: prompts cut, characters cut, refusals, pairs too long to send."""
-        counts = {
-            name: getattr(self.calls, name) for name in ("truncated_requests", "truncated_chars", "context_refusals")
-        }
-        return {**counts, "too_long": self.calls.failures.get("too_long", 0)}
+        names = ("truncated_requests", "truncated_chars", "context_refusals")
+        return {**{n: getattr(self.calls, n) for n in names}, "too_long": self.calls.failures.get("too_long", 0)}
 
     def total_failure(self) -> str | None:
         """When every GenRM call (or every MetaRM call made) failed: the count and the first failure's reason (a
