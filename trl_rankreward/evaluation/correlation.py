@@ -112,8 +112,6 @@ def scatter_plot(records: list[dict], results: list[Correlation], path: str | Pa
                     p["model"], (p[metric], p["downstream"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
                 )
             r = r_of.get((dataset, metric))
-            ax.set_title(f"{dataset}: r = {'n/a' if r is None else f'{r:.3f}'}")
-            ax.set_xlabel(metric)
-            ax.set_ylabel("downstream")
+            ax.set(title=f"{dataset}: r = {'n/a' if r is None else f'{r:.3f}'}", xlabel=metric, ylabel="downstream")
     fig.tight_layout()
     return report_files.save_png(fig, path, dpi=120)

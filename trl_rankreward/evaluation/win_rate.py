@@ -265,9 +265,7 @@ def plot_win_rate(runs: Sequence[RunHistory], output_dir: str | os.PathLike, nam
         if all(p.low is not None and p.high is not None for p in curve):
             ax.fill_between(tokens, [p.low for p in curve], [p.high for p in curve], color=f"C{i}", alpha=0.15)
     ax.axhline(0.5, color="gray", linewidth=0.8, linestyle="--")
-    ax.set_xlabel("training judge tokens (cumulative)")
-    ax.set_ylabel("eval/win_rate (95% Wilson interval)")
-    ax.set_ylim(0, 1)
+    ax.set(xlabel="training judge tokens (cumulative)", ylabel="eval/win_rate (95% Wilson interval)", ylim=(0, 1))
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=9)
