@@ -183,13 +183,15 @@ class CallRecord:
 
 class BenchJudge(SimulatedJudge):
     """`SimulatedJudge` with per-call records (module docstring), counted by `tokenizer`; `integer_scores` on by
-    default, as an LLM judge writes a 0-10 score (the ties of pointwise rewards, RankBuffer Sec. 4.2)."""
+    default, as an LLM judge writes a 0-10 score (the ties of pointwise rewards, RankBuffer Sec. 4.2). Under
+    `templates.pairwise_rationale`, each parsed pairwise answer is re-costed as the full rationale-first text
+    (`rationale_answer`); the tokens added are kept in `rationale_extra`, so the records equal ledger + extra."""
 
-    def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores: bool = True, **kwargs):
+    def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores=True, rationale_tokens=800, **kwargs):
         # Build the templates once: rendering with `templates=None` validates the defaults on every call.
         kwargs["templates"] = kwargs.get("templates") or JudgeTemplates()
         super().__init__(quality, token_counter=tokenizer, integer_scores=integer_scores, **kwargs)
-        self.tokenizer = tokenizer
+        self.tokenizer, self.rationale_tokens, self.rationale_extra = tokenizer, rationale_tokens, 0
         self.records: list[CallRecord] = []
         self._step_start = 0.0
 
@@ -203,18 +205,18 @@ class BenchJudge(SimulatedJudge):
         await asyncio.sleep(1.0)
         before = _counters(self.ledger)
         verdict = await super().judge(request)  # renders once (see `_render`), answers and records
-        prompt = _PROMPT.get()
         calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _counters(self.ledger)))
         if calls != 1:
             raise RuntimeError(f"BenchJudge expected exactly one ledger entry for this call, found {calls}")
+        if parsed and self.templates.pairwise_rationale and isinstance(request, PairwiseRequest):
+            count = self.tokenizer.count
+            answer = rationale_answer(request, verdict, seed=self.seed, mean_tokens=self.rationale_tokens, count=count)
+            extra = count(answer) - completion_tokens
+            completion_tokens += extra
+            self.rationale_extra += extra
         self.records.append(
             CallRecord(
-                query_id=request.query_id,
-                round=round(issued) + 1,
-                parsed=parsed == 1,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                prompt=prompt,
+                request.query_id, round(issued) + 1, parsed == 1, prompt_tokens, completion_tokens, _PROMPT.get()
             )
         )
         return verdict
@@ -228,29 +230,6 @@ class BenchJudge(SimulatedJudge):
 
 def _counters(ledger) -> tuple[int, int, int, int]:
     return ledger.calls, ledger.parsed, ledger.prompt_tokens, ledger.completion_tokens
-
-
-class RationaleBenchJudge(BenchJudge):
-    """`BenchJudge` that, under `templates.pairwise_rationale`, re-costs each parsed pairwise answer as the full
-    rationale-first text (`rationale_answer`); the tokens added are kept in `rationale_extra`, so the records equal
-    ledger + extra."""
-
-    def __init__(self, quality, *, rationale_tokens: int = 800, **kwargs):
-        super().__init__(quality, **kwargs)
-        self.rationale_tokens = rationale_tokens
-        self.rationale_extra = 0
-
-    async def judge(self, request):
-        verdict = await super().judge(request)
-        record = self.records[-1]  # appended by BenchJudge.judge for this call, with no await since
-        if self.templates.pairwise_rationale and isinstance(request, PairwiseRequest) and record.parsed:
-            answer = rationale_answer(
-                request, verdict, seed=self.seed, mean_tokens=self.rationale_tokens, count=self.tokenizer.count
-            )
-            extra = self.tokenizer.count(answer) - record.completion_tokens
-            self.records[-1] = dataclasses.replace(record, completion_tokens=record.completion_tokens + extra)
-            self.rationale_extra += extra
-        return verdict
 
 
 def rationale_answer(request: PairwiseRequest, verdict: str, *, seed: int, mean_tokens: int, count) -> str:

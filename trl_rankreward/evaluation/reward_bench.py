@@ -42,7 +42,6 @@ from .bench_judge import (
     BenchJudge,
     CallRecord,
     LineTokenizer,
-    RationaleBenchJudge,
     prefix_cache_savings,
     step_wall_time,
 )
@@ -147,7 +146,7 @@ def run_method(
     """One method's run, or a string saying why it could not be built or failed. `given_queries` ({query_id,
     query, rubrics, references} dicts) replace the simulated queries; rollouts and qualities stay simulated."""
     sim, tokenizer = _setting(config, given_queries)
-    judge = RationaleBenchJudge(
+    judge = BenchJudge(
         sim.quality,
         tokenizer=tokenizer,
         templates=JudgeTemplates(pairwise_rationale=config.pairwise_rationale),
