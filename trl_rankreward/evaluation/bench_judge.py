@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import heapq
 import json
 import math

@@ -124,7 +124,7 @@ def run_benchmark(
     left out and told to `on_skip`."""
     methods = selected_methods(config.methods)
     if workers > 1 and len(methods) > 1:
-        outcomes = run_in_processes(run_method, config, methods, workers, on_progress, first=_SLOW_FIRST)
+        outcomes = run_in_processes(config, methods, workers, on_progress)
     else:
         outcomes = [run_method(config, m, on_progress) for m in methods]
     results = []
@@ -302,24 +302,16 @@ def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], s
 _PROGRESS = None
 
 
-def run_in_processes(
-    job: Callable[[Any, Any, Callable[[int], None]], Any],
-    config: Any,
-    methods: Sequence[Any],
-    workers: int,
-    on_progress: Callable[[int], None] | None,
-    *,
-    first: Sequence[str] = (),
-) -> list[Any]:
-    """`job(config, method, report)` (module-level: pickled by name) for each method in `workers` processes,
-    outcomes in `methods`' order; those labelled in `first` (the slowest) start first."""
+def run_in_processes(config: RewardBenchConfig, methods: Sequence[BenchMethod], workers: int, on_progress) -> list:
+    """`run_method` of each method in `workers` processes, outcomes in `methods`' order; the slowest (`_SLOW_FIRST`)
+    start first."""
     ctx = multiprocessing.get_context("spawn")
     progress = ctx.Queue()
     with ProcessPoolExecutor(
         workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(), progress)
     ) as pool:
-        order = sorted(range(len(methods)), key=lambda i: methods[i].label not in first)
-        futures = {i: pool.submit(_worker, job, config, methods[i]) for i in order}
+        order = sorted(range(len(methods)), key=lambda i: methods[i].label not in _SLOW_FIRST)
+        futures = {i: pool.submit(_worker, config, methods[i]) for i in order}
         pending = set(futures.values())
         while pending:
             _, pending = wait(pending, timeout=0.25)
@@ -352,23 +344,21 @@ def _init_worker(parent: int, progress) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _worker(job, config, method):
-    return job(config, method, _PROGRESS.put)
+def _worker(config, method):
+    return run_method(config, method, _PROGRESS.put)
 
 
 class _VirtualSelector(selectors.DefaultSelector):
-    """Polls instead of waiting, and moves `clock` forward by the time it would have waited."""
+    """Polls instead of waiting, and moves its clock `now` forward by the time it would have waited."""
 
-    def __init__(self, clock: VirtualClockLoop):
-        super().__init__()
-        self._clock = clock
+    now = 0.0
 
     def select(self, timeout=None):
         if timeout is None:
             return super().select(None)
         events = super().select(0)
         if not events and timeout > 0:
-            self._clock.advance(timeout)
+            self.now += timeout
         return events
 
 
@@ -376,14 +366,11 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
     """`asyncio.SelectorEventLoop` whose `time()` is virtual (module docstring)."""
 
     def __init__(self):
-        self._virtual_now = 0.0
-        super().__init__(selector=_VirtualSelector(self))
+        self._virtual = _VirtualSelector()
+        super().__init__(selector=self._virtual)
 
     def time(self) -> float:
-        return self._virtual_now
-
-    def advance(self, seconds: float) -> None:
-        self._virtual_now += seconds
+        return self._virtual.now
 
 
 def run_virtual(coro: Coroutine[Any, Any, Any]) -> Any:
