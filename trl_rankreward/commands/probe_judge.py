@@ -184,45 +184,32 @@ def sample_groups(model_name: str, dataset, training_args, *, queries: int, seed
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ..trainers.group_scoring import reward_row, rows_to_groups
-    from ..user_errors import UsageError
 
-    if queries < 1:
-        raise UsageError(f"--queries must be >= 1, got {queries}")
     rows = [dataset[i] for i in random.Random(seed).sample(range(len(dataset)), min(queries, len(dataset)))]
     tokenizer = AutoTokenizer.from_pretrained(model_name)
     device = "cuda" if torch.cuda.is_available() and not training_args.use_cpu else "cpu"
     model = AutoModelForCausalLM.from_pretrained(model_name, **(training_args.model_init_kwargs or {})).to(device)
     model.eval()
     g = training_args.num_generations
-    per_query = 2 * g if warmup else g
-    sampling = {k: getattr(training_args, k) for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")}
-    sampling = {k: v for k, v in sampling.items() if v is not None}
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    names = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
+    sampling = {k: getattr(training_args, k) for k in names if getattr(training_args, k) is not None}
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     torch.manual_seed(seed)
     measured, warm = [], []
-    try:
-        for row in rows:
-            completions = _generate(model, tokenizer, row["prompt"], training_args, per_query, sampling, device)
-            measured += [reward_row(row, row["prompt"], c) for c in completions[:g]]
-            warm += [reward_row(row, row["prompt"], c) for c in completions[g:]]
-    finally:
-        tokenizer.padding_side = side
+    for row in rows:
+        prompt = row["prompt"]
+        if not isinstance(prompt, str):
+            prompt = tokenizer.apply_chat_template(
+                prompt, tokenize=False, add_generation_prompt=True, **(training_args.chat_template_kwargs or {})
+            )
+        batch = tokenizer([prompt], return_tensors="pt", add_special_tokens=False).to(device)
+        with torch.no_grad():
+            output = model.generate(**batch, do_sample=True, num_return_sequences=2 * g if warmup else g,
+                                    pad_token_id=tokenizer.pad_token_id,
+                                    max_new_tokens=training_args.max_completion_length,
+                                    **sampling, **(training_args.generation_kwargs or {}))  # fmt: skip
+        completions = tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+        measured += [reward_row(row, row["prompt"], c) for c in completions[:g]]
+        warm += [reward_row(row, row["prompt"], c) for c in completions[g:]]
     return rows_to_groups(measured, g), rows_to_groups(warm, g) if warmup else None
-
-
-def _generate(model, tokenizer, prompt, training_args, n: int, sampling: dict, device: str) -> list[str]:
-    import torch
-
-    if isinstance(prompt, str):
-        text = prompt
-    else:
-        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True,
-                                             **(training_args.chat_template_kwargs or {}))  # fmt: skip
-    batch = tokenizer([text], return_tensors="pt", add_special_tokens=False).to(device)
-    with torch.no_grad():
-        output = model.generate(**batch, do_sample=True, num_return_sequences=n, pad_token_id=tokenizer.pad_token_id,
-                                max_new_tokens=training_args.max_completion_length,
-                                **sampling, **(training_args.generation_kwargs or {}))  # fmt: skip
-    return tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
