@@ -62,12 +62,12 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
         return _estimate(config, cost)
     from tqdm.auto import tqdm
 
-    from ..evaluation import bench_report
+    from ..evaluation import bench_report, report_files
     from ..evaluation.bench_config import selected_methods
     from ..evaluation.reward_bench import run_benchmark
 
     total = len(selected_methods(config.methods)) * config.queries * config.epochs
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start = time.perf_counter()
     with tqdm(total=total, unit="group", desc="bench", file=sys.stderr) as bar:
         results = run_benchmark(config, workers=args.workers, on_progress=bar.update, on_skip=bar.write)
     seconds = time.perf_counter() - start
@@ -77,7 +77,7 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
         return 1
     out = Path(args.output_dir)
     print(bench_report.markdown_table(rows))
-    print(f"\nwrote {bench_report.write_csv(rows, out / 'bench.csv')}")
+    print(f"\nwrote {report_files.write_csv(rows, out / 'bench.csv', ['method'])}")
     if args.plots:
         try:
             for path in bench_report.plot_fidelity(rows, out):
@@ -89,21 +89,18 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
         timing = {
             "wall_s": seconds,
             "workers": args.workers,
-            "cpu_s_main": time.process_time() - cpu_start,
             "method_cpu_s": sum(r["cpu_s"] for r in rows),
             "cores": os.cpu_count() or 1,
             "load": os.getloadavg()[1],
         }
-        name = config.preset or "default"
-        page = Path(args.write_docs)
-        figures = []
+        name, page, figures = config.preset or "default", Path(args.write_docs), []
         try:
             figures = bench_report.plot_fidelity(rows, page.parent / "figures" / "benchmarks", prefix=f"{name}_")
         except ImportError as exc:
             print(f"no plots on the page: {exc} (pip install 'trl-rankreward[plots]')", file=sys.stderr)
-        figures_shown = [os.path.relpath(f, page.parent) for f in figures]
+        shown = [os.path.relpath(f, page.parent) for f in figures]
         section = bench_report.docs_section(
-            rows, config, command=_command(config, args), timing=timing, name=name, figures=figures_shown
+            rows, config, command=_command(config, args), timing=timing, name=name, figures=shown
         )
         for f in figures:
             print(f"wrote {f}")

@@ -54,7 +54,7 @@ def arguments():
 def run(args: CompareArguments) -> int:
     from pathlib import Path
 
-    from ..evaluation import compare, run_history, win_rate
+    from ..evaluation import compare, report_files, run_history, win_rate
 
     runs = run_history.load_runs(args.runs, args.labels)
     rows = [compare.summarize(r) for r in runs]
@@ -80,7 +80,7 @@ def run(args: CompareArguments) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(table + "\n", encoding="utf-8")
     print(f"wrote {out / 'compare.md'}")
-    print(f"wrote {compare.write_csv(rows, out / 'compare.csv')}")
+    print(f"wrote {report_files.write_csv(rows, out / 'compare.csv', [key for key, _, _ in compare.COLUMNS])}")
     if args.plots:
         try:
             print(f"wrote {compare.plot_runs(runs, out)}")

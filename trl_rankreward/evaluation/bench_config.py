@@ -90,7 +90,7 @@ BENCH_PRESETS: dict[str, dict[str, Any]] = {
         "reference_tokens": 270,
         "pairwise_rationale": True,
         "rationale_tokens": 800,
-    },
+    }
 }
 
 

@@ -78,11 +78,6 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     return report_files.markdown_table([header for _, header, _ in COLUMNS], cells)
 
 
-def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """All row fields, one line per method."""
-    return report_files.write_csv(rows, path, ["method"])
-
-
 #: (row key, x-axis label, file name) of the two plots
 PLOTS: tuple[tuple[str, str, str], ...] = (
     ("parsed_tokens_per_group", "judge tokens per group (parsed calls, prompt + completion)", "fidelity_vs_tokens.png"),
@@ -208,9 +203,7 @@ def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
         return []
     by_tau = sorted(rows, key=lambda r: -r["kendall_tau"])
     best = by_tau[0]
-    out = [
-        "Kendall tau, best to worst: " + ", ".join(f"{r['method']} {r['kendall_tau']:.3f}" for r in by_tau) + ".",
-    ]
+    out = ["Kendall tau, best to worst: " + ", ".join(f"{r['method']} {r['kendall_tau']:.3f}" for r in by_tau) + "."]
     close = [r for r in rows if r["kendall_tau"] >= best["kendall_tau"] - 0.05 and r["parsed_tokens_per_group"]]
     cheapest = min(close, key=lambda r: r["parsed_tokens_per_group"])
     out.append(

@@ -94,10 +94,6 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     return report_files.markdown_table([header for _, header, _ in COLUMNS], cells, align)
 
 
-def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
-    return report_files.write_csv(rows, path, [key for key, _, _ in COLUMNS])
-
-
 #: (title, y label, function run -> (steps, values)) of each panel, left to right, top to bottom
 PANELS = (
     ("Progress (moves as the policy improves)", "each run's signal (legend)", lambda r: r.progress()[1:]),

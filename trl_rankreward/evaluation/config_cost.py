@@ -102,14 +102,12 @@ def run_shape(
         )
     counts = step_counts(per_device_batch=per_device, processes=num_processes, gradient_accumulation=accumulation,
                          num_generations=g, num_iterations=iterations, dataset_queries=dataset_size)  # fmt: skip
-    shape = RunShape(g, batch // g, counts.queries / (batch // g), None, float(get("num_train_epochs")))
-    if counts.steps_per_epoch is not None:
-        steps_per_epoch = counts.steps_per_epoch
-        if get("max_steps") and get("max_steps") > 0:
-            steps, epochs = int(get("max_steps")), get("max_steps") / steps_per_epoch
-        else:
-            steps, epochs = math.ceil(steps_per_epoch * shape.epochs), shape.epochs
-        shape = dataclasses.replace(shape, steps=steps, epochs=epochs)
+    steps, epochs, per_epoch = None, float(get("num_train_epochs")), counts.steps_per_epoch
+    if per_epoch is not None and get("max_steps") and get("max_steps") > 0:
+        steps, epochs = int(get("max_steps")), get("max_steps") / per_epoch
+    elif per_epoch is not None:
+        steps = math.ceil(per_epoch * epochs)
+    shape = RunShape(g, batch // g, counts.queries / (batch // g), steps, epochs)
     how = (
         f"{per_device} completions per device x {num_processes} process(es) (assumed; --num_processes sets it) x "
         f"{accumulation} accumulation step(s) / {iterations} iteration(s) = {shape.queries_per_step * g:g} completions = "
@@ -181,11 +179,7 @@ class RunCost:
 
 
 def estimate(
-    path: str,
-    config: tuple,
-    keys: Iterable[str],
-    args: ConfigCostArguments,
-    bench: RewardBenchConfig,
+    path: str, config: tuple, keys: Iterable[str], args: ConfigCostArguments, bench: RewardBenchConfig
 ) -> tuple[str, list[RunCost]]:
     """The report of `bench --config TRAIN.yaml` and each method's whole-run cost (none when the run's length is
     not known); `config`: `scripts.read_training_config`'s, `keys`: the settings the file and command line gave."""
@@ -245,12 +239,8 @@ ESTIMATE_NOTE = (
 
 
 def _texts_note(rows, data_note: str, bench: RewardBenchConfig, completion: int, args, thinks: bool) -> str:
-    where = (
-        "--completion_tokens"
-        if args.completion_tokens
-        else "max_completion_length; every completion assumed to reach it"
-    )
-    text = f"completions {completion} tokens ({where}); "
+    assumed = "max_completion_length; every completion assumed to reach it"
+    text = f"completions {completion} tokens ({'--completion_tokens' if args.completion_tokens else assumed}); "
     if thinks and not args.completion_tokens:
         text += (
             "THIS RUN THINKS: the judge sees only the answer after the thinking, far shorter than "

@@ -38,13 +38,7 @@ from ..judging.requests import Rubric, seeded_rng
 from ..rewards import ReferenceWinRateReward
 from ..rewards.registry import make_reward_method
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
-from .bench_judge import (
-    BenchJudge,
-    CallRecord,
-    LineTokenizer,
-    prefix_cache_savings,
-    step_wall_time,
-)
+from .bench_judge import BenchJudge, CallRecord, LineTokenizer, prefix_cache_savings, step_wall_time
 from .simulation import SimulatedRun
 
 
