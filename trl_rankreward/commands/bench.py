@@ -1,14 +1,9 @@
 """`trl-rankreward bench`: judge cost, latency and ranking fidelity of every reward method (docs/benchmarks.md).
 
-    trl-rankreward bench --queries 20 --epochs 2 --methods pointwise,rank_buffer
-    trl-rankreward bench --preset paper_table8 --write_docs docs/benchmarks.md   # the Table 8 setting's section
-    trl-rankreward bench --config examples/configs/rankbuffer_cpu_quickstart.yaml   # a training config's cost
-
-Prints a markdown table and writes `bench.csv` and two PNG plots to `--output_dir`; `--write_docs PAGE`
-rewrites the run's section of PAGE (one per preset) and saves its plots under `figures/benchmarks/` beside it.
-With a training config (`--config TRAIN.yaml`), it prints that run's judge calls, tokens and rounds per step
-and per epoch for the config's method (`--methods` to cost others), reading the config as the training
-scripts do; training flags on the command line override it, bench's own options keep their meaning."""
+Prints a markdown table and writes `bench.csv` and two PNG plots to `--output_dir`; `--write_docs PAGE` rewrites
+the run's section of PAGE (one per preset) and saves its plots under `figures/benchmarks/` beside it. With a
+training config (`--config TRAIN.yaml`) it prints that run's judge cost per step and per epoch instead
+(`evaluation.config_cost`); training flags on the command line override the config."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """`trl-rankreward compare RUN [RUN ...]`: training runs side by side (docs/compare.md).
 
-A RUN is a training output or checkpoint folder, a trainer_state.json, or a W&B run directory or `.wandb`
-file. Prints the summary table and writes compare.md, compare.csv and compare.png to `--output_dir`; runs
-that logged `eval/win_rate` get a second table and win_rate.png (the win rate at equal training judge token
-budgets, the tokens to reach `--win_rate_targets`)."""
+Prints the summary table and writes compare.md, compare.csv and compare.png to `--output_dir`; runs that logged
+`eval/win_rate` get a second table and win_rate.png (the win rate at equal training judge token budgets)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""`trl-rankreward data SOURCE ...`: build the papers' datasets from upstream data (docs/data.md).
-
-    trl-rankreward data nectar --output_dir data/nectar-1k                # 1,000 queries, seed 42
-    trl-rankreward data attach-rubrics --dataset_name data/nectar-1k --results_file rubrics.jsonl \
-        --output_dir data/nectar-1k-rubrics"""
+"""`trl-rankreward data SOURCE ...`: build the papers' datasets from upstream data (docs/data.md)."""
 
 from __future__ import annotations
 

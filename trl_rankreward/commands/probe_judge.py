@@ -1,10 +1,8 @@
 """`trl-rankreward probe-judge --config TRAIN.yaml`: before training, which reward method gives signal.
 
-Reads the training config as the training scripts do (its flags given here override it), samples G rollouts
-(and G more to warm up stateful methods) for `--queries` queries from the starting policy, runs
-`evaluation.judge_probe.probe_judge` with the config's judge, prints the table and recommendation (noting when
-the probe costs more than the run, as `bench --config` estimates it), writes the JSON report and says how to
-switch the config (docs/judge_probe.md)."""
+Samples G rollouts (and G more to warm up stateful methods) per query from the config's starting policy, runs
+`evaluation.judge_probe.probe_judge` with the config's judge, prints the table and recommendation, writes the
+JSON report and says how to switch the config (docs/judge_probe.md)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
 """What a judge call costs in the reward-method benchmark: per-call records, prompt tokens, prefix caching, latency.
 
 `LineTokenizer` tokenizes each distinct line once (a judge prompt is mostly lines seen before); exact for
-tokenizers that split on whitespace first, as the default WordPiece does.
-
-`prefix_cache_savings`: a server with automatic prefix caching (vLLM APC, SGLang RadixAttention) computes only
-the tokens beyond a prompt's longest prefix shared with an earlier one; with cache for one group's calls, the
-saving is the sum of the longest common prefixes of neighbours in lexicographic order, whatever the call order.
+tokenizers that split on whitespace first, as the default WordPiece does. `prefix_cache_savings`: a server with
+automatic prefix caching (vLLM APC, SGLang RadixAttention) computes only the tokens beyond a prompt's longest
+prefix shared with an earlier one: the sum of the longest common prefixes of neighbours in lexicographic order.
 
 Latency of one call (seconds): `(base_s + per_1k_prompt_s * prompt_tokens / 1000) * X`, `X` lognormal of mean 1
-and log-scale sd `sigma`; at most `concurrency` calls at once, first come first served. A step is replayed from
-its calls' rounds (round r of a group starts when its round r-1 is done).
-
-`BenchJudge` sleeps one unit on the virtual clock per call, so a call's issue time is its exact round, and keeps
-the very prompt and ledger entry the ledger costed, so the benchmark's sums are the ledger's by construction.
+and log-scale sd `sigma`; at most `concurrency` calls at once, first come first served; round r of a group starts
+when its round r-1 is done. `BenchJudge` sleeps one unit on the virtual clock per call, so a call's issue time is
+its exact round, and keeps the very prompt and ledger entry the ledger costed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Compare training runs side by side: progress, judge cost, neutral groups, buffer size.
 
-`summarize` gives one row per run of `run_history` (`COLUMNS`; `COLUMN_NOTE` says what "per step" and "after
-epoch 1" mean). A run's *progress* is the `run_history.PROGRESS_SIGNALS` metric it logged, else its reward mean:
-what moves when the policy improves. `reward_std` is TRL's std of the step's whole reward column: for the rank
-methods (the same mean in every group) the within-group spread GRPO learns from, flat however the policy does;
-otherwise an upper bound on it.
+`summarize` gives one row per run of `run_history` (`COLUMNS`, explained by `COLUMN_NOTE`). A run's *progress*
+is the `run_history.PROGRESS_SIGNALS` metric it logged, else its reward mean. `reward_std` is TRL's std of the
+step's whole reward column: for the rank methods the within-group spread GRPO learns from, flat however the
+policy does; otherwise an upper bound on it.
 """
 
 from __future__ import annotations

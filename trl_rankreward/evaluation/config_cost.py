@@ -1,16 +1,11 @@
 """Judge cost of a training config before training: `trl-rankreward bench --config TRAIN.yaml`.
 
-The config fixes the run's shape; the benchmark's machinery (`reward_bench.run_method` with
-`bench_config.RewardBenchConfig`'s settings) simulates the rest for the config's reward method and options:
-
-- **per step**: as `step_counts` counts TRL's steps; the process count is not in the config: `--num_processes`;
-- **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable here (a local
-  file or folder, or a Hub dataset in the cache), else the simulation's; completions of `max_completion_length`
-  judge tokens (an upper bound) or `--completion_tokens`;
-- **verdicts**: a simulated judge with the benchmark's defaults (`ESTIMATE_NOTE`).
-
-The first epoch and the steps after it are reported apart (RankBuffer's first epoch starts its buffers). A sample
-of the queries is simulated for every epoch, up to `MAX_EPOCHS`; per-group costs do not depend on their number.
+The config fixes the run's shape (steps as `step_counts` counts them; `--num_processes` the process count); the
+benchmark's machinery (`reward_bench.run_method`) simulates the rest for the config's reward method and options:
+texts are the dataset's own when `dataset_name` is readable here, else the simulation's, with completions of
+`max_completion_length` judge tokens (an upper bound) or `--completion_tokens`; verdicts come from a simulated
+judge (`ESTIMATE_NOTE`). The first epoch (RankBuffer's starts its buffers) and the later ones are reported apart;
+a sample of the queries is simulated for every epoch, up to `MAX_EPOCHS`.
 """
 
 from __future__ import annotations

@@ -2,16 +2,12 @@
 
 Every method scores the same simulated run (`evaluation.simulation`) with its own seeded `BenchJudge`, which
 renders every request with the real templates and costs it with a real tokenizer. Per method and group: judge
-calls (parsed, as the papers count them), tokens (all attempts, and parsed calls as RankBuffer's Table 8 counts
-them), prefix-cached prompt tokens, judge rounds and wall time per step, fidelity to the latent truth
+calls, tokens, prefix-cached prompt tokens, judge rounds and wall time per step, fidelity to the latent truth
 (`group_fidelity`). Settings: `bench_config`; tables: `bench_report`; docs/benchmarks.md.
 
-Methods run in spawned worker processes that send their progress back on a queue; a watcher thread ends a worker
-with `os._exit` when the parent dies, so a killed `bench` leaves no process behind.
-
-Latency runs on a virtual clock (`VirtualClockLoop`; real sleeps would take hours): `loop.time()` is virtual, and
-the selector, asked to wait `timeout` seconds, polls and advances the clock instead, so time stands still while
-code runs and simulated time is exact on any machine. A wait with no timer blocks for real.
+Methods run in spawned worker processes; a watcher thread ends a worker when the parent dies. Latency runs on a
+virtual clock (`VirtualClockLoop`; real sleeps would take hours): the selector, asked to wait `timeout` seconds,
+polls and advances the clock instead, so simulated time is exact on any machine.
 """
 
 from __future__ import annotations
