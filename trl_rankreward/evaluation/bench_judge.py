@@ -46,20 +46,10 @@ class LineTokenizer:
         self._encode = _approx_ids if path is None else TokenizerCounter(path).ids
         self._lines: dict[str, Line] = {}
 
-    def line(self, text: str) -> Line:
-        """Token ids of one line followed by the end-of-line marker (cached, shared object)."""
-        ids = self._lines.get(text)
-        if ids is None:
-            ids = self._lines[text] = (*self._encode(text), _EOL)
-        return ids
-
     def lines(self, text: str) -> list[Line]:
-        """`line()` of every line of `text` (the hot path: one dictionary look-up per line)."""
-        parts = text.split("\n")
-        found = list(map(self._lines.get, parts))
-        if None in found:
-            found = [ids if ids is not None else self.line(part) for ids, part in zip(found, parts)]
-        return found
+        """Token ids of every line of `text`, each followed by the end-of-line marker (cached, shared objects)."""
+        cache = self._lines
+        return [cache.get(part) or cache.setdefault(part, (*self._encode(part), _EOL)) for part in text.split("\n")]
 
     def count(self, text: str) -> int:
         return key_tokens(self.lines(text))
