@@ -102,13 +102,7 @@ def group_fidelity(rewards: Sequence[float], truth: Sequence[float]) -> tuple[fl
     return (0.0 if math.isnan(tau) else tau), (1.0 / len(top) if truly_best in top else 0.0), levels
 
 
-def run_benchmark(
-    config: RewardBenchConfig,
-    *,
-    workers: int = 1,
-    on_progress: Callable[[int], None] | None = None,
-    on_skip: Callable[[str], None] | None = None,
-) -> list[MethodResult]:
+def run_benchmark(config: RewardBenchConfig, *, workers: int, on_progress, on_skip) -> list[MethodResult]:
     """Every selected method on the simulated run, in `workers` processes (the results do not depend on it).
     `on_progress(n)` hears of every n groups scored; a method that cannot be built here or whose run raised is
     left out and told to `on_skip`."""
@@ -121,7 +115,7 @@ def run_benchmark(
     for method, outcome in zip(methods, outcomes):
         if isinstance(outcome, MethodResult):
             results.append(outcome)
-        elif on_skip:
+        else:
             on_skip(f"skipped {method.label}: {outcome}")
     return results
 
