@@ -52,8 +52,8 @@ def config_values(path: str, values: dict) -> dict:
     return {"training_config": path} if is_training_config(values) else values
 
 
-def run(config, args: BenchOutputArguments, cost=None) -> int:
-    if cost is not None and cost.training_config:
+def run(config, args: BenchOutputArguments, cost) -> int:
+    if cost.training_config:
         return _estimate(config, cost)
     from tqdm.auto import tqdm
 

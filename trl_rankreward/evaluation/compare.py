@@ -112,20 +112,18 @@ def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str =
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.8))
     names = [f"{run.label} ({run.progress()[0] or 'no progress signal'})" for run in runs]  # the legend's
     for ax, (title, ylabel, get) in zip(axes.flat, PANELS):
-        drawn = False
         for i, run in enumerate(runs):
             steps, values = get(run)
             if steps:
                 ax.plot(steps, values, marker="o" if len(steps) <= 30 else None, markersize=3, color=f"C{i}",
                         label=names[i])  # fmt: skip
-                drawn = True
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step", fontsize=9)
         ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(labelsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        if not drawn:
+        if not ax.lines:
             ax.text(0.5, 0.5, "not logged by these runs", ha="center", va="center", transform=ax.transAxes,
                     color="gray")  # fmt: skip
     legends = [ax.get_legend_handles_labels() for ax in axes.flat]
