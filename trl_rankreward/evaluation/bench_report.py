@@ -198,9 +198,7 @@ _ALT = {
 
 
 def findings(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Sentences stating what the run measured, each computed from `rows`."""
-    if not rows:
-        return []
+    """Sentences stating what the run measured, each computed from `rows` (one or more)."""
     by_tau = sorted(rows, key=lambda r: -r["kendall_tau"])
     best = by_tau[0]
     out = ["Kendall tau, best to worst: " + ", ".join(f"{r['method']} {r['kendall_tau']:.3f}" for r in by_tau) + "."]

@@ -311,12 +311,10 @@ def run_cost(method: BenchMethod, result: MethodResult, shape: RunShape) -> RunC
     if not shape.steps:
         return None
     first, later = result.epochs[0], sum_results(result.epochs[1:]) if len(result.epochs) > 1 else result.epochs[0]
-    first_steps = min(shape.steps, _steps_per_epoch(result, shape))
-    calls = tokens = 0.0
-    for part, steps in ((first, first_steps), (later, shape.steps - first_steps)):
-        part_calls, part_tokens = _per_step(part, shape)
-        calls, tokens = calls + part_calls * steps, tokens + part_tokens * steps
-    return RunCost(method.label, shape.steps, calls, tokens)
+    steps = min(shape.steps, _steps_per_epoch(result, shape))
+    (calls, tokens), (later_calls, later_tokens) = _per_step(first, shape), _per_step(later, shape)
+    rest = shape.steps - steps
+    return RunCost(method.label, shape.steps, calls * steps + later_calls * rest, tokens * steps + later_tokens * rest)
 
 
 def _total_line(label: str, total: RunCost | None) -> str:
