@@ -74,17 +74,19 @@ def run(args: ProbeJudgeArguments) -> int:
     parsed, values = read_training_config(config, args.overrides, prog=f"trl-rankreward probe-judge ({config})")
     script_args, training_args, model_args = parsed
     if not hasattr(training_args, "reward_method"):
-        raise UsageError(f"{config} trains a GenRM (R-Align) and has no reward method to probe; probe-judge reads the "
-                         "config of a run with a judge reward (examples/configs/rankbuffer_*, baseline_*, ...)")  # fmt: skip
+        raise UsageError(f"{config} trains a GenRM (R-Align) and has no reward method to probe; probe-judge reads "
+                         "the config of a run with a judge reward (examples/configs/rankbuffer_*, baseline_*, "
+                         "...)")  # fmt: skip
     if training_args.num_generations < 2:
         raise UsageError(f"{config} has num_generations={training_args.num_generations} (PPO's one rollout per "
-                         "prompt): the probe compares the rewards within a group; probe a copy of the config with the G of "
-                         "the GRPO run you consider, e.g. num_generations: 4")  # fmt: skip
+                         "prompt): the probe compares the rewards within a group; probe a copy of the config with the "
+                         "G of the GRPO run you consider, e.g. num_generations: 4")  # fmt: skip
     start = time.perf_counter()
     model = resolve_model(model_args.model_name_or_path, training_args)
     dataset = check_prompt_lengths(load_train_dataset(script_args), model, script_args, training_args)
-    print(f"sampling {min(args.queries, len(dataset))} queries x {2 if args.warmup else 1} x G={training_args.num_generations} rollouts "
-          f"from {model_args.model_name_or_path}", file=sys.stderr)  # fmt: skip
+    g, n = training_args.num_generations, min(args.queries, len(dataset))
+    print(f"sampling {n} queries x {2 if args.warmup else 1} x G={g} rollouts from {model_args.model_name_or_path}",
+          file=sys.stderr)  # fmt: skip
     groups, warm = sample_groups(
         model, dataset, training_args, queries=args.queries, seed=args.seed, warmup=args.warmup
     )
