@@ -47,9 +47,9 @@ def arguments():
 def config_values(path: str, values: dict) -> dict:
     """`--config FILE`: a training config is costed (`training_config`), its keys left to the estimate; any
     other file holds bench's own options."""
-    from ..evaluation.config_cost import is_training_config
+    from ..evaluation.config_cost import TRAINING_KEYS
 
-    return {"training_config": path} if is_training_config(values) else values
+    return {"training_config": path} if any(key in values for key in TRAINING_KEYS) else values
 
 
 def run(config, args: BenchOutputArguments, cost) -> int:

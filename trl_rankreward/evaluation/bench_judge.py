@@ -18,6 +18,7 @@ import contextvars
 import heapq
 import json
 import math
+import operator
 import zlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -150,6 +151,7 @@ def step_wall_time(groups: Sequence[Sequence[Sequence[float]]], concurrency: int
     return now
 
 
+_COUNTERS = operator.attrgetter("calls", "parsed", "prompt_tokens", "completion_tokens")  # of a ledger
 #: the prompt of the call in progress, set by `BenchJudge._render` (one value per asyncio task)
 _PROMPT: contextvars.ContextVar[PromptKey] = contextvars.ContextVar("bench_judge_prompt")
 
@@ -188,9 +190,9 @@ class BenchJudge(SimulatedJudge):
     async def judge(self, request):
         issued = asyncio.get_running_loop().time() - self._step_start
         await asyncio.sleep(1.0)
-        before = _counters(self.ledger)
+        before = _COUNTERS(self.ledger)
         verdict = await super().judge(request)  # renders once (see `_render`), answers and records
-        calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _counters(self.ledger)))
+        calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _COUNTERS(self.ledger)))
         if calls != 1:
             raise RuntimeError(f"BenchJudge expected exactly one ledger entry for this call, found {calls}")
         if parsed and self.templates.pairwise_rationale and isinstance(request, PairwiseRequest):
@@ -211,10 +213,6 @@ class BenchJudge(SimulatedJudge):
         rendered = super()._render(request)
         _PROMPT.set(self.tokenizer.prompt_key(rendered.messages))
         return rendered
-
-
-def _counters(ledger) -> tuple[int, int, int, int]:
-    return ledger.calls, ledger.parsed, ledger.prompt_tokens, ledger.completion_tokens
 
 
 def rationale_answer(request: PairwiseRequest, verdict: str, *, seed: int, mean_tokens: int, count) -> str:

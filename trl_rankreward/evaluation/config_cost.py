@@ -61,10 +61,6 @@ class ConfigCostArguments:
             raise ConfigError(f"completion_tokens must be >= 1, got {self.completion_tokens}")
 
 
-def is_training_config(values: Mapping[str, Any]) -> bool:
-    return any(key in values for key in TRAINING_KEYS)
-
-
 @dataclass(frozen=True)
 class RunShape:
     """How many completions and queries the run judges per optimizer step, and its steps per epoch."""
