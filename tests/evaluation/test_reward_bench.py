@@ -332,17 +332,17 @@ def test_judge_noise_options_reach_the_simulated_judge():
 
     config = _tiny(text_noise=0.7, listwise_noise_growth=0.2)
     seen = {}
-    original = bench_judge.RationaleBenchJudge.__init__
+    original = bench_judge.BenchJudge.__init__
 
     def spy(self, quality, **kwargs):
         seen.update(kwargs)
         original(self, quality, **kwargs)
 
-    bench_judge.RationaleBenchJudge.__init__ = spy
+    bench_judge.BenchJudge.__init__ = spy
     try:
         run_method(config, _method("pointwise"))
     finally:
-        bench_judge.RationaleBenchJudge.__init__ = original
+        bench_judge.BenchJudge.__init__ = original
     assert seen["text_noise"] == 0.7 and seen["listwise_noise_growth"] == 0.2
 
 

@@ -1,14 +1,9 @@
 """`trl-rankreward bench`: judge cost, latency and ranking fidelity of every reward method (docs/benchmarks.md).
 
-    trl-rankreward bench --queries 20 --epochs 2 --methods pointwise,rank_buffer
-    trl-rankreward bench --preset paper_table8 --write_docs docs/benchmarks.md   # the Table 8 setting's section
-    trl-rankreward bench --config examples/configs/rankbuffer_cpu_quickstart.yaml   # a training config's cost
-
-Prints a markdown table and writes `bench.csv` and two PNG plots to `--output_dir`; `--write_docs PAGE`
-rewrites the run's section of PAGE (one per preset) and saves its plots under `figures/benchmarks/` beside it.
-With a training config (`--config TRAIN.yaml`), it prints that run's judge calls, tokens and rounds per step
-and per epoch for the config's method (`--methods` to cost others), reading the config as the training
-scripts do; training flags on the command line override it, bench's own options keep their meaning."""
+Prints a markdown table and writes `bench.csv` and two PNG plots to `--output_dir`; `--write_docs PAGE` rewrites
+the run's section of PAGE (one per preset) and saves its plots under `figures/benchmarks/` beside it. With a
+training config (`--config TRAIN.yaml`) it prints that run's judge cost per step and per epoch instead
+(`evaluation.config_cost`); training flags on the command line override the config."""
 
 from __future__ import annotations
 
@@ -52,22 +47,22 @@ def arguments():
 def config_values(path: str, values: dict) -> dict:
     """`--config FILE`: a training config is costed (`training_config`), its keys left to the estimate; any
     other file holds bench's own options."""
-    from ..evaluation.config_cost import is_training_config
+    from ..evaluation.config_cost import TRAINING_KEYS
 
-    return {"training_config": path} if is_training_config(values) else values
+    return {"training_config": path} if any(key in values for key in TRAINING_KEYS) else values
 
 
-def run(config, args: BenchOutputArguments, cost=None) -> int:
-    if cost is not None and cost.training_config:
+def run(config, args: BenchOutputArguments, cost) -> int:
+    if cost.training_config:
         return _estimate(config, cost)
     from tqdm.auto import tqdm
 
-    from ..evaluation import bench_report
+    from ..evaluation import bench_report, report_files
     from ..evaluation.bench_config import selected_methods
     from ..evaluation.reward_bench import run_benchmark
 
     total = len(selected_methods(config.methods)) * config.queries * config.epochs
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start = time.perf_counter()
     with tqdm(total=total, unit="group", desc="bench", file=sys.stderr) as bar:
         results = run_benchmark(config, workers=args.workers, on_progress=bar.update, on_skip=bar.write)
     seconds = time.perf_counter() - start
@@ -77,7 +72,7 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
         return 1
     out = Path(args.output_dir)
     print(bench_report.markdown_table(rows))
-    print(f"\nwrote {bench_report.write_csv(rows, out / 'bench.csv')}")
+    print(f"\nwrote {report_files.write_csv(rows, out / 'bench.csv', ['method'])}")
     if args.plots:
         try:
             for path in bench_report.plot_fidelity(rows, out):
@@ -89,21 +84,18 @@ def run(config, args: BenchOutputArguments, cost=None) -> int:
         timing = {
             "wall_s": seconds,
             "workers": args.workers,
-            "cpu_s_main": time.process_time() - cpu_start,
             "method_cpu_s": sum(r["cpu_s"] for r in rows),
             "cores": os.cpu_count() or 1,
             "load": os.getloadavg()[1],
         }
-        name = config.preset or "default"
-        page = Path(args.write_docs)
-        figures = []
+        name, page, figures = config.preset or "default", Path(args.write_docs), []
         try:
             figures = bench_report.plot_fidelity(rows, page.parent / "figures" / "benchmarks", prefix=f"{name}_")
         except ImportError as exc:
             print(f"no plots on the page: {exc} (pip install 'trl-rankreward[plots]')", file=sys.stderr)
-        figures_shown = [os.path.relpath(f, page.parent) for f in figures]
+        shown = [os.path.relpath(f, page.parent) for f in figures]
         section = bench_report.docs_section(
-            rows, config, command=_command(config, args), timing=timing, name=name, figures=figures_shown
+            rows, config, command=_command(config, args), timing=timing, name=name, figures=shown
         )
         for f in figures:
             print(f"wrote {f}")

@@ -1,9 +1,7 @@
 """`trl-rankreward compare RUN [RUN ...]`: training runs side by side (docs/compare.md).
 
-A RUN is a training output or checkpoint folder, a trainer_state.json, or a W&B run directory or `.wandb`
-file. Prints the summary table and writes compare.md, compare.csv and compare.png to `--output_dir`; runs
-that logged `eval/win_rate` get a second table and win_rate.png (the win rate at equal training judge token
-budgets, the tokens to reach `--win_rate_targets`)."""
+Prints the summary table and writes compare.md, compare.csv and compare.png to `--output_dir`; runs that logged
+`eval/win_rate` get a second table and win_rate.png (the win rate at equal training judge token budgets)."""
 
 from __future__ import annotations
 
@@ -54,7 +52,7 @@ def arguments():
 def run(args: CompareArguments) -> int:
     from pathlib import Path
 
-    from ..evaluation import compare, run_history, win_rate
+    from ..evaluation import compare, report_files, run_history, win_rate
 
     runs = run_history.load_runs(args.runs, args.labels)
     rows = [compare.summarize(r) for r in runs]
@@ -80,7 +78,7 @@ def run(args: CompareArguments) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(table + "\n", encoding="utf-8")
     print(f"wrote {out / 'compare.md'}")
-    print(f"wrote {compare.write_csv(rows, out / 'compare.csv')}")
+    print(f"wrote {report_files.write_csv(rows, out / 'compare.csv', [key for key, _, _ in compare.COLUMNS])}")
     if args.plots:
         try:
             print(f"wrote {compare.plot_runs(runs, out)}")

@@ -1,8 +1,4 @@
-"""`trl-rankreward data SOURCE ...`: build the papers' datasets from upstream data (docs/data.md).
-
-    trl-rankreward data nectar --output_dir data/nectar-1k                # 1,000 queries, seed 42
-    trl-rankreward data attach-rubrics --dataset_name data/nectar-1k --results_file rubrics.jsonl \
-        --output_dir data/nectar-1k-rubrics"""
+"""`trl-rankreward data SOURCE ...`: build the papers' datasets from upstream data (docs/data.md)."""
 
 from __future__ import annotations
 
@@ -37,7 +33,6 @@ _JOINS = {"attach-rubrics": "attach_rubrics", "attach-rationales": "attach_ratio
 
 @dataclass
 class OutputArguments:
-
     output_dir: str | None = field(default=None, metadata={"help": "save_to_disk folder for the result"})
     push_to_hub: str | None = field(
         default=None, metadata={"help": "also (or only) push the result to this Hub dataset repo", "metavar": "REPO"}
@@ -46,7 +41,6 @@ class OutputArguments:
 
 @dataclass
 class JoinArguments:
-
     dataset_name: str = field(metadata={"help": "prepared dataset (save_to_disk folder or Hub id)"})
     results_file: str = field(metadata={"help": "results JSONL written by `trl-rankreward rubrics ...`"})
     missing: Literal["error", "drop", "keep"] = field(default="error", metadata={"help": "rows with no result"})
@@ -89,7 +83,6 @@ class SourceArguments:
 
 @dataclass
 class QuerySourceArguments(SourceArguments):
-
     count_name: ClassVar[str] = "num_queries"
     num_queries: str | None = field(
         default=None, metadata={"help": "how many queries to sample, or 'all' (None: the source's count)"}
@@ -101,7 +94,6 @@ class QuerySourceArguments(SourceArguments):
 
 @dataclass
 class PairSourceArguments(SourceArguments):
-
     count_name: ClassVar[str] = "num_pairs"
     num_pairs: str | None = field(
         default=None, metadata={"help": "how many pairs to sample, or 'all' (None: the source's count)"}
@@ -110,7 +102,6 @@ class PairSourceArguments(SourceArguments):
 
 @dataclass
 class SkyworkArguments(PairSourceArguments):
-
     drop_sources: str = field(
         default="magpie_ultra",
         metadata={
@@ -120,25 +111,18 @@ class SkyworkArguments(PairSourceArguments):
     )
 
 
-def _source_arguments(name: str) -> type[SourceArguments]:
-    if name == "skywork":
-        return SkyworkArguments
-    return QuerySourceArguments if SOURCES[name][4] == "num_queries" else PairSourceArguments
-
-
-def _description(name: str) -> str:
-    hub_id, config, split, _, count, default = SOURCES[name]
-    where = f"{hub_id}" + (f" ({config})" if config else "") + f", split {split}"
-    return f"{where} in the upstream schema -> prepared dataset ({count}: {default or 'all'} by default)"
-
-
 def arguments():
-    specs = {name: (_description(name), (_source_arguments(name), OutputArguments)) for name in SOURCES}
-    for name in _JOINS:
+    specs = {}
+    for name, (hub_id, config, split, _, count, default) in SOURCES.items():
+        where = hub_id + (f" ({config})" if config else "") + f", split {split}"
+        types = QuerySourceArguments if count == "num_queries" else PairSourceArguments
         specs[name] = (
-            f"join a generated JSONL into a prepared dataset ({name.split('-')[1]})",
-            (JoinArguments, OutputArguments),
+            f"{where} in the upstream schema -> prepared dataset ({count}: {default or 'all'} by default)",
+            (SkyworkArguments if name == "skywork" else types, OutputArguments),
         )
+    for name in _JOINS:
+        what = f"join a generated JSONL into a prepared dataset ({name.split('-')[1]})"
+        specs[name] = (what, (JoinArguments, OutputArguments))
     return specs
 
 

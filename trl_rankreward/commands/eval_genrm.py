@@ -36,7 +36,6 @@ class EvalGenRMArguments:
 
 @dataclass
 class GenRMArguments(GenRMFields):
-
     _argument_group_name = "GenRM (one of: server or local)"
 
     genrm_local: str | None = field(
@@ -46,7 +45,6 @@ class GenRMArguments(GenRMFields):
 
 @dataclass
 class MetaRMArguments(MetaRMFields):
-
     _argument_group_name = "MetaRM"
 
     no_metarm: bool = field(default=False, metadata={"help": "skip meta-judging: L-Acc only"})

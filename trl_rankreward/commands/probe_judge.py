@@ -1,10 +1,8 @@
 """`trl-rankreward probe-judge --config TRAIN.yaml`: before training, which reward method gives signal.
 
-Reads the training config as the training scripts do (its flags given here override it), samples G rollouts
-(and G more to warm up stateful methods) for `--queries` queries from the starting policy, runs
-`evaluation.judge_probe.probe_judge` with the config's judge, prints the table and recommendation (noting when
-the probe costs more than the run, as `bench --config` estimates it), writes the JSON report and says how to
-switch the config (docs/judge_probe.md)."""
+Samples G rollouts (and G more to warm up stateful methods) per query from the config's starting policy, runs
+`evaluation.judge_probe.probe_judge` with the config's judge, prints the table and recommendation, writes the
+JSON report and says how to switch the config (docs/judge_probe.md)."""
 
 from __future__ import annotations
 
@@ -19,20 +17,19 @@ from pathlib import Path
 from ..parsing import training_overrides_field
 
 HELP = "Probe the training config's judge on rollouts of its starting policy: which reward method gives signal"
-CONFIG_FILE = True
 TRAINING_OVERRIDES = True
-CONFIG_HELP = "the training config (YAML) of the run to probe, as examples/train_*.py read it (required)"
-
-
-def config_values(path: str, values: dict) -> dict:
-    """`--config TRAIN.yaml` names the run to probe; its keys are the run's."""
-    return {"training_config": path}
 
 
 @dataclass
 class ProbeJudgeArguments:
     training_config: str | None = field(
-        default=None, metadata={"help": "the training config to probe; `--config` sets it", "metavar": "PATH"}
+        default=None,
+        metadata={
+            "help": "the training config (YAML) of the run to probe, as examples/train_*.py read it (required); "
+            "`--config PATH` is the same flag",
+            "metavar": "PATH",
+            "aliases": ["--config"],
+        },
     )
     queries: int = field(default=8, metadata={"help": "queries sampled from the config's dataset"})
     repeats: int = field(default=2, metadata={"help": "independent judgings per method (>= 2)"})
@@ -77,17 +74,19 @@ def run(args: ProbeJudgeArguments) -> int:
     parsed, values = read_training_config(config, args.overrides, prog=f"trl-rankreward probe-judge ({config})")
     script_args, training_args, model_args = parsed
     if not hasattr(training_args, "reward_method"):
-        raise UsageError(f"{config} trains a GenRM (R-Align) and has no reward method to probe; probe-judge reads the "
-                         "config of a run with a judge reward (examples/configs/rankbuffer_*, baseline_*, ...)")  # fmt: skip
+        raise UsageError(f"{config} trains a GenRM (R-Align) and has no reward method to probe; probe-judge reads "
+                         "the config of a run with a judge reward (examples/configs/rankbuffer_*, baseline_*, "
+                         "...)")  # fmt: skip
     if training_args.num_generations < 2:
         raise UsageError(f"{config} has num_generations={training_args.num_generations} (PPO's one rollout per "
-                         "prompt): the probe compares the rewards within a group; probe a copy of the config with the G of "
-                         "the GRPO run you consider, e.g. num_generations: 4")  # fmt: skip
+                         "prompt): the probe compares the rewards within a group; probe a copy of the config with the "
+                         "G of the GRPO run you consider, e.g. num_generations: 4")  # fmt: skip
     start = time.perf_counter()
     model = resolve_model(model_args.model_name_or_path, training_args)
     dataset = check_prompt_lengths(load_train_dataset(script_args), model, script_args, training_args)
-    print(f"sampling {min(args.queries, len(dataset))} queries x {2 if args.warmup else 1} x G={training_args.num_generations} rollouts "
-          f"from {model_args.model_name_or_path}", file=sys.stderr)  # fmt: skip
+    g, n = training_args.num_generations, min(args.queries, len(dataset))
+    print(f"sampling {n} queries x {2 if args.warmup else 1} x G={g} rollouts from {model_args.model_name_or_path}",
+          file=sys.stderr)  # fmt: skip
     groups, warm = sample_groups(
         model, dataset, training_args, queries=args.queries, seed=args.seed, warmup=args.warmup
     )
@@ -185,45 +184,32 @@ def sample_groups(model_name: str, dataset, training_args, *, queries: int, seed
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ..trainers.group_scoring import reward_row, rows_to_groups
-    from ..user_errors import UsageError
 
-    if queries < 1:
-        raise UsageError(f"--queries must be >= 1, got {queries}")
     rows = [dataset[i] for i in random.Random(seed).sample(range(len(dataset)), min(queries, len(dataset)))]
     tokenizer = AutoTokenizer.from_pretrained(model_name)
     device = "cuda" if torch.cuda.is_available() and not training_args.use_cpu else "cpu"
     model = AutoModelForCausalLM.from_pretrained(model_name, **(training_args.model_init_kwargs or {})).to(device)
     model.eval()
     g = training_args.num_generations
-    per_query = 2 * g if warmup else g
-    sampling = {k: getattr(training_args, k) for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")}
-    sampling = {k: v for k, v in sampling.items() if v is not None}
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    names = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
+    sampling = {k: getattr(training_args, k) for k in names if getattr(training_args, k) is not None}
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     torch.manual_seed(seed)
     measured, warm = [], []
-    try:
-        for row in rows:
-            completions = _generate(model, tokenizer, row["prompt"], training_args, per_query, sampling, device)
-            measured += [reward_row(row, row["prompt"], c) for c in completions[:g]]
-            warm += [reward_row(row, row["prompt"], c) for c in completions[g:]]
-    finally:
-        tokenizer.padding_side = side
+    for row in rows:
+        prompt = row["prompt"]
+        if not isinstance(prompt, str):
+            prompt = tokenizer.apply_chat_template(
+                prompt, tokenize=False, add_generation_prompt=True, **(training_args.chat_template_kwargs or {})
+            )
+        batch = tokenizer([prompt], return_tensors="pt", add_special_tokens=False).to(device)
+        with torch.no_grad():
+            output = model.generate(**batch, do_sample=True, num_return_sequences=2 * g if warmup else g,
+                                    pad_token_id=tokenizer.pad_token_id,
+                                    max_new_tokens=training_args.max_completion_length,
+                                    **sampling, **(training_args.generation_kwargs or {}))  # fmt: skip
+        completions = tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+        measured += [reward_row(row, row["prompt"], c) for c in completions[:g]]
+        warm += [reward_row(row, row["prompt"], c) for c in completions[g:]]
     return rows_to_groups(measured, g), rows_to_groups(warm, g) if warmup else None
-
-
-def _generate(model, tokenizer, prompt, training_args, n: int, sampling: dict, device: str) -> list[str]:
-    import torch
-
-    if isinstance(prompt, str):
-        text = prompt
-    else:
-        text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True,
-                                             **(training_args.chat_template_kwargs or {}))  # fmt: skip
-    batch = tokenizer([text], return_tensors="pt", add_special_tokens=False).to(device)
-    with torch.no_grad():
-        output = model.generate(**batch, do_sample=True, num_return_sequences=n, pad_token_id=tokenizer.pad_token_id,
-                                max_new_tokens=training_args.max_completion_length,
-                                **sampling, **(training_args.generation_kwargs or {}))  # fmt: skip
-    return tokenizer.batch_decode(output[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)

@@ -1,8 +1,5 @@
 """`trl-rankreward rubrics generate|rationales`: offline generation through an OpenAI-compatible server.
 
-    trl-rankreward rubrics generate --dataset_name data/nectar-1k --output_file rubrics.jsonl \\
-        --base_urls http://localhost:8000/v1 --model deepseek-ai/DeepSeek-V4-Flash
-
 Resumable: a rerun skips finished ids. Exit status 1 when some ids still failed (see the failures JSONL)."""
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ BENCH_PRESETS: dict[str, dict[str, Any]] = {
         "reference_tokens": 270,
         "pairwise_rationale": True,
         "rationale_tokens": 800,
-    },
+    }
 }
 
 
@@ -222,6 +222,3 @@ def selected_methods(spec: str) -> list[BenchMethod]:
             f"or benchmark rows ({', '.join(m.label for m in BENCH_METHODS if m.label not in REWARD_METHODS)})"
         )
     return [by_label[w] for w in wanted]
-
-
-__all__ = ["BENCH_METHODS", "BENCH_PRESETS", "BenchMethod", "RewardBenchConfig", "selected_methods"]

@@ -1,28 +1,24 @@
 """What a judge call costs in the reward-method benchmark: per-call records, prompt tokens, prefix caching, latency.
 
 `LineTokenizer` tokenizes each distinct line once (a judge prompt is mostly lines seen before); exact for
-tokenizers that split on whitespace first, as the default WordPiece does.
-
-`prefix_cache_savings`: a server with automatic prefix caching (vLLM APC, SGLang RadixAttention) computes only
-the tokens beyond a prompt's longest prefix shared with an earlier one; with cache for one group's calls, the
-saving is the sum of the longest common prefixes of neighbours in lexicographic order, whatever the call order.
+tokenizers that split on whitespace first, as the default WordPiece does. `prefix_cache_savings`: a server with
+automatic prefix caching (vLLM APC, SGLang RadixAttention) computes only the tokens beyond a prompt's longest
+prefix shared with an earlier one: the sum of the longest common prefixes of neighbours in lexicographic order.
 
 Latency of one call (seconds): `(base_s + per_1k_prompt_s * prompt_tokens / 1000) * X`, `X` lognormal of mean 1
-and log-scale sd `sigma`; at most `concurrency` calls at once, first come first served. A step is replayed from
-its calls' rounds (round r of a group starts when its round r-1 is done).
-
-`BenchJudge` sleeps one unit on the virtual clock per call, so a call's issue time is its exact round, and keeps
-the very prompt and ledger entry the ledger costed, so the benchmark's sums are the ledger's by construction.
+and log-scale sd `sigma`; at most `concurrency` calls at once, first come first served; round r of a group starts
+when its round r-1 is done. `BenchJudge` sleeps one unit on the virtual clock per call, so a call's issue time is
+its exact round, and keeps the very prompt and ledger entry the ledger costed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import heapq
 import json
 import math
+import operator
 import zlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,20 +47,10 @@ class LineTokenizer:
         self._encode = _approx_ids if path is None else TokenizerCounter(path).ids
         self._lines: dict[str, Line] = {}
 
-    def line(self, text: str) -> Line:
-        """Token ids of one line followed by the end-of-line marker (cached, shared object)."""
-        ids = self._lines.get(text)
-        if ids is None:
-            ids = self._lines[text] = (*self._encode(text), _EOL)
-        return ids
-
     def lines(self, text: str) -> list[Line]:
-        """`line()` of every line of `text` (the hot path: one dictionary look-up per line)."""
-        parts = text.split("\n")
-        found = list(map(self._lines.get, parts))
-        if None in found:
-            found = [ids if ids is not None else self.line(part) for ids, part in zip(found, parts)]
-        return found
+        """Token ids of every line of `text`, each followed by the end-of-line marker (cached, shared objects)."""
+        cache = self._lines
+        return [cache.get(part) or cache.setdefault(part, (*self._encode(part), _EOL)) for part in text.split("\n")]
 
     def count(self, text: str) -> int:
         return key_tokens(self.lines(text))
@@ -165,6 +151,7 @@ def step_wall_time(groups: Sequence[Sequence[Sequence[float]]], concurrency: int
     return now
 
 
+_COUNTERS = operator.attrgetter("calls", "parsed", "prompt_tokens", "completion_tokens")  # of a ledger
 #: the prompt of the call in progress, set by `BenchJudge._render` (one value per asyncio task)
 _PROMPT: contextvars.ContextVar[PromptKey] = contextvars.ContextVar("bench_judge_prompt")
 
@@ -183,13 +170,15 @@ class CallRecord:
 
 class BenchJudge(SimulatedJudge):
     """`SimulatedJudge` with per-call records (module docstring), counted by `tokenizer`; `integer_scores` on by
-    default, as an LLM judge writes a 0-10 score (the ties of pointwise rewards, RankBuffer Sec. 4.2)."""
+    default, as an LLM judge writes a 0-10 score (the ties of pointwise rewards, RankBuffer Sec. 4.2). Under
+    `templates.pairwise_rationale`, each parsed pairwise answer is re-costed as the full rationale-first text
+    (`rationale_answer`); the tokens added are kept in `rationale_extra`, so the records equal ledger + extra."""
 
-    def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores: bool = True, **kwargs):
+    def __init__(self, quality, *, tokenizer: LineTokenizer, integer_scores=True, rationale_tokens=800, **kwargs):
         # Build the templates once: rendering with `templates=None` validates the defaults on every call.
         kwargs["templates"] = kwargs.get("templates") or JudgeTemplates()
         super().__init__(quality, token_counter=tokenizer, integer_scores=integer_scores, **kwargs)
-        self.tokenizer = tokenizer
+        self.tokenizer, self.rationale_tokens, self.rationale_extra = tokenizer, rationale_tokens, 0
         self.records: list[CallRecord] = []
         self._step_start = 0.0
 
@@ -201,20 +190,20 @@ class BenchJudge(SimulatedJudge):
     async def judge(self, request):
         issued = asyncio.get_running_loop().time() - self._step_start
         await asyncio.sleep(1.0)
-        before = _counters(self.ledger)
+        before = _COUNTERS(self.ledger)
         verdict = await super().judge(request)  # renders once (see `_render`), answers and records
-        prompt = _PROMPT.get()
-        calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _counters(self.ledger)))
+        calls, parsed, prompt_tokens, completion_tokens = (b - a for a, b in zip(before, _COUNTERS(self.ledger)))
         if calls != 1:
             raise RuntimeError(f"BenchJudge expected exactly one ledger entry for this call, found {calls}")
+        if parsed and self.templates.pairwise_rationale and isinstance(request, PairwiseRequest):
+            count = self.tokenizer.count
+            answer = rationale_answer(request, verdict, seed=self.seed, mean_tokens=self.rationale_tokens, count=count)
+            extra = count(answer) - completion_tokens
+            completion_tokens += extra
+            self.rationale_extra += extra
         self.records.append(
             CallRecord(
-                query_id=request.query_id,
-                round=round(issued) + 1,
-                parsed=parsed == 1,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                prompt=prompt,
+                request.query_id, round(issued) + 1, parsed == 1, prompt_tokens, completion_tokens, _PROMPT.get()
             )
         )
         return verdict
@@ -224,33 +213,6 @@ class BenchJudge(SimulatedJudge):
         rendered = super()._render(request)
         _PROMPT.set(self.tokenizer.prompt_key(rendered.messages))
         return rendered
-
-
-def _counters(ledger) -> tuple[int, int, int, int]:
-    return ledger.calls, ledger.parsed, ledger.prompt_tokens, ledger.completion_tokens
-
-
-class RationaleBenchJudge(BenchJudge):
-    """`BenchJudge` that, under `templates.pairwise_rationale`, re-costs each parsed pairwise answer as the full
-    rationale-first text (`rationale_answer`); the tokens added are kept in `rationale_extra`, so the records equal
-    ledger + extra."""
-
-    def __init__(self, quality, *, rationale_tokens: int = 800, **kwargs):
-        super().__init__(quality, **kwargs)
-        self.rationale_tokens = rationale_tokens
-        self.rationale_extra = 0
-
-    async def judge(self, request):
-        verdict = await super().judge(request)
-        record = self.records[-1]  # appended by BenchJudge.judge for this call, with no await since
-        if self.templates.pairwise_rationale and isinstance(request, PairwiseRequest) and record.parsed:
-            answer = rationale_answer(
-                request, verdict, seed=self.seed, mean_tokens=self.rationale_tokens, count=self.tokenizer.count
-            )
-            extra = self.tokenizer.count(answer) - record.completion_tokens
-            self.records[-1] = dataclasses.replace(record, completion_tokens=record.completion_tokens + extra)
-            self.rationale_extra += extra
-        return verdict
 
 
 def rationale_answer(request: PairwiseRequest, verdict: str, *, seed: int, mean_tokens: int, count) -> str:

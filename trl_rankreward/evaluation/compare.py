@@ -1,10 +1,9 @@
 """Compare training runs side by side: progress, judge cost, neutral groups, buffer size.
 
-`summarize` gives one row per run of `run_history` (`COLUMNS`; `COLUMN_NOTE` says what "per step" and "after
-epoch 1" mean). A run's *progress* is the `run_history.PROGRESS_SIGNALS` metric it logged, else its reward mean:
-what moves when the policy improves. `reward_std` is TRL's std of the step's whole reward column: for the rank
-methods (the same mean in every group) the within-group spread GRPO learns from, flat however the policy does;
-otherwise an upper bound on it.
+`summarize` gives one row per run of `run_history` (`COLUMNS`, explained by `COLUMN_NOTE`). A run's *progress*
+is the `run_history.PROGRESS_SIGNALS` metric it logged, else its reward mean. `reward_std` is TRL's std of the
+step's whole reward column: for the rank methods the within-group spread GRPO learns from, flat however the
+policy does; otherwise an upper bound on it.
 """
 
 from __future__ import annotations
@@ -94,10 +93,6 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     return report_files.markdown_table([header for _, header, _ in COLUMNS], cells, align)
 
 
-def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
-    return report_files.write_csv(rows, path, [key for key, _, _ in COLUMNS])
-
-
 #: (title, y label, function run -> (steps, values)) of each panel, left to right, top to bottom
 PANELS = (
     ("Progress (moves as the policy improves)", "each run's signal (legend)", lambda r: r.progress()[1:]),
@@ -117,20 +112,18 @@ def plot_runs(runs: list[RunHistory], output_dir: str | os.PathLike, name: str =
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.8))
     names = [f"{run.label} ({run.progress()[0] or 'no progress signal'})" for run in runs]  # the legend's
     for ax, (title, ylabel, get) in zip(axes.flat, PANELS):
-        drawn = False
         for i, run in enumerate(runs):
             steps, values = get(run)
             if steps:
                 ax.plot(steps, values, marker="o" if len(steps) <= 30 else None, markersize=3, color=f"C{i}",
                         label=names[i])  # fmt: skip
-                drawn = True
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step", fontsize=9)
         ax.set_ylabel(ylabel, fontsize=9)
         ax.tick_params(labelsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        if not drawn:
+        if not ax.lines:
             ax.text(0.5, 0.5, "not logged by these runs", ha="center", va="center", transform=ax.transAxes,
                     color="gray")  # fmt: skip
     legends = [ax.get_legend_handles_labels() for ax in axes.flat]

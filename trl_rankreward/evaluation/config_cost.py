@@ -1,16 +1,11 @@
 """Judge cost of a training config before training: `trl-rankreward bench --config TRAIN.yaml`.
 
-The config fixes the run's shape; the benchmark's machinery (`reward_bench.run_method` with
-`bench_config.RewardBenchConfig`'s settings) simulates the rest for the config's reward method and options:
-
-- **per step**: as `step_counts` counts TRL's steps; the process count is not in the config: `--num_processes`;
-- **texts**: the dataset's own queries, rubrics and references when `dataset_name` is readable here (a local
-  file or folder, or a Hub dataset in the cache), else the simulation's; completions of `max_completion_length`
-  judge tokens (an upper bound) or `--completion_tokens`;
-- **verdicts**: a simulated judge with the benchmark's defaults (`ESTIMATE_NOTE`).
-
-The first epoch and the steps after it are reported apart (RankBuffer's first epoch starts its buffers). A sample
-of the queries is simulated for every epoch, up to `MAX_EPOCHS`; per-group costs do not depend on their number.
+The config fixes the run's shape (steps as `step_counts` counts them; `--num_processes` the process count); the
+benchmark's machinery (`reward_bench.run_method`) simulates the rest for the config's reward method and options:
+texts are the dataset's own when `dataset_name` is readable here, else the simulation's, with completions of
+`max_completion_length` judge tokens (an upper bound) or `--completion_tokens`; verdicts come from a simulated
+judge (`ESTIMATE_NOTE`). The first epoch (RankBuffer's starts its buffers) and the later ones are reported apart;
+a sample of the queries is simulated for every epoch, up to `MAX_EPOCHS`.
 """
 
 from __future__ import annotations
@@ -66,10 +61,6 @@ class ConfigCostArguments:
             raise ConfigError(f"completion_tokens must be >= 1, got {self.completion_tokens}")
 
 
-def is_training_config(values: Mapping[str, Any]) -> bool:
-    return any(key in values for key in TRAINING_KEYS)
-
-
 @dataclass(frozen=True)
 class RunShape:
     """How many completions and queries the run judges per optimizer step, and its steps per epoch."""
@@ -102,14 +93,12 @@ def run_shape(
         )
     counts = step_counts(per_device_batch=per_device, processes=num_processes, gradient_accumulation=accumulation,
                          num_generations=g, num_iterations=iterations, dataset_queries=dataset_size)  # fmt: skip
-    shape = RunShape(g, batch // g, counts.queries / (batch // g), None, float(get("num_train_epochs")))
-    if counts.steps_per_epoch is not None:
-        steps_per_epoch = counts.steps_per_epoch
-        if get("max_steps") and get("max_steps") > 0:
-            steps, epochs = int(get("max_steps")), get("max_steps") / steps_per_epoch
-        else:
-            steps, epochs = math.ceil(steps_per_epoch * shape.epochs), shape.epochs
-        shape = dataclasses.replace(shape, steps=steps, epochs=epochs)
+    steps, epochs, per_epoch = None, float(get("num_train_epochs")), counts.steps_per_epoch
+    if per_epoch is not None and get("max_steps") and get("max_steps") > 0:
+        steps, epochs = int(get("max_steps")), get("max_steps") / per_epoch
+    elif per_epoch is not None:
+        steps = math.ceil(per_epoch * epochs)
+    shape = RunShape(g, batch // g, counts.queries / (batch // g), steps, epochs)
     how = (
         f"{per_device} completions per device x {num_processes} process(es) (assumed; --num_processes sets it) x "
         f"{accumulation} accumulation step(s) / {iterations} iteration(s) = {shape.queries_per_step * g:g} completions = "
@@ -181,11 +170,7 @@ class RunCost:
 
 
 def estimate(
-    path: str,
-    config: tuple,
-    keys: Iterable[str],
-    args: ConfigCostArguments,
-    bench: RewardBenchConfig,
+    path: str, config: tuple, keys: Iterable[str], args: ConfigCostArguments, bench: RewardBenchConfig
 ) -> tuple[str, list[RunCost]]:
     """The report of `bench --config TRAIN.yaml` and each method's whole-run cost (none when the run's length is
     not known); `config`: `scripts.read_training_config`'s, `keys`: the settings the file and command line gave."""
@@ -245,12 +230,8 @@ ESTIMATE_NOTE = (
 
 
 def _texts_note(rows, data_note: str, bench: RewardBenchConfig, completion: int, args, thinks: bool) -> str:
-    where = (
-        "--completion_tokens"
-        if args.completion_tokens
-        else "max_completion_length; every completion assumed to reach it"
-    )
-    text = f"completions {completion} tokens ({where}); "
+    assumed = "max_completion_length; every completion assumed to reach it"
+    text = f"completions {completion} tokens ({'--completion_tokens' if args.completion_tokens else assumed}); "
     if thinks and not args.completion_tokens:
         text += (
             "THIS RUN THINKS: the judge sees only the answer after the thinking, far shorter than "
@@ -326,12 +307,10 @@ def run_cost(method: BenchMethod, result: MethodResult, shape: RunShape) -> RunC
     if not shape.steps:
         return None
     first, later = result.epochs[0], sum_results(result.epochs[1:]) if len(result.epochs) > 1 else result.epochs[0]
-    first_steps = min(shape.steps, _steps_per_epoch(result, shape))
-    calls = tokens = 0.0
-    for part, steps in ((first, first_steps), (later, shape.steps - first_steps)):
-        part_calls, part_tokens = _per_step(part, shape)
-        calls, tokens = calls + part_calls * steps, tokens + part_tokens * steps
-    return RunCost(method.label, shape.steps, calls, tokens)
+    steps = min(shape.steps, _steps_per_epoch(result, shape))
+    (calls, tokens), (later_calls, later_tokens) = _per_step(first, shape), _per_step(later, shape)
+    rest = shape.steps - steps
+    return RunCost(method.label, shape.steps, calls * steps + later_calls * rest, tokens * steps + later_tokens * rest)
 
 
 def _total_line(label: str, total: RunCost | None) -> str:

@@ -2,16 +2,12 @@
 
 Every method scores the same simulated run (`evaluation.simulation`) with its own seeded `BenchJudge`, which
 renders every request with the real templates and costs it with a real tokenizer. Per method and group: judge
-calls (parsed, as the papers count them), tokens (all attempts, and parsed calls as RankBuffer's Table 8 counts
-them), prefix-cached prompt tokens, judge rounds and wall time per step, fidelity to the latent truth
+calls, tokens, prefix-cached prompt tokens, judge rounds and wall time per step, fidelity to the latent truth
 (`group_fidelity`). Settings: `bench_config`; tables: `bench_report`; docs/benchmarks.md.
 
-Methods run in spawned worker processes that send their progress back on a queue; a watcher thread ends a worker
-with `os._exit` when the parent dies, so a killed `bench` leaves no process behind.
-
-Latency runs on a virtual clock (`VirtualClockLoop`; real sleeps would take hours): `loop.time()` is virtual, and
-the selector, asked to wait `timeout` seconds, polls and advances the clock instead, so time stands still while
-code runs and simulated time is exact on any machine. A wait with no timer blocks for real.
+Methods run in spawned worker processes; a watcher thread ends a worker when the parent dies. Latency runs on a
+virtual clock (`VirtualClockLoop`; real sleeps would take hours): the selector, asked to wait `timeout` seconds,
+polls and advances the clock instead, so simulated time is exact on any machine.
 """
 
 from __future__ import annotations
@@ -38,14 +34,7 @@ from ..judging.requests import Rubric, seeded_rng
 from ..rewards import ReferenceWinRateReward
 from ..rewards.registry import make_reward_method
 from .bench_config import BenchMethod, RewardBenchConfig, selected_methods
-from .bench_judge import (
-    BenchJudge,
-    CallRecord,
-    LineTokenizer,
-    RationaleBenchJudge,
-    prefix_cache_savings,
-    step_wall_time,
-)
+from .bench_judge import BenchJudge, CallRecord, LineTokenizer, prefix_cache_savings, step_wall_time
 from .simulation import SimulatedRun
 
 
@@ -113,26 +102,20 @@ def group_fidelity(rewards: Sequence[float], truth: Sequence[float]) -> tuple[fl
     return (0.0 if math.isnan(tau) else tau), (1.0 / len(top) if truly_best in top else 0.0), levels
 
 
-def run_benchmark(
-    config: RewardBenchConfig,
-    *,
-    workers: int = 1,
-    on_progress: Callable[[int], None] | None = None,
-    on_skip: Callable[[str], None] | None = None,
-) -> list[MethodResult]:
+def run_benchmark(config: RewardBenchConfig, *, workers: int, on_progress, on_skip) -> list[MethodResult]:
     """Every selected method on the simulated run, in `workers` processes (the results do not depend on it).
     `on_progress(n)` hears of every n groups scored; a method that cannot be built here or whose run raised is
     left out and told to `on_skip`."""
     methods = selected_methods(config.methods)
     if workers > 1 and len(methods) > 1:
-        outcomes = run_in_processes(run_method, config, methods, workers, on_progress, first=_SLOW_FIRST)
+        outcomes = run_in_processes(config, methods, workers, on_progress)
     else:
         outcomes = [run_method(config, m, on_progress) for m in methods]
     results = []
     for method, outcome in zip(methods, outcomes):
         if isinstance(outcome, MethodResult):
             results.append(outcome)
-        elif on_skip:
+        else:
             on_skip(f"skipped {method.label}: {outcome}")
     return results
 
@@ -147,7 +130,7 @@ def run_method(
     """One method's run, or a string saying why it could not be built or failed. `given_queries` ({query_id,
     query, rubrics, references} dicts) replace the simulated queries; rollouts and qualities stay simulated."""
     sim, tokenizer = _setting(config, given_queries)
-    judge = RationaleBenchJudge(
+    judge = BenchJudge(
         sim.quality,
         tokenizer=tokenizer,
         templates=JudgeTemplates(pairwise_rationale=config.pairwise_rationale),
@@ -303,24 +286,16 @@ def _add_step(result: MethodResult, groups, scored, records: list[CallRecord], s
 _PROGRESS = None
 
 
-def run_in_processes(
-    job: Callable[[Any, Any, Callable[[int], None]], Any],
-    config: Any,
-    methods: Sequence[Any],
-    workers: int,
-    on_progress: Callable[[int], None] | None,
-    *,
-    first: Sequence[str] = (),
-) -> list[Any]:
-    """`job(config, method, report)` (module-level: pickled by name) for each method in `workers` processes,
-    outcomes in `methods`' order; those labelled in `first` (the slowest) start first."""
+def run_in_processes(config: RewardBenchConfig, methods: Sequence[BenchMethod], workers: int, on_progress) -> list:
+    """`run_method` of each method in `workers` processes, outcomes in `methods`' order; the slowest (`_SLOW_FIRST`)
+    start first."""
     ctx = multiprocessing.get_context("spawn")
     progress = ctx.Queue()
     with ProcessPoolExecutor(
         workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(), progress)
     ) as pool:
-        order = sorted(range(len(methods)), key=lambda i: methods[i].label not in first)
-        futures = {i: pool.submit(_worker, job, config, methods[i]) for i in order}
+        order = sorted(range(len(methods)), key=lambda i: methods[i].label not in _SLOW_FIRST)
+        futures = {i: pool.submit(_worker, config, methods[i]) for i in order}
         pending = set(futures.values())
         while pending:
             _, pending = wait(pending, timeout=0.25)
@@ -353,23 +328,21 @@ def _init_worker(parent: int, progress) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _worker(job, config, method):
-    return job(config, method, _PROGRESS.put)
+def _worker(config, method):
+    return run_method(config, method, _PROGRESS.put)
 
 
 class _VirtualSelector(selectors.DefaultSelector):
-    """Polls instead of waiting, and moves `clock` forward by the time it would have waited."""
+    """Polls instead of waiting, and moves its clock `now` forward by the time it would have waited."""
 
-    def __init__(self, clock: VirtualClockLoop):
-        super().__init__()
-        self._clock = clock
+    now = 0.0
 
     def select(self, timeout=None):
         if timeout is None:
             return super().select(None)
         events = super().select(0)
         if not events and timeout > 0:
-            self._clock.advance(timeout)
+            self.now += timeout
         return events
 
 
@@ -377,14 +350,11 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
     """`asyncio.SelectorEventLoop` whose `time()` is virtual (module docstring)."""
 
     def __init__(self):
-        self._virtual_now = 0.0
-        super().__init__(selector=_VirtualSelector(self))
+        self._virtual = _VirtualSelector()
+        super().__init__(selector=self._virtual)
 
     def time(self) -> float:
-        return self._virtual_now
-
-    def advance(self, seconds: float) -> None:
-        self._virtual_now += seconds
+        return self._virtual.now
 
 
 def run_virtual(coro: Coroutine[Any, Any, Any]) -> Any:

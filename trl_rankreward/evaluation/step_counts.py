@@ -1,10 +1,8 @@
-"""How much one optimizer step of a GRPO run judges: one pure function for the start-up block of the
-trainers (`trainers.reward_state`) and the cost estimate of a config (`evaluation.config_cost`).
+"""How much one optimizer step of a GRPO run judges, for the trainers' start-up block and `config_cost`.
 
 Counting (TRL 1.16): an optimizer step trains on `per_device_train_batch_size x processes x
-gradient_accumulation_steps` completions, G per query, each generation batch reused
-`num_iterations` times; so it judges completions / (G x num_iterations) groups per step, and an
-epoch (every training query once) is `queries / queries_per_step` steps.
+gradient_accumulation_steps` completions, G per query, each generation batch reused `num_iterations` times; so
+it judges completions / (G x num_iterations) groups per step, and an epoch is `queries / queries_per_step` steps.
 """
 
 from __future__ import annotations
