@@ -103,8 +103,7 @@ class AnchorBuffer:
             check_buffer_state(state)
         except (KeyError, TypeError) as exc:
             raise ValueError(
-                f"Malformed RankBuffer buffer state ({_reason(exc)}); expected the output of "
-                "AnchorBuffer.to_state()"
+                f"Malformed RankBuffer buffer state ({_reason(exc)}); expected the output of AnchorBuffer.to_state()"
             ) from None
         return cls(
             tuple(Anchor(*row) for row in state["anchors"]),
@@ -224,15 +223,8 @@ class BufferTable:
     def get(self, query_id: str) -> AnchorBuffer | None:
         return self._buffers.get(query_id)
 
-    def set(self, query_id: str, buffer: AnchorBuffer) -> None:
-        self._replace(query_id, buffer)
-
-    def remove(self, query_id: str) -> None:
-        """Forget `query_id`'s buffer (undoes a `set`)."""
-        self._replace(query_id, None)
-
-    def _replace(self, query_id: str, buffer: AnchorBuffer | None) -> None:
-        """The one write path: the totals lose the old buffer and gain the new one."""
+    def set(self, query_id: str, buffer: AnchorBuffer | None) -> None:
+        """The one write path (None forgets the buffer): the totals lose the old buffer and gain the new one."""
         for b, sign in ((self.get(query_id), -1), (buffer, +1)):
             if b is not None:
                 self._sizes[b.size] += sign
@@ -311,14 +303,12 @@ class StoredBufferTable(BufferTable):
             yield query_id, AnchorBuffer.from_state(json.loads(state))
 
     def state(self) -> dict[str, Any]:
-        """The state file's part: the running totals only (`buffers_stored`); the structures are in the store."""
+        """The state file's part: the running totals only (`buffers_stored`, restored with
+        `StoredBufferTable(store, totals)`); the structures are in the store."""
         self.flush()
-        return {"buffers_stored": self.totals()}
-
-    def totals(self) -> dict:
-        """The running totals, JSON-able (restored with `StoredBufferTable(store, totals)`)."""
         sizes = {str(k): v for k, v in self._sizes.items() if v}
-        return {"count": len(self), "sizes": sizes, "sources": {k: v for k, v in self._sources.items() if v}}
+        sources = {k: v for k, v in self._sources.items() if v}
+        return {"buffers_stored": {"count": len(self), "sizes": sizes, "sources": sources}}
 
 
 #: what `frozen` records per touched query: (buffer or None, look-ahead group or None)
@@ -362,10 +352,7 @@ class QueryBuffers:
         finally:
             self._journals.pop()
             for qid, (buffer, pending) in journal.items():
-                if buffer is None:
-                    self.table.remove(qid)
-                else:
-                    self.table.set(qid, buffer)
+                self.table.set(qid, buffer)
                 if pending is None:
                     self._pending.pop(qid, None)
                 else:
@@ -444,6 +431,8 @@ class QueryBuffers:
         for qid, buffer in state["buffers"].items():
             self.set(qid, AnchorBuffer.from_state(buffer))
         self.table.flush()
+
+
 def _entries(source: str, state: dict[str, Any], name: str) -> dict[str, Any]:
     """`state[name]`, a JSON object of entries by query id, or `CheckpointStateError` naming `source`."""
     entries = state.get(name)
@@ -709,6 +698,12 @@ class SQLiteAnchorStore:
         except sqlite3.DatabaseError as e:
             raise _database_error(self.path, action, e) from e
 
+    def _one(self, action: str, sql: str, *params: str) -> Any:
+        """The first value of the first row `sql` gives, or None when it gives none."""
+        with self._sql(action):
+            row = self._db.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
     def put(self, text: str) -> str:
         return self.put_many([text])[0]
 
@@ -729,11 +724,10 @@ class SQLiteAnchorStore:
         return keys
 
     def get(self, key: str) -> str:
-        with self._sql(f"reading anchor {key}"):
-            row = self._db.execute("SELECT text FROM anchors WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        text = self._one(f"reading anchor {key}", "SELECT text FROM anchors WHERE key = ?", key)
+        if text is None:
             raise KeyError(f"Anchor key {key!r} is not in the anchor store {self.path}")
-        return row[0]
+        return text
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         """The keys of `keys` that the store does not hold (sorted, unique): one pass over the key index when
@@ -765,8 +759,7 @@ class SQLiteAnchorStore:
         return found
 
     def __len__(self) -> int:
-        with self._sql("counting anchors"):
-            return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]
+        return self._one("counting anchors", "SELECT COUNT(*) FROM anchors")
 
     def write_buffers(self, rows: Mapping[str, str | None]) -> None:
         """Write buffer structures, `{query_id: JSON text}` (None deletes a row), in one transaction."""
@@ -778,9 +771,9 @@ class SQLiteAnchorStore:
 
     def read_buffer(self, query_id: str) -> str | None:
         """The stored structure (JSON text) of `query_id`'s buffer, or None."""
-        with self._sql(f"reading the buffer of {query_id!r}"):
-            row = self._db.execute("SELECT state FROM buffers WHERE query_id = ?", (query_id,)).fetchone()
-        return None if row is None else row[0]
+        return self._one(
+            f"reading the buffer of {query_id!r}", "SELECT state FROM buffers WHERE query_id = ?", query_id
+        )
 
     def buffer_rows(self) -> Iterator[tuple[str, str]]:
         """Every stored `(query_id, JSON text)`, in query_id order."""
@@ -788,8 +781,7 @@ class SQLiteAnchorStore:
             yield from self._db.execute("SELECT query_id, state FROM buffers ORDER BY query_id")
 
     def buffer_count(self) -> int:
-        with self._sql("counting buffers"):
-            return self._db.execute("SELECT COUNT(*) FROM buffers").fetchone()[0]
+        return self._one("counting buffers", "SELECT COUNT(*) FROM buffers")
 
     def clear_buffers(self) -> None:
         """Delete every stored buffer structure (a new run starts without buffers; texts stay)."""
@@ -798,11 +790,10 @@ class SQLiteAnchorStore:
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A value of the store's `meta` table (`store_id`, export watermarks), or `default`."""
-        with self._sql(f"reading {key}"):
-            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-                return default
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else row[0]
+        if not self._one(f"reading {key}", "SELECT 1 FROM sqlite_master WHERE name = 'meta'"):
+            return default
+        value = self._one(f"reading {key}", "SELECT value FROM meta WHERE key = ?", key)
+        return default if value is None else value
 
     def set_meta(self, key: str, value: str) -> None:
         with self._sql(f"writing {key}"), self._db:
@@ -810,8 +801,7 @@ class SQLiteAnchorStore:
 
     def text_watermark(self) -> int:
         """The rowid of the newest text: texts are append-only, so rows up to it never change."""
-        with self._sql("reading the text watermark"):
-            return self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM anchors").fetchone()[0]
+        return self._one("reading the text watermark", "SELECT COALESCE(MAX(rowid), 0) FROM anchors")
 
     def export(self, path: str | os.PathLike, *, texts: tuple[int, int] | None = None, buffers: bool = False,
                meta: Mapping[str, str] | None = None) -> None:  # fmt: skip
@@ -891,20 +881,17 @@ class SQLiteAnchorStore:
                 insert = "INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors"
                 added = self._db.execute(insert).rowcount
                 if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
-                    self._check_merged_texts(path)  # some keys were here before: their texts must match
+                    clash = self._db.execute(  # some keys were here before: their texts must match
+                        "SELECT m.key FROM merged.anchors AS m JOIN main.anchors AS a ON a.key = m.key "
+                        "WHERE a.text != m.text LIMIT 1"
+                    ).fetchone()
+                    if clash is not None:
+                        raise AnchorStoreError(
+                            f"Anchor key {clash[0]} holds one text in {path} and another in {self.path} (a key "
+                            "collision): the stores belong to different runs or one is corrupt; nothing was merged. "
+                            "Merge only snapshots of this run's store"
+                        )
         return added
-
-    def _check_merged_texts(self, path: str) -> None:
-        """Raise if some key of the attached store `merged` holds another text here."""
-        clash = self._db.execute(
-            "SELECT m.key FROM merged.anchors AS m JOIN main.anchors AS a ON a.key = m.key WHERE a.text != m.text LIMIT 1"
-        ).fetchone()
-        if clash is not None:
-            raise AnchorStoreError(
-                f"Anchor key {clash[0]} holds one text in {path} and another in {self.path} (a key collision): the "
-                "stores belong to different runs or one is corrupt; nothing was merged. Merge only snapshots of "
-                "this run's store"
-            )
 
     def close(self) -> None:
         self._db.close()
@@ -946,8 +933,9 @@ class SQLiteAnchorStore:
         if not os.path.isdir(folder):
             return
         snapshot = os.path.join(folder, BUFFERS_FILE)
-        saved = _snapshot_meta(snapshot)
-        if not (saved["store_id"] == self.meta("store_id") and self.text_watermark() >= int(saved["texts_upto"])):
+        with contextlib.closing(SQLiteAnchorStore(snapshot, read_only=True)) as saved:
+            store_id, upto = saved.meta("store_id"), saved.meta("texts_upto")
+        if not (store_id == self.meta("store_id") and self.text_watermark() >= int(upto)):
             for name in _segments(folder):
                 self.merge_from(os.path.join(folder, name))
         if buffers:
@@ -956,25 +944,14 @@ class SQLiteAnchorStore:
 
 def checkpoint_buffer_rows(checkpoint: str) -> Iterator[tuple[str, str]]:
     """`(query_id, JSON text)` of every buffer saved in `checkpoint`'s `anchors/` folder (for reports)."""
-    snapshot = SQLiteAnchorStore(os.path.join(checkpoint, CHECKPOINT_FOLDER, BUFFERS_FILE), read_only=True)
-    try:
+    path = os.path.join(checkpoint, CHECKPOINT_FOLDER, BUFFERS_FILE)
+    with contextlib.closing(SQLiteAnchorStore(path, read_only=True)) as snapshot:
         yield from snapshot.buffer_rows()
-    finally:
-        snapshot.close()
 
 
 def _segments(folder: str) -> list[str]:
     """The text segment files of `folder`, oldest first (their names sort by rowid)."""
     return sorted(n for n in os.listdir(folder) if n.startswith("texts-") and n.endswith(".sqlite"))
-
-
-def _snapshot_meta(path: str) -> dict[str, str]:
-    """The identity and text watermark `save_checkpoint` wrote into the snapshot at `path`."""
-    snapshot = SQLiteAnchorStore(path, read_only=True)
-    try:
-        return {key: snapshot.meta(key) for key in ("store_id", "texts_upto")}
-    finally:
-        snapshot.close()
 
 
 def _link_or_copy(source: str, target: str) -> None:

@@ -48,7 +48,6 @@ from ..judging.requests import (
     JudgeFailure,
     ListwiseRequest,
     ask,
-    is_failure,
     seeded_rng,
     text_id,
 )
@@ -520,12 +519,9 @@ def check_order(verdict: Any, n: int) -> list[int]:
 
 def order_or_none(verdict: Any, n: int) -> list[int] | None:
     """`check_order`'s order, or None for a failure or a non-permutation (optional looks skip those)."""
-    if is_failure(verdict):
-        return None
-    try:
+    with contextlib.suppress(GroupJudgingFailed):  # a JudgeFailure is no permutation either
         return check_order(verdict, n)
-    except GroupJudgingFailed:
-        return None
+    return None
 
 
 # -------- the display audit of listwise answers --------------------------------------------------------------
@@ -542,12 +538,6 @@ def kendall_tau(a: Sequence[int], b: Sequence[int]) -> float:
 def new_tally() -> dict[str, float]:
     """An empty per-group tally: audited answers, copies, their tau and chance sums, and shuffle checks."""
     return {"answers": 0, "copies": 0, "tau_sum": 0.0, "chance_sum": 0.0, "reshuffles": 0, "reshuffle_tau_sum": 0.0}
-
-
-def judge_seed(judge: Any) -> int:
-    """The seed the judge renders with (`render(..., seed=judge.seed)`); 0 when it has none."""
-    seed = getattr(judge, "seed", 0)
-    return seed if isinstance(seed, int) else 0
 
 
 def audit_answer(tally: dict[str, float], request: ListwiseRequest, order: Sequence[int], seed: int) -> None:
@@ -581,7 +571,8 @@ def twin_request(request: ListwiseRequest, seed: int) -> tuple[ListwiseRequest, 
 async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, float], reshuffle: float = 0.0) -> Any:
     """`ask(judge, request)`, auditing a valid answer in `tally`, and the shuffle check for a seeded
     fraction `reshuffle` of requests; returns the verdict unchanged."""
-    seed, n = judge_seed(judge), len(request.candidates)
+    seed, n = getattr(judge, "seed", 0), len(request.candidates)  # the seed the judge renders with
+    seed = seed if isinstance(seed, int) else 0
     if reshuffle > 0 and n >= _MIN_CANDIDATES and _draw(request, seed) < reshuffle:
         twin, perm = twin_request(request, seed)
         verdict, second = await asyncio.gather(ask(judge, request), ask(judge, twin))
@@ -596,6 +587,11 @@ async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, fl
         tally["reshuffles"] += 1
         tally["reshuffle_tau_sum"] += kendall_tau(order, [perm[j] for j in again])
     return verdict
+
+
+def _draw(request: ListwiseRequest, seed: int) -> float:
+    ids = tuple(text_id(t) for t in request.candidates)
+    return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
 
 
 def tally_metrics(tallies: Iterable[dict[str, float] | None], reshuffle: float = 0.0) -> dict[str, float]:
@@ -624,11 +620,6 @@ def check_reshuffle(value: Any) -> float:
             f"in [0, 1] (0 turns the check off), got {value!r}"
         )
     return float(value)
-
-
-def _draw(request: ListwiseRequest, seed: int) -> float:
-    ids = tuple(text_id(t) for t in request.candidates)
-    return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
 
 
 # -------- buffer maintenance (step 4) ------------------------------------------------------------------------
@@ -754,14 +745,11 @@ def combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: in
 
 def check_selection(verdict: Any, pool: int, size: int) -> set[int] | None:
     """The manager's pick: `size` distinct indices into anchors + rollouts; else None (invalid)."""
-    if is_failure(verdict) or not isinstance(verdict, (list, tuple)):
+    if not isinstance(verdict, (list, tuple)) or len(verdict) != size:  # a JudgeFailure is neither
         return None
-    if any(isinstance(i, bool) or not isinstance(i, int) for i in verdict):
+    if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < pool for i in verdict):
         return None
-    chosen = set(verdict)
-    if len(chosen) != size or len(verdict) != size or not all(0 <= i < pool for i in chosen):
-        return None
-    return chosen
+    return set(verdict) if len(set(verdict)) == size else None
 
 
 # -------- numbers: per-group details and step metrics --------------------------------------------------------
