@@ -267,15 +267,12 @@ class BufferTable:
 
 class StoredBufferTable(BufferTable):
     """A `BufferTable` in the `buffers` table of a `SQLiteAnchorStore`: memory holds only the buffers changed
-    since the last `flush`; the running totals travel in the state file (`totals`). `clear=True` starts empty.
-    """
+    since the last `flush`; the running totals travel in the state file (`totals`)."""
 
-    def __init__(self, store, totals: dict | None = None, *, clear: bool = False):
+    def __init__(self, store, totals: dict | None = None):
         super().__init__()
         self._store = store
         self._changed: dict[str, AnchorBuffer | None] = {}  # None: removed
-        if clear:
-            store.clear_buffers()
         if totals:
             self._sizes.update({int(k): v for k, v in totals["sizes"].items()})
             self._sources.update(totals["sources"])
@@ -472,31 +469,27 @@ def key_collision(key: str) -> ValueError:
 
 
 class AnchorStore(Protocol):
-    """What RankBuffer asks of an anchor store: texts by key, and where its buffers and checkpoints go."""
+    """What RankBuffer asks of an anchor store: texts by key (`put` stores a new one and returns its key; `put_many`
+    in one write where the store can; `get` raises `KeyError` for an absent key; `missing`: the absent keys, sorted
+    and unique), where its buffers live (`buffer_table`: a new, empty table, or the one a state file's
+    `buffers_stored` totals describe) and what a checkpoint folder gets beyond the state file (`save_checkpoint`;
+    `load_checkpoint` takes it back, with the buffer structures if `buffers`)."""
 
-    def put(self, text: str) -> str:
-        """Store `text` (if new) and return its key."""
+    def put(self, text: str) -> str: ...
 
-    def put_many(self, texts: Iterable[str]) -> list[str]:
-        """`put` for each of `texts`, in one write where the store can; their keys."""
+    def put_many(self, texts: Iterable[str]) -> list[str]: ...
 
-    def get(self, key: str) -> str:
-        """The text of `key` (`KeyError` when absent)."""
+    def get(self, key: str) -> str: ...
 
-    def missing(self, keys: Iterable[str]) -> list[str]:
-        """The keys of `keys` that the store does not hold (sorted, unique)."""
+    def missing(self, keys: Iterable[str]) -> list[str]: ...
 
-    def texts(self, keys: Iterable[str]) -> dict[str, str]:
-        """`{key: text}` for `keys`."""
+    def texts(self, keys: Iterable[str]) -> dict[str, str]: ...
 
-    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable:
-        """A new, empty table (`totals` None), or the one a state file's `buffers_stored` totals describe."""
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable: ...
 
-    def save_checkpoint(self, directory: str) -> None:
-        """Write what a checkpoint folder needs beyond the state file."""
+    def save_checkpoint(self, directory: str) -> None: ...
 
-    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
-        """Take back what `save_checkpoint` wrote into `directory`, with the buffer structures if `buffers`."""
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None: ...
 
 
 class InMemoryAnchorStore:
@@ -783,21 +776,12 @@ class SQLiteAnchorStore:
     def buffer_count(self) -> int:
         return self._one("counting buffers", "SELECT COUNT(*) FROM buffers")
 
-    def clear_buffers(self) -> None:
-        """Delete every stored buffer structure (a new run starts without buffers; texts stay)."""
-        with self._sql("clearing buffers"), self._db:
-            self._db.execute("DELETE FROM buffers")
-
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A value of the store's `meta` table (`store_id`, export watermarks), or `default`."""
         if not self._one(f"reading {key}", "SELECT 1 FROM sqlite_master WHERE name = 'meta'"):
             return default
         value = self._one(f"reading {key}", "SELECT value FROM meta WHERE key = ?", key)
         return default if value is None else value
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._sql(f"writing {key}"), self._db:
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def text_watermark(self) -> int:
         """The rowid of the newest text: texts are append-only, so rows up to it never change."""
@@ -837,27 +821,22 @@ class SQLiteAnchorStore:
             _schema_state(self._db, path, "source", allow_new=False)
             if not self._db.execute("SELECT 1 FROM source.sqlite_master WHERE name = 'buffers'").fetchone():
                 raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
-            self._check_buffer_rows(path, "source")
+            rows, keys = "SELECT query_id, state FROM source.buffers", set()
+            with paused_gc():  # 10^6 anchor keys at 10^5 queries (see _gc.py)
+                for query_id, state in self._db.execute(rows):
+                    with checked_entry(path, query_id):
+                        keys.update(check_buffer_state(json.loads(state)))
+            missing = set(self.missing(keys))
+            if missing:
+                query_id, key = next((q, k) for q, state in self._db.execute(rows)
+                                     for k in check_buffer_state(json.loads(state)) if k in missing)  # fmt: skip
+                raise corrupt_entry(
+                    path, f"its buffer refers to anchor key {key}, whose text is in neither the anchor store "
+                    f"{self.path} nor the checkpoint's text segments ({len(missing)} such key(s))", query=query_id,
+                )  # fmt: skip
             with self._db:
                 self._db.execute("DELETE FROM main.buffers")
                 self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM source.buffers")
-
-    def _check_buffer_rows(self, path: str, schema: str) -> None:
-        """Check every buffer row of the attached store `schema` (the file `path`) as `import_buffers` says."""
-        rows = f"SELECT query_id, state FROM {schema}.buffers"
-        keys: set[str] = set()
-        with paused_gc():  # 10^6 anchor keys at 10^5 queries (see _gc.py)
-            for query_id, state in self._db.execute(rows):
-                with checked_entry(path, query_id):
-                    keys.update(check_buffer_state(json.loads(state)))
-        missing = set(self.missing(keys))
-        if missing:
-            query_id, key = next((q, k) for q, state in self._db.execute(rows)
-                                 for k in check_buffer_state(json.loads(state)) if k in missing)  # fmt: skip
-            raise corrupt_entry(
-                path, f"its buffer refers to anchor key {key}, whose text is in neither the anchor store {self.path} nor "
-                f"the checkpoint's text segments ({len(missing)} such key(s))", query=query_id,
-            )  # fmt: skip
 
     def merge_from(self, path: str | os.PathLike) -> int:
         """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
@@ -899,8 +878,10 @@ class SQLiteAnchorStore:
     def buffer_table(self, totals: dict[str, Any] | None = None) -> StoredBufferTable:
         """The buffer structures live in this file: a new table clears what an earlier run left; a
         state's table is checked against its totals (another checkpoint's store raises)."""
-        if totals is None:
-            return StoredBufferTable(self, clear=True)
+        if totals is None:  # a new run starts without buffers; texts stay
+            with self._sql("clearing buffers"), self._db:
+                self._db.execute("DELETE FROM buffers")
+            return StoredBufferTable(self)
         found = self.buffer_count()
         if found != totals["count"]:
             raise ValueError(
@@ -917,12 +898,20 @@ class SQLiteAnchorStore:
         done, upto = int(self.meta(_EXPORTED, "0")), self.text_watermark()
         if upto > done:
             self.export(os.path.join(segments, f"texts-{done + 1:012d}-{upto:012d}.sqlite"), texts=(done, upto))
-            self.set_meta(_EXPORTED, str(upto))
+            with self._sql(f"writing {_EXPORTED}"), self._db:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_EXPORTED, str(upto)))
         folder = os.path.join(directory, CHECKPOINT_FOLDER)
         os.makedirs(folder, exist_ok=True)
         remove_write_debris(folder)  # of a save of this checkpoint that was killed (before a resume)
         for name in _segments(segments):
-            _link_or_copy(os.path.join(segments, name), os.path.join(folder, name))
+            source, target = os.path.join(segments, name), os.path.join(folder, name)
+            if os.path.exists(target):  # segments never change: an existing link or copy is this segment
+                continue
+            try:  # through NAME.tmp: the debris of a save killed here went above
+                os.link(source, f"{target}.tmp")
+            except OSError:  # another filesystem, or links not supported
+                shutil.copyfile(source, f"{target}.tmp")
+            os.replace(f"{target}.tmp", target)
         meta = {"store_id": self.meta("store_id") or "", "texts_upto": str(upto)}
         self.export(os.path.join(folder, BUFFERS_FILE), buffers=True, meta=meta)
 
@@ -952,16 +941,3 @@ def checkpoint_buffer_rows(checkpoint: str) -> Iterator[tuple[str, str]]:
 def _segments(folder: str) -> list[str]:
     """The text segment files of `folder`, oldest first (their names sort by rowid)."""
     return sorted(n for n in os.listdir(folder) if n.startswith("texts-") and n.endswith(".sqlite"))
-
-
-def _link_or_copy(source: str, target: str) -> None:
-    if os.path.exists(target):
-        return  # segments never change: an existing link or copy is this segment
-    tmp = f"{target}.tmp"
-    if os.path.exists(tmp):  # left by a save killed here
-        os.remove(tmp)
-    try:
-        os.link(source, tmp)
-    except OSError:  # another filesystem, or links not supported
-        shutil.copyfile(source, tmp)
-    os.replace(tmp, target)

@@ -314,8 +314,8 @@ class RankBufferReward(GroupRewardMethod):
         """Algorithm 1, lines 9-12: rank the first group listwise; Select_K0 of it becomes the buffer."""
         answers, tally = candidates.answers, new_tally()
         order = await order_all(self.judge, group, answers, tally, self.options.reshuffle_check, step=step)
-        details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": int(len(answers) >= 2)}
-        details[DETAILS_KEY] = tally
+        calls = int(len(answers) >= 2)
+        details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": calls, DETAILS_KEY: tally}
         if answers:  # a group of only invalid rollouts cannot seed a buffer; the next one will
             keys = [self.store.put(answers[u]) for u in select_endpoints(order, self.options.k0)]
             buffer = AnchorBuffer.initial(keys, "bootstrap", epoch)
@@ -824,11 +824,8 @@ class ListwiseGroupReward(GroupRewardMethod):
     options_class = ListwiseGroupOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
-        answers, calls = candidates.answers, int(len(candidates.answers) >= 2)
-        details: dict[str, Any] = {"requests": calls, "rounds": calls}
-        if calls:
-            details[DETAILS_KEY] = new_tally()
-        tally = details.get(DETAILS_KEY, {})
+        answers, calls, tally = candidates.answers, int(len(candidates.answers) >= 2), new_tally()
+        details: dict[str, Any] = {"requests": calls, "rounds": calls, **({DETAILS_KEY: tally} if calls else {})}
         order = await order_all(self.judge, group, answers, tally, self.options.reshuffle_check, step=step)
         return RankOutcome([[u] for u in order], details)
 

@@ -98,9 +98,7 @@ class RankBufferPlusReward(RankBufferReward):
             placement = CoarseToFine(self.judge, seed=self.seed, reshuffle_check=o.reshuffle_check)
         else:
             placement = JointPlacement(self.judge, reshuffle_check=o.reshuffle_check)
-        return MultiLookRanking(self.judge, placement, second_look=o.second_look, extra_calls=o.extra_calls,
-                              extra_scope=o.extra_scope, disagreement=o.disagreement,
-                              reshuffle_check=o.reshuffle_check)  # fmt: skip
+        return MultiLookRanking(self.judge, placement, o)
 
     def make_manager(self) -> BufferManager:
         o = self.options
@@ -135,40 +133,33 @@ class JointPlacement(RankingStrategy):
 
 class MultiLookRanking(RankingStrategy):
     """A placement, the second look in the same round, then extra looks over disputed answers, fused by
-    Borda count; buckets keep the placement's, in fused order."""
+    Borda count; buckets keep the placement's, in fused order. `options`: the looks' settings."""
 
-    def __init__(self, judge: Judge, placement: RankingStrategy, *, second_look: bool, extra_calls: int,
-                 extra_scope: str, disagreement: int, reshuffle_check: float):  # fmt: skip
+    def __init__(self, judge: Judge, placement: RankingStrategy, options: RankBufferPlusOptions):
         self.judge = judge
         self.placement = placement
-        self.second_look = second_look
-        self.extra_calls = extra_calls
-        self.extra_scope = extra_scope
-        self.disagreement = disagreement
-        self.reshuffle_check = reshuffle_check
+        self.options = options
 
     async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
-        tally = new_tally()  # the looks' audit; the placement's is merged in below
+        o, tally = self.options, new_tally()  # the looks' audit; the placement's is merged in below
         place = self._place(group, anchors, answers, step=step)
-        if self.second_look and len(answers) >= 2:
-            look = ask_listwise(self.judge, listwise_request(group, answers, step), tally, self.reshuffle_check)
-            ranking, second = await asyncio.gather(place, look)
-            looks = [second]
+        if o.second_look and len(answers) >= 2:
+            look = ask_listwise(self.judge, listwise_request(group, answers, step), tally, o.reshuffle_check)
+            ranking, *looks = await asyncio.gather(place, look)
         else:
             ranking, looks = await place, []
-        placed = [u for bucket in ranking.buckets for u in bucket]
-        orders, failures = [placed], 0
+        orders, failures = [[u for bucket in ranking.buckets for u in bucket]], 0
         for verdict in looks:
             order = order_or_none(verdict, len(answers))
             failures += order is None
             orders += [order] if order is not None else []
         fused = borda(orders, len(answers))
-        for _ in range(self.extra_calls):
-            window = disputed_window(orders, fused, self.disagreement, self.extra_scope)
+        for _ in range(o.extra_calls):
+            window = disputed_window(orders, fused, o.disagreement, o.extra_scope)
             if len(window) < 2:
                 break
             request = listwise_request(group, [answers[u] for u in window], step)
-            verdict = await ask_listwise(self.judge, request, tally, self.reshuffle_check)
+            verdict = await ask_listwise(self.judge, request, tally, o.reshuffle_check)
             sub = order_or_none(verdict, len(window))
             if sub is None:
                 failures += 1

@@ -71,13 +71,8 @@ def durable_replace(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_directory(os.path.dirname(os.path.abspath(path)))
-
-
-def _fsync_directory(directory: str) -> None:
-    # Makes the rename itself durable; platforms without directory fsync (Windows) raise OSError.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
+    with contextlib.suppress(OSError):  # platforms without directory fsync (Windows) raise OSError
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
