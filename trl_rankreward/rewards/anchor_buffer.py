@@ -387,8 +387,7 @@ class QueryBuffers:
             for qid, b in {} if stored else _entries(source, state, "buffers").items():
                 with checked_entry(source, qid):
                     buffers[qid] = AnchorBuffer.from_state(b)
-            for text in state.get("texts", {}).values():
-                self.store.put(text)
+            self.store.put_many(state.get("texts", {}).values())
             keys = {k for p in pending.values() for bucket in p["buckets"] for k in bucket}
             missing = self.store.missing(keys.union(*(b.keys for b in buffers.values())))
             if missing:
@@ -407,22 +406,16 @@ class QueryBuffers:
     def export(self, query_ids: Iterable[str]) -> dict[str, Any]:
         """The state of `query_ids` alone, in `state()`'s in-memory layout (`buffers`, `pending`, `texts`):
         what a judging worker needs to score their groups and what it hands back (`merge`)."""
-        buffers, pending = {}, {}
-        for qid in query_ids:
-            buffer, group = self.table.get(qid), self._pending.get(qid)
-            if buffer is not None:
-                buffers[qid] = buffer.to_state()
-            if group is not None:
-                pending[qid] = group
+        query_ids = list(query_ids)
+        buffers = {qid: b.to_state() for qid in query_ids if (b := self.table.get(qid)) is not None}
+        pending = {qid: self._pending[qid] for qid in query_ids if qid in self._pending}
         return {"buffers": buffers, "pending": pending,
                 "texts": self.store.texts(sorted(_referenced_keys(buffers, pending)))}  # fmt: skip
 
     def merge(self, state: dict[str, Any]) -> None:
         """Take `export()` output of some queries: their texts, buffers and look-ahead groups replace this
         table's (through `set`, so running totals and open `frozen` blocks follow); other queries keep theirs."""
-        texts = state["texts"]
-        new = [texts[k] for k in self.store.missing(texts)]
-        self.store.put_many(new)
+        self.store.put_many(state["texts"][k] for k in self.store.missing(state["texts"]))
         for qid, group in state["pending"].items():
             self.set_pending(qid, group["epoch"], [list(b) for b in group["buckets"]])
         for qid, buffer in state["buffers"].items():
@@ -443,14 +436,14 @@ def checked_pending(source: str, state: dict[str, Any]) -> dict[str, dict[str, A
     `CheckpointStateError` naming `source` and the query for any other entry."""
     pending = {}
     for qid, p in _entries(source, state, "pending").items():
-        try:
-            if not (type(p) is dict and p.keys() == {"epoch", "buckets"} and type(p["epoch"]) is int
-                    and type(p["buckets"]) is list and all(type(b) is list for b in p["buckets"])
-                    and all(type(k) is str for b in p["buckets"] for k in b)):  # fmt: skip
-                raise TypeError(f"expected {{'epoch': integer, 'buckets': [[key, ...], ...]}}, got {p!r:.80}")
-            pending[qid] = {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
-        except TypeError as e:
-            raise corrupt_entry(source, f"its look-ahead group is malformed ({e})", query=qid) from None
+        if not (type(p) is dict and p.keys() == {"epoch", "buckets"} and type(p["epoch"]) is int
+                and type(p["buckets"]) is list and all(type(b) is list for b in p["buckets"])
+                and all(type(k) is str for b in p["buckets"] for k in b)):  # fmt: skip
+            expected = "{'epoch': integer, 'buckets': [[key, ...], ...]}"
+            raise corrupt_entry(
+                source, f"its look-ahead group is malformed (expected {expected}, got {p!r:.80})", query=qid
+            )
+        pending[qid] = {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
     return pending
 
 
