@@ -172,8 +172,7 @@ class BufferUpdate:
 def update_buffer(buffer: AnchorBuffer, buckets: Sequence[Sequence[str]], epoch: int, H: int) -> BufferUpdate:
     """Algorithm 2 (Appendix A): inactivity pruning, boundary expansion, interval refinement over the text
     keys of `buckets[p]` (p = 0..K). Merged in pre-update coordinates (a_k at k, a new left anchor at 1/2,
-    right at K + 1/2, a refinement of bucket p at p + 1/2), so a removal never shifts where a new one goes.
-    """
+    right at K + 1/2, a refinement of bucket p at p + 1/2), so a removal never shifts where a new one goes."""
     K = buffer.size
     if len(buckets) != K + 1:
         raise ValueError(f"update_buffer needs K+1 = {K + 1} buckets for {K} anchors, got {len(buckets)}")
@@ -640,11 +639,9 @@ def _uri(path: str, mode: str) -> str:
 
 
 class SQLiteAnchorStore:
-    """Append-only anchor texts in an SQLite file at `path` (created if absent; `read_only`: must exist).
-
-    Every `put` is committed at once, so a process crash loses nothing a checkpoint can refer to; commits
-    do not wait for fsync (WAL, synchronous=NORMAL: fsync per put cost ~9 ms, docs/performance.md).
-    """
+    """Append-only anchor texts in an SQLite file at `path` (created if absent; `read_only`: must exist). Every
+    `put` is committed at once, so a process crash loses nothing a checkpoint can refer to; commits do not wait
+    for fsync (WAL, synchronous=NORMAL: fsync per put cost ~9 ms, docs/performance.md)."""
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False):
         self.path = os.fspath(path)
@@ -804,10 +801,9 @@ class SQLiteAnchorStore:
         durable_replace(tmp, path)
 
     def import_buffers(self, path: str | os.PathLike) -> None:
-        """Replace this store's buffer structures by those of the store file `path`, in one transaction.
-
-        Every row is checked first (`check_buffer_state`; its anchor keys must be in this store), so a bad row
-        raises `CheckpointStateError` naming `path` and its query, and nothing is copied."""
+        """Replace this store's buffer structures by those of the store file `path`, in one transaction. Every
+        row is checked first (`check_buffer_state`, its keys in this store): a bad row raises
+        `CheckpointStateError` naming `path` and its query, and nothing is copied."""
         path = os.fspath(path)
         _check_file(path, must_exist=True)
         with self._sql(f"importing buffers from {path}"), self._attached(path, "source", "ro"):
@@ -832,14 +828,9 @@ class SQLiteAnchorStore:
                 self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM source.buffers")
 
     def merge_from(self, path: str | os.PathLike) -> int:
-        """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
-        store lacks, in one transaction; returns how many were added.
-
-        `path` is checked as at opening, plus SQLite's `quick_check` (the file is read whole
-        anyway). A key for which `path` holds another text than this store raises
-        `AnchorStoreError` and adds nothing (the stores come from different runs, or one of them
-        is corrupt).
-        """
+        """Add the texts of the store file `path` (e.g. a checkpoint's text segment) that this store lacks, in one
+        transaction; returns how many. `path` is checked as at opening plus SQLite's `quick_check`; a key with
+        another text here raises `AnchorStoreError` and adds nothing (stores of different runs, or corrupt)."""
         path = os.fspath(path)
         _check_file(path, must_exist=True)
         if os.path.exists(self.path) and os.path.samefile(path, self.path):

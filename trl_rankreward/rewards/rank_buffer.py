@@ -171,11 +171,9 @@ class AnchorView:
 
 
 class RankBufferReward(GroupRewardMethod):
-    """RankBuffer rank rewards (RankBuffer paper, Sec. 3, Algorithms 1-2, Appendices G-H).
-
-    `store`: an `AnchorStore` instead of the one the options name; `manager_judge`: the LLM manager's judge
-    (default `judge`). A variant overrides `make_ranking` and `make_manager`, as `rank_buffer_plus` does.
-    """
+    """RankBuffer rank rewards (RankBuffer paper, Sec. 3, Algorithms 1-2, Appendices G-H). `store`: an
+    `AnchorStore` instead of the one the options name; `manager_judge`: the LLM manager's judge (default
+    `judge`). A variant overrides `make_ranking` and `make_manager`, as `rank_buffer_plus` does."""
 
     name = "rank_buffer"
     options_class = RankBufferOptions
@@ -286,13 +284,10 @@ class RankBufferReward(GroupRewardMethod):
         else:
             update = await self.manager.after_ranking(group, old, ranked, key_buckets, get, **when)
 
-        # Commit (no await from here on): texts of new anchors first, then the structure.
-        for anchor in update.added:
-            if anchor.text_key in texts:  # look-ahead picks come from stored pending groups
-                self.store.put(texts[anchor.text_key])
+        # Commit (no await from here on): texts of new anchors first (look-ahead picks are stored), then the structure.
+        new = [texts[a.text_key] for a in update.added if a.text_key in texts]
+        self.store.put_many(new + answers if self.manager.lookahead else new)
         if self.manager.lookahead:
-            for key in keys:
-                self.store.put(texts[key])
             self.buffers.set_pending(qid, epoch, key_buckets)
         self.buffers.set(qid, update.buffer)
         details.update(ranked_details(candidates, ranking, ranked, old, update, initial))
@@ -307,8 +302,7 @@ class RankBufferReward(GroupRewardMethod):
                 "add references, or set buffer_init='auto' (the first group where a query has none) or 'bootstrap'"
             )
         texts = select_endpoints(list(reversed(group.references)), self.options.k0)
-        keys = [self.store.put(t) for t in texts]
-        return AnchorBuffer.initial(keys, "references", epoch)
+        return AnchorBuffer.initial(self.store.put_many(texts), "references", epoch)
 
     async def _bootstrap(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
         """Algorithm 1, lines 9-12: rank the first group listwise; Select_K0 of it becomes the buffer."""
@@ -317,7 +311,7 @@ class RankBufferReward(GroupRewardMethod):
         calls = int(len(answers) >= 2)
         details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": calls, DETAILS_KEY: tally}
         if answers:  # a group of only invalid rollouts cannot seed a buffer; the next one will
-            keys = [self.store.put(answers[u]) for u in select_endpoints(order, self.options.k0)]
+            keys = self.store.put_many(answers[u] for u in select_endpoints(order, self.options.k0))
             buffer = AnchorBuffer.initial(keys, "bootstrap", epoch)
             self.buffers.set(group.query_id, buffer)
             details.update(buffer_size=buffer.size, anchors_added={"bootstrap": buffer.size})
