@@ -431,21 +431,15 @@ def listwise_request(group: Group, texts: Sequence[str], step: int) -> ListwiseR
     return group.request(ListwiseRequest, step=step, candidates=tuple(texts))
 
 
-async def listwise_order(
-    judge: Judge, request: ListwiseRequest, tally: dict[str, float], reshuffle: float
-) -> list[int]:
-    """The judge's order of `request.candidates` (audited in `tally`), else `GroupJudgingFailed`."""
-    (verdict,) = require([await ask_listwise(judge, request, tally, reshuffle)])
-    return check_order(verdict, len(request.candidates))
-
-
 async def order_all(
-    judge: Judge, group: Group, answers: list[str], tally: dict[str, float], reshuffle: float, *, step: int
+    judge: Judge, group: Group, texts: list[str], tally: dict[str, float], reshuffle: float, *, step: int
 ) -> list[int]:
-    """All `answers` worst -> best by one listwise call (none for fewer than two)."""
-    if len(answers) < 2:
-        return list(range(len(answers)))
-    return await listwise_order(judge, listwise_request(group, answers, step), tally, reshuffle)
+    """All `texts` worst -> best by one listwise call (audited in `tally`; none for fewer than two), else
+    `GroupJudgingFailed`."""
+    if len(texts) < 2:
+        return list(range(len(texts)))
+    (verdict,) = require([await ask_listwise(judge, listwise_request(group, texts, step), tally, reshuffle)])
+    return check_order(verdict, len(texts))
 
 
 class CoarseToFine(RankingStrategy):

@@ -37,9 +37,9 @@ from .rank_buffer import (
     RankingStrategy,
     RuleManager,
     ask_listwise,
-    listwise_order,
     listwise_request,
     new_tally,
+    order_all,
     order_or_none,
 )
 
@@ -119,8 +119,8 @@ class JointPlacement(RankingStrategy):
         K, U = len(anchors), len(answers)
         if U == 0:
             return Ranking([], [[] for _ in range(K + 1)], 0, coarse_calls=0)
-        request, tally = listwise_request(group, [*anchors, *answers], step), new_tally()
-        order = await listwise_order(self.judge, request, tally, self.reshuffle_check)
+        tally = new_tally()
+        order = await order_all(self.judge, group, [*anchors, *answers], tally, self.reshuffle_check, step=step)
         positions, buckets, below = [0] * U, [[] for _ in range(K + 1)], 0
         for i in order:  # worst -> best: an answer's position counts the anchors seen before it
             if i < K:
