@@ -88,13 +88,8 @@ class AnchorBuffer:
 
     def to_state(self) -> dict[str, Any]:
         """Plain JSON-able form; anchors as compact `[key, source, created_epoch, h]` rows."""
-        return {
-            "anchors": [[a.text_key, a.source, a.created_epoch, a.inactive_epochs] for a in self.anchors],
-            "created_epoch": self.created_epoch,
-            "observed_epoch": self.observed_epoch,
-            "left_epoch": self.left_epoch,
-            "right_epoch": self.right_epoch,
-        }
+        rows = [[a.text_key, a.source, a.created_epoch, a.inactive_epochs] for a in self.anchors]
+        return {"anchors": rows, **{name: getattr(self, name) for name in ("created_epoch", *_MARKERS)}}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnchorBuffer:
@@ -105,11 +100,8 @@ class AnchorBuffer:
             raise ValueError(
                 f"Malformed RankBuffer buffer state ({_reason(exc)}); expected the output of AnchorBuffer.to_state()"
             ) from None
-        return cls(
-            tuple(Anchor(*row) for row in state["anchors"]),
-            created_epoch=state["created_epoch"],
-            **{name: state.get(name) for name in _MARKERS},
-        )
+        markers = {name: state.get(name) for name in _MARKERS}
+        return cls(tuple(Anchor(*row) for row in state["anchors"]), state["created_epoch"], **markers)
 
 
 _MARKERS = ("observed_epoch", "left_epoch", "right_epoch")
@@ -254,14 +246,12 @@ class BufferTable:
         """`buffer/count`, `buffer/size_mean`, `buffer/size_max`, `buffer/anchors_<source>`."""
         n = len(self)
         sizes = [s for s, c in self._sizes.items() if c > 0]
-        out = {
+        return {
             "buffer/count": float(n),
             "buffer/size_mean": sum(s * c for s, c in self._sizes.items()) / n if n else 0.0,
             "buffer/size_max": float(max(sizes, default=0)),
+            **{f"buffer/anchors_{source}": float(self._sources[source]) for source in SOURCES},
         }
-        for source in SOURCES:
-            out[f"buffer/anchors_{source}"] = float(self._sources[source])
-        return out
 
 
 class StoredBufferTable(BufferTable):

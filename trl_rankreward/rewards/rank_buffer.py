@@ -694,8 +694,8 @@ class LLMManager(BufferManager):
         """Pick `size` of old anchors + ranked rollouts, shown and kept in their combined order
         C_0, a_1, C_1, ..., a_K, C_K; an invalid pick leaves the buffer unchanged."""
         rollouts = [k for bucket in key_buckets for k in bucket]
-        pool = buffer.keys + rollouts
-        size = min(self.size, len(pool))
+        pool = buffer.size + len(rollouts)  # indices into anchors + rollouts
+        size = min(self.size, pool)
         combined = combined_order(buffer, key_buckets, epoch)
         request = group.request(
             BufferSelectRequest,
@@ -708,12 +708,9 @@ class LLMManager(BufferManager):
         )
         verdict = await ask(self.judge, request)
         details["manager_calls"] = 1
-        chosen = check_selection(verdict, len(pool), size)
+        chosen = check_selection(verdict, pool, size)
         details["manager_invalid"] = int(chosen is None)
-        if chosen is None:
-            return buffer
-        kept = tuple(a for i, a in combined if i in chosen)
-        return replace(buffer, anchors=kept)
+        return buffer if chosen is None else replace(buffer, anchors=tuple(a for i, a in combined if i in chosen))
 
 
 def combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> list[tuple[int, Anchor]]:
