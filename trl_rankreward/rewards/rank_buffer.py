@@ -34,7 +34,7 @@ import contextlib
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -318,10 +318,31 @@ class RankBufferReward(GroupRewardMethod):
         return RankOutcome([[u] for u in order], details)
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
+        """The base metrics, the buffers' totals, and the `buffer/...` and `rank/...` of the judged groups."""
         out = super().step_metrics(results)
         out.update(self.buffers.table.stats())
         judged = [r.details for r in results if not r.neutral]
-        out.update(buffer_step_metrics(judged, self.options.reshuffle_check))
+        added, pruned, hist = Counter(), Counter(), Counter()
+        for d in judged:
+            added.update(d.get("anchors_added", {}))
+            pruned.update(d.get("anchors_pruned", {}))
+            hist.update(n for n in d.get("bucket_sizes", ()) if n > 0)
+        for source in SOURCES:
+            out[f"buffer/added_{source}"] = float(added[source])
+            out[f"buffer/pruned_{source}"] = float(pruned[source])
+        for n, count in sorted(hist.items()):
+            out[f"rank/bucket_size_hist_{n}"] = float(count)
+        placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
+        if placed:
+            out["rank/coarse_position_mean"] = sum(placed) / len(placed)
+        ranked = [d for d in judged if "coarse_calls" in d]
+        if ranked:
+            out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
+            out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
+        out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
+        out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
+        out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
+        out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), self.options.reshuffle_check))
         return out
 
     def frozen_state(self) -> contextlib.AbstractContextManager[None]:
@@ -737,7 +758,7 @@ def check_selection(verdict: Any, pool: int, size: int) -> set[int] | None:
     return set(verdict) if len(set(verdict)) == size else None
 
 
-# -------- numbers: per-group details and step metrics --------------------------------------------------------
+# -------- numbers: per-group details (the step metrics are `RankBufferReward.step_metrics`) ------------------
 def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffer, old: AnchorBuffer,
                    update: BufferUpdate, initial: tuple[Anchor, ...]) -> dict[str, Any]:  # fmt: skip
     """The per-group details of a group ranked against `ranked` (`old` before it, `initial`: a new buffer's)."""
@@ -758,34 +779,6 @@ def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffe
     )
     details.update(ranking.extra)
     return details
-
-
-def buffer_step_metrics(judged: Iterable[Mapping[str, Any]], reshuffle_check: bool) -> dict[str, float]:
-    """The step's `buffer/...` and `rank/...` metrics from its judged groups' details."""
-    judged = list(judged)
-    out: dict[str, float] = {}
-    added, pruned, hist = Counter(), Counter(), Counter()
-    for d in judged:
-        added.update(d.get("anchors_added", {}))
-        pruned.update(d.get("anchors_pruned", {}))
-        hist.update(n for n in d.get("bucket_sizes", ()) if n > 0)
-    for source in SOURCES:
-        out[f"buffer/added_{source}"] = float(added[source])
-        out[f"buffer/pruned_{source}"] = float(pruned[source])
-    for n, count in sorted(hist.items()):
-        out[f"rank/bucket_size_hist_{n}"] = float(count)
-    placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
-    if placed:
-        out["rank/coarse_position_mean"] = sum(placed) / len(placed)
-    ranked = [d for d in judged if "coarse_calls" in d]
-    if ranked:
-        out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
-        out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
-    out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
-    out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
-    out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
-    out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), reshuffle_check))
-    return out
 
 
 # -------- ListwiseGroupReward: the bootstrap ranking as a method of its own ----------------------------------
