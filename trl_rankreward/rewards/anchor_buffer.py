@@ -377,8 +377,7 @@ class QueryBuffers:
                 with checked_entry(source, qid):
                     buffers[qid] = AnchorBuffer.from_state(b)
             self.store.put_many(state.get("texts", {}).values())
-            keys = {k for p in pending.values() for bucket in p["buckets"] for k in bucket}
-            missing = self.store.missing(keys.union(*(b.keys for b in buffers.values())))
+            missing = self.store.missing(_referenced_keys({} if stored else state["buffers"], pending))
             if missing:
                 raise ValueError(
                     f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
@@ -547,7 +546,6 @@ _MARK = (
     f"BEGIN IMMEDIATE; {_CREATE}; PRAGMA application_id = {APPLICATION_ID}; "
     f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
 )
-_HEADER = b"SQLite format 3\x00"
 _FIX = (
     "point anchor_store_path at the run's anchors.sqlite, or resume from a checkpoint that holds its own anchors.sqlite"
 )
@@ -584,7 +582,7 @@ def _check_file(path: str, *, must_exist: bool) -> None:
         if must_exist:
             raise _not_a_store(path, "the file is empty")
         return  # SQLite treats an empty file as a new database
-    if not head.startswith(_HEADER):
+    if not head.startswith(b"SQLite format 3\x00"):
         raise _not_a_store(path, f"it is not an SQLite database (it starts with {head[:16]!r})")
     if len(head) < 100:
         raise _not_a_store(path, f"the file is truncated or corrupt ({size} bytes, shorter than the SQLite header)")
