@@ -195,11 +195,8 @@ def update_buffer(buffer: AnchorBuffer, buckets: Sequence[Sequence[str]], epoch:
         if n >= 3:
             added.append((2 * p + 1, Anchor(buckets[p][(n + 1) // 2 - 1], "refine", epoch)))
 
-    merged.extend(added)
-    merged.sort(key=lambda item: item[0])
-    new = replace(
-        buffer, anchors=tuple(a for _, a in merged), observed_epoch=observed, left_epoch=left, right_epoch=right
-    )
+    kept = tuple(a for _, a in sorted(merged + added, key=lambda item: item[0]))
+    new = replace(buffer, anchors=kept, observed_epoch=observed, left_epoch=left, right_epoch=right)
     return BufferUpdate(new, tuple(a for _, a in added), tuple(anchors[k - 1] for k in sorted(pruned_idx)))
 
 

@@ -432,10 +432,8 @@ class Ranking:
             return [[u] for u in self.order]
         blocks: list[list[int]] = []
         for p, bucket in enumerate(self.buckets):
-            if self.ties or p in self.unranked:
-                blocks.extend([list(bucket)] if bucket else [])
-            else:
-                blocks.extend([u] for u in bucket)
+            tied = self.ties or p in self.unranked
+            blocks.extend(([list(bucket)] if bucket else []) if tied else [[u] for u in bucket])
         return blocks
 
 
