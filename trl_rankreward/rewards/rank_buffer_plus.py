@@ -2,19 +2,13 @@
 
 The paper's RankBuffer sees each rollout once, so the judge's per-call noise is never averaged (Sec. 3.3).
 This variant keeps the buffer, its maintenance (Algorithm 2, capped by `max_anchors`) and the rank rewards
-(Eq. 9-10), and changes how a group is ranked:
-
-1. Placement: "coarse", the paper's coarse and fine rounds; or "joint", one `ListwiseRequest` over the K
-   anchors and U answers together, an answer's position being the number of anchors ranked below it
-   (counted, so anchors out of their known order break nothing). Every answer meets the same perception
-   of every anchor, and the anchors' texts are sent once per group.
-2. Second look: one more `ListwiseRequest` over the answers, in the placement's round, fused with the
-   placement order by Borda count (rank sum, ties broken by the placement).
-3. Extra looks: more listwise calls over the answers the looks dispute, each fused in by Borda; a group
-   whose looks agree costs nothing more.
-
-Maintenance uses the placement's buckets in fused order. A failed placement is handled as in the paper; a
-failed second or extra look is skipped and counted (`look_failures`), never neutral.
+(Eq. 9-10), and ranks a group by a placement ("coarse": the paper's rounds; "joint": one `ListwiseRequest`
+over the K anchors and U answers, an answer's position the count of anchors ranked below it, so anchors out of
+their known order break nothing and the anchors' texts are sent once), a second look (one listwise call over
+the answers, in the placement's round) and extra looks over the answers the looks dispute (none when they
+agree), fused by Borda count (rank sum, ties broken by the placement). Maintenance uses the placement's
+buckets in fused order. A failed placement is handled as in the paper; a failed second or extra look is
+skipped and counted (`look_failures`), never neutral.
 """
 
 from __future__ import annotations
