@@ -88,13 +88,8 @@ class AnchorBuffer:
 
     def to_state(self) -> dict[str, Any]:
         """Plain JSON-able form; anchors as compact `[key, source, created_epoch, h]` rows."""
-        return {
-            "anchors": [[a.text_key, a.source, a.created_epoch, a.inactive_epochs] for a in self.anchors],
-            "created_epoch": self.created_epoch,
-            "observed_epoch": self.observed_epoch,
-            "left_epoch": self.left_epoch,
-            "right_epoch": self.right_epoch,
-        }
+        rows = [[a.text_key, a.source, a.created_epoch, a.inactive_epochs] for a in self.anchors]
+        return {"anchors": rows, **{name: getattr(self, name) for name in ("created_epoch", *_MARKERS)}}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> AnchorBuffer:
@@ -103,14 +98,10 @@ class AnchorBuffer:
             check_buffer_state(state)
         except (KeyError, TypeError) as exc:
             raise ValueError(
-                f"Malformed RankBuffer buffer state ({_reason(exc)}); expected the output of "
-                "AnchorBuffer.to_state()"
+                f"Malformed RankBuffer buffer state ({_reason(exc)}); expected the output of AnchorBuffer.to_state()"
             ) from None
-        return cls(
-            tuple(Anchor(*row) for row in state["anchors"]),
-            created_epoch=state["created_epoch"],
-            **{name: state.get(name) for name in _MARKERS},
-        )
+        markers = {name: state.get(name) for name in _MARKERS}
+        return cls(tuple(Anchor(*row) for row in state["anchors"]), state["created_epoch"], **markers)
 
 
 _MARKERS = ("observed_epoch", "left_epoch", "right_epoch")
@@ -173,8 +164,7 @@ class BufferUpdate:
 def update_buffer(buffer: AnchorBuffer, buckets: Sequence[Sequence[str]], epoch: int, H: int) -> BufferUpdate:
     """Algorithm 2 (Appendix A): inactivity pruning, boundary expansion, interval refinement over the text
     keys of `buckets[p]` (p = 0..K). Merged in pre-update coordinates (a_k at k, a new left anchor at 1/2,
-    right at K + 1/2, a refinement of bucket p at p + 1/2), so a removal never shifts where a new one goes.
-    """
+    right at K + 1/2, a refinement of bucket p at p + 1/2), so a removal never shifts where a new one goes."""
     K = buffer.size
     if len(buckets) != K + 1:
         raise ValueError(f"update_buffer needs K+1 = {K + 1} buckets for {K} anchors, got {len(buckets)}")
@@ -205,11 +195,8 @@ def update_buffer(buffer: AnchorBuffer, buckets: Sequence[Sequence[str]], epoch:
         if n >= 3:
             added.append((2 * p + 1, Anchor(buckets[p][(n + 1) // 2 - 1], "refine", epoch)))
 
-    merged.extend(added)
-    merged.sort(key=lambda item: item[0])
-    new = replace(
-        buffer, anchors=tuple(a for _, a in merged), observed_epoch=observed, left_epoch=left, right_epoch=right
-    )
+    kept = tuple(a for _, a in sorted(merged + added, key=lambda item: item[0]))
+    new = replace(buffer, anchors=kept, observed_epoch=observed, left_epoch=left, right_epoch=right)
     return BufferUpdate(new, tuple(a for _, a in added), tuple(anchors[k - 1] for k in sorted(pruned_idx)))
 
 
@@ -224,15 +211,8 @@ class BufferTable:
     def get(self, query_id: str) -> AnchorBuffer | None:
         return self._buffers.get(query_id)
 
-    def set(self, query_id: str, buffer: AnchorBuffer) -> None:
-        self._replace(query_id, buffer)
-
-    def remove(self, query_id: str) -> None:
-        """Forget `query_id`'s buffer (undoes a `set`)."""
-        self._replace(query_id, None)
-
-    def _replace(self, query_id: str, buffer: AnchorBuffer | None) -> None:
-        """The one write path: the totals lose the old buffer and gain the new one."""
+    def set(self, query_id: str, buffer: AnchorBuffer | None) -> None:
+        """The one write path (None forgets the buffer): the totals lose the old buffer and gain the new one."""
         for b, sign in ((self.get(query_id), -1), (buffer, +1)):
             if b is not None:
                 self._sizes[b.size] += sign
@@ -263,27 +243,22 @@ class BufferTable:
         """`buffer/count`, `buffer/size_mean`, `buffer/size_max`, `buffer/anchors_<source>`."""
         n = len(self)
         sizes = [s for s, c in self._sizes.items() if c > 0]
-        out = {
+        return {
             "buffer/count": float(n),
             "buffer/size_mean": sum(s * c for s, c in self._sizes.items()) / n if n else 0.0,
             "buffer/size_max": float(max(sizes, default=0)),
+            **{f"buffer/anchors_{source}": float(self._sources[source]) for source in SOURCES},
         }
-        for source in SOURCES:
-            out[f"buffer/anchors_{source}"] = float(self._sources[source])
-        return out
 
 
 class StoredBufferTable(BufferTable):
     """A `BufferTable` in the `buffers` table of a `SQLiteAnchorStore`: memory holds only the buffers changed
-    since the last `flush`; the running totals travel in the state file (`totals`). `clear=True` starts empty.
-    """
+    since the last `flush`; the running totals travel in the state file (`totals`)."""
 
-    def __init__(self, store, totals: dict | None = None, *, clear: bool = False):
+    def __init__(self, store, totals: dict | None = None):
         super().__init__()
         self._store = store
         self._changed: dict[str, AnchorBuffer | None] = {}  # None: removed
-        if clear:
-            store.clear_buffers()
         if totals:
             self._sizes.update({int(k): v for k, v in totals["sizes"].items()})
             self._sources.update(totals["sources"])
@@ -311,14 +286,12 @@ class StoredBufferTable(BufferTable):
             yield query_id, AnchorBuffer.from_state(json.loads(state))
 
     def state(self) -> dict[str, Any]:
-        """The state file's part: the running totals only (`buffers_stored`); the structures are in the store."""
+        """The state file's part: the running totals only (`buffers_stored`, restored with
+        `StoredBufferTable(store, totals)`); the structures are in the store."""
         self.flush()
-        return {"buffers_stored": self.totals()}
-
-    def totals(self) -> dict:
-        """The running totals, JSON-able (restored with `StoredBufferTable(store, totals)`)."""
         sizes = {str(k): v for k, v in self._sizes.items() if v}
-        return {"count": len(self), "sizes": sizes, "sources": {k: v for k, v in self._sources.items() if v}}
+        sources = {k: v for k, v in self._sources.items() if v}
+        return {"buffers_stored": {"count": len(self), "sizes": sizes, "sources": sources}}
 
 
 #: what `frozen` records per touched query: (buffer or None, look-ahead group or None)
@@ -362,10 +335,7 @@ class QueryBuffers:
         finally:
             self._journals.pop()
             for qid, (buffer, pending) in journal.items():
-                if buffer is None:
-                    self.table.remove(qid)
-                else:
-                    self.table.set(qid, buffer)
+                self.table.set(qid, buffer)
                 if pending is None:
                     self._pending.pop(qid, None)
                 else:
@@ -403,10 +373,8 @@ class QueryBuffers:
             for qid, b in {} if stored else _entries(source, state, "buffers").items():
                 with checked_entry(source, qid):
                     buffers[qid] = AnchorBuffer.from_state(b)
-            for text in state.get("texts", {}).values():
-                self.store.put(text)
-            keys = {k for p in pending.values() for bucket in p["buckets"] for k in bucket}
-            missing = self.store.missing(keys.union(*(b.keys for b in buffers.values())))
+            self.store.put_many(state.get("texts", {}).values())
+            missing = self.store.missing(_referenced_keys({} if stored else state["buffers"], pending))
             if missing:
                 raise ValueError(
                     f"{len(missing)} anchor text(s) referenced by the RankBuffer state are not in the anchor store "
@@ -423,27 +391,23 @@ class QueryBuffers:
     def export(self, query_ids: Iterable[str]) -> dict[str, Any]:
         """The state of `query_ids` alone, in `state()`'s in-memory layout (`buffers`, `pending`, `texts`):
         what a judging worker needs to score their groups and what it hands back (`merge`)."""
-        buffers, pending = {}, {}
-        for qid in query_ids:
-            buffer, group = self.table.get(qid), self._pending.get(qid)
-            if buffer is not None:
-                buffers[qid] = buffer.to_state()
-            if group is not None:
-                pending[qid] = group
+        query_ids = list(query_ids)
+        buffers = {qid: b.to_state() for qid in query_ids if (b := self.table.get(qid)) is not None}
+        pending = {qid: self._pending[qid] for qid in query_ids if qid in self._pending}
         return {"buffers": buffers, "pending": pending,
                 "texts": self.store.texts(sorted(_referenced_keys(buffers, pending)))}  # fmt: skip
 
     def merge(self, state: dict[str, Any]) -> None:
         """Take `export()` output of some queries: their texts, buffers and look-ahead groups replace this
         table's (through `set`, so running totals and open `frozen` blocks follow); other queries keep theirs."""
-        texts = state["texts"]
-        new = [texts[k] for k in self.store.missing(texts)]
-        self.store.put_many(new)
+        self.store.put_many(state["texts"][k] for k in self.store.missing(state["texts"]))
         for qid, group in state["pending"].items():
             self.set_pending(qid, group["epoch"], [list(b) for b in group["buckets"]])
         for qid, buffer in state["buffers"].items():
             self.set(qid, AnchorBuffer.from_state(buffer))
         self.table.flush()
+
+
 def _entries(source: str, state: dict[str, Any], name: str) -> dict[str, Any]:
     """`state[name]`, a JSON object of entries by query id, or `CheckpointStateError` naming `source`."""
     entries = state.get(name)
@@ -457,14 +421,14 @@ def checked_pending(source: str, state: dict[str, Any]) -> dict[str, dict[str, A
     `CheckpointStateError` naming `source` and the query for any other entry."""
     pending = {}
     for qid, p in _entries(source, state, "pending").items():
-        try:
-            if not (type(p) is dict and p.keys() == {"epoch", "buckets"} and type(p["epoch"]) is int
-                    and type(p["buckets"]) is list and all(type(b) is list for b in p["buckets"])
-                    and all(type(k) is str for b in p["buckets"] for k in b)):  # fmt: skip
-                raise TypeError(f"expected {{'epoch': integer, 'buckets': [[key, ...], ...]}}, got {p!r:.80}")
-            pending[qid] = {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
-        except TypeError as e:
-            raise corrupt_entry(source, f"its look-ahead group is malformed ({e})", query=qid) from None
+        if not (type(p) is dict and p.keys() == {"epoch", "buckets"} and type(p["epoch"]) is int
+                and type(p["buckets"]) is list and all(type(b) is list for b in p["buckets"])
+                and all(type(k) is str for b in p["buckets"] for k in b)):  # fmt: skip
+            expected = "{'epoch': integer, 'buckets': [[key, ...], ...]}"
+            raise corrupt_entry(
+                source, f"its look-ahead group is malformed (expected {expected}, got {p!r:.80})", query=qid
+            )
+        pending[qid] = {"epoch": p["epoch"], "buckets": [list(b) for b in p["buckets"]]}
     return pending
 
 
@@ -483,31 +447,27 @@ def key_collision(key: str) -> ValueError:
 
 
 class AnchorStore(Protocol):
-    """What RankBuffer asks of an anchor store: texts by key, and where its buffers and checkpoints go."""
+    """What RankBuffer asks of an anchor store: texts by key (`put` stores a new one and returns its key; `put_many`
+    in one write where the store can; `get` raises `KeyError` for an absent key; `missing`: the absent keys, sorted
+    and unique), where its buffers live (`buffer_table`: a new, empty table, or the one a state file's
+    `buffers_stored` totals describe) and what a checkpoint folder gets beyond the state file (`save_checkpoint`;
+    `load_checkpoint` takes it back, with the buffer structures if `buffers`)."""
 
-    def put(self, text: str) -> str:
-        """Store `text` (if new) and return its key."""
+    def put(self, text: str) -> str: ...
 
-    def put_many(self, texts: Iterable[str]) -> list[str]:
-        """`put` for each of `texts`, in one write where the store can; their keys."""
+    def put_many(self, texts: Iterable[str]) -> list[str]: ...
 
-    def get(self, key: str) -> str:
-        """The text of `key` (`KeyError` when absent)."""
+    def get(self, key: str) -> str: ...
 
-    def missing(self, keys: Iterable[str]) -> list[str]:
-        """The keys of `keys` that the store does not hold (sorted, unique)."""
+    def missing(self, keys: Iterable[str]) -> list[str]: ...
 
-    def texts(self, keys: Iterable[str]) -> dict[str, str]:
-        """`{key: text}` for `keys`."""
+    def texts(self, keys: Iterable[str]) -> dict[str, str]: ...
 
-    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable:
-        """A new, empty table (`totals` None), or the one a state file's `buffers_stored` totals describe."""
+    def buffer_table(self, totals: dict[str, Any] | None = None) -> BufferTable: ...
 
-    def save_checkpoint(self, directory: str) -> None:
-        """Write what a checkpoint folder needs beyond the state file."""
+    def save_checkpoint(self, directory: str) -> None: ...
 
-    def load_checkpoint(self, directory: str, *, buffers: bool) -> None:
-        """Take back what `save_checkpoint` wrote into `directory`, with the buffer structures if `buffers`."""
+    def load_checkpoint(self, directory: str, *, buffers: bool) -> None: ...
 
 
 class InMemoryAnchorStore:
@@ -583,7 +543,6 @@ _MARK = (
     f"BEGIN IMMEDIATE; {_CREATE}; PRAGMA application_id = {APPLICATION_ID}; "
     f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
 )
-_HEADER = b"SQLite format 3\x00"
 _FIX = (
     "point anchor_store_path at the run's anchors.sqlite, or resume from a checkpoint that holds its own anchors.sqlite"
 )
@@ -620,7 +579,7 @@ def _check_file(path: str, *, must_exist: bool) -> None:
         if must_exist:
             raise _not_a_store(path, "the file is empty")
         return  # SQLite treats an empty file as a new database
-    if not head.startswith(_HEADER):
+    if not head.startswith(b"SQLite format 3\x00"):
         raise _not_a_store(path, f"it is not an SQLite database (it starts with {head[:16]!r})")
     if len(head) < 100:
         raise _not_a_store(path, f"the file is truncated or corrupt ({size} bytes, shorter than the SQLite header)")
@@ -665,11 +624,9 @@ def _uri(path: str, mode: str) -> str:
 
 
 class SQLiteAnchorStore:
-    """Append-only anchor texts in an SQLite file at `path` (created if absent; `read_only`: must exist).
-
-    Every `put` is committed at once, so a process crash loses nothing a checkpoint can refer to; commits
-    do not wait for fsync (WAL, synchronous=NORMAL: fsync per put cost ~9 ms, docs/performance.md).
-    """
+    """Append-only anchor texts in an SQLite file at `path` (created if absent; `read_only`: must exist). Every
+    `put` is committed at once, so a process crash loses nothing a checkpoint can refer to; commits do not wait
+    for fsync (WAL, synchronous=NORMAL: fsync per put cost ~9 ms, docs/performance.md)."""
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False):
         self.path = os.fspath(path)
@@ -709,6 +666,12 @@ class SQLiteAnchorStore:
         except sqlite3.DatabaseError as e:
             raise _database_error(self.path, action, e) from e
 
+    def _one(self, action: str, sql: str, *params: str) -> Any:
+        """The first value of the first row `sql` gives, or None when it gives none."""
+        with self._sql(action):
+            row = self._db.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
     def put(self, text: str) -> str:
         return self.put_many([text])[0]
 
@@ -729,11 +692,10 @@ class SQLiteAnchorStore:
         return keys
 
     def get(self, key: str) -> str:
-        with self._sql(f"reading anchor {key}"):
-            row = self._db.execute("SELECT text FROM anchors WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        text = self._one(f"reading anchor {key}", "SELECT text FROM anchors WHERE key = ?", key)
+        if text is None:
             raise KeyError(f"Anchor key {key!r} is not in the anchor store {self.path}")
-        return row[0]
+        return text
 
     def missing(self, keys: Iterable[str]) -> list[str]:
         """The keys of `keys` that the store does not hold (sorted, unique): one pass over the key index when
@@ -765,8 +727,7 @@ class SQLiteAnchorStore:
         return found
 
     def __len__(self) -> int:
-        with self._sql("counting anchors"):
-            return self._db.execute("SELECT COUNT(*) FROM anchors").fetchone()[0]
+        return self._one("counting anchors", "SELECT COUNT(*) FROM anchors")
 
     def write_buffers(self, rows: Mapping[str, str | None]) -> None:
         """Write buffer structures, `{query_id: JSON text}` (None deletes a row), in one transaction."""
@@ -778,9 +739,9 @@ class SQLiteAnchorStore:
 
     def read_buffer(self, query_id: str) -> str | None:
         """The stored structure (JSON text) of `query_id`'s buffer, or None."""
-        with self._sql(f"reading the buffer of {query_id!r}"):
-            row = self._db.execute("SELECT state FROM buffers WHERE query_id = ?", (query_id,)).fetchone()
-        return None if row is None else row[0]
+        return self._one(
+            f"reading the buffer of {query_id!r}", "SELECT state FROM buffers WHERE query_id = ?", query_id
+        )
 
     def buffer_rows(self) -> Iterator[tuple[str, str]]:
         """Every stored `(query_id, JSON text)`, in query_id order."""
@@ -788,30 +749,18 @@ class SQLiteAnchorStore:
             yield from self._db.execute("SELECT query_id, state FROM buffers ORDER BY query_id")
 
     def buffer_count(self) -> int:
-        with self._sql("counting buffers"):
-            return self._db.execute("SELECT COUNT(*) FROM buffers").fetchone()[0]
-
-    def clear_buffers(self) -> None:
-        """Delete every stored buffer structure (a new run starts without buffers; texts stay)."""
-        with self._sql("clearing buffers"), self._db:
-            self._db.execute("DELETE FROM buffers")
+        return self._one("counting buffers", "SELECT COUNT(*) FROM buffers")
 
     def meta(self, key: str, default: str | None = None) -> str | None:
         """A value of the store's `meta` table (`store_id`, export watermarks), or `default`."""
-        with self._sql(f"reading {key}"):
-            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-                return default
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else row[0]
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._sql(f"writing {key}"), self._db:
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        if not self._one(f"reading {key}", "SELECT 1 FROM sqlite_master WHERE name = 'meta'"):
+            return default
+        value = self._one(f"reading {key}", "SELECT value FROM meta WHERE key = ?", key)
+        return default if value is None else value
 
     def text_watermark(self) -> int:
         """The rowid of the newest text: texts are append-only, so rows up to it never change."""
-        with self._sql("reading the text watermark"):
-            return self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM anchors").fetchone()[0]
+        return self._one("reading the text watermark", "SELECT COALESCE(MAX(rowid), 0) FROM anchors")
 
     def export(self, path: str | os.PathLike, *, texts: tuple[int, int] | None = None, buffers: bool = False,
                meta: Mapping[str, str] | None = None) -> None:  # fmt: skip
@@ -837,47 +786,36 @@ class SQLiteAnchorStore:
         durable_replace(tmp, path)
 
     def import_buffers(self, path: str | os.PathLike) -> None:
-        """Replace this store's buffer structures by those of the store file `path`, in one transaction.
-
-        Every row is checked first (`check_buffer_state`; its anchor keys must be in this store), so a bad row
-        raises `CheckpointStateError` naming `path` and its query, and nothing is copied."""
+        """Replace this store's buffer structures by those of the store file `path`, in one transaction. Every
+        row is checked first (`check_buffer_state`, its keys in this store): a bad row raises
+        `CheckpointStateError` naming `path` and its query, and nothing is copied."""
         path = os.fspath(path)
         _check_file(path, must_exist=True)
         with self._sql(f"importing buffers from {path}"), self._attached(path, "source", "ro"):
             _schema_state(self._db, path, "source", allow_new=False)
             if not self._db.execute("SELECT 1 FROM source.sqlite_master WHERE name = 'buffers'").fetchone():
                 raise _not_a_store(path, "it holds no buffers table (a snapshot written before buffers were stored)")
-            self._check_buffer_rows(path, "source")
+            rows, keys = "SELECT query_id, state FROM source.buffers", set()
+            with paused_gc():  # 10^6 anchor keys at 10^5 queries (see _gc.py)
+                for query_id, state in self._db.execute(rows):
+                    with checked_entry(path, query_id):
+                        keys.update(check_buffer_state(json.loads(state)))
+            missing = set(self.missing(keys))
+            if missing:
+                query_id, key = next((q, k) for q, state in self._db.execute(rows)
+                                     for k in check_buffer_state(json.loads(state)) if k in missing)  # fmt: skip
+                raise corrupt_entry(
+                    path, f"its buffer refers to anchor key {key}, whose text is in neither the anchor store "
+                    f"{self.path} nor the checkpoint's text segments ({len(missing)} such key(s))", query=query_id,
+                )  # fmt: skip
             with self._db:
                 self._db.execute("DELETE FROM main.buffers")
                 self._db.execute("INSERT INTO main.buffers SELECT query_id, state FROM source.buffers")
 
-    def _check_buffer_rows(self, path: str, schema: str) -> None:
-        """Check every buffer row of the attached store `schema` (the file `path`) as `import_buffers` says."""
-        rows = f"SELECT query_id, state FROM {schema}.buffers"
-        keys: set[str] = set()
-        with paused_gc():  # 10^6 anchor keys at 10^5 queries (see _gc.py)
-            for query_id, state in self._db.execute(rows):
-                with checked_entry(path, query_id):
-                    keys.update(check_buffer_state(json.loads(state)))
-        missing = set(self.missing(keys))
-        if missing:
-            query_id, key = next((q, k) for q, state in self._db.execute(rows)
-                                 for k in check_buffer_state(json.loads(state)) if k in missing)  # fmt: skip
-            raise corrupt_entry(
-                path, f"its buffer refers to anchor key {key}, whose text is in neither the anchor store {self.path} nor "
-                f"the checkpoint's text segments ({len(missing)} such key(s))", query=query_id,
-            )  # fmt: skip
-
     def merge_from(self, path: str | os.PathLike) -> int:
-        """Add the texts of the anchor store file `path` (e.g. a checkpoint's text segment) that this
-        store lacks, in one transaction; returns how many were added.
-
-        `path` is checked as at opening, plus SQLite's `quick_check` (the file is read whole
-        anyway). A key for which `path` holds another text than this store raises
-        `AnchorStoreError` and adds nothing (the stores come from different runs, or one of them
-        is corrupt).
-        """
+        """Add the texts of the store file `path` (e.g. a checkpoint's text segment) that this store lacks, in one
+        transaction; returns how many. `path` is checked as at opening plus SQLite's `quick_check`; a key with
+        another text here raises `AnchorStoreError` and adds nothing (stores of different runs, or corrupt)."""
         path = os.fspath(path)
         _check_file(path, must_exist=True)
         if os.path.exists(self.path) and os.path.samefile(path, self.path):
@@ -891,20 +829,17 @@ class SQLiteAnchorStore:
                 insert = "INSERT OR IGNORE INTO main.anchors SELECT key, text FROM merged.anchors"
                 added = self._db.execute(insert).rowcount
                 if added < self._db.execute("SELECT COUNT(*) FROM merged.anchors").fetchone()[0]:
-                    self._check_merged_texts(path)  # some keys were here before: their texts must match
+                    clash = self._db.execute(  # some keys were here before: their texts must match
+                        "SELECT m.key FROM merged.anchors AS m JOIN main.anchors AS a ON a.key = m.key "
+                        "WHERE a.text != m.text LIMIT 1"
+                    ).fetchone()
+                    if clash is not None:
+                        raise AnchorStoreError(
+                            f"Anchor key {clash[0]} holds one text in {path} and another in {self.path} (a key "
+                            "collision): the stores belong to different runs or one is corrupt; nothing was merged. "
+                            "Merge only snapshots of this run's store"
+                        )
         return added
-
-    def _check_merged_texts(self, path: str) -> None:
-        """Raise if some key of the attached store `merged` holds another text here."""
-        clash = self._db.execute(
-            "SELECT m.key FROM merged.anchors AS m JOIN main.anchors AS a ON a.key = m.key WHERE a.text != m.text LIMIT 1"
-        ).fetchone()
-        if clash is not None:
-            raise AnchorStoreError(
-                f"Anchor key {clash[0]} holds one text in {path} and another in {self.path} (a key collision): the "
-                "stores belong to different runs or one is corrupt; nothing was merged. Merge only snapshots of "
-                "this run's store"
-            )
 
     def close(self) -> None:
         self._db.close()
@@ -912,8 +847,10 @@ class SQLiteAnchorStore:
     def buffer_table(self, totals: dict[str, Any] | None = None) -> StoredBufferTable:
         """The buffer structures live in this file: a new table clears what an earlier run left; a
         state's table is checked against its totals (another checkpoint's store raises)."""
-        if totals is None:
-            return StoredBufferTable(self, clear=True)
+        if totals is None:  # a new run starts without buffers; texts stay
+            with self._sql("clearing buffers"), self._db:
+                self._db.execute("DELETE FROM buffers")
+            return StoredBufferTable(self)
         found = self.buffer_count()
         if found != totals["count"]:
             raise ValueError(
@@ -930,12 +867,20 @@ class SQLiteAnchorStore:
         done, upto = int(self.meta(_EXPORTED, "0")), self.text_watermark()
         if upto > done:
             self.export(os.path.join(segments, f"texts-{done + 1:012d}-{upto:012d}.sqlite"), texts=(done, upto))
-            self.set_meta(_EXPORTED, str(upto))
+            with self._sql(f"writing {_EXPORTED}"), self._db:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (_EXPORTED, str(upto)))
         folder = os.path.join(directory, CHECKPOINT_FOLDER)
         os.makedirs(folder, exist_ok=True)
         remove_write_debris(folder)  # of a save of this checkpoint that was killed (before a resume)
         for name in _segments(segments):
-            _link_or_copy(os.path.join(segments, name), os.path.join(folder, name))
+            source, target = os.path.join(segments, name), os.path.join(folder, name)
+            if os.path.exists(target):  # segments never change: an existing link or copy is this segment
+                continue
+            try:  # through NAME.tmp: the debris of a save killed here went above
+                os.link(source, f"{target}.tmp")
+            except OSError:  # another filesystem, or links not supported
+                shutil.copyfile(source, f"{target}.tmp")
+            os.replace(f"{target}.tmp", target)
         meta = {"store_id": self.meta("store_id") or "", "texts_upto": str(upto)}
         self.export(os.path.join(folder, BUFFERS_FILE), buffers=True, meta=meta)
 
@@ -946,8 +891,9 @@ class SQLiteAnchorStore:
         if not os.path.isdir(folder):
             return
         snapshot = os.path.join(folder, BUFFERS_FILE)
-        saved = _snapshot_meta(snapshot)
-        if not (saved["store_id"] == self.meta("store_id") and self.text_watermark() >= int(saved["texts_upto"])):
+        with contextlib.closing(SQLiteAnchorStore(snapshot, read_only=True)) as saved:
+            store_id, upto = saved.meta("store_id"), saved.meta("texts_upto")
+        if not (store_id == self.meta("store_id") and self.text_watermark() >= int(upto)):
             for name in _segments(folder):
                 self.merge_from(os.path.join(folder, name))
         if buffers:
@@ -956,35 +902,11 @@ class SQLiteAnchorStore:
 
 def checkpoint_buffer_rows(checkpoint: str) -> Iterator[tuple[str, str]]:
     """`(query_id, JSON text)` of every buffer saved in `checkpoint`'s `anchors/` folder (for reports)."""
-    snapshot = SQLiteAnchorStore(os.path.join(checkpoint, CHECKPOINT_FOLDER, BUFFERS_FILE), read_only=True)
-    try:
+    path = os.path.join(checkpoint, CHECKPOINT_FOLDER, BUFFERS_FILE)
+    with contextlib.closing(SQLiteAnchorStore(path, read_only=True)) as snapshot:
         yield from snapshot.buffer_rows()
-    finally:
-        snapshot.close()
 
 
 def _segments(folder: str) -> list[str]:
     """The text segment files of `folder`, oldest first (their names sort by rowid)."""
     return sorted(n for n in os.listdir(folder) if n.startswith("texts-") and n.endswith(".sqlite"))
-
-
-def _snapshot_meta(path: str) -> dict[str, str]:
-    """The identity and text watermark `save_checkpoint` wrote into the snapshot at `path`."""
-    snapshot = SQLiteAnchorStore(path, read_only=True)
-    try:
-        return {key: snapshot.meta(key) for key in ("store_id", "texts_upto")}
-    finally:
-        snapshot.close()
-
-
-def _link_or_copy(source: str, target: str) -> None:
-    if os.path.exists(target):
-        return  # segments never change: an existing link or copy is this segment
-    tmp = f"{target}.tmp"
-    if os.path.exists(tmp):  # left by a save killed here
-        os.remove(tmp)
-    try:
-        os.link(source, tmp)
-    except OSError:  # another filesystem, or links not supported
-        shutil.copyfile(source, tmp)
-    os.replace(tmp, target)

@@ -34,7 +34,7 @@ import contextlib
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,7 +48,6 @@ from ..judging.requests import (
     JudgeFailure,
     ListwiseRequest,
     ask,
-    is_failure,
     seeded_rng,
     text_id,
 )
@@ -172,11 +171,9 @@ class AnchorView:
 
 
 class RankBufferReward(GroupRewardMethod):
-    """RankBuffer rank rewards (RankBuffer paper, Sec. 3, Algorithms 1-2, Appendices G-H).
-
-    `store`: an `AnchorStore` instead of the one the options name; `manager_judge`: the LLM manager's judge
-    (default `judge`). A variant overrides `make_ranking` and `make_manager`, as `rank_buffer_plus` does.
-    """
+    """RankBuffer rank rewards (RankBuffer paper, Sec. 3, Algorithms 1-2, Appendices G-H). `store`: an
+    `AnchorStore` instead of the one the options name; `manager_judge`: the LLM manager's judge (default
+    `judge`). A variant overrides `make_ranking` and `make_manager`, as `rank_buffer_plus` does."""
 
     name = "rank_buffer"
     options_class = RankBufferOptions
@@ -287,13 +284,10 @@ class RankBufferReward(GroupRewardMethod):
         else:
             update = await self.manager.after_ranking(group, old, ranked, key_buckets, get, **when)
 
-        # Commit (no await from here on): texts of new anchors first, then the structure.
-        for anchor in update.added:
-            if anchor.text_key in texts:  # look-ahead picks come from stored pending groups
-                self.store.put(texts[anchor.text_key])
+        # Commit (no await from here on): texts of new anchors first (look-ahead picks are stored), then the structure.
+        new = [texts[a.text_key] for a in update.added if a.text_key in texts]
+        self.store.put_many(new + answers if self.manager.lookahead else new)
         if self.manager.lookahead:
-            for key in keys:
-                self.store.put(texts[key])
             self.buffers.set_pending(qid, epoch, key_buckets)
         self.buffers.set(qid, update.buffer)
         details.update(ranked_details(candidates, ranking, ranked, old, update, initial))
@@ -308,27 +302,47 @@ class RankBufferReward(GroupRewardMethod):
                 "add references, or set buffer_init='auto' (the first group where a query has none) or 'bootstrap'"
             )
         texts = select_endpoints(list(reversed(group.references)), self.options.k0)
-        keys = [self.store.put(t) for t in texts]
-        return AnchorBuffer.initial(keys, "references", epoch)
+        return AnchorBuffer.initial(self.store.put_many(texts), "references", epoch)
 
     async def _bootstrap(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
         """Algorithm 1, lines 9-12: rank the first group listwise; Select_K0 of it becomes the buffer."""
         answers, tally = candidates.answers, new_tally()
         order = await order_all(self.judge, group, answers, tally, self.options.reshuffle_check, step=step)
-        details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": int(len(answers) >= 2)}
-        details[DETAILS_KEY] = tally
+        calls = int(len(answers) >= 2)
+        details: dict[str, Any] = {"bootstrap": True, "maintained": False, "bootstrap_calls": calls, DETAILS_KEY: tally}
         if answers:  # a group of only invalid rollouts cannot seed a buffer; the next one will
-            keys = [self.store.put(answers[u]) for u in select_endpoints(order, self.options.k0)]
+            keys = self.store.put_many(answers[u] for u in select_endpoints(order, self.options.k0))
             buffer = AnchorBuffer.initial(keys, "bootstrap", epoch)
             self.buffers.set(group.query_id, buffer)
             details.update(buffer_size=buffer.size, anchors_added={"bootstrap": buffer.size})
         return RankOutcome([[u] for u in order], details)
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
+        """The base metrics, the buffers' totals, and the `buffer/...` and `rank/...` of the judged groups."""
         out = super().step_metrics(results)
         out.update(self.buffers.table.stats())
         judged = [r.details for r in results if not r.neutral]
-        out.update(buffer_step_metrics(judged, self.options.reshuffle_check))
+        added, pruned, hist = Counter(), Counter(), Counter()
+        for d in judged:
+            added.update(d.get("anchors_added", {}))
+            pruned.update(d.get("anchors_pruned", {}))
+            hist.update(n for n in d.get("bucket_sizes", ()) if n > 0)
+        for source in SOURCES:
+            out[f"buffer/added_{source}"] = float(added[source])
+            out[f"buffer/pruned_{source}"] = float(pruned[source])
+        for n, count in sorted(hist.items()):
+            out[f"rank/bucket_size_hist_{n}"] = float(count)
+        placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
+        if placed:
+            out["rank/coarse_position_mean"] = sum(placed) / len(placed)
+        ranked = [d for d in judged if "coarse_calls" in d]
+        if ranked:
+            out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
+            out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
+        out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
+        out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
+        out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
+        out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), self.options.reshuffle_check))
         return out
 
     def frozen_state(self) -> contextlib.AbstractContextManager[None]:
@@ -418,10 +432,8 @@ class Ranking:
             return [[u] for u in self.order]
         blocks: list[list[int]] = []
         for p, bucket in enumerate(self.buckets):
-            if self.ties or p in self.unranked:
-                blocks.extend([list(bucket)] if bucket else [])
-            else:
-                blocks.extend([u] for u in bucket)
+            tied = self.ties or p in self.unranked
+            blocks.extend(([list(bucket)] if bucket else []) if tied else [[u] for u in bucket])
         return blocks
 
 
@@ -438,21 +450,15 @@ def listwise_request(group: Group, texts: Sequence[str], step: int) -> ListwiseR
     return group.request(ListwiseRequest, step=step, candidates=tuple(texts))
 
 
-async def listwise_order(
-    judge: Judge, request: ListwiseRequest, tally: dict[str, float], reshuffle: float
-) -> list[int]:
-    """The judge's order of `request.candidates` (audited in `tally`), else `GroupJudgingFailed`."""
-    (verdict,) = require([await ask_listwise(judge, request, tally, reshuffle)])
-    return check_order(verdict, len(request.candidates))
-
-
 async def order_all(
-    judge: Judge, group: Group, answers: list[str], tally: dict[str, float], reshuffle: float, *, step: int
+    judge: Judge, group: Group, texts: list[str], tally: dict[str, float], reshuffle: float, *, step: int
 ) -> list[int]:
-    """All `answers` worst -> best by one listwise call (none for fewer than two)."""
-    if len(answers) < 2:
-        return list(range(len(answers)))
-    return await listwise_order(judge, listwise_request(group, answers, step), tally, reshuffle)
+    """All `texts` worst -> best by one listwise call (audited in `tally`; none for fewer than two), else
+    `GroupJudgingFailed`."""
+    if len(texts) < 2:
+        return list(range(len(texts)))
+    (verdict,) = require([await ask_listwise(judge, listwise_request(group, texts, step), tally, reshuffle)])
+    return check_order(verdict, len(texts))
 
 
 class CoarseToFine(RankingStrategy):
@@ -520,12 +526,9 @@ def check_order(verdict: Any, n: int) -> list[int]:
 
 def order_or_none(verdict: Any, n: int) -> list[int] | None:
     """`check_order`'s order, or None for a failure or a non-permutation (optional looks skip those)."""
-    if is_failure(verdict):
-        return None
-    try:
+    with contextlib.suppress(GroupJudgingFailed):  # a JudgeFailure is no permutation either
         return check_order(verdict, n)
-    except GroupJudgingFailed:
-        return None
+    return None
 
 
 # -------- the display audit of listwise answers --------------------------------------------------------------
@@ -542,12 +545,6 @@ def kendall_tau(a: Sequence[int], b: Sequence[int]) -> float:
 def new_tally() -> dict[str, float]:
     """An empty per-group tally: audited answers, copies, their tau and chance sums, and shuffle checks."""
     return {"answers": 0, "copies": 0, "tau_sum": 0.0, "chance_sum": 0.0, "reshuffles": 0, "reshuffle_tau_sum": 0.0}
-
-
-def judge_seed(judge: Any) -> int:
-    """The seed the judge renders with (`render(..., seed=judge.seed)`); 0 when it has none."""
-    seed = getattr(judge, "seed", 0)
-    return seed if isinstance(seed, int) else 0
 
 
 def audit_answer(tally: dict[str, float], request: ListwiseRequest, order: Sequence[int], seed: int) -> None:
@@ -581,7 +578,8 @@ def twin_request(request: ListwiseRequest, seed: int) -> tuple[ListwiseRequest, 
 async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, float], reshuffle: float = 0.0) -> Any:
     """`ask(judge, request)`, auditing a valid answer in `tally`, and the shuffle check for a seeded
     fraction `reshuffle` of requests; returns the verdict unchanged."""
-    seed, n = judge_seed(judge), len(request.candidates)
+    seed, n = getattr(judge, "seed", 0), len(request.candidates)  # the seed the judge renders with
+    seed = seed if isinstance(seed, int) else 0
     if reshuffle > 0 and n >= _MIN_CANDIDATES and _draw(request, seed) < reshuffle:
         twin, perm = twin_request(request, seed)
         verdict, second = await asyncio.gather(ask(judge, request), ask(judge, twin))
@@ -596,6 +594,11 @@ async def ask_listwise(judge: Any, request: ListwiseRequest, tally: dict[str, fl
         tally["reshuffles"] += 1
         tally["reshuffle_tau_sum"] += kendall_tau(order, [perm[j] for j in again])
     return verdict
+
+
+def _draw(request: ListwiseRequest, seed: int) -> float:
+    ids = tuple(text_id(t) for t in request.candidates)
+    return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
 
 
 def tally_metrics(tallies: Iterable[dict[str, float] | None], reshuffle: float = 0.0) -> dict[str, float]:
@@ -624,11 +627,6 @@ def check_reshuffle(value: Any) -> float:
             f"in [0, 1] (0 turns the check off), got {value!r}"
         )
     return float(value)
-
-
-def _draw(request: ListwiseRequest, seed: int) -> float:
-    ids = tuple(text_id(t) for t in request.candidates)
-    return seeded_rng(seed, "reshuffle_check", request.query_id, request.step, ids).random()
 
 
 # -------- buffer maintenance (step 4) ------------------------------------------------------------------------
@@ -715,8 +713,8 @@ class LLMManager(BufferManager):
         """Pick `size` of old anchors + ranked rollouts, shown and kept in their combined order
         C_0, a_1, C_1, ..., a_K, C_K; an invalid pick leaves the buffer unchanged."""
         rollouts = [k for bucket in key_buckets for k in bucket]
-        pool = buffer.keys + rollouts
-        size = min(self.size, len(pool))
+        pool = buffer.size + len(rollouts)  # indices into anchors + rollouts
+        size = min(self.size, pool)
         combined = combined_order(buffer, key_buckets, epoch)
         request = group.request(
             BufferSelectRequest,
@@ -729,12 +727,9 @@ class LLMManager(BufferManager):
         )
         verdict = await ask(self.judge, request)
         details["manager_calls"] = 1
-        chosen = check_selection(verdict, len(pool), size)
+        chosen = check_selection(verdict, pool, size)
         details["manager_invalid"] = int(chosen is None)
-        if chosen is None:
-            return buffer
-        kept = tuple(a for i, a in combined if i in chosen)
-        return replace(buffer, anchors=kept)
+        return buffer if chosen is None else replace(buffer, anchors=tuple(a for i, a in combined if i in chosen))
 
 
 def combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: int) -> list[tuple[int, Anchor]]:
@@ -754,17 +749,14 @@ def combined_order(buffer: AnchorBuffer, key_buckets: list[list[str]], epoch: in
 
 def check_selection(verdict: Any, pool: int, size: int) -> set[int] | None:
     """The manager's pick: `size` distinct indices into anchors + rollouts; else None (invalid)."""
-    if is_failure(verdict) or not isinstance(verdict, (list, tuple)):
+    if not isinstance(verdict, (list, tuple)) or len(verdict) != size:  # a JudgeFailure is neither
         return None
-    if any(isinstance(i, bool) or not isinstance(i, int) for i in verdict):
+    if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < pool for i in verdict):
         return None
-    chosen = set(verdict)
-    if len(chosen) != size or len(verdict) != size or not all(0 <= i < pool for i in chosen):
-        return None
-    return chosen
+    return set(verdict) if len(set(verdict)) == size else None
 
 
-# -------- numbers: per-group details and step metrics --------------------------------------------------------
+# -------- numbers: per-group details (the step metrics are `RankBufferReward.step_metrics`) ------------------
 def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffer, old: AnchorBuffer,
                    update: BufferUpdate, initial: tuple[Anchor, ...]) -> dict[str, Any]:  # fmt: skip
     """The per-group details of a group ranked against `ranked` (`old` before it, `initial`: a new buffer's)."""
@@ -785,34 +777,6 @@ def ranked_details(candidates: Candidates, ranking: Ranking, ranked: AnchorBuffe
     )
     details.update(ranking.extra)
     return details
-
-
-def buffer_step_metrics(judged: Iterable[Mapping[str, Any]], reshuffle_check: bool) -> dict[str, float]:
-    """The step's `buffer/...` and `rank/...` metrics from its judged groups' details."""
-    judged = list(judged)
-    out: dict[str, float] = {}
-    added, pruned, hist = Counter(), Counter(), Counter()
-    for d in judged:
-        added.update(d.get("anchors_added", {}))
-        pruned.update(d.get("anchors_pruned", {}))
-        hist.update(n for n in d.get("bucket_sizes", ()) if n > 0)
-    for source in SOURCES:
-        out[f"buffer/added_{source}"] = float(added[source])
-        out[f"buffer/pruned_{source}"] = float(pruned[source])
-    for n, count in sorted(hist.items()):
-        out[f"rank/bucket_size_hist_{n}"] = float(count)
-    placed = [d["coarse_position_mean"] for d in judged if "coarse_position_mean" in d]
-    if placed:
-        out["rank/coarse_position_mean"] = sum(placed) / len(placed)
-    ranked = [d for d in judged if "coarse_calls" in d]
-    if ranked:
-        out["rank/coarse_calls_mean"] = sum(d["coarse_calls"] for d in ranked) / len(ranked)
-        out["rank/fine_calls_mean"] = sum(d["fine_calls"] for d in ranked) / len(ranked)
-    out["rank/bootstrap_groups"] = float(sum(d.get("bootstrap", False) for d in judged))
-    out["buffer/manager_invalid"] = float(sum(d.get("manager_invalid", 0) for d in judged))
-    out["rank/fine_fallbacks"] = float(sum(d.get("fine_fallbacks", 0) for d in judged))
-    out.update(tally_metrics((d.get(DETAILS_KEY) for d in judged), reshuffle_check))
-    return out
 
 
 # -------- ListwiseGroupReward: the bootstrap ranking as a method of its own ----------------------------------
@@ -836,11 +800,8 @@ class ListwiseGroupReward(GroupRewardMethod):
     options_class = ListwiseGroupOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
-        answers, calls = candidates.answers, int(len(candidates.answers) >= 2)
-        details: dict[str, Any] = {"requests": calls, "rounds": calls}
-        if calls:
-            details[DETAILS_KEY] = new_tally()
-        tally = details.get(DETAILS_KEY, {})
+        answers, calls, tally = candidates.answers, int(len(candidates.answers) >= 2), new_tally()
+        details: dict[str, Any] = {"requests": calls, "rounds": calls, **({DETAILS_KEY: tally} if calls else {})}
         order = await order_all(self.judge, group, answers, tally, self.options.reshuffle_check, step=step)
         return RankOutcome([[u] for u in order], details)
 

@@ -2,19 +2,13 @@
 
 The paper's RankBuffer sees each rollout once, so the judge's per-call noise is never averaged (Sec. 3.3).
 This variant keeps the buffer, its maintenance (Algorithm 2, capped by `max_anchors`) and the rank rewards
-(Eq. 9-10), and changes how a group is ranked:
-
-1. Placement: "coarse", the paper's coarse and fine rounds; or "joint", one `ListwiseRequest` over the K
-   anchors and U answers together, an answer's position being the number of anchors ranked below it
-   (counted, so anchors out of their known order break nothing). Every answer meets the same perception
-   of every anchor, and the anchors' texts are sent once per group.
-2. Second look: one more `ListwiseRequest` over the answers, in the placement's round, fused with the
-   placement order by Borda count (rank sum, ties broken by the placement).
-3. Extra looks: more listwise calls over the answers the looks dispute, each fused in by Borda; a group
-   whose looks agree costs nothing more.
-
-Maintenance uses the placement's buckets in fused order. A failed placement is handled as in the paper; a
-failed second or extra look is skipped and counted (`look_failures`), never neutral.
+(Eq. 9-10), and ranks a group by a placement ("coarse": the paper's rounds; "joint": one `ListwiseRequest`
+over the K anchors and U answers, an answer's position the count of anchors ranked below it, so anchors out of
+their known order break nothing and the anchors' texts are sent once), a second look (one listwise call over
+the answers, in the placement's round) and extra looks over the answers the looks dispute (none when they
+agree), fused by Borda count (rank sum, ties broken by the placement). Maintenance uses the placement's
+buckets in fused order. A failed placement is handled as in the paper; a failed second or extra look is
+skipped and counted (`look_failures`), never neutral.
 """
 
 from __future__ import annotations
@@ -37,9 +31,9 @@ from .rank_buffer import (
     RankingStrategy,
     RuleManager,
     ask_listwise,
-    listwise_order,
     listwise_request,
     new_tally,
+    order_all,
     order_or_none,
 )
 
@@ -98,9 +92,7 @@ class RankBufferPlusReward(RankBufferReward):
             placement = CoarseToFine(self.judge, seed=self.seed, reshuffle_check=o.reshuffle_check)
         else:
             placement = JointPlacement(self.judge, reshuffle_check=o.reshuffle_check)
-        return MultiLookRanking(self.judge, placement, second_look=o.second_look, extra_calls=o.extra_calls,
-                              extra_scope=o.extra_scope, disagreement=o.disagreement,
-                              reshuffle_check=o.reshuffle_check)  # fmt: skip
+        return MultiLookRanking(self.judge, placement, o)
 
     def make_manager(self) -> BufferManager:
         o = self.options
@@ -121,8 +113,8 @@ class JointPlacement(RankingStrategy):
         K, U = len(anchors), len(answers)
         if U == 0:
             return Ranking([], [[] for _ in range(K + 1)], 0, coarse_calls=0)
-        request, tally = listwise_request(group, [*anchors, *answers], step), new_tally()
-        order = await listwise_order(self.judge, request, tally, self.reshuffle_check)
+        tally = new_tally()
+        order = await order_all(self.judge, group, [*anchors, *answers], tally, self.reshuffle_check, step=step)
         positions, buckets, below = [0] * U, [[] for _ in range(K + 1)], 0
         for i in order:  # worst -> best: an answer's position counts the anchors seen before it
             if i < K:
@@ -135,40 +127,33 @@ class JointPlacement(RankingStrategy):
 
 class MultiLookRanking(RankingStrategy):
     """A placement, the second look in the same round, then extra looks over disputed answers, fused by
-    Borda count; buckets keep the placement's, in fused order."""
+    Borda count; buckets keep the placement's, in fused order. `options`: the looks' settings."""
 
-    def __init__(self, judge: Judge, placement: RankingStrategy, *, second_look: bool, extra_calls: int,
-                 extra_scope: str, disagreement: int, reshuffle_check: float):  # fmt: skip
+    def __init__(self, judge: Judge, placement: RankingStrategy, options: RankBufferPlusOptions):
         self.judge = judge
         self.placement = placement
-        self.second_look = second_look
-        self.extra_calls = extra_calls
-        self.extra_scope = extra_scope
-        self.disagreement = disagreement
-        self.reshuffle_check = reshuffle_check
+        self.options = options
 
     async def rank(self, group: Group, anchors: Sequence[str], answers: list[str], *, step: int) -> Ranking:
-        tally = new_tally()  # the looks' audit; the placement's is merged in below
+        o, tally = self.options, new_tally()  # the looks' audit; the placement's is merged in below
         place = self._place(group, anchors, answers, step=step)
-        if self.second_look and len(answers) >= 2:
-            look = ask_listwise(self.judge, listwise_request(group, answers, step), tally, self.reshuffle_check)
-            ranking, second = await asyncio.gather(place, look)
-            looks = [second]
+        if o.second_look and len(answers) >= 2:
+            look = ask_listwise(self.judge, listwise_request(group, answers, step), tally, o.reshuffle_check)
+            ranking, *looks = await asyncio.gather(place, look)
         else:
             ranking, looks = await place, []
-        placed = [u for bucket in ranking.buckets for u in bucket]
-        orders, failures = [placed], 0
+        orders, failures = [[u for bucket in ranking.buckets for u in bucket]], 0
         for verdict in looks:
             order = order_or_none(verdict, len(answers))
             failures += order is None
             orders += [order] if order is not None else []
         fused = borda(orders, len(answers))
-        for _ in range(self.extra_calls):
-            window = disputed_window(orders, fused, self.disagreement, self.extra_scope)
+        for _ in range(o.extra_calls):
+            window = disputed_window(orders, fused, o.disagreement, o.extra_scope)
             if len(window) < 2:
                 break
             request = listwise_request(group, [answers[u] for u in window], step)
-            verdict = await ask_listwise(self.judge, request, tally, self.reshuffle_check)
+            verdict = await ask_listwise(self.judge, request, tally, o.reshuffle_check)
             sub = order_or_none(verdict, len(window))
             if sub is None:
                 failures += 1

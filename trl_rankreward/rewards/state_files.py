@@ -71,21 +71,12 @@ def durable_replace(tmp: str | os.PathLike, path: str | os.PathLike) -> None:
     with open(tmp, "rb+") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_directory(os.path.dirname(os.path.abspath(path)))
-
-
-def _fsync_directory(directory: str) -> None:
-    # Makes the rename itself durable; platforms without directory fsync (Windows) raise OSError.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    with contextlib.suppress(OSError):  # platforms without directory fsync (Windows) raise OSError
+        fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
@@ -109,90 +100,58 @@ def write_method_state(path: str | os.PathLike, method: str, state: dict[str, An
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:
-    """The JSON value in `path`, a checkpoint file holding `what` (e.g. "judge usage totals").
-
-    Raises `CheckpointStateError` naming the file when it is missing, not UTF-8, or not
-    complete JSON (a truncated write, a disk error).
-    """
+    """The JSON value in `path`, a checkpoint file holding `what` (e.g. "judge usage totals"); raises
+    `CheckpointStateError` naming the file when it is missing, not UTF-8, or not complete JSON (a truncated write)."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        raise CheckpointStateError(
-            path,
-            "missing",
-            f"{path} is missing: the checkpoint has no {what}; copy the whole checkpoint folder, "
-            "or resume from a checkpoint that has the file",
-        ) from None
+        fix = "copy the whole checkpoint folder, or resume from a checkpoint that has the file"
+        raise CheckpointStateError(path, "missing", f"{path} is missing: the checkpoint has no {what}; {fix}") from None
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise CheckpointStateError(
-            path,
-            "corrupt",
-            f"{path} ({what}) is truncated or corrupt: not UTF-8 at byte {e.start} of {len(raw)}; {_RESTORE}",
-        ) from None
-    try:
         return json.loads(text)
+    except UnicodeDecodeError as e:
+        problem = f"not UTF-8 at byte {e.start} of {len(raw)}"
     except json.JSONDecodeError as e:
-        raise CheckpointStateError(
-            path,
-            "corrupt",
-            f"{path} ({what}) is truncated or corrupt: {e.msg.removesuffix(' at')} at line {e.lineno} column {e.colno} "
-            f"(char {e.pos} of {len(text)}); {_RESTORE}",
-        ) from None
+        problem = f"{e.msg.removesuffix(' at')} at line {e.lineno} column {e.colno} (char {e.pos} of {len(text)})"
+    raise CheckpointStateError(path, "corrupt", f"{path} ({what}) is truncated or corrupt: {problem}; {_RESTORE}")
 
 
 def read_method_state(path: str | os.PathLike, method: str) -> dict[str, Any]:
-    """The state dict that `write_method_state(path, method, state)` wrote.
-
-    Raises `CheckpointStateError` when the file is missing or corrupt (see `read_json`), is not
-    a reward-method state file, was written by a newer schema, or by another reward method.
-    """
+    """The state dict that `write_method_state(path, method, state)` wrote; `CheckpointStateError` when the file is
+    missing or corrupt (`read_json`), not a method state file, of a newer schema, or by another reward method."""
     path = os.fspath(path)
     data = read_json(path, "reward-method state")
     found = data.get("schema") if isinstance(data, dict) else None
     if found != METHOD_STATE_SCHEMA:
         raise _schema_error(path, data, found)
-    if data.get("method") != method:
-        raise CheckpointStateError(
-            path,
-            "method",
-            f"{path} was saved by reward method {data.get('method')!r}, this run uses {method!r}; "
-            f"resume with reward method {data.get('method')!r}, or from a checkpoint of a {method!r} run",
-        )
-    if not isinstance(data.get("state"), dict):
-        raise CheckpointStateError(
-            path,
-            "corrupt",
-            f"{path} is corrupt: its 'state' should be a JSON object, found "
-            f"{_json_type(data.get('state'))}; {_RESTORE}",
-        )
-    return data["state"]
+    saved, state = data.get("method"), data.get("state")
+    if saved != method:
+        why = f"{path} was saved by reward method {saved!r}, this run uses {method!r}"
+        fix = f"resume with reward method {saved!r}, or from a checkpoint of a {method!r} run"
+        raise CheckpointStateError(path, "method", f"{why}; {fix}")
+    if not isinstance(state, dict):
+        problem = f"its 'state' should be a JSON object, found {_json_type(state)}"
+        raise CheckpointStateError(path, "corrupt", f"{path} is corrupt: {problem}; {_RESTORE}")
+    return state
 
 
 def _schema_error(path: str, data: Any, found: Any) -> CheckpointStateError:
     family, _, ours = METHOD_STATE_SCHEMA.rpartition("/")
-    tagged = isinstance(found, str) and found.startswith(family + "/")
-    version = found[len(family) + 1 :] if tagged else ""
+    version = found.removeprefix(family + "/") if isinstance(found, str) and found.startswith(family + "/") else ""
     if version.isdigit() and int(version) > int(ours):
-        return CheckpointStateError(
-            path,
-            "newer",
-            f"{path} was written by a newer version of trl-rankreward: schema {found!r}, this version "
-            f"reads {METHOD_STATE_SCHEMA!r}; upgrade trl-rankreward to resume from it",
-        )
-    if isinstance(data, dict):
-        shape = f"an object with keys {sorted(data)[:8]} and schema {found!r}"
-    else:
-        shape = f"a JSON {_json_type(data)}"
+        why = f"{path} was written by a newer version of trl-rankreward: schema {found!r}"
+        fix = f"this version reads {METHOD_STATE_SCHEMA!r}; upgrade trl-rankreward to resume from it"
+        return CheckpointStateError(path, "newer", f"{why}, {fix}")
+    shape = f"an object with keys {sorted(data)[:8]} and schema {found!r}" if isinstance(data, dict) else None
     return CheckpointStateError(
         path,
         "foreign",
-        f"{path} is not a trl-rankreward reward-method state file: expected an object with "
-        f"'schema': {METHOD_STATE_SCHEMA!r}, found {shape}; resume from a checkpoint written by this version of "
-        "trl-rankreward (older versions saved the bare state dict, without a schema)",
+        f"{path} is not a trl-rankreward reward-method state file: expected an object with 'schema': "
+        f"{METHOD_STATE_SCHEMA!r}, found {shape or 'a JSON ' + _json_type(data)}; resume from a checkpoint written by "
+        "this version of trl-rankreward (older versions saved the bare state dict, without a schema)",
     )
 
 
