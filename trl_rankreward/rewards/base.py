@@ -29,8 +29,6 @@ from .state_files import METHOD_STATE_NAME, read_method_state, write_method_stat
 
 R = TypeVar("R")
 
-_THINK_CLOSE = "</think>"
-
 
 @dataclass(frozen=True)
 class AnswerFormat:
@@ -42,16 +40,10 @@ class AnswerFormat:
 
     def final_answer(self, completion: str) -> str | None:
         """The text the judge sees, or None when the rollout has no valid final answer."""
-        if self.thinking and _THINK_CLOSE not in completion:
-            return None
-        if "<think>" in completion and _THINK_CLOSE not in completion:
-            return None  # thinking never closed: the answer was cut off
+        if "</think>" not in completion and (self.thinking or "<think>" in completion):
+            return None  # required thinking missing, or thinking never closed: the answer was cut off
         answer = strip_thinking(completion)
-        if not answer:
-            return None
-        if self.max_answer_chars is not None:
-            answer = answer[: self.max_answer_chars]
-        return answer
+        return answer[: self.max_answer_chars] if answer else None
 
     def format_reward(self, completion: str) -> float:
         """1.0 when the rollout follows the format (closed thinking if required, non-empty answer)."""
@@ -232,22 +224,17 @@ class GroupRewardMethod(abc.ABC):
         if not hasattr(judge, "judge"):
             raise TypeError(f"judge must have an async `judge(request)` method, got {type(judge).__name__}")
         self.judge = judge
-        self.options = self.make_options(options, option_values)
+        if options is None:
+            options = self.options_class.from_values(option_values, source=f"{type(self).__name__}(...)")
+        elif option_values:
+            raise TypeError(f"{type(self).__name__} takes options or option keywords {sorted(option_values)}, not both")
+        elif not isinstance(options, self.options_class):
+            raise TypeError(f"{type(self).__name__} needs {self.options_class.__name__}, got {type(options).__name__}")
+        self.options = options
         self.lambda_fmt = float(self.options.lambda_fmt)
         self.answer_format = answer_format or AnswerFormat()
         self.format_reward = format_reward or self.answer_format.format_reward
         self.seed = seed
-
-    @classmethod
-    def make_options(cls, options: MethodOptions | None, values: dict[str, Any]) -> MethodOptions:
-        """`options` as given, or `options_class` built from `values`; not both."""
-        if options is None:
-            return cls.options_class.from_values(values, source=f"{cls.__name__}(...)")
-        if values:
-            raise TypeError(f"{cls.__name__} takes options or option keywords {sorted(values)}, not both")
-        if not isinstance(options, cls.options_class):
-            raise TypeError(f"{cls.__name__} needs {cls.options_class.__name__}, got {type(options).__name__}")
-        return options
 
     @classmethod
     def for_run(cls, judge: Judge, options: MethodOptions, run: RunContext) -> GroupRewardMethod:
@@ -272,10 +259,9 @@ class GroupRewardMethod(abc.ABC):
             return GroupResult(
                 [0.0] * group.size, neutral=True, details={"failure": str(exc), "failure_kind": exc.kind}
             )
-        semantic, order = outcome.expand(candidates)
-        rewards = semantic
+        rewards, order = outcome.expand(candidates)
         if self.lambda_fmt:
-            rewards = [r + self.lambda_fmt * float(self.format_reward(c)) for r, c in zip(semantic, group.completions)]
+            rewards = [r + self.lambda_fmt * float(self.format_reward(c)) for r, c in zip(rewards, group.completions)]
         details = dict(outcome.details)
         details.setdefault("invalid", len(candidates.invalid))
         details.setdefault("duplicates", group.size - len(candidates.invalid) - len(candidates.answers))

@@ -45,7 +45,7 @@ from .genrm_verdict import (
     to_canonical,
 )
 from .options import DataNeeds, MethodOptions, option
-from .pairwise import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
+from .pairwise import BOTH_ORDERS_HELP, judge_pairs
 from .ralign_release import RAlignRelease, answer_once
 from .ralign_reward import RAlignReward
 
@@ -225,7 +225,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
         penalties = [self.penalty(answer, reference) for answer in candidates.answers]
         values = [2.0 * s - 1.0 - p for s, p in zip(scores, penalties, strict=True)]
         details = {
-            "requests": len(texts) * requests_per_match(self.options.both_orders),
+            "requests": len(texts) * (2 if self.options.both_orders else 1),
             "rounds": 1 if texts else 0,
             "win_rate": sum(scores) / len(scores) if scores else None,
             "length_penalty": sum(penalties) / len(penalties) if penalties else None,

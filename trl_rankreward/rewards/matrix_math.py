@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -150,8 +151,7 @@ def prior_weights(points) -> np.ndarray:
 
 
 # --- Sec. 3.2 and 4.5: fusing a with the prior p
-@dataclass(frozen=True)
-class Fusion:
+class Fusion(NamedTuple):
     """Combined weights `w` and the coefficients on (a, p); None where a rule has none."""
 
     w: np.ndarray
@@ -160,7 +160,7 @@ class Fusion:
     fallback: bool = False
 
 
-def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
+def game_combination(a, p) -> Fusion:
     """Game-theoretic combination (Sec. 3.2, Eq. 4-5; Huang et al. 2023): solve H [u v]^T = [a.a, p.p]^T,
     H = [[a.a, a.p], [p.a, p.p]]; (alpha, beta) = (|u|, |v|) / (|u| + |v|), w = alpha a + beta p. When
     |det H| <= 1e-12 or not finite: w = sqrt(a p) / sum sqrt(a p), (0.5, 0.5), fallback. -> (w, alpha, beta, fallback)
@@ -174,9 +174,8 @@ def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
         u, v = (aa * pp - ap * pp) / det, (aa * pp - ap * aa) / det  # Cramer's rule on Eq. 4
         if math.isfinite(u) and math.isfinite(v) and abs(u) + abs(v) > 0:
             alpha, beta = abs(u) / (abs(u) + abs(v)), abs(v) / (abs(u) + abs(v))
-            return alpha * a + beta * p, alpha, beta, False
-    g = np.sqrt(a * p)
-    return _normalized(g), 0.5, 0.5, True
+            return Fusion(alpha * a + beta * p, alpha, beta, False)
+    return Fusion(_normalized(np.sqrt(a * p)), 0.5, 0.5, True)
 
 
 def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
@@ -185,7 +184,7 @@ def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
     check_choice("fusion", fusion, FUSIONS)
     a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
     if fusion == "game":
-        return Fusion(*game_combination(a, p))
+        return game_combination(a, p)
     if fusion == "prior_only":
         return Fusion(p.copy(), 0.0, 1.0)
     if fusion == "additive":
@@ -246,8 +245,7 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
 
 def weighted_aggregation(M, w) -> np.ndarray:
     """r_i = sum_k w_k M_ik: the weighted average of raw win rates (Sec. 4.4, Table 3)."""
-    M = _check_matrix(M)
-    return M @ np.asarray(w, dtype=float)
+    return _check_matrix(M) @ np.asarray(w, dtype=float)
 
 
 IDEALS = ("observed", "theoretical")
@@ -258,14 +256,11 @@ AGGREGATIONS = ("topsis", "weighted_sum")
 # --- the whole pipeline for one group
 def check_reward_options(*, matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance):
     """Check every option of `matrix_reward` (names and ranges), including those its settings do not use."""
-    for name, value, options in (
-        ("matrix_weighting", matrix_weighting, MATRIX_WEIGHTINGS),
-        ("fusion", fusion, FUSIONS),
-        ("ideals", ideals, IDEALS),
-        ("distance", distance, DISTANCES),
-        ("aggregation", aggregation, AGGREGATIONS),
-    ):
-        check_choice(name, value, options)
+    check_choice("matrix_weighting", matrix_weighting, MATRIX_WEIGHTINGS)
+    check_choice("fusion", fusion, FUSIONS)
+    check_choice("ideals", ideals, IDEALS)
+    check_choice("distance", distance, DISTANCES)
+    check_choice("aggregation", aggregation, AGGREGATIONS)
     _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True)
     _check_fraction("svd_variance", svd_variance, allow_zero=False)
 
@@ -284,37 +279,19 @@ class MatrixRewardResult:
     column_spread: np.ndarray
 
 
-def matrix_reward(
-    M,
-    points,
-    *,
-    matrix_weighting: str,
-    fusion: str,
-    mixture_alpha: float,
-    ideals: str,
-    distance: str,
-    aggregation: str,
-    svd_variance: float,
-) -> MatrixRewardResult:
-    """Algorithm 1 lines 12-28: weights from M and the rubrics' points t_k, then r^qual. The paper's method
-    is `MatrixRewardOptions().math_options()`."""
-    check_reward_options(
-        matrix_weighting=matrix_weighting,
-        fusion=fusion,
-        mixture_alpha=mixture_alpha,
-        ideals=ideals,
-        distance=distance,
-        aggregation=aggregation,
-        svd_variance=svd_variance,
-    )
+def matrix_reward(M, points, **options: Any) -> MatrixRewardResult:
+    """Algorithm 1 lines 12-28: weights from M and the rubrics' points t_k, then r^qual. `options`: every keyword
+    of `check_reward_options`; the paper's method is `MatrixRewardOptions().math_options()`."""
+    check_reward_options(**options)
     M = _check_matrix(M)
     p = prior_weights(points)
     if p.size != M.shape[1]:
         raise ValueError(f"Got {p.size} rubric weights for a matrix with {M.shape[1]} rubric columns")
-    a = svd_weights(M, svd_variance) if matrix_weighting == "svd" else MATRIX_WEIGHTINGS[matrix_weighting](M)
-    fused = fuse(a, p, fusion, mixture_alpha)
-    if aggregation == "topsis":
-        rewards = topsis_closeness(M, fused.w, ideals=ideals, distance=distance)
+    weighting = options["matrix_weighting"]
+    a = svd_weights(M, options["svd_variance"]) if weighting == "svd" else MATRIX_WEIGHTINGS[weighting](M)
+    fused = fuse(a, p, options["fusion"], options["mixture_alpha"])
+    if options["aggregation"] == "topsis":
+        rewards = topsis_closeness(M, fused.w, ideals=options["ideals"], distance=options["distance"])
     else:
         rewards = weighted_aggregation(M, fused.w)
     spread = M.max(axis=0) - M.min(axis=0)

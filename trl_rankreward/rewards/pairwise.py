@@ -32,10 +32,6 @@ def all_pairs(n: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n) for j in range(i + 1, n)]
 
 
-def requests_per_match(both_orders: bool) -> int:
-    return 2 if both_orders else 1
-
-
 async def judge_pairs(
     judge: Judge, group: Group, pairs: Sequence[tuple[str, str]], *, step: int, both_orders: bool = False
 ) -> list[float]:
@@ -64,8 +60,6 @@ def shared_ranks(
 ) -> list[float]:
     """Rank 1 = highest value; equal values share the first place they occupy (`ties="min"`: 1, 1, 3) or
     its mean (`"average"`: 1.5, 1.5, 3). An entry with multiplicity m occupies m places."""
-    if ties not in ("min", "average"):
-        raise ValueError(f"ties must be 'min' or 'average', got {ties!r}")
     mult = list(multiplicities or [1] * len(values))
     ranks = []
     for v in values:
@@ -177,7 +171,7 @@ class _AllPairsMethod(GroupRewardMethod):
         texts = [(candidates.answers[u], candidates.answers[v]) for u, v in pairs]
         scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=both_orders)
         rates = win_rates(pairs, scores, [len(m) for m in candidates.members])
-        details = {"requests": len(pairs) * requests_per_match(both_orders), "rounds": 1 if pairs else 0}
+        details = {"requests": len(pairs) * (2 if both_orders else 1), "rounds": 1 if pairs else 0}
         return rates, details
 
 
@@ -228,7 +222,7 @@ class ReferenceWinRateReward(GroupRewardMethod):
         both_orders = self.options.both_orders
         scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=both_orders)
         rates = [sum(scores[u * len(refs) : (u + 1) * len(refs)]) / len(refs) for u in range(len(candidates.answers))]
-        requests = len(texts) * requests_per_match(both_orders)
+        requests = len(texts) * (2 if both_orders else 1)
         return ScoreOutcome(rates, invalid_reward=0.0, details={"requests": requests, "rounds": 1 if texts else 0})
 
 
@@ -270,12 +264,7 @@ class TournamentReward(GroupRewardMethod):
         wins = [sum(r.score[u] for r in results) for u in range(len(candidates.answers))]
         top = brackets * rounds
         values = [2.0 * w / top - 1.0 if top else 0.0 for w in wins]
-        details = {
-            "requests": matches * requests_per_match(both_orders),
-            "matches": matches,
-            "rounds": rounds,
-            "wins": wins,
-        }
+        details = {"requests": matches * (2 if both_orders else 1), "matches": matches, "rounds": rounds, "wins": wins}
         return ScoreOutcome(values, invalid_reward=-1.0, details=details)
 
     async def _bracket(self, group: Group, n: int, step: int, bracket: int, play):
@@ -328,7 +317,7 @@ class ArenaReward(GroupRewardMethod):
         blocks = [list(block) for _, block in groupby(sorted(range(n), key=key), key=key)]
         matches = (n - 1 if n else 0) + bracket.matches
         details = {
-            "requests": matches * requests_per_match(both_orders),
+            "requests": matches * (2 if both_orders else 1),
             "matches": matches,
             "rounds": (1 if n > 1 else 0) + bracket.rounds,
             "anchor_scores": anchor,
