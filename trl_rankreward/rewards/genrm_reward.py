@@ -34,16 +34,7 @@ from ..judging.prompt_budget import WindowFitting
 from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind, text_id
 from ..judging.server_settings import build_backend
 from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
-from .genrm_verdict import (
-    GENRM_PROMPT,
-    GENRM_SYSTEM,
-    display_order,
-    displayed_pair,
-    genrm_fitting,
-    genrm_messages,
-    read_verdict,
-    to_canonical,
-)
+from .genrm_verdict import display_order, displayed_pair, genrm_fitting, genrm_messages, read_verdict, to_canonical
 from .options import DataNeeds, MethodOptions, option
 from .pairwise import BOTH_ORDERS_HELP, judge_pairs
 from .ralign_release import RAlignRelease, answer_once
@@ -80,8 +71,6 @@ class GenRMJudge:
         retry: RetryPolicy | None = None,
         temperature: float = DEFAULT_TEMPERATURE,
         max_tokens: int = GENRM_MAX_TOKENS,
-        template: str = GENRM_PROMPT,
-        system: str | None = GENRM_SYSTEM,
         release: RAlignRelease | None = None,
         max_model_len: int | None = None,
     ):
@@ -91,8 +80,6 @@ class GenRMJudge:
         self.retry = retry or RetryPolicy()
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.template = template
-        self.system = system
         self.ledger = JudgeLedger()
         self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len)
 
@@ -124,7 +111,7 @@ class GenRMJudge:
         def messages_of(a: str, b: str) -> list[dict]:
             if release is not None:
                 return release.genrm_messages(conversation, *displayed_pair(a, b, order))
-            return genrm_messages(request.query, a, b, order, template=self.template, system=self.system)
+            return genrm_messages(request.query, a, b, order)
 
         def parse_released(text: str) -> str | None:
             shown = release.verdict(text)

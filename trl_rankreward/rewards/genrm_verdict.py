@@ -95,12 +95,9 @@ def _boxed_contents(text: str) -> list[str | None]:
 
 
 def _vote(content: str | None) -> Label | None:
-    if content is None:
-        return None
-    value = re.sub(r"\s+", "", content)
+    value = re.sub(r"\s+", "", content or "")
     inner = _WRAPPERS.match(value)
-    if inner:
-        value = inner.group(1)
+    value = inner.group(1) if inner else value
     return value if value in ("A", "B") else None
 
 
@@ -138,19 +135,16 @@ def display_order(seed: int, key: str) -> Order:
 
 
 def to_display(label: str, order: Order) -> Label:
-    """The label as the GenRM sees it under `order`."""
+    """The label as the GenRM sees it under `order`; also, as `to_canonical`, the dataset label of a displayed
+    verdict (the swap is its own inverse)."""
     if label not in ("A", "B"):
         raise ValueError(f"A pairwise label must be 'A' or 'B', got {label!r}")
     if order not in ("ab", "ba"):
         raise ValueError(f"display order must be 'ab' or 'ba', got {order!r}")
-    if order == "ab":
-        return label
-    return "B" if label == "A" else "A"
+    return label if order == "ab" else {"A": "B", "B": "A"}[label]
 
 
-def to_canonical(label: str, order: Order) -> Label:
-    """The dataset label of a displayed verdict (the swap is its own inverse)."""
-    return to_display(label, order)
+to_canonical = to_display
 
 
 #: the GenRM prompt's section markers, `[User Prompt]`, `[Response A]`, `[End of Response B]`, ...: what a shown

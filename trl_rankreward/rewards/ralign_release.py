@@ -18,6 +18,7 @@ import re
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ THINK_SEPARATOR = "\n\n</think>\n\n"
 
 _BOXED = re.compile(r"\\boxed\{([AB])\}")
 _BOXED_BARE = re.compile(r"boxed\{([AB])\}")
+_ANSWER = (
+    "<|The Start of Assistant {0}'s Answer with User|>\n\n{1}\n\n<|The End of Assistant {0}'s Answer with User|>\n\n"
+)
 
 
 class ReleaseError(ValueError):
@@ -53,13 +57,8 @@ def read_string_constant(path: Path, name: str) -> str:
             f"(git clone https://github.com/lyn22333/R-Align)"
         )
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign):
-            targets = [node.target]
-        else:
-            continue
+    for node in (n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             value = node.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -71,31 +70,16 @@ def read_string_constant(path: Path, name: str) -> str:
     )
 
 
-def dialogue_lines(turns: Sequence[dict]) -> str:
-    """Earlier turns as `User: ...` / `Assistant: ...` lines (another role: capitalized)."""
-    lines = []
-    for turn in turns:
-        role, content = turn.get("role", ""), turn.get("content", "")
-        name = {"user": "User", "assistant": "Assistant"}.get(role, str(role).capitalize())
-        lines.append(f"{name}: {content}")
-    return "\n".join(lines)
-
-
-def _answer_section(letter: str, text: str) -> str:
-    return (
-        f"<|The Start of Assistant {letter}'s Answer with User|>\n\n{text}\n\n"
-        f"<|The End of Assistant {letter}'s Answer with User|>\n\n"
-    )
-
-
 def pair_block(conversation: Sequence[dict], first: str, second: str) -> str:
-    """The dialogue context, the user prompt (the last turn) and the two answers, `first` as Assistant A:
-    the GenRM's user message and the MetaRM's context block."""
-    context = ""
-    if len(conversation) > 1:
-        context = f"<|Dialogue Context|>\n{dialogue_lines(conversation[:-1])}\n\n<|End of Dialogue Context|>\n\n"
+    """The dialogue context (earlier turns as `User: ...` / `Assistant: ...` lines, another role capitalized),
+    the user prompt (the last turn) and the two answers, `first` as Assistant A: the GenRM's user message and
+    the MetaRM's context block."""
+    turns = [(turn.get("role", ""), turn.get("content", "")) for turn in conversation[:-1]]
+    names = {"user": "User", "assistant": "Assistant"}
+    lines = "\n".join(f"{names.get(role, str(role).capitalize())}: {content}" for role, content in turns)
+    context = f"<|Dialogue Context|>\n{lines}\n\n<|End of Dialogue Context|>\n\n" if turns else ""
     prompt = f"<|User Prompt|>\n{conversation[-1].get('content', '')}\n\n" if conversation else "<|User Prompt|>\n\n"
-    return context + prompt + _answer_section("A", first) + _answer_section("B", second)
+    return context + prompt + _ANSWER.format("A", first) + _ANSWER.format("B", second)
 
 
 def joined_text(content: str | None, reasoning: str | None) -> str:
@@ -159,21 +143,19 @@ async def answer_once(
 ) -> Any:
     """`parse(joined_text)` of the backend's answer, or a `JudgeFailure`: a backend failure is retried by
     `retry`; an answer is parsed once, as the authors' scripts do (None: a failure of kind "invalid")."""
-    tries = 0
 
     async def attempt(number: int):
-        nonlocal tries
-        tries = number
         try:
             return await backend.complete(messages, **decoding)
         except BackendError as exc:
             ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
+            exc.tries = number
             raise
 
     try:
         completion = await retry.run(attempt)
     except BackendError as exc:
-        return JudgeFailure(exc.kind, f"{what} failed after {tries} attempt(s): {exc}", tries)
+        return JudgeFailure(exc.kind, f"{what} failed after {exc.tries} attempt(s): {exc}", exc.tries)
     usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
     text = joined_text(completion.text, completion.reasoning)
     value = parse(text)
@@ -255,11 +237,8 @@ class RAlignRelease:
         """The MetaRM request of a label-correct `ralign_reward.GenRMSample`."""
         texts = (_conversation(sample.prompt), sample.response_a, sample.response_b, sample.golden_rationale,
                  sample.completion)  # fmt: skip
-
-        def messages_with(cut: Callable[[str], str]) -> list[dict]:
-            return self.meta_messages(*texts, cut=cut)
-
-        return ReleaseMetaRequest(tuple(self.meta_messages(*texts)), sample.key, step, messages_with)
+        messages_with = partial(self.meta_messages, *texts)
+        return ReleaseMetaRequest(tuple(messages_with()), sample.key, step, messages_with)
 
 
 def _conversation(prompt) -> list[dict]:

@@ -59,6 +59,16 @@ class RAlignRewardValues:
                 f"{self.correct_and_consistent}; R-Align pays a spurious rationale at most as much as a consistent one"
             )
 
+    def reward(self, status: Status) -> float | None:
+        """The table: status -> reward (`meta_failed`: None, unscorable)."""
+        return {
+            "consistent": self.correct_and_consistent,
+            "correct": self.correct_and_consistent,
+            "spurious": self.correct_but_spurious,
+            "wrong": self.wrong,
+            "invalid": self.invalid_format,
+        }.get(status)
+
 
 @dataclass(frozen=True)
 class GenRMSample:
@@ -88,21 +98,6 @@ class SampleScore:
     status: Status
     reward: float | None
     failure: JudgeFailure | None = None
-
-
-def reward_for(status: Status, values: RAlignRewardValues) -> float | None:
-    """The table: status -> reward (`meta_failed` -> None)."""
-    table = {
-        "consistent": values.correct_and_consistent,
-        "correct": values.correct_and_consistent,
-        "spurious": values.correct_but_spurious,
-        "wrong": values.wrong,
-        "invalid": values.invalid_format,
-        "meta_failed": None,
-    }
-    if status not in table:
-        raise ValueError(f"Unknown status {status!r}; expected one of {sorted(table)}")
-    return table[status]
 
 
 def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
@@ -166,13 +161,6 @@ class CallableMetaJudge:
         return verdict
 
 
-def as_meta_judge(judge_or_hook):
-    """A judge as it is, a callable hook wrapped in `CallableMetaJudge`, None as None."""
-    if judge_or_hook is None or hasattr(judge_or_hook, "judge"):
-        return judge_or_hook
-    return CallableMetaJudge(judge_or_hook)
-
-
 class RAlignReward:
     """Score GenRM completions with R_overall ("ralign") or R_outcome ("outcome"). `meta_judge`: a judge or a
     `(request) -> bool` hook, required in "ralign" mode; `protocol`: `OWN_PROTOCOL` or an `RAlignRelease`."""
@@ -196,7 +184,9 @@ class RAlignReward:
         self.mode = mode
         self.values = values or RAlignRewardValues()
         self.protocol = protocol
-        self.meta_judge = as_meta_judge(meta_judge) if mode == "ralign" else None
+        if mode == "ralign" and not hasattr(meta_judge, "judge"):
+            meta_judge = CallableMetaJudge(meta_judge)  # a (request) -> bool hook
+        self.meta_judge = meta_judge if mode == "ralign" else None
         self.meta_calls = 0  # meta requests sent (retries inside a judge count in its ledger)
 
     async def score(self, samples: Sequence[GenRMSample], *, step: int = 0) -> list[SampleScore]:
@@ -222,4 +212,4 @@ class RAlignReward:
         return self._result(verdict, "consistent" if meta else "spurious")
 
     def _result(self, verdict: Label | None, status: Status, failure: JudgeFailure | None = None) -> SampleScore:
-        return SampleScore(verdict, status, reward_for(status, self.values), failure)
+        return SampleScore(verdict, status, self.values.reward(status), failure)
