@@ -128,19 +128,15 @@ class Candidates:
 
     @classmethod
     def from_group(cls, group: Group, answer_format: AnswerFormat) -> Candidates:
-        index: dict[str, int] = {}
-        answers, members, invalid = [], [], []
+        members: dict[str, list[int]] = {}  # in order of first appearance
+        invalid = []
         for i, completion in enumerate(group.completions):
             answer = answer_format.final_answer(completion)
             if answer is None:
                 invalid.append(i)
-            elif answer in index:
-                members[index[answer]].append(i)
             else:
-                index[answer] = len(answers)
-                answers.append(answer)
-                members.append([i])
-        return cls(answers, members, invalid, group.size)
+                members.setdefault(answer, []).append(i)
+        return cls(list(members), list(members.values()), invalid, group.size)
 
 
 @dataclass
@@ -176,8 +172,7 @@ class GroupJudgingFailed(RuntimeError):
     """Raised by a method when a call it needs failed after retries: the group goes neutral."""
 
     def __init__(self, failure: JudgeFailure | str):
-        message = failure.message if isinstance(failure, JudgeFailure) else str(failure)
-        super().__init__(message)
+        super().__init__(failure.message if isinstance(failure, JudgeFailure) else str(failure))
         self.kind = failure.kind if isinstance(failure, JudgeFailure) else "error"
 
 

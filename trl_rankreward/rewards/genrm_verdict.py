@@ -23,9 +23,9 @@ import re
 from typing import Literal
 
 from ..data.prompts import query_text
-from ..judging.parsing import strip_thinking
 from ..judging.rendering import Delimiters, Rendered, TextCut, neutralize, spaced
 from ..judging.requests import stable_seed, text_id
+from .base import AnswerFormat
 
 Label = Literal["A", "B"]
 Order = Literal["ab", "ba"]
@@ -101,13 +101,6 @@ def _vote(content: str | None) -> Label | None:
     return value if value in ("A", "B") else None
 
 
-def visible_text(completion: str) -> str | None:
-    """The completion without thinking, or None when a `<think>` block was never closed."""
-    if "<think>" in completion and "</think>" not in completion:
-        return None
-    return strip_thinking(completion)
-
-
 def parse_verdict(completion: str) -> Label | None:
     """The displayed verdict "A"/"B" of a GenRM output, or None when invalid or ambiguous (rules above)."""
     return read_verdict(completion)[0]
@@ -115,8 +108,7 @@ def parse_verdict(completion: str) -> Label | None:
 
 def read_verdict(completion: str) -> tuple[Label | None, Literal["invalid", "ambiguous"] | None]:
     """`(verdict, None)`, or `(None, "ambiguous" | "invalid")` (module docstring)."""
-    text = visible_text(completion)
-    votes = [_vote(b) for b in _boxed_contents(text or "")]
+    votes = [_vote(b) for b in _boxed_contents(AnswerFormat().final_answer(completion) or "")]
     if len({v for v in votes if v is not None}) > 1:
         return None, "ambiguous"
     if not votes or votes[-1] is None:
@@ -164,20 +156,12 @@ def displayed_pair(response_a: str, response_b: str, order: Order) -> tuple[str,
     return (response_a, response_b) if order == "ab" else (response_b, response_a)
 
 
-def genrm_messages(
-    prompt: str,
-    response_a: str,
-    response_b: str,
-    order: Order,
-    *,
-    template: str = GENRM_PROMPT,
-    system: str | None = GENRM_SYSTEM,
-) -> list[dict[str, str]]:
+def genrm_messages(prompt: str, response_a: str, response_b: str, order: Order) -> list[dict[str, str]]:
     """Chat messages asking the GenRM about the pair, shown in `order`."""
     first, second = displayed_pair(response_a, response_b, order)
     prompt, first, second = (neutralize(t, SECTION_MARKERS) for t in (prompt, first, second))
-    user = template.format(prompt=prompt, response_a=first, response_b=second)
-    return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    user = GENRM_PROMPT.format(prompt=prompt, response_a=first, response_b=second)
+    return [{"role": "system", "content": GENRM_SYSTEM}, {"role": "user", "content": user}]
 
 
 #: the fewest answer tokens a GenRM request is sent with: the explanation the prompt asks for (requirements,

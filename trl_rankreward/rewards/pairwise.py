@@ -297,9 +297,7 @@ class ArenaReward(GroupRewardMethod):
     options_class = ArenaOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
-        both_orders = self.options.both_orders
-        answers = candidates.answers
-        n = len(answers)
+        both_orders, answers, n = self.options.both_orders, candidates.answers, len(candidates.answers)
         vs_seed = await judge_pairs(
             self.judge, group, [(answers[u], answers[0]) for u in range(1, n)], step=step, both_orders=both_orders
         )
@@ -310,10 +308,7 @@ class ArenaReward(GroupRewardMethod):
         place = {u: k for k, u in enumerate(ranked)}
         play = match_player(self.judge, group, answers, step=step, both_orders=both_orders)
         bracket = await single_elimination(ranked, play, lambda a, b: a if place[a] < place[b] else b)
-
-        def key(u: int) -> tuple[int, float]:
-            return bracket.survived[u], anchor[u]
-
+        key = [(bracket.survived[u], anchor[u]) for u in range(n)].__getitem__  # rounds survived, then anchor
         blocks = [list(block) for _, block in groupby(sorted(range(n), key=key), key=key)]
         matches = (n - 1 if n else 0) + bracket.matches
         details = {

@@ -30,7 +30,8 @@ from typing import Any, Literal
 
 from ..judging.calls import JudgeLedger
 from ..judging.requests import JudgeFailure, MetaJudgeRequest, ask, is_failure
-from .genrm_verdict import Label, Order, genrm_row, parse_verdict, prompt_text, to_canonical, visible_text
+from .base import AnswerFormat
+from .genrm_verdict import Label, Order, genrm_row, parse_verdict, prompt_text, to_canonical
 
 Status = Literal["consistent", "spurious", "meta_failed", "correct", "wrong", "invalid"]
 RewardMode = Literal["ralign", "outcome"]
@@ -102,7 +103,7 @@ class SampleScore:
 
 def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
     """The MetaRM request for a label-correct sample (canonical pair, rationale as written)."""
-    rationale = visible_text(sample.completion) or ""
+    rationale = AnswerFormat().final_answer(sample.completion) or ""  # thinking removed
     if sample.order == "ba":
         rationale = SWAP_NOTE + rationale
     return MetaJudgeRequest(
