@@ -20,18 +20,21 @@ SINGULAR_DET = 1e-12
 VANISHED_DISTANCE = 1e-12
 #: covariance eigenvalues below this fraction of the largest are dropped in the Mahalanobis pseudo-inverse
 PINV_RTOL = 1e-10
+#: the values of the choice options of `matrix_reward` (`matrix_weighting`'s: `MATRIX_WEIGHTINGS`, below)
+FUSIONS = ("game", "prior_only", "additive", "multiplicative")
+IDEALS = ("observed", "theoretical")
+DISTANCES = ("euclidean", "mahalanobis")
+AGGREGATIONS = ("topsis", "weighted_sum")
 
 
-def check_choice(name: str, value: str, options) -> str:
+def check_choice(name: str, value: str, options) -> None:
     if value not in options:
         raise ValueError(f"{name}={value!r} is not supported; choose one of {sorted(options)}")
-    return value
 
 
-def _check_fraction(name: str, value: float, *, allow_zero: bool) -> float:
+def _check_fraction(name: str, value: float, *, allow_zero: bool) -> None:
     if not ((value >= 0.0 if allow_zero else value > 0.0) and value <= 1.0):
         raise ValueError(f"{name} must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {value!r}")
-    return float(value)
 
 
 def _check_matrix(M) -> np.ndarray:
@@ -80,8 +83,7 @@ def _minmax(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     low = M.min(axis=0)
     span = M.max(axis=0) - low
     nonconstant = span > CONSTANT_TOL
-    U = np.divide(M - low, span, out=np.zeros_like(M), where=nonconstant)
-    return U, nonconstant
+    return np.divide(M - low, span, out=np.zeros_like(M), where=nonconstant), nonconstant
 
 
 def variation_correlation_weights(M) -> np.ndarray:
@@ -96,21 +98,19 @@ def variation_correlation_weights(M) -> np.ndarray:
     scale = np.where(nonconstant, sigma, 1.0)
     rho = np.where(nonconstant[:, None] & nonconstant, cov / scale[:, None] / scale, 0.0)
     np.fill_diagonal(rho, 1.0)  # l = k is excluded from the sum: 1 - rho_kk = 0
-    d = sigma * (1.0 - rho).sum(axis=1)
-    return _normalized(d)
+    return _normalized(sigma * (1.0 - rho).sum(axis=1))
 
 
 def entropy_weights(M) -> np.ndarray:
     """Entropy weights (App. F): a_k ~ 1 - e_k, e_k = -sum_{q_ik > 0} q_ik log q_ik / log G with
     q_ik = U_ik / sum_j U_jk; constant columns 0 (all constant: uniform)."""
     M = _check_matrix(M)
-    G = M.shape[0]
     U, nonconstant = _minmax(M)
     if not nonconstant.any():
         return np.full(M.shape[1], 1.0 / M.shape[1])
     q = U / np.where(nonconstant, U.sum(axis=0), 1.0)
     plogq = np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)
-    e = -plogq.sum(axis=0) / np.log(G)
+    e = -plogq.sum(axis=0) / np.log(M.shape[0])
     return _normalized(np.where(nonconstant, 1.0 - e, 0.0))
 
 
@@ -193,17 +193,7 @@ def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
     return Fusion(_normalized(a * p), None, None)
 
 
-FUSIONS = ("game", "prior_only", "additive", "multiplicative")
-
-
 # --- Sec. 3.3 and 4.4: from weighted profiles to a reward in [0, 1]
-def _column_normalized(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """N = M / L with L_k the Euclidean norm of column k; zero column -> 0 (Eq. 6). Returns (N, 1/L)."""
-    L = np.sqrt((M * M).sum(axis=0))
-    inv = np.divide(1.0, L, out=np.zeros_like(L), where=L > 0)
-    return M * inv, inv
-
-
 def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
     """sqrt(d S^+ d^T) per row of diff, S the covariance of the profiles V; S is often singular, so S^+ drops
     eigenvalues below PINV_RTOL * the largest."""
@@ -228,8 +218,9 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
     w = np.asarray(w, dtype=float)
     if w.shape != (M.shape[1],):
         raise ValueError(f"Expected {M.shape[1]} weights for a {M.shape} matrix, got shape {w.shape}")
-    N, inv_norm = _column_normalized(M)
-    V = N * w
+    L = np.sqrt((M * M).sum(axis=0))  # N = M / L, L_k the Euclidean norm of column k; a zero column: 0 (Eq. 6)
+    inv_norm = np.divide(1.0, L, out=np.zeros_like(L), where=L > 0)
+    V = M * inv_norm * w
     if ideals == "observed":
         v_pos, v_neg = V.max(axis=0), V.min(axis=0)
     else:
@@ -246,11 +237,6 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
 def weighted_aggregation(M, w) -> np.ndarray:
     """r_i = sum_k w_k M_ik: the weighted average of raw win rates (Sec. 4.4, Table 3)."""
     return _check_matrix(M) @ np.asarray(w, dtype=float)
-
-
-IDEALS = ("observed", "theoretical")
-DISTANCES = ("euclidean", "mahalanobis")
-AGGREGATIONS = ("topsis", "weighted_sum")
 
 
 # --- the whole pipeline for one group
