@@ -52,9 +52,7 @@ class AnswerFormat:
 
 def rank_reward(position: float, group_size: int) -> float:
     """RankBuffer Eq. 9: r = -1 + 2q/(G-1) for zero-based position q; 0 for G = 1."""
-    if group_size <= 1:
-        return 0.0
-    return -1.0 + 2.0 * position / (group_size - 1)
+    return -1.0 + 2.0 * position / (group_size - 1) if group_size > 1 else 0.0
 
 
 def tie_block_rewards(blocks: Sequence[Sequence[int]], group_size: int) -> list[float]:

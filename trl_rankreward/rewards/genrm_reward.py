@@ -12,14 +12,6 @@ with lengths WITHOUT thinking (Appendix D, "Length Constraint"). The paper gives
 difference; tolerance, coef, max_penalty, only_longer and the unit (`length_fn`: the policy's tokens in a
 trainer, whitespace words by default, which undercount languages without spaces) are ours. A rollout
 without a valid answer gets -1 - max_penalty.
-
-`GenRMJudge` speaks the format of a GenRM trained by `RAlignGenRMTrainer` (`genrm_verdict`): our prompt in
-a seeded display order, the last box parsed, an unparseable answer retried; no rubrics. With `release`
-(`RAlignRelease`) it asks in the R-Align authors' layout (their system message, the query as one
-`<|User Prompt|>`, `reasoning_content` joined before the content, the first box read, no retry for an
-answer without one). Either layout is fitted to the GenRM's context window (`judging.prompt_budget`): the
-two responses (never the query) are cut to an equal share, and a pair leaving fewer than
-`MIN_GENRM_ANSWER_TOKENS` for the answer fails as `too_long`, unsent.
 """
 
 from __future__ import annotations
@@ -60,8 +52,12 @@ def length_penalty(
 
 
 class GenRMJudge:
-    """A judge for `PairwiseRequest` backed by a GenRM that answers `... \\boxed{A|B}` (module docstring);
-    `seed` seeds the display coin flip (a request's display "ab"/"ba" overrides it)."""
+    """A judge for `PairwiseRequest` backed by a GenRM trained by `RAlignGenRMTrainer`: our prompt (`genrm_verdict`)
+    in a display order seeded by `seed` (a request's display "ab"/"ba" overrides it), the last box parsed, an
+    unparseable answer retried; with `release`, the R-Align authors' layout (`RAlignRelease`: the query as one
+    `<|User Prompt|>`), their first box read once. Either is fitted to the GenRM's window (`judging.prompt_budget`):
+    the responses (never the query) are cut to an equal share, and a pair leaving fewer than
+    `MIN_GENRM_ANSWER_TOKENS` for the answer fails as `too_long`, unsent."""
 
     def __init__(
         self,
@@ -72,7 +68,6 @@ class GenRMJudge:
         temperature: float = DEFAULT_TEMPERATURE,
         max_tokens: int = GENRM_MAX_TOKENS,
         release: RAlignRelease | None = None,
-        max_model_len: int | None = None,
     ):
         self.backend = backend
         self.release = release
@@ -81,7 +76,7 @@ class GenRMJudge:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.ledger = JudgeLedger()
-        self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len)
+        self.fitting = WindowFitting(backend, self.ledger)
 
     @classmethod
     def from_settings(cls, settings, *, r_align_release: str | None = None) -> GenRMJudge:
@@ -100,8 +95,6 @@ class GenRMJudge:
         return display_order(self.seed, f"{request.query_id}|{request.step}|{text_id(request.a)}|{text_id(request.b)}")
 
     async def judge(self, request: PairwiseRequest) -> str | JudgeFailure:
-        """Our prompt with the last box parsed (retried until it parses), or with `release` the authors' layout,
-        their answer read once; fitted to the window (module docstring)."""
         if not isinstance(request, PairwiseRequest):
             raise TypeError(f"GenRMJudge answers PairwiseRequest only, got {type(request).__name__}")
         order, what = self.order_for(request), f"GenRM pairwise request (query_id={request.query_id!r})"

@@ -111,9 +111,7 @@ def read_verdict(completion: str) -> tuple[Label | None, Literal["invalid", "amb
     votes = [_vote(b) for b in _boxed_contents(AnswerFormat().final_answer(completion) or "")]
     if len({v for v in votes if v is not None}) > 1:
         return None, "ambiguous"
-    if not votes or votes[-1] is None:
-        return None, "invalid"
-    return votes[-1], None
+    return (votes[-1], None) if votes and votes[-1] is not None else (None, "invalid")
 
 
 def pair_key(prompt: str, response_a: str, response_b: str, pair_id: str | None = None) -> str:

@@ -31,12 +31,9 @@ from ..judging.requests import JudgeError, JudgeFailure
 from ..judging.server_settings import build_backend, build_judge
 from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label, check_pair_row
 
-GENRM_SCRIPT = "generate_model_judgment.py"
-GENRM_SYSTEM_CONSTANT = "CUSTOM_SYSTEM_PROMPT"
 METARM_SCRIPT = "metarm_judge.py"
 METARM_PROMPT_CONSTANT = "META_JUDGE_PROMPT_V1"
 METARM_FIELDS = ("context_and_responses", "genrm_explanation", "golden_explanation")
-THINK_SEPARATOR = "\n\n</think>\n\n"
 
 _BOXED = re.compile(r"\\boxed\{([AB])\}")
 _BOXED_BARE = re.compile(r"boxed\{([AB])\}")
@@ -84,16 +81,13 @@ def pair_block(conversation: Sequence[dict], first: str, second: str) -> str:
 
 def joined_text(content: str | None, reasoning: str | None) -> str:
     """The answer as the authors' client returns it: reasoning, the `</think>` separator, content."""
-    return f"{reasoning or ''}{THINK_SEPARATOR}{content or ''}"
+    return f"{reasoning or ''}\n\n</think>\n\n{content or ''}"
 
 
 def first_boxed_verdict(text: str | None) -> Label | None:
     """The first `\\boxed{A|B}` of the text, else the first `boxed{A|B}`; None without one."""
-    for pattern in (_BOXED, _BOXED_BARE):
-        match = pattern.search(text or "")
-        if match:
-            return match.group(1)  # type: ignore[return-value]
-    return None
+    match = _BOXED.search(text or "") or _BOXED_BARE.search(text or "")
+    return match.group(1) if match else None  # type: ignore[return-value]
 
 
 def drop_thinking(text: str | None) -> str:
@@ -104,9 +98,7 @@ def drop_thinking(text: str | None) -> str:
 def _tagged(text: str, tag: str) -> str | None:
     """The text after the first `<tag>` up to the next `</tag>` or `<tag>`, stripped; None without `<tag>`."""
     opening = f"<{tag}>"
-    if opening not in text:
-        return None
-    return text.split(opening)[1].split(f"</{tag}>")[0].strip()
+    return text.split(opening)[1].split(f"</{tag}>")[0].strip() if opening in text else None
 
 
 def meta_verdict(text: str | None) -> bool | None:
@@ -114,9 +106,7 @@ def meta_verdict(text: str | None) -> bool | None:
     other reading; None (a parse failure) unless both `<genrm_analysis>` and `<final_verdict>` open."""
     text = text or ""
     analysis, verdict = _tagged(text, "genrm_analysis"), _tagged(text, "final_verdict")
-    if analysis is None or verdict is None:
-        return None
-    return verdict.lower() == "correct"
+    return None if analysis is None or verdict is None else verdict.lower() == "correct"
 
 
 @dataclass(frozen=True)
@@ -182,7 +172,7 @@ class RAlignRelease:
             raise ReleaseError(
                 f"r_align_release={str(directory)!r} is not a folder; give a checkout of github.com/lyn22333/R-Align"
             )
-        system = read_string_constant(root / GENRM_SCRIPT, GENRM_SYSTEM_CONSTANT)
+        system = read_string_constant(root / "generate_model_judgment.py", "CUSTOM_SYSTEM_PROMPT")
         template = read_string_constant(root / METARM_SCRIPT, METARM_PROMPT_CONSTANT)
         fields = sorted({name for _, name, _, _ in string.Formatter().parse(template) if name is not None})
         if tuple(fields) != METARM_FIELDS:
@@ -243,9 +233,7 @@ class RAlignRelease:
 
 def _conversation(prompt) -> list[dict]:
     """A pair's prompt as chat turns: messages as they are, a text as one user turn."""
-    if isinstance(prompt, str):
-        return user_prompt(prompt)
-    return [dict(turn) for turn in prompt]
+    return user_prompt(prompt) if isinstance(prompt, str) else [dict(turn) for turn in prompt]
 
 
 def build_meta_judge(settings, release: RAlignRelease | None = None):
@@ -262,21 +250,13 @@ class ReleaseMetaJudge:
     """The MetaRM asked with the authors' prompt and parsed with their rule (`meta_verdict`): True, False or a
     `JudgeFailure`; fitted to the server's window as the GenRM's prompt is."""
 
-    def __init__(
-        self,
-        backend,
-        *,
-        retry: RetryPolicy | None = None,
-        temperature: float = 0.4,
-        max_tokens: int = 16384,
-        max_model_len: int | None = None,
-    ):
+    def __init__(self, backend, *, retry: RetryPolicy | None = None, temperature: float = 0.4, max_tokens: int = 16384):
         self.backend = backend
         self.retry = retry or RetryPolicy()
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.ledger = JudgeLedger()
-        self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len)
+        self.fitting = WindowFitting(backend, self.ledger)
 
     def describe(self) -> str:
         model = getattr(self.backend, "model", None) or type(self.backend).__name__
