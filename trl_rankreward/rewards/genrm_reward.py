@@ -139,8 +139,6 @@ def _canonical_verdict(text: str, order: str) -> str:
 
 @dataclass
 class GenRMOptions(MethodOptions):
-    """`GenRMPairwiseReward`'s options."""
-
     both_orders: bool = option(False, BOTH_ORDERS_HELP)
     length_coef: float = option(1.0, "Slope of the length penalty.")
     length_tolerance: float = option(0.2, "Relative length difference from the reference that costs nothing.")

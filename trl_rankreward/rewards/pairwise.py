@@ -142,8 +142,6 @@ class PairwiseOptions(MethodOptions):
 
 @dataclass
 class PairwiseRankOptions(PairwiseOptions):
-    """`PairwiseRankReward`'s options."""
-
     ties: str = option(
         "min",
         "Equal win rates share 'min', the first rank they occupy (RankBuffer App. E), or 'average', "
@@ -229,8 +227,6 @@ class ReferenceWinRateReward(GroupRewardMethod):
 # -------- brackets: Tournament-GRPO, ArenaRL -----------------------------------------------------------------
 @dataclass
 class TournamentOptions(MethodOptions):
-    """`TournamentReward`'s options."""
-
     brackets: int = option(
         3, "Independently shuffled single-elimination brackets per group (RankBuffer App. E uses 3)."
     )
@@ -276,8 +272,6 @@ class TournamentReward(GroupRewardMethod):
 
 @dataclass
 class ArenaOptions(MethodOptions):
-    """`ArenaReward`'s options."""
-
     both_orders: bool = option(True, BOTH_ORDERS_HELP + " On: the paper's setting.")
 
 

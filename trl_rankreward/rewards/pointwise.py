@@ -39,8 +39,6 @@ class PointwiseOptions(MethodOptions):
 
 @dataclass
 class GDPOOptions(MethodOptions):
-    """`GDPOReward`'s options."""
-
     eps: float = option(1e-4, "Added to each rubric's within-group std (GDPO: 1e-4).")
 
     def __post_init__(self):
