@@ -158,35 +158,26 @@ class ReferenceWinRateOptions(PairwiseOptions):
         return DataNeeds(references=1, min_group_size=1)
 
 
-class _AllPairsMethod(GroupRewardMethod):
-    """Judges every unordered pair of unique valid answers once (C(U, 2) logical comparisons)."""
+class PairwiseWinRateReward(GroupRewardMethod):
+    """RRC-SCR: every unordered pair judged holistically; reward = opponent-averaged win rate in [0, 1]
+    (`win_rates`), invalid rollouts 0. Cost: C(U, 2) `PairwiseRequest`s (28 for G = 8), one round."""
 
+    name = "rrc_scr"
     options_class = PairwiseOptions
 
-    async def _group_win_rates(self, group: Group, candidates: Candidates, step: int) -> tuple[list[float], dict]:
+    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         both_orders = self.options.both_orders
         pairs = all_pairs(len(candidates.answers))
         texts = [(candidates.answers[u], candidates.answers[v]) for u, v in pairs]
         scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=both_orders)
         rates = win_rates(pairs, scores, [len(m) for m in candidates.members])
         details = {"requests": len(pairs) * (2 if both_orders else 1), "rounds": 1 if pairs else 0}
-        return rates, details
-
-
-class PairwiseWinRateReward(_AllPairsMethod):
-    """RRC-SCR: every unordered pair judged holistically; reward = opponent-averaged win rate in [0, 1]
-    (`win_rates`), invalid rollouts 0. Cost: C(U, 2) `PairwiseRequest`s (28 for G = 8), one round."""
-
-    name = "rrc_scr"
-
-    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
-        rates, details = await self._group_win_rates(group, candidates, step)
         return ScoreOutcome(rates, invalid_reward=0.0, details=details)
 
 
-class PairwiseRankReward(_AllPairsMethod):
-    """Pairwise Rank (RankBuffer App. E): exhaustive pairs, ranked by decreasing win rate (equal rates share
-    the first rank, 1, 1, 3; `ties="average"`: MatrixReward App. D's mean ranks). Rank s among n valid
+class PairwiseRankReward(PairwiseWinRateReward):
+    """Pairwise Rank (RankBuffer App. E): RRC-SCR's exhaustive pairs, ranked by decreasing win rate (equal rates
+    share the first rank, 1, 1, 3; `ties="average"`: MatrixReward App. D's mean ranks). Rank s among n valid
     responses gives r = 2(n - s)/(n - 1) - 1 (0 for n = 1); invalid ones lose everything and get -1.
     Cost: C(U, 2) `PairwiseRequest`s (28 for G = 8), one round."""
 
@@ -194,12 +185,12 @@ class PairwiseRankReward(_AllPairsMethod):
     options_class = PairwiseRankOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
-        rates, details = await self._group_win_rates(group, candidates, step)
+        rated = await super().score_group(group, candidates, epoch=epoch, step=step)
         multiplicities = [len(m) for m in candidates.members]
         n = sum(multiplicities)
-        ranks = shared_ranks(rates, multiplicities, ties=self.options.ties)
+        ranks = shared_ranks(rated.values, multiplicities, ties=self.options.ties)
         values = [2.0 * (n - s) / (n - 1) - 1.0 if n > 1 else 0.0 for s in ranks]
-        return ScoreOutcome(values, invalid_reward=-1.0, details={**details, "win_rates": rates})
+        return ScoreOutcome(values, invalid_reward=-1.0, details={**rated.details, "win_rates": rated.values})
 
 
 class ReferenceWinRateReward(GroupRewardMethod):
