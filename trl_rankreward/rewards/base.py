@@ -1,14 +1,12 @@
 """`Group`, `GroupResult` and `GroupRewardMethod`: the contract every reward method keeps.
 
-The base class does what every method shares: final-answer extraction (`AnswerFormat`; a rollout
-without a valid answer is never judged and ranks below every valid one, RankBuffer Sec. 3.4) and
-de-duplication (identical answers are judged once and share a place); scoring all groups of a step
-concurrently; the failure policy (`GroupJudgingFailed` -> a neutral group, counted in
-`reward/neutral_groups`, never a made-up verdict); and the format reward,
-`reward = semantic + lambda_fmt * format_reward(completion)`.
-
-Subclasses implement `score_group` and return a `RankOutcome` (tie blocks over unique answers ->
-rank rewards in [-1, 1]) or a `ScoreOutcome` (one semantic reward per unique answer).
+The base class does what every method shares: final-answer extraction (`AnswerFormat`; a rollout without a valid
+answer is never judged and ranks below every valid one, RankBuffer Sec. 3.4); de-duplication (identical answers are
+judged once and share a place); scoring a step's groups concurrently; the failure policy (`GroupJudgingFailed` -> a
+neutral group, counted in `reward/neutral_groups`, never a made-up verdict); and the format reward,
+`reward = semantic + lambda_fmt * format_reward(completion)`. Subclasses implement `score_group` and return a
+`RankOutcome` (tie blocks over unique answers -> rank rewards in [-1, 1]) or a `ScoreOutcome` (one semantic reward
+per unique answer).
 """
 
 from __future__ import annotations

@@ -8,10 +8,9 @@
     length_penalty = min(max_penalty, coef * max(0, |L_gen - L_ref| / L_ref - tolerance))
     (with only_longer: max(0, L_gen - L_ref) in place of |L_gen - L_ref|)
 
-with lengths WITHOUT thinking (Appendix D, "Length Constraint"). The paper gives only the relative
-difference; tolerance, coef, max_penalty, only_longer and the unit (`length_fn`: the policy's tokens in a
-trainer, whitespace words by default, which undercount languages without spaces) are ours. A rollout
-without a valid answer gets -1 - max_penalty.
+with lengths WITHOUT thinking (Appendix D, "Length Constraint"). The paper gives only the relative difference;
+tolerance, coef, max_penalty, only_longer and the unit (`length_fn`: the policy's tokens in a trainer, whitespace
+words by default, which undercount languages without spaces) are ours. An invalid rollout gets -1 - max_penalty.
 """
 
 from __future__ import annotations

@@ -1,20 +1,18 @@
 """The GenRM's input and output format: prompt, A/B display order, and verdict parsing.
 
-R-Align (R-Align paper, Sec. 3-4) trains a generative reward model (GenRM) that reads a prompt and two
-responses, writes a rationale, then a verdict. Our output format: an optional `<think>` block, the
-rationale, then `\\boxed{A}` or `\\boxed{B}`, the last thing written.
+R-Align (R-Align paper, Sec. 3-4) trains a generative reward model (GenRM) that reads a prompt and two responses,
+writes a rationale, then a verdict. Our output format: an optional `<think>` block, the rationale, then
+`\\boxed{A}` or `\\boxed{B}`, the last thing written. Parsing (`read_verdict`): thinking is removed first (a
+`<think>` never closed: invalid); every `\\boxed{...}` is read (nested braces allowed), and one holding exactly A
+or B (optionally as `\\text{A}`, `\\textbf{A}`, `\\mathrm{A}`, spaces ignored) is a vote. The verdict is the LAST
+box, which must be a vote; boxes voting for both A and B are "ambiguous", never resolved by position (a response
+can plant a box the GenRM quotes, and a hedge must never be paid).
 
-Parsing (`read_verdict`): thinking is removed first (a `<think>` never closed: invalid); every
-`\\boxed{...}` is read (nested braces allowed), and one holding exactly A or B (optionally as `\\text{A}`,
-`\\textbf{A}`, `\\mathrm{A}`, spaces ignored) is a vote. The verdict is the LAST box, which must be a vote;
-boxes voting for both A and B are "ambiguous", never resolved by position (a response can plant a box the
-GenRM quotes, and a hedge must never be paid).
-
-The shown texts are data: a copy of a section marker (`[End of Response A]`, in any case, with look-alike
-brackets or invisible characters) has its bracket escaped to `(` (`judging.rendering.neutralize`).
-The display order is a deterministic coin flip of (seed, pair key), and the displayed verdict is mapped
-back (`to_canonical`). `GENRM_PROMPT` follows the criteria of the authors' public judging prompt
-(github.com/lyn22333/R-Align, `generate_model_judgment.py`), in our words.
+The shown texts are data: a copy of a section marker (`[End of Response A]`, in any case, with look-alike brackets
+or invisible characters) has its bracket escaped to `(` (`judging.rendering.neutralize`). The display order is a
+deterministic coin flip of (seed, pair key), the displayed verdict mapped back (`to_canonical`). `GENRM_PROMPT`
+follows the criteria of the authors' public judging prompt (github.com/lyn22333/R-Align,
+`generate_model_judgment.py`), in our words.
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
 """MatrixReward: a reward from the rollout-by-rubric win-rate matrix (MatrixReward paper).
 
-Per group: judge every pair of unique answers under each rubric (Sec. 3.1), fill the win-rate matrix M,
-derive rubric weights from M and fuse them with the rubrics' prior weights (Sec. 3.2), and reward each
-answer by its closeness to the ideal profiles (Sec. 3.3); the math is `matrix_math`'s.
+Per group: judge every pair of unique answers under each rubric (Sec. 3.1), fill the win-rate matrix M, derive
+rubric weights from M and fuse them with the rubrics' prior weights (Sec. 3.2), and reward each answer by its
+closeness to the ideal profiles (Sec. 3.3); the math is `matrix_math`'s. Choices the paper leaves open:
 
-Choices the paper leaves open, decided here:
-
-- Duplicates: M is built over the U unique answers with 1/(U-1) normalization (an answer against its own
-  copy would be a free tie pulling win rates toward 1/2); every copy gets its answer's reward.
-- Invalid rollouts are never judged and get quality reward 0; what separates them from a worst judged
-  answer (also 0, the negative ideal) is the format term lambda_fmt * f_i of Eq. 8.
+- Duplicates: M is built over the U unique answers with 1/(U-1) normalization (an answer against its own copy
+  would be a free tie pulling win rates toward 1/2); every copy gets its answer's reward.
+- Invalid rollouts are never judged and get quality reward 0; what separates them from a worst judged answer
+  (also 0, the negative ideal) is the format term lambda_fmt * f_i of Eq. 8.
 - Fewer than two unique answers: no judge call; each gets 1/2, the closeness when both distances vanish.
-- "pointwise" protocol (Sec. 4.2): M_ik = s_ik / 10, s_ik the 0-10 `PointwiseRequest(rubric_index=k)`
-  score (the paper says only "independent absolute scores per rollout and rubric").
+- "pointwise" protocol (Sec. 4.2): M_ik = s_ik / 10, s_ik the 0-10 `PointwiseRequest(rubric_index=k)` score (the
+  paper says only "independent absolute scores per rollout and rubric").
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """The pairwise baselines: methods whose judge compares two texts at a time.
 
-- Exhaustive pairs: RRC-SCR (`PairwiseWinRateReward`), RRC-AGR against the references
-  (`ReferenceWinRateReward`) and Pairwise Rank (`PairwiseRankReward`). RRC (Wang et al., 2026,
-  arXiv:2608.06310) as specified in RankBuffer App. E and MatrixReward App. D; Pairwise Rank as
-  specified in RankBuffer App. E. One judge round.
+- Exhaustive pairs, one judge round: RRC-SCR (`PairwiseWinRateReward`), RRC-AGR against the references
+  (`ReferenceWinRateReward`) and Pairwise Rank (`PairwiseRankReward`). RRC (Wang et al., 2026, arXiv:2608.06310)
+  as specified in RankBuffer App. E and MatrixReward App. D; Pairwise Rank as specified in RankBuffer App. E.
 - Knockout brackets: Tournament-GRPO (`TournamentReward`) and ArenaRL (`ArenaReward`).
 
-The judge picks each request's display order (`display="auto"`); with `both_orders` a comparison is
-two requests, one per display order (`judging.requests.ask_pair`). RRC-SCR and RRC-AGR reward the win
-rate itself, in [0, 1] (MatrixReward App. D); invalid rollouts get 0. Requests count unique valid
-answers U, not G.
+The judge picks each request's display order (`display="auto"`); with `both_orders` a comparison is two requests,
+one per display order (`judging.requests.ask_pair`). RRC-SCR and RRC-AGR reward the win rate itself, in [0, 1]
+(MatrixReward App. D); invalid rollouts get 0. Requests count unique valid answers U, not G.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """The R-Align authors' released evaluation protocol, as one setting (`r_align_release`).
 
-A GenRM trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt of the
-authors' scripts (github.com/lyn22333/R-Align: `generate_model_judgment.py`, `metarm_judge.py`), and their
-published table was computed by them. With `r_align_release=DIR`, a checkout of that repository, every step
-follows their release: the GenRM system message and MetaRM prompt are read from DIR's scripts with `ast`
-(nothing is executed, no prompt text ships here); the layout (`pair_block`) keeps the dataset's order;
-the answer is `joined_text`, the GenRM verdict its FIRST box (ours takes the last); thinking is dropped
-from both explanations (`drop_thinking`); an answer is never asked again because it did not parse
-(`answer_once`). One difference, unobservable in any message or count: their client writes a
-`reasoning_content` of JSON `null` as "None" before the separator; here it is empty.
+A GenRM trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt of the authors' scripts
+(github.com/lyn22333/R-Align: `generate_model_judgment.py`, `metarm_judge.py`), and their published table was
+computed by them. With `r_align_release=DIR`, a checkout of that repository, every step follows their release: the
+GenRM system message and MetaRM prompt are read from DIR's scripts with `ast` (nothing is executed, no prompt text
+ships here); the layout (`pair_block`) keeps the dataset's order; the answer is `joined_text`, the GenRM verdict its
+FIRST box (ours takes the last); thinking is dropped from both explanations (`drop_thinking`); an answer is never
+asked again because it did not parse (`answer_once`). One difference, unobservable in any message or count: their
+client writes a `reasoning_content` of JSON `null` as "None" before the separator; here it is empty.
 """
 
 from __future__ import annotations

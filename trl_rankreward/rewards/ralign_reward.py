@@ -1,7 +1,7 @@
 """R-Align's rationale-aware reward for training a GenRM (R-Align paper, Sec. 4.1-4.2).
 
-Each GenRM completion is one sample: a rationale and a boxed verdict about a preference pair
-(`genrm_verdict` documents the format). Its reward comes from a table:
+Each GenRM completion is one sample: a rationale and a boxed verdict about a preference pair (`genrm_verdict`
+documents the format). Its reward comes from a table:
 
 | label correct? | MetaRM verdict on the rationale | status        | reward (default)               |
 |----------------|---------------------------------|---------------|--------------------------------|
@@ -11,13 +11,12 @@ Each GenRM completion is one sample: a rationale and a boxed verdict about a pre
 | correct        | inconsistent (v_meta = 0)       | `spurious`    | `correct_but_spurious` = 0     |
 | correct        | the MetaRM call failed          | `meta_failed` | None (unscorable, see below)   |
 
-Mode "ralign" is R_overall: positive only when the label AND the rationale are right. The paper leaves
-the non-positive values open; a spurious answer gets 0, so a MetaRM false negative (~0.9 F1, Table 3)
-never ranks a right label with a wrong one (`correct_but_spurious = wrong`: the strict binary R_overall).
-Mode "outcome" is the GenRM-RLVR baseline (R_outcome): the MetaRM is never called.
-
-The MetaRM is asked only about label-correct samples (its verdict cannot change the others). A failed
-meta call's reward is `None`, which TRL treats as unscorable (advantage 0), counted as `meta_failed`.
+Mode "ralign" is R_overall: positive only when the label AND the rationale are right. The paper leaves the
+non-positive values open; a spurious answer gets 0, so a MetaRM false negative (~0.9 F1, Table 3) never ranks a
+right label with a wrong one (`correct_but_spurious = wrong`: the strict binary R_overall). Mode "outcome" is the
+GenRM-RLVR baseline (R_outcome): the MetaRM is never called. The MetaRM is asked only about label-correct samples
+(its verdict cannot change the others); a failed meta call's reward is `None`, which TRL treats as unscorable
+(advantage 0), counted as `meta_failed`.
 """
 
 from __future__ import annotations
