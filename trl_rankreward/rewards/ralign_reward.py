@@ -25,6 +25,8 @@ import asyncio
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from ..judging.calls import JudgeLedger
@@ -117,20 +119,11 @@ def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
     )
 
 
-class OwnGenRMProtocol:
-    """Our GenRM protocol (`genrm_verdict`): seeded display order, last-box parse, a `MetaJudgeRequest`;
-    `ralign_release.RAlignRelease` is the authors' protocol with the same four methods."""
-
-    genrm_row = staticmethod(genrm_row)
-    verdict = staticmethod(parse_verdict)
-    meta_request = staticmethod(meta_request)
-
-    @staticmethod
-    def completion_text(completion) -> str:
-        return completion.text
-
-
-OWN_PROTOCOL = OwnGenRMProtocol()
+#: our GenRM protocol (`genrm_verdict`): seeded display order, last-box parse, a `MetaJudgeRequest`;
+#: `ralign_release.RAlignRelease` is the authors' protocol with the same four members
+OWN_PROTOCOL = SimpleNamespace(
+    genrm_row=genrm_row, verdict=parse_verdict, meta_request=meta_request, completion_text=attrgetter("text")
+)
 
 
 class CallableMetaJudge:
