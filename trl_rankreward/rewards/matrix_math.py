@@ -109,8 +109,7 @@ def entropy_weights(M) -> np.ndarray:
     if not nonconstant.any():
         return np.full(M.shape[1], 1.0 / M.shape[1])
     q = U / np.where(nonconstant, U.sum(axis=0), 1.0)
-    plogq = np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)
-    e = -plogq.sum(axis=0) / np.log(M.shape[0])
+    e = -np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0).sum(axis=0) / np.log(M.shape[0])
     return _normalized(np.where(nonconstant, 1.0 - e, 0.0))
 
 
@@ -128,8 +127,7 @@ def svd_weights(M, variance: float = 0.85) -> np.ndarray:
     Z = (X - X.mean(axis=0)) / X.std(axis=0)
     lam, vecs = np.linalg.eigh(Z.T @ Z / M.shape[0])
     lam, vecs = np.clip(lam[::-1], 0.0, None), vecs[:, ::-1]
-    explained = np.cumsum(lam) / lam.sum()
-    m = int(np.searchsorted(explained, variance - 1e-12)) + 1  # fewest components reaching `variance`
+    m = int(np.searchsorted(np.cumsum(lam) / lam.sum(), variance - 1e-12)) + 1  # fewest components reaching `variance`
     a[nonconstant] = (vecs[:, :m] ** 2 * lam[:m]).sum(axis=1)
     return _normalized(a)
 
@@ -202,8 +200,7 @@ def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
     keep = lam > PINV_RTOL * max(lam.max(), 0.0)
     if not keep.any():
         return np.zeros(diff.shape[0])
-    proj = diff @ vecs[:, keep]
-    return np.sqrt((proj**2 / lam[keep]).sum(axis=1))
+    return np.sqrt(((diff @ vecs[:, keep]) ** 2 / lam[keep]).sum(axis=1))
 
 
 def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclidean") -> np.ndarray:

@@ -268,8 +268,7 @@ class ReleaseMetaJudge:
 
         def render_with_limit(limit: int | None) -> Rendered:
             cut = TextCut(limit)
-            messages = request.messages_with(cut) if request.messages_with else list(request.messages)
-            return cut.rendered(messages)
+            return cut.rendered(request.messages_with(cut) if request.messages_with else list(request.messages))
 
         async def ask(backend, fitted):
             return await answer_once(
