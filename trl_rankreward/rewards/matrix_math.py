@@ -218,15 +218,10 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
     L = np.sqrt((M * M).sum(axis=0))  # N = M / L, L_k the Euclidean norm of column k; a zero column: 0 (Eq. 6)
     inv_norm = np.divide(1.0, L, out=np.zeros_like(L), where=L > 0)
     V = M * inv_norm * w
-    if ideals == "observed":
-        v_pos, v_neg = V.max(axis=0), V.min(axis=0)
-    else:
-        v_pos, v_neg = w * inv_norm, np.zeros_like(w)
-    if distance == "euclidean":
-        gap_pos, gap_neg = V - v_pos, V - v_neg
-        d_pos, d_neg = np.sqrt((gap_pos * gap_pos).sum(axis=1)), np.sqrt((gap_neg * gap_neg).sum(axis=1))
-    else:
-        d_pos, d_neg = _mahalanobis(V - v_pos, V), _mahalanobis(V - v_neg, V)
+    v_pos, v_neg = (V.max(axis=0), V.min(axis=0)) if ideals == "observed" else (w * inv_norm, np.zeros_like(w))
+    d_pos, d_neg = (
+        np.sqrt((g * g).sum(axis=1)) if distance == "euclidean" else _mahalanobis(g, V) for g in (V - v_pos, V - v_neg)
+    )
     total = d_pos + d_neg
     return np.where(total > VANISHED_DISTANCE, d_neg / np.where(total > 0, total, 1.0), 0.5)
 

@@ -23,6 +23,8 @@ from .options import DataNeeds, MethodOptions, check_int, option
 
 #: the help of the pairwise methods' `both_orders` option
 BOTH_ORDERS_HELP = "Judge each comparison in both display orders and average (2 requests per comparison)."
+#: a knockout's `play(matches)`: the first entrant's score in [0, 1] for each match, judged concurrently
+Play = Callable[[list[tuple[int, int]]], Awaitable[list[float]]]
 
 
 def all_pairs(n: int) -> list[tuple[int, int]]:
@@ -88,11 +90,7 @@ def bracket_slots(ranked: Sequence[int]) -> list[int | None]:
     return [ranked[s - 1] if s <= len(ranked) else None for s in seeds]
 
 
-async def single_elimination(
-    ranked: Sequence[int],
-    play: Callable[[list[tuple[int, int]]], Awaitable[list[float]]],
-    tie_break: Callable[[int, int], int],
-) -> BracketResult:
+async def single_elimination(ranked: Sequence[int], play: Play, tie_break: Callable[[int, int], int]) -> BracketResult:
     """One knockout bracket seeded by `ranked`; `play(matches)` scores each round's matches concurrently (the
     first entrant's score in [0, 1]); at exactly 1/2 `tie_break(a, b)` names who advances."""
     result = BracketResult(score={e: 0.0 for e in ranked}, survived={e: 0 for e in ranked})
@@ -118,9 +116,7 @@ async def single_elimination(
     return result
 
 
-def match_player(
-    judge: Judge, group: Group, answers: Sequence[str], *, step: int, both_orders: bool
-) -> Callable[[list[tuple[int, int]]], Awaitable[list[float]]]:
+def match_player(judge: Judge, group: Group, answers: Sequence[str], *, step: int, both_orders: bool) -> Play:
     """A `play` function for `single_elimination` over answer indices of one group."""
 
     async def play(matches: list[tuple[int, int]]) -> list[float]:
