@@ -1,14 +1,12 @@
 """`Group`, `GroupResult` and `GroupRewardMethod`: the contract every reward method keeps.
 
-The base class does what every method shares: final-answer extraction (`AnswerFormat`; a rollout
-without a valid answer is never judged and ranks below every valid one, RankBuffer Sec. 3.4) and
-de-duplication (identical answers are judged once and share a place); scoring all groups of a step
-concurrently; the failure policy (`GroupJudgingFailed` -> a neutral group, counted in
-`reward/neutral_groups`, never a made-up verdict); and the format reward,
-`reward = semantic + lambda_fmt * format_reward(completion)`.
-
-Subclasses implement `score_group` and return a `RankOutcome` (tie blocks over unique answers ->
-rank rewards in [-1, 1]) or a `ScoreOutcome` (one semantic reward per unique answer).
+The base class does what every method shares: final-answer extraction (`AnswerFormat`; a rollout without a valid
+answer is never judged and ranks below every valid one, RankBuffer Sec. 3.4); de-duplication (identical answers are
+judged once and share a place); scoring a step's groups concurrently; the failure policy (`GroupJudgingFailed` -> a
+neutral group, counted in `reward/neutral_groups`, never a made-up verdict); and the format reward,
+`reward = semantic + lambda_fmt * format_reward(completion)`. Subclasses implement `score_group` and return a
+`RankOutcome` (tie blocks over unique answers -> rank rewards in [-1, 1]) or a `ScoreOutcome` (one semantic reward
+per unique answer).
 """
 
 from __future__ import annotations
@@ -29,8 +27,6 @@ from .state_files import METHOD_STATE_NAME, read_method_state, write_method_stat
 
 R = TypeVar("R")
 
-_THINK_CLOSE = "</think>"
-
 
 @dataclass(frozen=True)
 class AnswerFormat:
@@ -42,16 +38,10 @@ class AnswerFormat:
 
     def final_answer(self, completion: str) -> str | None:
         """The text the judge sees, or None when the rollout has no valid final answer."""
-        if self.thinking and _THINK_CLOSE not in completion:
-            return None
-        if "<think>" in completion and _THINK_CLOSE not in completion:
-            return None  # thinking never closed: the answer was cut off
+        if "</think>" not in completion and (self.thinking or "<think>" in completion):
+            return None  # required thinking missing, or thinking never closed: the answer was cut off
         answer = strip_thinking(completion)
-        if not answer:
-            return None
-        if self.max_answer_chars is not None:
-            answer = answer[: self.max_answer_chars]
-        return answer
+        return answer[: self.max_answer_chars] if answer else None
 
     def format_reward(self, completion: str) -> float:
         """1.0 when the rollout follows the format (closed thinking if required, non-empty answer)."""
@@ -60,9 +50,7 @@ class AnswerFormat:
 
 def rank_reward(position: float, group_size: int) -> float:
     """RankBuffer Eq. 9: r = -1 + 2q/(G-1) for zero-based position q; 0 for G = 1."""
-    if group_size <= 1:
-        return 0.0
-    return -1.0 + 2.0 * position / (group_size - 1)
+    return -1.0 + 2.0 * position / (group_size - 1) if group_size > 1 else 0.0
 
 
 def tie_block_rewards(blocks: Sequence[Sequence[int]], group_size: int) -> list[float]:
@@ -136,19 +124,15 @@ class Candidates:
 
     @classmethod
     def from_group(cls, group: Group, answer_format: AnswerFormat) -> Candidates:
-        index: dict[str, int] = {}
-        answers, members, invalid = [], [], []
+        members: dict[str, list[int]] = {}  # in order of first appearance
+        invalid = []
         for i, completion in enumerate(group.completions):
             answer = answer_format.final_answer(completion)
             if answer is None:
                 invalid.append(i)
-            elif answer in index:
-                members[index[answer]].append(i)
             else:
-                index[answer] = len(answers)
-                answers.append(answer)
-                members.append([i])
-        return cls(answers, members, invalid, group.size)
+                members.setdefault(answer, []).append(i)
+        return cls(list(members), list(members.values()), invalid, group.size)
 
 
 @dataclass
@@ -184,8 +168,7 @@ class GroupJudgingFailed(RuntimeError):
     """Raised by a method when a call it needs failed after retries: the group goes neutral."""
 
     def __init__(self, failure: JudgeFailure | str):
-        message = failure.message if isinstance(failure, JudgeFailure) else str(failure)
-        super().__init__(message)
+        super().__init__(failure.message if isinstance(failure, JudgeFailure) else str(failure))
         self.kind = failure.kind if isinstance(failure, JudgeFailure) else "error"
 
 
@@ -232,22 +215,17 @@ class GroupRewardMethod(abc.ABC):
         if not hasattr(judge, "judge"):
             raise TypeError(f"judge must have an async `judge(request)` method, got {type(judge).__name__}")
         self.judge = judge
-        self.options = self.make_options(options, option_values)
+        if options is None:
+            options = self.options_class.from_values(option_values, source=f"{type(self).__name__}(...)")
+        elif option_values:
+            raise TypeError(f"{type(self).__name__} takes options or option keywords {sorted(option_values)}, not both")
+        elif not isinstance(options, self.options_class):
+            raise TypeError(f"{type(self).__name__} needs {self.options_class.__name__}, got {type(options).__name__}")
+        self.options = options
         self.lambda_fmt = float(self.options.lambda_fmt)
         self.answer_format = answer_format or AnswerFormat()
         self.format_reward = format_reward or self.answer_format.format_reward
         self.seed = seed
-
-    @classmethod
-    def make_options(cls, options: MethodOptions | None, values: dict[str, Any]) -> MethodOptions:
-        """`options` as given, or `options_class` built from `values`; not both."""
-        if options is None:
-            return cls.options_class.from_values(values, source=f"{cls.__name__}(...)")
-        if values:
-            raise TypeError(f"{cls.__name__} takes options or option keywords {sorted(values)}, not both")
-        if not isinstance(options, cls.options_class):
-            raise TypeError(f"{cls.__name__} needs {cls.options_class.__name__}, got {type(options).__name__}")
-        return options
 
     @classmethod
     def for_run(cls, judge: Judge, options: MethodOptions, run: RunContext) -> GroupRewardMethod:
@@ -272,10 +250,9 @@ class GroupRewardMethod(abc.ABC):
             return GroupResult(
                 [0.0] * group.size, neutral=True, details={"failure": str(exc), "failure_kind": exc.kind}
             )
-        semantic, order = outcome.expand(candidates)
-        rewards = semantic
+        rewards, order = outcome.expand(candidates)
         if self.lambda_fmt:
-            rewards = [r + self.lambda_fmt * float(self.format_reward(c)) for r, c in zip(semantic, group.completions)]
+            rewards = [r + self.lambda_fmt * float(self.format_reward(c)) for r, c in zip(rewards, group.completions)]
         details = dict(outcome.details)
         details.setdefault("invalid", len(candidates.invalid))
         details.setdefault("duplicates", group.size - len(candidates.invalid) - len(candidates.answers))

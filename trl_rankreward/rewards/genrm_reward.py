@@ -8,18 +8,9 @@
     length_penalty = min(max_penalty, coef * max(0, |L_gen - L_ref| / L_ref - tolerance))
     (with only_longer: max(0, L_gen - L_ref) in place of |L_gen - L_ref|)
 
-with lengths WITHOUT thinking (Appendix D, "Length Constraint"). The paper gives only the relative
-difference; tolerance, coef, max_penalty, only_longer and the unit (`length_fn`: the policy's tokens in a
-trainer, whitespace words by default, which undercount languages without spaces) are ours. A rollout
-without a valid answer gets -1 - max_penalty.
-
-`GenRMJudge` speaks the format of a GenRM trained by `RAlignGenRMTrainer` (`genrm_verdict`): our prompt in
-a seeded display order, the last box parsed, an unparseable answer retried; no rubrics. With `release`
-(`RAlignRelease`) it asks in the R-Align authors' layout (their system message, the query as one
-`<|User Prompt|>`, `reasoning_content` joined before the content, the first box read, no retry for an
-answer without one). Either layout is fitted to the GenRM's context window (`judging.prompt_budget`): the
-two responses (never the query) are cut to an equal share, and a pair leaving fewer than
-`MIN_GENRM_ANSWER_TOKENS` for the answer fails as `too_long`, unsent.
+with lengths WITHOUT thinking (Appendix D, "Length Constraint"). The paper gives only the relative difference;
+tolerance, coef, max_penalty, only_longer and the unit (`length_fn`: the policy's tokens in a trainer, whitespace
+words by default, which undercount languages without spaces) are ours. An invalid rollout gets -1 - max_penalty.
 """
 
 from __future__ import annotations
@@ -34,18 +25,9 @@ from ..judging.prompt_budget import WindowFitting
 from ..judging.requests import JudgeError, JudgeFailure, PairwiseRequest, request_kind, text_id
 from ..judging.server_settings import build_backend
 from .base import Candidates, Group, GroupRewardMethod, RunContext, ScoreOutcome
-from .genrm_verdict import (
-    GENRM_PROMPT,
-    GENRM_SYSTEM,
-    display_order,
-    displayed_pair,
-    genrm_fitting,
-    genrm_messages,
-    read_verdict,
-    to_canonical,
-)
+from .genrm_verdict import display_order, displayed_pair, genrm_fitting, genrm_messages, read_verdict, to_canonical
 from .options import DataNeeds, MethodOptions, option
-from .pairwise import BOTH_ORDERS_HELP, judge_pairs, requests_per_match
+from .pairwise import BOTH_ORDERS_HELP, judge_pairs
 from .ralign_release import RAlignRelease, answer_once
 from .ralign_reward import RAlignReward
 
@@ -69,8 +51,12 @@ def length_penalty(
 
 
 class GenRMJudge:
-    """A judge for `PairwiseRequest` backed by a GenRM that answers `... \\boxed{A|B}` (module docstring);
-    `seed` seeds the display coin flip (a request's display "ab"/"ba" overrides it)."""
+    """A judge for `PairwiseRequest` backed by a GenRM trained by `RAlignGenRMTrainer`: our prompt (`genrm_verdict`)
+    in a display order seeded by `seed` (a request's display "ab"/"ba" overrides it), the last box parsed, an
+    unparseable answer retried; with `release`, the R-Align authors' layout (`RAlignRelease`: the query as one
+    `<|User Prompt|>`), their first box read once. Either is fitted to the GenRM's window (`judging.prompt_budget`):
+    the responses (never the query) are cut to an equal share, and a pair leaving fewer than
+    `MIN_GENRM_ANSWER_TOKENS` for the answer fails as `too_long`, unsent."""
 
     def __init__(
         self,
@@ -80,10 +66,7 @@ class GenRMJudge:
         retry: RetryPolicy | None = None,
         temperature: float = DEFAULT_TEMPERATURE,
         max_tokens: int = GENRM_MAX_TOKENS,
-        template: str = GENRM_PROMPT,
-        system: str | None = GENRM_SYSTEM,
         release: RAlignRelease | None = None,
-        max_model_len: int | None = None,
     ):
         self.backend = backend
         self.release = release
@@ -91,10 +74,8 @@ class GenRMJudge:
         self.retry = retry or RetryPolicy()
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.template = template
-        self.system = system
         self.ledger = JudgeLedger()
-        self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len)
+        self.fitting = WindowFitting(backend, self.ledger)
 
     @classmethod
     def from_settings(cls, settings, *, r_align_release: str | None = None) -> GenRMJudge:
@@ -113,8 +94,6 @@ class GenRMJudge:
         return display_order(self.seed, f"{request.query_id}|{request.step}|{text_id(request.a)}|{text_id(request.b)}")
 
     async def judge(self, request: PairwiseRequest) -> str | JudgeFailure:
-        """Our prompt with the last box parsed (retried until it parses), or with `release` the authors' layout,
-        their answer read once; fitted to the window (module docstring)."""
         if not isinstance(request, PairwiseRequest):
             raise TypeError(f"GenRMJudge answers PairwiseRequest only, got {type(request).__name__}")
         order, what = self.order_for(request), f"GenRM pairwise request (query_id={request.query_id!r})"
@@ -124,7 +103,7 @@ class GenRMJudge:
         def messages_of(a: str, b: str) -> list[dict]:
             if release is not None:
                 return release.genrm_messages(conversation, *displayed_pair(a, b, order))
-            return genrm_messages(request.query, a, b, order, template=self.template, system=self.system)
+            return genrm_messages(request.query, a, b, order)
 
         def parse_released(text: str) -> str | None:
             shown = release.verdict(text)
@@ -159,8 +138,6 @@ def _canonical_verdict(text: str, order: str) -> str:
 
 @dataclass
 class GenRMOptions(MethodOptions):
-    """`GenRMPairwiseReward`'s options."""
-
     both_orders: bool = option(False, BOTH_ORDERS_HELP)
     length_coef: float = option(1.0, "Slope of the length penalty.")
     length_tolerance: float = option(0.2, "Relative length difference from the reference that costs nothing.")
@@ -225,7 +202,7 @@ class GenRMPairwiseReward(GroupRewardMethod):
         penalties = [self.penalty(answer, reference) for answer in candidates.answers]
         values = [2.0 * s - 1.0 - p for s, p in zip(scores, penalties, strict=True)]
         details = {
-            "requests": len(texts) * requests_per_match(self.options.both_orders),
+            "requests": len(texts) * (2 if self.options.both_orders else 1),
             "rounds": 1 if texts else 0,
             "win_rate": sum(scores) / len(scores) if scores else None,
             "length_penalty": sum(penalties) / len(penalties) if penalties else None,

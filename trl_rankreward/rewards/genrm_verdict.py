@@ -1,20 +1,18 @@
 """The GenRM's input and output format: prompt, A/B display order, and verdict parsing.
 
-R-Align (R-Align paper, Sec. 3-4) trains a generative reward model (GenRM) that reads a prompt and two
-responses, writes a rationale, then a verdict. Our output format: an optional `<think>` block, the
-rationale, then `\\boxed{A}` or `\\boxed{B}`, the last thing written.
+R-Align (R-Align paper, Sec. 3-4) trains a generative reward model (GenRM) that reads a prompt and two responses,
+writes a rationale, then a verdict. Our output format: an optional `<think>` block, the rationale, then
+`\\boxed{A}` or `\\boxed{B}`, the last thing written. Parsing (`read_verdict`): thinking is removed first (a
+`<think>` never closed: invalid); every `\\boxed{...}` is read (nested braces allowed), and one holding exactly A
+or B (optionally as `\\text{A}`, `\\textbf{A}`, `\\mathrm{A}`, spaces ignored) is a vote. The verdict is the LAST
+box, which must be a vote; boxes voting for both A and B are "ambiguous", never resolved by position (a response
+can plant a box the GenRM quotes, and a hedge must never be paid).
 
-Parsing (`read_verdict`): thinking is removed first (a `<think>` never closed: invalid); every
-`\\boxed{...}` is read (nested braces allowed), and one holding exactly A or B (optionally as `\\text{A}`,
-`\\textbf{A}`, `\\mathrm{A}`, spaces ignored) is a vote. The verdict is the LAST box, which must be a vote;
-boxes voting for both A and B are "ambiguous", never resolved by position (a response can plant a box the
-GenRM quotes, and a hedge must never be paid).
-
-The shown texts are data: a copy of a section marker (`[End of Response A]`, in any case, with look-alike
-brackets or invisible characters) has its bracket escaped to `(` (`judging.rendering.neutralize`).
-The display order is a deterministic coin flip of (seed, pair key), and the displayed verdict is mapped
-back (`to_canonical`). `GENRM_PROMPT` follows the criteria of the authors' public judging prompt
-(github.com/lyn22333/R-Align, `generate_model_judgment.py`), in our words.
+The shown texts are data: a copy of a section marker (`[End of Response A]`, in any case, with look-alike brackets
+or invisible characters) has its bracket escaped to `(` (`judging.rendering.neutralize`). The display order is a
+deterministic coin flip of (seed, pair key), the displayed verdict mapped back (`to_canonical`). `GENRM_PROMPT`
+follows the criteria of the authors' public judging prompt (github.com/lyn22333/R-Align,
+`generate_model_judgment.py`), in our words.
 """
 
 from __future__ import annotations
@@ -23,9 +21,9 @@ import re
 from typing import Literal
 
 from ..data.prompts import query_text
-from ..judging.parsing import strip_thinking
 from ..judging.rendering import Delimiters, Rendered, TextCut, neutralize, spaced
 from ..judging.requests import stable_seed, text_id
+from .base import AnswerFormat
 
 Label = Literal["A", "B"]
 Order = Literal["ab", "ba"]
@@ -95,20 +93,10 @@ def _boxed_contents(text: str) -> list[str | None]:
 
 
 def _vote(content: str | None) -> Label | None:
-    if content is None:
-        return None
-    value = re.sub(r"\s+", "", content)
+    value = re.sub(r"\s+", "", content or "")
     inner = _WRAPPERS.match(value)
-    if inner:
-        value = inner.group(1)
+    value = inner.group(1) if inner else value
     return value if value in ("A", "B") else None
-
-
-def visible_text(completion: str) -> str | None:
-    """The completion without thinking, or None when a `<think>` block was never closed."""
-    if "<think>" in completion and "</think>" not in completion:
-        return None
-    return strip_thinking(completion)
 
 
 def parse_verdict(completion: str) -> Label | None:
@@ -118,13 +106,10 @@ def parse_verdict(completion: str) -> Label | None:
 
 def read_verdict(completion: str) -> tuple[Label | None, Literal["invalid", "ambiguous"] | None]:
     """`(verdict, None)`, or `(None, "ambiguous" | "invalid")` (module docstring)."""
-    text = visible_text(completion)
-    votes = [_vote(b) for b in _boxed_contents(text or "")]
+    votes = [_vote(b) for b in _boxed_contents(AnswerFormat().final_answer(completion) or "")]
     if len({v for v in votes if v is not None}) > 1:
         return None, "ambiguous"
-    if not votes or votes[-1] is None:
-        return None, "invalid"
-    return votes[-1], None
+    return (votes[-1], None) if votes and votes[-1] is not None else (None, "invalid")
 
 
 def pair_key(prompt: str, response_a: str, response_b: str, pair_id: str | None = None) -> str:
@@ -138,19 +123,16 @@ def display_order(seed: int, key: str) -> Order:
 
 
 def to_display(label: str, order: Order) -> Label:
-    """The label as the GenRM sees it under `order`."""
+    """The label as the GenRM sees it under `order`; also, as `to_canonical`, the dataset label of a displayed
+    verdict (the swap is its own inverse)."""
     if label not in ("A", "B"):
         raise ValueError(f"A pairwise label must be 'A' or 'B', got {label!r}")
     if order not in ("ab", "ba"):
         raise ValueError(f"display order must be 'ab' or 'ba', got {order!r}")
-    if order == "ab":
-        return label
-    return "B" if label == "A" else "A"
+    return label if order == "ab" else {"A": "B", "B": "A"}[label]
 
 
-def to_canonical(label: str, order: Order) -> Label:
-    """The dataset label of a displayed verdict (the swap is its own inverse)."""
-    return to_display(label, order)
+to_canonical = to_display
 
 
 #: the GenRM prompt's section markers, `[User Prompt]`, `[Response A]`, `[End of Response B]`, ...: what a shown
@@ -170,20 +152,12 @@ def displayed_pair(response_a: str, response_b: str, order: Order) -> tuple[str,
     return (response_a, response_b) if order == "ab" else (response_b, response_a)
 
 
-def genrm_messages(
-    prompt: str,
-    response_a: str,
-    response_b: str,
-    order: Order,
-    *,
-    template: str = GENRM_PROMPT,
-    system: str | None = GENRM_SYSTEM,
-) -> list[dict[str, str]]:
+def genrm_messages(prompt: str, response_a: str, response_b: str, order: Order) -> list[dict[str, str]]:
     """Chat messages asking the GenRM about the pair, shown in `order`."""
     first, second = displayed_pair(response_a, response_b, order)
     prompt, first, second = (neutralize(t, SECTION_MARKERS) for t in (prompt, first, second))
-    user = template.format(prompt=prompt, response_a=first, response_b=second)
-    return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    user = GENRM_PROMPT.format(prompt=prompt, response_a=first, response_b=second)
+    return [{"role": "system", "content": GENRM_SYSTEM}, {"role": "user", "content": user}]
 
 
 #: the fewest answer tokens a GenRM request is sent with: the explanation the prompt asks for (requirements,

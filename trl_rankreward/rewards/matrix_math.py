@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,18 +20,21 @@ SINGULAR_DET = 1e-12
 VANISHED_DISTANCE = 1e-12
 #: covariance eigenvalues below this fraction of the largest are dropped in the Mahalanobis pseudo-inverse
 PINV_RTOL = 1e-10
+#: the values of the choice options of `matrix_reward` (`matrix_weighting`'s: `MATRIX_WEIGHTINGS`, below)
+FUSIONS = ("game", "prior_only", "additive", "multiplicative")
+IDEALS = ("observed", "theoretical")
+DISTANCES = ("euclidean", "mahalanobis")
+AGGREGATIONS = ("topsis", "weighted_sum")
 
 
-def check_choice(name: str, value: str, options) -> str:
+def check_choice(name: str, value: str, options) -> None:
     if value not in options:
         raise ValueError(f"{name}={value!r} is not supported; choose one of {sorted(options)}")
-    return value
 
 
-def _check_fraction(name: str, value: float, *, allow_zero: bool) -> float:
+def _check_fraction(name: str, value: float, *, allow_zero: bool) -> None:
     if not ((value >= 0.0 if allow_zero else value > 0.0) and value <= 1.0):
         raise ValueError(f"{name} must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {value!r}")
-    return float(value)
 
 
 def _check_matrix(M) -> np.ndarray:
@@ -79,8 +83,7 @@ def _minmax(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     low = M.min(axis=0)
     span = M.max(axis=0) - low
     nonconstant = span > CONSTANT_TOL
-    U = np.divide(M - low, span, out=np.zeros_like(M), where=nonconstant)
-    return U, nonconstant
+    return np.divide(M - low, span, out=np.zeros_like(M), where=nonconstant), nonconstant
 
 
 def variation_correlation_weights(M) -> np.ndarray:
@@ -95,21 +98,18 @@ def variation_correlation_weights(M) -> np.ndarray:
     scale = np.where(nonconstant, sigma, 1.0)
     rho = np.where(nonconstant[:, None] & nonconstant, cov / scale[:, None] / scale, 0.0)
     np.fill_diagonal(rho, 1.0)  # l = k is excluded from the sum: 1 - rho_kk = 0
-    d = sigma * (1.0 - rho).sum(axis=1)
-    return _normalized(d)
+    return _normalized(sigma * (1.0 - rho).sum(axis=1))
 
 
 def entropy_weights(M) -> np.ndarray:
     """Entropy weights (App. F): a_k ~ 1 - e_k, e_k = -sum_{q_ik > 0} q_ik log q_ik / log G with
     q_ik = U_ik / sum_j U_jk; constant columns 0 (all constant: uniform)."""
     M = _check_matrix(M)
-    G = M.shape[0]
     U, nonconstant = _minmax(M)
     if not nonconstant.any():
         return np.full(M.shape[1], 1.0 / M.shape[1])
     q = U / np.where(nonconstant, U.sum(axis=0), 1.0)
-    plogq = np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)
-    e = -plogq.sum(axis=0) / np.log(G)
+    e = -np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0).sum(axis=0) / np.log(M.shape[0])
     return _normalized(np.where(nonconstant, 1.0 - e, 0.0))
 
 
@@ -127,8 +127,7 @@ def svd_weights(M, variance: float = 0.85) -> np.ndarray:
     Z = (X - X.mean(axis=0)) / X.std(axis=0)
     lam, vecs = np.linalg.eigh(Z.T @ Z / M.shape[0])
     lam, vecs = np.clip(lam[::-1], 0.0, None), vecs[:, ::-1]
-    explained = np.cumsum(lam) / lam.sum()
-    m = int(np.searchsorted(explained, variance - 1e-12)) + 1  # fewest components reaching `variance`
+    m = int(np.searchsorted(np.cumsum(lam) / lam.sum(), variance - 1e-12)) + 1  # fewest components reaching `variance`
     a[nonconstant] = (vecs[:, :m] ** 2 * lam[:m]).sum(axis=1)
     return _normalized(a)
 
@@ -150,8 +149,7 @@ def prior_weights(points) -> np.ndarray:
 
 
 # --- Sec. 3.2 and 4.5: fusing a with the prior p
-@dataclass(frozen=True)
-class Fusion:
+class Fusion(NamedTuple):
     """Combined weights `w` and the coefficients on (a, p); None where a rule has none."""
 
     w: np.ndarray
@@ -160,7 +158,7 @@ class Fusion:
     fallback: bool = False
 
 
-def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
+def game_combination(a, p) -> Fusion:
     """Game-theoretic combination (Sec. 3.2, Eq. 4-5; Huang et al. 2023): solve H [u v]^T = [a.a, p.p]^T,
     H = [[a.a, a.p], [p.a, p.p]]; (alpha, beta) = (|u|, |v|) / (|u| + |v|), w = alpha a + beta p. When
     |det H| <= 1e-12 or not finite: w = sqrt(a p) / sum sqrt(a p), (0.5, 0.5), fallback. -> (w, alpha, beta, fallback)
@@ -174,9 +172,8 @@ def game_combination(a, p) -> tuple[np.ndarray, float, float, bool]:
         u, v = (aa * pp - ap * pp) / det, (aa * pp - ap * aa) / det  # Cramer's rule on Eq. 4
         if math.isfinite(u) and math.isfinite(v) and abs(u) + abs(v) > 0:
             alpha, beta = abs(u) / (abs(u) + abs(v)), abs(v) / (abs(u) + abs(v))
-            return alpha * a + beta * p, alpha, beta, False
-    g = np.sqrt(a * p)
-    return _normalized(g), 0.5, 0.5, True
+            return Fusion(alpha * a + beta * p, alpha, beta, False)
+    return Fusion(_normalized(np.sqrt(a * p)), 0.5, 0.5, True)
 
 
 def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
@@ -185,7 +182,7 @@ def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
     check_choice("fusion", fusion, FUSIONS)
     a, p = np.asarray(a, dtype=float), np.asarray(p, dtype=float)
     if fusion == "game":
-        return Fusion(*game_combination(a, p))
+        return game_combination(a, p)
     if fusion == "prior_only":
         return Fusion(p.copy(), 0.0, 1.0)
     if fusion == "additive":
@@ -194,17 +191,7 @@ def fuse(a, p, fusion: str = "game", mixture_alpha: float = 0.5) -> Fusion:
     return Fusion(_normalized(a * p), None, None)
 
 
-FUSIONS = ("game", "prior_only", "additive", "multiplicative")
-
-
 # --- Sec. 3.3 and 4.4: from weighted profiles to a reward in [0, 1]
-def _column_normalized(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """N = M / L with L_k the Euclidean norm of column k; zero column -> 0 (Eq. 6). Returns (N, 1/L)."""
-    L = np.sqrt((M * M).sum(axis=0))
-    inv = np.divide(1.0, L, out=np.zeros_like(L), where=L > 0)
-    return M * inv, inv
-
-
 def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
     """sqrt(d S^+ d^T) per row of diff, S the covariance of the profiles V; S is often singular, so S^+ drops
     eigenvalues below PINV_RTOL * the largest."""
@@ -213,8 +200,7 @@ def _mahalanobis(diff: np.ndarray, V: np.ndarray) -> np.ndarray:
     keep = lam > PINV_RTOL * max(lam.max(), 0.0)
     if not keep.any():
         return np.zeros(diff.shape[0])
-    proj = diff @ vecs[:, keep]
-    return np.sqrt((proj**2 / lam[keep]).sum(axis=1))
+    return np.sqrt(((diff @ vecs[:, keep]) ** 2 / lam[keep]).sum(axis=1))
 
 
 def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclidean") -> np.ndarray:
@@ -229,43 +215,30 @@ def topsis_closeness(M, w, *, ideals: str = "observed", distance: str = "euclide
     w = np.asarray(w, dtype=float)
     if w.shape != (M.shape[1],):
         raise ValueError(f"Expected {M.shape[1]} weights for a {M.shape} matrix, got shape {w.shape}")
-    N, inv_norm = _column_normalized(M)
-    V = N * w
-    if ideals == "observed":
-        v_pos, v_neg = V.max(axis=0), V.min(axis=0)
-    else:
-        v_pos, v_neg = w * inv_norm, np.zeros_like(w)
-    if distance == "euclidean":
-        gap_pos, gap_neg = V - v_pos, V - v_neg
-        d_pos, d_neg = np.sqrt((gap_pos * gap_pos).sum(axis=1)), np.sqrt((gap_neg * gap_neg).sum(axis=1))
-    else:
-        d_pos, d_neg = _mahalanobis(V - v_pos, V), _mahalanobis(V - v_neg, V)
+    L = np.sqrt((M * M).sum(axis=0))  # N = M / L, L_k the Euclidean norm of column k; a zero column: 0 (Eq. 6)
+    inv_norm = np.divide(1.0, L, out=np.zeros_like(L), where=L > 0)
+    V = M * inv_norm * w
+    v_pos, v_neg = (V.max(axis=0), V.min(axis=0)) if ideals == "observed" else (w * inv_norm, np.zeros_like(w))
+    d_pos, d_neg = (
+        np.sqrt((g * g).sum(axis=1)) if distance == "euclidean" else _mahalanobis(g, V) for g in (V - v_pos, V - v_neg)
+    )
     total = d_pos + d_neg
     return np.where(total > VANISHED_DISTANCE, d_neg / np.where(total > 0, total, 1.0), 0.5)
 
 
 def weighted_aggregation(M, w) -> np.ndarray:
     """r_i = sum_k w_k M_ik: the weighted average of raw win rates (Sec. 4.4, Table 3)."""
-    M = _check_matrix(M)
-    return M @ np.asarray(w, dtype=float)
-
-
-IDEALS = ("observed", "theoretical")
-DISTANCES = ("euclidean", "mahalanobis")
-AGGREGATIONS = ("topsis", "weighted_sum")
+    return _check_matrix(M) @ np.asarray(w, dtype=float)
 
 
 # --- the whole pipeline for one group
 def check_reward_options(*, matrix_weighting, fusion, mixture_alpha, ideals, distance, aggregation, svd_variance):
     """Check every option of `matrix_reward` (names and ranges), including those its settings do not use."""
-    for name, value, options in (
-        ("matrix_weighting", matrix_weighting, MATRIX_WEIGHTINGS),
-        ("fusion", fusion, FUSIONS),
-        ("ideals", ideals, IDEALS),
-        ("distance", distance, DISTANCES),
-        ("aggregation", aggregation, AGGREGATIONS),
-    ):
-        check_choice(name, value, options)
+    check_choice("matrix_weighting", matrix_weighting, MATRIX_WEIGHTINGS)
+    check_choice("fusion", fusion, FUSIONS)
+    check_choice("ideals", ideals, IDEALS)
+    check_choice("distance", distance, DISTANCES)
+    check_choice("aggregation", aggregation, AGGREGATIONS)
     _check_fraction("mixture_alpha", mixture_alpha, allow_zero=True)
     _check_fraction("svd_variance", svd_variance, allow_zero=False)
 
@@ -284,37 +257,19 @@ class MatrixRewardResult:
     column_spread: np.ndarray
 
 
-def matrix_reward(
-    M,
-    points,
-    *,
-    matrix_weighting: str,
-    fusion: str,
-    mixture_alpha: float,
-    ideals: str,
-    distance: str,
-    aggregation: str,
-    svd_variance: float,
-) -> MatrixRewardResult:
-    """Algorithm 1 lines 12-28: weights from M and the rubrics' points t_k, then r^qual. The paper's method
-    is `MatrixRewardOptions().math_options()`."""
-    check_reward_options(
-        matrix_weighting=matrix_weighting,
-        fusion=fusion,
-        mixture_alpha=mixture_alpha,
-        ideals=ideals,
-        distance=distance,
-        aggregation=aggregation,
-        svd_variance=svd_variance,
-    )
+def matrix_reward(M, points, **options: Any) -> MatrixRewardResult:
+    """Algorithm 1 lines 12-28: weights from M and the rubrics' points t_k, then r^qual. `options`: every keyword
+    of `check_reward_options`; the paper's method is `MatrixRewardOptions().math_options()`."""
+    check_reward_options(**options)
     M = _check_matrix(M)
     p = prior_weights(points)
     if p.size != M.shape[1]:
         raise ValueError(f"Got {p.size} rubric weights for a matrix with {M.shape[1]} rubric columns")
-    a = svd_weights(M, svd_variance) if matrix_weighting == "svd" else MATRIX_WEIGHTINGS[matrix_weighting](M)
-    fused = fuse(a, p, fusion, mixture_alpha)
-    if aggregation == "topsis":
-        rewards = topsis_closeness(M, fused.w, ideals=ideals, distance=distance)
+    weighting = options["matrix_weighting"]
+    a = svd_weights(M, options["svd_variance"]) if weighting == "svd" else MATRIX_WEIGHTINGS[weighting](M)
+    fused = fuse(a, p, options["fusion"], options["mixture_alpha"])
+    if options["aggregation"] == "topsis":
+        rewards = topsis_closeness(M, fused.w, ideals=options["ideals"], distance=options["distance"])
     else:
         rewards = weighted_aggregation(M, fused.w)
     spread = M.max(axis=0) - M.min(axis=0)

@@ -1,18 +1,16 @@
 """MatrixReward: a reward from the rollout-by-rubric win-rate matrix (MatrixReward paper).
 
-Per group: judge every pair of unique answers under each rubric (Sec. 3.1), fill the win-rate matrix M,
-derive rubric weights from M and fuse them with the rubrics' prior weights (Sec. 3.2), and reward each
-answer by its closeness to the ideal profiles (Sec. 3.3); the math is `matrix_math`'s.
+Per group: judge every pair of unique answers under each rubric (Sec. 3.1), fill the win-rate matrix M, derive
+rubric weights from M and fuse them with the rubrics' prior weights (Sec. 3.2), and reward each answer by its
+closeness to the ideal profiles (Sec. 3.3); the math is `matrix_math`'s. Choices the paper leaves open:
 
-Choices the paper leaves open, decided here:
-
-- Duplicates: M is built over the U unique answers with 1/(U-1) normalization (an answer against its own
-  copy would be a free tie pulling win rates toward 1/2); every copy gets its answer's reward.
-- Invalid rollouts are never judged and get quality reward 0; what separates them from a worst judged
-  answer (also 0, the negative ideal) is the format term lambda_fmt * f_i of Eq. 8.
+- Duplicates: M is built over the U unique answers with 1/(U-1) normalization (an answer against its own copy
+  would be a free tie pulling win rates toward 1/2); every copy gets its answer's reward.
+- Invalid rollouts are never judged and get quality reward 0; what separates them from a worst judged answer
+  (also 0, the negative ideal) is the format term lambda_fmt * f_i of Eq. 8.
 - Fewer than two unique answers: no judge call; each gets 1/2, the closeness when both distances vanish.
-- "pointwise" protocol (Sec. 4.2): M_ik = s_ik / 10, s_ik the 0-10 `PointwiseRequest(rubric_index=k)`
-  score (the paper says only "independent absolute scores per rollout and rubric").
+- "pointwise" protocol (Sec. 4.2): M_ik = s_ik / 10, s_ik the 0-10 `PointwiseRequest(rubric_index=k)` score (the
+  paper says only "independent absolute scores per rollout and rubric").
 """
 
 from __future__ import annotations
@@ -40,13 +38,6 @@ from .matrix_math import (
 )
 from .options import DataNeeds, MethodOptions, option
 from .pointwise import judge_points
-
-#: quality reward of a rollout without a valid final answer (never judged)
-INVALID_REWARD = 0.0
-#: quality reward when a group has fewer than two unique answers (nothing to compare)
-LONE_ANSWER_REWARD = 0.5
-#: the options that `matrix_math.matrix_reward` takes (all but the protocol, both_orders and lambda_fmt)
-MATH_OPTIONS = ("matrix_weighting", "fusion", "mixture_alpha", "ideals", "distance", "aggregation", "svd_variance")
 
 
 @dataclass
@@ -106,15 +97,6 @@ class MatrixRewardOptions(MethodOptions):
     def __post_init__(self):
         super().__post_init__()
         check_reward_options(**self.math_options())  # the ranges, as `matrix_reward` checks them
-        self._check_unused_options()
-
-    def math_options(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in MATH_OPTIONS}
-
-    def data_needs(self) -> DataNeeds:
-        return DataNeeds(rubrics=True)
-
-    def _check_unused_options(self) -> None:
         if self.both_orders and self.protocol == "pointwise":
             raise ValueError(
                 "both_orders=True judges pairs in both display orders, but protocol='pointwise' shows one answer per "
@@ -136,6 +118,14 @@ class MatrixRewardOptions(MethodOptions):
                     f"{by} accordingly or leave {name} at its default {default[name]!r}"
                 )
 
+    def math_options(self) -> dict[str, Any]:
+        """The options `matrix_math.matrix_reward` takes (all but protocol, both_orders and lambda_fmt)."""
+        names = ("matrix_weighting", "fusion", "mixture_alpha", "ideals", "distance", "aggregation", "svd_variance")
+        return {name: getattr(self, name) for name in names}
+
+    def data_needs(self) -> DataNeeds:
+        return DataNeeds(rubrics=True)
+
 
 class MatrixReward(GroupRewardMethod):
     """MatrixReward (MatrixReward paper, Algorithm 1): r = r^qual in [0, 1] + lambda_fmt * f (Eq. 8).
@@ -153,32 +143,28 @@ class MatrixReward(GroupRewardMethod):
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         if not group.rubrics:
             raise ValueError(f"MatrixReward needs rubrics, but group {group.query_id!r} has none")
-        answers = candidates.answers
+        answers, K = candidates.answers, len(group.rubrics)
         details: dict[str, Any] = {"unique_answers": len(answers)}
-        if len(answers) < 2:
-            return ScoreOutcome([LONE_ANSWER_REWARD] * len(answers), INVALID_REWARD, details)
-        if self.options.protocol == "pointwise":
-            M = await self._pointwise_matrix(group, answers, step)
-        else:
-            M = await self._pairwise_matrix(group, answers, step)
+        if len(answers) < 2:  # nothing to compare: 1/2 each (module docstring); invalid rollouts get 0
+            return ScoreOutcome([0.5] * len(answers), 0.0, details)
+        if self.options.protocol == "pointwise":  # K * U independent 0-10 scores; M_ik = s_ik / 10
+            per_rubric = await asyncio.gather(*(judge_points(self.judge, group, answers, k, step) for k in range(K)))
+            M = np.asarray(per_rubric, dtype=float).T / 10.0
+        else:  # explicit: one request per (pair, rubric); implicit: one per pair. Pairs i < j, row-major
+            rubric_indices: Sequence[int | None] = range(K) if self.options.protocol == "explicit" else [None]
+            requests = [
+                group.request(RubricPairwiseRequest, step=step, a=answers[i], b=answers[j], rubric_index=k)
+                for i, j in zip(*pair_indices(len(answers)), strict=True)
+                for k in rubric_indices
+            ]
+            scores = require(await asyncio.gather(*(self._compare(r) for r in requests)))
+            M = win_rate_matrix(np.asarray(scores, dtype=float).reshape(-1, K), len(answers), K)
         result = matrix_reward(M, [r.weight for r in group.rubrics], **self.options.math_options())
         details.update(alpha=result.alpha, beta=result.beta, fallback=result.fallback)
         details.update(
             {k: getattr(result, k).tolist() for k in ("weights", "matrix_weights", "prior", "column_spread")}
         )
-        return ScoreOutcome(result.rewards.tolist(), INVALID_REWARD, details)
-
-    async def _pairwise_matrix(self, group: Group, answers: list[str], step: int) -> np.ndarray:
-        """Explicit: one request per (pair, rubric); implicit: one per pair. Pairs i < j, row-major."""
-        K, U = len(group.rubrics), len(answers)
-        rubric_indices: Sequence[int | None] = range(K) if self.options.protocol == "explicit" else [None]
-        requests = [
-            group.request(RubricPairwiseRequest, step=step, a=answers[i], b=answers[j], rubric_index=k)
-            for i, j in zip(*pair_indices(U), strict=True)
-            for k in rubric_indices
-        ]
-        scores = require(await asyncio.gather(*(self._compare(r) for r in requests)))
-        return win_rate_matrix(np.asarray(scores, dtype=float).reshape(-1, K), U, K)
+        return ScoreOutcome(result.rewards.tolist(), 0.0, details)
 
     async def _compare(self, request: RubricPairwiseRequest) -> list[float] | JudgeFailure:
         """Scores of `request.a` per judged rubric, or a failure (a malformed verdict is an invalid answer)."""
@@ -186,21 +172,12 @@ class MatrixReward(GroupRewardMethod):
             scores = await ask_pair(self.judge, request, both_orders=self.options.both_orders)
         except (TypeError, ValueError) as exc:
             return JudgeFailure("invalid", f"malformed rubric-pairwise verdict: {exc}")
-        if is_failure(scores):
-            return scores
         expected = len(request.judged_rubrics)
-        if not isinstance(scores, list) or len(scores) != expected:
+        if not is_failure(scores) and (not isinstance(scores, list) or len(scores) != expected):
             return JudgeFailure(
                 "invalid", f"rubric-pairwise verdict should hold {expected} winner(s), one per judged rubric"
             )
         return scores
-
-    async def _pointwise_matrix(self, group: Group, answers: list[str], step: int) -> np.ndarray:
-        """K * U independent 0-10 scores; M_ik = s_ik / 10 (module docstring)."""
-        per_rubric = await asyncio.gather(
-            *(judge_points(self.judge, group, answers, k, step) for k in range(len(group.rubrics)))
-        )
-        return np.asarray(per_rubric, dtype=float).T / 10.0
 
     def step_metrics(self, results: Sequence[GroupResult]) -> dict[str, float]:
         """Adds the `matrix/...` metrics over groups with a matrix. Rubrics vary by query, so weights are

@@ -1,15 +1,13 @@
 """The pairwise baselines: methods whose judge compares two texts at a time.
 
-- Exhaustive pairs: RRC-SCR (`PairwiseWinRateReward`), RRC-AGR against the references
-  (`ReferenceWinRateReward`) and Pairwise Rank (`PairwiseRankReward`). RRC (Wang et al., 2026,
-  arXiv:2608.06310) as specified in RankBuffer App. E and MatrixReward App. D; Pairwise Rank as
-  specified in RankBuffer App. E. One judge round.
+- Exhaustive pairs, one judge round: RRC-SCR (`PairwiseWinRateReward`), RRC-AGR against the references
+  (`ReferenceWinRateReward`) and Pairwise Rank (`PairwiseRankReward`). RRC (Wang et al., 2026, arXiv:2608.06310)
+  as specified in RankBuffer App. E and MatrixReward App. D; Pairwise Rank as specified in RankBuffer App. E.
 - Knockout brackets: Tournament-GRPO (`TournamentReward`) and ArenaRL (`ArenaReward`).
 
-The judge picks each request's display order (`display="auto"`); with `both_orders` a comparison is
-two requests, one per display order (`judging.requests.ask_pair`). RRC-SCR and RRC-AGR reward the win
-rate itself, in [0, 1] (MatrixReward App. D); invalid rollouts get 0. Requests count unique valid
-answers U, not G.
+The judge picks each request's display order (`display="auto"`); with `both_orders` a comparison is two requests,
+one per display order (`judging.requests.ask_pair`). RRC-SCR and RRC-AGR reward the win rate itself, in [0, 1]
+(MatrixReward App. D); invalid rollouts get 0. Requests count unique valid answers U, not G.
 """
 
 from __future__ import annotations
@@ -25,15 +23,13 @@ from .options import DataNeeds, MethodOptions, check_int, option
 
 #: the help of the pairwise methods' `both_orders` option
 BOTH_ORDERS_HELP = "Judge each comparison in both display orders and average (2 requests per comparison)."
+#: a knockout's `play(matches)`: the first entrant's score in [0, 1] for each match, judged concurrently
+Play = Callable[[list[tuple[int, int]]], Awaitable[list[float]]]
 
 
 def all_pairs(n: int) -> list[tuple[int, int]]:
     """Every unordered pair (i, j), i < j, of `range(n)`: C(n, 2) pairs."""
     return [(i, j) for i in range(n) for j in range(i + 1, n)]
-
-
-def requests_per_match(both_orders: bool) -> int:
-    return 2 if both_orders else 1
 
 
 async def judge_pairs(
@@ -64,8 +60,6 @@ def shared_ranks(
 ) -> list[float]:
     """Rank 1 = highest value; equal values share the first place they occupy (`ties="min"`: 1, 1, 3) or
     its mean (`"average"`: 1.5, 1.5, 3). An entry with multiplicity m occupies m places."""
-    if ties not in ("min", "average"):
-        raise ValueError(f"ties must be 'min' or 'average', got {ties!r}")
     mult = list(multiplicities or [1] * len(values))
     ranks = []
     for v in values:
@@ -96,11 +90,7 @@ def bracket_slots(ranked: Sequence[int]) -> list[int | None]:
     return [ranked[s - 1] if s <= len(ranked) else None for s in seeds]
 
 
-async def single_elimination(
-    ranked: Sequence[int],
-    play: Callable[[list[tuple[int, int]]], Awaitable[list[float]]],
-    tie_break: Callable[[int, int], int],
-) -> BracketResult:
+async def single_elimination(ranked: Sequence[int], play: Play, tie_break: Callable[[int, int], int]) -> BracketResult:
     """One knockout bracket seeded by `ranked`; `play(matches)` scores each round's matches concurrently (the
     first entrant's score in [0, 1]); at exactly 1/2 `tie_break(a, b)` names who advances."""
     result = BracketResult(score={e: 0.0 for e in ranked}, survived={e: 0 for e in ranked})
@@ -126,9 +116,7 @@ async def single_elimination(
     return result
 
 
-def match_player(
-    judge: Judge, group: Group, answers: Sequence[str], *, step: int, both_orders: bool
-) -> Callable[[list[tuple[int, int]]], Awaitable[list[float]]]:
+def match_player(judge: Judge, group: Group, answers: Sequence[str], *, step: int, both_orders: bool) -> Play:
     """A `play` function for `single_elimination` over answer indices of one group."""
 
     async def play(matches: list[tuple[int, int]]) -> list[float]:
@@ -148,8 +136,6 @@ class PairwiseOptions(MethodOptions):
 
 @dataclass
 class PairwiseRankOptions(PairwiseOptions):
-    """`PairwiseRankReward`'s options."""
-
     ties: str = option(
         "min",
         "Equal win rates share 'min', the first rank they occupy (RankBuffer App. E), or 'average', "
@@ -166,35 +152,26 @@ class ReferenceWinRateOptions(PairwiseOptions):
         return DataNeeds(references=1, min_group_size=1)
 
 
-class _AllPairsMethod(GroupRewardMethod):
-    """Judges every unordered pair of unique valid answers once (C(U, 2) logical comparisons)."""
+class PairwiseWinRateReward(GroupRewardMethod):
+    """RRC-SCR: every unordered pair judged holistically; reward = opponent-averaged win rate in [0, 1]
+    (`win_rates`), invalid rollouts 0. Cost: C(U, 2) `PairwiseRequest`s (28 for G = 8), one round."""
 
+    name = "rrc_scr"
     options_class = PairwiseOptions
 
-    async def _group_win_rates(self, group: Group, candidates: Candidates, step: int) -> tuple[list[float], dict]:
+    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
         both_orders = self.options.both_orders
         pairs = all_pairs(len(candidates.answers))
         texts = [(candidates.answers[u], candidates.answers[v]) for u, v in pairs]
         scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=both_orders)
         rates = win_rates(pairs, scores, [len(m) for m in candidates.members])
-        details = {"requests": len(pairs) * requests_per_match(both_orders), "rounds": 1 if pairs else 0}
-        return rates, details
-
-
-class PairwiseWinRateReward(_AllPairsMethod):
-    """RRC-SCR: every unordered pair judged holistically; reward = opponent-averaged win rate in [0, 1]
-    (`win_rates`), invalid rollouts 0. Cost: C(U, 2) `PairwiseRequest`s (28 for G = 8), one round."""
-
-    name = "rrc_scr"
-
-    async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
-        rates, details = await self._group_win_rates(group, candidates, step)
+        details = {"requests": len(pairs) * (2 if both_orders else 1), "rounds": 1 if pairs else 0}
         return ScoreOutcome(rates, invalid_reward=0.0, details=details)
 
 
-class PairwiseRankReward(_AllPairsMethod):
-    """Pairwise Rank (RankBuffer App. E): exhaustive pairs, ranked by decreasing win rate (equal rates share
-    the first rank, 1, 1, 3; `ties="average"`: MatrixReward App. D's mean ranks). Rank s among n valid
+class PairwiseRankReward(PairwiseWinRateReward):
+    """Pairwise Rank (RankBuffer App. E): RRC-SCR's exhaustive pairs, ranked by decreasing win rate (equal rates
+    share the first rank, 1, 1, 3; `ties="average"`: MatrixReward App. D's mean ranks). Rank s among n valid
     responses gives r = 2(n - s)/(n - 1) - 1 (0 for n = 1); invalid ones lose everything and get -1.
     Cost: C(U, 2) `PairwiseRequest`s (28 for G = 8), one round."""
 
@@ -202,12 +179,12 @@ class PairwiseRankReward(_AllPairsMethod):
     options_class = PairwiseRankOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> ScoreOutcome:
-        rates, details = await self._group_win_rates(group, candidates, step)
+        rated = await super().score_group(group, candidates, epoch=epoch, step=step)
         multiplicities = [len(m) for m in candidates.members]
         n = sum(multiplicities)
-        ranks = shared_ranks(rates, multiplicities, ties=self.options.ties)
+        ranks = shared_ranks(rated.values, multiplicities, ties=self.options.ties)
         values = [2.0 * (n - s) / (n - 1) - 1.0 if n > 1 else 0.0 for s in ranks]
-        return ScoreOutcome(values, invalid_reward=-1.0, details={**details, "win_rates": rates})
+        return ScoreOutcome(values, invalid_reward=-1.0, details={**rated.details, "win_rates": rated.values})
 
 
 class ReferenceWinRateReward(GroupRewardMethod):
@@ -228,15 +205,13 @@ class ReferenceWinRateReward(GroupRewardMethod):
         both_orders = self.options.both_orders
         scores = await judge_pairs(self.judge, group, texts, step=step, both_orders=both_orders)
         rates = [sum(scores[u * len(refs) : (u + 1) * len(refs)]) / len(refs) for u in range(len(candidates.answers))]
-        requests = len(texts) * requests_per_match(both_orders)
+        requests = len(texts) * (2 if both_orders else 1)
         return ScoreOutcome(rates, invalid_reward=0.0, details={"requests": requests, "rounds": 1 if texts else 0})
 
 
 # -------- brackets: Tournament-GRPO, ArenaRL -----------------------------------------------------------------
 @dataclass
 class TournamentOptions(MethodOptions):
-    """`TournamentReward`'s options."""
-
     brackets: int = option(
         3, "Independently shuffled single-elimination brackets per group (RankBuffer App. E uses 3)."
     )
@@ -270,12 +245,7 @@ class TournamentReward(GroupRewardMethod):
         wins = [sum(r.score[u] for r in results) for u in range(len(candidates.answers))]
         top = brackets * rounds
         values = [2.0 * w / top - 1.0 if top else 0.0 for w in wins]
-        details = {
-            "requests": matches * requests_per_match(both_orders),
-            "matches": matches,
-            "rounds": rounds,
-            "wins": wins,
-        }
+        details = {"requests": matches * (2 if both_orders else 1), "matches": matches, "rounds": rounds, "wins": wins}
         return ScoreOutcome(values, invalid_reward=-1.0, details=details)
 
     async def _bracket(self, group: Group, n: int, step: int, bracket: int, play):
@@ -287,8 +257,6 @@ class TournamentReward(GroupRewardMethod):
 
 @dataclass
 class ArenaOptions(MethodOptions):
-    """`ArenaReward`'s options."""
-
     both_orders: bool = option(True, BOTH_ORDERS_HELP + " On: the paper's setting.")
 
 
@@ -308,9 +276,7 @@ class ArenaReward(GroupRewardMethod):
     options_class = ArenaOptions
 
     async def score_group(self, group: Group, candidates: Candidates, *, epoch: int, step: int) -> RankOutcome:
-        both_orders = self.options.both_orders
-        answers = candidates.answers
-        n = len(answers)
+        both_orders, answers, n = self.options.both_orders, candidates.answers, len(candidates.answers)
         vs_seed = await judge_pairs(
             self.judge, group, [(answers[u], answers[0]) for u in range(1, n)], step=step, both_orders=both_orders
         )
@@ -321,14 +287,11 @@ class ArenaReward(GroupRewardMethod):
         place = {u: k for k, u in enumerate(ranked)}
         play = match_player(self.judge, group, answers, step=step, both_orders=both_orders)
         bracket = await single_elimination(ranked, play, lambda a, b: a if place[a] < place[b] else b)
-
-        def key(u: int) -> tuple[int, float]:
-            return bracket.survived[u], anchor[u]
-
+        key = [(bracket.survived[u], anchor[u]) for u in range(n)].__getitem__  # rounds survived, then anchor
         blocks = [list(block) for _, block in groupby(sorted(range(n), key=key), key=key)]
         matches = (n - 1 if n else 0) + bracket.matches
         details = {
-            "requests": matches * requests_per_match(both_orders),
+            "requests": matches * (2 if both_orders else 1),
             "matches": matches,
             "rounds": (1 if n > 1 else 0) + bracket.rounds,
             "anchor_scores": anchor,

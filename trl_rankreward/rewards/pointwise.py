@@ -17,13 +17,10 @@ from .options import DataNeeds, MethodOptions, option
 async def judge_points(
     judge: Judge, group: Group, answers: Sequence[str], rubric_index: int | None, step: int
 ) -> list[float]:
-    """0-10 scores of `answers` (holistic when `rubric_index` is None), judged concurrently."""
+    """0-10 scores of `answers` (holistic when `rubric_index` is None), judged concurrently;
+    `GroupJudgingFailed` (invalid) for a verdict that is not a number in [0, 10]."""
     requests = [group.request(PointwiseRequest, step=step, response=a, rubric_index=rubric_index) for a in answers]
-    return check_points(require(await asyncio.gather(*(ask(judge, r) for r in requests))))
-
-
-def check_points(verdicts: Sequence) -> list[float]:
-    """Pointwise verdicts as floats; `GroupJudgingFailed` (invalid) for any that is not a number in [0, 10]."""
+    verdicts = require(await asyncio.gather(*(ask(judge, r) for r in requests)))
     for v in verdicts:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 10.0:
             raise GroupJudgingFailed(
@@ -42,8 +39,6 @@ class PointwiseOptions(MethodOptions):
 
 @dataclass
 class GDPOOptions(MethodOptions):
-    """`GDPOReward`'s options."""
-
     eps: float = option(1e-4, "Added to each rubric's within-group std (GDPO: 1e-4).")
 
     def __post_init__(self):
@@ -89,23 +84,18 @@ class GDPOReward(GroupRewardMethod):
             *(judge_points(self.judge, group, candidates.answers, k, step) for k in range(len(group.rubrics)))
         )
         total_weight = sum(r.weight for r in group.rubrics)
-        values = [0.0] * len(candidates.answers)
-        invalid_value = 0.0
+        counts = [len(m) for m in candidates.members] + [len(candidates.invalid)]
+        n, values, invalid_value = sum(counts), [0.0] * len(candidates.answers), 0.0
         for rubric, scores in zip(group.rubrics, per_rubric, strict=True):
-            z, z_invalid = self._normalize(scores, [len(m) for m in candidates.members], len(candidates.invalid))
+            # z-scores over the whole group of the unique answers' scores and of the invalid score 0
+            population = list(zip(scores + [0.0], counts, strict=True))
+            mean = sum(s * c for s, c in population) / n
+            std = math.sqrt(sum(c * (s - mean) ** 2 for s, c in population) / (n - 1)) if n > 1 else 0.0
+            z = [(s - mean) / (std + self.options.eps) for s, _ in population]
             w = rubric.weight / total_weight
-            values = [v + w * x for v, x in zip(values, z, strict=True)]
-            invalid_value += w * z_invalid
+            values = [v + w * x for v, x in zip(values, z)]  # z[-1]: the invalid score
+            invalid_value += w * z[-1]
         requests = len(group.rubrics) * len(candidates.answers)
         return ScoreOutcome(
             values, invalid_reward=invalid_value, details={"requests": requests, "rounds": 1 if requests else 0}
         )
-
-    def _normalize(self, scores: list[float], counts: list[int], invalid: int) -> tuple[list[float], float]:
-        """z-scores of unique answers' scores and of the invalid score 0, over the whole group."""
-        eps = self.options.eps
-        population = [(s, c) for s, c in zip(scores, counts, strict=True)] + [(0.0, invalid)]
-        n = sum(c for _, c in population)
-        mean = sum(s * c for s, c in population) / n
-        std = math.sqrt(sum(c * (s - mean) ** 2 for s, c in population) / (n - 1)) if n > 1 else 0.0
-        return [(s - mean) / (std + eps) for s in scores], (0.0 - mean) / (std + eps)

@@ -1,14 +1,13 @@
 """The R-Align authors' released evaluation protocol, as one setting (`r_align_release`).
 
-A GenRM trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt of the
-authors' scripts (github.com/lyn22333/R-Align: `generate_model_judgment.py`, `metarm_judge.py`), and their
-published table was computed by them. With `r_align_release=DIR`, a checkout of that repository, every step
-follows their release: the GenRM system message and MetaRM prompt are read from DIR's scripts with `ast`
-(nothing is executed, no prompt text ships here); the layout (`pair_block`) keeps the dataset's order;
-the answer is `joined_text`, the GenRM verdict its FIRST box (ours takes the last); thinking is dropped
-from both explanations (`drop_thinking`); an answer is never asked again because it did not parse
-(`answer_once`). One difference, unobservable in any message or count: their client writes a
-`reasoning_content` of JSON `null` as "None" before the separator; here it is empty.
+A GenRM trained with R-Align (`lyn22333/GenRM-R-Align-8B`, `-14B`) was trained on the prompt of the authors' scripts
+(github.com/lyn22333/R-Align: `generate_model_judgment.py`, `metarm_judge.py`), and their published table was
+computed by them. With `r_align_release=DIR`, a checkout of that repository, every step follows their release: the
+GenRM system message and MetaRM prompt are read from DIR's scripts with `ast` (nothing is executed, no prompt text
+ships here); the layout (`pair_block`) keeps the dataset's order; the answer is `joined_text`, the GenRM verdict its
+FIRST box (ours takes the last); thinking is dropped from both explanations (`drop_thinking`); an answer is never
+asked again because it did not parse (`answer_once`). One difference, unobservable in any message or count: their
+client writes a `reasoning_content` of JSON `null` as "None" before the separator; here it is empty.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import re
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +30,15 @@ from ..judging.requests import JudgeError, JudgeFailure
 from ..judging.server_settings import build_backend, build_judge
 from .genrm_verdict import MIN_GENRM_ANSWER_TOKENS, Label, check_pair_row
 
-GENRM_SCRIPT = "generate_model_judgment.py"
-GENRM_SYSTEM_CONSTANT = "CUSTOM_SYSTEM_PROMPT"
 METARM_SCRIPT = "metarm_judge.py"
 METARM_PROMPT_CONSTANT = "META_JUDGE_PROMPT_V1"
 METARM_FIELDS = ("context_and_responses", "genrm_explanation", "golden_explanation")
-THINK_SEPARATOR = "\n\n</think>\n\n"
 
 _BOXED = re.compile(r"\\boxed\{([AB])\}")
 _BOXED_BARE = re.compile(r"boxed\{([AB])\}")
+_ANSWER = (
+    "<|The Start of Assistant {0}'s Answer with User|>\n\n{1}\n\n<|The End of Assistant {0}'s Answer with User|>\n\n"
+)
 
 
 class ReleaseError(ValueError):
@@ -53,13 +53,8 @@ def read_string_constant(path: Path, name: str) -> str:
             f"(git clone https://github.com/lyn22333/R-Align)"
         )
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign):
-            targets = [node.target]
-        else:
-            continue
+    for node in (n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             value = node.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -71,45 +66,27 @@ def read_string_constant(path: Path, name: str) -> str:
     )
 
 
-def dialogue_lines(turns: Sequence[dict]) -> str:
-    """Earlier turns as `User: ...` / `Assistant: ...` lines (another role: capitalized)."""
-    lines = []
-    for turn in turns:
-        role, content = turn.get("role", ""), turn.get("content", "")
-        name = {"user": "User", "assistant": "Assistant"}.get(role, str(role).capitalize())
-        lines.append(f"{name}: {content}")
-    return "\n".join(lines)
-
-
-def _answer_section(letter: str, text: str) -> str:
-    return (
-        f"<|The Start of Assistant {letter}'s Answer with User|>\n\n{text}\n\n"
-        f"<|The End of Assistant {letter}'s Answer with User|>\n\n"
-    )
-
-
 def pair_block(conversation: Sequence[dict], first: str, second: str) -> str:
-    """The dialogue context, the user prompt (the last turn) and the two answers, `first` as Assistant A:
-    the GenRM's user message and the MetaRM's context block."""
-    context = ""
-    if len(conversation) > 1:
-        context = f"<|Dialogue Context|>\n{dialogue_lines(conversation[:-1])}\n\n<|End of Dialogue Context|>\n\n"
+    """The dialogue context (earlier turns as `User: ...` / `Assistant: ...` lines, another role capitalized),
+    the user prompt (the last turn) and the two answers, `first` as Assistant A: the GenRM's user message and
+    the MetaRM's context block."""
+    turns = [(turn.get("role", ""), turn.get("content", "")) for turn in conversation[:-1]]
+    names = {"user": "User", "assistant": "Assistant"}
+    lines = "\n".join(f"{names.get(role, str(role).capitalize())}: {content}" for role, content in turns)
+    context = f"<|Dialogue Context|>\n{lines}\n\n<|End of Dialogue Context|>\n\n" if turns else ""
     prompt = f"<|User Prompt|>\n{conversation[-1].get('content', '')}\n\n" if conversation else "<|User Prompt|>\n\n"
-    return context + prompt + _answer_section("A", first) + _answer_section("B", second)
+    return context + prompt + _ANSWER.format("A", first) + _ANSWER.format("B", second)
 
 
 def joined_text(content: str | None, reasoning: str | None) -> str:
     """The answer as the authors' client returns it: reasoning, the `</think>` separator, content."""
-    return f"{reasoning or ''}{THINK_SEPARATOR}{content or ''}"
+    return f"{reasoning or ''}\n\n</think>\n\n{content or ''}"
 
 
 def first_boxed_verdict(text: str | None) -> Label | None:
     """The first `\\boxed{A|B}` of the text, else the first `boxed{A|B}`; None without one."""
-    for pattern in (_BOXED, _BOXED_BARE):
-        match = pattern.search(text or "")
-        if match:
-            return match.group(1)  # type: ignore[return-value]
-    return None
+    match = _BOXED.search(text or "") or _BOXED_BARE.search(text or "")
+    return match.group(1) if match else None  # type: ignore[return-value]
 
 
 def drop_thinking(text: str | None) -> str:
@@ -120,9 +97,7 @@ def drop_thinking(text: str | None) -> str:
 def _tagged(text: str, tag: str) -> str | None:
     """The text after the first `<tag>` up to the next `</tag>` or `<tag>`, stripped; None without `<tag>`."""
     opening = f"<{tag}>"
-    if opening not in text:
-        return None
-    return text.split(opening)[1].split(f"</{tag}>")[0].strip()
+    return text.split(opening)[1].split(f"</{tag}>")[0].strip() if opening in text else None
 
 
 def meta_verdict(text: str | None) -> bool | None:
@@ -130,9 +105,7 @@ def meta_verdict(text: str | None) -> bool | None:
     other reading; None (a parse failure) unless both `<genrm_analysis>` and `<final_verdict>` open."""
     text = text or ""
     analysis, verdict = _tagged(text, "genrm_analysis"), _tagged(text, "final_verdict")
-    if analysis is None or verdict is None:
-        return None
-    return verdict.lower() == "correct"
+    return None if analysis is None or verdict is None else verdict.lower() == "correct"
 
 
 @dataclass(frozen=True)
@@ -159,21 +132,19 @@ async def answer_once(
 ) -> Any:
     """`parse(joined_text)` of the backend's answer, or a `JudgeFailure`: a backend failure is retried by
     `retry`; an answer is parsed once, as the authors' scripts do (None: a failure of kind "invalid")."""
-    tries = 0
 
     async def attempt(number: int):
-        nonlocal tries
-        tries = number
         try:
             return await backend.complete(messages, **decoding)
         except BackendError as exc:
             ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
+            exc.tries = number
             raise
 
     try:
         completion = await retry.run(attempt)
     except BackendError as exc:
-        return JudgeFailure(exc.kind, f"{what} failed after {tries} attempt(s): {exc}", tries)
+        return JudgeFailure(exc.kind, f"{what} failed after {exc.tries} attempt(s): {exc}", exc.tries)
     usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
     text = joined_text(completion.text, completion.reasoning)
     value = parse(text)
@@ -200,7 +171,7 @@ class RAlignRelease:
             raise ReleaseError(
                 f"r_align_release={str(directory)!r} is not a folder; give a checkout of github.com/lyn22333/R-Align"
             )
-        system = read_string_constant(root / GENRM_SCRIPT, GENRM_SYSTEM_CONSTANT)
+        system = read_string_constant(root / "generate_model_judgment.py", "CUSTOM_SYSTEM_PROMPT")
         template = read_string_constant(root / METARM_SCRIPT, METARM_PROMPT_CONSTANT)
         fields = sorted({name for _, name, _, _ in string.Formatter().parse(template) if name is not None})
         if tuple(fields) != METARM_FIELDS:
@@ -255,18 +226,13 @@ class RAlignRelease:
         """The MetaRM request of a label-correct `ralign_reward.GenRMSample`."""
         texts = (_conversation(sample.prompt), sample.response_a, sample.response_b, sample.golden_rationale,
                  sample.completion)  # fmt: skip
-
-        def messages_with(cut: Callable[[str], str]) -> list[dict]:
-            return self.meta_messages(*texts, cut=cut)
-
-        return ReleaseMetaRequest(tuple(self.meta_messages(*texts)), sample.key, step, messages_with)
+        messages_with = partial(self.meta_messages, *texts)
+        return ReleaseMetaRequest(tuple(messages_with()), sample.key, step, messages_with)
 
 
 def _conversation(prompt) -> list[dict]:
     """A pair's prompt as chat turns: messages as they are, a text as one user turn."""
-    if isinstance(prompt, str):
-        return user_prompt(prompt)
-    return [dict(turn) for turn in prompt]
+    return user_prompt(prompt) if isinstance(prompt, str) else [dict(turn) for turn in prompt]
 
 
 def build_meta_judge(settings, release: RAlignRelease | None = None):
@@ -283,21 +249,13 @@ class ReleaseMetaJudge:
     """The MetaRM asked with the authors' prompt and parsed with their rule (`meta_verdict`): True, False or a
     `JudgeFailure`; fitted to the server's window as the GenRM's prompt is."""
 
-    def __init__(
-        self,
-        backend,
-        *,
-        retry: RetryPolicy | None = None,
-        temperature: float = 0.4,
-        max_tokens: int = 16384,
-        max_model_len: int | None = None,
-    ):
+    def __init__(self, backend, *, retry: RetryPolicy | None = None, temperature: float = 0.4, max_tokens: int = 16384):
         self.backend = backend
         self.retry = retry or RetryPolicy()
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.ledger = JudgeLedger()
-        self.fitting = WindowFitting(backend, self.ledger, max_model_len=max_model_len)
+        self.fitting = WindowFitting(backend, self.ledger)
 
     def describe(self) -> str:
         model = getattr(self.backend, "model", None) or type(self.backend).__name__
@@ -310,8 +268,7 @@ class ReleaseMetaJudge:
 
         def render_with_limit(limit: int | None) -> Rendered:
             cut = TextCut(limit)
-            messages = request.messages_with(cut) if request.messages_with else list(request.messages)
-            return cut.rendered(messages)
+            return cut.rendered(request.messages_with(cut) if request.messages_with else list(request.messages))
 
         async def ask(backend, fitted):
             return await answer_once(

@@ -1,7 +1,7 @@
 """R-Align's rationale-aware reward for training a GenRM (R-Align paper, Sec. 4.1-4.2).
 
-Each GenRM completion is one sample: a rationale and a boxed verdict about a preference pair
-(`genrm_verdict` documents the format). Its reward comes from a table:
+Each GenRM completion is one sample: a rationale and a boxed verdict about a preference pair (`genrm_verdict`
+documents the format). Its reward comes from a table:
 
 | label correct? | MetaRM verdict on the rationale | status        | reward (default)               |
 |----------------|---------------------------------|---------------|--------------------------------|
@@ -11,13 +11,12 @@ Each GenRM completion is one sample: a rationale and a boxed verdict about a pre
 | correct        | inconsistent (v_meta = 0)       | `spurious`    | `correct_but_spurious` = 0     |
 | correct        | the MetaRM call failed          | `meta_failed` | None (unscorable, see below)   |
 
-Mode "ralign" is R_overall: positive only when the label AND the rationale are right. The paper leaves
-the non-positive values open; a spurious answer gets 0, so a MetaRM false negative (~0.9 F1, Table 3)
-never ranks a right label with a wrong one (`correct_but_spurious = wrong`: the strict binary R_overall).
-Mode "outcome" is the GenRM-RLVR baseline (R_outcome): the MetaRM is never called.
-
-The MetaRM is asked only about label-correct samples (its verdict cannot change the others). A failed
-meta call's reward is `None`, which TRL treats as unscorable (advantage 0), counted as `meta_failed`.
+Mode "ralign" is R_overall: positive only when the label AND the rationale are right. The paper leaves the
+non-positive values open; a spurious answer gets 0, so a MetaRM false negative (~0.9 F1, Table 3) never ranks a
+right label with a wrong one (`correct_but_spurious = wrong`: the strict binary R_overall). Mode "outcome" is the
+GenRM-RLVR baseline (R_outcome): the MetaRM is never called. The MetaRM is asked only about label-correct samples
+(its verdict cannot change the others); a failed meta call's reward is `None`, which TRL treats as unscorable
+(advantage 0), counted as `meta_failed`.
 """
 
 from __future__ import annotations
@@ -26,11 +25,14 @@ import asyncio
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from ..judging.calls import JudgeLedger
 from ..judging.requests import JudgeFailure, MetaJudgeRequest, ask, is_failure
-from .genrm_verdict import Label, Order, genrm_row, parse_verdict, prompt_text, to_canonical, visible_text
+from .base import AnswerFormat
+from .genrm_verdict import Label, Order, genrm_row, parse_verdict, prompt_text, to_canonical
 
 Status = Literal["consistent", "spurious", "meta_failed", "correct", "wrong", "invalid"]
 RewardMode = Literal["ralign", "outcome"]
@@ -58,6 +60,16 @@ class RAlignRewardValues:
                 f"correct_but_spurious={self.correct_but_spurious} exceeds correct_and_consistent="
                 f"{self.correct_and_consistent}; R-Align pays a spurious rationale at most as much as a consistent one"
             )
+
+    def reward(self, status: Status) -> float | None:
+        """The table: status -> reward (`meta_failed`: None, unscorable)."""
+        return {
+            "consistent": self.correct_and_consistent,
+            "correct": self.correct_and_consistent,
+            "spurious": self.correct_but_spurious,
+            "wrong": self.wrong,
+            "invalid": self.invalid_format,
+        }.get(status)
 
 
 @dataclass(frozen=True)
@@ -90,24 +102,9 @@ class SampleScore:
     failure: JudgeFailure | None = None
 
 
-def reward_for(status: Status, values: RAlignRewardValues) -> float | None:
-    """The table: status -> reward (`meta_failed` -> None)."""
-    table = {
-        "consistent": values.correct_and_consistent,
-        "correct": values.correct_and_consistent,
-        "spurious": values.correct_but_spurious,
-        "wrong": values.wrong,
-        "invalid": values.invalid_format,
-        "meta_failed": None,
-    }
-    if status not in table:
-        raise ValueError(f"Unknown status {status!r}; expected one of {sorted(table)}")
-    return table[status]
-
-
 def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
     """The MetaRM request for a label-correct sample (canonical pair, rationale as written)."""
-    rationale = visible_text(sample.completion) or ""
+    rationale = AnswerFormat().final_answer(sample.completion) or ""  # thinking removed
     if sample.order == "ba":
         rationale = SWAP_NOTE + rationale
     return MetaJudgeRequest(
@@ -122,20 +119,11 @@ def meta_request(sample: GenRMSample, *, step: int = 0) -> MetaJudgeRequest:
     )
 
 
-class OwnGenRMProtocol:
-    """Our GenRM protocol (`genrm_verdict`): seeded display order, last-box parse, a `MetaJudgeRequest`;
-    `ralign_release.RAlignRelease` is the authors' protocol with the same four methods."""
-
-    genrm_row = staticmethod(genrm_row)
-    verdict = staticmethod(parse_verdict)
-    meta_request = staticmethod(meta_request)
-
-    @staticmethod
-    def completion_text(completion) -> str:
-        return completion.text
-
-
-OWN_PROTOCOL = OwnGenRMProtocol()
+#: our GenRM protocol (`genrm_verdict`): seeded display order, last-box parse, a `MetaJudgeRequest`;
+#: `ralign_release.RAlignRelease` is the authors' protocol with the same four members
+OWN_PROTOCOL = SimpleNamespace(
+    genrm_row=genrm_row, verdict=parse_verdict, meta_request=meta_request, completion_text=attrgetter("text")
+)
 
 
 class CallableMetaJudge:
@@ -166,13 +154,6 @@ class CallableMetaJudge:
         return verdict
 
 
-def as_meta_judge(judge_or_hook):
-    """A judge as it is, a callable hook wrapped in `CallableMetaJudge`, None as None."""
-    if judge_or_hook is None or hasattr(judge_or_hook, "judge"):
-        return judge_or_hook
-    return CallableMetaJudge(judge_or_hook)
-
-
 class RAlignReward:
     """Score GenRM completions with R_overall ("ralign") or R_outcome ("outcome"). `meta_judge`: a judge or a
     `(request) -> bool` hook, required in "ralign" mode; `protocol`: `OWN_PROTOCOL` or an `RAlignRelease`."""
@@ -196,7 +177,9 @@ class RAlignReward:
         self.mode = mode
         self.values = values or RAlignRewardValues()
         self.protocol = protocol
-        self.meta_judge = as_meta_judge(meta_judge) if mode == "ralign" else None
+        if mode == "ralign" and not hasattr(meta_judge, "judge"):
+            meta_judge = CallableMetaJudge(meta_judge)  # a (request) -> bool hook
+        self.meta_judge = meta_judge if mode == "ralign" else None
         self.meta_calls = 0  # meta requests sent (retries inside a judge count in its ledger)
 
     async def score(self, samples: Sequence[GenRMSample], *, step: int = 0) -> list[SampleScore]:
@@ -222,4 +205,4 @@ class RAlignReward:
         return self._result(verdict, "consistent" if meta else "spurious")
 
     def _result(self, verdict: Label | None, status: Status, failure: JudgeFailure | None = None) -> SampleScore:
-        return SampleScore(verdict, status, reward_for(status, self.values), failure)
+        return SampleScore(verdict, status, self.values.reward(status), failure)
