@@ -1,5 +1,7 @@
 """JudgeCircuitBreaker: when judging has failed for too long, and what the stop message quotes."""
 
+import math
+
 import pytest
 
 from trl_rankreward.rewards.base import GroupResult
@@ -55,7 +57,7 @@ def test_bad_settings_are_rejected():
 
 
 def test_first_failures_and_the_failure_log_rate():
-    results = [GroupResult([0.0], neutral=True, details={"failure": "down"}),
+    results = [GroupResult([math.nan], details={"failure": "down"}),
                GroupResult([0.5], details={"partial_failures": ["fine call failed", "down"]})]  # fmt: skip
     assert first_failures(results) == ["down", "fine call failed"]  # distinct, neutral groups first
     log = FailureLog(interval_s=3600)

@@ -494,10 +494,11 @@ def _row(plan: _Plan, groups, answer_format, swap: SwapTest, per_step, warmup_gr
     kinds = sorted({k for j in judgings for k in j.cost.parsed_by_kind})
     pointwise = bool(kinds) and set(kinds) <= {"pointwise"}
     n = len(groups)
-    agreements = (repeat_agreement([j.rewards[i] for j in judgings], pairs[i]) for i in range(n))
+    judged = [[j.rewards[i] for j in judgings if not j.neutral[i]] for i in range(n)]  # a neutral group's are NaN
+    agreements = (repeat_agreement(judged[i], pairs[i]) for i in range(n))
     per_group = [v for v in agreements if v is not None]
-    scored = [(j.rewards[i], j.neutral[i], pairs[i]) for j in judgings for i in range(n)]
-    ties = [t for r, _, p in scored if (t := tied_share(r, p)) is not None]
+    scored = [(r, pairs[i]) for i in range(n) for r in judged[i]]
+    ties = [t for r, p in scored if (t := tied_share(r, p)) is not None]
     calls = statistics.fmean(j.cost.calls / n for j in judgings) if judgings else 0.0
     tokens = statistics.fmean(j.cost.tokens / n for j in judgings) if judgings else 0.0
     failures = sum((j.total for j in judgings), LedgerSnapshot()).failures
@@ -509,8 +510,8 @@ def _row(plan: _Plan, groups, answer_format, swap: SwapTest, per_step, warmup_gr
         reliability=statistics.fmean(per_group) if len(judgings) >= 2 and per_group else None,
         reliability_se=standard_error(per_group) if len(judgings) >= 2 else None,
         tied_pairs=statistics.fmean(ties) if pointwise and ties else None,
-        zero_advantage_groups=statistics.fmean(len(set(r)) == 1 for r, _, _ in scored) if scored else 0.0,
-        neutral_groups=statistics.fmean(neutral for _, neutral, _ in scored) if scored else 0.0,
+        zero_advantage_groups=statistics.fmean(len(set(r)) == 1 for r, _ in scored) if scored else 0.0,
+        neutral_groups=statistics.fmean(itertools.chain(*(j.neutral for j in judgings))) if judgings else 0.0,
         calls_per_group=calls, tokens_per_group=tokens,
         calls_per_step=calls * per_step if per_step else None,
         tokens_per_step=tokens * per_step if per_step else None,

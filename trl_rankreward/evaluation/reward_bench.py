@@ -93,7 +93,9 @@ class MethodResult:
 
 def group_fidelity(rewards: Sequence[float], truth: Sequence[float]) -> tuple[float, float, int]:
     """(Kendall tau-b, top-1 agreement, distinct reward levels) of one group's rewards vs the truth: constant
-    rewards have tau 0; top-1 is 1/|T| when the truly best is in the set T sharing the highest reward, else 0."""
+    rewards have tau 0; top-1 is 1/|T| when the truly best is in the set T sharing the highest reward, else 0.
+    A neutral group's NaN rewards rank nothing, so they count as constant rewards."""
+    rewards = [0.0 if math.isnan(r) else r for r in rewards]
     levels = len({round(r, 9) for r in rewards})
     tau = 0.0 if levels < 2 else float(kendalltau(rewards, truth).statistic)
     best = max(rewards)

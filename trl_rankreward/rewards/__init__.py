@@ -7,7 +7,7 @@ Vocabulary, used everywhere in this package:
 - *tie blocks*: an order whose places may hold several indices that share a rank.
 - *position*: a coarse insertion index 0..K among K ordered anchors (0 = below all).
 - *anchor*: a stored earlier response of the same query, used as a reference point.
-- *neutral group*: a group whose required judge calls failed; its rewards are unscorable (`GroupResult.neutral`).
+- *neutral group*: a group whose required judge calls failed; its rewards are NaN (`GroupResult.neutral`).
 """
 
 from .._lazy import lazy_exports

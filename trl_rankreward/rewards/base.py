@@ -15,6 +15,7 @@ import abc
 import asyncio
 import contextlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, TypeVar
@@ -103,13 +104,18 @@ class Group:
 
 @dataclass
 class GroupResult:
-    """One reward per completion; `order`: indices worst -> best; `neutral`: judging failed (placeholder
-    zeros; trainers pass NaN); `details`: per-group numbers for logging."""
+    """One reward per completion; `order`: indices worst -> best; `details`: per-group numbers for logging.
+
+    A neutral group (its judging failed) has every reward NaN, TRL's own "no reward": the same value reaches
+    TRL, which leaves those completions out of the advantages."""
 
     rewards: list[float]
     order: list[int] | None = None
-    neutral: bool = False
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def neutral(self) -> bool:
+        return bool(self.rewards) and all(math.isnan(r) for r in self.rewards)
 
 
 @dataclass
@@ -247,9 +253,7 @@ class GroupRewardMethod(abc.ABC):
         try:
             outcome = await self.score_group(group, candidates, epoch=epoch, step=step)
         except GroupJudgingFailed as exc:
-            return GroupResult(
-                [0.0] * group.size, neutral=True, details={"failure": str(exc), "failure_kind": exc.kind}
-            )
+            return GroupResult([math.nan] * group.size, details={"failure": str(exc), "failure_kind": exc.kind})
         rewards, order = outcome.expand(candidates)
         if self.lambda_fmt:
             rewards = [r + self.lambda_fmt * float(self.format_reward(c)) for r, c in zip(rewards, group.completions)]
