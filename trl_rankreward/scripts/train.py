@@ -25,7 +25,7 @@ from trl import ScriptArguments, TrlParser
 
 from ..config_checks import CheckedConfig
 from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, read_config_file, to_dataclasses
-from ..trainers.dataset_checks import check_training_dataset
+from ..trainers.dataset_checks import checked_like
 from ..trainers.extension_builds import check_build_locks
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP, ConfigError, MissingFileError, run_reporting_errors
 from .output_dir import claim_output_dir
@@ -290,11 +290,12 @@ def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
     lengths = prompt_lengths(dataset["prompt"], tokenizer, training_args.chat_template_kwargs)
     query_ids = dataset["query_id"] if "query_id" in dataset.column_names else None
     if script_args.max_prompt_length:
-        dataset, dropped = drop_long_prompts(dataset, lengths, script_args.max_prompt_length)
+        kept, dropped = drop_long_prompts(dataset, lengths, script_args.max_prompt_length)
+        checked_like(kept, dataset)  # the trainer does not check these rows again
         if dropped.rows and training_args.process_index == 0:
             print(f"Dropped {len(dropped.rows)} of {dropped.total} prompts longer than max_prompt_length="
                   f"{dropped.limit} tokens ({dropped.describe(query_ids)})", file=sys.stderr)  # fmt: skip
-        return dataset
+        return kept
     window = context_length(AutoConfig.from_pretrained(model_name))
     if window:
         check_prompts_fit(lengths, context_length=window, max_completion_length=training_args.max_completion_length,
@@ -321,8 +322,8 @@ def train(trainer_class, script_args, training_args, model_args, *, check_prompt
     with claim_output_dir(training_args, model_args.model_name_or_path):
         model = resolve_model(model_args.model_name_or_path, training_args)  # a missing local folder fails first
         dataset = load_train_dataset(script_args)
-        if check_prompts:
-            check_training_dataset(dataset)  # every row well-formed before anything reads a prompt
+        if check_prompts:  # every row well-formed, with what the method needs, before anything reads a prompt
+            trainer_class.check_datasets(training_args, dataset, reward_method=trainer_kwargs.get("reward_method"))
             dataset = check_prompt_lengths(dataset, model, script_args, training_args)
         trainer = trainer_class(
             model, args=training_args, train_dataset=dataset, peft_config=get_peft_config(model_args), **trainer_kwargs

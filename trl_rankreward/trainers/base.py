@@ -30,9 +30,11 @@ from transformers.utils import logging
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
+from ..rewards.options import DataNeeds
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, corrupt_entry, read_json
 from ..user_errors import ConfigError
 from .console_log import use_compact_console_log
+from .dataset_checks import check_training_dataset
 from .judge_eval import JudgeEvalConfig, add_judge_evaluation
 from .model_card import compose_card
 from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
@@ -163,6 +165,22 @@ class GRPOTrainerBase(GRPOTrainer):
         self.add_callback(self._stop_on_signal)
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
+
+    @classmethod
+    def check_datasets(cls, args, train_dataset, eval_dataset=None, *, reward_method=None) -> None:
+        """Every row well-formed and holding what the config's method needs (`_data_needs`): the one row check, run
+        by a judged trainer's `__init__` and by the training scripts before they read a prompt; a dataset that
+        passed is not read again (`dataset_checks`)."""
+        needs = cls._data_needs(args, reward_method)
+        evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
+        for dataset in [train_dataset, *evals]:
+            if dataset is not None:
+                check_training_dataset(dataset, needs)
+
+    @staticmethod
+    def _data_needs(args, reward_method) -> DataNeeds | None:
+        """What the method needs of each row beyond being well-formed; None here (no method)."""
+        return None
 
     def _record(self, metrics: dict[str, float]) -> None:
         """Metrics of this step (the critic's), averaged by TRL at the next log."""

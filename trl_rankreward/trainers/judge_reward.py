@@ -29,26 +29,23 @@ from trl import GRPOConfig
 
 from ..judging.requests import Judge
 from ..judging.server_settings import TRAINING_JUDGE, TrainingJudgeFields
-from ..rewards.base import AnswerFormat, GroupRewardMethod, RunContext
+from ..rewards.base import GroupRewardMethod
 from ..rewards.matrix_reward import MatrixReward
-from ..rewards.options import MethodOptions, option_values
+from ..rewards.options import DataNeeds, MethodOptions, option_values
 from ..rewards.pointwise import PointwiseRubricReward
 from ..rewards.rank_buffer import RankBufferReward
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
-from .dataset_checks import check_group_size, check_training_dataset
+from .dataset_checks import check_group_size
 from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
 from .hacking_monitor import ALARM, HackingMonitor, HackingMonitorConfig
 from .judge_eval import JudgeEvalConfig, evaluation_summary
 from .judge_workers import (
     JudgeWorkers,
-    TokenLength,
+    TokenLength,  # noqa: F401  (commands/probe_judge.py imports it from here)
     TrainingRecipe,
     check_shardable,
-    in_memory,
-    training_judge,
-    worker_settings,
 )
 from .model_card import describe_judge, method_citation, redact_urls, training_section
 from .ppo import CriticConfig, critic_card_settings, training_algorithm
@@ -75,38 +72,14 @@ __all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeR
 def build_training_judge(config) -> Judge:
     """The judge the config's `judge_*` fields describe, its servers checked now: an `LLMJudge`, the embedded
     `EmbeddingJudge` without `judge_base_urls`, or a `GenRMJudge` when `config.uses_genrm_judge()`."""
-    release = getattr(config.method_options(), "r_align_release", None)
-    return training_judge(TRAINING_JUDGE.settings(config), genrm=config.uses_genrm_judge(), r_align_release=release)
+    return TrainingRecipe.of(config).build_judge()
 
 
 def build_reward_method(config, judge: Judge, *, tokenizer=None) -> GroupRewardMethod:
     """The reward method the config names, with its options and the run's context: the answer format, the run's
     `seed` (not `judge_seed`, which seeds only the judge's display shuffles), `output_dir`, and with `tokenizer`
     the policy's token count (length in any language)."""
-    return reward_method_class(config.reward_method).for_run(judge, config.method_options(), _run_context(config, tokenizer))
-
-
-def _run_context(config, tokenizer) -> RunContext:
-    return RunContext(
-        answer_format=AnswerFormat(thinking=config.thinking_format),
-        seed=config.seed,
-        output_dir=config.output_dir,
-        length_fn=TokenLength(tokenizer) if tokenizer is not None else None,
-    )
-
-
-def worker_recipe(config, tokenizer=None) -> TrainingRecipe:
-    """What each of the `judge_workers` judging workers builds: the config's judge with its share of the
-    concurrency bounds (`worker_settings`), and its method with anchors in memory and no output directory (the
-    main process's method keeps the run's files)."""
-    return TrainingRecipe(
-        settings=worker_settings(TRAINING_JUDGE.settings(config), config.judge_workers),
-        genrm=config.uses_genrm_judge(),
-        r_align_release=getattr(config.method_options(), "r_align_release", None),
-        method=config.reward_method,
-        options=in_memory(config.method_options()),
-        run=dataclasses.replace(_run_context(config, tokenizer), output_dir=None),
-    )
+    return TrainingRecipe.of(config, tokenizer).build_method(judge)
 
 
 def name_the_run(args, method: str) -> None:
@@ -342,7 +315,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
         # Fail fast, before TRL loads any model: bad data, then a judge that is down or misnamed.
         name = reward_method.name if reward_method is not None else args.reward_method
-        self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
+        self.check_datasets(args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"), reward_method=reward_method)
         is_main = PartialState().is_main_process
         given = judge is not None or reward_method is not None  # objects a worker process cannot rebuild
         if reward_method is None and judge is None and is_main:
@@ -375,16 +348,15 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 "the config's judge_* fields and reward_method, or set judge_workers=0"
             )
         check_shardable(self.reward_method)
-        return JudgeWorkers(worker_recipe(args, self.processing_class), args.judge_workers)
+        recipe = TrainingRecipe.of(args, self.processing_class).for_workers(args.judge_workers)
+        return JudgeWorkers(recipe, args.judge_workers)
 
-    def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
-        """Every dataset row against what the config's method needs (a ready method object of another name: the
-        row checks only)."""
-        needs = args.method_options().data_needs() if name == args.reward_method else None
-        evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
-        for dataset in [train_dataset, *evals]:
-            if dataset is not None:
-                check_training_dataset(dataset, needs)
+    @staticmethod
+    def _data_needs(args, reward_method) -> DataNeeds | None:
+        """The config's method's needs (a ready method object of another name: none)."""
+        if reward_method is None or reward_method.name == args.reward_method:
+            return args.method_options().data_needs()
+        return None
 
     def _reward_columns(self, inputs, prompts, completions, completion_ids_list):
         """Column 0: the group method's rewards; further columns: the TRL `reward_funcs` given beside it."""

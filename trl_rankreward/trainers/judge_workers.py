@@ -51,12 +51,12 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Protocol
+from typing import Any
 
 from ..judging.calls import LedgerSnapshot
 from ..judging.requests import Judge
-from ..judging.server_settings import JudgeServerSettings, build_judge
-from ..rewards.base import Group, GroupResult, GroupRewardMethod, RunContext
+from ..judging.server_settings import TRAINING_JUDGE, JudgeServerSettings, build_judge
+from ..rewards.base import AnswerFormat, Group, GroupResult, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
 from ..rewards.registry import reward_method_class
 
@@ -84,15 +84,7 @@ def register_references(judges, queries) -> None:
                     judge.set_references(query.query_id, list(query.references))
 
 
-# ---- what a worker builds ----------------------------------------------------------------------------------
-
-class WorkerRecipe(Protocol):
-    """Picklable instructions for a worker: its judge (built once) and a method around it (built per batch)."""
-
-    def build_judge(self) -> Judge: ...
-
-    def build_method(self, judge: Judge) -> GroupRewardMethod: ...
-
+# ---- the run's judge and method ---------------------------------------------------------------------------
 
 class TokenLength:
     """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
@@ -104,21 +96,11 @@ class TokenLength:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def training_judge(settings: JudgeServerSettings, *, genrm: bool, r_align_release: str | None = None) -> Judge:
-    """The training judge `settings` describe, its servers checked now: a `GenRMJudge` when `genrm`, else an
-    `LLMJudge` (the embedded `EmbeddingJudge` without URLs)."""
-    if genrm:
-        from ..rewards.genrm_reward import GenRMJudge
-
-        return GenRMJudge.from_settings(settings, r_align_release=r_align_release)
-    return build_judge(settings, embedded_without_urls=True)
-
-
 @dataclass(frozen=True)
 class TrainingRecipe:
-    """A worker's judge and method as the trainer builds its own (`judge_reward.build_training_judge`,
-    `build_reward_method`), from picklable parts of the config. `options` keep anchors in memory
-    (`in_memory`): a worker's state lives for one batch, and the main process's method holds the run's."""
+    """The one builder of a run's training judge and reward method, from picklable parts of the config (`of`): the
+    trainer builds its own from it (`judge_reward.build_training_judge`, `build_reward_method`), and each judging
+    worker its copy (`for_workers`), without importing the trainer, torch or TRL."""
 
     settings: JudgeServerSettings
     genrm: bool
@@ -127,8 +109,34 @@ class TrainingRecipe:
     options: MethodOptions
     run: RunContext
 
+    @classmethod
+    def of(cls, config, tokenizer=None) -> TrainingRecipe:
+        """The recipe of a `JudgeRewardGRPOConfig`; `tokenizer`: the policy's, whose token count is the length."""
+        options = config.method_options()
+        run = RunContext(
+            answer_format=AnswerFormat(thinking=config.thinking_format),
+            seed=config.seed,
+            output_dir=config.output_dir,
+            length_fn=TokenLength(tokenizer) if tokenizer is not None else None,
+        )
+        settings, release = TRAINING_JUDGE.settings(config), getattr(options, "r_align_release", None)
+        return cls(settings, config.uses_genrm_judge(), release, config.reward_method, options, run)
+
+    def for_workers(self, workers: int) -> TrainingRecipe:
+        """One of `workers` workers' recipe: its share of the concurrency bounds (`worker_settings`), anchors in
+        memory and no output directory (a worker's state lives for one batch; the main process's method holds the
+        run's)."""
+        settings, run = worker_settings(self.settings, workers), dataclasses.replace(self.run, output_dir=None)
+        return dataclasses.replace(self, settings=settings, options=in_memory(self.options), run=run)
+
     def build_judge(self) -> Judge:
-        return training_judge(self.settings, genrm=self.genrm, r_align_release=self.r_align_release)
+        """The judge, its servers checked now: a `GenRMJudge` when `genrm`, else an `LLMJudge` (the embedded
+        `EmbeddingJudge` without URLs)."""
+        if self.genrm:
+            from ..rewards.genrm_reward import GenRMJudge
+
+            return GenRMJudge.from_settings(self.settings, r_align_release=self.r_align_release)
+        return build_judge(self.settings, embedded_without_urls=True)
 
     def build_method(self, judge: Judge) -> GroupRewardMethod:
         return reward_method_class(self.method).for_run(judge, self.options, self.run)
@@ -173,7 +181,7 @@ class _Reply:
     error: str | None = None
 
 
-def _serve(connection, recipe: WorkerRecipe) -> None:
+def _serve(connection, recipe: TrainingRecipe) -> None:
     """A worker's life: build the judge on the first batch, then score batches until closed."""
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_IGN)
@@ -200,7 +208,7 @@ def _serve(connection, recipe: WorkerRecipe) -> None:
     loop.close()
 
 
-async def _score(recipe: WorkerRecipe, judge: Judge, groups: list[Group], state: dict, epoch: int, step: int) -> _Reply:
+async def _score(recipe: TrainingRecipe, judge, groups: list[Group], state: dict, epoch: int, step: int) -> _Reply:
     method = recipe.build_method(judge)
     method.merge_query_state(state)
     register_references(method.judges, groups)
@@ -247,7 +255,7 @@ class WorkerBatch:
 class JudgeWorkers:
     """`count` judging worker processes built from `recipe` (module docstring); started on first use."""
 
-    def __init__(self, recipe: WorkerRecipe, count: int):
+    def __init__(self, recipe: TrainingRecipe, count: int):
         if count < 1:
             raise ValueError(f"judge_workers must be >= 1 for worker processes, got {count}")
         self.recipe = recipe
