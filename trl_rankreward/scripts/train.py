@@ -1,15 +1,10 @@
 """The training entry point behind `examples/train_*.py`, and the one reader of a training config.
 
-Each example script is a few lines: `main` calls `train(TrainerClass, script_args, training_args, model_args)`
-and `sys.exit(run_script(main, make_parser))` with a `ScriptParser`. Before any model loads, `train` checks, in
-order: the resume flag, the Hub (with `--push_to_hub`), `output_dir` (writable, room for a checkpoint, no other
-run in it: `output_dir.py`), a local model folder (`tiny` builds a tiny random one), the dataset, its rows and
-its prompt lengths. It then trains, saves the model, tokenizer, `trainer_state.json` and a model card, and
-pushes them with `--push_to_hub`. A user error is one line and exit 1, as in the CLI (`user_errors`). SIGTERM or
-SIGINT finishes the step, saves a checkpoint and exits 75, "requeue" (`trainers.preemption`).
-
-`read_training_config` reads a training YAML for `bench --config` and `probe-judge --config` with the parser
-and config class a script would use, so the three refuse the same keys and take the same flags as overrides.
+`train` checks, before any model loads: the resume flag, the Hub (`--push_to_hub`), `output_dir`
+(`output_dir.py`), a local model folder (`tiny` builds one), the dataset's rows and its prompt lengths; it then
+trains and saves the model, tokenizer, `trainer_state.json` and model card. A user error is one line and exit 1;
+SIGTERM/SIGINT saves a checkpoint and exits 75. `read_training_config` reads a training YAML for `bench` and
+`probe-judge` with the parser and config class a script would use.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once; and
-`CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions on it (TRL 1.16 has none).
-
-- a sampler reseeded with `seed + epoch` each epoch, so a run resumed after an epoch boundary sees the queries in
-  the uninterrupted run's order (TRL's one generator advances across epochs);
-- `train(resume_from_checkpoint=True)` picks the newest *complete* checkpoint (transformers writes
-  `trainer_state.json` last; `get_last_checkpoint` would pick a half-written one), and a checkpoint whose JSON
-  files are cut or damaged is skipped, or refused naming the file when given by path (`check_checkpoint`);
-  subclasses add their files (`_save_state`, `_load_state`);
-- SIGTERM or SIGINT during `train` finishes the step, saves a checkpoint on every process and raises
-  `TrainingPreempted` (exit status 75, "requeue"); a second signal exits at once (`preemption`);
-- no missing-`lm_head` warning on resuming a model with tied embeddings (a tied key is saved once);
-- with `advantage_estimator="gae"`, a `ppo.PPOCritic`. Subclasses produce their rewards in `_reward_columns`
-  instead of overriding `_calculate_rewards`, so the critic always sees them.
+"""`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`; and `CriticPPOConfig` /
+`CriticPPOTrainer`, PPO for plain TRL reward functions (TRL 1.16 has none). It adds: a sampler reseeded per epoch
+(a resume keeps the data order); resume from the newest *complete* checkpoint, damaged ones skipped or refused by
+name (`check_checkpoint`); SIGTERM/SIGINT -> checkpoint -> exit 75 (`preemption`); no missing-`lm_head` warning
+for tied embeddings; the critic with `advantage_estimator="gae"` (subclasses give rewards in `_reward_columns`).
 """
 
 from __future__ import annotations

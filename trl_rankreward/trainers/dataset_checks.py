@@ -1,9 +1,6 @@
-"""Check a training dataset before any training work: one error listing the bad rows and the fix.
-
-Without it a bad dataset fails late and obscurely: no `prompt` column is a bare `KeyError` inside TRL at the
-first step, `rubrics: "be good"` is read as eight one-letter rubrics, and different prompts sharing one
-`query_id` silently share one RankBuffer buffer. The columns are those `group_scoring.rows_to_groups` reads
-(docs/data.md). Linear time (10^5 rows in about a second); an `IterableDataset` gets the column checks only.
+"""Check a training dataset before any training work: one error listing the bad rows and the fix, instead of a
+late `KeyError`, rubrics read letter by letter, or two prompts sharing one `query_id` (and one buffer). Linear
+time; an `IterableDataset` gets the column checks only.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Judge win rate during training: `JudgeWinRateCallback`, and `JudgeEvalConfig`, the mixin of its config fields.
+"""Judge win rate during training: `JudgeWinRateCallback` and `JudgeEvalConfig`, its config fields.
 
-Every `eval_steps` (None: `logging_steps`) and at the last step, the policy answers fixed prompts greedily
-(sharded over processes, gathered in prompt order; the judge sees an answer without its closed thinking block);
-the main process's judge compares each with the prompt's baseline in both display orders (`evaluation.win_rate`)
-and every process logs the broadcast `eval/*` metrics, the evaluation judge's cost apart from `judge/*`. The
-baseline is the dataset's best reference, or the starting policy's greedy answer, generated at step 0 and cached
-in `output_dir/eval_baselines.json` for resumes. A judge that keeps failing trips a `JudgeCircuitBreaker`
-(evaluations are its batches, prompts its groups): a checkpoint, a stop, `JudgeFailureError`. Works with any
-`transformers.Trainer` (docs/evaluation.md); the package's trainers attach it when `eval_prompts` is set.
+Every `eval_steps` (None: `logging_steps`) and at the last step, the policy answers fixed prompts greedily and
+the main process's judge compares each answer with the prompt's baseline (its best reference, or the starting
+policy's answer cached in `output_dir/eval_baselines.json`) in both display orders; every process logs the
+broadcast `eval/*` metrics. A judge that keeps failing trips a `JudgeCircuitBreaker`. Works with any Trainer.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge; its
-config, each method's config class, the builders of the judge and the method, and the trainers of the papers.
-
-`method_config(name)` is one method's config class: `JudgeRewardGRPOConfig` plus the method's options as flat
-fields, so every method is configured one way, by fields a YAML or a flag sets.
-
-The trainer's `_reward_columns` gathers every process's rollouts, rebuilds whole groups (a group may span
-processes), scores them once on the main process and broadcasts the rewards; it logs judge usage and the
-method's metrics, and saves the method's state with every checkpoint. TRL computes the old-policy and reference
-log-probs between generation and `_calculate_rewards` with no hook in between, so with `overlap_judging` the
-trainer starts judging in `_generate` and `_calculate_rewards` only waits; results are identical either way.
-A method's epoch (RankBuffer's maintenance, Algorithm 2) is the floor of `state.epoch` when the batch is generated.
+config, each method's config class (`method_config(name)`: the method's options as flat fields), the builders of
+the judge and the method, and the trainers of the papers. Rollouts are gathered into whole groups, scored once on
+the main process and broadcast; with `overlap_judging` judging starts in `_generate`, while TRL computes the
+log-probs. A method's epoch (RankBuffer's maintenance) is the floor of `state.epoch` at generation.
 """
 
 from __future__ import annotations

@@ -1,36 +1,15 @@
-"""Judging in worker processes (`judge_workers` > 0): the judge client's CPU off the training process.
+"""Judging in worker processes (`judge_workers` > 0), and `TrainingRecipe`, the one builder of a run's training
+judge and reward method (torch- and TRL-free, so that a worker can use it).
 
-In-process, every judge request of a step is rendered, sent, parsed and accounted by one event loop
-of the main process, beside its share of training. With `JudgeWorkers` the main process only cuts the
-step into whole groups, routes each group to the worker that owns its query (a stable hash of the
-query id: `owner`), and sends each worker its groups with the state those queries' scoring reads
-(`GroupRewardMethod.query_state`: RankBuffer's buffers, look-ahead groups and anchor texts; nothing
-for a stateless method). A worker is a process of its own (`python -m trl_rankreward.trainers.judge_workers`,
-so it imports neither the training script nor torch) with its own event loop, judge client and reward
-method, built from a picklable recipe (`TrainingRecipe`, the trainer's config); it scores
-its groups with the method's own `score` and sends back their results, the queries' new state and
-its judge usage (`LedgerSnapshot`). The main process writes the new state over those queries'
-(`merge_query_state`) and adds the usage to its judge's ledger (`JudgeLedger.add`).
-
-What stays as in-process:
-
-- each group is judged once, by one worker, and all groups of a query go to the same worker, so a
-  method that scores a query's groups in turn (RankBuffer) sees the same buffers in the same order;
-  a deterministic judge gives the same rewards, buffers and judge counts;
-- the main process's method holds the whole state, so checkpoints, their files and resume are
-  unchanged, and a run resumes on any number of processes or workers (workers keep nothing between
-  batches: they score a fresh method, in memory, over the state they were sent);
-- `GroupScorer.start` returns at once (the sends and waits run in one I/O thread per worker), so
-  `overlap_judging` and evaluation's `frozen_state` work as before; the breaker counts the returned
-  neutral groups as before.
-
-Batches of one scorer are judged one after another (a trainer finishes a batch before it starts the
-next), so a batch's state is sent after the previous batch's was merged. A worker that dies or
-raises fails the batch with a `RuntimeError` naming it; the main process then fails as an in-process
-error would. Workers ignore SIGINT and SIGTERM (the trainer decides when to stop) and exit when the
-main process closes them or dies (their pipe closes).
-
-This module imports neither torch nor TRL, so a worker starts with the judge and reward packages only.
+The main process cuts a step into whole groups and routes each to the worker that owns its query (`owner`: a
+stable hash of the query id), with the state those queries' scoring reads (`GroupRewardMethod.query_state`); a
+worker (`python -m trl_rankreward.trainers.judge_workers`, its own event loop, judge and method, from the recipe)
+scores them with the method's `score` and sends back the results, the queries' new state and its judge usage,
+which the main process merges (`merge_query_state`, `JudgeLedger.add`). A query's groups go to one worker in
+order, so a deterministic judge gives the in-process rewards, state and counts; the main process's method holds
+the whole state, so checkpoints and resume are unchanged. `GroupScorer.start` returns at once (one I/O thread
+per worker). A worker that dies or raises fails the batch with a `RuntimeError` naming it; workers ignore
+SIGINT/SIGTERM and exit when closed or when the main process dies.
 """
 
 from __future__ import annotations

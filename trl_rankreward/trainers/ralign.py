@@ -1,12 +1,9 @@
 """R-Align GenRM training on TRL's GRPOTrainer (R-Align, Sec. 4; docs/references.md).
 
-The policy being trained IS the generative reward model: each row is a preference pair with a golden rationale;
-the GenRM writes a rationale and `\\boxed{A|B}` about the pair in a seeded A/B order; the reward is R-Align's
-rationale-aware table (`rewards.ralign_reward`: a MetaRM asked only about label-correct answers) or, with
-`reward_mode="outcome"`, GenRM-RLVR's (label correctness only). With `r_align_release` (a checkout of the authors'
-repository) the prompt, layout, verdict and MetaRM are theirs, as `eval-genrm --r_align_release` evaluates.
-The paper optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` is the default. The reward is per
-sample, so a plain TRL async reward function is the whole hook. Example: examples/train_ralign_genrm.py.
+The policy IS the generative reward model: on preference pairs with golden rationales it writes a rationale and
+`\\boxed{A|B}`; the reward is R-Align's rationale-aware table (a MetaRM asked about label-correct answers) or,
+with `reward_mode="outcome"`, GenRM-RLVR's. `r_align_release`: the authors' prompt, layout and MetaRM. The paper
+optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` is the default.
 """
 
 from __future__ import annotations

@@ -4,12 +4,8 @@
     trainer = trl.GRPOTrainer(model, reward_funcs=[fn], args=GRPOConfig(num_generations=8, ...),
                               train_dataset=dataset, callbacks=[fn.callback])
 
-It gives a plain TRL script what `JudgeRewardGRPOTrainer` does, from the same parts: whole groups gathered
-across processes and scored once on the main process (`group_scoring`, on a daemon-thread loop, so it works in a
-notebook too), neutral groups as None rewards, the circuit breaker (the callback saves, stops, and `train()` raises
-`JudgeFailureError`), the method's state and judge totals in every checkpoint (`reward_state`), and `judge/*`
-metrics through TRL's `log_metric` (the `_total` ones added by the callback to each log). Evaluation batches are
-judged inside the method's `frozen_state()`, in groups of `num_generations_eval`.
+What `JudgeRewardGRPOTrainer` does, from the same parts: whole groups scored once on the main process, neutral
+groups as None, the circuit breaker, the method's state and judge totals in every checkpoint, `judge/*` metrics.
 """
 
 from __future__ import annotations

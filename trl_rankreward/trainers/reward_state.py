@@ -1,17 +1,9 @@
 """`RewardRunState`: what a judged run keeps beside its reward method (`JudgeRewardGRPOTrainer` and
-`as_reward_func` alike), how it travels in checkpoints, and what the run prints about it: the judge usage totals
-(so `judge/*_total` continue across a resume), the circuit breaker and the neutral-group count (fed by `record`
-on every process alike, so all stop at the same step), and judge failure messages at most once per
-`FailureLog.interval_s`. `save` writes the method's state and `judge_usage.json`; `load` reads them back.
-
-The judge bill survives a crash: with `use_journal(output_dir)` the main process appends the totals to
-`output_dir/judge_journal.jsonl` after every scored batch (a line written and closed before the step goes on), and
-a resume takes the journal's last totals when they exceed the checkpoint's, so `judge/*_total` count the calls of
-steps lost after the last checkpoint too; only the batch being judged when the process died can be missed.
-
-The circuit breaker stops a run whose judge keeps failing instead of training on nothing (a neutral group gets
-zero advantages): per training generation batch it trips when every group was neutral in `max_failed_batches`
-consecutive batches, or when more than `max_neutral_fraction` of the groups of the last `window` batches were.
+`as_reward_func`): judge usage totals (`judge/*_total` continue across a resume), the circuit breaker and the
+neutral-group count (recorded on every process, so all stop at the same step), rate-limited failure messages,
+saved with every checkpoint (`judge_usage.json`). The judge journal (`judge_journal.jsonl`, appended after every
+scored batch) lets a resume count the calls of steps a crash lost. The breaker trips when every group was neutral
+in `max_failed_batches` consecutive batches, or more than `max_neutral_fraction` of the last `window` batches'.
 """
 
 from __future__ import annotations
