@@ -104,10 +104,9 @@ def training_parsers(reward_method: str | None = None) -> list[tuple[type, type]
 
 
 def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str, here: bool = True):
-    """((script arguments, trainer config, model config), the YAML mapping) of the training config at `path` with
-    the command-line `overrides`, parsed by the first of `training_parsers()` whose fields hold every key (else
-    the one missing the fewest, which refuses the rest as the script would). `here=False` (a run on another
-    machine) parses with `use_cpu`, skipping transformers' check of this machine's bf16 support."""
+    """((script arguments, trainer config, model config), the YAML mapping) of the config at `path` with `overrides`,
+    parsed by the first of `training_parsers()` missing the fewest keys (which refuses the rest as the script would).
+    `here=False` (a run on another machine) parses with `use_cpu`, skipping this machine's bf16 check."""
     from trl import ModelConfig
 
     values = read_config_file(ScriptParser((), prog=prog), path)
@@ -129,9 +128,8 @@ def config_keys(values: dict, overrides: Sequence[str] = ()) -> set[str]:
 
 
 def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
-    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status. A DeepSpeed build
-    lock left by a killed build stops the run first; a success, or a stop on a signal (exit 75), ends the launch's
-    process group."""
+    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status (a stale DeepSpeed
+    build lock stops the run first)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
 
@@ -152,10 +150,8 @@ def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None
 
 
 def end_process_group() -> None:
-    """Destroy the launch's process group, if any, once the trainer is released (after a garbage collection: a
-    trainer lives in reference cycles), so gloo's threads stop in order rather than at the interpreter's exit
-    (where a rank could abort, exit -6). Only after a success or a stop on a signal (every rank stops at one step):
-    the barrier would wait for a failed rank."""
+    """Destroy the launch's process group, if any, once the trainer is collected, so gloo's threads stop in order,
+    not at exit (where a rank could abort, -6). Only after a success or a signal stop: a failed rank never comes."""
     import gc
 
     import torch.distributed as dist
@@ -174,15 +170,11 @@ RESUME_NONE = ("false", "none", "no", "")
 def parse_resume(value) -> str | bool | None:
     """`--resume_from_checkpoint` (text from TrlParser) as the trainer takes it: a checkpoint path, which must
     exist, True (the newest checkpoint) or None."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return True
+    if value is None or isinstance(value, bool):
+        return value or None
     text = str(value).strip()
-    if text.lower() in RESUME_LATEST:
-        return True
-    if text.lower() in RESUME_NONE:
-        return None
+    if text.lower() in RESUME_LATEST + RESUME_NONE:
+        return True if text.lower() in RESUME_LATEST else None
     if not os.path.isdir(text):
         raise MissingFileError(
             f"--resume_from_checkpoint {text}: no such checkpoint folder; pass a checkpoint-N folder, `latest` "
@@ -243,9 +235,8 @@ TINY_MODEL = "tiny"
 
 
 def resolve_model(name: str, training_args) -> str:
-    """`name`, or for `tiny` a tiny random model built (atomically, by each machine's main process first) under
-    `output_dir/tiny_model`. A local path (., / or ~, or an existing parent folder) must exist: transformers would
-    read it as a Hub id ("Repo id must be in the form ...")."""
+    """`name`, or for `tiny` a tiny random model built under `output_dir/tiny_model`. A local path (., / or ~, or an
+    existing parent folder) must exist: transformers would read it as a Hub id."""
     if name == TINY_MODEL:
         from ..tiny import build_tiny_model
 
@@ -300,18 +291,12 @@ def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
 
 def train(trainer_class, script_args, training_args, model_args, *, check_prompts: bool = True, **trainer_kwargs):
     """Build `trainer_class` from the parsed arguments and `trainer_kwargs` (e.g. a ready `judge`), then `run`.
-
-    `check_prompts=False` skips the row and prompt-length checks, for a dataset whose `prompt` is not what the
-    policy reads (R-Align's pairs, which their trainer checks).
-    """
+    `check_prompts=False` skips the row and prompt-length checks (R-Align's pairs, which their trainer checks)."""
     from trl import get_peft_config
 
-    training_args.model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-        **(training_args.model_init_kwargs or {}),  # the config's own win
-    }
+    own = training_args.model_init_kwargs or {}  # the config's own win
+    model_kwargs = {"revision": model_args.model_revision, "attn_implementation": model_args.attn_implementation}
+    training_args.model_init_kwargs = {**model_kwargs, "dtype": model_args.dtype, **own}
     resume = resume_argument(trainer_class, training_args)
     check_hub_push(training_args)
     with claim_output_dir(training_args, model_args.model_name_or_path):

@@ -40,17 +40,6 @@ class EpochSeededRepeatSampler(RepeatSampler):
         if self.shuffle and self.seed is not None:
             self.generator.manual_seed(self.seed + epoch)
 
-    @classmethod
-    def like(cls, sampler: RepeatSampler) -> EpochSeededRepeatSampler:
-        return cls(
-            data_source=sampler.data_source,
-            mini_repeat_count=sampler.mini_repeat_count,
-            batch_size=sampler.batch_size,
-            repeat_count=sampler.repeat_count,
-            shuffle=sampler.shuffle,
-            seed=sampler.seed,
-        )
-
 
 logger = logging.get_logger(__name__)
 
@@ -75,10 +64,9 @@ _CHECKED_FILES = {TRAINER_STATE_NAME: "TRL's trainer state", METHOD_STATE_NAME: 
 
 
 def check_checkpoint(checkpoint: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
-    """Raise `CheckpointStateError` naming the file when a JSON file of `required` is missing, or one of
-    `required` or (where present) `optional` is not complete JSON, or `trainer_state.json` is not TRL's
-    `TrainerState`: what a resume from `checkpoint` would otherwise fail on later, with a bare
-    `JSONDecodeError` that names no file. The files' contents are checked where they are restored."""
+    """Raise `CheckpointStateError` naming the file when one of `required` is missing, one of `required` or
+    `optional` (where present) is not complete JSON, or `trainer_state.json` is not TRL's `TrainerState`, instead
+    of a later `JSONDecodeError` that names no file."""
     for name in (*required, *(n for n in optional if n not in required)):
         path = os.path.join(checkpoint, name)
         if name not in required and not os.path.exists(path):
@@ -96,9 +84,8 @@ def check_checkpoint(checkpoint: str, required: tuple[str, ...], optional: tuple
 def latest_complete_checkpoint(
     output_dir: str, required: tuple[str, ...] = (TRAINER_STATE_NAME, METHOD_STATE_NAME), optional: tuple[str, ...] = ()
 ) -> str:
-    """The newest `checkpoint-N` in `output_dir` whose files pass `check_checkpoint` (by default
-    `trainer_state.json` and the reward method's state, complete); half-written or damaged newer ones
-    are skipped with a warning that names the file. Raises if there is none."""
+    """The newest `checkpoint-N` in `output_dir` whose files pass `check_checkpoint`; half-written or damaged newer
+    ones are skipped with a warning naming the file. Raises if there is none."""
     for step in checkpoint_steps(output_dir):
         path = checkpoint_folder(output_dir, step)
         try:
@@ -114,10 +101,8 @@ def latest_complete_checkpoint(
     )
 
 
-#: Modules that bind `torch.distributed.group.WORLD` into default arguments when imported. Imported after the
-#: process group exists (DeepSpeed's is, while a Trainer is built), they keep it alive past
-#: `destroy_process_group`, and its gloo threads can abort a finished rank at exit ("terminate called without
-#: an active exception", exit -6). Imported here, before any config creates the group, the defaults are None.
+#: Modules that bind `torch.distributed.group.WORLD` into default arguments when imported: imported after the group
+#: exists, they keep it alive past `destroy_process_group` (a finished rank can abort at exit, -6); here, before.
 WORLD_GROUP_DEFAULTS = (
     "deepspeed.comm.torch",
     "torch.distributed.nn.functional",
@@ -221,7 +206,9 @@ class GRPOTrainerBase(GRPOTrainer):
 
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (`EpochSeededRepeatSampler`)."""
-        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
+        sampler = super()._get_train_sampler(dataset)
+        sampler.__class__ = EpochSeededRepeatSampler  # the same sampler, with `set_epoch`
+        return sampler
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
         """TRL's card, rewritten around `_card_section` when a trainer has one (`model_card.compose_card`), citing
@@ -246,10 +233,8 @@ class GRPOTrainerBase(GRPOTrainer):
         return latest_complete_checkpoint(output_dir, cls.checkpoint_files, cls.optional_checkpoint_files)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`. SIGTERM or SIGINT
-        during it saves a checkpoint at the end of the step and raises `TrainingPreempted` (`preemption`). A
-        checkpoint named by its path is checked first (`check_checkpoint`: its trainer state, and the other files
-        present; a missing reward-method state is `_load_state`'s to judge)."""
+        """TRL's `train`; `resume_from_checkpoint=True`: `latest_checkpoint(output_dir)`; a path is checked first
+        (`check_checkpoint`). SIGTERM/SIGINT saves a checkpoint and raises `TrainingPreempted` (`preemption`)."""
         if resume_from_checkpoint is True:
             resume_from_checkpoint = self.latest_checkpoint(self.args.output_dir)
         elif isinstance(resume_from_checkpoint, str):
@@ -276,8 +261,7 @@ class GRPOTrainerBase(GRPOTrainer):
         """Read back what `_save_state` wrote (every process). Default: nothing."""
 
     def _save_checkpoint(self, model, trial):
-        # Before TRL's save, which writes trainer_state.json last: a checkpoint with it holds our files too,
-        # and a push of the checkpoint to the Hub includes them.
+        # Before TRL's save, which writes trainer_state.json last: a checkpoint with it holds our files too.
         checkpoint = self._checkpoint_folder(trial)
         if self._ppo is not None:
             self._ppo.save(checkpoint)  # every process: DeepSpeed writes one shard per rank

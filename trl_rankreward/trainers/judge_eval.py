@@ -160,9 +160,8 @@ def eval_judge_settings(args):
 
 
 class JudgeWinRateCallback(TrainerCallback):
-    """Logs the policy's judge win rate against fixed baseline answers during training (module docstring).
-    `judge` is used on the main process only; `max_new_tokens` defaults to the config's `max_completion_length`,
-    `batch_size` (prompts per generate call) to `per_device_eval_batch_size`."""
+    """Logs the policy's judge win rate against fixed baseline answers (`judge`: main process only); `max_new_tokens`
+    defaults to `max_completion_length`, `batch_size` (prompts per generate call) to `per_device_eval_batch_size`."""
 
     def __init__(
         self,

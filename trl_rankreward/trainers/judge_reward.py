@@ -69,9 +69,8 @@ def build_training_judge(config) -> Judge:
 
 
 def build_reward_method(config, judge: Judge, *, tokenizer=None) -> GroupRewardMethod:
-    """The reward method the config names, with its options and the run's context: the answer format, the run's
-    `seed` (not `judge_seed`, which seeds only the judge's display shuffles), `output_dir`, and with `tokenizer`
-    the policy's token count (length in any language)."""
+    """The reward method the config names, with its options and the run's context (`TrainingRecipe.of`: the run's
+    `seed`, not `judge_seed`; with `tokenizer` the policy's token count as the length)."""
     return TrainingRecipe.of(config, tokenizer).build_method(judge)
 
 
@@ -87,9 +86,8 @@ def name_the_run(args, method: str) -> None:
 
 @dataclass
 class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, HackingMonitorConfig, GRPOConfig):
-    """`GRPOConfig` plus the judge (`TrainingJudgeFields`), the win rate, PPO's critic, the hacking monitor and the
-    group reward method. This class trains any method with its default options (and `lambda_fmt`); a method's
-    options are fields of its own config class, `method_config(name)`."""
+    """`GRPOConfig` plus the judge, the win rate, PPO's critic, the hacking monitor and the group reward method,
+    with its default options (and `lambda_fmt`); a method's options are fields of `method_config(name)`."""
 
     reward_method: str = field(
         default=PointwiseRubricReward.name,
@@ -238,9 +236,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
 
 
 def method_config(name: str) -> type[JudgeRewardGRPOConfig]:
-    """`JudgeRewardGRPOConfig` plus the method's options dataclass as flat fields, `reward_method` fixed to `name`.
-    Named after the options class (`RankBufferOptions` -> `RankBufferGRPOConfig`), built once, and an attribute
-    of this module (so a config pickles, as transformers saves it)."""
+    """`JudgeRewardGRPOConfig` plus the method's options as flat fields, `reward_method` fixed to `name`; named after
+    the options class (`RankBufferGRPOConfig`), built once, a module attribute (so a config pickles)."""
     options_class = reward_method_class(name).options_class
     class_name = options_class.__name__.removesuffix("Options") + "GRPOConfig"
     cls = globals().get(class_name)
@@ -453,9 +450,8 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
-        checkpoint is saved. The main process prints the start-up block first (`startup_message`); judging workers
-        are closed at the end."""
+        """The base's `train`, after the start-up block (`startup_message`); a run stopped by the circuit breaker
+        raises `JudgeFailureError` after its checkpoint is saved; judging workers are closed at the end."""
         if self.accelerator.is_main_process and self.reward_method is not None:
             logger.warning(self._startup_message())
         self._run_state.use_journal(self.args.output_dir, fresh=not resume_from_checkpoint)  # the judge bill

@@ -77,9 +77,8 @@ class TokenLength:
 
 @dataclass(frozen=True)
 class TrainingRecipe:
-    """The one builder of a run's training judge and reward method, from picklable parts of the config (`of`): the
-    trainer builds its own from it (`judge_reward.build_training_judge`, `build_reward_method`), and each judging
-    worker its copy (`for_workers`), without importing the trainer, torch or TRL."""
+    """The one builder of a run's training judge and reward method, from picklable parts of the config (`of`): for
+    the trainer (`judge_reward.build_training_judge`, `build_reward_method`) and each judging worker (`for_workers`)."""
 
     settings: JudgeServerSettings
     genrm: bool
@@ -102,9 +101,8 @@ class TrainingRecipe:
         return cls(settings, config.uses_genrm_judge(), release, config.reward_method, options, run)
 
     def for_workers(self, workers: int) -> TrainingRecipe:
-        """One of `workers` workers' recipe: its share of the concurrency bounds (`worker_settings`), anchors in
-        memory and no output directory (a worker's state lives for one batch; the main process's method holds the
-        run's)."""
+        """One of `workers` workers' recipe: its share of the concurrency bounds, anchors in memory, no output
+        directory (a worker's state lives for one batch; the main process's method holds the run's)."""
         settings, run = worker_settings(self.settings, workers), dataclasses.replace(self.run, output_dir=None)
         return dataclasses.replace(self, settings=settings, options=in_memory(self.options), run=run)
 

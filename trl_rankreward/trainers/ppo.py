@@ -121,9 +121,8 @@ class CriticConfig(CheckedConfig):
 
 
 def grpo_post_init(config) -> None:
-    """`GRPOConfig.__post_init__`, with its group-size rule lifted for PPO at `num_generations=1`: the rule serves
-    the group baseline, which the critic replaces, and TRL's trainer runs at G=1. It is the last group check of
-    TRL's post-init, so for "gae" at G=1 its error is caught and the checks after it run here."""
+    """`GRPOConfig.__post_init__` with its group-size rule (for the group baseline, which the critic replaces) lifted
+    for "gae" at G=1: that error is caught, and the checks TRL runs after it run here."""
     try:
         GRPOConfig.__post_init__(config)
     except ValueError as error:
@@ -264,9 +263,8 @@ CRITIC_DIR = "critic"
 
 
 class PPOCritic:
-    """The critic of one trainer, given the trainer's parts (`logps`: TRL's `_get_per_token_logps_and_entropies`;
-    `ref_model`: TRL's reference, else one is loaded where `kl_in_reward_coef` needs it, PEFT's being the policy
-    without its adapter). It writes nothing into the trainer: its methods return their `ppo/` metrics."""
+    """The critic of one trainer, given its parts (`logps`: TRL's `_get_per_token_logps_and_entropies`; `ref_model`:
+    TRL's, else loaded where `kl_in_reward_coef` needs it); its methods return their `ppo/` metrics."""
 
     def __init__(self, args, accelerator, policy, *, deepspeed: bool, reward_weights: torch.Tensor, logps,
                  ref_model=None, temperature: float = 1.0):  # fmt: skip

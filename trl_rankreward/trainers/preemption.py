@@ -44,12 +44,8 @@ class TrainingPreempted(SystemExit):
 
 
 class StopOnSignal(TrainerCallback):
-    """The signal flag (set by `handling_signals`) and the step-end check that saves and stops (module docstring).
-
-    Args:
-        any_process: `any_process(flag)` is True on every process when `flag` is True on any of them (a collective,
-            called by every process at the same step end); on one process it returns `flag`.
-    """
+    """The signal flag (set by `handling_signals`) and the step-end check that saves and stops. `any_process(flag)`:
+    True on every process when `flag` is on any (a collective, called by all at the same step end)."""
 
     def __init__(self, any_process: Callable[[bool], bool]):
         self._any_process = any_process

@@ -136,9 +136,8 @@ def step_metrics(statuses: list[str], meta_calls: int) -> dict[str, float]:
 
 
 class RAlignGenRMTrainer(GRPOTrainerBase):
-    """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward) on pairwise datasets
-    (`data.pairwise`). `meta_judge`: any judge (`async judge(MetaJudgeRequest) -> bool`) or a `(request) -> bool`
-    hook (a `ReleaseMetaRequest` with `r_align_release`); None: built from `args.metarm_*`."""
+    """Train a GenRM with R-Align's (or GenRM-RLVR's) reward on pairwise datasets. `meta_judge`: a judge, or a
+    `(request) -> bool` hook (a `ReleaseMetaRequest` with `r_align_release`); None: built from `args.metarm_*`."""
 
     # the model it trains is the GenRM judge of the `genrm` reward method
     _tag_names = [*GRPOTrainerBase._tag_names, "r-align", GenRMPairwiseReward.name]

@@ -40,9 +40,8 @@ def as_reward_func(
     resume_with_fresh_state: bool = False,
 ) -> GroupRewardFunction:
     """`method` (built on every process; only the main one scores) as a TRL reward function; pass
-    `callbacks=[fn.callback]` to the trainer too. `num_generations` is checked against the trainer's;
-    `num_generations_eval` defaults to the trainer's, else G. The `judge_*` breaker rules and
-    `resume_with_fresh_state` mean what `JudgeRewardGRPOConfig`'s fields of those names mean."""
+    `callbacks=[fn.callback]` too. `num_generations_eval` defaults to the trainer's, else G; the other arguments
+    mean what `JudgeRewardGRPOConfig`'s fields of those names mean."""
     breaker = JudgeCircuitBreaker(judge_stop_after_failed_batches, judge_failure_window, judge_max_neutral_fraction)
     return GroupRewardFunction(method, num_generations, num_generations_eval, breaker, resume_with_fresh_state)
 

@@ -177,11 +177,10 @@ class RewardRunState:
         write_json_atomic(os.path.join(checkpoint, JUDGE_USAGE_NAME), usage)
 
     def load(self, checkpoint: str, *, fresh_allowed: bool = False) -> Restored:
-        """Restore what `save` wrote. A checkpoint without the method's state is an error for a method with
-        state (RankBuffer's buffers) unless `fresh_allowed`; for a stateless one it is fine. Every file is
-        checked before anything is restored (`CheckpointStateError` names the file)."""
+        """Restore what `save` wrote, every file checked first. A checkpoint without the method's state is an error
+        for a method with state (RankBuffer's buffers) unless `fresh_allowed`."""
         usage_path = os.path.join(checkpoint, JUDGE_USAGE_NAME)
-        usage = checked_judge_usage(usage_path) if os.path.exists(usage_path) else None
+        totals = checked_judge_usage(usage_path) if os.path.exists(usage_path) else None
         method_state = True
         if self.method is not None:
             if os.path.exists(os.path.join(checkpoint, METHOD_STATE_NAME)):
@@ -190,17 +189,14 @@ class RewardRunState:
             else:
                 self._start_fresh(checkpoint, fresh_allowed)
                 method_state = False
-        totals = None
-        if usage is not None:
-            self.breaker.load_state_dict(usage.pop("breaker", {}))
-            self.neutral_total = int(usage.pop("neutral_groups", 0))
-            totals = usage
+        if totals is not None:
+            self.breaker.load_state_dict(totals.pop("breaker", {}))
+            self.neutral_total = int(totals.pop("neutral_groups", 0))
         journal_calls = 0
         if self.method is not None:
-            journaled = self._journal_totals()
-            if journaled is not None and journaled["calls"] > (totals or {}).get("calls", 0):
-                journal_calls = journaled["calls"] - (totals or {}).get("calls", 0)
-                totals = journaled
+            journaled, checkpointed = self._journal_totals(), (totals or {}).get("calls", 0)
+            if journaled is not None and journaled["calls"] > checkpointed:
+                journal_calls, totals = journaled["calls"] - checkpointed, journaled
             if totals is not None:
                 self.usage.load_state_dict(totals, combined_snapshot(self.method.judges))
         summary = self.method.summary() if self.method is not None and method_state else {}
