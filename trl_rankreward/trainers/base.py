@@ -26,9 +26,9 @@ from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, corru
 from ..user_errors import ConfigError
 from .console_log import use_compact_console_log
 from .dataset_checks import check_training_dataset
-from .judge_eval import JudgeEvalConfig, add_judge_evaluation
-from .model_card import compose_card
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
+from .judge_eval import JudgeEvalConfig, add_judge_evaluation, evaluation_summary
+from .model_card import compose_card, training_section
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic, training_algorithm
 from .preemption import StopOnSignal, TrainingPreempted, any_process
 from .reward_state import JUDGE_USAGE_NAME
 
@@ -136,7 +136,7 @@ class GRPOTrainerBase(GRPOTrainer):
             self._ppo = PPOCritic(args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
                                   reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
                                   ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
-            self.add_callback(self._ppo.step_callback())
+            self.add_callback(self._ppo)  # steps the critic's optimizer after the policy's
         self._stop_on_signal = StopOnSignal(any_process(self.accelerator))  # SIGTERM/SIGINT: save, stop (preemption)
         self.add_callback(self._stop_on_signal)
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
@@ -220,11 +220,15 @@ class GRPOTrainerBase(GRPOTrainer):
             return
         section = self._card_section(self._card_dataset)
         if section is not None:
-            compose_card(os.path.join(self.args.output_dir, "README.md"), section, citation=self._paper.get("citation"),
+            base_model = getattr(self.model.config, "_name_or_path", None) or None
+            text = training_section(algorithm=training_algorithm(self.args), base_model=base_model,
+                                    evaluation=evaluation_summary(self), **section)  # fmt: skip
+            compose_card(os.path.join(self.args.output_dir, "README.md"), text, citation=self._paper.get("citation"),
                          model_ref=self.args.hub_model_id or self.args.output_dir)  # fmt: skip
 
-    def _card_section(self, dataset: str | None) -> str | None:
-        """The card's trl-rankreward section (`model_card.training_section`); None keeps TRL's card."""
+    def _card_section(self, dataset: str | None) -> dict | None:
+        """The card's trl-rankreward section: `model_card.training_section`'s method, settings, judge, dataset,
+        usage and method_state; None keeps TRL's card."""
         return None
 
     @classmethod

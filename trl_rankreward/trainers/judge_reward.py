@@ -12,7 +12,6 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from accelerate import PartialState
@@ -33,15 +32,15 @@ from .base import GRPOTrainerBase
 from .dataset_checks import check_group_size
 from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
 from .hacking_monitor import ALARM, HackingMonitor, HackingMonitorConfig
-from .judge_eval import JudgeEvalConfig, evaluation_summary
+from .judge_eval import JudgeEvalConfig
 from .judge_workers import (
     JudgeWorkers,
     TokenLength,  # noqa: F401  (commands/probe_judge.py imports it from here)
     TrainingRecipe,
     check_shardable,
 )
-from .model_card import describe_judge, method_citation, redact_urls, training_section
-from .ppo import CriticConfig, critic_card_settings, training_algorithm
+from .model_card import describe_judge, method_citation, redact_urls
+from .ppo import CriticConfig, critic_card_settings
 from .reward_state import (
     JUDGE_USAGE_NAME,
     JudgeCircuitBreaker,
@@ -418,7 +417,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 self._metrics[mode][key] = values[-1:]
         super().log(logs, start_time)
 
-    def _card_section(self, dataset: str | None) -> str | None:
+    def _card_section(self, dataset: str | None) -> dict | None:
         if self.reward_method is None:
             return None
         args, method = self.args, self.reward_method
@@ -430,24 +429,13 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         from ..judging.backends.openai_compatible import normalize_base_url  # openai: only with a judge server
 
         urls = [*args.judge_base_urls, *map(normalize_base_url, args.judge_base_urls)]
-        return training_section(
-            method=method.name,
-            algorithm=training_algorithm(args),
-            settings=self._card_settings(),
-            judge=redact_urls(_describe(method), urls),
-            base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=dataset or _dataset_name(self.train_dataset),
-            usage=usage,
-            method_state=method.summary(),
-            evaluation=evaluation_summary(self),
-        )
-
-    def _card_settings(self) -> dict[str, Any]:
-        args = self.args
         own = {k: v for k, v in option_values(args.method_options()).items() if k != "lambda_fmt" and "path" not in k}
-        return {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
-                "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
-                "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
+        settings = {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
+                    "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
+                    "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
+        judge, dataset = redact_urls(_describe(method), urls), dataset or _dataset_name(self.train_dataset)
+        return dict(method=method.name, settings=settings, judge=judge, dataset=dataset, usage=usage,
+                    method_state=method.summary())  # fmt: skip
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         """The base's `train`, after the start-up block (`startup_message`); a run stopped by the circuit breaker

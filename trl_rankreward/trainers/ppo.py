@@ -262,7 +262,7 @@ logger = logging.get_logger(__name__)
 CRITIC_DIR = "critic"
 
 
-class PPOCritic:
+class PPOCritic(TrainerCallback):
     """The critic of one trainer, given its parts (`logps`: TRL's `_get_per_token_logps_and_entropies`; `ref_model`:
     TRL's, else loaded where `kl_in_reward_coef` needs it); its methods return their `ppo/` metrics."""
 
@@ -289,9 +289,10 @@ class PPOCritic:
             f"kl_in_reward_coef={args.kl_in_reward_coef}, beta={args.beta}"
         )
 
-    def step_callback(self) -> TrainerCallback:
-        """The callback that steps the critic's optimizer right after the policy's."""
-        return _CriticStep(self)
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        """The critic's optimizer steps right after the policy's (once per optimizer step, all ranks)."""
+        self.engine.optimizer_step()
+        return control
 
     def _policy(self):
         return self.accelerator.unwrap_model(self.policy)
@@ -455,13 +456,3 @@ def generated_tokens(batch: dict) -> torch.Tensor:
     mask = batch["completion_mask"].float()
     return mask * batch["tool_mask"].float() if "tool_mask" in batch else mask
 
-
-class _CriticStep(TrainerCallback):
-    """Steps the critic's optimizer right after the policy's (once per optimizer step, all ranks)."""
-
-    def __init__(self, critic: PPOCritic):
-        self.critic = critic
-
-    def on_optimizer_step(self, args, state, control, **kwargs):
-        self.critic.engine.optimizer_step()
-        return control

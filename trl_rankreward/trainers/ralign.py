@@ -20,9 +20,9 @@ from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAl
 from ..user_errors import ConfigError
 from .base import GRPOTrainerBase
 from .group_scoring import combined_snapshot, completion_text
-from .judge_eval import JudgeEvalConfig, evaluation_summary
-from .model_card import describe_judge, redact_urls, training_section
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings, training_algorithm
+from .judge_eval import JudgeEvalConfig
+from .model_card import describe_judge, redact_urls
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -165,30 +165,22 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
         reward_funcs = [RAlignRewardFunction(self.ralign)]
         super().__init__(model, reward_funcs, args, train_dataset=train_dataset, eval_dataset=eval_dataset, **kwargs)
 
-    def _card_section(self, dataset: str | None) -> str:
+    def _card_section(self, dataset: str | None) -> dict:
         args, judge = self.args, self.ralign.meta_judge
         used = combined_snapshot([judge])  # zeros for a hook without a ledger
         usage = {"MetaRM calls": used.calls, "MetaRM prompt tokens": used.prompt_tokens,
                  "MetaRM completion tokens": used.completion_tokens, "training steps": self.state.global_step}  # fmt: skip
-        return training_section(
-            method="ralign",
-            algorithm=training_algorithm(args),
-            settings={
-                "reward_mode": args.reward_mode,
-                **asdict(args.reward_values()),
-                "metarm_model": args.metarm_model,
-                "r_align_release": "authors' prompts" if args.r_align_release else "ours",
-                "num_generations": args.num_generations,
-                "learning_rate": args.learning_rate,
-                **critic_card_settings(args),
-            },  # fmt: skip
-            judge=redact_urls(describe_judge(judge), list(args.metarm_base_urls or [])),
-            base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=dataset,
-            usage=usage,
-            method_state={},
-            evaluation=evaluation_summary(self),
-        )
+        settings = {
+            "reward_mode": args.reward_mode,
+            **asdict(args.reward_values()),
+            "metarm_model": args.metarm_model,
+            "r_align_release": "authors' prompts" if args.r_align_release else "ours",
+            "num_generations": args.num_generations,
+            "learning_rate": args.learning_rate,
+            **critic_card_settings(args),
+        }
+        judge_text = redact_urls(describe_judge(judge), list(args.metarm_base_urls or []))
+        return dict(method="ralign", settings=settings, judge=judge_text, dataset=dataset, usage=usage, method_state={})
 
     @staticmethod
     def _with_genrm_prompts(dataset, seed: int, protocol):
