@@ -158,8 +158,11 @@ class _Reply:
     error: str | None = None
 
 
-def _serve(connection, recipe: TrainingRecipe) -> None:
-    """A worker's life: build the judge on the first batch, then score batches until closed."""
+def serve_connection(descriptor: int) -> None:
+    """A worker's life (`python -m trl_rankreward.trainers.judge_workers FD`): the recipe from the socket
+    `descriptor`, the judge built on the first batch, then batches scored until closed."""
+    connection = Connection(descriptor)
+    recipe: TrainingRecipe = pickle.loads(connection.recv_bytes())
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_IGN)
     loop = asyncio.new_event_loop()
@@ -307,14 +310,6 @@ class JudgeWorkers:
             if self._io is not None:
                 self._io.shutdown(wait=False)
             self._processes, self._connections, self._channels, self._io = [], [], [], None
-
-
-def serve_connection(descriptor: int) -> None:
-    """A worker process's entry point (`python -m trl_rankreward.trainers.judge_workers FD`): read the recipe
-    from the socket `descriptor`, then serve batches on it (`_serve`)."""
-    connection = Connection(descriptor)
-    recipe = pickle.loads(connection.recv_bytes())
-    _serve(connection, recipe)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,9 @@ class GroupRewardFunction:
         state = PartialState()
         run_state = self.run_state
         mode = self.callback.mode()
-        group_size = self._group_size(mode)
+        group_size = self.num_generations
+        if mode == "eval":
+            group_size = self.num_generations_eval or self.callback.num_generations_eval or self.num_generations
         rows = [reward_row(example, p, c) for example, p, c in zip(_examples(columns, len(prompts)), prompts,
                                                                       completions, strict=True)]  # fmt: skip
         all_rows = gather_rows(rows, group_size, state.process_index)
@@ -104,11 +106,6 @@ class GroupRewardFunction:
 
     def _score(self, rows, group_size, mode, epoch, step) -> Scored:
         return self._scorer.finish(self._scorer.start(rows, group_size, mode=mode, epoch=epoch, step=step))
-
-    def _group_size(self, mode: str) -> int:
-        if mode == "eval":
-            return self.num_generations_eval or self.callback.num_generations_eval or self.num_generations
-        return self.num_generations
 
 
 class GroupRewardCallback(TrainerCallback):
