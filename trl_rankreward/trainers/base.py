@@ -221,8 +221,8 @@ class GRPOTrainerBase(GRPOTrainer):
         section = self._card_section(self._card_dataset)
         if section is not None:
             base_model = getattr(self.model.config, "_name_or_path", None) or None
-            text = training_section(algorithm=training_algorithm(self.args), base_model=base_model,
-                                    evaluation=evaluation_summary(self), **section)  # fmt: skip
+            algorithm, evaluation = training_algorithm(self.args), evaluation_summary(self)
+            text = training_section(algorithm=algorithm, base_model=base_model, evaluation=evaluation, **section)
             compose_card(os.path.join(self.args.output_dir, "README.md"), text, citation=self._paper.get("citation"),
                          model_ref=self.args.hub_model_id or self.args.output_dir)  # fmt: skip
 

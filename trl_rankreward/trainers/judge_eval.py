@@ -116,21 +116,16 @@ _BASELINE_TEXT = {
 }
 
 
-def add_judge_evaluation(trainer) -> JudgeWinRateCallback | None:
+def add_judge_evaluation(trainer) -> None:
     """Attach the win-rate evaluation the config asks for (`eval_prompts` set); nothing otherwise."""
-    if not getattr(trainer.args, "eval_prompts", None):
-        return None
-    callback = JudgeWinRateCallback.from_args(trainer)
-    trainer.add_callback(callback)
-    return callback
+    if getattr(trainer.args, "eval_prompts", None):
+        trainer.add_callback(JudgeWinRateCallback.from_args(trainer))
 
 
 def evaluation_summary(trainer) -> str | None:
     """The model card's line on the win rate (`JudgeWinRateCallback.card_text`), None without the evaluation."""
-    for callback in trainer.callback_handler.callbacks:
-        if isinstance(callback, JudgeWinRateCallback):
-            return callback.card_text()
-    return None
+    callbacks = trainer.callback_handler.callbacks
+    return next((c.card_text() for c in callbacks if isinstance(c, JudgeWinRateCallback)), None)
 
 
 def load_eval_prompts(source: str, limit: int | None = None) -> list[EvalPrompt]:

@@ -434,15 +434,27 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                     "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
                     "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
         judge, dataset = redact_urls(_describe(method), urls), dataset or _dataset_name(self.train_dataset)
-        return dict(method=method.name, settings=settings, judge=judge, dataset=dataset, usage=usage,
-                    method_state=method.summary())  # fmt: skip
+        state = method.summary()
+        return dict(method=method.name, settings=settings, judge=judge, dataset=dataset, usage=usage, method_state=state)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         """The base's `train`, after the start-up block (`startup_message`); a run stopped by the circuit breaker
         raises `JudgeFailureError` after its checkpoint is saved; judging workers are closed at the end."""
-        if self.accelerator.is_main_process and self.reward_method is not None:
-            logger.warning(self._startup_message())
-        self._run_state.use_journal(self.args.output_dir, fresh=not resume_from_checkpoint)  # the judge bill
+        args, dataset, method = self.args, self.train_dataset, self.reward_method
+        if self.accelerator.is_main_process and method is not None:
+            message = startup_message(
+                processes=self.accelerator.num_processes,
+                per_device_batch=args.per_device_train_batch_size,
+                gradient_accumulation=args.gradient_accumulation_steps,
+                num_generations=args.num_generations,
+                num_iterations=args.num_iterations,
+                queries=len(dataset) if hasattr(dataset, "__len__") else None,
+                max_steps=args.max_steps,
+                method=method.name,
+                judge=_describe(method),
+            )
+            logger.warning(message)
+        self._run_state.use_journal(args.output_dir, fresh=not resume_from_checkpoint)  # the judge bill
         try:
             output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         finally:
@@ -464,21 +476,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         restored = self._run_state.load(checkpoint, fresh_allowed=self.args.resume_with_fresh_reward_state)
         if self.reward_method is not None:
             logger.warning(resume_message(restored, self.state.global_step, self.reward_method.name))
-
-    def _startup_message(self) -> str:
-        args = self.args
-        dataset = self.train_dataset
-        return startup_message(
-            processes=self.accelerator.num_processes,
-            per_device_batch=args.per_device_train_batch_size,
-            gradient_accumulation=args.gradient_accumulation_steps,
-            num_generations=args.num_generations,
-            num_iterations=args.num_iterations,
-            queries=len(dataset) if hasattr(dataset, "__len__") else None,
-            max_steps=args.max_steps,
-            method=self.reward_method.name,
-            judge=_describe(self.reward_method),
-        )
 
 
 _PACKAGED_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "generator", "webdataset"}
