@@ -298,3 +298,27 @@ def test_own_data_page_rows_and_table_match_the_checks():
             assert references.startswith("required") == (needs.references > 0), name
             seen.add(name)
     assert seen == set(REWARD_METHODS)
+
+
+def test_rows_that_passed_are_read_once_and_a_selection_of_them_too(monkeypatch):
+    """The scripts check rows before the prompt lengths and the trainer checks again: the second check reads
+    nothing (nor for the script's `select` of the rows, `checked_like`); other needs or new rows are read."""
+    from trl_rankreward.trainers import dataset_checks
+
+    data = Dataset.from_list(rows_with({}))
+    check_training_dataset(data, BOTH)
+    read = []
+    real_rows = dataset_checks._rows
+    monkeypatch.setattr(dataset_checks, "_rows", lambda d: read.append(len(d)) or real_rows(d))
+    check_training_dataset(data, BOTH)
+    kept = data.select([0, 2])
+    dataset_checks.checked_like(kept, data)
+    check_training_dataset(kept, BOTH)
+    assert read == []
+    check_training_dataset(data)  # other needs: read again
+    check_training_dataset(data.select([1]), BOTH)  # a selection nobody vouched for
+    assert read == [6, 1]
+    bad = Dataset.from_list(rows_with({1: {"query_id": " "}}))
+    for _ in range(2):  # a dataset that failed fails again
+        with pytest.raises(DatasetError, match="row 1"):
+            check_training_dataset(bad)

@@ -1,15 +1,10 @@
 """The training entry point behind `examples/train_*.py`, and the one reader of a training config.
 
-Each example script is a few lines: `main` calls `train(TrainerClass, script_args, training_args, model_args)`
-and `sys.exit(run_script(main, make_parser))` with a `ScriptParser`. Before any model loads, `train` checks, in
-order: the resume flag, the Hub (with `--push_to_hub`), `output_dir` (writable, room for a checkpoint, no other
-run in it: `output_dir.py`), a local model folder (`tiny` builds a tiny random one), the dataset, its rows and
-its prompt lengths. It then trains, saves the model, tokenizer, `trainer_state.json` and a model card, and
-pushes them with `--push_to_hub`. A user error is one line and exit 1, as in the CLI (`user_errors`). SIGTERM or
-SIGINT finishes the step, saves a checkpoint and exits 75, "requeue" (`trainers.preemption`).
-
-`read_training_config` reads a training YAML for `bench --config` and `probe-judge --config` with the parser
-and config class a script would use, so the three refuse the same keys and take the same flags as overrides.
+`train` checks, before any model loads: the resume flag, the Hub (`--push_to_hub`), `output_dir`
+(`output_dir.py`), a local model folder (`tiny` builds one), the dataset's rows and its prompt lengths; it then
+trains and saves the model, tokenizer, `trainer_state.json` and model card. A user error is one line and exit 1;
+SIGTERM/SIGINT saves a checkpoint and exits 75. `read_training_config` reads a training YAML for `bench` and
+`probe-judge` with the parser and config class a script would use.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from trl import ScriptArguments, TrlParser
 
 from ..config_checks import CheckedConfig
 from ..parsing import CONFIG_HELP, HelpFormatter, OneLineErrors, apply_config_file, read_config_file, to_dataclasses
-from ..trainers.dataset_checks import check_training_dataset
+from ..trainers.dataset_checks import checked_like
 from ..trainers.extension_builds import check_build_locks
 from ..user_errors import TRACEBACK_FLAG, TRACEBACK_HELP, ConfigError, MissingFileError, run_reporting_errors
 from .output_dir import claim_output_dir
@@ -109,10 +104,9 @@ def training_parsers(reward_method: str | None = None) -> list[tuple[type, type]
 
 
 def read_training_config(path: str, overrides: Sequence[str] = (), *, prog: str, here: bool = True):
-    """((script arguments, trainer config, model config), the YAML mapping) of the training config at `path` with
-    the command-line `overrides`, parsed by the first of `training_parsers()` whose fields hold every key (else
-    the one missing the fewest, which refuses the rest as the script would). `here=False` (a run on another
-    machine) parses with `use_cpu`, skipping transformers' check of this machine's bf16 support."""
+    """((script arguments, trainer config, model config), the YAML mapping) of the config at `path` with `overrides`,
+    parsed by the first of `training_parsers()` missing the fewest keys (which refuses the rest as the script would).
+    `here=False` (a run on another machine) parses with `use_cpu`, skipping this machine's bf16 check."""
     from trl import ModelConfig
 
     values = read_config_file(ScriptParser((), prog=prog), path)
@@ -134,9 +128,8 @@ def config_keys(values: dict, overrides: Sequence[str] = ()) -> set[str]:
 
 
 def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None = None) -> int:
-    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status. A DeepSpeed build
-    lock left by a killed build stops the run first; a success, or a stop on a signal (exit 75), ends the launch's
-    process group."""
+    """Parse the command line with `make_parser()`, run `main(*parsed)`; return the exit status (a stale DeepSpeed
+    build lock stops the run first)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "train"
 
@@ -157,10 +150,8 @@ def run_script(main: Callable, make_parser: Callable, argv: Sequence[str] | None
 
 
 def end_process_group() -> None:
-    """Destroy the launch's process group, if any, once the trainer is released (after a garbage collection: a
-    trainer lives in reference cycles), so gloo's threads stop in order rather than at the interpreter's exit
-    (where a rank could abort, exit -6). Only after a success or a stop on a signal (every rank stops at one step):
-    the barrier would wait for a failed rank."""
+    """Destroy the launch's process group, if any, once the trainer is collected, so gloo's threads stop in order,
+    not at exit (where a rank could abort, -6). Only after a success or a signal stop: a failed rank never comes."""
     import gc
 
     import torch.distributed as dist
@@ -179,15 +170,11 @@ RESUME_NONE = ("false", "none", "no", "")
 def parse_resume(value) -> str | bool | None:
     """`--resume_from_checkpoint` (text from TrlParser) as the trainer takes it: a checkpoint path, which must
     exist, True (the newest checkpoint) or None."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return True
+    if value is None or isinstance(value, bool):
+        return value or None
     text = str(value).strip()
-    if text.lower() in RESUME_LATEST:
-        return True
-    if text.lower() in RESUME_NONE:
-        return None
+    if text.lower() in RESUME_LATEST + RESUME_NONE:
+        return True if text.lower() in RESUME_LATEST else None
     if not os.path.isdir(text):
         raise MissingFileError(
             f"--resume_from_checkpoint {text}: no such checkpoint folder; pass a checkpoint-N folder, `latest` "
@@ -248,9 +235,8 @@ TINY_MODEL = "tiny"
 
 
 def resolve_model(name: str, training_args) -> str:
-    """`name`, or for `tiny` a tiny random model built (atomically, by each machine's main process first) under
-    `output_dir/tiny_model`. A local path (., / or ~, or an existing parent folder) must exist: transformers would
-    read it as a Hub id ("Repo id must be in the form ...")."""
+    """`name`, or for `tiny` a tiny random model built under `output_dir/tiny_model`. A local path (., / or ~, or an
+    existing parent folder) must exist: transformers would read it as a Hub id."""
     if name == TINY_MODEL:
         from ..tiny import build_tiny_model
 
@@ -290,11 +276,12 @@ def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
     lengths = prompt_lengths(dataset["prompt"], tokenizer, training_args.chat_template_kwargs)
     query_ids = dataset["query_id"] if "query_id" in dataset.column_names else None
     if script_args.max_prompt_length:
-        dataset, dropped = drop_long_prompts(dataset, lengths, script_args.max_prompt_length)
+        kept, dropped = drop_long_prompts(dataset, lengths, script_args.max_prompt_length)
+        checked_like(kept, dataset)  # the trainer does not check these rows again
         if dropped.rows and training_args.process_index == 0:
             print(f"Dropped {len(dropped.rows)} of {dropped.total} prompts longer than max_prompt_length="
                   f"{dropped.limit} tokens ({dropped.describe(query_ids)})", file=sys.stderr)  # fmt: skip
-        return dataset
+        return kept
     window = context_length(AutoConfig.from_pretrained(model_name))
     if window:
         check_prompts_fit(lengths, context_length=window, max_completion_length=training_args.max_completion_length,
@@ -304,25 +291,19 @@ def check_prompt_lengths(dataset, model_name: str, script_args, training_args):
 
 def train(trainer_class, script_args, training_args, model_args, *, check_prompts: bool = True, **trainer_kwargs):
     """Build `trainer_class` from the parsed arguments and `trainer_kwargs` (e.g. a ready `judge`), then `run`.
-
-    `check_prompts=False` skips the row and prompt-length checks, for a dataset whose `prompt` is not what the
-    policy reads (R-Align's pairs, which their trainer checks).
-    """
+    `check_prompts=False` skips the row and prompt-length checks (R-Align's pairs, which their trainer checks)."""
     from trl import get_peft_config
 
-    training_args.model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-        **(training_args.model_init_kwargs or {}),  # the config's own win
-    }
+    own = training_args.model_init_kwargs or {}  # the config's own win
+    model_kwargs = {"revision": model_args.model_revision, "attn_implementation": model_args.attn_implementation}
+    training_args.model_init_kwargs = {**model_kwargs, "dtype": model_args.dtype, **own}
     resume = resume_argument(trainer_class, training_args)
     check_hub_push(training_args)
     with claim_output_dir(training_args, model_args.model_name_or_path):
         model = resolve_model(model_args.model_name_or_path, training_args)  # a missing local folder fails first
         dataset = load_train_dataset(script_args)
-        if check_prompts:
-            check_training_dataset(dataset)  # every row well-formed before anything reads a prompt
+        if check_prompts:  # every row well-formed, with what the method needs, before anything reads a prompt
+            trainer_class.check_datasets(training_args, dataset, reward_method=trainer_kwargs.get("reward_method"))
             dataset = check_prompt_lengths(dataset, model, script_args, training_args)
         trainer = trainer_class(
             model, args=training_args, train_dataset=dataset, peft_config=get_peft_config(model_args), **trainer_kwargs

@@ -1,17 +1,8 @@
-"""`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`, written once; and
-`CriticPPOConfig` / `CriticPPOTrainer`, PPO for plain TRL reward functions on it (TRL 1.16 has none).
-
-- a sampler reseeded with `seed + epoch` each epoch, so a run resumed after an epoch boundary sees the queries in
-  the uninterrupted run's order (TRL's one generator advances across epochs);
-- `train(resume_from_checkpoint=True)` picks the newest *complete* checkpoint (transformers writes
-  `trainer_state.json` last; `get_last_checkpoint` would pick a half-written one), and a checkpoint whose JSON
-  files are cut or damaged is skipped, or refused naming the file when given by path (`check_checkpoint`);
-  subclasses add their files (`_save_state`, `_load_state`);
-- SIGTERM or SIGINT during `train` finishes the step, saves a checkpoint on every process and raises
-  `TrainingPreempted` (exit status 75, "requeue"); a second signal exits at once (`preemption`);
-- no missing-`lm_head` warning on resuming a model with tied embeddings (a tied key is saved once);
-- with `advantage_estimator="gae"`, a `ppo.PPOCritic`. Subclasses produce their rewards in `_reward_columns`
-  instead of overriding `_calculate_rewards`, so the critic always sees them.
+"""`GRPOTrainerBase`: what every trainer of the package adds to TRL's `GRPOTrainer`; and `CriticPPOConfig` /
+`CriticPPOTrainer`, PPO for plain TRL reward functions (TRL 1.16 has none). It adds: a sampler reseeded per epoch
+(a resume keeps the data order); resume from the newest *complete* checkpoint, damaged ones skipped or refused by
+name (`check_checkpoint`); SIGTERM/SIGINT -> checkpoint -> exit 75 (`preemption`); no missing-`lm_head` warning
+for tied embeddings; the critic with `advantage_estimator="gae"` (subclasses give rewards in `_reward_columns`).
 """
 
 from __future__ import annotations
@@ -30,12 +21,14 @@ from transformers.utils import logging
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer.utils import RepeatSampler
 
+from ..rewards.options import DataNeeds
 from ..rewards.state_files import METHOD_STATE_NAME, CheckpointStateError, corrupt_entry, read_json
 from ..user_errors import ConfigError
 from .console_log import use_compact_console_log
-from .judge_eval import JudgeEvalConfig, add_judge_evaluation
-from .model_card import compose_card
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic
+from .dataset_checks import check_training_dataset
+from .judge_eval import JudgeEvalConfig, add_judge_evaluation, evaluation_summary
+from .model_card import compose_card, training_section
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, PPOCritic, training_algorithm
 from .preemption import StopOnSignal, TrainingPreempted, any_process
 from .reward_state import JUDGE_USAGE_NAME
 
@@ -46,17 +39,6 @@ class EpochSeededRepeatSampler(RepeatSampler):
     def set_epoch(self, epoch: int) -> None:
         if self.shuffle and self.seed is not None:
             self.generator.manual_seed(self.seed + epoch)
-
-    @classmethod
-    def like(cls, sampler: RepeatSampler) -> EpochSeededRepeatSampler:
-        return cls(
-            data_source=sampler.data_source,
-            mini_repeat_count=sampler.mini_repeat_count,
-            batch_size=sampler.batch_size,
-            repeat_count=sampler.repeat_count,
-            shuffle=sampler.shuffle,
-            seed=sampler.seed,
-        )
 
 
 logger = logging.get_logger(__name__)
@@ -82,10 +64,9 @@ _CHECKED_FILES = {TRAINER_STATE_NAME: "TRL's trainer state", METHOD_STATE_NAME: 
 
 
 def check_checkpoint(checkpoint: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
-    """Raise `CheckpointStateError` naming the file when a JSON file of `required` is missing, or one of
-    `required` or (where present) `optional` is not complete JSON, or `trainer_state.json` is not TRL's
-    `TrainerState`: what a resume from `checkpoint` would otherwise fail on later, with a bare
-    `JSONDecodeError` that names no file. The files' contents are checked where they are restored."""
+    """Raise `CheckpointStateError` naming the file when one of `required` is missing, one of `required` or
+    `optional` (where present) is not complete JSON, or `trainer_state.json` is not TRL's `TrainerState`, instead
+    of a later `JSONDecodeError` that names no file."""
     for name in (*required, *(n for n in optional if n not in required)):
         path = os.path.join(checkpoint, name)
         if name not in required and not os.path.exists(path):
@@ -103,9 +84,8 @@ def check_checkpoint(checkpoint: str, required: tuple[str, ...], optional: tuple
 def latest_complete_checkpoint(
     output_dir: str, required: tuple[str, ...] = (TRAINER_STATE_NAME, METHOD_STATE_NAME), optional: tuple[str, ...] = ()
 ) -> str:
-    """The newest `checkpoint-N` in `output_dir` whose files pass `check_checkpoint` (by default
-    `trainer_state.json` and the reward method's state, complete); half-written or damaged newer ones
-    are skipped with a warning that names the file. Raises if there is none."""
+    """The newest `checkpoint-N` in `output_dir` whose files pass `check_checkpoint`; half-written or damaged newer
+    ones are skipped with a warning naming the file. Raises if there is none."""
     for step in checkpoint_steps(output_dir):
         path = checkpoint_folder(output_dir, step)
         try:
@@ -121,10 +101,8 @@ def latest_complete_checkpoint(
     )
 
 
-#: Modules that bind `torch.distributed.group.WORLD` into default arguments when imported. Imported after the
-#: process group exists (DeepSpeed's is, while a Trainer is built), they keep it alive past
-#: `destroy_process_group`, and its gloo threads can abort a finished rank at exit ("terminate called without
-#: an active exception", exit -6). Imported here, before any config creates the group, the defaults are None.
+#: Modules that bind `torch.distributed.group.WORLD` into default arguments when imported: imported after the group
+#: exists, they keep it alive past `destroy_process_group` (a finished rank can abort at exit, -6); here, before.
 WORLD_GROUP_DEFAULTS = (
     "deepspeed.comm.torch",
     "torch.distributed.nn.functional",
@@ -158,11 +136,27 @@ class GRPOTrainerBase(GRPOTrainer):
             self._ppo = PPOCritic(args, self.accelerator, self.model, deepspeed=self.is_deepspeed_enabled,
                                   reward_weights=self.reward_weights, logps=self._get_per_token_logps_and_entropies,
                                   ref_model=self.ref_model, temperature=self.temperature)  # fmt: skip
-            self.add_callback(self._ppo.step_callback())
+            self.add_callback(self._ppo)  # steps the critic's optimizer after the policy's
         self._stop_on_signal = StopOnSignal(any_process(self.accelerator))  # SIGTERM/SIGINT: save, stop (preemption)
         self.add_callback(self._stop_on_signal)
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
+
+    @classmethod
+    def check_datasets(cls, args, train_dataset, eval_dataset=None, *, reward_method=None) -> None:
+        """Every row well-formed and holding what the config's method needs (`_data_needs`): the one row check, run
+        by a judged trainer's `__init__` and by the training scripts before they read a prompt; a dataset that
+        passed is not read again (`dataset_checks`)."""
+        needs = cls._data_needs(args, reward_method)
+        evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
+        for dataset in [train_dataset, *evals]:
+            if dataset is not None:
+                check_training_dataset(dataset, needs)
+
+    @staticmethod
+    def _data_needs(args, reward_method) -> DataNeeds | None:
+        """What the method needs of each row beyond being well-formed; None here (no method)."""
+        return None
 
     def _record(self, metrics: dict[str, float]) -> None:
         """Metrics of this step (the critic's), averaged by TRL at the next log."""
@@ -212,7 +206,9 @@ class GRPOTrainerBase(GRPOTrainer):
 
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (`EpochSeededRepeatSampler`)."""
-        return EpochSeededRepeatSampler.like(super()._get_train_sampler(dataset))
+        sampler = super()._get_train_sampler(dataset)
+        sampler.__class__ = EpochSeededRepeatSampler  # the same sampler, with `set_epoch`
+        return sampler
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
         """TRL's card, rewritten around `_card_section` when a trainer has one (`model_card.compose_card`), citing
@@ -224,11 +220,15 @@ class GRPOTrainerBase(GRPOTrainer):
             return
         section = self._card_section(self._card_dataset)
         if section is not None:
-            compose_card(os.path.join(self.args.output_dir, "README.md"), section, citation=self._paper.get("citation"),
+            base_model = getattr(self.model.config, "_name_or_path", None) or None
+            algorithm, evaluation = training_algorithm(self.args), evaluation_summary(self)
+            text = training_section(algorithm=algorithm, base_model=base_model, evaluation=evaluation, **section)
+            compose_card(os.path.join(self.args.output_dir, "README.md"), text, citation=self._paper.get("citation"),
                          model_ref=self.args.hub_model_id or self.args.output_dir)  # fmt: skip
 
-    def _card_section(self, dataset: str | None) -> str | None:
-        """The card's trl-rankreward section (`model_card.training_section`); None keeps TRL's card."""
+    def _card_section(self, dataset: str | None) -> dict | None:
+        """The card's trl-rankreward section: `model_card.training_section`'s method, settings, judge, dataset,
+        usage and method_state; None keeps TRL's card."""
         return None
 
     @classmethod
@@ -237,10 +237,8 @@ class GRPOTrainerBase(GRPOTrainer):
         return latest_complete_checkpoint(output_dir, cls.checkpoint_files, cls.optional_checkpoint_files)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """TRL's `train`; `resume_from_checkpoint=True` means `latest_checkpoint(output_dir)`. SIGTERM or SIGINT
-        during it saves a checkpoint at the end of the step and raises `TrainingPreempted` (`preemption`). A
-        checkpoint named by its path is checked first (`check_checkpoint`: its trainer state, and the other files
-        present; a missing reward-method state is `_load_state`'s to judge)."""
+        """TRL's `train`; `resume_from_checkpoint=True`: `latest_checkpoint(output_dir)`; a path is checked first
+        (`check_checkpoint`). SIGTERM/SIGINT saves a checkpoint and raises `TrainingPreempted` (`preemption`)."""
         if resume_from_checkpoint is True:
             resume_from_checkpoint = self.latest_checkpoint(self.args.output_dir)
         elif isinstance(resume_from_checkpoint, str):
@@ -267,8 +265,7 @@ class GRPOTrainerBase(GRPOTrainer):
         """Read back what `_save_state` wrote (every process). Default: nothing."""
 
     def _save_checkpoint(self, model, trial):
-        # Before TRL's save, which writes trainer_state.json last: a checkpoint with it holds our files too,
-        # and a push of the checkpoint to the Hub includes them.
+        # Before TRL's save, which writes trainer_state.json last: a checkpoint with it holds our files too.
         checkpoint = self._checkpoint_folder(trial)
         if self._ppo is not None:
             self._ppo.save(checkpoint)  # every process: DeepSpeed writes one shard per rank

@@ -1,10 +1,6 @@
-"""A compact console line per logging step, instead of transformers' dict of some 60 metrics (`docs/metrics.md`).
-
-    step 12/40 | coarse position 0.432 | loss 0.0123 | reward 0.200 ± 0.676 (incl. format bonus up to 0.2) | ...
-
-It leads with the method's progress signal (`evaluation.run_history.PROGRESS_SIGNALS`). The reward line names
-the format bonus (`lambda_fmt`) when set: a rank method's rewards are zero-mean per group, so a steady mean is the
-bonus, not a stalled run. Only the console changes: the loggers and `trainer_state.json` get every metric.
+"""A compact console line per logging step instead of transformers' dict of some 60 metrics; the loggers and
+`trainer_state.json` still get every metric. It leads with the method's progress signal and names the format
+bonus (`lambda_fmt`), so a steady mean reward of a rank method is not read as a stalled run.
 """
 
 from __future__ import annotations

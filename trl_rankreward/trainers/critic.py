@@ -1,11 +1,6 @@
-"""The PPO critic: `ValueModel` (a causal-LM backbone with a zero-initialized scalar value head), its training
-engines beside TRL's policy (`TorchCritic`: its own AdamW, one device or DDP; `DeepSpeedCritic`: a second
-DeepSpeed engine from the run's config, sharded like the policy, OpenRLHF's two-engine layout), and the loading
-of the models built beside the policy (the critic, the reference for KL-in-reward).
-
-The critic is a separate model (as in TRL's former PPO trainer and OpenRLHF), so the policy and what a checkpoint
-pushes stay a plain causal LM. Loading follows TRL's for its reference model, except `device_map=None` under DDP
-or DeepSpeed: TRL's `"auto"` spreads one process's copy over every GPU, which transformers refuses under ZeRO-3.
+"""The PPO critic: `ValueModel` (a causal-LM backbone with a zero-initialized value head) and its engines beside
+TRL's policy (`TorchCritic`: own AdamW, one device or DDP; `DeepSpeedCritic`: a second DeepSpeed engine, sharded
+like the policy), and the loading of models beside the policy (`device_map=None` under DDP or DeepSpeed).
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
-"""Check a training dataset before any training work: one error listing the bad rows and the fix.
-
-Without it a bad dataset fails late and obscurely: no `prompt` column is a bare `KeyError` inside TRL at the
-first step, `rubrics: "be good"` is read as eight one-letter rubrics, and different prompts sharing one
-`query_id` silently share one RankBuffer buffer. The columns are those `group_scoring.rows_to_groups` reads
-(docs/data.md). Linear time (10^5 rows in about a second); an `IterableDataset` gets the column checks only.
+"""Check a training dataset before any training work: one error listing the bad rows and the fix, instead of a
+late `KeyError`, rubrics read letter by letter, or two prompts sharing one `query_id` (and one buffer). Linear
+time; an `IterableDataset` gets the column checks only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -47,6 +46,11 @@ _FIXES = {
 }
 
 
+#: datasets whose rows passed, with the needs they passed: a script checks its rows before reading their prompts,
+#: and the trainer's check of the same dataset (or of a selection of its rows: `checked_like`) returns at once
+_PASSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 class DatasetError(ValueError):
     """The dataset (or the group size) cannot be used for training; the message lists what and how to fix it."""
 
@@ -72,7 +76,9 @@ def check_group_size(method_name: str, needs: DataNeeds, num_generations: int) -
 def check_training_dataset(dataset: Any, needs: DataNeeds | None = None, *, max_examples: int = 5) -> None:
     """Raise one `DatasetError` describing every unusable row of `dataset` (a `datasets.Dataset`, a list of row
     mappings, or an `IterableDataset`), listing the first `max_examples`; `needs`: the method's `data_needs()`."""
-    needs = needs or DataNeeds()
+    needs = asked = needs or DataNeeds()
+    if _passed(dataset) == needs:
+        return
     if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
         raise ValueError(f"max_examples must be a positive integer, got {max_examples!r}")
     report = _Report(max_examples)
@@ -96,6 +102,21 @@ def check_training_dataset(dataset: Any, needs: DataNeeds | None = None, *, max_
             report.add_row(index, values[1], found)
             total = index + 1
     report.raise_if_any(total=total)
+    with contextlib.suppress(TypeError):  # a list of rows: neither hashable nor weakly referable
+        _PASSED[dataset] = asked
+
+
+def _passed(dataset: Any) -> DataNeeds | None:
+    try:
+        return _PASSED.get(dataset)
+    except TypeError:  # a list of rows: checked every time
+        return None
+
+
+def checked_like(subset: Any, dataset: Any) -> None:
+    """Count `subset` (rows of `dataset`, e.g. its `select`) as checked as `dataset` was."""
+    if (needs := _passed(dataset)) is not None:
+        _PASSED[subset] = needs
 
 
 def _is_row_list(dataset: Any) -> bool:

@@ -1,12 +1,8 @@
-"""DeepSpeed's compiled ops: built once up front, and a build lock left by a killed build reported, not waited on.
+"""DeepSpeed's compiled ops: a build lock left by a killed build reported, not waited on forever.
 
-DeepSpeed compiles an op on first use into `<extensions_dir>/<op>/`; the builder holds `<op>/lock` open until it
-deletes it, and every other process polls until it is gone. A build killed by SIGKILL or SIGTERM leaves the lock,
-and every later launch waits on it forever, silently. The rule of `check_build_locks` (run by every training
-script and the test suite): a lock is live while a process here holds it open; one that none holds is stale once
-its op's folder has not changed for `QUIET_S` seconds, and the run stops with `StaleBuildLock` naming the file. It
-is not removed for us: a build on another machine sharing the folder is invisible here and still writes there.
-`python -m trl_rankreward.trainers.extension_builds` builds the CPU ops (`scripts/setup_venv.sh` runs it).
+A lock is live while a process here holds it open; one that none holds is stale once its op's folder has not
+changed for `QUIET_S` seconds (`check_build_locks` then raises `StaleBuildLock`, it does not remove it).
+`python -m trl_rankreward.trainers.extension_builds` builds the CPU ops.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""Judging one generation batch on the main process: rollout rows -> whole `Group`s -> `GroupScorer` ->
-rewards, metrics (judge usage included) and failure messages; and the collectives every caller shares
-(`gather_rows`, `share_from_main`).
-
-TRL's `RepeatSampler` yields each query G times in a row and the gather keeps process order, so rows
-`[g*G, (g+1)*G)` are one query's completions; `rows_to_groups` verifies it. `GroupScorer.start` submits the
-method's `score` to one persistent event loop in a daemon thread (HTTP clients stay bound to it) and returns at
-once, so judging can overlap TRL's log-prob passes; `finish` waits. With `judge_workers` the groups go to worker
-processes instead (`judge_workers.JudgeWorkers`), routed by query, and their queries' new state is merged back. Evaluation scores inside the method's
-`frozen_state()`. `JudgeUsage` turns ledger snapshots into step metrics and totals that continue across a resume;
-a failure kind seen once stays in every later step's metrics (as 0), so TRL's window averages see the same keys.
+"""Judging one generation batch on the main process: rollout rows -> whole `Group`s (consecutive, as TRL's
+`RepeatSampler` yields them) -> `GroupScorer` (a persistent daemon-thread event loop, or `judge_workers`) ->
+rewards, metrics and failure messages; and the collectives `gather_rows` and `share_from_main`. `start` returns
+at once so judging overlaps TRL's log-prob passes; evaluation scores inside the method's `frozen_state()`.
+`JudgeUsage` turns ledger snapshots into step metrics and totals that continue across a resume.
 """
 
 from __future__ import annotations

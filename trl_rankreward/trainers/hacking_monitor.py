@@ -1,11 +1,8 @@
-"""`HackingMonitor`: during training, is the policy learning to game its judge? `hacking/*` metrics and an alarm.
+"""`HackingMonitor`: is the policy learning to game its judge? `hacking/*` metrics and an alarm (docs/judging.md).
 
-Every `hacking_monitor_steps` steps it runs the audit's counterfactuals (`evaluation.audit`) on the step's
-top-rewarded rollouts, in the judge's own request kind; the trials add up over the run, and an attack whose
-success interval separates from the control's raises the alarm (a judge that always takes the bait: after 4
-trials). Every step, at no judge cost, it logs the length-reward correlation and the share of judge-directed
-rollouts, a share above `hacking_monitor_directed_share` also raising the alarm. A judge that raises on the
-monitor's requests turns the checks off with a warning. Torch-free; docs/judging.md has the details.
+Every `hacking_monitor_steps` it runs the audit's counterfactuals (`evaluation.audit`) on the step's top-rewarded
+rollouts; an attack whose success interval separates from the control's raises the alarm. Every step it logs the
+length-reward correlation and the share of judge-directed rollouts (above the limit: an alarm). Torch-free.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Judge win rate during training: `JudgeWinRateCallback`, and `JudgeEvalConfig`, the mixin of its config fields.
+"""Judge win rate during training: `JudgeWinRateCallback` and `JudgeEvalConfig`, its config fields.
 
-Every `eval_steps` (None: `logging_steps`) and at the last step, the policy answers fixed prompts greedily
-(sharded over processes, gathered in prompt order; the judge sees an answer without its closed thinking block);
-the main process's judge compares each with the prompt's baseline in both display orders (`evaluation.win_rate`)
-and every process logs the broadcast `eval/*` metrics, the evaluation judge's cost apart from `judge/*`. The
-baseline is the dataset's best reference, or the starting policy's greedy answer, generated at step 0 and cached
-in `output_dir/eval_baselines.json` for resumes. A judge that keeps failing trips a `JudgeCircuitBreaker`
-(evaluations are its batches, prompts its groups): a checkpoint, a stop, `JudgeFailureError`. Works with any
-`transformers.Trainer` (docs/evaluation.md); the package's trainers attach it when `eval_prompts` is set.
+Every `eval_steps` (None: `logging_steps`) and at the last step, the policy answers fixed prompts greedily and
+the main process's judge compares each answer with the prompt's baseline (its best reference, or the starting
+policy's answer cached in `output_dir/eval_baselines.json`) in both display orders; every process logs the
+broadcast `eval/*` metrics. A judge that keeps failing trips a `JudgeCircuitBreaker`. Works with any Trainer.
 """
 
 from __future__ import annotations
@@ -120,21 +116,16 @@ _BASELINE_TEXT = {
 }
 
 
-def add_judge_evaluation(trainer) -> JudgeWinRateCallback | None:
+def add_judge_evaluation(trainer) -> None:
     """Attach the win-rate evaluation the config asks for (`eval_prompts` set); nothing otherwise."""
-    if not getattr(trainer.args, "eval_prompts", None):
-        return None
-    callback = JudgeWinRateCallback.from_args(trainer)
-    trainer.add_callback(callback)
-    return callback
+    if getattr(trainer.args, "eval_prompts", None):
+        trainer.add_callback(JudgeWinRateCallback.from_args(trainer))
 
 
 def evaluation_summary(trainer) -> str | None:
     """The model card's line on the win rate (`JudgeWinRateCallback.card_text`), None without the evaluation."""
-    for callback in trainer.callback_handler.callbacks:
-        if isinstance(callback, JudgeWinRateCallback):
-            return callback.card_text()
-    return None
+    callbacks = trainer.callback_handler.callbacks
+    return next((c.card_text() for c in callbacks if isinstance(c, JudgeWinRateCallback)), None)
 
 
 def load_eval_prompts(source: str, limit: int | None = None) -> list[EvalPrompt]:
@@ -164,9 +155,8 @@ def eval_judge_settings(args):
 
 
 class JudgeWinRateCallback(TrainerCallback):
-    """Logs the policy's judge win rate against fixed baseline answers during training (module docstring).
-    `judge` is used on the main process only; `max_new_tokens` defaults to the config's `max_completion_length`,
-    `batch_size` (prompts per generate call) to `per_device_eval_batch_size`."""
+    """Logs the policy's judge win rate against fixed baseline answers (`judge`: main process only); `max_new_tokens`
+    defaults to `max_completion_length`, `batch_size` (prompts per generate call) to `per_device_eval_batch_size`."""
 
     def __init__(
         self,

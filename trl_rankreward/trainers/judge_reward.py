@@ -1,15 +1,8 @@
 """`JudgeRewardGRPOTrainer`: TRL's GRPO with a group reward method judged by an LLM (or embedded) judge; its
-config, each method's config class, the builders of the judge and the method, and the trainers of the papers.
-
-`method_config(name)` is one method's config class: `JudgeRewardGRPOConfig` plus the method's options as flat
-fields, so every method is configured one way, by fields a YAML or a flag sets.
-
-The trainer's `_reward_columns` gathers every process's rollouts, rebuilds whole groups (a group may span
-processes), scores them once on the main process and broadcasts the rewards; it logs judge usage and the
-method's metrics, and saves the method's state with every checkpoint. TRL computes the old-policy and reference
-log-probs between generation and `_calculate_rewards` with no hook in between, so with `overlap_judging` the
-trainer starts judging in `_generate` and `_calculate_rewards` only waits; results are identical either way.
-A method's epoch (RankBuffer's maintenance, Algorithm 2) is the floor of `state.epoch` when the batch is generated.
+config, each method's config class (`method_config(name)`: the method's options as flat fields), the builders of
+the judge and the method, and the trainers of the papers. Rollouts are gathered into whole groups, scored once on
+the main process and broadcast; with `overlap_judging` judging starts in `_generate`, while TRL computes the
+log-probs. A method's epoch (RankBuffer's maintenance) is the floor of `state.epoch` at generation.
 """
 
 from __future__ import annotations
@@ -19,7 +12,6 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from accelerate import PartialState
@@ -29,29 +21,26 @@ from trl import GRPOConfig
 
 from ..judging.requests import Judge
 from ..judging.server_settings import TRAINING_JUDGE, TrainingJudgeFields
-from ..rewards.base import AnswerFormat, GroupRewardMethod, RunContext
+from ..rewards.base import GroupRewardMethod
 from ..rewards.matrix_reward import MatrixReward
-from ..rewards.options import MethodOptions, option_values
+from ..rewards.options import DataNeeds, MethodOptions, option_values
 from ..rewards.pointwise import PointwiseRubricReward
 from ..rewards.rank_buffer import RankBufferReward
 from ..rewards.registry import REWARD_METHODS, reward_method_class
 from ..rewards.state_files import METHOD_STATE_NAME
 from .base import GRPOTrainerBase
-from .dataset_checks import check_group_size, check_training_dataset
+from .dataset_checks import check_group_size
 from .group_scoring import TOTAL_SUFFIX, GroupScorer, PendingScore, Scored, gather_rows, reward_row, share_from_main
 from .hacking_monitor import ALARM, HackingMonitor, HackingMonitorConfig
-from .judge_eval import JudgeEvalConfig, evaluation_summary
+from .judge_eval import JudgeEvalConfig
 from .judge_workers import (
     JudgeWorkers,
-    TokenLength,
+    TokenLength,  # noqa: F401  (commands/probe_judge.py imports it from here)
     TrainingRecipe,
     check_shardable,
-    in_memory,
-    training_judge,
-    worker_settings,
 )
-from .model_card import describe_judge, method_citation, redact_urls, training_section
-from .ppo import CriticConfig, critic_card_settings, training_algorithm
+from .model_card import describe_judge, method_citation, redact_urls
+from .ppo import CriticConfig, critic_card_settings
 from .reward_state import (
     JUDGE_USAGE_NAME,
     JudgeCircuitBreaker,
@@ -75,38 +64,13 @@ __all__ = ["JUDGE_USAGE_NAME", "METHOD_STATE_NAME", "JudgeFailureError", "JudgeR
 def build_training_judge(config) -> Judge:
     """The judge the config's `judge_*` fields describe, its servers checked now: an `LLMJudge`, the embedded
     `EmbeddingJudge` without `judge_base_urls`, or a `GenRMJudge` when `config.uses_genrm_judge()`."""
-    release = getattr(config.method_options(), "r_align_release", None)
-    return training_judge(TRAINING_JUDGE.settings(config), genrm=config.uses_genrm_judge(), r_align_release=release)
+    return TrainingRecipe.of(config).build_judge()
 
 
 def build_reward_method(config, judge: Judge, *, tokenizer=None) -> GroupRewardMethod:
-    """The reward method the config names, with its options and the run's context: the answer format, the run's
-    `seed` (not `judge_seed`, which seeds only the judge's display shuffles), `output_dir`, and with `tokenizer`
-    the policy's token count (length in any language)."""
-    return reward_method_class(config.reward_method).for_run(judge, config.method_options(), _run_context(config, tokenizer))
-
-
-def _run_context(config, tokenizer) -> RunContext:
-    return RunContext(
-        answer_format=AnswerFormat(thinking=config.thinking_format),
-        seed=config.seed,
-        output_dir=config.output_dir,
-        length_fn=TokenLength(tokenizer) if tokenizer is not None else None,
-    )
-
-
-def worker_recipe(config, tokenizer=None) -> TrainingRecipe:
-    """What each of the `judge_workers` judging workers builds: the config's judge with its share of the
-    concurrency bounds (`worker_settings`), and its method with anchors in memory and no output directory (the
-    main process's method keeps the run's files)."""
-    return TrainingRecipe(
-        settings=worker_settings(TRAINING_JUDGE.settings(config), config.judge_workers),
-        genrm=config.uses_genrm_judge(),
-        r_align_release=getattr(config.method_options(), "r_align_release", None),
-        method=config.reward_method,
-        options=in_memory(config.method_options()),
-        run=dataclasses.replace(_run_context(config, tokenizer), output_dir=None),
-    )
+    """The reward method the config names, with its options and the run's context (`TrainingRecipe.of`: the run's
+    `seed`, not `judge_seed`; with `tokenizer` the policy's token count as the length)."""
+    return TrainingRecipe.of(config, tokenizer).build_method(judge)
 
 
 def name_the_run(args, method: str) -> None:
@@ -121,9 +85,8 @@ def name_the_run(args, method: str) -> None:
 
 @dataclass
 class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, HackingMonitorConfig, GRPOConfig):
-    """`GRPOConfig` plus the judge (`TrainingJudgeFields`), the win rate, PPO's critic, the hacking monitor and the
-    group reward method. This class trains any method with its default options (and `lambda_fmt`); a method's
-    options are fields of its own config class, `method_config(name)`."""
+    """`GRPOConfig` plus the judge, the win rate, PPO's critic, the hacking monitor and the group reward method,
+    with its default options (and `lambda_fmt`); a method's options are fields of `method_config(name)`."""
 
     reward_method: str = field(
         default=PointwiseRubricReward.name,
@@ -272,9 +235,8 @@ class JudgeRewardGRPOConfig(TrainingJudgeFields, JudgeEvalConfig, CriticConfig, 
 
 
 def method_config(name: str) -> type[JudgeRewardGRPOConfig]:
-    """`JudgeRewardGRPOConfig` plus the method's options dataclass as flat fields, `reward_method` fixed to `name`.
-    Named after the options class (`RankBufferOptions` -> `RankBufferGRPOConfig`), built once, and an attribute
-    of this module (so a config pickles, as transformers saves it)."""
+    """`JudgeRewardGRPOConfig` plus the method's options as flat fields, `reward_method` fixed to `name`; named after
+    the options class (`RankBufferGRPOConfig`), built once, a module attribute (so a config pickles)."""
     options_class = reward_method_class(name).options_class
     class_name = options_class.__name__.removesuffix("Options") + "GRPOConfig"
     cls = globals().get(class_name)
@@ -342,7 +304,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         extra = list(extra) if isinstance(extra, (list, tuple)) else [extra]
         # Fail fast, before TRL loads any model: bad data, then a judge that is down or misnamed.
         name = reward_method.name if reward_method is not None else args.reward_method
-        self._check_datasets(name, args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"))
+        self.check_datasets(args, kwargs.get("train_dataset"), kwargs.get("eval_dataset"), reward_method=reward_method)
         is_main = PartialState().is_main_process
         given = judge is not None or reward_method is not None  # objects a worker process cannot rebuild
         if reward_method is None and judge is None and is_main:
@@ -375,16 +337,15 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 "the config's judge_* fields and reward_method, or set judge_workers=0"
             )
         check_shardable(self.reward_method)
-        return JudgeWorkers(worker_recipe(args, self.processing_class), args.judge_workers)
+        recipe = TrainingRecipe.of(args, self.processing_class).for_workers(args.judge_workers)
+        return JudgeWorkers(recipe, args.judge_workers)
 
-    def _check_datasets(self, name: str, args, train_dataset, eval_dataset) -> None:
-        """Every dataset row against what the config's method needs (a ready method object of another name: the
-        row checks only)."""
-        needs = args.method_options().data_needs() if name == args.reward_method else None
-        evals = eval_dataset.values() if isinstance(eval_dataset, dict) else [eval_dataset]
-        for dataset in [train_dataset, *evals]:
-            if dataset is not None:
-                check_training_dataset(dataset, needs)
+    @staticmethod
+    def _data_needs(args, reward_method) -> DataNeeds | None:
+        """The config's method's needs (a ready method object of another name: none)."""
+        if reward_method is None or reward_method.name == args.reward_method:
+            return args.method_options().data_needs()
+        return None
 
     def _reward_columns(self, inputs, prompts, completions, completion_ids_list):
         """Column 0: the group method's rewards; further columns: the TRL `reward_funcs` given beside it."""
@@ -456,7 +417,7 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
                 self._metrics[mode][key] = values[-1:]
         super().log(logs, start_time)
 
-    def _card_section(self, dataset: str | None) -> str | None:
+    def _card_section(self, dataset: str | None) -> dict | None:
         if self.reward_method is None:
             return None
         args, method = self.args, self.reward_method
@@ -468,32 +429,32 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         from ..judging.backends.openai_compatible import normalize_base_url  # openai: only with a judge server
 
         urls = [*args.judge_base_urls, *map(normalize_base_url, args.judge_base_urls)]
-        return training_section(
-            method=method.name,
-            algorithm=training_algorithm(args),
-            settings=self._card_settings(),
-            judge=redact_urls(_describe(method), urls),
-            base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=dataset or _dataset_name(self.train_dataset),
-            usage=usage,
-            method_state=method.summary(),
-            evaluation=evaluation_summary(self),
-        )
-
-    def _card_settings(self) -> dict[str, Any]:
-        args = self.args
         own = {k: v for k, v in option_values(args.method_options()).items() if k != "lambda_fmt" and "path" not in k}
-        return {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
-                "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
-                "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
+        settings = {"num_generations": args.num_generations, "loss_type": args.loss_type, "beta": args.beta,
+                    "learning_rate": args.learning_rate, "lambda_fmt": args.lambda_fmt, "judge_model": args.judge_model,
+                    "judge_max_tokens": args.judge_max_tokens, **critic_card_settings(args), **own}  # fmt: skip
+        judge, dataset = redact_urls(_describe(method), urls), dataset or _dataset_name(self.train_dataset)
+        state = method.summary()
+        return dict(method=method.name, settings=settings, judge=judge, dataset=dataset, usage=usage, method_state=state)
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
-        """The base's `train`; a run stopped by the judge circuit breaker raises `JudgeFailureError` after its
-        checkpoint is saved. The main process prints the start-up block first (`startup_message`); judging workers
-        are closed at the end."""
-        if self.accelerator.is_main_process and self.reward_method is not None:
-            logger.warning(self._startup_message())
-        self._run_state.use_journal(self.args.output_dir, fresh=not resume_from_checkpoint)  # the judge bill
+        """The base's `train`, after the start-up block (`startup_message`); a run stopped by the circuit breaker
+        raises `JudgeFailureError` after its checkpoint is saved; judging workers are closed at the end."""
+        args, dataset, method = self.args, self.train_dataset, self.reward_method
+        if self.accelerator.is_main_process and method is not None:
+            message = startup_message(
+                processes=self.accelerator.num_processes,
+                per_device_batch=args.per_device_train_batch_size,
+                gradient_accumulation=args.gradient_accumulation_steps,
+                num_generations=args.num_generations,
+                num_iterations=args.num_iterations,
+                queries=len(dataset) if hasattr(dataset, "__len__") else None,
+                max_steps=args.max_steps,
+                method=method.name,
+                judge=_describe(method),
+            )
+            logger.warning(message)
+        self._run_state.use_journal(args.output_dir, fresh=not resume_from_checkpoint)  # the judge bill
         try:
             output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         finally:
@@ -515,21 +476,6 @@ class JudgeRewardGRPOTrainer(GRPOTrainerBase):
         restored = self._run_state.load(checkpoint, fresh_allowed=self.args.resume_with_fresh_reward_state)
         if self.reward_method is not None:
             logger.warning(resume_message(restored, self.state.global_step, self.reward_method.name))
-
-    def _startup_message(self) -> str:
-        args = self.args
-        dataset = self.train_dataset
-        return startup_message(
-            processes=self.accelerator.num_processes,
-            per_device_batch=args.per_device_train_batch_size,
-            gradient_accumulation=args.gradient_accumulation_steps,
-            num_generations=args.num_generations,
-            num_iterations=args.num_iterations,
-            queries=len(dataset) if hasattr(dataset, "__len__") else None,
-            max_steps=args.max_steps,
-            method=self.reward_method.name,
-            judge=_describe(self.reward_method),
-        )
 
 
 _PACKAGED_BUILDERS = {"json", "csv", "parquet", "arrow", "text", "pandas", "generator", "webdataset"}

@@ -1,36 +1,15 @@
-"""Judging in worker processes (`judge_workers` > 0): the judge client's CPU off the training process.
+"""Judging in worker processes (`judge_workers` > 0), and `TrainingRecipe`, the one builder of a run's training
+judge and reward method (torch- and TRL-free, so that a worker can use it).
 
-In-process, every judge request of a step is rendered, sent, parsed and accounted by one event loop
-of the main process, beside its share of training. With `JudgeWorkers` the main process only cuts the
-step into whole groups, routes each group to the worker that owns its query (a stable hash of the
-query id: `owner`), and sends each worker its groups with the state those queries' scoring reads
-(`GroupRewardMethod.query_state`: RankBuffer's buffers, look-ahead groups and anchor texts; nothing
-for a stateless method). A worker is a process of its own (`python -m trl_rankreward.trainers.judge_workers`,
-so it imports neither the training script nor torch) with its own event loop, judge client and reward
-method, built from a picklable recipe (`TrainingRecipe`, the trainer's config); it scores
-its groups with the method's own `score` and sends back their results, the queries' new state and
-its judge usage (`LedgerSnapshot`). The main process writes the new state over those queries'
-(`merge_query_state`) and adds the usage to its judge's ledger (`JudgeLedger.add`).
-
-What stays as in-process:
-
-- each group is judged once, by one worker, and all groups of a query go to the same worker, so a
-  method that scores a query's groups in turn (RankBuffer) sees the same buffers in the same order;
-  a deterministic judge gives the same rewards, buffers and judge counts;
-- the main process's method holds the whole state, so checkpoints, their files and resume are
-  unchanged, and a run resumes on any number of processes or workers (workers keep nothing between
-  batches: they score a fresh method, in memory, over the state they were sent);
-- `GroupScorer.start` returns at once (the sends and waits run in one I/O thread per worker), so
-  `overlap_judging` and evaluation's `frozen_state` work as before; the breaker counts the returned
-  neutral groups as before.
-
-Batches of one scorer are judged one after another (a trainer finishes a batch before it starts the
-next), so a batch's state is sent after the previous batch's was merged. A worker that dies or
-raises fails the batch with a `RuntimeError` naming it; the main process then fails as an in-process
-error would. Workers ignore SIGINT and SIGTERM (the trainer decides when to stop) and exit when the
-main process closes them or dies (their pipe closes).
-
-This module imports neither torch nor TRL, so a worker starts with the judge and reward packages only.
+The main process cuts a step into whole groups and routes each to the worker that owns its query (`owner`: a
+stable hash of the query id), with the state those queries' scoring reads (`GroupRewardMethod.query_state`); a
+worker (`python -m trl_rankreward.trainers.judge_workers`, its own event loop, judge and method, from the recipe)
+scores them with the method's `score` and sends back the results, the queries' new state and its judge usage,
+which the main process merges (`merge_query_state`, `JudgeLedger.add`). A query's groups go to one worker in
+order, so a deterministic judge gives the in-process rewards, state and counts; the main process's method holds
+the whole state, so checkpoints and resume are unchanged. `GroupScorer.start` returns at once (one I/O thread
+per worker). A worker that dies or raises fails the batch with a `RuntimeError` naming it; workers ignore
+SIGINT/SIGTERM and exit when closed or when the main process dies.
 """
 
 from __future__ import annotations
@@ -51,12 +30,12 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Protocol
+from typing import Any
 
 from ..judging.calls import LedgerSnapshot
 from ..judging.requests import Judge
-from ..judging.server_settings import JudgeServerSettings, build_judge
-from ..rewards.base import Group, GroupResult, GroupRewardMethod, RunContext
+from ..judging.server_settings import TRAINING_JUDGE, JudgeServerSettings, build_judge
+from ..rewards.base import AnswerFormat, Group, GroupResult, GroupRewardMethod, RunContext
 from ..rewards.options import MethodOptions
 from ..rewards.registry import reward_method_class
 
@@ -84,15 +63,7 @@ def register_references(judges, queries) -> None:
                     judge.set_references(query.query_id, list(query.references))
 
 
-# ---- what a worker builds ----------------------------------------------------------------------------------
-
-class WorkerRecipe(Protocol):
-    """Picklable instructions for a worker: its judge (built once) and a method around it (built per batch)."""
-
-    def build_judge(self) -> Judge: ...
-
-    def build_method(self, judge: Judge) -> GroupRewardMethod: ...
-
+# ---- the run's judge and method ---------------------------------------------------------------------------
 
 class TokenLength:
     """`str -> int`: the number of tokens of a text under `tokenizer` (a processor's tokenizer too)."""
@@ -104,21 +75,10 @@ class TokenLength:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def training_judge(settings: JudgeServerSettings, *, genrm: bool, r_align_release: str | None = None) -> Judge:
-    """The training judge `settings` describe, its servers checked now: a `GenRMJudge` when `genrm`, else an
-    `LLMJudge` (the embedded `EmbeddingJudge` without URLs)."""
-    if genrm:
-        from ..rewards.genrm_reward import GenRMJudge
-
-        return GenRMJudge.from_settings(settings, r_align_release=r_align_release)
-    return build_judge(settings, embedded_without_urls=True)
-
-
 @dataclass(frozen=True)
 class TrainingRecipe:
-    """A worker's judge and method as the trainer builds its own (`judge_reward.build_training_judge`,
-    `build_reward_method`), from picklable parts of the config. `options` keep anchors in memory
-    (`in_memory`): a worker's state lives for one batch, and the main process's method holds the run's."""
+    """The one builder of a run's training judge and reward method, from picklable parts of the config (`of`): for
+    the trainer (`judge_reward.build_training_judge`, `build_reward_method`) and each judging worker (`for_workers`)."""
 
     settings: JudgeServerSettings
     genrm: bool
@@ -127,8 +87,33 @@ class TrainingRecipe:
     options: MethodOptions
     run: RunContext
 
+    @classmethod
+    def of(cls, config, tokenizer=None) -> TrainingRecipe:
+        """The recipe of a `JudgeRewardGRPOConfig`; `tokenizer`: the policy's, whose token count is the length."""
+        options = config.method_options()
+        run = RunContext(
+            answer_format=AnswerFormat(thinking=config.thinking_format),
+            seed=config.seed,
+            output_dir=config.output_dir,
+            length_fn=TokenLength(tokenizer) if tokenizer is not None else None,
+        )
+        settings, release = TRAINING_JUDGE.settings(config), getattr(options, "r_align_release", None)
+        return cls(settings, config.uses_genrm_judge(), release, config.reward_method, options, run)
+
+    def for_workers(self, workers: int) -> TrainingRecipe:
+        """One of `workers` workers' recipe: its share of the concurrency bounds, anchors in memory, no output
+        directory (a worker's state lives for one batch; the main process's method holds the run's)."""
+        settings, run = worker_settings(self.settings, workers), dataclasses.replace(self.run, output_dir=None)
+        return dataclasses.replace(self, settings=settings, options=in_memory(self.options), run=run)
+
     def build_judge(self) -> Judge:
-        return training_judge(self.settings, genrm=self.genrm, r_align_release=self.r_align_release)
+        """The judge, its servers checked now: a `GenRMJudge` when `genrm`, else an `LLMJudge` (the embedded
+        `EmbeddingJudge` without URLs)."""
+        if self.genrm:
+            from ..rewards.genrm_reward import GenRMJudge
+
+            return GenRMJudge.from_settings(self.settings, r_align_release=self.r_align_release)
+        return build_judge(self.settings, embedded_without_urls=True)
 
     def build_method(self, judge: Judge) -> GroupRewardMethod:
         return reward_method_class(self.method).for_run(judge, self.options, self.run)
@@ -173,8 +158,11 @@ class _Reply:
     error: str | None = None
 
 
-def _serve(connection, recipe: WorkerRecipe) -> None:
-    """A worker's life: build the judge on the first batch, then score batches until closed."""
+def serve_connection(descriptor: int) -> None:
+    """A worker's life (`python -m trl_rankreward.trainers.judge_workers FD`): the recipe from the socket
+    `descriptor`, the judge built on the first batch, then batches scored until closed."""
+    connection = Connection(descriptor)
+    recipe: TrainingRecipe = pickle.loads(connection.recv_bytes())
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_IGN)
     loop = asyncio.new_event_loop()
@@ -200,7 +188,7 @@ def _serve(connection, recipe: WorkerRecipe) -> None:
     loop.close()
 
 
-async def _score(recipe: WorkerRecipe, judge: Judge, groups: list[Group], state: dict, epoch: int, step: int) -> _Reply:
+async def _score(recipe: TrainingRecipe, judge, groups: list[Group], state: dict, epoch: int, step: int) -> _Reply:
     method = recipe.build_method(judge)
     method.merge_query_state(state)
     register_references(method.judges, groups)
@@ -247,7 +235,7 @@ class WorkerBatch:
 class JudgeWorkers:
     """`count` judging worker processes built from `recipe` (module docstring); started on first use."""
 
-    def __init__(self, recipe: WorkerRecipe, count: int):
+    def __init__(self, recipe: TrainingRecipe, count: int):
         if count < 1:
             raise ValueError(f"judge_workers must be >= 1 for worker processes, got {count}")
         self.recipe = recipe
@@ -322,14 +310,6 @@ class JudgeWorkers:
             if self._io is not None:
                 self._io.shutdown(wait=False)
             self._processes, self._connections, self._channels, self._io = [], [], [], None
-
-
-def serve_connection(descriptor: int) -> None:
-    """A worker process's entry point (`python -m trl_rankreward.trainers.judge_workers FD`): read the recipe
-    from the socket `descriptor`, then serve batches on it (`_serve`)."""
-    connection = Connection(descriptor)
-    recipe = pickle.loads(connection.recv_bytes())
-    _serve(connection, recipe)
 
 
 if __name__ == "__main__":

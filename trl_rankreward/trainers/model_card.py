@@ -107,9 +107,8 @@ def method_citation(name: str) -> str | None:
 
 
 def compose_card(card_path: str, section: str, *, citation: str | None, model_ref: str) -> None:
-    """Rewrite the card TRL wrote at `card_path`: its front matter, a title naming `model_ref`, `section`, a quick
-    start loading `model_ref`, TRL's framework versions, the citations. The rest of TRL's text is dropped: for a
-    local base model it reads "[None](https://huggingface.co/None)", and it says GRPO for a PPO run."""
+    """Rewrite TRL's card at `card_path`: its front matter, a title, `section`, a quick start loading `model_ref`,
+    TRL's framework versions, the citations (the rest of TRL's text is wrong for a local base model or PPO)."""
     with open(card_path, encoding="utf-8") as f:
         text = f.read()
     _, front, body = text.split("---\n", 2)

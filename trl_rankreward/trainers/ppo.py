@@ -121,9 +121,8 @@ class CriticConfig(CheckedConfig):
 
 
 def grpo_post_init(config) -> None:
-    """`GRPOConfig.__post_init__`, with its group-size rule lifted for PPO at `num_generations=1`: the rule serves
-    the group baseline, which the critic replaces, and TRL's trainer runs at G=1. It is the last group check of
-    TRL's post-init, so for "gae" at G=1 its error is caught and the checks after it run here."""
+    """`GRPOConfig.__post_init__` with its group-size rule (for the group baseline, which the critic replaces) lifted
+    for "gae" at G=1: that error is caught, and the checks TRL runs after it run here."""
     try:
         GRPOConfig.__post_init__(config)
     except ValueError as error:
@@ -263,10 +262,9 @@ logger = logging.get_logger(__name__)
 CRITIC_DIR = "critic"
 
 
-class PPOCritic:
-    """The critic of one trainer, given the trainer's parts (`logps`: TRL's `_get_per_token_logps_and_entropies`;
-    `ref_model`: TRL's reference, else one is loaded where `kl_in_reward_coef` needs it, PEFT's being the policy
-    without its adapter). It writes nothing into the trainer: its methods return their `ppo/` metrics."""
+class PPOCritic(TrainerCallback):
+    """The critic of one trainer, given its parts (`logps`: TRL's `_get_per_token_logps_and_entropies`; `ref_model`:
+    TRL's, else loaded where `kl_in_reward_coef` needs it); its methods return their `ppo/` metrics."""
 
     def __init__(self, args, accelerator, policy, *, deepspeed: bool, reward_weights: torch.Tensor, logps,
                  ref_model=None, temperature: float = 1.0):  # fmt: skip
@@ -291,9 +289,10 @@ class PPOCritic:
             f"kl_in_reward_coef={args.kl_in_reward_coef}, beta={args.beta}"
         )
 
-    def step_callback(self) -> TrainerCallback:
-        """The callback that steps the critic's optimizer right after the policy's."""
-        return _CriticStep(self)
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        """The critic's optimizer steps right after the policy's (once per optimizer step, all ranks)."""
+        self.engine.optimizer_step()
+        return control
 
     def _policy(self):
         return self.accelerator.unwrap_model(self.policy)
@@ -457,13 +456,3 @@ def generated_tokens(batch: dict) -> torch.Tensor:
     mask = batch["completion_mask"].float()
     return mask * batch["tool_mask"].float() if "tool_mask" in batch else mask
 
-
-class _CriticStep(TrainerCallback):
-    """Steps the critic's optimizer right after the policy's (once per optimizer step, all ranks)."""
-
-    def __init__(self, critic: PPOCritic):
-        self.critic = critic
-
-    def on_optimizer_step(self, args, state, control, **kwargs):
-        self.critic.engine.optimizer_step()
-        return control

@@ -1,22 +1,10 @@
 """Preemption-safe training: SIGTERM or SIGINT ends a run with a complete checkpoint and exit status 75.
 
-A scheduler that preempts or times out a job (SLURM, Kubernetes) sends SIGTERM and kills the job a grace
-period later. Without a handler, Python dies at once (status 143) and the run loses every step since its
-last checkpoint. With `StopOnSignal` (every trainer of the package installs it for the length of `train`):
-
-1. the first SIGTERM or SIGINT only sets a flag (and says so on the console); the step in progress goes on;
-2. at the end of that step every process asks the others whether any of them got a signal (one tiny
-   all-gather per optimizer step, only when launched on several processes), so all ranks agree on the
-   same step; the trainer then saves a complete checkpoint of it (weights, optimizer, scheduler, every
-   rank's RNG, the reward method's state, the judge totals, the critic) and stops;
-3. `train` raises `TrainingPreempted`, a `SystemExit` with status `PREEMPTED_EXIT_STATUS` (75,
-   `EX_TEMPFAIL` of sysexits.h: "temporary failure, try again"), which a job script reads as "requeue".
-
-A run resumed from that checkpoint (`--resume_from_checkpoint latest`) repeats no step: the interrupted
-step was finished and saved. A second signal, `REPEAT_GRACE_S` or more after the first, ends the process
-at once (status 128 + the signal's number) without saving. A repeat within that time is taken as the same
-request: a launcher (`accelerate launch`, torchrun) forwards the scheduler's SIGTERM to workers that the
-scheduler signalled already. A signal that arrives once the last step is done does not stop the run.
+The first signal sets a flag; at the end of that step every process learns whether any got one (a tiny
+all-gather, on several processes only), all save a complete checkpoint of the same step and stop, and `train`
+raises `TrainingPreempted`, a `SystemExit` with status 75 (`EX_TEMPFAIL`: "requeue"). A resume repeats no step.
+A second signal `REPEAT_GRACE_S` or more after the first exits at once (128 + signal) without saving; a repeat
+within it is a launcher forwarding the same request. A signal after the last step does not stop the run.
 """
 
 from __future__ import annotations
@@ -56,12 +44,8 @@ class TrainingPreempted(SystemExit):
 
 
 class StopOnSignal(TrainerCallback):
-    """The signal flag (set by `handling_signals`) and the step-end check that saves and stops (module docstring).
-
-    Args:
-        any_process: `any_process(flag)` is True on every process when `flag` is True on any of them (a collective,
-            called by every process at the same step end); on one process it returns `flag`.
-    """
+    """The signal flag (set by `handling_signals`) and the step-end check that saves and stops. `any_process(flag)`:
+    True on every process when `flag` is on any (a collective, called by all at the same step end)."""
 
     def __init__(self, any_process: Callable[[bool], bool]):
         self._any_process = any_process

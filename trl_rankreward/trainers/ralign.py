@@ -1,12 +1,9 @@
 """R-Align GenRM training on TRL's GRPOTrainer (R-Align, Sec. 4; docs/references.md).
 
-The policy being trained IS the generative reward model: each row is a preference pair with a golden rationale;
-the GenRM writes a rationale and `\\boxed{A|B}` about the pair in a seeded A/B order; the reward is R-Align's
-rationale-aware table (`rewards.ralign_reward`: a MetaRM asked only about label-correct answers) or, with
-`reward_mode="outcome"`, GenRM-RLVR's (label correctness only). With `r_align_release` (a checkout of the authors'
-repository) the prompt, layout, verdict and MetaRM are theirs, as `eval-genrm --r_align_release` evaluates.
-The paper optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` is the default. The reward is per
-sample, so a plain TRL async reward function is the whole hook. Example: examples/train_ralign_genrm.py.
+The policy IS the generative reward model: on preference pairs with golden rationales it writes a rationale and
+`\\boxed{A|B}`; the reward is R-Align's rationale-aware table (a MetaRM asked about label-correct answers) or,
+with `reward_mode="outcome"`, GenRM-RLVR's. `r_align_release`: the authors' prompt, layout and MetaRM. The paper
+optimizes with PPO (Sec. 5, App. D), so `advantage_estimator="gae"` is the default.
 """
 
 from __future__ import annotations
@@ -23,9 +20,9 @@ from ..rewards.ralign_reward import OWN_PROTOCOL, REWARD_MODES, GenRMSample, RAl
 from ..user_errors import ConfigError
 from .base import GRPOTrainerBase
 from .group_scoring import combined_snapshot, completion_text
-from .judge_eval import JudgeEvalConfig, evaluation_summary
-from .model_card import describe_judge, redact_urls, training_section
-from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings, training_algorithm
+from .judge_eval import JudgeEvalConfig
+from .model_card import describe_judge, redact_urls
+from .ppo import ADVANTAGE_ESTIMATORS, CriticConfig, critic_card_settings
 
 GENRM_COLUMNS = ("prompt", "pair_prompt", "display_order", "display_label")
 PAIR_COLUMNS = ("prompt", "response_a", "response_b", "label", "golden_rationale")
@@ -139,9 +136,8 @@ def step_metrics(statuses: list[str], meta_calls: int) -> dict[str, float]:
 
 
 class RAlignGenRMTrainer(GRPOTrainerBase):
-    """Train a GenRM with R-Align's rationale-aware reward (or GenRM-RLVR's outcome reward) on pairwise datasets
-    (`data.pairwise`). `meta_judge`: any judge (`async judge(MetaJudgeRequest) -> bool`) or a `(request) -> bool`
-    hook (a `ReleaseMetaRequest` with `r_align_release`); None: built from `args.metarm_*`."""
+    """Train a GenRM with R-Align's (or GenRM-RLVR's) reward on pairwise datasets. `meta_judge`: a judge, or a
+    `(request) -> bool` hook (a `ReleaseMetaRequest` with `r_align_release`); None: built from `args.metarm_*`."""
 
     # the model it trains is the GenRM judge of the `genrm` reward method
     _tag_names = [*GRPOTrainerBase._tag_names, "r-align", GenRMPairwiseReward.name]
@@ -169,30 +165,22 @@ class RAlignGenRMTrainer(GRPOTrainerBase):
         reward_funcs = [RAlignRewardFunction(self.ralign)]
         super().__init__(model, reward_funcs, args, train_dataset=train_dataset, eval_dataset=eval_dataset, **kwargs)
 
-    def _card_section(self, dataset: str | None) -> str:
+    def _card_section(self, dataset: str | None) -> dict:
         args, judge = self.args, self.ralign.meta_judge
         used = combined_snapshot([judge])  # zeros for a hook without a ledger
         usage = {"MetaRM calls": used.calls, "MetaRM prompt tokens": used.prompt_tokens,
                  "MetaRM completion tokens": used.completion_tokens, "training steps": self.state.global_step}  # fmt: skip
-        return training_section(
-            method="ralign",
-            algorithm=training_algorithm(args),
-            settings={
-                "reward_mode": args.reward_mode,
-                **asdict(args.reward_values()),
-                "metarm_model": args.metarm_model,
-                "r_align_release": "authors' prompts" if args.r_align_release else "ours",
-                "num_generations": args.num_generations,
-                "learning_rate": args.learning_rate,
-                **critic_card_settings(args),
-            },  # fmt: skip
-            judge=redact_urls(describe_judge(judge), list(args.metarm_base_urls or [])),
-            base_model=getattr(self.model.config, "_name_or_path", None) or None,
-            dataset=dataset,
-            usage=usage,
-            method_state={},
-            evaluation=evaluation_summary(self),
-        )
+        settings = {
+            "reward_mode": args.reward_mode,
+            **asdict(args.reward_values()),
+            "metarm_model": args.metarm_model,
+            "r_align_release": "authors' prompts" if args.r_align_release else "ours",
+            "num_generations": args.num_generations,
+            "learning_rate": args.learning_rate,
+            **critic_card_settings(args),
+        }
+        judge_text = redact_urls(describe_judge(judge), list(args.metarm_base_urls or []))
+        return dict(method="ralign", settings=settings, judge=judge_text, dataset=dataset, usage=usage, method_state={})
 
     @staticmethod
     def _with_genrm_prompts(dataset, seed: int, protocol):

@@ -4,12 +4,8 @@
     trainer = trl.GRPOTrainer(model, reward_funcs=[fn], args=GRPOConfig(num_generations=8, ...),
                               train_dataset=dataset, callbacks=[fn.callback])
 
-It gives a plain TRL script what `JudgeRewardGRPOTrainer` does, from the same parts: whole groups gathered
-across processes and scored once on the main process (`group_scoring`, on a daemon-thread loop, so it works in a
-notebook too), neutral groups as None rewards, the circuit breaker (the callback saves, stops, and `train()` raises
-`JudgeFailureError`), the method's state and judge totals in every checkpoint (`reward_state`), and `judge/*`
-metrics through TRL's `log_metric` (the `_total` ones added by the callback to each log). Evaluation batches are
-judged inside the method's `frozen_state()`, in groups of `num_generations_eval`.
+What `JudgeRewardGRPOTrainer` does, from the same parts: whole groups scored once on the main process, neutral
+groups as None, the circuit breaker, the method's state and judge totals in every checkpoint, `judge/*` metrics.
 """
 
 from __future__ import annotations
@@ -44,9 +40,8 @@ def as_reward_func(
     resume_with_fresh_state: bool = False,
 ) -> GroupRewardFunction:
     """`method` (built on every process; only the main one scores) as a TRL reward function; pass
-    `callbacks=[fn.callback]` to the trainer too. `num_generations` is checked against the trainer's;
-    `num_generations_eval` defaults to the trainer's, else G. The `judge_*` breaker rules and
-    `resume_with_fresh_state` mean what `JudgeRewardGRPOConfig`'s fields of those names mean."""
+    `callbacks=[fn.callback]` too. `num_generations_eval` defaults to the trainer's, else G; the other arguments
+    mean what `JudgeRewardGRPOConfig`'s fields of those names mean."""
     breaker = JudgeCircuitBreaker(judge_stop_after_failed_batches, judge_failure_window, judge_max_neutral_fraction)
     return GroupRewardFunction(method, num_generations, num_generations_eval, breaker, resume_with_fresh_state)
 
@@ -90,7 +85,9 @@ class GroupRewardFunction:
         state = PartialState()
         run_state = self.run_state
         mode = self.callback.mode()
-        group_size = self._group_size(mode)
+        group_size = self.num_generations
+        if mode == "eval":
+            group_size = self.num_generations_eval or self.callback.num_generations_eval or self.num_generations
         rows = [reward_row(example, p, c) for example, p, c in zip(_examples(columns, len(prompts)), prompts,
                                                                       completions, strict=True)]  # fmt: skip
         all_rows = gather_rows(rows, group_size, state.process_index)
@@ -109,11 +106,6 @@ class GroupRewardFunction:
 
     def _score(self, rows, group_size, mode, epoch, step) -> Scored:
         return self._scorer.finish(self._scorer.start(rows, group_size, mode=mode, epoch=epoch, step=step))
-
-    def _group_size(self, mode: str) -> int:
-        if mode == "eval":
-            return self.num_generations_eval or self.callback.num_generations_eval or self.num_generations
-        return self.num_generations
 
 
 class GroupRewardCallback(TrainerCallback):

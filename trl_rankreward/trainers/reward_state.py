@@ -1,17 +1,9 @@
 """`RewardRunState`: what a judged run keeps beside its reward method (`JudgeRewardGRPOTrainer` and
-`as_reward_func` alike), how it travels in checkpoints, and what the run prints about it: the judge usage totals
-(so `judge/*_total` continue across a resume), the circuit breaker and the neutral-group count (fed by `record`
-on every process alike, so all stop at the same step), and judge failure messages at most once per
-`FailureLog.interval_s`. `save` writes the method's state and `judge_usage.json`; `load` reads them back.
-
-The judge bill survives a crash: with `use_journal(output_dir)` the main process appends the totals to
-`output_dir/judge_journal.jsonl` after every scored batch (a line written and closed before the step goes on), and
-a resume takes the journal's last totals when they exceed the checkpoint's, so `judge/*_total` count the calls of
-steps lost after the last checkpoint too; only the batch being judged when the process died can be missed.
-
-The circuit breaker stops a run whose judge keeps failing instead of training on nothing (a neutral group gets
-zero advantages): per training generation batch it trips when every group was neutral in `max_failed_batches`
-consecutive batches, or when more than `max_neutral_fraction` of the groups of the last `window` batches were.
+`as_reward_func`): judge usage totals (`judge/*_total` continue across a resume), the circuit breaker and the
+neutral-group count (recorded on every process, so all stop at the same step), rate-limited failure messages,
+saved with every checkpoint (`judge_usage.json`). The judge journal (`judge_journal.jsonl`, appended after every
+scored batch) lets a resume count the calls of steps a crash lost. The breaker trips when every group was neutral
+in `max_failed_batches` consecutive batches, or more than `max_neutral_fraction` of the last `window` batches'.
 """
 
 from __future__ import annotations
@@ -185,11 +177,10 @@ class RewardRunState:
         write_json_atomic(os.path.join(checkpoint, JUDGE_USAGE_NAME), usage)
 
     def load(self, checkpoint: str, *, fresh_allowed: bool = False) -> Restored:
-        """Restore what `save` wrote. A checkpoint without the method's state is an error for a method with
-        state (RankBuffer's buffers) unless `fresh_allowed`; for a stateless one it is fine. Every file is
-        checked before anything is restored (`CheckpointStateError` names the file)."""
+        """Restore what `save` wrote, every file checked first. A checkpoint without the method's state is an error
+        for a method with state (RankBuffer's buffers) unless `fresh_allowed`."""
         usage_path = os.path.join(checkpoint, JUDGE_USAGE_NAME)
-        usage = checked_judge_usage(usage_path) if os.path.exists(usage_path) else None
+        totals = checked_judge_usage(usage_path) if os.path.exists(usage_path) else None
         method_state = True
         if self.method is not None:
             if os.path.exists(os.path.join(checkpoint, METHOD_STATE_NAME)):
@@ -198,17 +189,14 @@ class RewardRunState:
             else:
                 self._start_fresh(checkpoint, fresh_allowed)
                 method_state = False
-        totals = None
-        if usage is not None:
-            self.breaker.load_state_dict(usage.pop("breaker", {}))
-            self.neutral_total = int(usage.pop("neutral_groups", 0))
-            totals = usage
+        if totals is not None:
+            self.breaker.load_state_dict(totals.pop("breaker", {}))
+            self.neutral_total = int(totals.pop("neutral_groups", 0))
         journal_calls = 0
         if self.method is not None:
-            journaled = self._journal_totals()
-            if journaled is not None and journaled["calls"] > (totals or {}).get("calls", 0):
-                journal_calls = journaled["calls"] - (totals or {}).get("calls", 0)
-                totals = journaled
+            journaled, checkpointed = self._journal_totals(), (totals or {}).get("calls", 0)
+            if journaled is not None and journaled["calls"] > checkpointed:
+                journal_calls, totals = journaled["calls"] - checkpointed, journaled
             if totals is not None:
                 self.usage.load_state_dict(totals, combined_snapshot(self.method.judges))
         summary = self.method.summary() if self.method is not None and method_state else {}
