@@ -133,7 +133,7 @@ def _probe(args: ProbeJudgeArguments, training_args, model: str, groups, warm):
     from ..judging.server_settings import TRAINING_JUDGE, build_judge
     from ..rewards.base import AnswerFormat
     from ..rewards.options import option_values
-    from ..trainers.judge_reward import TokenLength
+    from ..trainers.judge_workers import TokenLength
 
     judge = build_judge(TRAINING_JUDGE.settings(training_args), embedded_without_urls=True)
     methods = [m for m in args.methods.split(",") if m] or None

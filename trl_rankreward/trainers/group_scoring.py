@@ -220,9 +220,9 @@ class GroupScorer:
                     f"{type(self.method).__name__} returned {len(result.rewards)} rewards for query "
                     f"{group.query_id!r} with {group.size} completions; expected one reward per completion"
                 )
-            # A neutral group (its judging failed) is unscorable, not "reward 0": TRL leaves NaN rows out
-            # of baselines and logged means and gives them zero advantage; PPO's critic skips them too.
-            rewards.extend(math.nan if result.neutral else float(r) for r in result.rewards)
+            # A neutral group's rewards are NaN: TRL leaves NaN rows out of baselines and logged means and
+            # gives them zero advantage; PPO's critic skips them too.
+            rewards.extend(float(r) for r in result.rewards)
         metrics = dict(self.method.step_metrics(results))
         metrics.update(self.usage.step_metrics(combined_snapshot(self.method.judges)))
         return Scored(rewards, metrics, sum(r.neutral for r in results), len(results), first_failures(results))

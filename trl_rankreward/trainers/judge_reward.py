@@ -35,7 +35,6 @@ from .hacking_monitor import ALARM, HackingMonitor, HackingMonitorConfig
 from .judge_eval import JudgeEvalConfig
 from .judge_workers import (
     JudgeWorkers,
-    TokenLength,  # noqa: F401  (commands/probe_judge.py imports it from here)
     TrainingRecipe,
     check_shardable,
 )
