@@ -154,10 +154,6 @@ class PromptBudget:
                 return local, exact
         return local, estimate
 
-    async def fit(self, request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> FittedPrompt:
-        """`request` rendered to fit the window; `PromptTooLong` if it cannot."""
-        return await self.fit_chat(**request_fitting(request, templates, seed=seed, max_tokens=max_tokens))
-
     async def fit_chat(
         self, render_with_limit: Callable[[int | None], Rendered], *, reserve: int, max_tokens: int, what: str, fix: str
     ) -> FittedPrompt:
@@ -226,15 +222,11 @@ class WindowFitting:
 
     async def send(self, render_with_limit, ask: Callable[[Watch, FittedPrompt], Awaitable], **fitting):
         """`await ask(watch, fitted)` over `rounds`; the last round's error if it failed."""
-        result, error = None, None
         async for watch, fitted in self.rounds(render_with_limit, **fitting):
             try:
                 result, error = await ask(watch, fitted), None
             except JudgeError as exc:
-                error = exc
-                continue
-            if watch.overflow is None:
-                return result
+                result, error = None, exc
         if error is not None:
             raise error
         return result
@@ -340,11 +332,8 @@ class TokenizerCounter:
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
 
-    def ids(self, text: str) -> list[int]:
-        return self._tokenizer.encode(text, add_special_tokens=False).ids
-
     def count(self, text: str) -> int:
-        return len(self.ids(text))
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def __repr__(self) -> str:
         return f"TokenizerCounter({str(self.path)!r})"
