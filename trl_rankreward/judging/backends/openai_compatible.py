@@ -95,19 +95,17 @@ class OpenAICompatibleBackend:
         self.pool = ReplicaPool(len(self.base_urls), per_replica=per_replica, total=max_concurrency, rest_s=_REST_S)
         self.listed_max_model_lens: list[int | None] = [None] * len(self.base_urls)
         self._tokenize_offered = [True] * len(self.base_urls)  # until a server answers 404/405 to /tokenize
-        self._chat_urls = [f"{u}/chat/completions" for u in self.base_urls]
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._tokenize_timeout = aiohttp.ClientTimeout(total=min(_START_CHECK_TIMEOUT_S, timeout_s))
         # a loop's entry goes when the loop shuts down (a session holds its loop, so a weak key would never go)
         self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         weakref.finalize(self, _release_sessions, self._loops)
         if check_on_start:
-            for index, url in enumerate(self.base_urls):
-                entries = list_models(
-                    url, self._api_key(), timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s), max_bytes=max_response_bytes
-                )
-                check_listed_model(url, entries, model if require_listed_model else None)
-                self.listed_max_model_lens[index] = _listed_max_model_len(entries, model)
+            timeout = min(_START_CHECK_TIMEOUT_S, timeout_s)
+            self.listed_max_model_lens = [
+                listed_window(url, self._api_key(), model, require_listed_model, timeout, max_response_bytes)
+                for url in self.base_urls
+            ]
 
     def _api_key(self) -> str:
         return os.environ.get(self.api_key_env) or "EMPTY"
@@ -143,7 +141,7 @@ class OpenAICompatibleBackend:
         live = [i for i in offered if self.pool.is_live(i)] or offered
         index = min(live, key=lambda i: self.pool.in_flight[i])
         url = self.base_urls[index].removesuffix("/v1") + "/tokenize"  # vLLM serves it at the root
-        body = _json_bytes({"model": self.model, "messages": messages, "add_generation_prompt": True})
+        body = json.dumps({"model": self.model, "messages": messages, "add_generation_prompt": True}).encode("ascii")
         state = self._state()
         try:
             async with state.tokenize_slots:
@@ -174,12 +172,12 @@ class OpenAICompatibleBackend:
         payload = {"model": self.model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
         if response_format is not None:
             payload["response_format"] = response_format
-        body = _json_bytes(payload)
+        body = json.dumps(payload).encode("ascii")
         async with self.pool.slot() as index:
             url = self.base_urls[index]
             try:
                 async with state.session.post(
-                    self._chat_urls[index], data=body, headers=state.headers, timeout=self._timeout
+                    f"{url}/chat/completions", data=body, headers=state.headers, timeout=self._timeout
                 ) as response:
                     status, headers = response.status, response.headers
                     data = await _read_bounded(response, self.max_response_bytes, url)
@@ -262,10 +260,6 @@ def _transport_reason(exc: aiohttp.ClientError) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _json_bytes(payload: dict) -> bytes:
-    return json.dumps(payload).encode("ascii")
-
-
 def normalize_base_url(url: str) -> str:
     """Strip the trailing slash; a bare `http://host:port` gets `/v1`; a URL with user-info is refused."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -294,10 +288,11 @@ def redact_user_info(url: str) -> str:
     return f"{scheme}://***@{netloc.rpartition('@')[2]}{rest[host_end:]}" if "@" in netloc else url
 
 
-def list_models(
-    base_url: str, api_key: str, *, timeout_s: float = 5.0, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-) -> list[dict]:
-    """The model entries of `GET <base_url>/models`; `BackendError` naming the URL if it does not answer."""
+def listed_window(
+    base_url: str, api_key: str, model: str, require: bool, timeout_s: float, max_bytes: int
+) -> int | None:
+    """vLLM's `max_model_len` of `model` (or of the only entry) in `GET <base_url>/models`; `BackendError` naming
+    the URL if it does not answer or, with `require`, does not list `model`."""
     url = f"{base_url}/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
@@ -323,12 +318,9 @@ def list_models(
             kind=kind,
         ) from None
     data = body.get("data", []) if isinstance(body, dict) else []
-    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
-
-
-def check_listed_model(base_url: str, entries: list[dict], model: str | None) -> None:
+    entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
     ids = [m.get("id") for m in entries]
-    if model is not None and model not in ids:
+    if require and model not in ids:
         raise BackendError(
             f"Judge model {model!r} is not served at {base_url}: GET {base_url}/models lists {ids}. Set judge_model "
             "to one of them (for `transformers serve`, the path the server was started with), or point "
@@ -336,13 +328,8 @@ def check_listed_model(base_url: str, entries: list[dict], model: str | None) ->
             kind="http",
             status=404,
         )
-
-
-def _listed_max_model_len(entries: list[dict], model: str) -> int | None:
-    """vLLM's `max_model_len` of `model` (or of the only entry) in a `/models` answer."""
     chosen = [m for m in entries if m.get("id") == model] or (entries if len(entries) == 1 else [])
-    value = chosen[0].get("max_model_len") if chosen else None
-    return _count(value) or None
+    return _count(chosen[0].get("max_model_len") if chosen else None) or None
 
 
 def retry_after_s(headers) -> float | None:
