@@ -14,14 +14,13 @@ import dataclasses
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+
+from .backends.base import BackendFailure
 
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
 DisplayOrder = Literal["auto", "ab", "ba"]
-FailureKind = Literal[
-    "transport", "timeout", "http", "malformed", "too_large", "no_choices", "error_body", "wrong_model",
-    "invalid", "ambiguous", "length", "too_long", "error",
-]
+FailureKind = Literal[BackendFailure, "invalid", "ambiguous", "length", "too_long", "error"]
 
 
 @dataclass(frozen=True)
@@ -64,13 +63,9 @@ def _texts(name: str, values: Sequence[str], minimum: int) -> tuple[str, ...]:
     return values
 
 
-def _check_rubric_index(request) -> None:
-    if request.rubric_index is not None and not (0 <= request.rubric_index < len(request.rubrics)):
-        raise ValueError(f"rubric_index {request.rubric_index} is out of range for {len(request.rubrics)} rubrics")
-
-
 @dataclass(frozen=True, kw_only=True)
-class _Request:
+class JudgeRequest:
+    """What every request holds; one with a `rubric_index` has it checked against its rubrics."""
 
     query: str
     rubrics: tuple[Rubric, ...] = ()
@@ -81,10 +76,13 @@ class _Request:
         if not isinstance(self.query, str):
             raise TypeError(f"query must be a string, got {type(self.query).__name__}")
         object.__setattr__(self, "rubrics", tuple(Rubric.coerce(v) for v in (self.rubrics or ())))
+        index = getattr(self, "rubric_index", None)
+        if index is not None and not (0 <= index < len(self.rubrics)):
+            raise ValueError(f"rubric_index {index} is out of range for {len(self.rubrics)} rubrics")
 
 
 @dataclass(frozen=True, kw_only=True)
-class CoarseRequest(_Request):
+class CoarseRequest(JudgeRequest):
     """Where does `candidate` fall among `anchors` (ordered worst -> best)? Verdict: 0..K."""
 
     anchors: tuple[str, ...]
@@ -97,7 +95,7 @@ class CoarseRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ListwiseRequest(_Request):
+class ListwiseRequest(JudgeRequest):
     """Order `candidates` worst -> best. Verdict: a permutation of `range(len(candidates))`."""
 
     candidates: tuple[str, ...]
@@ -108,7 +106,7 @@ class ListwiseRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PairwiseRequest(_Request):
+class PairwiseRequest(JudgeRequest):
     """Which of `a` and `b` is better overall under the rubrics? Verdict: "A", "B" or "TIE". `display` forces the
     order shown ("ab" or "ba"); "auto" lets the judge pick it from the deterministic hash."""
 
@@ -118,7 +116,7 @@ class PairwiseRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RubricPairwiseRequest(_Request):
+class RubricPairwiseRequest(JudgeRequest):
     """Which of `a` and `b` is better under each rubric? `rubric_index=None` is the implicit protocol (all rubrics
     in one call, one verdict each); an integer the explicit one (that rubric only, a one-element list)."""
 
@@ -128,10 +126,9 @@ class RubricPairwiseRequest(_Request):
     display: DisplayOrder = "auto"
 
     def __post_init__(self):
-        super().__post_init__()
         if not self.rubrics:
             raise ValueError("RubricPairwiseRequest needs at least one rubric")
-        _check_rubric_index(self)
+        super().__post_init__()
 
     @property
     def judged_rubrics(self) -> tuple[Rubric, ...]:
@@ -139,19 +136,15 @@ class RubricPairwiseRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PointwiseRequest(_Request):
+class PointwiseRequest(JudgeRequest):
     """Score `response` from 0 to 10 under all rubrics (holistic) or one (`rubric_index`)."""
 
     response: str
     rubric_index: int | None = None
 
-    def __post_init__(self):
-        super().__post_init__()
-        _check_rubric_index(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class MetaJudgeRequest(_Request):
+class MetaJudgeRequest(JudgeRequest):
     """Does a GenRM's `rationale` identify the key discriminators of `golden_rationale` (R-Align, Sec. 3.2)?
     Verdict: True when consistent."""
 
@@ -168,7 +161,7 @@ class MetaJudgeRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class BufferSelectRequest(_Request):
+class BufferSelectRequest(JudgeRequest):
     """Choose the next fixed-size anchor buffer (RankBuffer's LLM manager, App. G) from `anchors` and `rollouts`
     (each worst -> best); `lookahead` is unranked context that may not be selected; `combined_order` the worst ->
     best order of `anchors + rollouts` as indices into that pool (App. G), empty when unknown. Verdict: sorted
@@ -208,17 +201,6 @@ def _combined_order(values: Sequence[int], n_anchors: int, n_rollouts: int) -> t
             "or empty when the combined order is unknown"
         )
     return values
-
-
-JudgeRequest = Union[
-    CoarseRequest,
-    ListwiseRequest,
-    PairwiseRequest,
-    RubricPairwiseRequest,
-    PointwiseRequest,
-    MetaJudgeRequest,
-    BufferSelectRequest,
-]
 
 
 @dataclass(frozen=True)
