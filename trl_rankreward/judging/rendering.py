@@ -358,15 +358,10 @@ CANDIDATE
 
 Return JSON only: {"position": <integer from 0 through {K}>}"""
 
-COARSE = (
-    """You are a strict response-quality judge. The anchors below are
+COARSE = f"""You are a strict response-quality judge. The anchors below are
 already ordered from WORST to BEST.
 Place the candidate response into exactly one insertion position
-using the query and weighted rubrics."""
-    + _COARSE_TASK
-    + "{ORDERED_ANCHOR_BLOCKS}"
-    + _COARSE_ANSWER
-)
+using the query and weighted rubrics.{_COARSE_TASK}{{ORDERED_ANCHOR_BLOCKS}}{_COARSE_ANSWER}"""
 
 LISTWISE = """You are a strict response-quality judge. Rank only the candidate
 responses below from WORST to BEST.
@@ -386,15 +381,10 @@ Return JSON only. `order` must be a permutation of
 {CANDIDATE_IDS}, from worst to best:
 {"order": {CANDIDATE_IDS}}"""
 
-COARSE_ORDER_ONLY = (
-    """You are a strict response-quality judge. The anchors below are
+COARSE_ORDER_ONLY = f"""You are a strict response-quality judge. The anchors below are
 already ordered from WORST to BEST. Place the candidate response
 into exactly one insertion position using the query and weighted
-rubrics."""
-    + _COARSE_TASK
-    + "{ORDERED_ANCHOR_IDS}"
-    + _COARSE_ANSWER
-)
+rubrics.{_COARSE_TASK}{{ORDERED_ANCHOR_IDS}}{_COARSE_ANSWER}"""
 
 # Appendix G prints only the core selection instruction (from "Select the members" on);
 # the context before it lists what the paper says the manager receives. {SIZE} is the
