@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, Sequence, runtime_checkable
 
 from .backends.base import BackendFailure
 
@@ -85,6 +85,7 @@ class JudgeRequest:
 class CoarseRequest(JudgeRequest):
     """Where does `candidate` fall among `anchors` (ordered worst -> best)? Verdict: 0..K."""
 
+    kind: ClassVar[str] = "coarse"
     anchors: tuple[str, ...]
     candidate: str
     show_anchor_text: bool = True  # False: the paper's order-only control (Appendix H)
@@ -98,6 +99,7 @@ class CoarseRequest(JudgeRequest):
 class ListwiseRequest(JudgeRequest):
     """Order `candidates` worst -> best. Verdict: a permutation of `range(len(candidates))`."""
 
+    kind: ClassVar[str] = "listwise"
     candidates: tuple[str, ...]
 
     def __post_init__(self):
@@ -110,6 +112,7 @@ class PairwiseRequest(JudgeRequest):
     """Which of `a` and `b` is better overall under the rubrics? Verdict: "A", "B" or "TIE". `display` forces the
     order shown ("ab" or "ba"); "auto" lets the judge pick it from the deterministic hash."""
 
+    kind: ClassVar[str] = "pairwise"
     a: str
     b: str
     display: DisplayOrder = "auto"
@@ -120,6 +123,7 @@ class RubricPairwiseRequest(JudgeRequest):
     """Which of `a` and `b` is better under each rubric? `rubric_index=None` is the implicit protocol (all rubrics
     in one call, one verdict each); an integer the explicit one (that rubric only, a one-element list)."""
 
+    kind: ClassVar[str] = "rubric_pairwise"
     a: str
     b: str
     rubric_index: int | None = None
@@ -139,6 +143,7 @@ class RubricPairwiseRequest(JudgeRequest):
 class PointwiseRequest(JudgeRequest):
     """Score `response` from 0 to 10 under all rubrics (holistic) or one (`rubric_index`)."""
 
+    kind: ClassVar[str] = "pointwise"
     response: str
     rubric_index: int | None = None
 
@@ -148,6 +153,7 @@ class MetaJudgeRequest(JudgeRequest):
     """Does a GenRM's `rationale` identify the key discriminators of `golden_rationale` (R-Align, Sec. 3.2)?
     Verdict: True when consistent."""
 
+    kind: ClassVar[str] = "meta"
     response_a: str
     response_b: str
     label: Literal["A", "B"]
@@ -167,6 +173,7 @@ class BufferSelectRequest(JudgeRequest):
     best order of `anchors + rollouts` as indices into that pool (App. G), empty when unknown. Verdict: sorted
     indices into `anchors + rollouts`, exactly `size` of them."""
 
+    kind: ClassVar[str] = "buffer_select"
     anchors: tuple[str, ...]
     rollouts: tuple[str, ...]
     size: int
@@ -177,30 +184,23 @@ class BufferSelectRequest(JudgeRequest):
         super().__post_init__()
         for name in ("anchors", "rollouts", "lookahead"):
             object.__setattr__(self, name, _texts(f"BufferSelectRequest.{name}", getattr(self, name), 0))
-        if not (0 < self.size <= len(self.anchors) + len(self.rollouts)):
-            raise ValueError(
-                f"BufferSelectRequest.size={self.size} must be in 1..{len(self.anchors) + len(self.rollouts)} "
-                "(anchors + rollouts)"
+        k, r, order = len(self.anchors), len(self.rollouts), self.combined_order
+        if not (0 < self.size <= k + r):
+            raise ValueError(f"BufferSelectRequest.size={self.size} must be in 1..{k + r} (anchors + rollouts)")
+        if isinstance(order, (str, bytes)) or not isinstance(order, Sequence):
+            raise TypeError(
+                f"BufferSelectRequest.combined_order must be a sequence of ints, got {type(order).__name__}"
             )
-        object.__setattr__(
-            self, "combined_order", _combined_order(self.combined_order, len(self.anchors), len(self.rollouts))
-        )
-
-
-def _combined_order(values: Sequence[int], n_anchors: int, n_rollouts: int) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"BufferSelectRequest.combined_order must be a sequence of ints, got {type(values).__name__}")
-    values = tuple(values)
-    if any(isinstance(i, bool) or not isinstance(i, int) for i in values):
-        raise TypeError(f"BufferSelectRequest.combined_order must contain ints, got {values!r}")
-    pool = n_anchors + n_rollouts
-    if values and sorted(values) != list(range(pool)):
-        raise ValueError(
-            f"BufferSelectRequest.combined_order={values!r} must be a permutation of 0..{pool - 1} "
-            f"(indices into anchors + rollouts: {n_anchors} anchors, then {n_rollouts} rollouts, worst -> best), "
-            "or empty when the combined order is unknown"
-        )
-    return values
+        order = tuple(order)
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in order):
+            raise TypeError(f"BufferSelectRequest.combined_order must contain ints, got {order!r}")
+        if order and sorted(order) != list(range(k + r)):
+            raise ValueError(
+                f"BufferSelectRequest.combined_order={order!r} must be a permutation of 0..{k + r - 1} "
+                f"(indices into anchors + rollouts: {k} anchors, then {r} rollouts, worst -> best), "
+                "or empty when the combined order is unknown"
+            )
+        object.__setattr__(self, "combined_order", order)
 
 
 @dataclass(frozen=True)
@@ -230,18 +230,7 @@ class JudgeError(RuntimeError):
 
 def request_kind(request) -> str:
     """Short name used in ledgers and templates: 'coarse', 'listwise', ..."""
-    return _KINDS[type(request)]
-
-
-_KINDS = {
-    CoarseRequest: "coarse",
-    ListwiseRequest: "listwise",
-    PairwiseRequest: "pairwise",
-    RubricPairwiseRequest: "rubric_pairwise",
-    PointwiseRequest: "pointwise",
-    MetaJudgeRequest: "meta",
-    BufferSelectRequest: "buffer_select",
-}
+    return type(request).kind
 
 
 @runtime_checkable

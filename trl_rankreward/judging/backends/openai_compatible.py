@@ -93,19 +93,19 @@ class OpenAICompatibleBackend:
         self.max_model_len = max_model_len
         self.timeout_s = timeout_s
         self.pool = ReplicaPool(len(self.base_urls), per_replica=per_replica, total=max_concurrency, rest_s=_REST_S)
-        self.listed_max_model_lens: list[int | None] = [None] * len(self.base_urls)
         self._tokenize_offered = [True] * len(self.base_urls)  # until a server answers 404/405 to /tokenize
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self._tokenize_timeout = aiohttp.ClientTimeout(total=min(_START_CHECK_TIMEOUT_S, timeout_s))
+        check_timeout = min(_START_CHECK_TIMEOUT_S, timeout_s)
+        self._tokenize_timeout = aiohttp.ClientTimeout(total=check_timeout)
         # a loop's entry goes when the loop shuts down (a session holds its loop, so a weak key would never go)
         self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         weakref.finalize(self, _release_sessions, self._loops)
-        if check_on_start:
-            timeout = min(_START_CHECK_TIMEOUT_S, timeout_s)
-            self.listed_max_model_lens = [
-                listed_window(url, self._api_key(), model, require_listed_model, timeout, max_response_bytes)
-                for url in self.base_urls
-            ]
+        self.listed_max_model_lens = [
+            listed_window(url, self._api_key(), model, require_listed_model, check_timeout, max_response_bytes)
+            if check_on_start
+            else None
+            for url in self.base_urls
+        ]
 
     def _api_key(self) -> str:
         return os.environ.get(self.api_key_env) or "EMPTY"
