@@ -164,10 +164,7 @@ def neutralize(text: str, delimiters: Delimiters = TAGS) -> str:
     zero-width and direction marks, Cyrillic or Greek letters) becomes `&lt;`. Other prompts pass their own
     `delimiters` (the GenRM's `[End of Response A]`)."""
     d = delimiters
-    starts = [m.start() for m in d.opener.finditer(text) if d.after.match(_fold_after(text, m.end(), d.visible))]
-    for start in reversed(starts):
-        text = f"{text[:start]}{d.escape}{text[start + 1 :]}"
-    return text
+    return d.opener.sub(lambda m: d.escape if d.after.match(_fold_after(text, m.end(), d.visible)) else m[0], text)
 
 
 def _fold_after(text: str, start: int, visible: int = _FOLDED) -> str:
