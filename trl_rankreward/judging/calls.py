@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import operator
 import random
 from collections.abc import Awaitable, Callable
@@ -204,12 +205,6 @@ class LedgerSnapshot:
     truncated_chars: int = 0
     context_refusals: int = 0
 
-    def __sub__(self, other: LedgerSnapshot) -> LedgerSnapshot:
-        return self._combine(other, operator.sub)
-
-    def __add__(self, other: LedgerSnapshot) -> LedgerSnapshot:
-        return self._combine(other, operator.add)
-
     def _combine(self, other: LedgerSnapshot, op) -> LedgerSnapshot:
         counts = [f for f in dataclasses.fields(self) if f.type == "int"]
         return LedgerSnapshot(
@@ -217,6 +212,9 @@ class LedgerSnapshot:
             failures=_by_kind(self.failures, other.failures, op),
             parsed_by_kind=_by_kind(self.parsed_by_kind, other.parsed_by_kind, op),
         )
+
+    __sub__ = functools.partialmethod(_combine, op=operator.sub)
+    __add__ = functools.partialmethod(_combine, op=operator.add)
 
     @property
     def tokens(self) -> int:
