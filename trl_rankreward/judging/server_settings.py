@@ -121,11 +121,9 @@ class JudgeRole:
         values = {name: getattr(config, self.prefix + name) for name in self.names}
         return JudgeServerSettings(**values, prefix=self.prefix)
 
-    def check(self, config) -> JudgeServerSettings:
-        """`settings(config)`, with the URLs written back to `config` as a list (a comma-separated string split)."""
-        settings = self.settings(config)
-        setattr(config, self.prefix + "base_urls", settings.base_urls)
-        return settings
+    def check(self, config) -> None:
+        """Checks `settings(config)` and writes the URLs back to `config` as a list (a comma-separated string split)."""
+        setattr(config, self.prefix + "base_urls", self.settings(config).base_urls)
 
     def fields(self, class_name: str, doc: str) -> type:
         """The role's config fields: a keyword-only dataclass mixin, one field per exposed setting."""
