@@ -224,13 +224,9 @@ class EmbeddingJudge(QualityJudge):
         self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
     ) -> list[float]:
         """Cosine of each text to the reference prototype (module docstring)."""
-        if isinstance(request, MetaJudgeRequest):
-            target = [request.golden_rationale]
-            weights = np.ones(1)
-        else:
-            target = list(self.references(request.query_id))
-            m = len(target)
-            weights = np.arange(m, 0, -1, dtype=np.float64)  # m for the best reference .. 1 for the worst
+        meta = isinstance(request, MetaJudgeRequest)
+        target = [request.golden_rationale] if meta else list(self.references(request.query_id))
+        weights = np.arange(len(target), 0, -1, dtype=np.float64)  # m for the best reference .. 1 for the worst
         vectors = await self.embed([*target, *texts])
         prototype = weights @ vectors[: len(target)]
         prototype /= max(np.linalg.norm(prototype), 1e-12)
