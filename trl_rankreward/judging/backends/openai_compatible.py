@@ -1,11 +1,12 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any OpenAI-compatible
 server, over `aiohttp` (the protocol is one JSON POST; an SDK's models would cost several times its client CPU).
 
-Each base URL is a replica routed by `ReplicaPool` (least in flight). `complete` makes one HTTP request within `timeout_s`; failures
-are `BackendError`s of a kind (docs/judging.md, "OpenAICompatibleBackend"), retried by the caller's policy. Bodies
-are read up to `max_response_bytes`, so the client's memory is bounded whatever a server sends. Each event loop
-gets one `aiohttp.ClientSession`, closed when the loop shuts down its async generators (as `asyncio.run` does) or
-with the backend. The API key comes from `api_key_env` and never appears in reprs, logs or errors.
+Each base URL is a replica routed by `ReplicaPool` (least in flight). `complete` makes one HTTP request within
+`timeout_s`; failures are `BackendError`s of a kind (docs/judging.md, "OpenAICompatibleBackend"), retried by the
+caller's policy. Bodies are read up to `max_response_bytes`, so the client's memory is bounded whatever a server
+sends. Each event loop gets one `aiohttp.ClientSession`, closed when the loop shuts down its async generators (as
+`asyncio.run` does) or with the backend. The API key comes from `api_key_env` and never appears in reprs, logs or
+errors.
 """
 
 from __future__ import annotations
