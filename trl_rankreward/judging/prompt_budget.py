@@ -322,8 +322,11 @@ class TokenizerCounter:
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
 
+    def ids(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
     def count(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(self.ids(text))
 
     def __repr__(self) -> str:
         return f"TokenizerCounter({str(self.path)!r})"
