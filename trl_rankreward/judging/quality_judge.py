@@ -78,7 +78,7 @@ class QualityJudge(abc.ABC):
 
     async def judge(self, request) -> Any:
         kind = request_kind(request)
-        rendered = render(request, self.templates, seed=self.seed)  # what an LLM judge would read
+        rendered = self._render(request)
         try:
             verdict = await self._verdict(request, rendered.display)
         except JudgeError as exc:
@@ -93,7 +93,11 @@ class QualityJudge(abc.ABC):
         return verdict
 
     def prompt_tokens(self, request) -> int:
-        return count_message_tokens(self.token_counter, render(request, self.templates, seed=self.seed).messages)
+        return count_message_tokens(self.token_counter, self._render(request).messages)
+
+    def _render(self, request):
+        """The prompt an LLM judge would receive (this judge's templates and seed); rendered once per call."""
+        return render(request, self.templates, seed=self.seed)
 
     async def _verdict(self, request, display: tuple[int, ...]) -> Any:
         if isinstance(request, CoarseRequest):
