@@ -15,6 +15,7 @@ from trl_rankreward.judging.prompt_budget import (
     answer_tokens,
     context_overflow,
     equal_share_chars,
+    request_fitting,
 )
 from trl_rankreward.judging.rendering import JudgeTemplates
 from trl_rankreward.judging.requests import (
@@ -42,7 +43,7 @@ TEMPLATES = JudgeTemplates(pointwise="Q {QUERY} R {RESPONSE}")
 
 
 def fit(budget, request, max_tokens=1024):
-    return asyncio.run(budget.fit(request, TEMPLATES, seed=0, max_tokens=max_tokens))
+    return asyncio.run(budget.fit_chat(**request_fitting(request, TEMPLATES, seed=0, max_tokens=max_tokens)))
 
 
 def test_answer_tokens_per_request_kind():

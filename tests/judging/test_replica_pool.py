@@ -6,8 +6,7 @@ import contextlib
 
 import pytest
 
-from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend
-from trl_rankreward.judging.backends.replica_pool import ReplicaPool
+from trl_rankreward.judging.backends.openai_compatible import OpenAICompatibleBackend, ReplicaPool
 from trl_rankreward.judging.llm_judge import LLMJudge
 from trl_rankreward.judging.requests import JudgeFailure, PointwiseRequest
 from trl_rankreward.testing.judge_replica import serve_judge_replica

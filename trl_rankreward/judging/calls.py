@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import operator
 import random
 from collections.abc import Awaitable, Callable
@@ -27,18 +28,6 @@ from .requests import JudgeError, seeded_rng
 LENGTH_GROWTH_LIMIT = 4
 
 
-def check_finished(completion: Completion, max_tokens: int | None) -> None:
-    """`UnfinishedAnswer` for an answer cut at `max_tokens`, `InvalidAnswer` for another reason than "stop"."""
-    reason = getattr(completion, "finish_reason", None)  # duck-typed completions may not carry one
-    if reason == "length":
-        raise UnfinishedAnswer(
-            f"Judge answer was cut at max_tokens={max_tokens} (finish_reason 'length') before it finished; "
-            "what it holds is not a verdict, so it is asked again with more room"
-        )
-    if reason not in (None, "stop"):
-        raise InvalidAnswer(f"Judge answer ended with finish_reason {reason!r}; expected 'stop' (a finished answer)")
-
-
 def room_to_finish(max_tokens: int, first: int, completion: Completion, window: int | None) -> int:
     """`max_tokens` for the try after `completion` was cut at `max_tokens` (module docstring)."""
     ceiling = LENGTH_GROWTH_LIMIT * first
@@ -49,9 +38,10 @@ def room_to_finish(max_tokens: int, first: int, completion: Completion, window: 
 
 class Watched:
     """A backend whose calls teach a watcher (`prompt_budget.Watch`): `server` is the backend, told what it
-    answered (`seen`) or refused (`refused`)."""
+    answered (`seen`) or refused (`refused`); this base watches nothing."""
 
-    server: ChatBackend
+    def __init__(self, server: ChatBackend):
+        self.server = server
 
     def seen(self, completion: Completion) -> None: ...
 
@@ -87,79 +77,62 @@ async def complete_and_parse(
     """
     errors, first = [], decoding.get("max_tokens")
     window = getattr(backend, "context_window", lambda: None)()
-    watch, server = (backend, backend.server) if isinstance(backend, Watched) else (None, backend)
+    watch = backend if isinstance(backend, Watched) else Watched(backend)  # the server is called here, not in watch
     tries = 0
     while True:
         tries += 1
+        usage, completion = {}, None
         try:
             try:
-                completion = await server.complete(messages, **decoding)
+                completion = await watch.server.complete(messages, **decoding)
             except BackendError as exc:
-                if watch is not None:
-                    watch.refused(exc)
-                ledger.record(request_kind=request_kind, parsed=False, failure=exc.kind)
-                errors.append(f"{exc.kind}: {exc}")
+                watch.refused(exc)
                 raise
-            if watch is not None:
-                watch.seen(completion)
-            value = _parsed(completion, parse, ledger, request_kind, errors, decoding.get("max_tokens"))
-            return value, tries
+            watch.seen(completion)
+            usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+            reason = getattr(completion, "finish_reason", None)  # duck-typed completions may not carry one
+            if reason == "length":
+                raise UnfinishedAnswer(
+                    f"Judge answer was cut at max_tokens={decoding.get('max_tokens')} (finish_reason 'length') before "
+                    "it finished; what it holds is not a verdict, so it is asked again with more room"
+                )
+            if reason not in (None, "stop"):
+                raise InvalidAnswer(
+                    f"Judge answer ended with finish_reason {reason!r}; expected 'stop' (a finished answer)"
+                )
+            value = parse(completion)
         except Exception as exc:
-            if on_format_refused is not None and decoding.get("response_format") and refuses_response_format(exc):
+            if not is_retryable(exc) and not isinstance(exc, BackendError):
+                raise  # a bug, not a judge failure
+            kind = getattr(exc, "kind", "invalid")
+            ledger.record(request_kind=request_kind, parsed=False, failure=kind, **usage)
+            errors.append(f"{kind}: {exc}")
+            refused = isinstance(exc, BackendError) and exc.status == 400 and "response_format" in str(exc).lower()
+            if on_format_refused is not None and decoding.get("response_format") and refused:
                 on_format_refused(exc)
                 decoding["response_format"], tries = None, 0
                 continue
             if not is_retryable(exc) or tries >= retry.max_attempts:
-                error = _gave_up(exc, what, tries, errors)
-                if error is None:  # a bug, not a judge failure
-                    raise
-                raise error from exc
+                raise _gave_up(exc, what, tries, errors) from exc
             if isinstance(exc, UnfinishedAnswer) and first:
-                decoding["max_tokens"] = room_to_finish(decoding["max_tokens"], first, exc.completion, window)
+                decoding["max_tokens"] = room_to_finish(decoding["max_tokens"], first, completion, window)
             await asyncio.sleep(retry.wait_s(tries, exc))
+            continue
+        ledger.record(request_kind=request_kind, parsed=True, **usage)
+        return value, tries
 
 
-def _parsed(completion: Completion, parse, ledger: JudgeLedger, request_kind: str, errors: list, max_tokens) -> Any:
-    """`parse(completion)` of a finished answer, counted in `ledger`; an unusable one is counted and raised,
-    carrying the completion (whose prompt size bounds the next try)."""
-    usage = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
-    try:
-        check_finished(completion, max_tokens)
-        value = parse(completion)
-    except Exception as exc:
-        if not is_retryable(exc):
-            raise
-        kind = _answer_failure(exc)
-        ledger.record(request_kind=request_kind, parsed=False, failure=kind, **usage)
-        errors.append(f"{kind}: {exc}")
-        exc.completion = completion
-        raise
-    ledger.record(request_kind=request_kind, parsed=True, **usage)
-    return value
-
-
-def _gave_up(exc: Exception, what: str, tries: int, errors: list[str]) -> JudgeError | None:
-    """The `JudgeError` that says why a request failed after `tries`; None for a bug."""
+def _gave_up(exc: Exception, what: str, tries: int, errors: list[str]) -> JudgeError:
+    """The `JudgeError` that says why a request failed after `tries`."""
     if isinstance(exc, BackendError):
         how = "" if exc.retryable else " (an error that repeats on every try, so not retried)"
         error = JudgeError(f"{what} failed after {tries} attempt(s){how}: {exc}", exc.kind, tries)
         error.backend_error = exc
-    elif is_retryable(exc):
-        kind = _answer_failure(exc)
-        error = JudgeError(f"{what} failed after {tries} attempt(s): {kind} answer: {exc}", kind, tries)
     else:
-        return None
+        kind = getattr(exc, "kind", "invalid")
+        error = JudgeError(f"{what} failed after {tries} attempt(s): {kind} answer: {exc}", kind, tries)
     error.errors = errors
     return error
-
-
-def refuses_response_format(error: BaseException) -> bool:
-    """Whether `error` is an HTTP 400 naming `response_format` (a server without structured output)."""
-    return isinstance(error, BackendError) and error.status == 400 and "response_format" in str(error).lower()
-
-
-def _answer_failure(exc: BaseException) -> str:
-    return exc.kind if isinstance(exc, InvalidAnswer) else "invalid"
 
 
 T = TypeVar("T")
@@ -232,18 +205,16 @@ class LedgerSnapshot:
     truncated_chars: int = 0
     context_refusals: int = 0
 
-    def __sub__(self, other: LedgerSnapshot) -> LedgerSnapshot:
-        return self._combine(other, operator.sub)
-
-    def __add__(self, other: LedgerSnapshot) -> LedgerSnapshot:
-        return self._combine(other, operator.add)
-
     def _combine(self, other: LedgerSnapshot, op) -> LedgerSnapshot:
+        counts = [f for f in dataclasses.fields(self) if f.type == "int"]
         return LedgerSnapshot(
-            **{name: op(getattr(self, name), getattr(other, name)) for name in _COUNTS},
+            **{f.name: op(getattr(self, f.name), getattr(other, f.name)) for f in counts},
             failures=_by_kind(self.failures, other.failures, op),
             parsed_by_kind=_by_kind(self.parsed_by_kind, other.parsed_by_kind, op),
         )
+
+    __sub__ = functools.partialmethod(_combine, op=operator.sub)
+    __add__ = functools.partialmethod(_combine, op=operator.add)
 
     @property
     def tokens(self) -> int:
@@ -266,10 +237,6 @@ class LedgerSnapshot:
         return out
 
 
-_COUNTS = ("calls", "parsed", "prompt_tokens", "completion_tokens", "truncated_requests", "truncated_chars",
-           "context_refusals")  # fmt: skip
-
-
 def _by_kind(a: dict[str, int], b: dict[str, int], op) -> dict[str, int]:
     values = {k: op(a.get(k, 0), b.get(k, 0)) for k in set(a) | set(b)}
     return {k: v for k, v in values.items() if v}
@@ -290,8 +257,6 @@ class JudgeLedger:
         completion_tokens: int = 0,
         failure: str | None = None,
     ) -> None:
-        if parsed and failure:
-            raise ValueError("A call cannot be both parsed and failed")
         t = self._totals
         t.calls += 1
         t.prompt_tokens += int(prompt_tokens)

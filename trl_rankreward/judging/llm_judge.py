@@ -24,22 +24,11 @@ logger = logging.getLogger(__name__)
 
 
 class LLMJudge:
-    """Judge requests with a chat model behind `backend`.
-
-    Args:
-        backend: any `ChatBackend` (`OpenAICompatibleBackend`, `TransformersBackend`).
-        templates: prompt templates; default: the papers' prompts (`JudgeTemplates()`).
-        seed: global seed of the display-order hash.
-        retry: how failed calls are retried (default `RetryPolicy(seed=seed)`: three tries in all, as
-            MatrixReward App. A.2).
-        temperature, max_tokens: sampling settings of every call.
-        structured_output: send a JSON-schema `response_format` per request kind, for
-            servers with guided decoding (vLLM, SGLang), falling back once where a server refuses it
-            (module docstring). Answers are validated either way.
-        max_model_len: the judge's context window where the backend does not tell it (None: the
-            backend's `context_window()`, or no fitting until a server refuses a prompt as too long).
-        token_counter: the judge layer's counter for the fitting (default `tokens.default_token_counter()`).
-    """
+    """Judge requests with a chat model behind `backend` (any `ChatBackend`) and `templates` (default: the papers'
+    prompts); `seed` drives the display-order hash, `retry` the retries (default: three tries, MatrixReward App.
+    A.2). `structured_output` sends each kind's JSON schema (module docstring); `max_model_len` is the window where
+    the backend does not tell it (None: none until a server refuses a prompt as too long); `token_counter` counts
+    for the fitting (default `prompt_budget.default_token_counter()`)."""
 
     def __init__(
         self,
@@ -100,8 +89,7 @@ class LLMJudge:
         return error.as_failure()
 
     def _response_format(self, request, fitted: FittedPrompt) -> dict | None:
-        """The request kind's JSON schema, unless structured output is off, was refused, or the prompt asks
-        for a rationale before the verdict (a schema would forbid the rationale)."""
+        """The kind's JSON schema, unless off, refused, or the prompt asks for a rationale (a schema forbids it)."""
         if not self.structured_output or self.format_refusal is not None or asks_rationale_first(fitted.rendered):
             return None
         return answer_schema(request)

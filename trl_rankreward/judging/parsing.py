@@ -36,7 +36,6 @@ ANSWER_JSON = {  # the JSON answer of each request kind, as messages quote it
 }
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
-_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _SWAP = {"A": "B", "B": "A", "TIE": "TIE"}
 _EXCERPT = 200
 
@@ -66,9 +65,9 @@ def strip_thinking(text: str) -> str:
     """The answer without its reasoning, stripped: `<think>...</think>` blocks, everything before a stray `</think>`
     (templates that open the block in the prompt) and from an unclosed `<think>` on (it never ended) removed."""
     text = _THINK_BLOCK.sub("", text)
-    if _THINK_CLOSE in text:
-        text = text.rsplit(_THINK_CLOSE, 1)[1]
-    return text.split(_THINK_OPEN, 1)[0].strip()
+    if "</think>" in text:
+        text = text.rsplit("</think>", 1)[1]
+    return text.split("<think>", 1)[0].strip()
 
 
 def json_objects(text: str) -> list[dict]:
@@ -94,7 +93,7 @@ def parse_answer(text: str, request, rendered: Rendered) -> Any:
     body = strip_thinking(text or "")
     if asks_rationale_first(rendered):  # the format: one valid verdict after the last VERDICT heading
         _VALIDATORS[type(request)](verdict_after_rationale(body, request), request, rendered)
-    keys = set(_schema_properties(request))
+    keys = set(answer_properties(request))
     objects = json_objects(body)
     claims = [_claim(answer, request, rendered) for answer in objects if keys & answer.keys()]
     if isinstance(request, MetaJudgeRequest):
@@ -123,7 +122,7 @@ def _claim(answer: dict, request, rendered: Rendered) -> tuple[Any, InvalidAnswe
     try:
         return _VALIDATORS[type(request)](answer, request, rendered), None
     except InvalidAnswer as exc:
-        keys = set(_schema_properties(request))
+        keys = set(answer_properties(request))
         return {"invalid": {k: answer[k] for k in sorted(keys & answer.keys())}}, exc
 
 
@@ -141,10 +140,9 @@ def asks_rationale_first(rendered: Rendered) -> bool:
     return bool(_PROMPT_VERDICT_LINE.search(prompt.rsplit("</response>", 1)[-1]))
 
 
-def verdict_after_rationale(text: str, request) -> dict:
-    """The JSON verdict after the last `VERDICT` heading of `text` (`Verdict:`, `**VERDICT**`, `## Verdict`, ...),
-    with nothing but a code fence after it."""
-    body = strip_thinking(text or "")
+def verdict_after_rationale(body: str, request) -> dict:
+    """The JSON verdict after the last `VERDICT` heading of `body` (`Verdict:`, `**VERDICT**`, `## Verdict`, ...),
+    reasoning removed, with nothing but a code fence after it."""
     headings = list(_VERDICT_HEADING.finditer(body))
     expected = f"a rationale, then a VERDICT heading followed by {ANSWER_JSON[type(request)]}"
     if not headings:
@@ -289,13 +287,13 @@ _FINAL_VERDICT = re.compile(r"<final_verdict>\s*(Correct|Incorrect)\s*</final_ve
 
 def answer_schema(request) -> dict:
     """OpenAI `response_format` with a JSON schema for this request's answer (structured output)."""
-    props = _schema_properties(request)
+    props = answer_properties(request)
     schema = {"type": "object", "properties": props, "required": sorted(props)}
     name = type(request).__name__.removesuffix("Request").lower() + "_verdict"
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
 
 
-def _schema_properties(request) -> dict:
+def answer_properties(request) -> dict:
     winner = {"type": "string", "enum": list(WINNERS)}
     if isinstance(request, CoarseRequest):
         return {"position": {"type": "integer", "minimum": 0, "maximum": len(request.anchors)}}
@@ -303,13 +301,11 @@ def _schema_properties(request) -> dict:
         n = len(request.candidates)
         ids = {"type": "integer", "minimum": 0, "maximum": n - 1}
         return {"order": {"type": "array", "items": ids, "minItems": n, "maxItems": n, "uniqueItems": True}}
-    if isinstance(request, PairwiseRequest) or (
-        isinstance(request, RubricPairwiseRequest) and request.rubric_index is not None
-    ):
-        return {"winner": winner}
-    if isinstance(request, RubricPairwiseRequest):
+    if isinstance(request, RubricPairwiseRequest) and request.rubric_index is None:
         k = len(request.rubrics)
         return {"winners": {"type": "array", "items": winner, "minItems": k, "maxItems": k}}
+    if isinstance(request, (PairwiseRequest, RubricPairwiseRequest)):
+        return {"winner": winner}
     if isinstance(request, PointwiseRequest):
         return {"score": {"type": "number", "minimum": 0, "maximum": 10}}
     if isinstance(request, MetaJudgeRequest):

@@ -18,7 +18,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from .backends.base import BackendError, Completion
 from .calls import JudgeLedger, Watched
@@ -47,8 +47,7 @@ _PROMPT_TOKENS = (
 )
 
 
-@dataclass(frozen=True)
-class ContextOverflow:
+class ContextOverflow(NamedTuple):
     """What a "maximum context length" refusal says: the window, and the prompt's tokens when given."""
 
     window: int
@@ -132,20 +131,14 @@ class PromptBudget:
             self.ratio = min(MAX_RATIO, max(self.ratio, seen) if self.observed else seen)
             self.observed = True
 
-    def learn_window(self, window: int) -> None:
-        self.window = min(self.window, window)
-
     @property
     def scale(self) -> float:
         """Estimated server tokens per local token, margin included."""
         return self.ratio * (1 + RELATIVE_MARGIN)
 
-    def count_local(self, messages: list[dict]) -> int:
-        return count_message_tokens(self.counter, messages)
-
     async def count(self, messages: list[dict], budget: int) -> tuple[int, int]:
         """`(local, estimate)`: the local count, and the server's where offered and needed, else the estimate."""
-        local = self.count_local(messages)
+        local = count_message_tokens(self.counter, messages)
         estimate = math.ceil(round(local * self.scale, 6)) + MARGIN_TOKENS  # round: 110 * 1.1 is 121, not 122
         if self.count_exact is not None and (not self.observed or estimate > EXACT_ABOVE * budget):
             exact = await self.count_exact(messages)
@@ -154,10 +147,6 @@ class PromptBudget:
                 return local, exact
         return local, estimate
 
-    async def fit(self, request, templates: JudgeTemplates, *, seed: int, max_tokens: int) -> FittedPrompt:
-        """`request` rendered to fit the window; `PromptTooLong` if it cannot."""
-        return await self.fit_chat(**request_fitting(request, templates, seed=seed, max_tokens=max_tokens))
-
     async def fit_chat(
         self, render_with_limit: Callable[[int | None], Rendered], *, reserve: int, max_tokens: int, what: str, fix: str
     ) -> FittedPrompt:
@@ -165,7 +154,8 @@ class PromptBudget:
         cut to `limit_chars` (None: whole), `reserve` tokens are kept for the answer; else `PromptTooLong`."""
         budget = self.window - reserve
         rendered = render_with_limit(None)
-        bound = byte_bound(rendered.messages)
+        # UTF-8 bytes plus the chat template's: more than any tokenizer counts
+        bound = sum(len(m["content"].encode("utf-8")) + 8 for m in rendered.messages) + TEMPLATE_BOUND_TOKENS
         if bound <= budget:  # surely fits: no count needed, and the bound sizes the answer safely
             return FittedPrompt(rendered, max(reserve, min(max_tokens, self.window - bound)), 0)
         local, estimate = await self.count(rendered.messages, budget)
@@ -226,15 +216,11 @@ class WindowFitting:
 
     async def send(self, render_with_limit, ask: Callable[[Watch, FittedPrompt], Awaitable], **fitting):
         """`await ask(watch, fitted)` over `rounds`; the last round's error if it failed."""
-        result, error = None, None
         async for watch, fitted in self.rounds(render_with_limit, **fitting):
             try:
                 result, error = await ask(watch, fitted), None
             except JudgeError as exc:
-                error = exc
-                continue
-            if watch.overflow is None:
-                return result
+                result, error = None, exc
         if error is not None:
             raise error
         return result
@@ -259,8 +245,9 @@ class WindowFitting:
         self.ledger.record_context_refusal()
         if self.budget is None:
             self.budget = self._new_budget(overflow.window)
-            fitted = FittedPrompt(fitted.rendered, fitted.max_tokens, self.budget.count_local(fitted.rendered.messages))
-        self.budget.learn_window(overflow.window)
+            local = count_message_tokens(self.budget.counter, fitted.rendered.messages)
+            fitted = FittedPrompt(fitted.rendered, fitted.max_tokens, local)
+        self.budget.window = min(self.budget.window, overflow.window)
         if overflow.prompt_tokens:
             self.budget.observe(fitted.local_tokens, overflow.prompt_tokens)
         return True
@@ -284,11 +271,6 @@ class Watch(Watched):
 
     def refused(self, error: BackendError) -> None:
         self.overflow = context_overflow(error) or self.overflow
-
-
-def byte_bound(messages: list[dict]) -> int:
-    """An upper bound of any tokenizer's count of `messages`: UTF-8 bytes plus the chat template's."""
-    return sum(len(m["content"].encode("utf-8")) + 8 for m in messages) + TEMPLATE_BOUND_TOKENS
 
 
 def equal_share_chars(lengths: Sequence[int], tokens: Sequence[float], available: float, mark_tokens: float) -> int:

@@ -29,6 +29,7 @@ import numpy as np
 
 from .backends.transformers_backend import outside_zero3
 from .calls import JudgeLedger
+from .parsing import answer_properties
 from .prompt_budget import TokenCounter, count_message_tokens, resolve_token_counter
 from .rendering import render
 from .requests import (
@@ -58,16 +59,13 @@ class QualityJudge(abc.ABC):
         pointwise_range: tuple[float, float] = (0.0, 10.0),
         meta_threshold: float = 0.5,
     ):
-        lo, hi = pointwise_range
-        if not hi > lo:
-            raise ValueError(f"pointwise_range must be (low, high) with high > low, got {pointwise_range!r}")
         if tie_margin < 0:
             raise ValueError(f"tie_margin must be >= 0, got {tie_margin!r}")
         self.token_counter = resolve_token_counter(token_counter)
         self.templates = templates
         self.seed = seed
         self.tie_margin = float(tie_margin)
-        self.pointwise_range = (float(lo), float(hi))
+        self.pointwise_range = pointwise_range
         self.meta_threshold = float(meta_threshold)
         self.ledger = JudgeLedger()
 
@@ -142,23 +140,18 @@ def order_by_quality(qualities: Sequence[float]) -> list[int]:
 
 def answer_json(request, verdict) -> dict:
     """The answer an LLM judge would write for `verdict`."""
-    if isinstance(request, CoarseRequest):
-        return {"position": verdict}
-    if isinstance(request, ListwiseRequest):
-        return {"order": verdict}
-    if isinstance(request, PairwiseRequest):
-        return {"winner": verdict}
     if isinstance(request, RubricPairwiseRequest):
         return {"winners": verdict} if request.rubric_index is None else {"winner": verdict[0]}
     if isinstance(request, PointwiseRequest):
         return {"score": round(verdict, 1)}
-    if isinstance(request, MetaJudgeRequest):
-        return {"consistent": verdict}
-    k = len(request.anchors)  # pool index i < k is anchor A{i}, else rollout R{i - k}
-    return {
-        "keep_anchor_ids": [f"A{i}" for i in verdict if i < k],
-        "add_rollout_ids": [f"R{i - k}" for i in verdict if i >= k],
-    }
+    if isinstance(request, BufferSelectRequest):
+        k = len(request.anchors)  # pool index i < k is anchor A{i}, else rollout R{i - k}
+        return {
+            "keep_anchor_ids": [f"A{i}" for i in verdict if i < k],
+            "add_rollout_ids": [f"R{i - k}" for i in verdict if i >= k],
+        }
+    (key,) = answer_properties(request)  # "position", "order", "winner" or "consistent"
+    return {key: verdict}
 
 
 def bundled_model_path() -> Path:
@@ -235,13 +228,9 @@ class EmbeddingJudge(QualityJudge):
         self, request, texts: Sequence[str], rubric_index: int | None = None, *, display: tuple[int, ...] = ()
     ) -> list[float]:
         """Cosine of each text to the reference prototype (module docstring)."""
-        if isinstance(request, MetaJudgeRequest):
-            target = [request.golden_rationale]
-            weights = np.ones(1)
-        else:
-            target = list(self.references(request.query_id))
-            m = len(target)
-            weights = np.arange(m, 0, -1, dtype=np.float64)  # m for the best reference .. 1 for the worst
+        meta = isinstance(request, MetaJudgeRequest)
+        target = [request.golden_rationale] if meta else list(self.references(request.query_id))
+        weights = np.arange(len(target), 0, -1, dtype=np.float64)  # m for the best reference .. 1 for the worst
         vectors = await self.embed([*target, *texts])
         prototype = weights @ vectors[: len(target)]
         prototype /= max(np.linalg.norm(prototype), 1e-12)

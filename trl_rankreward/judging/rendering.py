@@ -19,7 +19,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,10 +164,7 @@ def neutralize(text: str, delimiters: Delimiters = TAGS) -> str:
     zero-width and direction marks, Cyrillic or Greek letters) becomes `&lt;`. Other prompts pass their own
     `delimiters` (the GenRM's `[End of Response A]`)."""
     d = delimiters
-    starts = [m.start() for m in d.opener.finditer(text) if d.after.match(_fold_after(text, m.end(), d.visible))]
-    for start in reversed(starts):
-        text = f"{text[:start]}{d.escape}{text[start + 1 :]}"
-    return text
+    return d.opener.sub(lambda m: d.escape if d.after.match(_fold_after(text, m.end(), d.visible)) else m[0], text)
 
 
 def _fold_after(text: str, start: int, visible: int = _FOLDED) -> str:
@@ -231,11 +228,7 @@ def _common(request) -> dict[str, str]:
 
 def pair_display(request, seed: int) -> tuple[int, ...]:
     """(0, 1) when a two-text request's first text is shown as A, (1, 0) when swapped (`request.display`)."""
-    if request.display == "ab":
-        return (0, 1)
-    if request.display == "ba":
-        return (1, 0)
-    return tuple(display_order(request, 2, seed))
+    return {"ab": (0, 1), "ba": (1, 0)}.get(request.display) or tuple(display_order(request, 2, seed))
 
 
 def _coarse(request: CoarseRequest, seed: int, cut: TextCut):
@@ -362,15 +355,10 @@ CANDIDATE
 
 Return JSON only: {"position": <integer from 0 through {K}>}"""
 
-COARSE = (
-    """You are a strict response-quality judge. The anchors below are
+COARSE = f"""You are a strict response-quality judge. The anchors below are
 already ordered from WORST to BEST.
 Place the candidate response into exactly one insertion position
-using the query and weighted rubrics."""
-    + _COARSE_TASK
-    + "{ORDERED_ANCHOR_BLOCKS}"
-    + _COARSE_ANSWER
-)
+using the query and weighted rubrics.{_COARSE_TASK}{{ORDERED_ANCHOR_BLOCKS}}{_COARSE_ANSWER}"""
 
 LISTWISE = """You are a strict response-quality judge. Rank only the candidate
 responses below from WORST to BEST.
@@ -390,15 +378,10 @@ Return JSON only. `order` must be a permutation of
 {CANDIDATE_IDS}, from worst to best:
 {"order": {CANDIDATE_IDS}}"""
 
-COARSE_ORDER_ONLY = (
-    """You are a strict response-quality judge. The anchors below are
+COARSE_ORDER_ONLY = f"""You are a strict response-quality judge. The anchors below are
 already ordered from WORST to BEST. Place the candidate response
 into exactly one insertion position using the query and weighted
-rubrics."""
-    + _COARSE_TASK
-    + "{ORDERED_ANCHOR_IDS}"
-    + _COARSE_ANSWER
-)
+rubrics.{_COARSE_TASK}{{ORDERED_ANCHOR_IDS}}{_COARSE_ANSWER}"""
 
 # Appendix G prints only the core selection instruction (from "Select the members" on);
 # the context before it lists what the paper says the manager receives. {SIZE} is the
@@ -569,30 +552,22 @@ Return JSON only:
 
 
 # Per template: placeholders it must contain (the data), and those it may contain.
-_REQUIRED = {
-    "coarse": {"QUERY", "ORDERED_ANCHOR_BLOCKS", "CANDIDATE_RESPONSE"},
-    "coarse_order_only": {"QUERY", "ORDERED_ANCHOR_IDS", "CANDIDATE_RESPONSE"},
-    "listwise": {"QUERY", "CANDIDATE_BLOCKS"},
-    "buffer_select": {"QUERY", "ANCHOR_BLOCKS", "ROLLOUT_BLOCKS"},
-    "rubric_pairwise_explicit": {"rubrics", "query", "response_a", "response_b"},
-    "rubric_pairwise_implicit": {"numbered_rubrics", "query", "response_a", "response_b"},
-    "pairwise": {"QUERY", "RESPONSE_A", "RESPONSE_B"},
-    "pointwise": {"QUERY", "RESPONSE"},
-    "pointwise_rubric": {"QUERY", "RUBRIC", "RESPONSE"},
-    "meta": {"QUERY", "RESPONSE_A", "RESPONSE_B", "GOLDEN_RATIONALE", "RATIONALE"},
-}
-_OPTIONAL = {
-    "coarse": {"K", "K-1", "WEIGHTED_RUBRICS"},
-    "coarse_order_only": {"K", "K-1", "WEIGHTED_RUBRICS"},
-    "listwise": {"WEIGHTED_RUBRICS", "CANDIDATE_IDS"},
-    "buffer_select": {"WEIGHTED_RUBRICS", "COMBINED_ORDER_SECTION", "LOOKAHEAD_SECTION", "SIZE"},
-    "rubric_pairwise_explicit": set(),
-    "rubric_pairwise_implicit": {"K"},
-    "pairwise": {"WEIGHTED_RUBRICS"},
-    "pointwise": {"WEIGHTED_RUBRICS"},
-    "pointwise_rubric": {"WEIGHTED_RUBRICS"},
-    "meta": {"LABEL", "WEIGHTED_RUBRICS"},
-}
+_PLACEHOLDERS = {
+    name: (set(required.split()), set(optional.split()))
+    for name, required, optional in [
+        ("coarse", "QUERY ORDERED_ANCHOR_BLOCKS CANDIDATE_RESPONSE", "K K-1 WEIGHTED_RUBRICS"),
+        ("coarse_order_only", "QUERY ORDERED_ANCHOR_IDS CANDIDATE_RESPONSE", "K K-1 WEIGHTED_RUBRICS"),
+        ("listwise", "QUERY CANDIDATE_BLOCKS", "WEIGHTED_RUBRICS CANDIDATE_IDS"),
+        ("buffer_select", "QUERY ANCHOR_BLOCKS ROLLOUT_BLOCKS",
+         "WEIGHTED_RUBRICS COMBINED_ORDER_SECTION LOOKAHEAD_SECTION SIZE"),
+        ("rubric_pairwise_explicit", "rubrics query response_a response_b", ""),
+        ("rubric_pairwise_implicit", "numbered_rubrics query response_a response_b", "K"),
+        ("pairwise", "QUERY RESPONSE_A RESPONSE_B", "WEIGHTED_RUBRICS"),
+        ("pointwise", "QUERY RESPONSE", "WEIGHTED_RUBRICS"),
+        ("pointwise_rubric", "QUERY RUBRIC RESPONSE", "WEIGHTED_RUBRICS"),
+        ("meta", "QUERY RESPONSE_A RESPONSE_B GOLDEN_RATIONALE RATIONALE", "LABEL WEIGHTED_RUBRICS"),
+    ]
+}  # fmt: skip
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:
@@ -600,44 +575,25 @@ def fill(template: str, values: Mapping[str, str]) -> str:
     return PLACEHOLDER.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), template)
 
 
-def _help(text: str) -> dict:
-    return {"help": text}
-
-
 @dataclass(frozen=True)
 class JudgeTemplates:
     """One prompt template per request kind (module docstring), set directly, `from_dict` or `from_yaml`; each
-    must contain the placeholders that carry the request's data and no unknown ones."""
+    must contain the placeholders that carry the request's data and no unknown ones. `pairwise_rationale` renders
+    PairwiseRequests with PAIRWISE_RATIONALE (a short rationale, then the verdict under a VERDICT heading: the
+    pairwise baselines' judges in the papers); it replaces the default `pairwise` template only."""
 
-    system: str = field(
-        default="", metadata=_help("System message sent before every prompt; empty: none (as in the papers).")
-    )
-    coarse: str = field(default=COARSE, metadata=_help("CoarseRequest prompt (RankBuffer App. B.1)."))
-    coarse_order_only: str = field(
-        default=COARSE_ORDER_ONLY, metadata=_help("CoarseRequest with show_anchor_text=False (RankBuffer App. H).")
-    )
-    listwise: str = field(default=LISTWISE, metadata=_help("ListwiseRequest prompt (RankBuffer App. B.2)."))
-    buffer_select: str = field(default=BUFFER_SELECT, metadata=_help("BufferSelectRequest prompt (RankBuffer App. G)."))
-    rubric_pairwise_explicit: str = field(
-        default=RUBRIC_PAIRWISE_EXPLICIT, metadata=_help("RubricPairwiseRequest, one rubric (MatrixReward App. A.2).")
-    )
-    rubric_pairwise_implicit: str = field(
-        default=RUBRIC_PAIRWISE_IMPLICIT, metadata=_help("RubricPairwiseRequest, all rubrics (MatrixReward App. A.3).")
-    )
-    pairwise: str = field(default=PAIRWISE, metadata=_help("PairwiseRequest prompt: holistic A/B/TIE."))
-    pairwise_rationale: bool = field(
-        default=False,
-        metadata=_help(
-            "Render PairwiseRequests with PAIRWISE_RATIONALE: a short rationale, then the verdict under a VERDICT "
-            "heading (the pairwise baselines' judges in the papers). Replaces the default `pairwise` template only."
-        ),
-    )
-    pointwise: str = field(default=POINTWISE, metadata=_help("PointwiseRequest prompt, all rubrics (0-10 score)."))
-    pointwise_rubric: str = field(
-        default=POINTWISE_RUBRIC,
-        metadata=_help("PointwiseRequest prompt with rubric_index (0-10 score on one rubric)."),
-    )
-    meta: str = field(default=META, metadata=_help("MetaJudgeRequest prompt (R-Align MetaRM, Sec. 3.2)."))
+    system: str = ""  # sent before every prompt; empty: none (as in the papers)
+    coarse: str = COARSE  # RankBuffer App. B.1
+    coarse_order_only: str = COARSE_ORDER_ONLY  # CoarseRequest with show_anchor_text=False (RankBuffer App. H)
+    listwise: str = LISTWISE  # RankBuffer App. B.2
+    buffer_select: str = BUFFER_SELECT  # RankBuffer App. G
+    rubric_pairwise_explicit: str = RUBRIC_PAIRWISE_EXPLICIT  # one rubric (MatrixReward App. A.2)
+    rubric_pairwise_implicit: str = RUBRIC_PAIRWISE_IMPLICIT  # all rubrics (MatrixReward App. A.3)
+    pairwise: str = PAIRWISE  # holistic A/B/TIE
+    pairwise_rationale: bool = False
+    pointwise: str = POINTWISE  # all rubrics, 0-10 score
+    pointwise_rubric: str = POINTWISE_RUBRIC  # with rubric_index: 0-10 score on one rubric
+    meta: str = META  # R-Align MetaRM, Sec. 3.2
 
     def __post_init__(self):
         if not isinstance(self.pairwise_rationale, bool):
@@ -704,16 +660,16 @@ class JudgeTemplates:
 
 def _check(name: str, template: str) -> None:
     used = set(PLACEHOLDER.findall(template))
-    required, allowed = _REQUIRED[name], _REQUIRED[name] | _OPTIONAL[name]
+    required, optional = _PLACEHOLDERS[name]
     missing = sorted(required - used)
     if missing:
         raise ValueError(
             f"Judge template {name!r} lacks placeholder(s) {['{' + p + '}' for p in missing]}; "
-            f"it must contain {sorted(required)} (may also use {sorted(_OPTIONAL[name])})"
+            f"it must contain {sorted(required)} (may also use {sorted(optional)})"
         )
-    unknown = sorted(used - allowed)
+    unknown = sorted(used - required - optional)
     if unknown:
         raise ValueError(
             f"Judge template {name!r} uses unknown placeholder(s) {['{' + p + '}' for p in unknown]}; "
-            f"allowed: {sorted(allowed)}"
+            f"allowed: {sorted(required | optional)}"
         )

@@ -14,14 +14,13 @@ import dataclasses
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, Sequence, runtime_checkable
+
+from .backends.base import BackendFailure
 
 WINNERS: tuple[str, ...] = ("A", "B", "TIE")
 DisplayOrder = Literal["auto", "ab", "ba"]
-FailureKind = Literal[
-    "transport", "timeout", "http", "malformed", "too_large", "no_choices", "error_body", "wrong_model",
-    "invalid", "ambiguous", "length", "too_long", "error",
-]
+FailureKind = Literal[BackendFailure, "invalid", "ambiguous", "length", "too_long", "error"]
 
 
 @dataclass(frozen=True)
@@ -64,13 +63,9 @@ def _texts(name: str, values: Sequence[str], minimum: int) -> tuple[str, ...]:
     return values
 
 
-def _check_rubric_index(request) -> None:
-    if request.rubric_index is not None and not (0 <= request.rubric_index < len(request.rubrics)):
-        raise ValueError(f"rubric_index {request.rubric_index} is out of range for {len(request.rubrics)} rubrics")
-
-
 @dataclass(frozen=True, kw_only=True)
-class _Request:
+class JudgeRequest:
+    """What every request holds; one with a `rubric_index` has it checked against its rubrics."""
 
     query: str
     rubrics: tuple[Rubric, ...] = ()
@@ -81,12 +76,16 @@ class _Request:
         if not isinstance(self.query, str):
             raise TypeError(f"query must be a string, got {type(self.query).__name__}")
         object.__setattr__(self, "rubrics", tuple(Rubric.coerce(v) for v in (self.rubrics or ())))
+        index = getattr(self, "rubric_index", None)
+        if index is not None and not (0 <= index < len(self.rubrics)):
+            raise ValueError(f"rubric_index {index} is out of range for {len(self.rubrics)} rubrics")
 
 
 @dataclass(frozen=True, kw_only=True)
-class CoarseRequest(_Request):
+class CoarseRequest(JudgeRequest):
     """Where does `candidate` fall among `anchors` (ordered worst -> best)? Verdict: 0..K."""
 
+    kind: ClassVar[str] = "coarse"
     anchors: tuple[str, ...]
     candidate: str
     show_anchor_text: bool = True  # False: the paper's order-only control (Appendix H)
@@ -97,9 +96,10 @@ class CoarseRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ListwiseRequest(_Request):
+class ListwiseRequest(JudgeRequest):
     """Order `candidates` worst -> best. Verdict: a permutation of `range(len(candidates))`."""
 
+    kind: ClassVar[str] = "listwise"
     candidates: tuple[str, ...]
 
     def __post_init__(self):
@@ -108,30 +108,31 @@ class ListwiseRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PairwiseRequest(_Request):
+class PairwiseRequest(JudgeRequest):
     """Which of `a` and `b` is better overall under the rubrics? Verdict: "A", "B" or "TIE". `display` forces the
     order shown ("ab" or "ba"); "auto" lets the judge pick it from the deterministic hash."""
 
+    kind: ClassVar[str] = "pairwise"
     a: str
     b: str
     display: DisplayOrder = "auto"
 
 
 @dataclass(frozen=True, kw_only=True)
-class RubricPairwiseRequest(_Request):
+class RubricPairwiseRequest(JudgeRequest):
     """Which of `a` and `b` is better under each rubric? `rubric_index=None` is the implicit protocol (all rubrics
     in one call, one verdict each); an integer the explicit one (that rubric only, a one-element list)."""
 
+    kind: ClassVar[str] = "rubric_pairwise"
     a: str
     b: str
     rubric_index: int | None = None
     display: DisplayOrder = "auto"
 
     def __post_init__(self):
-        super().__post_init__()
         if not self.rubrics:
             raise ValueError("RubricPairwiseRequest needs at least one rubric")
-        _check_rubric_index(self)
+        super().__post_init__()
 
     @property
     def judged_rubrics(self) -> tuple[Rubric, ...]:
@@ -139,22 +140,20 @@ class RubricPairwiseRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PointwiseRequest(_Request):
+class PointwiseRequest(JudgeRequest):
     """Score `response` from 0 to 10 under all rubrics (holistic) or one (`rubric_index`)."""
 
+    kind: ClassVar[str] = "pointwise"
     response: str
     rubric_index: int | None = None
 
-    def __post_init__(self):
-        super().__post_init__()
-        _check_rubric_index(self)
-
 
 @dataclass(frozen=True, kw_only=True)
-class MetaJudgeRequest(_Request):
+class MetaJudgeRequest(JudgeRequest):
     """Does a GenRM's `rationale` identify the key discriminators of `golden_rationale` (R-Align, Sec. 3.2)?
     Verdict: True when consistent."""
 
+    kind: ClassVar[str] = "meta"
     response_a: str
     response_b: str
     label: Literal["A", "B"]
@@ -168,12 +167,13 @@ class MetaJudgeRequest(_Request):
 
 
 @dataclass(frozen=True, kw_only=True)
-class BufferSelectRequest(_Request):
+class BufferSelectRequest(JudgeRequest):
     """Choose the next fixed-size anchor buffer (RankBuffer's LLM manager, App. G) from `anchors` and `rollouts`
     (each worst -> best); `lookahead` is unranked context that may not be selected; `combined_order` the worst ->
     best order of `anchors + rollouts` as indices into that pool (App. G), empty when unknown. Verdict: sorted
     indices into `anchors + rollouts`, exactly `size` of them."""
 
+    kind: ClassVar[str] = "buffer_select"
     anchors: tuple[str, ...]
     rollouts: tuple[str, ...]
     size: int
@@ -184,41 +184,23 @@ class BufferSelectRequest(_Request):
         super().__post_init__()
         for name in ("anchors", "rollouts", "lookahead"):
             object.__setattr__(self, name, _texts(f"BufferSelectRequest.{name}", getattr(self, name), 0))
-        if not (0 < self.size <= len(self.anchors) + len(self.rollouts)):
-            raise ValueError(
-                f"BufferSelectRequest.size={self.size} must be in 1..{len(self.anchors) + len(self.rollouts)} "
-                "(anchors + rollouts)"
+        k, r, order = len(self.anchors), len(self.rollouts), self.combined_order
+        if not (0 < self.size <= k + r):
+            raise ValueError(f"BufferSelectRequest.size={self.size} must be in 1..{k + r} (anchors + rollouts)")
+        if isinstance(order, (str, bytes)) or not isinstance(order, Sequence):
+            raise TypeError(
+                f"BufferSelectRequest.combined_order must be a sequence of ints, got {type(order).__name__}"
             )
-        object.__setattr__(
-            self, "combined_order", _combined_order(self.combined_order, len(self.anchors), len(self.rollouts))
-        )
-
-
-def _combined_order(values: Sequence[int], n_anchors: int, n_rollouts: int) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"BufferSelectRequest.combined_order must be a sequence of ints, got {type(values).__name__}")
-    values = tuple(values)
-    if any(isinstance(i, bool) or not isinstance(i, int) for i in values):
-        raise TypeError(f"BufferSelectRequest.combined_order must contain ints, got {values!r}")
-    pool = n_anchors + n_rollouts
-    if values and sorted(values) != list(range(pool)):
-        raise ValueError(
-            f"BufferSelectRequest.combined_order={values!r} must be a permutation of 0..{pool - 1} "
-            f"(indices into anchors + rollouts: {n_anchors} anchors, then {n_rollouts} rollouts, worst -> best), "
-            "or empty when the combined order is unknown"
-        )
-    return values
-
-
-JudgeRequest = Union[
-    CoarseRequest,
-    ListwiseRequest,
-    PairwiseRequest,
-    RubricPairwiseRequest,
-    PointwiseRequest,
-    MetaJudgeRequest,
-    BufferSelectRequest,
-]
+        order = tuple(order)
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in order):
+            raise TypeError(f"BufferSelectRequest.combined_order must contain ints, got {order!r}")
+        if order and sorted(order) != list(range(k + r)):
+            raise ValueError(
+                f"BufferSelectRequest.combined_order={order!r} must be a permutation of 0..{k + r - 1} "
+                f"(indices into anchors + rollouts: {k} anchors, then {r} rollouts, worst -> best), "
+                "or empty when the combined order is unknown"
+            )
+        object.__setattr__(self, "combined_order", order)
 
 
 @dataclass(frozen=True)
@@ -248,18 +230,7 @@ class JudgeError(RuntimeError):
 
 def request_kind(request) -> str:
     """Short name used in ledgers and templates: 'coarse', 'listwise', ..."""
-    return _KINDS[type(request)]
-
-
-_KINDS = {
-    CoarseRequest: "coarse",
-    ListwiseRequest: "listwise",
-    PairwiseRequest: "pairwise",
-    RubricPairwiseRequest: "rubric_pairwise",
-    PointwiseRequest: "pointwise",
-    MetaJudgeRequest: "meta",
-    BufferSelectRequest: "buffer_select",
-}
+    return type(request).kind
 
 
 @runtime_checkable

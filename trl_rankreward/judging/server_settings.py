@@ -97,12 +97,6 @@ class JudgeServerSettings:
         if self.temperature is not None and self.temperature < 0:
             raise ValueError(f"{p}temperature must be >= 0, got {self.temperature}")
 
-    def server_options(self) -> dict[str, Any]:
-        return {"api_key_env": self.api_key_env, "max_concurrency": self.max_concurrency,
-                "max_concurrency_per_replica": self.max_concurrency_per_replica,
-                "max_model_len": self.max_model_len, "timeout_s": self.timeout_s,
-                "require_listed_model": self.require_listed_model}  # fmt: skip
-
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(max_attempts=self.max_attempts, seed=self.seed)
 
@@ -127,11 +121,9 @@ class JudgeRole:
         values = {name: getattr(config, self.prefix + name) for name in self.names}
         return JudgeServerSettings(**values, prefix=self.prefix)
 
-    def check(self, config) -> JudgeServerSettings:
-        """`settings(config)`, with the URLs written back to `config` as a list (a comma-separated string split)."""
-        settings = self.settings(config)
-        setattr(config, self.prefix + "base_urls", settings.base_urls)
-        return settings
+    def check(self, config) -> None:
+        """Checks `settings(config)` and writes the URLs back to `config` as a list (a comma-separated string split)."""
+        setattr(config, self.prefix + "base_urls", self.settings(config).base_urls)
 
     def fields(self, class_name: str, doc: str) -> type:
         """The role's config fields: a keyword-only dataclass mixin, one field per exposed setting."""
@@ -141,10 +133,9 @@ class JudgeRole:
             default = self.defaults.get(name, shared[name].default)
             help = shared[name].metadata["help"].format(server=self.server, p=self.prefix)
             help = f"{help} {self.notes[name]}" if name in self.notes else help
-            if default is MISSING and name not in self.defaults:  # a list: one per instance
-                spec = field(default_factory=shared[name].default_factory, metadata={"help": help})
-            else:
-                spec = field(default=default, metadata={"help": help})
+            # a list: one per instance (unless the role overrides it: MISSING there is a required flag)
+            factory = shared[name].default_factory if default is MISSING and name not in self.defaults else MISSING
+            spec = field(default=default, default_factory=factory, metadata={"help": help})
             specs.append((self.prefix + name, _TYPES[name], spec))
         namespace = {"ROLE": self, "__doc__": doc, "__module__": __name__}
         cls = dataclasses.make_dataclass(class_name, specs, bases=(_RoleFields,), namespace=namespace, kw_only=True)
@@ -230,7 +221,9 @@ def build_backend(settings: JudgeServerSettings):
     """`OpenAICompatibleBackend` over the settings' servers, checked now."""
     from .backends.openai_compatible import OpenAICompatibleBackend
 
-    return OpenAICompatibleBackend(settings.base_urls, settings.model, **settings.server_options())
+    options = ("api_key_env", "max_concurrency", "max_concurrency_per_replica", "max_model_len", "timeout_s",
+               "require_listed_model")  # fmt: skip
+    return OpenAICompatibleBackend(settings.base_urls, settings.model, **{k: getattr(settings, k) for k in options})
 
 
 def build_judge(settings: JudgeServerSettings, *, embedded_without_urls: bool = False):

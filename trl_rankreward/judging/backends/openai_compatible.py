@@ -1,11 +1,12 @@
 """`OpenAICompatibleBackend`: chat completions from vLLM, SGLang, `transformers serve` or any OpenAI-compatible
 server, over `aiohttp` (the protocol is one JSON POST; an SDK's models would cost several times its client CPU).
 
-Each base URL is a replica routed by `ReplicaPool`. `complete` makes one HTTP request within `timeout_s`; failures
-are `BackendError`s of a kind (docs/judging.md, "OpenAICompatibleBackend"), retried by the caller's policy. Bodies
-are read up to `max_response_bytes`, so the client's memory is bounded whatever a server sends. Each event loop
-gets one `aiohttp.ClientSession`, closed when the loop shuts down its async generators (as `asyncio.run` does) or
-with the backend. The API key comes from `api_key_env` and never appears in reprs, logs or errors.
+Each base URL is a replica routed by `ReplicaPool` (least in flight). `complete` makes one HTTP request within
+`timeout_s`; failures are `BackendError`s of a kind (docs/judging.md, "OpenAICompatibleBackend"), retried by the
+caller's policy. Bodies are read up to `max_response_bytes`, so the client's memory is bounded whatever a server
+sends. Each event loop gets one `aiohttp.ClientSession`, closed when the loop shuts down its async generators (as
+`asyncio.run` does) or with the backend. The API key comes from `api_key_env` and never appears in reprs, logs or
+errors.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import weakref
-from collections.abc import AsyncGenerator
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -36,7 +38,6 @@ from .base import (
     BackendError,
     Completion,
 )
-from .replica_pool import ReplicaPool
 
 _START_CHECK_TIMEOUT_S = 5.0
 _REST_S = 10.0  # a URL that refused a connection or timed out is skipped this long while another is live
@@ -93,21 +94,19 @@ class OpenAICompatibleBackend:
         self.max_model_len = max_model_len
         self.timeout_s = timeout_s
         self.pool = ReplicaPool(len(self.base_urls), per_replica=per_replica, total=max_concurrency, rest_s=_REST_S)
-        self.listed_max_model_lens: list[int | None] = [None] * len(self.base_urls)
         self._tokenize_offered = [True] * len(self.base_urls)  # until a server answers 404/405 to /tokenize
-        self._chat_urls = [f"{u}/chat/completions" for u in self.base_urls]
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self._tokenize_timeout = aiohttp.ClientTimeout(total=min(_START_CHECK_TIMEOUT_S, timeout_s))
+        check_timeout = min(_START_CHECK_TIMEOUT_S, timeout_s)
+        self._tokenize_timeout = aiohttp.ClientTimeout(total=check_timeout)
         # a loop's entry goes when the loop shuts down (a session holds its loop, so a weak key would never go)
         self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         weakref.finalize(self, _release_sessions, self._loops)
-        if check_on_start:
-            for index, url in enumerate(self.base_urls):
-                entries = list_models(
-                    url, self._api_key(), timeout_s=min(_START_CHECK_TIMEOUT_S, timeout_s), max_bytes=max_response_bytes
-                )
-                check_listed_model(url, entries, model if require_listed_model else None)
-                self.listed_max_model_lens[index] = _listed_max_model_len(entries, model)
+        self.listed_max_model_lens = [
+            listed_window(url, self._api_key(), model, require_listed_model, check_timeout, max_response_bytes)
+            if check_on_start
+            else None
+            for url in self.base_urls
+        ]
 
     def _api_key(self) -> str:
         return os.environ.get(self.api_key_env) or "EMPTY"
@@ -143,7 +142,7 @@ class OpenAICompatibleBackend:
         live = [i for i in offered if self.pool.is_live(i)] or offered
         index = min(live, key=lambda i: self.pool.in_flight[i])
         url = self.base_urls[index].removesuffix("/v1") + "/tokenize"  # vLLM serves it at the root
-        body = _json_bytes({"model": self.model, "messages": messages, "add_generation_prompt": True})
+        body = json.dumps({"model": self.model, "messages": messages, "add_generation_prompt": True}).encode("ascii")
         state = self._state()
         try:
             async with state.tokenize_slots:
@@ -174,12 +173,12 @@ class OpenAICompatibleBackend:
         payload = {"model": self.model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
         if response_format is not None:
             payload["response_format"] = response_format
-        body = _json_bytes(payload)
+        body = json.dumps(payload).encode("ascii")
         async with self.pool.slot() as index:
             url = self.base_urls[index]
             try:
                 async with state.session.post(
-                    self._chat_urls[index], data=body, headers=state.headers, timeout=self._timeout
+                    f"{url}/chat/completions", data=body, headers=state.headers, timeout=self._timeout
                 ) as response:
                     status, headers = response.status, response.headers
                     data = await _read_bounded(response, self.max_response_bytes, url)
@@ -262,10 +261,6 @@ def _transport_reason(exc: aiohttp.ClientError) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _json_bytes(payload: dict) -> bytes:
-    return json.dumps(payload).encode("ascii")
-
-
 def normalize_base_url(url: str) -> str:
     """Strip the trailing slash; a bare `http://host:port` gets `/v1`; a URL with user-info is refused."""
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -294,10 +289,11 @@ def redact_user_info(url: str) -> str:
     return f"{scheme}://***@{netloc.rpartition('@')[2]}{rest[host_end:]}" if "@" in netloc else url
 
 
-def list_models(
-    base_url: str, api_key: str, *, timeout_s: float = 5.0, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-) -> list[dict]:
-    """The model entries of `GET <base_url>/models`; `BackendError` naming the URL if it does not answer."""
+def listed_window(
+    base_url: str, api_key: str, model: str, require: bool, timeout_s: float, max_bytes: int
+) -> int | None:
+    """vLLM's `max_model_len` of `model` (or of the only entry) in `GET <base_url>/models`; `BackendError` naming
+    the URL if it does not answer or, with `require`, does not list `model`."""
     url = f"{base_url}/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     try:
@@ -323,12 +319,9 @@ def list_models(
             kind=kind,
         ) from None
     data = body.get("data", []) if isinstance(body, dict) else []
-    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
-
-
-def check_listed_model(base_url: str, entries: list[dict], model: str | None) -> None:
+    entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
     ids = [m.get("id") for m in entries]
-    if model is not None and model not in ids:
+    if require and model not in ids:
         raise BackendError(
             f"Judge model {model!r} is not served at {base_url}: GET {base_url}/models lists {ids}. Set judge_model "
             "to one of them (for `transformers serve`, the path the server was started with), or point "
@@ -336,13 +329,8 @@ def check_listed_model(base_url: str, entries: list[dict], model: str | None) ->
             kind="http",
             status=404,
         )
-
-
-def _listed_max_model_len(entries: list[dict], model: str) -> int | None:
-    """vLLM's `max_model_len` of `model` (or of the only entry) in a `/models` answer."""
     chosen = [m for m in entries if m.get("id") == model] or (entries if len(entries) == 1 else [])
-    value = chosen[0].get("max_model_len") if chosen else None
-    return _count(value) or None
+    return _count(chosen[0].get("max_model_len") if chosen else None) or None
 
 
 def retry_after_s(headers) -> float | None:
@@ -444,3 +432,89 @@ def _error_detail(body: bytes) -> str:
 
 def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+class ReplicaPool:
+    """Which judge replica of `n` gets the next request: the live one with the fewest requests in flight, so a fast
+    replica gets more and a slow one is never a step's bottleneck (round-robin is only as fast as its slowest).
+    At most `per_replica` (a replica's batch size) are in flight on one, so a replica's queue stays on the client,
+    where any replica that frees a slot takes it, and `total` over all; a replica that refused a connection or
+    timed out rests `rest_s` seconds of `clock` while another is live. The counters are shared by every event
+    loop; only the queue of waiting requests belongs to a loop, served in arrival order."""
+
+    def __init__(self, n: int, *, per_replica: int, total: int, rest_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
+        if n < 1 or per_replica < 1 or total < 1:
+            raise ValueError(f"ReplicaPool needs n, per_replica and total >= 1; got {n}, {per_replica}, {total}")
+        self.n, self.per_replica, self.total, self.rest_s = n, per_replica, total, rest_s
+        self.in_flight = [0] * n
+        self.sent = [0] * n  # requests routed to each replica so far
+        self.resting_until = [0.0] * n
+        self._clock = clock
+        # per loop: the futures of the requests waiting for a slot, first come first
+        self._waiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, deque[asyncio.Future]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def is_live(self, index: int) -> bool:
+        return self.resting_until[index] <= self._clock()
+
+    def choose(self) -> int | None:
+        """The replica the next request goes to (of equally loaded ones, the one sent fewest so far, then the
+        first), or None when it has to wait for a free slot."""
+        if sum(self.in_flight) >= self.total:
+            return None
+        free = [i for i in range(self.n) if self.in_flight[i] < self.per_replica]
+        live = [i for i in range(self.n) if self.is_live(i)]
+        candidates = [i for i in free if i in live] if live else free
+        if not candidates:
+            return None
+        return min(candidates, key=lambda i: (self.in_flight[i], self.sent[i], i))
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[int]:
+        """`async with pool.slot() as index:` one request on replica `index`, waiting for a free slot."""
+        loop = asyncio.get_running_loop()
+        waiters = self._waiters.get(loop)
+        if waiters is None:
+            waiters = self._waiters[loop] = deque()
+        index = None if waiters else self.choose()  # a newcomer waits behind the requests already waiting
+        woken = None
+        while index is None:
+            # first in the queue again if a newcomer took the slot it was woken for, else last
+            queue_at = waiters.appendleft if woken is not None else waiters.append
+            woken = loop.create_future()
+            queue_at(woken)
+            try:
+                await woken
+            except asyncio.CancelledError:
+                if woken.cancelled():
+                    with contextlib.suppress(ValueError):
+                        waiters.remove(woken)
+                else:  # woken, then cancelled: the wake-up goes to the next waiter
+                    _wake_first(waiters)
+                raise
+            index = self.choose()
+        self.in_flight[index] += 1
+        self.sent[index] += 1
+        try:
+            yield index
+        finally:
+            self.in_flight[index] -= 1
+            _wake_first(waiters)
+
+    def rest(self, index: int) -> None:
+        self.resting_until[index] = self._clock() + self.rest_s
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplicaPool(n={self.n}, per_replica={self.per_replica}, total={self.total}, in_flight={self.in_flight})"
+        )
+
+
+def _wake_first(waiters: deque[asyncio.Future]) -> None:
+    while waiters:
+        waiter = waiters.popleft()
+        if not waiter.done():
+            waiter.set_result(None)
+            return

@@ -71,7 +71,9 @@ class TransformersBackend:
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        self._stop_ids = _stop_ids(model, tokenizer)
+        eos = model.generation_config.eos_token_id
+        eos = [*(eos if isinstance(eos, list) else [eos]), tokenizer.eos_token_id]
+        self._stop_ids = {i for i in eos if i is not None}
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-generate")
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopQueue] = weakref.WeakKeyDictionary()
 
@@ -132,7 +134,9 @@ class TransformersBackend:
         prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()
         completions = []
         for tokens, prompt_tokens in zip(generated, prompt_lengths, strict=True):
-            answer, used = _until_stop(tokens, self._stop_ids)
+            stop = next((i for i, token in enumerate(tokens) if token in self._stop_ids), None)
+            # the answer ends before the first stop token; the stop token counts as generated
+            answer, used = (tokens, len(tokens)) if stop is None else (tokens[:stop], stop + 1)
             text = self.tokenizer.decode(answer, skip_special_tokens=False)
             completions.append(Completion(text, int(prompt_tokens), used))
         return completions
@@ -140,19 +144,6 @@ class TransformersBackend:
     def __repr__(self) -> str:
         name = getattr(self.model.config, "_name_or_path", type(self.model).__name__)
         return f"TransformersBackend({name!r}, device={str(self.model.device)!r}, max_batch_size={self.max_batch_size})"
-
-
-def _stop_ids(model, tokenizer) -> set[int]:
-    ids = model.generation_config.eos_token_id
-    return {i for i in [*(ids if isinstance(ids, list) else [ids]), tokenizer.eos_token_id] if i is not None}
-
-
-def _until_stop(tokens: list[int], stop_ids: set[int]) -> tuple[list[int], int]:
-    """Tokens before the first stop token, and how many were generated (the stop token included)."""
-    for i, token in enumerate(tokens):
-        if token in stop_ids:
-            return tokens[:i], i + 1
-    return tokens, len(tokens)
 
 
 _LOCK = threading.Lock()
