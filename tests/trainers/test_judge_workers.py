@@ -111,7 +111,8 @@ def test_judge_failures_give_the_same_neutral_groups_and_messages(tmp_path):
     try:
         for step in range(3):
             expected, got = (s.finish(s.start(rows(step), G, mode="train", epoch=0.0, step=step)) for s in (here, there))
-            assert got == expected
+            # A neutral group's rewards are NaN, which equals nothing: compare them as text
+            assert replace(got, rewards=repr(got.rewards)) == replace(expected, rewards=repr(expected.rewards))
         assert expected.neutral > 0 and expected.failures
         assert there.method.export_buffers() == here.method.export_buffers()
     finally:
