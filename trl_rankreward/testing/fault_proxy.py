@@ -49,17 +49,9 @@ FAULTS: dict[str, dict[str, float]] = {
     "slow": {"delay_s": 1.0},
     "trickle": {"interval_s": 0.3},
     "http_429": {"retry_after_s": 1.0},
-    "http_500": {},
-    "http_503": {},
-    "reset": {},
-    "html_200": {},
-    "truncated_json": {},
     "endless_body": {"max_s": 60.0},
-    "empty_choices": {},
-    "error_200": {},
-    "wrong_model": {},
-    "passthrough": {},
-    "down": {},
+    **dict.fromkeys("http_500 http_503 reset html_200 truncated_json empty_choices error_200".split(), {}),
+    **dict.fromkeys("wrong_model passthrough down".split(), {}),
 }
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
 # Not forwarded either: the upstream's own host, length and framing are recomputed, and the
@@ -75,7 +67,6 @@ _ERRORS = {
     500: ("The server had an error while processing your request (injected by FaultProxy)", "server_error"),
     503: ("The server is overloaded or not ready yet (injected by FaultProxy)", "server_error"),
 }
-_POLL_S = 0.05
 
 
 class FaultProxy:
@@ -100,8 +91,6 @@ class FaultProxy:
         self._listen(0)
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}{parts.path.rstrip('/')}"
-
-    # ---- control -------------------------------------------------------------------------
 
     def inject(self, kind: str, count: int = 1, **params: float) -> None:
         """Apply fault `kind` (parameters: `FAULTS`) to the next `count` POST requests, after those already queued;
@@ -164,8 +153,6 @@ class FaultProxy:
         state = "closed" if self._closed else "down" if self.is_down else "up"
         return f"FaultProxy({self.url!r} -> {self.upstream!r}, {state}, pending={self.pending})"
 
-    # ---- internals -----------------------------------------------------------------------
-
     def _listen(self, port: int) -> None:
         server = _Server(("127.0.0.1", port), _Handler)
         server.proxy, server.stopped = self, threading.Event()
@@ -184,10 +171,6 @@ class FaultProxy:
             kind, params = self._faults.popleft()
             self.injected[kind] += 1
             return kind, params
-
-    def _count_forwarded(self) -> None:
-        with self._lock:
-            self.forwarded += 1
 
 
 class _Server(LoopbackServer):
@@ -255,7 +238,8 @@ class _Handler(BaseHTTPRequestHandler):
             return 502, [("Content-Type", "application/json")], _error_body(message, "bad_gateway")
         finally:
             connection.close()
-        proxy._count_forwarded()
+        with proxy._lock:
+            proxy.forwarded += 1
         kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _DROP_RESPONSE]
         return response.status, kept, data
 
@@ -323,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
         while time.monotonic() < deadline:
             if self.server.stopped.is_set():
                 return self._reset()
-            if select.select([self.connection], [], [], _POLL_S)[0]:
+            if select.select([self.connection], [], [], 0.05)[0]:
                 return  # readable: the client closed its end (or sent more, which it should not)
 
     def _reset(self) -> None:
