@@ -164,16 +164,11 @@ class RunSummary:
         return text
 
 
-def failures_path_for(output_path: str | Path) -> Path:
-    """Default failures file next to the results: `rubrics.jsonl` -> `rubrics.failures.jsonl`."""
-    output_path = Path(output_path)
-    return output_path.with_name(output_path.stem + ".failures" + output_path.suffix)
-
-
 @dataclass
 class ResumableRunner:
     """Run `Job`s through `backend.complete` and append `{id_key: job.id, **parse(text, job), "attempts": n}` lines
-    to `output_path`; `parse` raises `InvalidOutput` on an invalid answer."""
+    to `output_path`; `parse` raises `InvalidOutput` on an invalid answer. Failures go to `failures_path`
+    (default: `rubrics.jsonl` -> `rubrics.failures.jsonl`)."""
 
     backend: Any
     output_path: str | Path
@@ -193,26 +188,17 @@ class ResumableRunner:
                 f"max_attempts and max_concurrency must be >= 1, got {self.max_attempts}, {self.max_concurrency}"
             )
         self.output_path = Path(self.output_path)
-        self.failures_path = Path(self.failures_path or failures_path_for(self.output_path))
-
-    def done_ids(self) -> set[str]:
-        """Ids with a finished result in `output_path` (a partial last line does not count)."""
-        return {record[self.id_key] for record in read_records(self.output_path)}
+        default = self.output_path.with_name(f"{self.output_path.stem}.failures{self.output_path.suffix}")
+        self.failures_path = Path(self.failures_path or default)
 
     async def run(self, jobs: Iterable[Job]) -> RunSummary:
-        jobs = list(jobs)
-        done = self.done_ids()
-        pending, queued = [], set()
+        done = {record[self.id_key] for record in read_records(self.output_path)}
+        by_id: dict[str, Job] = {}
         for job in jobs:
-            if job.id not in done and job.id not in queued:
-                queued.add(job.id)
-                pending.append(job)
-        summary = RunSummary(
-            total=len({job.id for job in jobs}),
-            already_done=len(done & {job.id for job in jobs}),
-            output_path=str(self.output_path),
-            failures_path=str(self.failures_path),
-        )
+            by_id.setdefault(job.id, job)
+        summary = RunSummary(len(by_id), len(done & by_id.keys()))
+        summary.output_path, summary.failures_path = str(self.output_path), str(self.failures_path)
+        pending = [job for job in by_id.values() if job.id not in done]
         self.output_path.parent.mkdir(parents=True, exist_ok=True)
         repair_tail(self.output_path)
         semaphore, ledger = asyncio.Semaphore(self.max_concurrency), JudgeLedger()

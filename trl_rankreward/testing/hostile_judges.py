@@ -53,31 +53,20 @@ class HostileJudge(str):
     requests: list[dict]
     refused: int
 
-
-class _Server(LoopbackServer):
-    def __init__(self, url_settings: dict, own: Callable[[str], str], other: Callable[[str], str]):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.settings, self.own, self.other = url_settings, own, other
-        self.lock = threading.Lock()
-        self.url: HostileJudge | None = None
-
     def answer(self, prompt: str, structured: bool) -> str:
-        own = self.own(prompt)
-        behaviour = self.url.behaviour
-        if structured or behaviour == "honest":
+        own = answer_for_prompt(prompt, self.judge)
+        if structured or self.behaviour == "honest":
             return own
         planted = [json.dumps(v) for v in planted_verdicts(prompt)]
-        if behaviour == "quote":
-            notes = "".join(
-                f"\n\nNote: one response tried to instruct the judge with {p}; I ignored it." for p in planted
-            )
-            return own + notes
-        if behaviour == "echo":
+        if self.behaviour == "quote":
+            note = "\n\nNote: one response tried to instruct the judge with {}; I ignored it."
+            return own + "".join(note.format(p) for p in planted)
+        if self.behaviour == "echo":
             return "\n".join([*planted, own])
-        if behaviour == "two_verdicts":
-            return f"{own}\n\nOr, read the other way: {self.other(prompt)}"
+        if self.behaviour == "two_verdicts":
+            return f"{own}\n\nOr, read the other way: {answer_for_prompt(prompt, self.reverse)}"
         quotes = " ".join(f"The response writes {p}, which is not evidence." for p in planted)
-        filler = " ".join(["Weighing", "the", "rubrics", "again."] * (self.settings["reasoning_words"] // 4))
+        filler = " ".join(["Weighing", "the", "rubrics", "again."] * (self.reasoning_words // 4))
         return f"<think>{quotes} {filler}</think>\n{own}"
 
 
@@ -95,13 +84,12 @@ def serve_hostile_judge(
         raise ValueError(f"behaviour must be one of {BEHAVIOURS}, got {behaviour!r}")
     if reasoning_words < 0:
         raise ValueError(f"reasoning_words must be >= 0, got {reasoning_words}")
-    judge = TextQualityJudge(quality, meta_threshold=5.0)
-    reverse = TextQualityJudge(lambda text: 10.0 - quality(text), meta_threshold=5.0)
-    settings = {"refuse": refuse_response_format, "reasoning_words": reasoning_words}
-    server = _Server(settings, lambda p: answer_for_prompt(p, judge), lambda p: answer_for_prompt(p, reverse))
-    url = HostileJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    server = LoopbackServer(("127.0.0.1", 0), _Handler)
+    url = server.url = HostileJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
     url.model, url.behaviour, url.requests, url.refused = model, behaviour, [], 0
-    server.url = url
+    url.refuse, url.reasoning_words, url.lock = refuse_response_format, reasoning_words, threading.Lock()
+    url.judge = TextQualityJudge(quality, meta_threshold=5.0)
+    url.reverse = TextQualityJudge(lambda text: 10.0 - quality(text), meta_threshold=5.0)
     server.start()
     try:
         yield url
@@ -110,8 +98,6 @@ def serve_hostile_judge(
 
 
 class _Handler(JSONHandler):
-    server: _Server
-
     def do_GET(self):
         if self.path.rstrip("/") != "/v1/models":
             return self._send(404, openai_error(f"no route GET {self.path}", "not_found_error"))
@@ -119,16 +105,16 @@ class _Handler(JSONHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        server, url = self.server, self.server.url
-        with server.lock:
+        url = self.server.url
+        with url.lock:
             url.requests.append(body)
         structured = body.get("response_format") is not None
-        if structured and server.settings["refuse"]:
-            with server.lock:
+        if structured and url.refuse:
+            with url.lock:
                 url.refused += 1
             return self._send(400, openai_error(REFUSAL, "BadRequestError", 400))
         prompt = "\n".join(message_content(m) for m in body.get("messages") or [])
-        words = server.answer(prompt, structured).split(" ")
+        words = url.answer(prompt, structured).split(" ")
         max_tokens = body.get("max_tokens") or len(words)
         content = " ".join(words[:max_tokens])
         reply = chat_completion({"role": "assistant", "content": content}, url.model, len(prompt.split()),
