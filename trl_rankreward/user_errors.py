@@ -50,8 +50,6 @@ _LIBRARY_USER_ERRORS = frozenset({
 #: libraries whose ValueError / OSError reports a config or input of the user (a bad TRL setting, a dataset or
 #: model id that does not exist), judged by the module of the frame that raised it
 _CONFIG_ERROR_SOURCES = ("trl", "transformers", "datasets", "huggingface_hub")
-
-
 _BASES = (Exception, BaseException, object)
 
 
@@ -76,14 +74,10 @@ def is_user_error(exc: BaseException) -> bool:
     return any(m in _CONFIG_ERROR_SOURCES for m in modules[ours + 1 :])
 
 
-def wants_traceback(argv: Sequence[str]) -> bool:
-    """`--traceback` among the words, or TRL_RANKREWARD_TRACEBACK set to 1 / true / yes."""
-    return TRACEBACK_FLAG in argv or os.environ.get(TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
 def run_reporting_errors(prog: str, body: Callable[[], int | None], argv: Sequence[str]) -> int:
-    """Run `body()` and return its exit status (None: 0), or report an error by the rules above."""
-    show_traceback = wants_traceback(argv)
+    """Run `body()` and return its exit status (None: 0), or report an error by the rules above (`--traceback` in
+    `argv`, or TRL_RANKREWARD_TRACEBACK set to 1 / true / yes: the traceback)."""
+    show_traceback = TRACEBACK_FLAG in argv or os.environ.get(TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes")
     try:
         return int(body() or 0)
     except KeyboardInterrupt:
