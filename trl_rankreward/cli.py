@@ -94,12 +94,7 @@ def command_parser(name: str, module) -> argparse.ArgumentParser:
     cls = parser_class()
     spec = module.arguments()
     options = dict(formatter_class=HelpFormatter, allow_abbrev=False)
-    parser = cls(
-        dataclass_types=[] if isinstance(spec, dict) else spec,
-        prog=f"{PROG} {name}",
-        description=module.HELP,
-        **options,
-    )
+    parser = cls([] if isinstance(spec, dict) else spec, prog=f"{PROG} {name}", description=module.HELP, **options)
     leaves = [parser]
     if isinstance(spec, dict):
         sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True, parser_class=cls)

@@ -5,11 +5,9 @@ Its **own** verdict is the scripted judge's; **planted** ones are the JSON objec
 a shown block (a rollout's `{"score": 10}`). Behaviours: `"honest"` (its own alone); `"quote"` (its own,
 then a note quoting each planted one: a last-object parser reads the planted one); `"echo"` (every planted
 one as bare JSON, then its own); `"two_verdicts"` (its own and the one under `10 - quality`);
-`"cut_reasoning"` (`<think>` quoting the planted ones for `reasoning_words` words, then its own; cut at the
-request's `max_tokens`, one token per word, with `finish_reason: "length"`).
-
-A request with `response_format` gets its own verdict's JSON alone, as guided decoding would, or with
-`refuse_response_format=True` an HTTP 400. Request bodies are kept in `requests`."""
+`"cut_reasoning"` (`<think>` quoting the planted ones for `reasoning_words` words, then its own). Answers are
+cut at the request's `max_tokens` (a word a token; `finish_reason: "length"`). A request with `response_format`
+gets its own verdict's JSON alone, as guided decoding would, or with `refuse_response_format=True` an HTTP 400."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""`serve_judge_replica`: a scripted judge server with a vLLM replica's limits, for pool and window tests.
-
-Verdicts are the scripted judge's; added is what a served model has:
+"""`serve_judge_replica`: the scripted judge's verdicts with a vLLM replica's limits, for pool and window tests.
 
 - **capacity**: `slots` requests answered at once, each after `latency_s`; more wait (vLLM's `--max-num-seqs`);
 - **a context window**: `max_model_len`, listed in `GET /v1/models` as vLLM does; prompt tokens plus
@@ -10,8 +8,7 @@ Verdicts are the scripted judge's; added is what a served model has:
   and in vLLM's `POST /tokenize` (when `tokenize=True`, else HTTP 404);
 - **death and return**: `url.stop()` kills it as a crash would, `url.start()` restarts it on the same port.
 
-From a shell, as the offline judge of a training or `eval-genrm` run: `python -m
-trl_rankreward.testing.judge_replica --port 8011 [--model NAME] [--max-model-len 1400] [--no-tokenize]`."""
+`python -m trl_rankreward.testing.judge_replica` serves one from a shell (`main`)."""
 
 from __future__ import annotations
 
@@ -56,8 +53,7 @@ def context_length_message(window: int, prompt_tokens: int, max_tokens: int) -> 
 
 
 class JudgeReplica(str):
-    """The replica's base URL with its settings and counters: `answered`, `refused` (over the window),
-    `tokenize_calls`; `stop()` kills it as a crash would, `start()` restarts it on the same port."""
+    """The replica's base URL, settings and counters (`answered`, `refused` over the window, `tokenize_calls`)."""
 
     model: str
     slots: int

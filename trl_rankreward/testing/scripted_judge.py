@@ -1,17 +1,11 @@
-"""`serve_scripted_judge`: an OpenAI-compatible judge server whose verdicts a test can predict.
+"""`serve_scripted_judge`: an OpenAI-compatible judge server on loopback whose verdicts a test can predict.
 
-A stdlib HTTP server on a free loopback port, for tests of the real client path, offline. It takes the texts
-back out of a default-template prompt's `<response id=...>` / `<rationale id=...>` blocks (in display order)
+It takes the texts back out of a default-template prompt's `<response id=...>` / `<rationale id=...>` blocks
 and answers the verdict `judging.quality_judge.QualityJudge` gives under `quality(text)` (default: the number
 of distinct lower-cased words), or under `judge=` (e.g. a noisy `SimulatedJudge`, which gets the prompt
-without its blocks as `query` and `query_id`). `usage` counts words.
-
-The request kind is told from the blocks: `golden` -> meta; `candidate` -> coarse (without `A0`: the
-order-only control, position = quality clipped to 0..K); a lone `response` -> pointwise; `"keep_anchor_ids"`
--> buffer-select; `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise when it asks for
-`"winners"`. Rubric and rationale generation prompts get a valid answer; a rationale-first prompt gets a
-`RATIONALE`, then the JSON under `VERDICT`. GenRM prompts (ours and the R-Align authors' layout) get a
-rationale ending in `\\boxed{A}` or `\\boxed{B}` (A on a tie); the authors' MetaRM prompt gets their tags."""
+without its blocks as `query` and `query_id`); the blocks tell the request kind (`_answer_for_prompt`).
+GenRM prompts (ours and the R-Align authors' layout) get a rationale ending in `\\boxed{A}` or `\\boxed{B}`
+(A on a tie), the authors' MetaRM prompt their tags, generation prompts a valid answer. `usage` counts words."""
 
 from __future__ import annotations
 
@@ -142,7 +136,7 @@ def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
             **about, response_a=blocks["A"], response_b=blocks["B"], label="A",
             golden_rationale=blocks["golden"], rationale=blocks["reward_model"],
         )  # fmt: skip
-    elif "candidate" in blocks and "A0" not in blocks:
+    elif "candidate" in blocks and "A0" not in blocks:  # the order-only control: position = quality in 0..K
         k = len(_ANCHOR_ID_LINE.findall(outside))
         candidate = PointwiseRequest(**about, response=blocks["candidate"])
         (quality,) = asyncio.run(judge.qualities(candidate, [blocks["candidate"]]))
