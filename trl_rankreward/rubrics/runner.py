@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from tqdm.auto import tqdm
 
 from ..data.records import append_record, read_records, repair_tail
 from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
-from ..judging.parsing import strip_thinking
+from ..judging.parsing import json_objects, strip_thinking
 from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
@@ -95,9 +94,6 @@ def load_template(spec: str, presets: Mapping[str, T]) -> T:
     return dataclasses.replace(base, **overrides)
 
 
-_DECODER = json.JSONDecoder()
-
-
 class InvalidOutput(ValueError):
     """A generation that does not satisfy the required format or constraints (retried at once)."""
 
@@ -108,14 +104,10 @@ class InvalidOutput(ValueError):
 def extract_json_object(text: str) -> dict:
     """The first JSON object in `text` after removing `<think>` blocks (fenced or bare)."""
     answer = strip_thinking(text)
-    for start in (m.start() for m in re.finditer(r"\{", answer)):
-        try:
-            value, _ = _DECODER.raw_decode(answer, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    raise InvalidOutput(f"No JSON object found in the answer: {answer[:200]!r}")
+    objects = json_objects(answer)
+    if not objects:
+        raise InvalidOutput(f"No JSON object found in the answer: {answer[:200]!r}")
+    return objects[0]
 
 
 #: the fewest answer tokens a generation is sent with (3-5 rubrics, or a rationale, in JSON); a window that

@@ -29,6 +29,7 @@ sent; an unreachable upstream gives 502."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import http.client
 import json
 import select
@@ -62,11 +63,13 @@ _HTML_PAGE = (
     b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><center><h1>502 Bad Gateway</h1>"
     b"</center><hr><center>nginx</center></body></html>\n"
 )
-_ERRORS = {
-    429: ("Rate limit reached (injected by FaultProxy)", "rate_limit_error"),
-    500: ("The server had an error while processing your request (injected by FaultProxy)", "server_error"),
-    503: ("The server is overloaded or not ready yet (injected by FaultProxy)", "server_error"),
+_ERRORS = {  # kind -> status, the OpenAI error body's message and type
+    "http_429": (429, "Rate limit reached (injected by FaultProxy)", "rate_limit_error"),
+    "http_500": (500, "The server had an error while processing your request (injected by FaultProxy)", "server_error"),
+    "http_503": (503, "The server is overloaded or not ready yet (injected by FaultProxy)", "server_error"),
 }
+_ERRORS["error_200"] = (200, *_ERRORS["http_500"][1:])
+_REWRITES = {"empty_choices": {"choices": []}, "wrong_model": {"model": "other-model"}}  # of a JSON upstream answer
 
 
 class FaultProxy:
@@ -203,20 +206,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(*self._forward(body))
         elif kind == "trickle":
             self._trickle(*self._forward(body), interval_s=params["interval_s"])
-        elif kind == "http_429":
-            self._error(429, [("Retry-After", f"{params['retry_after_s']:g}")])
-        elif kind in ("http_500", "http_503"):
-            self._error(int(kind[-3:]), [])
+        elif kind in _ERRORS:
+            status, message, error_kind = _ERRORS[kind]
+            retry = [("Retry-After", f"{params['retry_after_s']:g}")] if kind == "http_429" else []
+            self._send(status, [("Content-Type", "application/json"), *retry], _error_body(message, error_kind))
         elif kind == "html_200":
             self._send(200, [("Content-Type", "text/html; charset=utf-8")], _HTML_PAGE)
         elif kind == "truncated_json":
             _, _, data = self._forward(body)
             self._send(200, [("Content-Type", "application/json")], data[: len(data) // 2])
-        elif kind in ("empty_choices", "wrong_model"):
-            self._rewrite(*self._forward(body), kind)
-        elif kind == "error_200":
-            message, error_kind = _ERRORS[500]
-            self._send(200, [("Content-Type", "application/json")], _error_body(message, error_kind))
+        elif kind in _REWRITES:
+            status, headers, data = self._forward(body)
+            with contextlib.suppress(ValueError):  # not JSON: nothing to rewrite
+                data = json.dumps({**json.loads(data), **_REWRITES[kind]}).encode("utf-8")
+            self._send(status, headers, data)
         elif kind == "endless_body":
             self._stream_forever(params["max_s"])
         elif kind == "reset":
@@ -243,10 +246,6 @@ class _Handler(BaseHTTPRequestHandler):
         kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _DROP_RESPONSE]
         return response.status, kept, data
 
-    def _error(self, status: int, headers: list[tuple[str, str]]) -> None:
-        message, kind = _ERRORS[status]
-        self._send(status, [("Content-Type", "application/json"), *headers], _error_body(message, kind))
-
     def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         if self.server.stopped.is_set():
             return self._reset()  # went down meanwhile: die as a killed server would
@@ -272,18 +271,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
             except OSError:  # the client gave up
                 return
-
-    def _rewrite(self, status: int, headers: list[tuple[str, str]], body: bytes, kind: str) -> None:
-        """The upstream answer with its `choices` emptied (`empty_choices`) or its `model` replaced (`wrong_model`)."""
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return self._send(status, headers, body)  # not JSON: nothing to rewrite
-        if kind == "empty_choices":
-            payload["choices"] = []
-        else:
-            payload["model"] = "other-model"
-        self._send(status, headers, json.dumps(payload).encode("utf-8"))
 
     def _stream_forever(self, max_s: float) -> None:
         """200 with a body of JSON-looking bytes and no length, sent as fast as the client reads, until it
