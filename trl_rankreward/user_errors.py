@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 
 TRACEBACK_FLAG = "--traceback"
@@ -66,10 +67,7 @@ def is_user_error(exc: BaseException) -> bool:
         return bool(exc.name) and not exc.name.startswith("trl_rankreward")
     if not isinstance(exc, ValueError | OSError):
         return False
-    modules, tb = [], exc.__traceback__
-    while tb is not None:
-        modules.append(tb.tb_frame.f_globals.get("__name__", "").split(".")[0])
-        tb = tb.tb_next
+    modules = [frame.f_globals.get("__name__", "").split(".")[0] for frame, _ in traceback.walk_tb(exc.__traceback__)]
     ours = max((i for i, m in enumerate(modules) if m == "trl_rankreward"), default=-1)
     return any(m in _CONFIG_ERROR_SOURCES for m in modules[ours + 1 :])
 

@@ -86,12 +86,9 @@ def _wait_ready(served: ServedModel, timeout_s: float) -> None:
                 f"transformers serve exited with code {served.process.returncode} before answering at {served}. "
                 f"Server log ({served.log_path}):\n{served.log_tail()}"
             )
-        try:
-            with urllib.request.urlopen(f"{served}/models", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{served}/models", timeout=2) as response:
+            if response.status == 200:
+                return
         time.sleep(0.25)
     raise TimeoutError(
         f"transformers serve did not answer GET {served}/models within {timeout_s:g}s. "

@@ -39,9 +39,8 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler
 
-from .scripted_judge import LoopbackServer, openai_error
+from .scripted_judge import JSONHandler, LoopbackServer, openai_error
 
 # Parameters (and defaults) each fault kind accepts.
 FAULTS: dict[str, dict[str, float]] = {
@@ -185,14 +184,11 @@ class _Server(LoopbackServer):
             super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):  # its quiet logging; answers pass through `_reply`
     server: _Server
 
-    def log_message(self, format, *args):  # tests read results, not access logs
-        pass
-
     def do_GET(self):
-        self._send(*self._forward(None))
+        self._reply(*self._forward(None))
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -203,29 +199,29 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.stopped.wait(params["delay_s"]):
                 self._reset()
             else:
-                self._send(*self._forward(body))
+                self._reply(*self._forward(body))
         elif kind == "trickle":
             self._trickle(*self._forward(body), interval_s=params["interval_s"])
         elif kind in _ERRORS:
             status, message, error_kind = _ERRORS[kind]
             retry = [("Retry-After", f"{params['retry_after_s']:g}")] if kind == "http_429" else []
-            self._send(status, [("Content-Type", "application/json"), *retry], _error_body(message, error_kind))
+            self._reply(status, [("Content-Type", "application/json"), *retry], _error_body(message, error_kind))
         elif kind == "html_200":
-            self._send(200, [("Content-Type", "text/html; charset=utf-8")], _HTML_PAGE)
+            self._reply(200, [("Content-Type", "text/html; charset=utf-8")], _HTML_PAGE)
         elif kind == "truncated_json":
             _, _, data = self._forward(body)
-            self._send(200, [("Content-Type", "application/json")], data[: len(data) // 2])
+            self._reply(200, [("Content-Type", "application/json")], data[: len(data) // 2])
         elif kind in _REWRITES:
             status, headers, data = self._forward(body)
             with contextlib.suppress(ValueError):  # not JSON: nothing to rewrite
                 data = json.dumps({**json.loads(data), **_REWRITES[kind]}).encode("utf-8")
-            self._send(status, headers, data)
+            self._reply(status, headers, data)
         elif kind == "endless_body":
             self._stream_forever(params["max_s"])
         elif kind == "reset":
             self._reset()
         else:  # "none" (no fault queued) or "passthrough"
-            self._send(*self._forward(body))
+            self._reply(*self._forward(body))
 
     def _forward(self, body: bytes | None) -> tuple[int, list[tuple[str, str]], bytes]:
         """Send this request upstream; its status, headers and body (502 if the upstream cannot be reached)."""
@@ -246,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
         kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _DROP_RESPONSE]
         return response.status, kept, data
 
-    def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+    def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         if self.server.stopped.is_set():
             return self._reset()  # went down meanwhile: die as a killed server would
         self._send_head(status, headers, len(body))

@@ -218,10 +218,8 @@ def main(argv: list[str] | None = None) -> None:
         print(url, flush=True)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
-        except KeyboardInterrupt:
-            pass
         print(f"answered {url.answered}, refused as too long {url.refused}, /tokenize {url.tokenize_calls}", flush=True)
 
 
