@@ -184,10 +184,10 @@ class ResumableRunner:
         self.failures_path = Path(self.failures_path or default)
 
     async def run(self, jobs: Iterable[Job]) -> RunSummary:
-        done = {record[self.id_key] for record in read_records(self.output_path)}
         by_id: dict[str, Job] = {}
         for job in jobs:
             by_id.setdefault(job.id, job)
+        done = {record[self.id_key] for record in read_records(self.output_path)}
         summary = RunSummary(len(by_id), len(done & by_id.keys()))
         summary.output_path, summary.failures_path = str(self.output_path), str(self.failures_path)
         pending = [job for job in by_id.values() if job.id not in done]
