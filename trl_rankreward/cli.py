@@ -30,16 +30,8 @@ from .user_errors import TRACEBACK_ENV, TRACEBACK_HELP, run_reporting_errors
 PROG = "trl-rankreward"
 DESCRIPTION = "Data, rubrics, benchmarks and run comparisons for trl-rankreward's GRPO trainers and their LLM judges."
 
-COMMANDS = {
-    "data": "trl_rankreward.commands.data",
-    "rubrics": "trl_rankreward.commands.rubrics",
-    "bench": "trl_rankreward.commands.bench",
-    "compare": "trl_rankreward.commands.compare",
-    "buffer-report": "trl_rankreward.commands.buffer_report",
-    "eval-genrm": "trl_rankreward.commands.eval_genrm",
-    "correlation-report": "trl_rankreward.commands.correlation_report",
-    "probe-judge": "trl_rankreward.commands.probe_judge",
-}
+_NAMES = ("data", "rubrics", "bench", "compare", "buffer-report", "eval-genrm", "correlation-report", "probe-judge")
+COMMANDS = {name: f"trl_rankreward.commands.{name.replace('-', '_')}" for name in _NAMES}  # command -> its module
 
 __all__ = ["COMMANDS", "PROG", "TRACEBACK_ENV", "build_parser", "command_parser", "main", "parse_command"]
 
