@@ -44,22 +44,18 @@ def parser_class() -> type:
     class CommandParser(OneLineErrors, TrlParser):
         @staticmethod
         def _parse_dataclass_field(parser, field: dataclasses.Field):
-            if field.metadata.get("positional"):
-                return _add_positional(parser, field)
-            return TrlParser._parse_dataclass_field(parser, field)
+            if not field.metadata.get("positional"):
+                return TrlParser._parse_dataclass_field(parser, field)
+            kwargs = {k: v for k, v in field.metadata.items() if k != "positional"}
+            kwargs.setdefault("metavar", field.name.upper())
+            if getattr(field.type, "__origin__", None) is list:
+                kwargs.setdefault("nargs", "+")
+                kwargs["type"] = field.type.__args__[0]
+            elif field.default is not dataclasses.MISSING:
+                kwargs.update(nargs="?", default=field.default)
+            parser.add_argument(field.name, **kwargs)
 
     return CommandParser
-
-
-def _add_positional(parser, field: dataclasses.Field):
-    kwargs = {k: v for k, v in field.metadata.items() if k != "positional"}
-    kwargs.setdefault("metavar", field.name.upper())
-    if getattr(field.type, "__origin__", None) is list:
-        kwargs.setdefault("nargs", "+")
-        kwargs["type"] = field.type.__args__[0]
-    elif field.default is not dataclasses.MISSING:
-        kwargs.update(nargs="?", default=field.default)
-    parser.add_argument(field.name, **kwargs)
 
 
 class _TopParser(OneLineErrors, argparse.ArgumentParser):
