@@ -31,10 +31,9 @@ class RubricTemplate(PromptTemplate):
     max_weight: int = 5
 
     def __post_init__(self):
-        if not (1 <= self.min_rubrics <= self.max_rubrics):
-            raise ValueError(f"Need 1 <= min_rubrics <= max_rubrics, got {self.min_rubrics} and {self.max_rubrics}")
-        if not (1 <= self.min_weight <= self.max_weight):
-            raise ValueError(f"Need 1 <= min_weight <= max_weight, got {self.min_weight} and {self.max_weight}")
+        for low, high in (("min_rubrics", "max_rubrics"), ("min_weight", "max_weight")):
+            if not (1 <= getattr(self, low) <= getattr(self, high)):
+                raise ValueError(f"Need 1 <= {low} <= {high}, got {getattr(self, low)} and {getattr(self, high)}")
 
 
 # RankBuffer paper, Appendix D.1 and D.2, verbatim. DeepSeek-V4-Flash,

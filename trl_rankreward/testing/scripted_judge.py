@@ -194,13 +194,9 @@ class ScriptedJudge(str):
 
     @mode.setter
     def mode(self, value: str) -> None:
-        self._mode = _check_mode(value)
-
-
-def _check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"scripted judge mode must be one of {MODES}, got {mode!r}")
-    return mode
+        if value not in MODES:
+            raise ValueError(f"scripted judge mode must be one of {MODES}, got {value!r}")
+        self._mode = value
 
 
 @contextlib.contextmanager
@@ -226,7 +222,7 @@ def serve_scripted_judge(
         raise ValueError(f"latency_s must be >= 0, got {latency_s!r}")
     if judge is not None and not isinstance(judge, QualityJudge):
         raise TypeError(f"judge must be a QualityJudge (e.g. evaluation.SimulatedJudge), got {type(judge).__name__}")
-    _check_mode(mode)
+    ScriptedJudge().mode = mode  # a bad mode is refused before a port is taken
     server = LoopbackServer(("127.0.0.1", 0), _Handler)
     url = ScriptedJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
     url.models, url.mode, url.latency_s, url.requests = models, mode, float(latency_s), 0
