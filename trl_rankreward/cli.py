@@ -30,16 +30,8 @@ from .user_errors import TRACEBACK_ENV, TRACEBACK_HELP, run_reporting_errors
 PROG = "trl-rankreward"
 DESCRIPTION = "Data, rubrics, benchmarks and run comparisons for trl-rankreward's GRPO trainers and their LLM judges."
 
-COMMANDS = {
-    "data": "trl_rankreward.commands.data",
-    "rubrics": "trl_rankreward.commands.rubrics",
-    "bench": "trl_rankreward.commands.bench",
-    "compare": "trl_rankreward.commands.compare",
-    "buffer-report": "trl_rankreward.commands.buffer_report",
-    "eval-genrm": "trl_rankreward.commands.eval_genrm",
-    "correlation-report": "trl_rankreward.commands.correlation_report",
-    "probe-judge": "trl_rankreward.commands.probe_judge",
-}
+_NAMES = ("data", "rubrics", "bench", "compare", "buffer-report", "eval-genrm", "correlation-report", "probe-judge")
+COMMANDS = {name: f"trl_rankreward.commands.{name.replace('-', '_')}" for name in _NAMES}  # command -> its module
 
 __all__ = ["COMMANDS", "PROG", "TRACEBACK_ENV", "build_parser", "command_parser", "main", "parse_command"]
 
@@ -52,22 +44,18 @@ def parser_class() -> type:
     class CommandParser(OneLineErrors, TrlParser):
         @staticmethod
         def _parse_dataclass_field(parser, field: dataclasses.Field):
-            if field.metadata.get("positional"):
-                return _add_positional(parser, field)
-            return TrlParser._parse_dataclass_field(parser, field)
+            if not field.metadata.get("positional"):
+                return TrlParser._parse_dataclass_field(parser, field)
+            kwargs = {k: v for k, v in field.metadata.items() if k != "positional"}
+            kwargs.setdefault("metavar", field.name.upper())
+            if getattr(field.type, "__origin__", None) is list:
+                kwargs.setdefault("nargs", "+")
+                kwargs["type"] = field.type.__args__[0]
+            elif field.default is not dataclasses.MISSING:
+                kwargs.update(nargs="?", default=field.default)
+            parser.add_argument(field.name, **kwargs)
 
     return CommandParser
-
-
-def _add_positional(parser, field: dataclasses.Field):
-    kwargs = {k: v for k, v in field.metadata.items() if k != "positional"}
-    kwargs.setdefault("metavar", field.name.upper())
-    if getattr(field.type, "__origin__", None) is list:
-        kwargs.setdefault("nargs", "+")
-        kwargs["type"] = field.type.__args__[0]
-    elif field.default is not dataclasses.MISSING:
-        kwargs.update(nargs="?", default=field.default)
-    parser.add_argument(field.name, **kwargs)
 
 
 class _TopParser(OneLineErrors, argparse.ArgumentParser):
@@ -94,12 +82,7 @@ def command_parser(name: str, module) -> argparse.ArgumentParser:
     cls = parser_class()
     spec = module.arguments()
     options = dict(formatter_class=HelpFormatter, allow_abbrev=False)
-    parser = cls(
-        dataclass_types=[] if isinstance(spec, dict) else spec,
-        prog=f"{PROG} {name}",
-        description=module.HELP,
-        **options,
-    )
+    parser = cls([] if isinstance(spec, dict) else spec, prog=f"{PROG} {name}", description=module.HELP, **options)
     leaves = [parser]
     if isinstance(spec, dict):
         sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True, parser_class=cls)

@@ -28,7 +28,8 @@ class CheckedConfig:
 
     def __post_init__(self):
         self.base_post_init()
-        for role in _unique(c.__dict__["ROLE"] for c in reversed(type(self).__mro__) if "ROLE" in c.__dict__):
+        roles = {id(c.ROLE): c.ROLE for c in reversed(type(self).__mro__) if "ROLE" in c.__dict__}
+        for role in roles.values():
             role.check(self)
         for cls in reversed(type(self).__mro__):
             check = cls.__dict__.get("check_config")
@@ -38,17 +39,6 @@ class CheckedConfig:
     def base_post_init(self) -> None:
         """The base's own `__post_init__` (TRL's), if the config has a base outside this package."""
         for cls in type(self).__mro__:
-            if "__post_init__" in cls.__dict__ and not cls.__module__.startswith(_PACKAGE):
+            if "__post_init__" in cls.__dict__ and not cls.__module__.startswith("trl_rankreward."):
                 cls.__post_init__(self)
                 return
-
-
-_PACKAGE = __name__.split(".")[0] + "."
-
-
-def _unique(items):
-    seen = []
-    for item in items:
-        if all(item is not other for other in seen):
-            seen.append(item)
-    return seen

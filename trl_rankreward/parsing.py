@@ -34,8 +34,11 @@ class OneLineErrors:
         unknown = self._unknown_flags()
         if unknown and not message.startswith("unrecognized arguments"):
             message += f"; unrecognized arguments: {' '.join(unknown)}"
-        if unknown:
-            message += suggestions(self, unknown)
+        if unknown:  # the closest real flags (hyphenated twins not suggested)
+            known = [s for a in self._actions for s in a.option_strings if s in (f"--{a.dest}", f"--no_{a.dest}")]
+            hints = [difflib.get_close_matches("--" + f[2:].replace("-", "_"), known, n=1, cutoff=0.6) for f in unknown]
+            hints = list(dict.fromkeys(hint for found in hints for hint in found))
+            message += f" (did you mean {', '.join(hints)}?)" if hints else ""
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
     def _unknown_flags(self) -> list[str]:
@@ -73,15 +76,6 @@ def training_overrides_field():
         metadata={"help": "not a flag: the flags of the training config given on the command line (the ones that are "
                   "not this command's own), set by the CLI and read with the config"},
     )  # fmt: skip
-
-
-def suggestions(parser: argparse.ArgumentParser, flags: list[str]) -> str:
-    """' (did you mean --x?)' for unrecognized flags close to a real one (hyphenated twins not suggested)."""
-    known = [s for a in parser._actions for s in a.option_strings if s in (f"--{a.dest}", f"--no_{a.dest}")]
-    hints = []
-    for flag in flags:
-        hints += difflib.get_close_matches("--" + flag[2:].replace("-", "_"), known, n=1, cutoff=0.6)
-    return f" (did you mean {', '.join(dict.fromkeys(hints))}?)" if hints else ""
 
 
 def apply_config_file(parser: argparse.ArgumentParser, argv: list[str], read_values=None, config=None) -> list[str]:

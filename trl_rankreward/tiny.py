@@ -145,7 +145,7 @@ def _write_tiny_model(folder: Path, settings: dict) -> None:
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        **(sliding_window_settings(settings["num_layers"]) if follows else {}),
+        **(_sliding_window(settings["num_layers"]) if follows else {}),
     )
     torch.manual_seed(settings["seed"])
     model = AutoModelForCausalLM.from_config(config)
@@ -234,20 +234,16 @@ def _genrm_examples() -> list[tuple[list[dict], str]]:
 FORMATS = {"thinking": _thinking_examples, "genrm": _genrm_examples}
 
 
-def sliding_window_settings(num_layers: int) -> dict:
+def _sliding_window(num_layers: int) -> dict:
     """Qwen3Config fields that make every layer attend over the last `WINDOW` tokens only."""
-    return dict(use_sliding_window=True, sliding_window=WINDOW, max_window_layers=0,
-                layer_types=["sliding_attention"] * num_layers)  # fmt: skip
+    layers = ["sliding_attention"] * num_layers
+    return dict(use_sliding_window=True, sliding_window=WINDOW, max_window_layers=0, layer_types=layers)
 
 
 def tune_to_format(model, tokenizer, name: str, *, seed: int = 0) -> float:
-    """Fine-tune `model` (in place) on format `name`'s examples; returns the last step's loss."""
+    """Fine-tune `model` (built with `WINDOW`; in place) on format `name`'s examples; returns the last step's loss."""
     import torch
 
-    if name not in FORMATS:
-        raise ValueError(f"unknown output format {name!r}; known: {sorted(FORMATS)}")
-    if getattr(model.config, "sliding_window", None) != WINDOW:
-        raise ValueError(f"tune_to_format needs a model built with sliding_window_settings() (window {WINDOW})")
     rows = []
     for messages, completion in FORMATS[name]():
         prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

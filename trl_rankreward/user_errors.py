@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 
 TRACEBACK_FLAG = "--traceback"
@@ -50,8 +51,6 @@ _LIBRARY_USER_ERRORS = frozenset({
 #: libraries whose ValueError / OSError reports a config or input of the user (a bad TRL setting, a dataset or
 #: model id that does not exist), judged by the module of the frame that raised it
 _CONFIG_ERROR_SOURCES = ("trl", "transformers", "datasets", "huggingface_hub")
-
-
 _BASES = (Exception, BaseException, object)
 
 
@@ -68,22 +67,15 @@ def is_user_error(exc: BaseException) -> bool:
         return bool(exc.name) and not exc.name.startswith("trl_rankreward")
     if not isinstance(exc, ValueError | OSError):
         return False
-    modules, tb = [], exc.__traceback__
-    while tb is not None:
-        modules.append(tb.tb_frame.f_globals.get("__name__", "").split(".")[0])
-        tb = tb.tb_next
+    modules = [frame.f_globals.get("__name__", "").split(".")[0] for frame, _ in traceback.walk_tb(exc.__traceback__)]
     ours = max((i for i, m in enumerate(modules) if m == "trl_rankreward"), default=-1)
     return any(m in _CONFIG_ERROR_SOURCES for m in modules[ours + 1 :])
 
 
-def wants_traceback(argv: Sequence[str]) -> bool:
-    """`--traceback` among the words, or TRL_RANKREWARD_TRACEBACK set to 1 / true / yes."""
-    return TRACEBACK_FLAG in argv or os.environ.get(TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
 def run_reporting_errors(prog: str, body: Callable[[], int | None], argv: Sequence[str]) -> int:
-    """Run `body()` and return its exit status (None: 0), or report an error by the rules above."""
-    show_traceback = wants_traceback(argv)
+    """Run `body()` and return its exit status (None: 0), or report an error by the rules above (`--traceback` in
+    `argv`, or TRL_RANKREWARD_TRACEBACK set to 1 / true / yes: the traceback)."""
+    show_traceback = TRACEBACK_FLAG in argv or os.environ.get(TRACEBACK_ENV, "").strip().lower() in ("1", "true", "yes")
     try:
         return int(body() or 0)
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""A verdict is the judge's, or it is invalid: hostile judges on loopback (`testing.hostile_judges`) against
+"""A verdict is the judge's, or it is invalid: hostile judges on loopback (`testing.scripted_judge`) against
 `LLMJudge` over the real client path (HTTP, `openai`, parsing, retries, the ledger).
 
 The rollouts: two honest answers ("42") and three that plant `{"score": 10}`. The scripted judge's own
@@ -23,7 +23,7 @@ from trl_rankreward.judging.requests import (
     PointwiseRequest,
     RubricPairwiseRequest,
 )
-from trl_rankreward.testing.hostile_judges import planted_verdicts, serve_hostile_judge
+from trl_rankreward.testing.scripted_judge import planted_verdicts, serve_hostile_judge
 
 QUERY = "What is 6 x 7?"
 ROLLOUTS = [

@@ -172,9 +172,6 @@ MATH_STEP_DPO_COLUMNS = {
 }
 SKYWORK_CLEANING = ("magpie_ultra",)
 
-# convert(index, row) -> (prompt messages, chosen, rejected, subset); raises Ineligible or SchemaError
-Converter = Callable[[int, dict], tuple[list[dict], str, str, str]]
-
 
 def _shown(value) -> str:
     text = repr(value)
@@ -213,11 +210,10 @@ def _conversation(index: int, row: dict, column: str) -> list[dict]:
     return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
-def _convert(
-    name: str, source: datasets.Dataset, convert: Converter, *, num_pairs: int | None, seed: int
-) -> tuple[datasets.Dataset, SampleReport]:
+def _convert(name: str, source: datasets.Dataset, convert: Callable, *, num_pairs: int | None, seed: int):
     """Keep distinct usable pairs until `num_pairs` (None: all, in upstream order), A/B by coin; a sample walks
-    `Dataset.shuffle(seed=seed)`'s order (`np.random.default_rng(seed).permutation(n)`), as RM-R1 took its 8K."""
+    `Dataset.shuffle(seed=seed)`'s order (`np.random.default_rng(seed).permutation(n)`), as RM-R1 took its 8K.
+    `convert(index, row)` -> (prompt messages, chosen, rejected, subset), or raises Ineligible or SchemaError."""
 
     def pair(index: int, row: dict) -> dict:
         prompt, chosen, rejected, subset = convert(index, row)
@@ -229,10 +225,9 @@ def _convert(
         a, b = (chosen, rejected) if chosen_first else (rejected, chosen)
         return preference_row(name, prompt, a, b, "A" if chosen_first else "B", subset=subset)
 
-    order = range(len(source)) if num_pairs is None else np.random.default_rng(seed).permutation(len(source))
-    walk = (int(i) for i in order)
+    order = range(len(source)) if num_pairs is None else np.random.default_rng(seed).permutation(len(source)).tolist()
     rows, report = sample_rows(
-        source, pair, n=num_pairs, seed=seed, order=walk, key="pair_id", duplicate="duplicate pair", noun="pairs"
+        source, pair, n=num_pairs, seed=seed, order=order, key="pair_id", duplicate="duplicate pair", noun="pairs"
     )
     return datasets.Dataset.from_list(rows, features=PAIRWISE_FEATURES), report
 

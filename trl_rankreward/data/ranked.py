@@ -39,7 +39,7 @@ def prepare_nectar(
     require_columns(source, NECTAR_COLUMNS, _NECTAR)
 
     def convert(index: int, row: dict) -> dict:
-        answers = list_entries(row, "answers", NECTAR_COLUMNS, count=num_answers, fields=_ANSWER_FIELDS, schema=_NECTAR)
+        answers = list_entries(row, "answers", NECTAR_COLUMNS, _NECTAR, count=num_answers, fields=_ANSWER_FIELDS)
         if any(not (a["answer"] or "").strip() for a in answers):
             raise Ineligible("empty answer")
         try:
@@ -79,12 +79,7 @@ def prepare_ultrafeedback(
 
     def convert(index: int, row: dict) -> dict:
         completions = list_entries(
-            row,
-            "completions",
-            ULTRAFEEDBACK_COLUMNS,
-            count=num_answers,
-            fields=_COMPLETION_FIELDS,
-            schema=_ULTRAFEEDBACK,
+            row, "completions", ULTRAFEEDBACK_COLUMNS, _ULTRAFEEDBACK, count=num_answers, fields=_COMPLETION_FIELDS
         )
         if not (row["instruction"] or "").strip() or any(not (c["response"] or "").strip() for c in completions):
             raise Ineligible("empty instruction or response")

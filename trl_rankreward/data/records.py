@@ -23,14 +23,10 @@ def append_record(handle: IO[str], record: dict) -> None:
 
 def repair_tail(path: str | Path) -> None:
     """Truncate a partial (unterminated) last line left by a crash mid-write."""
-    path = Path(path)
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if data.endswith(b"\n"):
-        return
-    with open(path, "r+b") as handle:
-        handle.truncate(data.rfind(b"\n") + 1)
+    data = Path(path).read_bytes() if Path(path).exists() else b""
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
 
 
 def read_records(path: str | Path) -> Iterator[dict]:

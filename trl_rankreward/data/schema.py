@@ -110,7 +110,7 @@ class Ineligible(Exception):
 
 
 def list_entries(
-    row: dict, column: str, columns: dict[str, str], *, count: int, fields: Sequence[str], schema: str
+    row: dict, column: str, columns: dict[str, str], schema: str, *, count: int, fields: Sequence[str]
 ) -> list[dict]:
     """The `count` entries of a row's list column, each with `fields`: another count makes the row `Ineligible`,
     a missing field is a `SchemaError` (another schema) quoting `columns[column]`."""

@@ -52,19 +52,17 @@ def _load_files(files: list[Path], split: str) -> datasets.Dataset:
     if None in builders or len(builders) != 1:
         raise ConfigError(f"Expected .jsonl/.json or .parquet files of one kind, got suffixes {sorted(suffixes)}")
     builder = builders.pop()
-    for file in files:
-        if file.suffix == ".jsonl":
-            check_jsonl(file)
-    if builder == "json" and all(f.suffix == ".jsonl" and is_ralign_file(f) for f in files):
+    first_rows = [check_jsonl(file) for file in files if file.suffix == ".jsonl"]
+    if len(first_rows) == len(files) and all(SIGNATURE <= row.keys() for row in first_rows):  # R-Align files
         return load_ralign_files(files)
     return datasets.load_dataset(builder, data_files={split: [str(p) for p in files]}, split=split)
 
 
-def check_jsonl(path: Path) -> None:
-    """Raise `DatasetFileError` naming the file, the line and the fix when a JSON-lines file is not one JSON object
-    per line of UTF-8 text (a cut-off line, invalid bytes, a lone surrogate such as \\udcff, which Arrow cannot
-    store) or holds no row: `datasets` would fail with a long traceback naming neither."""
-    rows = 0
+def check_jsonl(path: Path) -> dict:
+    """The first row of a JSON-lines file; `DatasetFileError` naming the file, the line and the fix when it is not one
+    JSON object per line of UTF-8 text (a cut-off line, invalid bytes, a lone surrogate such as \\udcff, which Arrow
+    cannot store) or holds no row: `datasets` would fail with a long traceback naming neither."""
+    first = None
     with open(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             if not raw.strip():
@@ -92,9 +90,10 @@ def check_jsonl(path: Path) -> None:
                 raise DatasetFileError(
                     f"{where}: a JSON {type(value).__name__}, not an object; write one {{...}} row per line"
                 )
-            rows += 1
-    if not rows:
+            first = value if first is None else first
+    if first is None:
         raise DatasetFileError(f"{path} holds no rows; write one JSON object per line")
+    return first
 
 
 def save_dataset(dataset: datasets.Dataset, output_dir: str | None, push_to_hub: str | None = None) -> None:
@@ -111,7 +110,7 @@ def save_dataset(dataset: datasets.Dataset, output_dir: str | None, push_to_hub:
 
 #: The fields every row must have (the authors' scripts read them all).
 REQUIRED_FIELDS = ("id", "conversations", "response_A", "response_B", "gt_label", "gt_judgment")
-#: The fields that tell an R-Align file from other JSON lines.
+#: The fields of its first row that tell an R-Align file from other JSON lines.
 SIGNATURE = frozenset({"conversations", "response_A", "response_B", "gt_label"})
 #: Hub repositories in this format; their JSON-lines files are read one by one.
 HUB_REPOS = ("lyn22333/R-Align-BMK", "lyn22333/R-Align-RL-Data")
@@ -119,19 +118,6 @@ HUB_REPOS = ("lyn22333/R-Align-BMK", "lyn22333/R-Align-RL-Data")
 
 class RAlignRowError(ValueError):
     """A row of an R-Align file that lacks a field or holds a value of the wrong kind."""
-
-
-def is_ralign_file(path: Path) -> bool:
-    """Whether the first row of a JSON-lines file has the R-Align fields."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    return False
-                return isinstance(row, dict) and SIGNATURE <= set(row)
-    return False
 
 
 def _turns(value, where: str) -> list[dict[str, str]]:

@@ -6,6 +6,7 @@ Results go to a JSONL keyed by `query_id`; `data.attach_rubrics` joins them into
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +31,9 @@ class RubricTemplate(PromptTemplate):
     max_weight: int = 5
 
     def __post_init__(self):
-        if not (1 <= self.min_rubrics <= self.max_rubrics):
-            raise ValueError(f"Need 1 <= min_rubrics <= max_rubrics, got {self.min_rubrics} and {self.max_rubrics}")
-        if not (1 <= self.min_weight <= self.max_weight):
-            raise ValueError(f"Need 1 <= min_weight <= max_weight, got {self.min_weight} and {self.max_weight}")
+        for low, high in (("min_rubrics", "max_rubrics"), ("min_weight", "max_weight")):
+            if not (1 <= getattr(self, low) <= getattr(self, high)):
+                raise ValueError(f"Need 1 <= {low} <= {high}, got {getattr(self, low)} and {getattr(self, high)}")
 
 
 # RankBuffer paper, Appendix D.1 and D.2, verbatim. DeepSeek-V4-Flash,
@@ -164,13 +164,9 @@ RUBRIC_TEMPLATES = {"rankbuffer": RANKBUFFER_RUBRIC_TEMPLATE, "matrixreward": MA
 
 
 def _integer(value) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def parse_rubrics(text: str, template: RubricTemplate) -> list[dict]:
@@ -233,7 +229,7 @@ def rubric_values(row: dict, template: RubricTemplate) -> dict[str, object]:
 def rubric_jobs(dataset: datasets.Dataset, template: RubricTemplate) -> Iterator[Job]:
     """One job per row; a row the template cannot be filled for raises with its query_id."""
     for row in dataset:
-        render_with_limit = _references_cut(row, template)
+        render_with_limit = functools.partial(_render_rubric_prompt, row, template)
         try:
             render_with_limit(None)  # the template filled for this row, before any request
         except KeyError as error:
@@ -245,16 +241,10 @@ def rubric_jobs(dataset: datasets.Dataset, template: RubricTemplate) -> Iterator
         yield Job(row["query_id"], render_with_limit)
 
 
-def _references_cut(row: dict, template: RubricTemplate):
-    """The row's messages with its references (never the query) cut to a limit."""
-
-    def render_with_limit(limit: int | None) -> Rendered:
-        cut = TextCut(limit)
-        return cut.rendered(
-            template.messages(rubric_values({**row, "references": cut.all(row["references"])}, template))
-        )
-
-    return render_with_limit
+def _render_rubric_prompt(row: dict, template: RubricTemplate, limit: int | None) -> Rendered:
+    """The row's messages with its references (never the query) cut to `limit`."""
+    cut = TextCut(limit)
+    return cut.rendered(template.messages(rubric_values({**row, "references": cut.all(row["references"])}, template)))
 
 
 def generate_rubrics(

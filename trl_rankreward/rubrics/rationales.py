@@ -7,6 +7,7 @@ not prefer the labelled response is invalid and retried."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,10 +89,6 @@ def parse_rationale(text: str, label: str) -> str:
     return rationale.strip()
 
 
-def _reviews_text(reviews: list[dict]) -> str:
-    return "\n\n".join(f"Review {i} (score {r['score']}):\n{r['text']}" for i, r in enumerate(reviews, 1))
-
-
 def rationale_jobs(
     dataset: datasets.Dataset, label_template: PromptTemplate, review_template: PromptTemplate
 ) -> Iterator[Job]:
@@ -100,27 +97,20 @@ def rationale_jobs(
         if row["label"] not in ("A", "B"):
             raise ConfigError(f"pair_id {row['pair_id']}: label {row['label']!r}; expected 'A' or 'B'")
         template = review_template if row.get("reviews") else label_template
-        render_with_limit = _pair_cut(row, template)
+        render_with_limit = functools.partial(_render_pair_prompt, row, template)
         render_with_limit(None)  # a template that cannot be filled for this row fails here, before any request
         yield Job(row["pair_id"], render_with_limit, row["label"])
 
 
-def _pair_cut(row: dict, template: PromptTemplate):
-    """The pair's messages with its responses and reviews (never the conversation) cut to a limit."""
-
-    def render_with_limit(limit: int | None) -> Rendered:
-        cut = TextCut(limit)
-        reviews = [{**review, "text": cut(review["text"])} for review in row.get("reviews") or []]
-        values = {
-            "conversation": query_text(row["prompt"]),
-            "response_a": cut(row["response_a"]),
-            "response_b": cut(row["response_b"]),
-            "label": row["label"],
-            "reviews": _reviews_text(reviews),
-        }
-        return cut.rendered(template.messages(values))
-
-    return render_with_limit
+def _render_pair_prompt(row: dict, template: PromptTemplate, limit: int | None) -> Rendered:
+    """The pair's messages with its responses and reviews (never the conversation) cut to `limit`."""
+    cut = TextCut(limit)
+    reviews = "\n\n".join(
+        f"Review {i} (score {r['score']}):\n{cut(r['text'])}" for i, r in enumerate(row.get("reviews") or [], 1)
+    )
+    values = {"conversation": query_text(row["prompt"]), "label": row["label"], "reviews": reviews}
+    values.update(response_a=cut(row["response_a"]), response_b=cut(row["response_b"]))
+    return cut.rendered(template.messages(values))
 
 
 def generate_rationales(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from tqdm.auto import tqdm
 
 from ..data.records import append_record, read_records, repair_tail
 from ..judging.calls import JudgeLedger, RetryPolicy, complete_and_parse
-from ..judging.parsing import strip_thinking
+from ..judging.parsing import json_objects, strip_thinking
 from ..judging.prompt_budget import WindowFitting
 from ..judging.rendering import Rendered
 from ..judging.requests import JudgeError
@@ -95,9 +94,6 @@ def load_template(spec: str, presets: Mapping[str, T]) -> T:
     return dataclasses.replace(base, **overrides)
 
 
-_DECODER = json.JSONDecoder()
-
-
 class InvalidOutput(ValueError):
     """A generation that does not satisfy the required format or constraints (retried at once)."""
 
@@ -108,14 +104,10 @@ class InvalidOutput(ValueError):
 def extract_json_object(text: str) -> dict:
     """The first JSON object in `text` after removing `<think>` blocks (fenced or bare)."""
     answer = strip_thinking(text)
-    for start in (m.start() for m in re.finditer(r"\{", answer)):
-        try:
-            value, _ = _DECODER.raw_decode(answer, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    raise InvalidOutput(f"No JSON object found in the answer: {answer[:200]!r}")
+    objects = json_objects(answer)
+    if not objects:
+        raise InvalidOutput(f"No JSON object found in the answer: {answer[:200]!r}")
+    return objects[0]
 
 
 #: the fewest answer tokens a generation is sent with (3-5 rubrics, or a rationale, in JSON); a window that
@@ -164,16 +156,11 @@ class RunSummary:
         return text
 
 
-def failures_path_for(output_path: str | Path) -> Path:
-    """Default failures file next to the results: `rubrics.jsonl` -> `rubrics.failures.jsonl`."""
-    output_path = Path(output_path)
-    return output_path.with_name(output_path.stem + ".failures" + output_path.suffix)
-
-
 @dataclass
 class ResumableRunner:
     """Run `Job`s through `backend.complete` and append `{id_key: job.id, **parse(text, job), "attempts": n}` lines
-    to `output_path`; `parse` raises `InvalidOutput` on an invalid answer."""
+    to `output_path`; `parse` raises `InvalidOutput` on an invalid answer. Failures go to `failures_path`
+    (default: `rubrics.jsonl` -> `rubrics.failures.jsonl`)."""
 
     backend: Any
     output_path: str | Path
@@ -193,26 +180,17 @@ class ResumableRunner:
                 f"max_attempts and max_concurrency must be >= 1, got {self.max_attempts}, {self.max_concurrency}"
             )
         self.output_path = Path(self.output_path)
-        self.failures_path = Path(self.failures_path or failures_path_for(self.output_path))
-
-    def done_ids(self) -> set[str]:
-        """Ids with a finished result in `output_path` (a partial last line does not count)."""
-        return {record[self.id_key] for record in read_records(self.output_path)}
+        default = self.output_path.with_name(f"{self.output_path.stem}.failures{self.output_path.suffix}")
+        self.failures_path = Path(self.failures_path or default)
 
     async def run(self, jobs: Iterable[Job]) -> RunSummary:
-        jobs = list(jobs)
-        done = self.done_ids()
-        pending, queued = [], set()
+        by_id: dict[str, Job] = {}
         for job in jobs:
-            if job.id not in done and job.id not in queued:
-                queued.add(job.id)
-                pending.append(job)
-        summary = RunSummary(
-            total=len({job.id for job in jobs}),
-            already_done=len(done & {job.id for job in jobs}),
-            output_path=str(self.output_path),
-            failures_path=str(self.failures_path),
-        )
+            by_id.setdefault(job.id, job)
+        done = {record[self.id_key] for record in read_records(self.output_path)}
+        summary = RunSummary(len(by_id), len(done & by_id.keys()))
+        summary.output_path, summary.failures_path = str(self.output_path), str(self.failures_path)
+        pending = [job for job in by_id.values() if job.id not in done]
         self.output_path.parent.mkdir(parents=True, exist_ok=True)
         repair_tail(self.output_path)
         semaphore, ledger = asyncio.Semaphore(self.max_concurrency), JudgeLedger()

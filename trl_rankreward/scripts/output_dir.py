@@ -121,13 +121,9 @@ def _is_stale(holder: dict) -> bool:
         return True
     if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
         return False
-    try:
-        os.kill(holder["pid"], 0)  # signal 0: only asks whether the pid exists
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, another user's
-        pass
-    return False
+    import psutil  # accelerate's dependency
+
+    return not psutil.pid_exists(holder["pid"])  # another user's live process exists too
 
 
 def release_run_lock(lock: Path) -> None:

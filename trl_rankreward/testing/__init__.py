@@ -9,11 +9,10 @@ __getattr__, __all__ = lazy_exports(
     __name__,
     {
         "..tiny": ("build_tiny_model", "train_tiny_tokenizer"),  # trl_rankreward.tiny, here for the tests
-        ".chat_servers": ("serve_transformers", "Reply", "serve_chat_script"),
-        ".process_group": ("kill_session", "run_in_group", "session_survivors"),
-        ".scripted_judge": ("serve_scripted_judge",),
+        ".chat_servers": ("serve_transformers", "Reply", "serve_chat_script", "kill_session", "run_in_group",
+                          "session_survivors"),
+        ".scripted_judge": ("serve_scripted_judge", "serve_hostile_judge"),
         ".judge_replica": ("serve_judge_replica",),
-        ".hostile_judges": ("serve_hostile_judge",),
         ".fault_proxy": ("FaultProxy",),
         ".fakes": ("ScriptedBackend", "OracleJudge", "OracleRecipe", "LengthJudge", "CountingMethod", "write_fake_release"),
     },

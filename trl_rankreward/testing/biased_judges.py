@@ -2,14 +2,14 @@
 
 Each is a `SimulatedJudge` whose quality is `fact_quality`: 10 x the share of the query's facts an answer
 names (filler, instructions and planted verdicts add nothing). `length_biased_judge` adds `bias` per 100
-characters, `position_biased_judge` `bias` for the text shown first; `EchoJudge` answers the last concrete
+characters, `biased_judges()["position_biased"]` 6 for the text shown first; `EchoJudge` answers the last concrete
 verdict its rendered prompt holds (`{"score": 7}`), as a weak model does. `scripted_groups()`: 6 queries x
 4 rollouts naming both facts (two), one, and none."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from ..evaluation.simulation import SimulatedJudge
 from ..judging.rendering import render
@@ -46,32 +46,22 @@ def scripted_groups(query_ids: Sequence[str] | None = None) -> list[Group]:
     return [Group(q, SCRIPTED_QUERIES[q][0], (), list(SCRIPTED_QUERIES[q][2])) for q in ids]
 
 
-def fact_quality(facts: Mapping[str, Sequence[str]] = FACTS):
-    """`(query_id, text) -> 10 * share of the query's facts named in text` (whole words, any case)."""
-
-    def quality(query_id: str, text: str) -> float:
-        wanted = facts.get(query_id, ())
-        words = {w.lower() for w in _WORD.findall(text)}
-        return 10.0 * sum(f in words for f in wanted) / len(wanted) if wanted else 0.0
-
-    return quality
+def fact_quality(query_id: str, text: str) -> float:
+    """10 x the share of the query's `FACTS` named in text (whole words, any case)."""
+    wanted = FACTS.get(query_id, ())
+    words = {w.lower() for w in _WORD.findall(text)}
+    return 10.0 * sum(f in words for f in wanted) / len(wanted) if wanted else 0.0
 
 
-def honest_judge(*, noise: float = 0.0, seed: int = 0, facts: Mapping[str, Sequence[str]] = FACTS) -> SimulatedJudge:
-    """Judges by the facts named only (integer pointwise scores); `noise`: the per-call standard deviation."""
-    return SimulatedJudge(fact_quality(facts), noise=noise, seed=seed, integer_scores=True)
+def honest_judge(*, noise: float = 0.0, seed: int = 0, **bias: float) -> SimulatedJudge:
+    """Judges by the facts named only (integer pointwise scores); `noise`: the per-call standard deviation;
+    `bias`: `SimulatedJudge`'s `length_bias` or `position_bias`."""
+    return SimulatedJudge(fact_quality, noise=noise, seed=seed, integer_scores=True, **bias)
 
 
-def length_biased_judge(*, bias: float = 1.5, noise: float = 0.0, seed: int = 0,
-                        facts: Mapping[str, Sequence[str]] = FACTS) -> SimulatedJudge:  # fmt: skip
+def length_biased_judge(*, bias: float = 1.5, noise: float = 0.0, seed: int = 0) -> SimulatedJudge:
     """`honest_judge` plus `bias` per 100 characters of a text."""
-    return SimulatedJudge(fact_quality(facts), noise=noise, seed=seed, integer_scores=True, length_bias=bias)
-
-
-def position_biased_judge(*, bias: float = 6.0, noise: float = 0.0, seed: int = 0,
-                          facts: Mapping[str, Sequence[str]] = FACTS) -> SimulatedJudge:  # fmt: skip
-    """`honest_judge` plus `bias` for the text shown first in a pairwise prompt (pointwise scores unchanged)."""
-    return SimulatedJudge(fact_quality(facts), noise=noise, seed=seed, integer_scores=True, position_bias=bias)
+    return honest_judge(noise=noise, seed=seed, length_bias=bias)
 
 
 _SCORE = re.compile(r'"score"\s*:\s*(\d+(?:\.\d+)?)')
@@ -81,8 +71,8 @@ _WINNER = re.compile(r'"winner"\s*:\s*"(A|B|TIE)"')
 class EchoJudge(SimulatedJudge):
     """`honest_judge` that answers the last concrete verdict its rendered prompt holds."""
 
-    def __init__(self, *, noise: float = 0.0, seed: int = 0, facts: Mapping[str, Sequence[str]] = FACTS):
-        super().__init__(fact_quality(facts), noise=noise, seed=seed, integer_scores=True)
+    def __init__(self, *, noise: float = 0.0, seed: int = 0):
+        super().__init__(fact_quality, noise=noise, seed=seed, integer_scores=True)
 
     async def _verdict(self, request, display: tuple[int, ...]):
         prompt = render(request, self.templates, seed=self.seed).messages[-1]["content"]
@@ -103,6 +93,6 @@ def biased_judges(*, noise: float = 0.0, seed: int = 0) -> dict[str, SimulatedJu
         "honest": honest_judge(noise=noise, seed=seed),
         "echo": EchoJudge(noise=noise, seed=seed),
         "length_biased": length_biased_judge(noise=noise, seed=seed),
-        "position_biased": position_biased_judge(noise=noise, seed=seed),
+        "position_biased": honest_judge(noise=noise, seed=seed, position_bias=6.0),
     }
 

@@ -1,4 +1,5 @@
-"""Chat servers for client tests: a real model behind `transformers serve`, and a server that answers as scripted.
+"""Chat servers for client tests: a real model behind `transformers serve`, and a server that answers as scripted;
+and `run_in_group`, which runs a command in a session of its own and kills all of it when the call ends.
 
 `serve_transformers` runs `transformers serve` offline on CPU in its own session, pinned to `model_dir`
 (requests must name it as `ServedModel.model` does). `serve_chat_script` compares two clients message for
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -19,14 +21,11 @@ import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process_group import kill_session
 from .scripted_judge import JSONHandler, LoopbackServer, chat_completion, openai_error
-
-_LOG_TAIL_CHARS = 4000
 
 
 class ServedModel(str):
@@ -42,7 +41,7 @@ class ServedModel(str):
 
     def log_tail(self) -> str:
         try:
-            return self.log_path.read_text(errors="replace")[-_LOG_TAIL_CHARS:]
+            return self.log_path.read_text(errors="replace")[-4000:]
         except OSError as exc:
             return f"(log unreadable: {exc})"
 
@@ -87,12 +86,9 @@ def _wait_ready(served: ServedModel, timeout_s: float) -> None:
                 f"transformers serve exited with code {served.process.returncode} before answering at {served}. "
                 f"Server log ({served.log_path}):\n{served.log_tail()}"
             )
-        try:
-            with urllib.request.urlopen(f"{served}/models", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{served}/models", timeout=2) as response:
+            if response.status == 200:
+                return
         time.sleep(0.25)
     raise TimeoutError(
         f"transformers serve did not answer GET {served}/models within {timeout_s:g}s. "
@@ -181,3 +177,55 @@ def serve_chat_script(
         yield server
     finally:
         server.stop()
+
+
+def kill_session(process: subprocess.Popen) -> None:
+    """SIGKILL every process in the session `process` leads, and reap it (a hung collective would not heed SIGTERM)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already empty
+        os.killpg(process.pid, signal.SIGKILL)
+    for pid in session_members(process.pid):  # the groups its children started in the session
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    process.wait()
+
+
+def run_in_group(
+    command: Sequence[str], *, timeout: float | None, capture_output: bool = False, **popen_kwargs
+) -> subprocess.CompletedProcess:
+    """`subprocess.run(command, timeout=..., capture_output=..., **popen_kwargs)` with all of the command's
+    processes killed at the end; `timeout=None` waits for its exit. `subprocess.run(timeout=...)` kills only
+    `accelerate launch`, and its workers run on, holding CPU, memory and gloo ports: this starts the command with
+    `start_new_session=True` and kills the whole session however the call ends (a timeout raises
+    `subprocess.TimeoutExpired` with the output so far), including groups a child started in it (ninja's)."""
+    if capture_output:
+        popen_kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, start_new_session=True, **popen_kwargs)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as expired:
+        kill_session(process)
+        expired.stdout, expired.stderr = process.communicate()  # the whole output up to the kill
+        raise
+    finally:
+        kill_session(process)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def session_members(sid: int) -> list[int]:
+    """The pids of session `sid`'s running processes (zombies, already dead, left out)."""
+    import psutil  # accelerate's dependency
+
+    members = []
+    for process in psutil.process_iter(["status"]):
+        with contextlib.suppress(ProcessLookupError, psutil.Error):
+            if process.info["status"] != psutil.STATUS_ZOMBIE and os.getsid(process.pid) == sid:
+                members.append(process.pid)
+    return members
+
+
+def session_survivors(sid: int, within_s: float = 5.0) -> list[int]:
+    """`session_members(sid)` once they had up to `within_s` to end (a SIGKILL lands asynchronously)."""
+    deadline = time.monotonic() + within_s
+    while (alive := session_members(sid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive

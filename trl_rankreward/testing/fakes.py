@@ -55,7 +55,9 @@ class ScriptedBackend:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             await asyncio.sleep(self.delay_s)
-            answer = self._next(messages, attempt)
+            if not callable(self.script) and not self.script:
+                raise AssertionError("ScriptedBackend ran out of scripted answers")
+            answer = self.script(messages, attempt) if callable(self.script) else self.script.pop(0)
         finally:
             self.in_flight -= 1
         if isinstance(answer, Exception):
@@ -63,13 +65,6 @@ class ScriptedBackend:
         if isinstance(answer, Completion):  # a scripted finish_reason or usage
             return answer
         return Completion(answer, self.prompt_tokens, self.completion_tokens)
-
-    def _next(self, messages, attempt):
-        if callable(self.script):
-            return self.script(messages, attempt)
-        if not self.script:
-            raise AssertionError("ScriptedBackend ran out of scripted answers")
-        return self.script.pop(0)
 
     @property
     def prompts(self) -> list[str]:

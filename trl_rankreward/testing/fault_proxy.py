@@ -29,6 +29,7 @@ sent; an unreachable upstream gives 502."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import http.client
 import json
 import select
@@ -38,9 +39,8 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler
 
-from .scripted_judge import LoopbackServer, openai_error
+from .scripted_judge import JSONHandler, LoopbackServer, openai_error
 
 # Parameters (and defaults) each fault kind accepts.
 FAULTS: dict[str, dict[str, float]] = {
@@ -49,17 +49,9 @@ FAULTS: dict[str, dict[str, float]] = {
     "slow": {"delay_s": 1.0},
     "trickle": {"interval_s": 0.3},
     "http_429": {"retry_after_s": 1.0},
-    "http_500": {},
-    "http_503": {},
-    "reset": {},
-    "html_200": {},
-    "truncated_json": {},
     "endless_body": {"max_s": 60.0},
-    "empty_choices": {},
-    "error_200": {},
-    "wrong_model": {},
-    "passthrough": {},
-    "down": {},
+    **dict.fromkeys("http_500 http_503 reset html_200 truncated_json empty_choices error_200".split(), {}),
+    **dict.fromkeys("wrong_model passthrough down".split(), {}),
 }
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"}
 # Not forwarded either: the upstream's own host, length and framing are recomputed, and the
@@ -70,12 +62,13 @@ _HTML_PAGE = (
     b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><center><h1>502 Bad Gateway</h1>"
     b"</center><hr><center>nginx</center></body></html>\n"
 )
-_ERRORS = {
-    429: ("Rate limit reached (injected by FaultProxy)", "rate_limit_error"),
-    500: ("The server had an error while processing your request (injected by FaultProxy)", "server_error"),
-    503: ("The server is overloaded or not ready yet (injected by FaultProxy)", "server_error"),
+_ERRORS = {  # kind -> status, the OpenAI error body's message and type
+    "http_429": (429, "Rate limit reached (injected by FaultProxy)", "rate_limit_error"),
+    "http_500": (500, "The server had an error while processing your request (injected by FaultProxy)", "server_error"),
+    "http_503": (503, "The server is overloaded or not ready yet (injected by FaultProxy)", "server_error"),
 }
-_POLL_S = 0.05
+_ERRORS["error_200"] = (200, *_ERRORS["http_500"][1:])
+_REWRITES = {"empty_choices": {"choices": []}, "wrong_model": {"model": "other-model"}}  # of a JSON upstream answer
 
 
 class FaultProxy:
@@ -100,8 +93,6 @@ class FaultProxy:
         self._listen(0)
         self.port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}{parts.path.rstrip('/')}"
-
-    # ---- control -------------------------------------------------------------------------
 
     def inject(self, kind: str, count: int = 1, **params: float) -> None:
         """Apply fault `kind` (parameters: `FAULTS`) to the next `count` POST requests, after those already queued;
@@ -164,8 +155,6 @@ class FaultProxy:
         state = "closed" if self._closed else "down" if self.is_down else "up"
         return f"FaultProxy({self.url!r} -> {self.upstream!r}, {state}, pending={self.pending})"
 
-    # ---- internals -----------------------------------------------------------------------
-
     def _listen(self, port: int) -> None:
         server = _Server(("127.0.0.1", port), _Handler)
         server.proxy, server.stopped = self, threading.Event()
@@ -185,10 +174,6 @@ class FaultProxy:
             self.injected[kind] += 1
             return kind, params
 
-    def _count_forwarded(self) -> None:
-        with self._lock:
-            self.forwarded += 1
-
 
 class _Server(LoopbackServer):
     proxy: FaultProxy
@@ -199,14 +184,11 @@ class _Server(LoopbackServer):
             super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):  # its quiet logging; answers pass through `_reply`
     server: _Server
 
-    def log_message(self, format, *args):  # tests read results, not access logs
-        pass
-
     def do_GET(self):
-        self._send(*self._forward(None))
+        self._reply(*self._forward(None))
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -217,29 +199,29 @@ class _Handler(BaseHTTPRequestHandler):
             if self.server.stopped.wait(params["delay_s"]):
                 self._reset()
             else:
-                self._send(*self._forward(body))
+                self._reply(*self._forward(body))
         elif kind == "trickle":
             self._trickle(*self._forward(body), interval_s=params["interval_s"])
-        elif kind == "http_429":
-            self._error(429, [("Retry-After", f"{params['retry_after_s']:g}")])
-        elif kind in ("http_500", "http_503"):
-            self._error(int(kind[-3:]), [])
+        elif kind in _ERRORS:
+            status, message, error_kind = _ERRORS[kind]
+            retry = [("Retry-After", f"{params['retry_after_s']:g}")] if kind == "http_429" else []
+            self._reply(status, [("Content-Type", "application/json"), *retry], _error_body(message, error_kind))
         elif kind == "html_200":
-            self._send(200, [("Content-Type", "text/html; charset=utf-8")], _HTML_PAGE)
+            self._reply(200, [("Content-Type", "text/html; charset=utf-8")], _HTML_PAGE)
         elif kind == "truncated_json":
             _, _, data = self._forward(body)
-            self._send(200, [("Content-Type", "application/json")], data[: len(data) // 2])
-        elif kind in ("empty_choices", "wrong_model"):
-            self._rewrite(*self._forward(body), kind)
-        elif kind == "error_200":
-            message, error_kind = _ERRORS[500]
-            self._send(200, [("Content-Type", "application/json")], _error_body(message, error_kind))
+            self._reply(200, [("Content-Type", "application/json")], data[: len(data) // 2])
+        elif kind in _REWRITES:
+            status, headers, data = self._forward(body)
+            with contextlib.suppress(ValueError):  # not JSON: nothing to rewrite
+                data = json.dumps({**json.loads(data), **_REWRITES[kind]}).encode("utf-8")
+            self._reply(status, headers, data)
         elif kind == "endless_body":
             self._stream_forever(params["max_s"])
         elif kind == "reset":
             self._reset()
         else:  # "none" (no fault queued) or "passthrough"
-            self._send(*self._forward(body))
+            self._reply(*self._forward(body))
 
     def _forward(self, body: bytes | None) -> tuple[int, list[tuple[str, str]], bytes]:
         """Send this request upstream; its status, headers and body (502 if the upstream cannot be reached)."""
@@ -255,15 +237,12 @@ class _Handler(BaseHTTPRequestHandler):
             return 502, [("Content-Type", "application/json")], _error_body(message, "bad_gateway")
         finally:
             connection.close()
-        proxy._count_forwarded()
+        with proxy._lock:
+            proxy.forwarded += 1
         kept = [(k, v) for k, v in response.getheaders() if k.lower() not in _DROP_RESPONSE]
         return response.status, kept, data
 
-    def _error(self, status: int, headers: list[tuple[str, str]]) -> None:
-        message, kind = _ERRORS[status]
-        self._send(status, [("Content-Type", "application/json"), *headers], _error_body(message, kind))
-
-    def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+    def _reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         if self.server.stopped.is_set():
             return self._reset()  # went down meanwhile: die as a killed server would
         self._send_head(status, headers, len(body))
@@ -289,18 +268,6 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:  # the client gave up
                 return
 
-    def _rewrite(self, status: int, headers: list[tuple[str, str]], body: bytes, kind: str) -> None:
-        """The upstream answer with its `choices` emptied (`empty_choices`) or its `model` replaced (`wrong_model`)."""
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return self._send(status, headers, body)  # not JSON: nothing to rewrite
-        if kind == "empty_choices":
-            payload["choices"] = []
-        else:
-            payload["model"] = "other-model"
-        self._send(status, headers, json.dumps(payload).encode("utf-8"))
-
     def _stream_forever(self, max_s: float) -> None:
         """200 with a body of JSON-looking bytes and no length, sent as fast as the client reads, until it
         hangs up, `max_s` passes or the proxy stops."""
@@ -323,7 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
         while time.monotonic() < deadline:
             if self.server.stopped.is_set():
                 return self._reset()
-            if select.select([self.connection], [], [], _POLL_S)[0]:
+            if select.select([self.connection], [], [], 0.05)[0]:
                 return  # readable: the client closed its end (or sent more, which it should not)
 
     def _reset(self) -> None:

@@ -1,6 +1,4 @@
-"""`serve_judge_replica`: a scripted judge server with a vLLM replica's limits, for pool and window tests.
-
-Verdicts are the scripted judge's; added is what a served model has:
+"""`serve_judge_replica`: the scripted judge's verdicts with a vLLM replica's limits, for pool and window tests.
 
 - **capacity**: `slots` requests answered at once, each after `latency_s`; more wait (vLLM's `--max-num-seqs`);
 - **a context window**: `max_model_len`, listed in `GET /v1/models` as vLLM does; prompt tokens plus
@@ -10,8 +8,7 @@ Verdicts are the scripted judge's; added is what a served model has:
   and in vLLM's `POST /tokenize` (when `tokenize=True`, else HTTP 404);
 - **death and return**: `url.stop()` kills it as a crash would, `url.start()` restarts it on the same port.
 
-From a shell, as the offline judge of a training or `eval-genrm` run: `python -m
-trl_rankreward.testing.judge_replica --port 8011 [--model NAME] [--max-model-len 1400] [--no-tokenize]`."""
+`python -m trl_rankreward.testing.judge_replica` serves one from a shell (`main`)."""
 
 from __future__ import annotations
 
@@ -56,8 +53,7 @@ def context_length_message(window: int, prompt_tokens: int, max_tokens: int) -> 
 
 
 class JudgeReplica(str):
-    """The replica's base URL with its settings and counters: `answered`, `refused` (over the window),
-    `tokenize_calls`."""
+    """The replica's base URL, settings and counters (`answered`, `refused` over the window, `tokenize_calls`)."""
 
     model: str
     slots: int
@@ -68,40 +64,22 @@ class JudgeReplica(str):
     refused: int
     tokenize_calls: int
 
-    def stop(self) -> None:
-        self._control.stop()
-
     def start(self) -> None:
-        self._control.start()
-
-
-class _Control:
-    def __init__(self, slots: int, verdicts):
-        self.url: JudgeReplica | None = None  # set once the port is known
-        self.port, self.verdicts = 0, verdicts
-        self.lock, self.down = threading.Lock(), threading.Event()
-        self.free = threading.BoundedSemaphore(slots)
-        self.server = None
-
-    def start(self) -> None:
-        if self.server is not None:
-            return
-        self.down.clear()
-        self.server = LoopbackServer(("127.0.0.1", self.port), _ReplicaHandler)
-        self.server.control = self
-        self.port = self.server.server_address[1]
-        self.server.start()
-
-    def stop(self) -> None:
         if self.server is None:
-            return
-        self.down.set()
-        self.server.stop()
-        self.server = None
+            self.down.clear()
+            self.server = LoopbackServer(("127.0.0.1", self.port), _ReplicaHandler)
+            self.server.replica = self
+            self.server.start()
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.down.set()
+            self.server.stop()
+            self.server = None
 
     def count(self, name: str) -> None:
         with self.lock:
-            setattr(self.url, name, getattr(self.url, name) + 1)
+            setattr(self, name, getattr(self, name) + 1)
 
 
 @contextlib.contextmanager
@@ -120,29 +98,26 @@ def serve_judge_replica(
         raise ValueError(
             f"Expected slots >= 1, latency_s >= 0, max_model_len >= 1 or None; got {slots}, {latency_s}, {max_model_len}"
         )
-    control = _Control(slots, TextQualityJudge(quality, meta_threshold=5.0))
-    control.port = port
-    control.start()
-    url = JudgeReplica(f"http://127.0.0.1:{control.port}/v1")
+    server = LoopbackServer(("127.0.0.1", port), _ReplicaHandler)
+    url = JudgeReplica(f"http://127.0.0.1:{server.server_address[1]}/v1")
     url.model, url.slots, url.latency_s = model, slots, latency_s
     url.max_model_len, url.tokenize = max_model_len, tokenize
     url.answered = url.refused = url.tokenize_calls = 0
-    url._control, control.url = control, url
+    url.port, url.verdicts = server.server_address[1], TextQualityJudge(quality, meta_threshold=5.0)
+    url.lock, url.down, url.free = threading.Lock(), threading.Event(), threading.BoundedSemaphore(slots)
+    server.replica = url
+    url.server = server.start()
     try:
         yield url
     finally:
-        control.stop()
+        url.stop()
 
 
 class _ReplicaHandler(JSONHandler):
-    @property
-    def control(self) -> _Control:
-        return self.server.control
-
     def do_GET(self):
         if self.path.rstrip("/") != "/v1/models":
             return self._send(404, {"detail": "Not Found"})
-        url = self.control.url
+        url = self.server.replica
         entry = {"id": url.model, "object": "model", "owned_by": "vllm", "root": url.model}
         if url.max_model_len:
             entry["max_model_len"] = url.max_model_len
@@ -150,7 +125,7 @@ class _ReplicaHandler(JSONHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        path, url = self.path.rstrip("/"), self.control.url
+        path, url = self.path.rstrip("/"), self.server.replica
         try:
             payload = json.loads(body)
             messages = payload["messages"]
@@ -158,7 +133,7 @@ class _ReplicaHandler(JSONHandler):
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return self._error(400, f"expected a JSON body with 'model' and 'messages' ({exc!r})")
         if path == "/tokenize" and url.tokenize:
-            self.control.count("tokenize_calls")
+            url.count("tokenize_calls")
             return self._send(200, {"count": prompt_tokens, "max_model_len": url.max_model_len, "tokens": []})
         if path != "/v1/chat/completions":
             return self._send(404, {"detail": "Not Found"})
@@ -167,17 +142,17 @@ class _ReplicaHandler(JSONHandler):
         window = url.max_model_len
         max_tokens = payload.get("max_tokens") or ((window - prompt_tokens) if window else 1024)
         if window and prompt_tokens + max_tokens > window:
-            self.control.count("refused")
+            url.count("refused")
             return self._error(400, context_length_message(window, prompt_tokens, max_tokens), code=400)
         if not self._wait_for_answer():
             return  # the replica died: the connection closes without an answer
         try:
-            content = answer_for_prompt("\n".join(message_content(m) for m in messages), self.control.verdicts)
+            content = answer_for_prompt("\n".join(message_content(m) for m in messages), url.verdicts)
         except ValueError as exc:
             return self._error(400, f"scripted judge replica: {exc}")
         finally:
-            self.control.free.release()
-        self.control.count("answered")
+            url.free.release()
+        url.count("answered")
         pieces = list(_TOKEN.finditer(content))
         finish = "length" if len(pieces) > max_tokens else "stop"  # cut where vLLM would stop: at max_tokens
         if finish == "length":
@@ -189,12 +164,12 @@ class _ReplicaHandler(JSONHandler):
 
     def _wait_for_answer(self) -> bool:
         """Take a slot and spend the latency in it; False (slot given back) if the replica dies meanwhile."""
-        control = self.control
-        while not control.free.acquire(timeout=0.02):
-            if control.down.is_set():
+        replica = self.server.replica
+        while not replica.free.acquire(timeout=0.02):
+            if replica.down.is_set():
                 return False
-        if control.down.wait(control.url.latency_s) or control.down.is_set():
-            control.free.release()
+        if replica.down.wait(replica.latency_s) or replica.down.is_set():
+            replica.free.release()
             return False
         return True
 
@@ -243,10 +218,8 @@ def main(argv: list[str] | None = None) -> None:
         print(url, flush=True)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
-        except KeyboardInterrupt:
-            pass
         print(f"answered {url.answered}, refused as too long {url.refused}, /tokenize {url.tokenize_calls}", flush=True)
 
 

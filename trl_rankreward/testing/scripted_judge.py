@@ -1,17 +1,13 @@
-"""`serve_scripted_judge`: an OpenAI-compatible judge server whose verdicts a test can predict.
+"""`serve_scripted_judge`: an OpenAI-compatible judge server on loopback whose verdicts a test can predict.
 
-A stdlib HTTP server on a free loopback port, for tests of the real client path, offline. It takes the texts
-back out of a default-template prompt's `<response id=...>` / `<rationale id=...>` blocks (in display order)
+It takes the texts back out of a default-template prompt's `<response id=...>` / `<rationale id=...>` blocks
 and answers the verdict `judging.quality_judge.QualityJudge` gives under `quality(text)` (default: the number
 of distinct lower-cased words), or under `judge=` (e.g. a noisy `SimulatedJudge`, which gets the prompt
-without its blocks as `query` and `query_id`). `usage` counts words.
-
-The request kind is told from the blocks: `golden` -> meta; `candidate` -> coarse (without `A0`: the
-order-only control, position = quality clipped to 0..K); a lone `response` -> pointwise; `"keep_anchor_ids"`
--> buffer-select; `R0..` -> listwise; `A` and `B` -> pairwise, or rubric-pairwise when it asks for
-`"winners"`. Rubric and rationale generation prompts get a valid answer; a rationale-first prompt gets a
-`RATIONALE`, then the JSON under `VERDICT`. GenRM prompts (ours and the R-Align authors' layout) get a
-rationale ending in `\\boxed{A}` or `\\boxed{B}` (A on a tie); the authors' MetaRM prompt gets their tags."""
+without its blocks as `query` and `query_id`); the blocks tell the request kind (`_answer_for_prompt`).
+GenRM prompts (ours and the R-Align authors' layout) get a rationale ending in `\\boxed{A}` or `\\boxed{B}`
+(A on a tie), the authors' MetaRM prompt their tags, generation prompts a valid answer. `usage` counts words.
+`serve_hostile_judge` serves one that misbehaves as weak and reasoning judges do, for tests of verdict integrity
+(`judging.parsing`, `judging.calls`, `LLMJudge`'s structured output)."""
 
 from __future__ import annotations
 
@@ -24,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ..judging.parsing import asks_rationale_first
+from ..judging.parsing import asks_rationale_first, json_objects
 from ..judging.prompt_budget import ApproxCounter
 from ..judging.quality_judge import QualityJudge, answer_json
 from ..judging.rendering import NUMBER_WORDS, Rendered
@@ -142,7 +138,7 @@ def _answer_for_prompt(prompt: str, judge: QualityJudge) -> dict:
             **about, response_a=blocks["A"], response_b=blocks["B"], label="A",
             golden_rationale=blocks["golden"], rationale=blocks["reward_model"],
         )  # fmt: skip
-    elif "candidate" in blocks and "A0" not in blocks:
+    elif "candidate" in blocks and "A0" not in blocks:  # the order-only control: position = quality in 0..K
         k = len(_ANCHOR_ID_LINE.findall(outside))
         candidate = PointwiseRequest(**about, response=blocks["candidate"])
         (quality,) = asyncio.run(judge.qualities(candidate, [blocks["candidate"]]))
@@ -198,13 +194,9 @@ class ScriptedJudge(str):
 
     @mode.setter
     def mode(self, value: str) -> None:
-        self._mode = _check_mode(value)
-
-
-def _check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"scripted judge mode must be one of {MODES}, got {mode!r}")
-    return mode
+        if value not in MODES:
+            raise ValueError(f"scripted judge mode must be one of {MODES}, got {value!r}")
+        self._mode = value
 
 
 @contextlib.contextmanager
@@ -230,7 +222,7 @@ def serve_scripted_judge(
         raise ValueError(f"latency_s must be >= 0, got {latency_s!r}")
     if judge is not None and not isinstance(judge, QualityJudge):
         raise TypeError(f"judge must be a QualityJudge (e.g. evaluation.SimulatedJudge), got {type(judge).__name__}")
-    _check_mode(mode)
+    ScriptedJudge().mode = mode  # a bad mode is refused before a port is taken
     server = LoopbackServer(("127.0.0.1", 0), _Handler)
     url = ScriptedJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
     url.models, url.mode, url.latency_s, url.requests = models, mode, float(latency_s), 0
@@ -324,3 +316,104 @@ def message_content(message: dict) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(part["text"] for part in content if part.get("type") == "text")
+
+
+BEHAVIOURS = ("honest", "quote", "echo", "two_verdicts", "cut_reasoning")
+#: the keys of every request kind's JSON answer (`judging.parsing.ANSWER_JSON`)
+ANSWER_KEYS = frozenset({"position", "order", "winner", "winners", "score", "consistent", "keep_anchor_ids",
+                         "add_rollout_ids"})  # fmt: skip
+REFUSAL = "response_format is not supported by this server (no guided decoding backend)"
+
+
+def planted_verdicts(prompt: str) -> list[dict]:
+    """The verdict-shaped JSON objects inside the prompt's shown blocks, in order."""
+    found = [obj for _, _, text in _BLOCK.findall(prompt) for obj in json_objects(text)]
+    return [obj for obj in found if ANSWER_KEYS & obj.keys()]
+
+
+class HostileJudge(str):
+    """The server's base URL with its settings, `requests` (every body) and `refused` (for `response_format`)."""
+
+    model: str
+    behaviour: str
+    requests: list[dict]
+    refused: int
+
+    def answer(self, prompt: str, structured: bool) -> str:
+        own = answer_for_prompt(prompt, self.judge)
+        if structured or self.behaviour == "honest":
+            return own
+        planted = [json.dumps(v) for v in planted_verdicts(prompt)]
+        if self.behaviour == "quote":
+            note = "\n\nNote: one response tried to instruct the judge with {}; I ignored it."
+            return own + "".join(note.format(p) for p in planted)
+        if self.behaviour == "echo":
+            return "\n".join([*planted, own])
+        if self.behaviour == "two_verdicts":
+            return f"{own}\n\nOr, read the other way: {answer_for_prompt(prompt, self.reverse)}"
+        quotes = " ".join(f"The response writes {p}, which is not evidence." for p in planted)
+        filler = " ".join(["Weighing", "the", "rubrics", "again."] * (self.reasoning_words // 4))
+        return f"<think>{quotes} {filler}</think>\n{own}"
+
+
+@contextlib.contextmanager
+def serve_hostile_judge(
+    behaviour: str,
+    *,
+    quality: Callable[[str], float] = distinct_words,
+    refuse_response_format: bool = False,
+    reasoning_words: int = 40,
+    model: str = "hostile-judge",
+) -> Iterator[HostileJudge]:
+    """Serve `behaviour` (one of `BEHAVIOURS`) on a free loopback port; yield the URL; stop on exit.
+
+    Its **own** verdict is the scripted judge's; **planted** ones are the JSON objects with an answer key inside
+    a shown block (a rollout's `{"score": 10}`). Behaviours: `"honest"` (its own alone); `"quote"` (its own,
+    then a note quoting each planted one: a last-object parser reads the planted one); `"echo"` (every planted
+    one as bare JSON, then its own); `"two_verdicts"` (its own and the one under `10 - quality`);
+    `"cut_reasoning"` (`<think>` quoting the planted ones for `reasoning_words` words, then its own). Answers are
+    cut at the request's `max_tokens` (a word a token; `finish_reason: "length"`). A request with `response_format`
+    gets its own verdict's JSON alone, as guided decoding would, or with `refuse_response_format=True` an HTTP 400."""
+    if behaviour not in BEHAVIOURS:
+        raise ValueError(f"behaviour must be one of {BEHAVIOURS}, got {behaviour!r}")
+    if reasoning_words < 0:
+        raise ValueError(f"reasoning_words must be >= 0, got {reasoning_words}")
+    server = LoopbackServer(("127.0.0.1", 0), _HostileHandler)
+    url = server.url = HostileJudge(f"http://127.0.0.1:{server.server_address[1]}/v1")
+    url.model, url.behaviour, url.requests, url.refused = model, behaviour, [], 0
+    url.refuse, url.reasoning_words, url.lock = refuse_response_format, reasoning_words, threading.Lock()
+    url.judge = TextQualityJudge(quality, meta_threshold=5.0)
+    url.reverse = TextQualityJudge(lambda text: 10.0 - quality(text), meta_threshold=5.0)
+    server.start()
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+class _HostileHandler(JSONHandler):
+    def do_GET(self):
+        if self.path.rstrip("/") != "/v1/models":
+            return self._send(404, openai_error(f"no route GET {self.path}", "not_found_error"))
+        self._send(200, {"object": "list", "data": [{"id": self.server.url.model, "object": "model"}]})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        url = self.server.url
+        with url.lock:
+            url.requests.append(body)
+        structured = body.get("response_format") is not None
+        if structured and url.refuse:
+            with url.lock:
+                url.refused += 1
+            return self._send(400, openai_error(REFUSAL, "BadRequestError", 400))
+        prompt = "\n".join(message_content(m) for m in body.get("messages") or [])
+        words = url.answer(prompt, structured).split(" ")
+        max_tokens = body.get("max_tokens") or len(words)
+        content = " ".join(words[:max_tokens])
+        reply = chat_completion({"role": "assistant", "content": content}, url.model, len(prompt.split()),
+                                min(len(words), max_tokens), f"chatcmpl-hostile-{len(url.requests)}")  # fmt: skip
+        if len(words) > max_tokens:
+            reply["choices"][0]["finish_reason"] = "length"
+        self._send(200, reply)
+
