@@ -6,7 +6,7 @@ help; `metadata={"positional": True}` a positional). A command module defines `H
 optionally:
 
 - `CONFIG_FILE = True`: it takes `--config FILE.yaml` (flags win; `env:` sets environment variables);
-  `config_values(path, mapping)` turns the mapping into option values. A
+  `config_values(path, mapping)` turns the mapping into option values, `CONFIG_HELP` is the flag's help. A
   command reading a training config takes its path as the option `training_config` (`bench`, `probe-judge`);
 - `TRAINING_OVERRIDES = True`: flags that are not its own go to the training config (`--judge_base_urls URL`),
   as the `overrides` of the dataclass holding `training_config`, read by `scripts.read_training_config`.
@@ -92,7 +92,7 @@ def command_parser(name: str, module) -> argparse.ArgumentParser:
         ]
     for leaf in leaves:
         if getattr(module, "CONFIG_FILE", False):
-            leaf.add_argument("--config", metavar="FILE.yaml", help=CONFIG_HELP)
+            leaf.add_argument("--config", metavar="FILE.yaml", help=getattr(module, "CONFIG_HELP", CONFIG_HELP))
         leaf.add_argument("--traceback", action="store_true", help=TRACEBACK_HELP)
     return parser
 

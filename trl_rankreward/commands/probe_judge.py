@@ -17,19 +17,20 @@ from pathlib import Path
 from ..parsing import training_overrides_field
 
 HELP = "Probe the training config's judge on rollouts of its starting policy: which reward method gives signal"
+CONFIG_FILE = True
 TRAINING_OVERRIDES = True
+CONFIG_HELP = "the training config (YAML) of the run to probe, as examples/train_*.py read it (required)"
+
+
+def config_values(path: str, values: dict) -> dict:
+    """`--config TRAIN.yaml` names the run to probe; its keys are the run's."""
+    return {"training_config": path}
 
 
 @dataclass
 class ProbeJudgeArguments:
     training_config: str | None = field(
-        default=None,
-        metadata={
-            "help": "the training config (YAML) of the run to probe, as examples/train_*.py read it (required); "
-            "`--config PATH` is the same flag",
-            "metavar": "PATH",
-            "aliases": ["--config"],
-        },
+        default=None, metadata={"help": "the training config to probe; `--config` sets it", "metavar": "PATH"}
     )
     queries: int = field(default=8, metadata={"help": "queries sampled from the config's dataset"})
     repeats: int = field(default=2, metadata={"help": "independent judgings per method (>= 2)"})
