@@ -3,7 +3,7 @@
 Every registered reward method (`JudgeRewardGRPOTrainer`, `reward_method=NAME`, GRPO's group
 advantage) and PPO (`advantage_estimator="gae"`, the pointwise reward, one rollout per prompt)
 train the same tiny random policy on CPU, judged over HTTP by the scripted judge server serving
-an `evaluation.SimulatedJudge` (latent quality + Gaussian noise per call). Two tasks whose latent
+an `evaluation.simulation.SimulatedJudge` (latent quality + Gaussian noise per call). Two tasks whose latent
 quality (0..10) is read from the answer text:
 
 - `letter_e`: 10 x the share of the answer's non-space characters that are "e" (every prompt alike);

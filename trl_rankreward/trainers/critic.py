@@ -94,7 +94,7 @@ class TorchCritic(_Engine):
         (loss / accumulation_steps).backward()
 
     def optimizer_step(self) -> None:
-        """Once per optimizer step, after the policy's (`_CriticStep`)."""
+        """Once per optimizer step, after the policy's (`PPOCritic.on_optimizer_step`)."""
         if self.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
         self.optimizer.step()
