@@ -8,8 +8,11 @@ from .._lazy import lazy_exports
 __getattr__, __all__ = lazy_exports(
     __name__,
     {
-        ".requests": "Rubric CoarseRequest ListwiseRequest PairwiseRequest RubricPairwiseRequest PointwiseRequest "
-        "MetaJudgeRequest BufferSelectRequest JudgeFailure JudgeError Judge ask is_failure ask_pair win_score".split(),
+        ".requests": (
+            "Rubric", "CoarseRequest", "ListwiseRequest", "PairwiseRequest", "RubricPairwiseRequest",
+            "PointwiseRequest", "MetaJudgeRequest", "BufferSelectRequest", "JudgeFailure", "JudgeError", "Judge", "ask",
+            "is_failure", "ask_pair", "win_score",
+        ),
         ".calls": ("JudgeLedger",),
         ".rendering": ("JudgeTemplates",),
         ".llm_judge": ("LLMJudge",),
