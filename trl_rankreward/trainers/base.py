@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers.trainer import TRAINER_STATE_NAME
-from transformers.trainer_callback import TrainerState
+from transformers.trainer_callback import TrainerCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 from trl import GRPOConfig, GRPOTrainer
@@ -34,11 +34,31 @@ from .reward_state import JUDGE_USAGE_NAME
 
 
 class EpochSeededRepeatSampler(RepeatSampler):
-    """`RepeatSampler` reseeded with `seed + epoch` at every epoch."""
+    """`RepeatSampler` whose order is a function of `seed + epoch` alone (TRL's one generator runs on across epochs),
+    so a resumed run sees the queries in the uninterrupted run's order. The trainer sets the epoch at each epoch's
+    start (`SamplerEpoch`)."""
+
+    epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self):
         if self.shuffle and self.seed is not None:
-            self.generator.manual_seed(self.seed + epoch)
+            self.generator.manual_seed(self.seed + self.epoch)
+        return super().__iter__()
+
+
+class SamplerEpoch(TrainerCallback):
+    """Gives the train sampler its epoch when the epoch begins. transformers' own `set_epoch` does not reach it when
+    several processes resume in mid-epoch (accelerate's batch skipping wraps it once more), which replayed epoch 0's
+    order there."""
+
+    sampler: EpochSeededRepeatSampler | None = None
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        if self.sampler is not None:
+            self.sampler.set_epoch(int(state.epoch))  # a whole number at an epoch's start; a resume's e.g. 1.5 -> 1
 
 
 logger = logging.get_logger(__name__)
@@ -128,6 +148,7 @@ class GRPOTrainerBase(GRPOTrainer):
 
     def __init__(self, model, reward_funcs, args, **kwargs):
         self._card_dataset: str | None = None  # the dataset as the model card names it
+        self._sampler_epoch = SamplerEpoch()  # given the train sampler by `_get_train_sampler`
         super().__init__(model, reward_funcs=reward_funcs, args=args, **kwargs)
         self._batch_rewards: torch.Tensor | None = None  # this batch's gathered reward columns, for the critic
         self._micro_batch: dict | None = None  # TRL's micro-batch of this step, for the critic's update
@@ -139,6 +160,7 @@ class GRPOTrainerBase(GRPOTrainer):
             self.add_callback(self._ppo)  # steps the critic's optimizer after the policy's
         self._stop_on_signal = StopOnSignal(any_process(self.accelerator))  # SIGTERM/SIGINT: save, stop (preemption)
         self.add_callback(self._stop_on_signal)
+        self.add_callback(self._sampler_epoch)
         add_judge_evaluation(self)  # the win-rate evaluation, when the config sets eval_prompts
         use_compact_console_log(self)  # one line per logging step (`console_log`), for every trainer
 
@@ -207,7 +229,8 @@ class GRPOTrainerBase(GRPOTrainer):
     def _get_train_sampler(self, dataset=None):
         """TRL's sampler, reseeded per epoch so that resuming keeps the data order (`EpochSeededRepeatSampler`)."""
         sampler = super()._get_train_sampler(dataset)
-        sampler.__class__ = EpochSeededRepeatSampler  # the same sampler, with `set_epoch`
+        sampler.__class__ = EpochSeededRepeatSampler  # the same sampler, ordered by its epoch
+        self._sampler_epoch.sampler = sampler
         return sampler
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, dataset_label=None):
