@@ -117,7 +117,7 @@ def measure(method: str, gpus: int, workers: int, args, urls, replica_pids) -> d
             scorer.finish(scorer.start(trainer_rows(warm, 0, args.group_size, rng, warm_refs), args.group_size,
                                        mode="train", epoch=0.0, step=0))  # fmt: skip
             rows = trainer_rows(qids, 0, args.group_size, rng, refs)
-            worker_pids = pool.pids() if pool else []
+            worker_pids = pool.pids if pool else []
             cpu_workers, cpu_replicas = cpu_seconds(worker_pids), cpu_seconds(replica_pids)
             wall, thread, process = time.perf_counter(), time.thread_time(), time.process_time()
             pending = scorer.start(rows, args.group_size, mode="train", epoch=0.0, step=1)

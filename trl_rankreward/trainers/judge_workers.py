@@ -246,6 +246,11 @@ class JudgeWorkers:
         self._io: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
+    @property
+    def pids(self) -> list[int]:
+        """The workers' process ids, once started (`benchmarks/judge_scale.py` reads their CPU time)."""
+        return [process.pid for process in self._processes]
+
     def submit(self, method: GroupRewardMethod, groups: Sequence[Group], *, epoch: int, step: int) -> WorkerBatch:
         """Send each worker its groups and their queries' state; returns at once."""
         self._start()
