@@ -37,7 +37,6 @@ import os
 import random
 import tempfile
 import time
-from dataclasses import replace
 
 from benchmarks._world import references, trainer_rows
 from trl_rankreward.judging.server_settings import JudgeServerSettings
@@ -45,7 +44,7 @@ from trl_rankreward.rewards.base import AnswerFormat, RunContext
 from trl_rankreward.rewards.registry import reward_method_class
 from trl_rankreward.testing.judge_replica import serve_judge_replica
 from trl_rankreward.trainers.group_scoring import GroupScorer, JudgeUsage
-from trl_rankreward.trainers.judge_workers import JudgeWorkers, TrainingRecipe, in_memory, worker_settings
+from trl_rankreward.trainers.judge_workers import JudgeWorkers, TrainingRecipe
 
 MODEL = "scripted-judge"
 LABELS = {"rank_buffer": "RankBuffer", "rrc_scr": "RRC-SCR", "matrix": "MatrixReward explicit"}
@@ -108,8 +107,7 @@ def measure(method: str, gpus: int, workers: int, args, urls, replica_pids) -> d
     refs = {q: references(q, rng) for q in qids}
     with tempfile.TemporaryDirectory() as tmp:
         main = recipe(method, urls, args.concurrency, os.path.join(tmp, "anchors.sqlite"))
-        worker = replace(main, settings=worker_settings(main.settings, max(workers, 1)), options=in_memory(main.options))
-        pool = JudgeWorkers(worker, workers) if workers else None
+        pool = JudgeWorkers(main.for_workers(workers), workers) if workers else None  # as the trainer builds it
         scorer = GroupScorer(main.build_method(main.build_judge()), JudgeUsage(), pool)
         try:
             warm = ["w0", "w1"]  # two groups of other queries: workers started, connections open

@@ -173,8 +173,10 @@ def parse_resume(value) -> str | bool | None:
     if value is None or isinstance(value, bool):
         return value or None
     text = str(value).strip()
-    if text.lower() in RESUME_LATEST + RESUME_NONE:
-        return True if text.lower() in RESUME_LATEST else None
+    if text.lower() in RESUME_LATEST:
+        return True
+    if text.lower() in RESUME_NONE:
+        return None
     if not os.path.isdir(text):
         raise MissingFileError(
             f"--resume_from_checkpoint {text}: no such checkpoint folder; pass a checkpoint-N folder, `latest` "
